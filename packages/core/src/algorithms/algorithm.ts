@@ -1,0 +1,29 @@
+import type { Policy, PolicyOutcome } from '../types.js';
+
+/**
+ * A store keeps one state per (client key, policy): a short list of integers whose layout
+ * belongs to the algorithm. `undefined` is the fresh state of a key never seen.
+ */
+export type State = readonly number[];
+
+export interface Evaluation extends PolicyOutcome {
+  /** The state to store if every policy of the decision allows (it is ignored otherwise). */
+  next: State;
+}
+
+/**
+ * A pure reference implementation of one algorithm. The memory store runs it; each Redis
+ * script mirrors it line for line, and the conformance suite proves they agree.
+ *
+ * `capacity` is the effective capacity (soft and elastic throttling raise it above
+ * `policy.capacity`); `now` is integer epoch ms.
+ */
+export interface Algorithm {
+  evaluate(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation;
+  /** The state after giving `cost` units back, never beyond a fresh state. */
+  refund(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): State | undefined;
+}
+
+/** Exact for non-negative integers below 2^53, which validation guarantees. */
+export const ceilDiv = (a: number, b: number): number => Math.ceil(a / b);
+export const floorDiv = (a: number, b: number): number => Math.floor(a / b);

@@ -1,0 +1,65 @@
+import type { AlgorithmName, Policy, PolicyOutcome, StoreReply } from '../types.js';
+import type { Algorithm, State } from './algorithm.js';
+import { fixedWindow } from './fixed-window.js';
+import { gcra } from './gcra.js';
+import { leakyBucket } from './leaky-bucket.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log.js';
+import { tokenBucket } from './token-bucket.js';
+
+export type { Algorithm, Evaluation, State } from './algorithm.js';
+
+export const algorithms: Readonly<Record<AlgorithmName, Algorithm>> = {
+  'token-bucket': tokenBucket,
+  'leaky-bucket': leakyBucket,
+  gcra,
+  'fixed-window': fixedWindow,
+  'sliding-window-log': slidingWindowLog,
+  'sliding-window-counter': slidingWindowCounter,
+};
+
+export const algorithmNames = Object.keys(algorithms) as AlgorithmName[];
+
+/**
+ * One all-or-nothing decision over several policies: every policy is evaluated on the
+ * current state; only when all allow (and the cost is positive) are the new states returned
+ * for storing. This is the reference every store must match.
+ */
+export function decide(
+  states: readonly (State | undefined)[],
+  policies: readonly Policy[],
+  capacities: readonly number[],
+  cost: number,
+  now: number,
+): StoreReply & { next: State[] | undefined } {
+  const outcomes: PolicyOutcome[] = [];
+  const next: State[] = [];
+  let allowed = true;
+  for (let i = 0; i < policies.length; i++) {
+    const policy = policies[i] as Policy;
+    const evaluation = algorithms[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, cost, now);
+    allowed &&= evaluation.allowed;
+    next.push(evaluation.next);
+    outcomes.push({
+      allowed: evaluation.allowed,
+      remaining: evaluation.remaining,
+      resetAfterMs: evaluation.resetAfterMs,
+      retryAfterMs: evaluation.retryAfterMs,
+      delayMs: evaluation.delayMs,
+    });
+  }
+  return { allowed, now, outcomes, next: allowed && cost > 0 ? next : undefined };
+}
+
+/** The states after a refund; `undefined` entries stay fresh. */
+export function refundStates(
+  states: readonly (State | undefined)[],
+  policies: readonly Policy[],
+  capacities: readonly number[],
+  cost: number,
+  now: number,
+): (State | undefined)[] {
+  return policies.map((policy, i) =>
+    algorithms[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now),
+  );
+}

@@ -1,0 +1,78 @@
+import { type Algorithm, floorDiv } from './algorithm.js';
+
+/**
+ * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
+ * Allowed iff estimate + cost ≤ limit, compared exactly by multiplying through by W.
+ * State: `[windowIndex, current, previous]`.
+ */
+export const slidingWindowCounter: Algorithm = {
+  evaluate(state, policy, capacity, cost, now) {
+    const windowMs = policy.windowMs;
+    const index = Math.floor(now / windowMs);
+    const elapsed = now - index * windowMs;
+    const [current, previous] = counts(state, index);
+    // Usage scaled by W so that the weighted estimate stays an integer.
+    const used = previous * (windowMs - elapsed) + current * windowMs;
+    const budget = capacity * windowMs;
+    if (used + cost * windowMs <= budget) {
+      const after = current + cost;
+      return {
+        allowed: true,
+        remaining: floorDiv(budget - used - cost * windowMs, windowMs),
+        resetAfterMs: resetAfter(after, previous, windowMs, elapsed),
+        retryAfterMs: 0,
+        delayMs: 0,
+        next: [index, after, previous],
+      };
+    }
+    return {
+      allowed: false,
+      remaining: Math.max(0, floorDiv(budget - used, windowMs)),
+      resetAfterMs: resetAfter(current, previous, windowMs, elapsed),
+      retryAfterMs: retryAfter(current, previous, capacity, cost, windowMs, elapsed),
+      delayMs: 0,
+      next: state ?? [index, 0, 0],
+    };
+  },
+
+  refund(state, policy, _capacity, cost, now) {
+    const index = Math.floor(now / policy.windowMs);
+    if (state === undefined || state[0] !== index) return state;
+    return [index, Math.max(0, (state[1] as number) - cost), state[2] as number];
+  },
+};
+
+function counts(state: readonly number[] | undefined, index: number): [current: number, previous: number] {
+  if (state === undefined) return [0, 0];
+  if (state[0] === index) return [state[1] as number, state[2] as number];
+  if (state[0] === index - 1) return [0, state[1] as number];
+  return [0, 0];
+}
+
+function resetAfter(current: number, previous: number, windowMs: number, elapsed: number): number {
+  if (current > 0) return 2 * windowMs - elapsed;
+  if (previous > 0) return windowMs - elapsed;
+  return 0;
+}
+
+/**
+ * The first instant the request would pass. The estimate only falls as time goes on, so
+ * look for it in this window first, then in the next (where `current` becomes `previous`).
+ */
+function retryAfter(
+  current: number,
+  previous: number,
+  capacity: number,
+  cost: number,
+  windowMs: number,
+  elapsed: number,
+): number {
+  const spareNow = (capacity - current - cost) * windowMs;
+  if (spareNow >= 0 && previous > 0) {
+    const at = windowMs - floorDiv(spareNow, previous);
+    if (at < windowMs) return at - elapsed;
+  }
+  const spareNext = (capacity - cost) * windowMs;
+  const atNext = current > 0 ? Math.max(0, windowMs - floorDiv(spareNext, current)) : 0;
+  return windowMs - elapsed + atNext;
+}

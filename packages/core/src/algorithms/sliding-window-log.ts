@@ -1,0 +1,78 @@
+import type { Algorithm } from './algorithm.js';
+
+/**
+ * Sliding window log: the (time, cost) of every allowed request in (now − W, now].
+ * State: `[t1, cost1, t2, cost2, …]` oldest first; requests at the same ms share an entry.
+ * Exact, and its size is bounded by the limit because every entry costs at least 1.
+ */
+export const slidingWindowLog: Algorithm = {
+  evaluate(state, policy, capacity, cost, now) {
+    const windowMs = policy.windowMs;
+    const live = prune(state, now - windowMs);
+    let used = 0;
+    for (let i = 1; i < live.length; i += 2) used += live[i] as number;
+    if (used + cost <= capacity) {
+      const next = live.slice();
+      if (next.length > 0 && next[next.length - 2] === now)
+        next[next.length - 1] = (next[next.length - 1] as number) + cost;
+      else next.push(now, cost);
+      return {
+        allowed: true,
+        remaining: capacity - used - cost,
+        resetAfterMs: now + windowMs - (next[next.length - 2] as number),
+        retryAfterMs: 0,
+        delayMs: 0,
+        next,
+      };
+    }
+    return {
+      allowed: false,
+      remaining: Math.max(0, capacity - used),
+      resetAfterMs: live.length > 0 ? (live[live.length - 2] as number) + windowMs - now : 0,
+      retryAfterMs: retryAfter(live, used, capacity, cost, windowMs, now),
+      delayMs: 0,
+      next: live,
+    };
+  },
+
+  refund(state, policy, _capacity, cost, now) {
+    const next = prune(state, now - policy.windowMs).slice();
+    let left = cost;
+    while (left > 0 && next.length > 0) {
+      const newest = next[next.length - 1] as number;
+      if (newest > left) {
+        next[next.length - 1] = newest - left;
+        left = 0;
+      } else {
+        left -= newest;
+        next.length -= 2;
+      }
+    }
+    return next;
+  },
+};
+
+/** Drops entries at or before `boundary`; they are outside (now − W, now]. */
+function prune(state: readonly number[] | undefined, boundary: number): readonly number[] {
+  if (state === undefined) return [];
+  let start = 0;
+  while (start < state.length && (state[start] as number) <= boundary) start += 2;
+  return start === 0 ? state : state.slice(start);
+}
+
+/** Entry i leaves the window at t_i + W; wait until enough of the oldest have left. */
+function retryAfter(
+  live: readonly number[],
+  used: number,
+  capacity: number,
+  cost: number,
+  windowMs: number,
+  now: number,
+): number {
+  let left = used;
+  for (let i = 0; i < live.length; i += 2) {
+    left -= live[i + 1] as number;
+    if (left + cost <= capacity) return (live[i] as number) + windowMs - now;
+  }
+  return windowMs;
+}

@@ -1,0 +1,64 @@
+/**
+ * Every error sluice throws carries a stable `code`. Identify errors by code, not by
+ * `instanceof`: two copies of core can be loaded side by side. docs/errors.md lists them all.
+ */
+export type SluiceErrorCode =
+  | 'ERR_SLUICE_UNKNOWN_OPTION'
+  | 'ERR_SLUICE_CONFLICTING_OPTIONS'
+  | 'ERR_SLUICE_INVALID_LIMIT'
+  | 'ERR_SLUICE_INVALID_WINDOW'
+  | 'ERR_SLUICE_INVALID_DURATION'
+  | 'ERR_SLUICE_UNKNOWN_ALGORITHM'
+  | 'ERR_SLUICE_INVALID_BURST'
+  | 'ERR_SLUICE_INVALID_REFILL'
+  | 'ERR_SLUICE_INVALID_QUEUE'
+  | 'ERR_SLUICE_INVALID_POLICIES'
+  | 'ERR_SLUICE_INVALID_POLICY_NAME'
+  | 'ERR_SLUICE_DUPLICATE_POLICY'
+  | 'ERR_SLUICE_INVALID_THROTTLE'
+  | 'ERR_SLUICE_INVALID_STORE'
+  | 'ERR_SLUICE_INVALID_CLOCK'
+  | 'ERR_SLUICE_INVALID_PREFIX'
+  | 'ERR_SLUICE_INVALID_ON_STORE_ERROR'
+  | 'ERR_SLUICE_INVALID_STORE_TIMEOUT'
+  | 'ERR_SLUICE_INVALID_LOGGER'
+  | 'ERR_SLUICE_INVALID_MAX_KEYS'
+  | 'ERR_SLUICE_INVALID_OPTION'
+  | 'ERR_SLUICE_INVALID_KEY'
+  | 'ERR_SLUICE_INVALID_COST'
+  | 'ERR_SLUICE_STORE_UNAVAILABLE'
+  | 'ERR_SLUICE_STORE_TIMEOUT'
+  | 'ERR_SLUICE_BAD_STORE_REPLY';
+
+const brand = Symbol.for('sluice.error');
+
+export class SluiceError extends Error {
+  readonly code: SluiceErrorCode;
+  readonly [brand] = true;
+
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'SluiceError';
+    this.code = code;
+  }
+}
+
+/** True for any sluice error, whichever copy of core created it. */
+export function isSluiceError(value: unknown): value is SluiceError {
+  return typeof value === 'object' && value !== null && (value as { [brand]?: boolean })[brand] === true;
+}
+
+/** Formats a received value for an error message without dumping large objects. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  if (Array.isArray(value)) return 'an array';
+  if (value === null) return 'null';
+  if (typeof value === 'object') return 'an object';
+  return String(value);
+}
+
+/** Throws a configuration error naming the option, the value received and what was expected. */
+export function invalid(code: SluiceErrorCode, option: string, value: unknown, expected: string): never {
+  throw new SluiceError(code, `[sluice] Option \`${option}\` must be ${expected}; received ${describe(value)}.`);
+}

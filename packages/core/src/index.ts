@@ -1,0 +1,12 @@
+export type { Algorithm, Evaluation, State } from './algorithms/index.js';
+export { algorithmNames, algorithms, decide, refundStates } from './algorithms/index.js';
+export type { Duration } from './duration.js';
+export { formatMs, toMs } from './duration.js';
+export type { SluiceErrorCode } from './errors.js';
+export { isSluiceError, SluiceError } from './errors.js';
+export { checkKnownOptions, LIMITER_OPTION_NAMES } from './known-options.js';
+export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
+export { DEFAULT_ALGORITHM, toPolicy } from './policy.js';
+export { storeKey } from './store-key.js';
+export { eventLoopLoad } from './throttle.js';
+export type * from './types.js';

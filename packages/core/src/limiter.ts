@@ -1,0 +1,197 @@
+import { createHash } from 'node:crypto';
+import { storeUnavailableDecision, toDecision } from './decision.js';
+import { invalid, SluiceError } from './errors.js';
+import { checkKnownOptions } from './known-options.js';
+import { toPolicies, toPolicy } from './policy.js';
+import { createStoreGuard, STORE_FAILED } from './store-guard.js';
+import { storeKey } from './store-key.js';
+import { capacitiesFor, toThrottle } from './throttle.js';
+import type {
+  ConsumeOptions,
+  Decision,
+  Limiter,
+  LimiterOptions,
+  Logger,
+  OnStoreError,
+  Policy,
+  RateLimitStore,
+  StoreRequest,
+} from './types.js';
+
+/** How long a client is told to wait when `onStoreError: 'deny'` refuses it. */
+export const STORE_DENY_RETRY_AFTER_MS = 1000;
+const DEFAULT_STORE_TIMEOUT_MS = 100;
+const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
+const claimedNamespaces = new WeakMap<RateLimitStore, Map<string, string>>();
+
+/**
+ * Creates a limiter over one or more policies. Every option is validated here, so a bad
+ * configuration fails at start-up with an `ERR_SLUICE_*` code.
+ *
+ * @example
+ * const limiter = createLimiter({ limit: 100, window: '1m', algorithm: 'gcra' });
+ * const decision = await limiter.consume(clientIp);
+ * if (!decision.allowed) reject(decision.retryAfterMs);
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  if (typeof options !== 'object' || options === null)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
+  checkKnownOptions(options);
+  const policies = options.policies !== undefined ? toPolicies(options.policies) : [singlePolicy(options)];
+  const throttle = toThrottle(options.throttle);
+  const clock = options.clock;
+  if (clock !== undefined && typeof clock !== 'function')
+    invalid('ERR_SLUICE_INVALID_CLOCK', 'clock', clock, 'a function returning epoch milliseconds');
+  const onStoreError: OnStoreError = options.onStoreError ?? 'allow';
+  if (!['allow', 'deny', 'throw'].includes(onStoreError))
+    invalid('ERR_SLUICE_INVALID_ON_STORE_ERROR', 'onStoreError', onStoreError, "'allow', 'deny' or 'throw'");
+  const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)
+    invalid('ERR_SLUICE_INVALID_STORE_TIMEOUT', 'storeTimeoutMs', timeoutMs, 'a positive whole number of milliseconds');
+  const logger: Logger = options.logger ?? console;
+  if (typeof logger?.warn !== 'function')
+    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
+    invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
+  }
+  const store = options.store ?? createDefaultStore();
+  if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
+    invalid(
+      'ERR_SLUICE_INVALID_STORE',
+      'store',
+      store,
+      'a store such as createMemoryStore() or createRedisStore({ client })',
+    );
+  }
+  const namespace = claimNamespace(store, options.prefix, policies);
+  const capacities = capacitiesFor(throttle, policies);
+  const baseCapacities = policies.map((p) => p.capacity);
+  const guarded = createStoreGuard(store, onStoreError, timeoutMs, logger);
+
+  const request = (key: string, cost: number, caps: readonly number[]): StoreRequest => ({
+    namespace,
+    key: storeKey(checkKey(key)),
+    policies,
+    capacities: caps,
+    cost,
+    now: clock?.(),
+  });
+
+  const ask = async (key: string, cost: number, caps: readonly number[]): Promise<Decision> => {
+    const reply = await guarded(() => store.consume(request(key, cost, caps)));
+    if (reply === STORE_FAILED) {
+      return storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
+    }
+    return toDecision(key, reply, policies, caps, throttle.mode, cost);
+  };
+
+  return {
+    policies,
+    namespace,
+    consume(key, consumeOptions?: ConsumeOptions) {
+      const cost = checkCost(consumeOptions?.cost ?? 1);
+      return ask(key, cost, capacities());
+    },
+    async peek(key) {
+      const decision = await ask(key, 0, baseCapacities);
+      decision.allowed = decision.policies.every((p) => p.remaining > 0);
+      return decision;
+    },
+    async reset(key) {
+      await guarded(() => store.reset(namespace, storeKey(checkKey(key)), policies));
+    },
+    async refund(key, cost) {
+      await guarded(() => store.refund(request(key, checkCost(cost), baseCapacities)));
+    },
+  };
+}
+
+function singlePolicy(options: LimiterOptions): Policy {
+  const { name, limit, window, algorithm, burst, queue, refillAmount, refillInterval } = options as unknown as Record<
+    string,
+    unknown
+  >;
+  if (limit === undefined && window === undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      '[sluice] Give either `limit` and `window`, or `policies: [{ limit, window }, …]`.',
+    );
+  }
+  const policy = Object.fromEntries(
+    Object.entries({ name, limit, window, algorithm, burst, queue, refillAmount, refillInterval }).filter(
+      ([, v]) => v !== undefined,
+    ),
+  );
+  return toPolicy(policy as never, 'options');
+}
+
+/**
+ * Limiters sharing a store must never count into each other. A derived namespace is made
+ * unique per store in creation order, which is the same in every process running the same
+ * code. An explicit `prefix` is taken as given, so two limiters may share counts on purpose,
+ * but only with the same policies: a store keeps one state per policy.
+ */
+function claimNamespace(store: RateLimitStore, prefix: string | undefined, policies: readonly Policy[]): string {
+  const ids = policies.map((p) => p.id).join('|');
+  const claimed = claimedNamespaces.get(store) ?? new Map<string, string>();
+  claimedNamespaces.set(store, claimed);
+  if (prefix !== undefined) {
+    const owner = claimed.get(prefix);
+    if (owner !== undefined && owner !== ids) {
+      invalid(
+        'ERR_SLUICE_INVALID_PREFIX',
+        'prefix',
+        prefix,
+        'unique to limiters with the same policies on one store; another limiter uses it with different ones',
+      );
+    }
+    claimed.set(prefix, ids);
+    return prefix;
+  }
+  const digest = createHash('sha256').update(ids).digest('base64url').slice(0, 8);
+  let namespace = `rl-${digest}`;
+  for (let n = 2; claimed.has(namespace); n++) namespace = `rl-${digest}-${n}`;
+  claimed.set(namespace, ids);
+  return namespace;
+}
+
+function checkKey(key: unknown): string {
+  if (typeof key !== 'string') {
+    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);
+  }
+  return key;
+}
+
+function checkCost(cost: unknown): number {
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_COST',
+      `[sluice] A cost must be a positive whole number; received ${String(cost)}.`,
+    );
+  }
+  return cost;
+}
+
+/**
+ * The embedded default. `@sluice/memory` depends on core, so core loads it on first use
+ * instead of importing it; the store is created once the module is in.
+ */
+function createDefaultStore(): RateLimitStore {
+  const specifier = '@sluice/memory';
+  let inner: RateLimitStore | undefined;
+  let loading: Promise<RateLimitStore> | undefined;
+  const load = (): Promise<RateLimitStore> => {
+    loading ??= (import(specifier) as Promise<{ createMemoryStore(): RateLimitStore }>).then((m) => {
+      inner = m.createMemoryStore();
+      return inner;
+    });
+    return loading;
+  };
+  return {
+    name: 'memory',
+    local: true,
+    consume: (request) => (inner ? inner.consume(request) : load().then((s) => s.consume(request))),
+    reset: (...args) => (inner ? inner.reset(...args) : load().then((s) => s.reset(...args))),
+    refund: (request) => (inner ? inner.refund(request) : load().then((s) => s.refund(request))),
+  };
+}

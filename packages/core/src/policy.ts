@@ -1,0 +1,147 @@
+import { algorithmNames } from './algorithms/index.js';
+import { formatMs, toMs } from './duration.js';
+import { describe, invalid, SluiceError } from './errors.js';
+import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
+
+const bucketAlgorithms: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+const queueAlgorithms: ReadonlySet<AlgorithmName> = new Set(['leaky-bucket', 'gcra']);
+const codes: Record<AlgorithmName, string> = {
+  'token-bucket': 'tb',
+  'leaky-bucket': 'lb',
+  gcra: 'gc',
+  'fixed-window': 'fw',
+  'sliding-window-log': 'sl',
+  'sliding-window-counter': 'sc',
+};
+const policyKeys = new Set([
+  'name',
+  'limit',
+  'window',
+  'algorithm',
+  'burst',
+  'queue',
+  'refillAmount',
+  'refillInterval',
+]);
+const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/**
+ * Products of a capacity and a window must stay exact in a double, in JS and in Redis Lua,
+ * even with 1000 % overage on top (× 11 < 2^4).
+ */
+const MAX_UNITS = 2 ** 49;
+
+export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
+
+/** Validates policy options and applies every default. Throws `ERR_SLUICE_*` on the first problem. */
+export function toPolicy(options: PolicyOptions, path: string): Policy {
+  if (typeof options !== 'object' || options === null) {
+    invalid('ERR_SLUICE_INVALID_POLICIES', path, options, 'an object with `limit` and `window`');
+  }
+  for (const key of Object.keys(options)) {
+    if (!policyKeys.has(key)) {
+      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown policy option \`${path}.${key}\`.`);
+    }
+  }
+  const algorithm = options.algorithm ?? DEFAULT_ALGORITHM;
+  if (!algorithmNames.includes(algorithm)) {
+    invalid('ERR_SLUICE_UNKNOWN_ALGORITHM', `${path}.algorithm`, algorithm, `one of ${algorithmNames.join(', ')}`);
+  }
+  const limit = positiveInteger(options.limit, `${path}.limit`, 'ERR_SLUICE_INVALID_LIMIT');
+  const windowMs = toMs(options.window, `${path}.window`);
+  const isBucket = bucketAlgorithms.has(algorithm);
+  if (options.burst !== undefined && !isBucket) {
+    invalid(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}.burst`,
+      options.burst,
+      'left out: only token-bucket, leaky-bucket and gcra have a burst',
+    );
+  }
+  const capacity =
+    options.burst === undefined ? limit : positiveInteger(options.burst, `${path}.burst`, 'ERR_SLUICE_INVALID_BURST');
+  const maxDelayMs = queueDelay(options.queue, algorithm, `${path}.queue`);
+  const [refillAmount, refillIntervalMs] = refill(options, algorithm, limit, path);
+  if (capacity * windowMs > MAX_UNITS || limit * windowMs > MAX_UNITS || maxDelayMs * limit > MAX_UNITS) {
+    invalid(
+      'ERR_SLUICE_INVALID_WINDOW',
+      `${path}.window`,
+      options.window,
+      `short enough that limit × window (and burst × window) stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
+    );
+  }
+  const name = options.name ?? `${limit}-per-${formatMs(windowMs)}`;
+  if (typeof name !== 'string' || !namePattern.test(name)) {
+    invalid(
+      'ERR_SLUICE_INVALID_POLICY_NAME',
+      `${path}.name`,
+      name,
+      '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
+    );
+  }
+  // The id changes whenever the stored state's meaning would, so old state is never misread.
+  const unit = refillIntervalMs > 0 ? `i${refillIntervalMs}` : `${windowMs}`;
+  const id = `${name}.${codes[algorithm]}${unit}`;
+  return { name, id, algorithm, limit, windowMs, capacity, maxDelayMs, refillAmount, refillIntervalMs };
+}
+
+/** Validates the policy set of one limiter: non-empty, and names unique. */
+export function toPolicies(list: unknown): Policy[] {
+  if (!Array.isArray(list) || list.length === 0) {
+    invalid('ERR_SLUICE_INVALID_POLICIES', 'policies', list, 'a non-empty array of policies');
+  }
+  const policies = list.map((options: PolicyOptions, i) => toPolicy(options, `policies[${i}]`));
+  const seen = new Set<string>();
+  for (const policy of policies) {
+    if (seen.has(policy.name)) {
+      throw new SluiceError(
+        'ERR_SLUICE_DUPLICATE_POLICY',
+        `[sluice] Two policies are named ${describe(policy.name)}; give each policy a unique \`name\`.`,
+      );
+    }
+    seen.add(policy.name);
+  }
+  return policies;
+}
+
+function positiveInteger(
+  value: unknown,
+  option: string,
+  code: 'ERR_SLUICE_INVALID_LIMIT' | 'ERR_SLUICE_INVALID_BURST' | 'ERR_SLUICE_INVALID_REFILL',
+): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    invalid(code, option, value, 'a positive whole number');
+  }
+  return value;
+}
+
+function queueDelay(queue: PolicyOptions['queue'], algorithm: AlgorithmName, option: string): number {
+  if (queue === undefined) return 0;
+  if (!queueAlgorithms.has(algorithm)) {
+    invalid('ERR_SLUICE_INVALID_QUEUE', option, queue, 'left out: queue mode needs algorithm leaky-bucket or gcra');
+  }
+  if (typeof queue !== 'object' || queue === null || Object.keys(queue).some((k) => k !== 'maxDelayMs')) {
+    invalid('ERR_SLUICE_INVALID_QUEUE', option, queue, "an object `{ maxDelayMs }` such as `{ maxDelayMs: '2s' }`");
+  }
+  return toMs(queue.maxDelayMs, `${option}.maxDelayMs`);
+}
+
+function refill(options: PolicyOptions, algorithm: AlgorithmName, limit: number, path: string): [number, number] {
+  if (options.refillAmount === undefined && options.refillInterval === undefined) return [0, 0];
+  if (algorithm !== 'token-bucket') {
+    invalid(
+      'ERR_SLUICE_INVALID_REFILL',
+      `${path}.refillInterval`,
+      options.refillInterval ?? options.refillAmount,
+      'left out: interval refill needs algorithm token-bucket',
+    );
+  }
+  if (options.refillInterval === undefined) {
+    invalid('ERR_SLUICE_INVALID_REFILL', `${path}.refillInterval`, undefined, 'set together with refillAmount');
+  }
+  const amount =
+    options.refillAmount === undefined
+      ? limit
+      : positiveInteger(options.refillAmount, `${path}.refillAmount`, 'ERR_SLUICE_INVALID_REFILL');
+  return [amount, toMs(options.refillInterval, `${path}.refillInterval`)];
+}

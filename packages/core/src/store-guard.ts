@@ -1,0 +1,73 @@
+import { SluiceError } from './errors.js';
+import type { Logger, OnStoreError, RateLimitStore } from './types.js';
+
+/** What a caller gets when the store failed and the fail policy is not `'throw'`. */
+export const STORE_FAILED: unique symbol = Symbol('sluice.store-failed');
+
+/**
+ * Runs store calls under the limiter's fail policy: each call is bounded by `timeoutMs`, a
+ * failure is reported once per outage (and once when the store answers again), and a late
+ * reply or rejection after a timeout is absorbed so nothing leaks as an unhandled rejection.
+ * A timed-out call is never retried: the store may still have counted it.
+ */
+export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreError, timeoutMs: number, logger: Logger) {
+  let down = false;
+
+  const fail = (cause: unknown): typeof STORE_FAILED => {
+    if (!down) {
+      down = true;
+      const why = cause instanceof Error ? cause.message : String(cause);
+      logger.warn(
+        `[sluice] WRN_SLUICE_STORE_UNAVAILABLE: store "${store.name}" failed (${why}); requests are ${onStoreError === 'allow' ? 'allowed' : onStoreError === 'deny' ? 'denied' : 'failing'} until it answers again.`,
+      );
+    }
+    if (onStoreError === 'throw') {
+      const code = isTimeout(cause) ? 'ERR_SLUICE_STORE_TIMEOUT' : 'ERR_SLUICE_STORE_UNAVAILABLE';
+      throw new SluiceError(
+        code,
+        `[sluice] Store "${store.name}" could not decide: ${cause instanceof Error ? cause.message : String(cause)}`,
+        { cause },
+      );
+    }
+    return STORE_FAILED;
+  };
+
+  const succeed = <T>(value: T): T => {
+    if (down) {
+      down = false;
+      logger.warn(`[sluice] WRN_SLUICE_STORE_RECOVERED: store "${store.name}" answers again.`);
+    }
+    return value;
+  };
+
+  return async function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
+    let pending: Promise<T>;
+    try {
+      pending = call();
+    } catch (cause) {
+      return fail(cause);
+    }
+    if (store.local === true) return pending.then(succeed, fail);
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreTimeout(timeoutMs)), timeoutMs);
+      timer.unref();
+    });
+    pending.catch(() => {});
+    try {
+      return succeed(await Promise.race([pending, deadline]));
+    } catch (cause) {
+      return fail(cause);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+class StoreTimeout extends Error {
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+  }
+}
+
+const isTimeout = (cause: unknown): boolean => cause instanceof StoreTimeout;

@@ -1,0 +1,99 @@
+import { performance } from 'node:perf_hooks';
+import { describe, invalid, SluiceError } from './errors.js';
+import type { Policy, Throttle } from './types.js';
+
+const MAX_OVERAGE_PERCENT = 1000;
+
+/** Validates `throttle`; defaults to hard limiting. */
+export function toThrottle(value: unknown): Throttle {
+  if (value === undefined) return { mode: 'hard' };
+  if (typeof value !== 'object' || value === null)
+    invalid(
+      'ERR_SLUICE_INVALID_THROTTLE',
+      'throttle',
+      value,
+      "an object such as `{ mode: 'soft', overagePercent: 10 }`",
+    );
+  const throttle = value as Record<string, unknown>;
+  const allowed: Record<string, string[]> = {
+    hard: ['mode'],
+    soft: ['mode', 'overagePercent'],
+    elastic: ['mode', 'maxOveragePercent', 'load'],
+    shadow: ['mode'],
+  };
+  const keys = allowed[String(throttle.mode)];
+  if (keys === undefined)
+    invalid('ERR_SLUICE_INVALID_THROTTLE', 'throttle.mode', throttle.mode, "'hard', 'soft', 'elastic' or 'shadow'");
+  for (const key of Object.keys(throttle)) {
+    if (!keys.includes(key))
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `[sluice] Unknown option \`throttle.${key}\` for mode ${describe(throttle.mode)}.`,
+      );
+  }
+  if (throttle.mode === 'soft') percent(throttle.overagePercent, 'throttle.overagePercent');
+  if (throttle.mode === 'elastic') {
+    percent(throttle.maxOveragePercent, 'throttle.maxOveragePercent');
+    if (throttle.load !== undefined && typeof throttle.load !== 'function') {
+      invalid(
+        'ERR_SLUICE_INVALID_THROTTLE',
+        'throttle.load',
+        throttle.load,
+        'a function returning the load from 0 (idle) to 1 (saturated)',
+      );
+    }
+  }
+  return throttle as Throttle;
+}
+
+function percent(value: unknown, option: string): void {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_OVERAGE_PERCENT) {
+    invalid('ERR_SLUICE_INVALID_THROTTLE', option, value, `a number above 0 and at most ${MAX_OVERAGE_PERCENT}`);
+  }
+}
+
+/**
+ * Returns a function giving each policy's effective capacity for one decision. Soft mode
+ * raises it by a fixed percentage; elastic mode by up to `maxOveragePercent`, less as the
+ * load rises (none at load 1). The capacity is a whole number, so every store agrees.
+ */
+export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): () => readonly number[] {
+  const base = policies.map((p) => p.capacity);
+  if (throttle.mode === 'soft') {
+    const raised = base.map((c) => raise(c, throttle.overagePercent));
+    return () => raised;
+  }
+  if (throttle.mode === 'elastic') {
+    const load = throttle.load ?? eventLoopLoad();
+    return () => {
+      const headroom = 1 - clamp(load());
+      return headroom === 0 ? base : base.map((c) => raise(c, throttle.maxOveragePercent * headroom));
+    };
+  }
+  return () => base;
+}
+
+const raise = (capacity: number, percent: number): number => Math.floor((capacity * (100 + percent)) / 100);
+
+/** A load outside [0, 1] is clamped; one that is not a number counts as saturated. */
+const clamp = (load: number): number => (Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load)));
+
+/**
+ * The default load probe: the event loop's utilisation over the last full sample period
+ * (1 s), so a busy server lends no overage and an idle one lends all of it.
+ */
+export function eventLoopLoad(sampleMs = 1000): () => number {
+  let mark = performance.eventLoopUtilization();
+  let markedAt = performance.now();
+  let load = 0;
+  return () => {
+    const at = performance.now();
+    if (at - markedAt >= sampleMs) {
+      const next = performance.eventLoopUtilization();
+      load = performance.eventLoopUtilization(next, mark).utilization;
+      mark = next;
+      markedAt = at;
+    }
+    return load;
+  };
+}

@@ -1,0 +1,195 @@
+import type { Duration } from './duration.js';
+
+/** The algorithms sluice implements, each in every store (SPEC §2). */
+export type AlgorithmName =
+  | 'token-bucket'
+  | 'leaky-bucket'
+  | 'gcra'
+  | 'fixed-window'
+  | 'sliding-window-log'
+  | 'sliding-window-counter';
+
+/** One rate policy as a user writes it. */
+export interface PolicyOptions {
+  /** Name shown in headers and used in store keys: letters, digits, `.`, `_`, `-`. */
+  name?: string;
+  /** Requests (or cost units) allowed per window. */
+  limit: number;
+  /** Window length in ms or as a duration string. */
+  window: Duration;
+  /** @default 'sliding-window-counter' */
+  algorithm?: AlgorithmName;
+  /** Bucket capacity for `token-bucket`, `leaky-bucket` and `gcra`. @default limit */
+  burst?: number;
+  /** Shape traffic instead of rejecting (`leaky-bucket` and `gcra` only). */
+  queue?: { maxDelayMs: Duration };
+  /** `token-bucket` only: add this many tokens at once every `refillInterval`. @default limit */
+  refillAmount?: number;
+  /** `token-bucket` only: refill in steps of this length instead of continuously. */
+  refillInterval?: Duration;
+}
+
+/**
+ * A validated policy with every default applied. This is what travels to a store with each
+ * call: stores keep no per-limiter configuration, so one store can serve many limiters.
+ */
+export interface Policy {
+  readonly name: string;
+  /** Stable id of this policy inside its limiter's namespace; safe in any store key. */
+  readonly id: string;
+  readonly algorithm: AlgorithmName;
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Base capacity: `burst` for the buckets, `limit` for the windows. */
+  readonly capacity: number;
+  /** 0 unless queue mode is on. */
+  readonly maxDelayMs: number;
+  /** Interval refill (`token-bucket`): tokens per step and step length; 0 when continuous. */
+  readonly refillAmount: number;
+  readonly refillIntervalMs: number;
+}
+
+/** What one algorithm decides for one policy. All fields are integers. */
+export interface PolicyOutcome {
+  allowed: boolean;
+  /** Quota left against the capacity the store was given, after this request if allowed. */
+  remaining: number;
+  /** Until the quota is fully restored. */
+  resetAfterMs: number;
+  /** Until a request of the same cost would pass; 0 when allowed. */
+  retryAfterMs: number;
+  /** Queue mode: how long to hold the request before passing it on. */
+  delayMs: number;
+}
+
+/** One decision asked of a store: every policy of one limiter for one client key. */
+export interface StoreRequest {
+  /** The limiter's namespace: safe characters only, chosen by core. */
+  readonly namespace: string;
+  /** The client key, already made safe by core (see `storeKey`). */
+  readonly key: string;
+  readonly policies: readonly Policy[];
+  /** Effective capacity per policy (raised by soft or elastic throttling). */
+  readonly capacities: readonly number[];
+  /** Cost units to charge; 0 asks without charging. */
+  readonly cost: number;
+  /** Epoch ms; `undefined` lets the store use its own clock (Redis: `TIME`). */
+  readonly now: number | undefined;
+}
+
+export interface StoreReply {
+  /** True when every policy allowed and all were charged; false when none was. */
+  allowed: boolean;
+  /** The time the store decided at, epoch ms. */
+  now: number;
+  outcomes: PolicyOutcome[];
+}
+
+/**
+ * A store runs the algorithms atomically: a decision over several policies charges all of
+ * them or none. Implemented by `@sluice/memory` and `@sluice/redis`.
+ */
+export interface RateLimitStore {
+  /** Used in log and error messages. */
+  readonly name: string;
+  /** True when calls finish in-process without I/O: the limiter then sets no timeout timer. */
+  readonly local?: boolean;
+  /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
+  consume(request: StoreRequest): Promise<StoreReply>;
+  /** Forgets the client's state under every policy of the namespace. */
+  reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
+  /** Gives `request.cost` units back to every policy (never beyond a fresh state). */
+  refund(request: StoreRequest): Promise<void>;
+}
+
+export type ThrottleMode = 'hard' | 'soft' | 'elastic' | 'shadow';
+
+/** How a limiter acts over the limit (SPEC §3). */
+export type Throttle =
+  | { mode: 'hard' }
+  | { mode: 'soft'; overagePercent: number }
+  | { mode: 'elastic'; maxOveragePercent: number; load?: () => number }
+  | { mode: 'shadow' };
+
+export type OnStoreError = 'allow' | 'deny' | 'throw';
+
+/** Receives one-time warnings; defaults to `console`. */
+export interface Logger {
+  warn(message: string): void;
+}
+
+/** The decision for one policy, as reported in `Decision.policies`. */
+export interface PolicyDecision {
+  name: string;
+  limit: number;
+  /** Window in ms, for headers. */
+  windowMs: number;
+  remaining: number;
+  resetAfterMs: number;
+  retryAfterMs: number;
+  allowed: boolean;
+}
+
+/** Why a store did not decide, or why a request can never pass. */
+export type DecisionReason = 'store-unavailable' | 'cost-exceeds-limit';
+
+/** The result of `consume` or `peek` (SPEC §3). Top-level figures describe the policy closest to exhaustion. */
+export interface Decision {
+  allowed: boolean;
+  limit: number;
+  /** Integer ≥ 0, against the base limit (soft and elastic overage never shows here). */
+  remaining: number;
+  resetAfterMs: number;
+  /** 0 when allowed; `Infinity` when the cost can never pass (`reason: 'cost-exceeds-limit'`). */
+  retryAfterMs: number;
+  /** Queue mode: hold the request this long, then pass it on. */
+  delayMs: number;
+  /** Set when the request passed only because of soft, elastic or shadow throttling. */
+  overLimit?: 'soft' | 'elastic' | 'shadow';
+  policies: PolicyDecision[];
+  reason?: DecisionReason;
+  /** The client key as given to the limiter. */
+  key: string;
+}
+
+export interface LimiterBaseOptions {
+  store?: RateLimitStore;
+  /** Epoch ms; for tests. Stores use their own clock when absent (Redis `TIME`). */
+  clock?: () => number;
+  /** Namespace for this limiter's keys; default derived from its policies. */
+  prefix?: string;
+  throttle?: Throttle;
+  /** @default 'allow' */
+  onStoreError?: OnStoreError;
+  /** @default 100 */
+  storeTimeoutMs?: number;
+  logger?: Logger;
+}
+
+export type LimiterOptions = LimiterBaseOptions &
+  (
+    | (Omit<PolicyOptions, 'name'> & { name?: string; policies?: never })
+    | {
+        policies: readonly PolicyOptions[];
+        limit?: never;
+        window?: never;
+        algorithm?: never;
+        burst?: never;
+        queue?: never;
+      }
+  );
+
+export interface ConsumeOptions {
+  /** Cost units of this request: a positive integer. @default 1 */
+  cost?: number;
+}
+
+export interface Limiter {
+  readonly policies: readonly Policy[];
+  readonly namespace: string;
+  consume(key: string, options?: ConsumeOptions): Promise<Decision>;
+  /** The decision as of now without charging; `allowed` says whether a cost-1 request would pass. */
+  peek(key: string): Promise<Decision>;
+  reset(key: string): Promise<void>;
+  refund(key: string, cost: number): Promise<void>;
+}

@@ -1,0 +1,2 @@
+export type { MemoryStore, MemoryStoreOptions } from './memory-store.js';
+export { createMemoryStore, DEFAULT_MAX_KEYS } from './memory-store.js';
