@@ -15,6 +15,7 @@ import type {
   OnStoreError,
   Policy,
   RateLimitStore,
+  StoreReply,
   StoreRequest,
 } from './types.js';
 
@@ -66,11 +67,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const namespace = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
-  const guarded = createStoreGuard(store, onStoreError, timeoutMs, logger);
+  const { guarded, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger);
+  const unavailable = (key: string) =>
+    storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
 
   const request = (key: string, cost: number, caps: readonly number[]): StoreRequest => ({
     namespace,
-    key: storeKey(checkKey(key)),
+    key: storeKey(key),
     policies,
     capacities: caps,
     cost,
@@ -79,8 +82,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   const ask = async (key: string, cost: number, caps: readonly number[]): Promise<Decision> => {
     const reply = await guarded(() => store.consume(request(key, cost, caps)));
-    if (reply === STORE_FAILED) {
-      return storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
+    if (reply === STORE_FAILED) return unavailable(key);
+    return toDecision(key, reply, policies, caps, throttle.mode, cost);
+  };
+
+  /** In-process stores decide synchronously: one promise per decision instead of several. */
+  const askNow = (consumeSync: NonNullable<RateLimitStore['consumeSync']>, key: string, cost: number): Decision => {
+    const caps = capacities();
+    let reply: StoreReply;
+    try {
+      reply = succeed(consumeSync(request(key, cost, caps)));
+    } catch (cause) {
+      fail(cause);
+      return unavailable(key);
     }
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
@@ -89,19 +103,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     policies,
     namespace,
     consume(key, consumeOptions?: ConsumeOptions) {
-      const cost = checkCost(consumeOptions?.cost ?? 1);
-      return ask(key, cost, capacities());
+      try {
+        checkKey(key);
+        const cost = checkCost(consumeOptions?.cost ?? 1);
+        const consumeSync = store.consumeSync;
+        if (consumeSync !== undefined) return Promise.resolve(askNow(consumeSync, key, cost));
+        return ask(key, cost, capacities());
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
     async peek(key) {
-      const decision = await ask(key, 0, baseCapacities);
+      const decision = await ask(checkKey(key), 0, baseCapacities);
       decision.allowed = decision.policies.every((p) => p.remaining > 0);
       return decision;
     },
     async reset(key) {
-      await guarded(() => store.reset(namespace, storeKey(checkKey(key)), policies));
+      const safeKey = storeKey(checkKey(key));
+      await guarded(() => store.reset(namespace, safeKey, policies));
     },
     async refund(key, cost) {
-      await guarded(() => store.refund(request(key, checkCost(cost), baseCapacities)));
+      const refund = request(checkKey(key), checkCost(cost), baseCapacities);
+      await guarded(() => store.refund(refund));
     },
   };
 }
@@ -180,18 +203,21 @@ function createDefaultStore(): RateLimitStore {
   const specifier = '@sluice/memory';
   let inner: RateLimitStore | undefined;
   let loading: Promise<RateLimitStore> | undefined;
-  const load = (): Promise<RateLimitStore> => {
-    loading ??= (import(specifier) as Promise<{ createMemoryStore(): RateLimitStore }>).then((m) => {
-      inner = m.createMemoryStore();
-      return inner;
-    });
-    return loading;
-  };
-  return {
+  const store: RateLimitStore = {
     name: 'memory',
     local: true,
     consume: (request) => (inner ? inner.consume(request) : load().then((s) => s.consume(request))),
     reset: (...args) => (inner ? inner.reset(...args) : load().then((s) => s.reset(...args))),
     refund: (request) => (inner ? inner.refund(request) : load().then((s) => s.refund(request))),
   };
+  const load = (): Promise<RateLimitStore> => {
+    loading ??= (import(specifier) as Promise<{ createMemoryStore(): RateLimitStore }>).then((m) => {
+      inner = m.createMemoryStore();
+      // From now on the limiter takes the synchronous path.
+      if (inner.consumeSync !== undefined) store.consumeSync = inner.consumeSync;
+      return inner;
+    });
+    return loading;
+  };
+  return store;
 }

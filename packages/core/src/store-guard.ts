@@ -40,7 +40,7 @@ export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreErr
     return value;
   };
 
-  return async function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
+  async function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
     let pending: Promise<T>;
     try {
       pending = call();
@@ -61,7 +61,9 @@ export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreErr
     } finally {
       clearTimeout(timer);
     }
-  };
+  }
+
+  return { guarded, fail, succeed };
 }
 
 class StoreTimeout extends Error {

@@ -96,6 +96,8 @@ export interface RateLimitStore {
   readonly local?: boolean;
   /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
   consume(request: StoreRequest): Promise<StoreReply>;
+  /** The same decision without a promise, for in-process stores: the limiter's fast path. */
+  consumeSync?(request: StoreRequest): StoreReply;
   /** Forgets the client's state under every policy of the namespace. */
   reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
   /** Gives `request.cost` units back to every policy (never beyond a fresh state). */

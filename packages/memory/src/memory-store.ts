@@ -1,5 +1,8 @@
 import {
+  algorithms,
   decide,
+  type Policy,
+  type PolicyOutcome,
   type RateLimitStore,
   refundStates,
   SluiceError,
@@ -8,27 +11,22 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import { LRUCache } from 'lru-cache';
+import { type Entry, findSegment, MAX_NAMESPACES, readStates, removeSegment, writeSegment } from './entry.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
 
 export interface MemoryStoreOptions {
-  /**
-   * Most client keys tracked at once (each key holds the state of every policy of one
-   * limiter). @default 100000
-   */
+  /** Most client keys tracked at once; one key holds the state of every limiter for that client. @default 100000 */
   maxKeys?: number;
 }
 
 export interface MemoryStore extends RateLimitStore {
   /** Client keys tracked now; never more than `maxKeys`. */
   readonly size: number;
+  consumeSync(request: StoreRequest): StoreReply;
 }
 
-/** States of every policy of one limiter for one client, and when they all read as fresh. */
-interface Entry {
-  expiresAt: number;
-  states: (State | undefined)[];
-}
+const noStates: readonly State[] = [];
 
 /**
  * The embedded default store: decisions run in-process on core's reference algorithms.
@@ -36,8 +34,8 @@ interface Entry {
  * Eviction: least recently used first, and only when `maxKeys` keys are held. A key is
  * evicted only after `maxKeys` other keys have been used since its own last use, so a client
  * that keeps sending requests is never evicted; an evicted key starts again from a fresh
- * state. Expiry is lazy: a state past its reset time reads as fresh and is dropped when next
- * touched. No timer runs, per key or otherwise, so there is nothing to close.
+ * state. Expiry is lazy: a state past its reset time reads exactly like a fresh one, and is
+ * dropped when a peek or refund finds it so. No timer runs, per key or otherwise.
  *
  * @example
  * const limiter = createLimiter({ limit: 100, window: '1m', store: createMemoryStore({ maxKeys: 50_000 }) });
@@ -55,18 +53,56 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     );
   }
   const cache = new LRUCache<string, Entry>({ max: maxKeys });
+  const namespaceIds = new Map<string, number>();
 
-  const load = (id: string, now: number): (State | undefined)[] | undefined => {
-    const entry = cache.get(id);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt > now) return entry.states;
-    cache.delete(id);
-    return undefined;
+  let lastNamespace = '';
+  let lastId = -1;
+  const idOf = (namespace: string): number => {
+    if (namespace === lastNamespace) return lastId;
+    let id = namespaceIds.get(namespace);
+    if (id === undefined) {
+      if (namespaceIds.size >= MAX_NAMESPACES)
+        throw new SluiceError('ERR_SLUICE_INVALID_PREFIX', '[sluice] Too many limiters share one memory store.');
+      id = namespaceIds.size;
+      namespaceIds.set(namespace, id);
+    }
+    lastNamespace = namespace;
+    lastId = id;
+    return id;
   };
 
-  const save = (id: string, states: (State | undefined)[], expiresAfterMs: number, now: number): void => {
-    if (expiresAfterMs > 0) cache.set(id, { expiresAt: now + expiresAfterMs, states });
-    else cache.delete(id);
+  /** Stores the segment, or drops it when every state has gone back to fresh. */
+  const keep = (
+    key: string,
+    entry: Entry | undefined,
+    at: number,
+    id: number,
+    states: readonly State[],
+    request: StoreRequest,
+    outcomes: readonly PolicyOutcome[],
+  ): void => {
+    if (outcomes.every((o) => o.resetAfterMs === 0)) {
+      if (entry !== undefined && at >= 0 && !removeSegment(entry, at)) cache.delete(key);
+      return;
+    }
+    const kept = writeSegment(entry, at, id, states, request.policies);
+    if (kept !== entry) cache.set(key, kept);
+  };
+
+  const consumeSync = (request: StoreRequest): StoreReply => {
+    const now = request.now ?? Date.now();
+    const id = idOf(request.namespace);
+    const entry = cache.get(request.key);
+    const at = entry === undefined ? -1 : findSegment(entry, id);
+    const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
+    const reply = decide(states, request.policies, request.capacities, request.cost, now);
+    if (reply.next !== undefined) {
+      const kept = writeSegment(entry, at, id, reply.next, request.policies);
+      if (kept !== entry) cache.set(request.key, kept);
+    } else if (at >= 0 && request.cost === 0) {
+      keep(request.key, entry, at, id, states, request, reply.outcomes);
+    }
+    return { allowed: reply.allowed, now, outcomes: reply.outcomes };
   };
 
   return {
@@ -75,33 +111,37 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     get size() {
       return cache.size;
     },
+    consumeSync,
+    consume: (request) => Promise.resolve(consumeSync(request)),
 
-    consume(request: StoreRequest): Promise<StoreReply> {
+    refund(request) {
       const now = request.now ?? Date.now();
-      const id = `${request.namespace}|${request.key}`;
-      const reply = decide(load(id, now) ?? [], request.policies, request.capacities, request.cost, now);
-      if (reply.next !== undefined) save(id, reply.next, longest(reply.outcomes), now);
-      return Promise.resolve({ allowed: reply.allowed, now, outcomes: reply.outcomes });
-    },
-
-    refund(request: StoreRequest): Promise<void> {
-      const now = request.now ?? Date.now();
-      const id = `${request.namespace}|${request.key}`;
-      const states = load(id, now);
-      if (states !== undefined) {
-        const next = refundStates(states, request.policies, request.capacities, request.cost, now);
-        const reply = decide(next, request.policies, request.capacities, 0, now);
-        save(id, next, longest(reply.outcomes), now);
+      const id = idOf(request.namespace);
+      const entry = cache.get(request.key);
+      const at = entry === undefined ? -1 : findSegment(entry, id);
+      if (at >= 0) {
+        const { policies, capacities } = request;
+        const refunded = refundStates(
+          readStates(entry as Entry, at, policies),
+          policies,
+          capacities,
+          request.cost,
+          now,
+        );
+        const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
+        keep(request.key, entry, at, id, states, request, decide(states, policies, capacities, 0, now).outcomes);
       }
       return Promise.resolve();
     },
 
-    reset(namespace: string, key: string): Promise<void> {
-      cache.delete(`${namespace}|${key}`);
+    reset(namespace, key) {
+      const entry = cache.peek(key);
+      const at = entry === undefined ? -1 : findSegment(entry, idOf(namespace));
+      if (at >= 0 && !removeSegment(entry as Entry, at)) cache.delete(key);
       return Promise.resolve();
     },
   };
 }
 
-const longest = (outcomes: readonly { resetAfterMs: number }[]): number =>
-  outcomes.reduce((most, o) => Math.max(most, o.resetAfterMs), 0);
+const fresh = (policy: Policy, capacity: number, now: number): State =>
+  algorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
