@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { storeUnavailableDecision, toDecision } from './decision.js';
 import { invalid, SluiceError } from './errors.js';
 import { checkKnownOptions } from './known-options.js';
-import { toPolicies, toPolicy } from './policy.js';
+import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
@@ -38,7 +38,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (typeof options !== 'object' || options === null)
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
   checkKnownOptions(options);
-  const policies = options.policies !== undefined ? toPolicies(options.policies) : [singlePolicy(options)];
+  const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
   const clock = options.clock;
   if (clock !== undefined && typeof clock !== 'function')
@@ -68,8 +68,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
   const { guarded, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger);
-  const unavailable = (key: string) =>
-    storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
+  const unavailable = (key: string): Decision => {
+    const decision = storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
+    // Shadow mode never refuses, not even when the fail policy would: it reports the refusal.
+    if (throttle.mode === 'shadow' && !decision.allowed)
+      Object.assign(decision, { allowed: true, retryAfterMs: 0, overLimit: 'shadow' });
+    return decision;
+  };
 
   const request = (key: string, cost: number, caps: readonly number[]): StoreRequest => ({
     namespace,
@@ -114,8 +119,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
       }
     },
     async peek(key) {
-      const decision = await ask(checkKey(key), 0, baseCapacities);
-      decision.allowed = decision.policies.every((p) => p.remaining > 0);
+      // Against the capacities a consume would get, so a request into the soft or elastic
+      // overage counts as one that passes; shadow mode passes it anyway, marked.
+      const caps = capacities();
+      const asked = request(checkKey(key), 0, caps);
+      const reply = await guarded(() => store.consume(asked));
+      if (reply === STORE_FAILED) return unavailable(key);
+      const decision = toDecision(key, reply, policies, caps, throttle.mode, 0);
+      const fits = reply.outcomes.every((o) => o.remaining > 0);
+      if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
+      else decision.allowed = fits;
       return decision;
     },
     async reset(key) {
@@ -127,25 +140,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await guarded(() => store.refund(refund));
     },
   };
-}
-
-function singlePolicy(options: LimiterOptions): Policy {
-  const { name, limit, window, algorithm, burst, queue, refillAmount, refillInterval } = options as unknown as Record<
-    string,
-    unknown
-  >;
-  if (limit === undefined && window === undefined) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_POLICIES',
-      '[sluice] Give either `limit` and `window`, or `policies: [{ limit, window }, …]`.',
-    );
-  }
-  const policy = Object.fromEntries(
-    Object.entries({ name, limit, window, algorithm, burst, queue, refillAmount, refillInterval }).filter(
-      ([, v]) => v !== undefined,
-    ),
-  );
-  return toPolicy(policy as never, 'options');
 }
 
 /**

@@ -85,6 +85,33 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
   return { name, id, algorithm, limit, windowMs, capacity, maxDelayMs, refillAmount, refillIntervalMs };
 }
 
+/**
+ * The policies of a limiter: either `policies`, or one policy from the top-level `limit`,
+ * `window`, … options. Given both, the top-level ones would be ignored, so that throws.
+ */
+export function limiterPolicies(options: Record<string, unknown>): Policy[] {
+  const single = Object.fromEntries(
+    [...policyKeys].flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])),
+  );
+  if (options.policies !== undefined) {
+    const clash = Object.keys(single)[0];
+    if (clash !== undefined) {
+      throw new SluiceError(
+        'ERR_SLUICE_CONFLICTING_OPTIONS',
+        `[sluice] Option \`${clash}\` cannot be combined with \`policies\`; put it inside each policy instead.`,
+      );
+    }
+    return toPolicies(options.policies);
+  }
+  if (single.limit === undefined && single.window === undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      '[sluice] Give either `limit` and `window`, or `policies: [{ limit, window }, …]`.',
+    );
+  }
+  return [toPolicy(single as unknown as PolicyOptions, 'options')];
+}
+
 /** Validates the policy set of one limiter: non-empty, and names unique. */
 export function toPolicies(list: unknown): Policy[] {
   if (!Array.isArray(list) || list.length === 0) {

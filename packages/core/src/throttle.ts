@@ -73,7 +73,16 @@ export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): 
   return () => base;
 }
 
-const raise = (capacity: number, percent: number): number => Math.floor((capacity * (100 + percent)) / 100);
+/**
+ * ⌊capacity × (1 + percent/100)⌋. A decimal percentage is not exact in binary (250 × 129.2 /
+ * 100 computes as 322.99999999999994), so a result within rounding error of a whole number is
+ * that whole number; the error is some 1e-16 of the result, far inside the 1e-12 allowed here.
+ */
+const raise = (capacity: number, percent: number): number => {
+  const raised = (capacity * (100 + percent)) / 100;
+  const whole = Math.round(raised);
+  return Math.abs(raised - whole) <= raised * 1e-12 ? whole : Math.floor(raised);
+};
 
 /** A load outside [0, 1] is clamped; one that is not a number counts as saturated. */
 const clamp = (load: number): number => (Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load)));

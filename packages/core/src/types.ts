@@ -52,9 +52,12 @@ export interface Policy {
 /** What one algorithm decides for one policy. All fields are integers. */
 export interface PolicyOutcome {
   allowed: boolean;
-  /** Quota left against the capacity the store was given, after this request if allowed. */
+  /**
+   * Quota left against the capacity the store was given: after this request when it was
+   * charged, as it stands otherwise (also for a policy that allowed a request another refused).
+   */
   remaining: number;
-  /** Until the quota is fully restored. */
+  /** Until the quota is fully restored, on the same terms as `remaining`. */
   resetAfterMs: number;
   /** Until a request of the same cost would pass; 0 when allowed. */
   retryAfterMs: number;

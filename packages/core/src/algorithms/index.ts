@@ -48,6 +48,19 @@ export function decide(
       delayMs: evaluation.delayMs,
     });
   }
+  if (!allowed && cost > 0) {
+    // Nothing was charged, so a policy that would have allowed reports its quota as it stands,
+    // not as it would have been after a charge that never happened.
+    for (let i = 0; i < policies.length; i++) {
+      const outcome = outcomes[i] as PolicyOutcome;
+      if (!outcome.allowed) continue;
+      const policy = policies[i] as Policy;
+      const current = algorithms[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, 0, now);
+      outcome.remaining = current.remaining;
+      outcome.resetAfterMs = current.resetAfterMs;
+      outcome.delayMs = 0;
+    }
+  }
   return { allowed, now, outcomes, next: allowed && cost > 0 ? next : undefined };
 }
 

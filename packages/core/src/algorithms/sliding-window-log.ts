@@ -13,13 +13,14 @@ export const slidingWindowLog: Algorithm = {
     for (let i = 1; i < live.length; i += 2) used += live[i] as number;
     if (used + cost <= capacity) {
       const next = live.slice();
-      if (next.length > 0 && next[next.length - 2] === now)
+      // A peek (cost 0) logs nothing: an empty entry would push the reset time out by a window.
+      if (cost > 0 && next.length > 0 && next[next.length - 2] === now)
         next[next.length - 1] = (next[next.length - 1] as number) + cost;
-      else next.push(now, cost);
+      else if (cost > 0) next.push(now, cost);
       return {
         allowed: true,
         remaining: capacity - used - cost,
-        resetAfterMs: now + windowMs - (next[next.length - 2] as number),
+        resetAfterMs: next.length > 0 ? (next[next.length - 2] as number) + windowMs - now : 0,
         retryAfterMs: 0,
         delayMs: 0,
         next,

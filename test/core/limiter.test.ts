@@ -1,0 +1,181 @@
+import { createLimiter, type Limiter, type LimiterOptions, storeKey } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import fc from 'fast-check';
+import { describe, expect, it, vi } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { START, VARIANTS } from './support/meter.js';
+
+const exhaust = async (limiter: Limiter, key: string) => {
+  let passed = 0;
+  while ((await limiter.consume(key)).allowed) passed++;
+  return passed;
+};
+
+describe('namespaces on a shared store', () => {
+  it('two limiters with the same policies on one store count separately', async () => {
+    const store = createMemoryStore({ maxKeys: 10 });
+    const global = createLimiter({ limit: 3, window: '1m', store });
+    const route = createLimiter({ limit: 3, window: '1m', store });
+    expect(global.namespace).not.toBe(route.namespace);
+    expect(await exhaust(global, 'ip')).toBe(3);
+    expect(await exhaust(route, 'ip')).toBe(3);
+  });
+
+  it('a derived namespace never takes an explicit prefix already claimed, and vice versa', async () => {
+    const store = createMemoryStore({ maxKeys: 10 });
+    const derived = createLimiter({ limit: 3, window: '1m', store });
+    expect(() => createLimiter({ limit: 4, window: '1m', store, prefix: derived.namespace })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_PREFIX' }),
+    );
+    const explicit = createLimiter({ limit: 5, window: '1m', store, prefix: 'api' });
+    expect(explicit.namespace).toBe('api');
+  });
+
+  it('the same explicit prefix shares counts on purpose, but only with the same policies', async () => {
+    const store = createMemoryStore({ maxKeys: 10 });
+    const a = createLimiter({ limit: 3, window: '1m', store, prefix: 'shared' });
+    const b = createLimiter({ limit: 3, window: '1m', store, prefix: 'shared' });
+    await a.consume('ip');
+    expect((await b.peek('ip')).remaining).toBe(2);
+    expect(() => createLimiter({ limit: 4, window: '1m', store, prefix: 'shared' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_PREFIX', message: expect.stringContaining('"shared"') }),
+    );
+    // On another store the prefix is free.
+    expect(() => createLimiter({ limit: 4, window: '1m', store: createMemoryStore(), prefix: 'shared' })).not.toThrow();
+  });
+});
+
+describe('client keys are untrusted input', () => {
+  // Any UTF-16 code unit (lone surrogates included), with the interesting ASCII ones often.
+  const unit = fc.oneof(
+    fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)),
+    fc.constantFrom(...'aZ09._:/@+=-{}|#\n\r '),
+  );
+  const keyArb = fc.string({ unit, maxLength: 200 });
+  const tricky = ['', 'a', 'a{b}', '{a}', 'a\nb', 'a\r\nb', 'a|b', 'ns|a', '#', 'é', '\u0000', ' a', 'a'.repeat(129)];
+
+  it('storeKey keeps short safe keys, and turns everything else into a bounded safe form', () => {
+    fc.assert(
+      fc.property(fc.oneof(keyArb, fc.constantFrom(...tricky)), (key) => {
+        const stored = storeKey(key);
+        expect(stored).toMatch(/^[#A-Za-z0-9._:/@+=-]{0,128}$/);
+        expect(stored).not.toMatch(/[{}\n|]/);
+        if (/^[A-Za-z0-9._:/@+=-]{0,128}$/.test(key)) expect(stored).toBe(key);
+      }),
+    );
+    expect(storeKey('x'.repeat(1_000_000)).length).toBeLessThanOrEqual(128);
+  });
+
+  it('distinct keys never share a stored form, even a key equal to another key’s stored form', () => {
+    fc.assert(
+      fc.property(keyArb, keyArb, (a, b) => {
+        fc.pre(a !== b);
+        expect(storeKey(a)).not.toBe(storeKey(b));
+      }),
+      { numRuns: 500 },
+    );
+    const hashed = storeKey('a{b}');
+    expect(storeKey(hashed)).not.toBe(hashed);
+  });
+
+  it('every tricky key gets its own count on one limiter', async () => {
+    const limiter = createLimiter({ limit: 1, window: '1m', store: createMemoryStore({ maxKeys: 100 }) });
+    const keys = [...tricky, storeKey('a{b}'), 'x'.repeat(100_000)];
+    for (const key of keys) expect((await limiter.consume(key)).allowed).toBe(true);
+    for (const key of keys) expect((await limiter.consume(key)).allowed).toBe(false);
+  });
+});
+
+describe('peek, reset and refund', () => {
+  it.each(VARIANTS)('%s: peek charges nothing and predicts whether one more request passes', async (variant) => {
+    const [algorithm, mode] = variant.split(' ') as [LimiterOptions['algorithm'], string | undefined];
+    const options = { limit: 4, window: '1s', algorithm } as LimiterOptions;
+    if (mode === 'interval') Object.assign(options, { refillAmount: 2, refillInterval: '500ms' });
+    const clock = manualClock(START);
+    const limiter = createLimiter({ ...options, clock, store: createMemoryStore({ maxKeys: 10 }) });
+    for (let i = 0; i < 200; i++) {
+      clock.advance((i * 37) % 300);
+      const before = await limiter.peek('k');
+      expect(await limiter.peek('k')).toEqual(before);
+      if (mode === 'queue') continue;
+      const after = await limiter.consume('k');
+      expect(after.allowed).toBe(before.allowed);
+    }
+  });
+
+  it('peek in soft mode says a request in the overage would pass', async () => {
+    const limiter = createLimiter({ limit: 2, window: '1m', throttle: { mode: 'soft', overagePercent: 50 } });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    const peek = await limiter.peek('k');
+    expect(peek).toMatchObject({ allowed: true, remaining: 0 });
+    expect((await limiter.consume('k')).overLimit).toBe('soft');
+    expect((await limiter.peek('k')).allowed).toBe(false);
+  });
+
+  it('reset restores the full quota of that key only', async () => {
+    const store = createMemoryStore({ maxKeys: 10 });
+    const limiter = createLimiter({
+      policies: [
+        { limit: 2, window: '1m' },
+        { limit: 5, window: '1h' },
+      ],
+      store,
+    });
+    await exhaust(limiter, 'a');
+    await exhaust(limiter, 'b');
+    await limiter.reset('a');
+    expect(await exhaust(limiter, 'a')).toBe(2);
+    expect(await exhaust(limiter, 'b')).toBe(0);
+  });
+
+  it('refund gives back what was charged, in soft mode too', async () => {
+    for (const algorithm of ['token-bucket', 'gcra', 'fixed-window', 'sliding-window-log'] as const) {
+      const clock = manualClock(START);
+      const limiter = createLimiter({
+        limit: 10,
+        window: '1m',
+        algorithm,
+        clock,
+        throttle: { mode: 'soft', overagePercent: 50 },
+      });
+      await limiter.consume('k', { cost: 4 });
+      await limiter.refund('k', 3);
+      expect(await exhaust(limiter, 'k')).toBe(14);
+      await limiter.refund('k', 1_000);
+      // Never beyond a fresh state.
+      expect(await exhaust(limiter, 'k')).toBe(15);
+    }
+  });
+});
+
+describe('bad input at call time', () => {
+  const logger = { warn: vi.fn() };
+  const limiter = createLimiter({ limit: 5, window: '1m', logger });
+
+  it.each([0, -1, 1.5, Number.NaN, Infinity, '2'])('cost %s rejects with ERR_SLUICE_INVALID_COST', async (cost) => {
+    await expect(limiter.consume('k', { cost: cost as number })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_COST',
+    });
+    await expect(limiter.refund('k', cost as number)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
+  });
+
+  it.each([42, undefined, null, {}, Symbol('k')])(
+    'key %s rejects with ERR_SLUICE_INVALID_KEY, not as a store failure',
+    async (key) => {
+      for (const call of [
+        () => limiter.consume(key as never),
+        () => limiter.peek(key as never),
+        () => limiter.reset(key as never),
+        () => limiter.refund(key as never, 1),
+      ]) {
+        await expect(call()).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_KEY' });
+      }
+      expect(logger.warn).not.toHaveBeenCalled();
+    },
+  );
+
+  it('nothing was charged by the bad calls', async () => {
+    expect((await limiter.peek('k')).remaining).toBe(5);
+  });
+});

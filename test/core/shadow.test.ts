@@ -1,0 +1,63 @@
+import { createLimiter, type Decision, type Policy } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { anyPolicyArb, optionsOf, policyOf, START } from './support/meter.js';
+
+function pair(policies: readonly Policy[]) {
+  const clock = manualClock(START);
+  const make = (throttle: { mode: 'hard' } | { mode: 'shadow' }) =>
+    createLimiter({
+      policies: policies.map((p, i) => optionsOf(p, `p${i}`)),
+      clock,
+      throttle,
+      store: createMemoryStore({ maxKeys: 10 }),
+    });
+  return { clock, hard: make({ mode: 'hard' }), shadow: make({ mode: 'shadow' }) };
+}
+
+describe('shadow throttling', () => {
+  it('never refuses, reports exactly what hard mode decides, and charges only what hard mode charges', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(anyPolicyArb, { minLength: 1, maxLength: 2 }),
+        fc.array(fc.record({ advance: fc.integer({ min: 0, max: 1_000 }), cost: fc.integer({ min: 1, max: 30 }) }), {
+          maxLength: 40,
+        }),
+        async (policies, trace) => {
+          const { clock, hard, shadow } = pair(policies);
+          for (const { advance, cost } of trace) {
+            clock.advance(advance);
+            const enforced = await hard.consume('k', { cost });
+            const watched = await shadow.consume('k', { cost });
+            expect(watched.allowed).toBe(true);
+            expect(watched.retryAfterMs).toBe(0);
+            if (enforced.allowed) {
+              expect(watched).toEqual(enforced);
+            } else {
+              // Same figures, per-policy refusals kept, only the verdict overridden and marked.
+              const expected: Decision = { ...enforced, allowed: true, retryAfterMs: 0, overLimit: 'shadow' };
+              expect(watched).toEqual(expected);
+              expect(watched.policies.some((p) => !p.allowed)).toBe(true);
+            }
+          }
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('a cost that can never pass is let through, marked, with its reason', async () => {
+    const { shadow } = pair([policyOf({ limit: 5, window: '1s', algorithm: 'fixed-window' })]);
+    const decision = await shadow.consume('k', { cost: 6 });
+    expect(decision).toMatchObject({
+      allowed: true,
+      overLimit: 'shadow',
+      reason: 'cost-exceeds-limit',
+      retryAfterMs: 0,
+    });
+    expect(decision.policies[0]?.allowed).toBe(false);
+    expect((await shadow.peek('k')).remaining).toBe(5);
+  });
+});

@@ -1,0 +1,143 @@
+import { type AlgorithmName, createLimiter, type Decision, type LimiterOptions } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { START } from './support/meter.js';
+
+const WINDOW = 60_000;
+
+function limiterWith(options: Partial<LimiterOptions> & { limit: number; algorithm: AlgorithmName }) {
+  const clock = manualClock(START - (START % WINDOW));
+  const limiter = createLimiter({
+    window: WINDOW,
+    clock,
+    store: createMemoryStore({ maxKeys: 10 }),
+    ...options,
+  } as LimiterOptions);
+  return { limiter, clock };
+}
+
+/** Every decision of a greedy burst at one instant, up to and including the first refusal. */
+async function burst(limiter: ReturnType<typeof createLimiter>, key = 'k'): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  for (let i = 0; i < 100_000; i++) {
+    const decision = await limiter.consume(key);
+    decisions.push(decision);
+    if (!decision.allowed) return decisions;
+  }
+  throw new Error('never refused');
+}
+
+describe('soft throttling', () => {
+  it.each(['fixed-window', 'sliding-window-log', 'sliding-window-counter'] as const)(
+    '%s admits exactly ⌊L × (1 + p/100)⌋ per window, marking only the overage, remaining against L',
+    async (algorithm) => {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 1, max: 3_000 }), async (limit, tenths) => {
+          const overagePercent = tenths / 10;
+          const ceiling = Math.floor((limit * (1_000 + tenths)) / 1_000);
+          const { limiter, clock } = limiterWith({ limit, algorithm, throttle: { mode: 'soft', overagePercent } });
+          // Three windows in a row, each started far enough from the last for it to be forgotten.
+          for (let window = 0; window < 3; window++) {
+            const decisions = await burst(limiter);
+            const admitted = decisions.filter((d) => d.allowed);
+            expect(admitted).toHaveLength(ceiling);
+            admitted.forEach((d, i) => {
+              expect(d.overLimit).toBe(i < limit ? undefined : 'soft');
+              expect(d.remaining).toBe(Math.max(0, limit - i - 1));
+              expect(d.limit).toBe(limit);
+            });
+            expect(decisions.at(-1)?.overLimit).toBeUndefined();
+            clock.advance(2 * WINDOW);
+          }
+        }),
+        { numRuns: 15 },
+      );
+    },
+  );
+
+  it('the raised capacity is exact for decimal percentages (⌊250 × 1.292⌋ = 323)', async () => {
+    // Binary floating point computes 250 × 129.2 / 100 as 322.99999999999994.
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.integer({ min: 1, max: 100_000 }),
+        async (limit, hundredths) => {
+          const ceiling = Math.floor((limit * (10_000 + hundredths)) / 10_000);
+          const throttle = { mode: 'soft', overagePercent: hundredths / 100 } as const;
+          // A single request of cost = ceiling passes, and one unit more can never pass.
+          const at = limiterWith({ limit, algorithm: 'fixed-window', throttle }).limiter;
+          expect((await at.consume('k', { cost: ceiling })).allowed).toBe(true);
+          const over = limiterWith({ limit, algorithm: 'fixed-window', throttle }).limiter;
+          expect((await over.consume('k', { cost: ceiling + 1 })).reason).toBe('cost-exceeds-limit');
+        },
+      ),
+      { numRuns: 200, examples: [[250, 2_920]] },
+    );
+  });
+
+  it('raises the capacity of the buckets the same way', async () => {
+    for (const algorithm of ['token-bucket', 'leaky-bucket', 'gcra'] as const) {
+      const { limiter } = limiterWith({ limit: 10, algorithm, throttle: { mode: 'soft', overagePercent: 50 } });
+      const admitted = (await burst(limiter)).filter((d) => d.allowed);
+      expect(admitted.map((d) => d.overLimit ?? '-')).toEqual([...Array(10).fill('-'), ...Array(5).fill('soft')]);
+    }
+  });
+});
+
+describe('elastic throttling', () => {
+  const admittedAt = async (load: number, limit: number, maxOveragePercent: number, algorithm: AlgorithmName) => {
+    const throttle = { mode: 'elastic', maxOveragePercent, load: () => load } as const;
+    const decisions = await burst(limiterWith({ limit, algorithm, throttle }).limiter);
+    return decisions.filter((d) => d.allowed);
+  };
+
+  it.each(['fixed-window', 'sliding-window-counter', 'gcra'] as const)(
+    '%s admits L at full load, the ceiling at no load, and monotonically in between',
+    async (algorithm) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 50 }),
+          fc.integer({ min: 1, max: 300 }),
+          fc.uniqueArray(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: 2, maxLength: 5 }),
+          async (limit, maxOveragePercent, loads) => {
+            const ceiling = Math.floor((limit * (100 + maxOveragePercent)) / 100);
+            const full = await admittedAt(1, limit, maxOveragePercent, algorithm);
+            expect(full).toHaveLength(limit);
+            expect(full.every((d) => d.overLimit === undefined)).toBe(true);
+            const idle = await admittedAt(0, limit, maxOveragePercent, algorithm);
+            expect(idle).toHaveLength(ceiling);
+            expect(idle.slice(limit).every((d) => d.overLimit === 'elastic')).toBe(true);
+            const counts: number[] = [];
+            for (const load of [...loads].sort((a, b) => a - b)) {
+              const n = (await admittedAt(load, limit, maxOveragePercent, algorithm)).length;
+              // Linear in the spare capacity, to within the one request lost to rounding down.
+              expect(Math.abs(n - limit * (1 + ((1 - load) * maxOveragePercent) / 100))).toBeLessThan(1 + 1e-9);
+              counts.push(n);
+            }
+            for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeLessThanOrEqual(counts[i - 1] as number);
+          },
+        ),
+        { numRuns: 25 },
+      );
+    },
+  );
+
+  it('treats a load outside [0, 1] as the nearest end and a non-number as saturated', async () => {
+    expect(await admittedAt(-3, 10, 50, 'fixed-window')).toHaveLength(15);
+    expect(await admittedAt(7, 10, 50, 'fixed-window')).toHaveLength(10);
+    expect(await admittedAt(Number.NaN, 10, 50, 'fixed-window')).toHaveLength(10);
+  });
+
+  it('works with the default event-loop probe, within [L, ceiling]', async () => {
+    const { limiter } = limiterWith({
+      limit: 10,
+      algorithm: 'fixed-window',
+      throttle: { mode: 'elastic', maxOveragePercent: 100 },
+    });
+    const admitted = (await burst(limiter)).filter((d) => d.allowed).length;
+    expect(admitted).toBeGreaterThanOrEqual(10);
+    expect(admitted).toBeLessThanOrEqual(20);
+  });
+});

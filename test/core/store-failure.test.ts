@@ -1,0 +1,177 @@
+import {
+  createLimiter,
+  type OnStoreError,
+  type RateLimitStore,
+  STORE_DENY_RETRY_AFTER_MS,
+  type StoreReply,
+  type StoreRequest,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+type Mode = 'up' | 'rejects' | 'throws' | 'hangs' | 'late-reject';
+
+/** A remote-looking store (not `local`) whose behaviour a test switches at will. */
+function flakyStore() {
+  const inner = createMemoryStore({ maxKeys: 10 });
+  const state = { mode: 'up' as Mode, calls: 0 };
+  const misbehave = <T>(work: () => Promise<T>): Promise<T> => {
+    state.calls++;
+    switch (state.mode) {
+      case 'up':
+        return work();
+      case 'rejects':
+        return Promise.reject(new Error('connection refused'));
+      case 'throws':
+        throw new Error('socket closed');
+      case 'hangs':
+        return new Promise<T>(() => {});
+      case 'late-reject':
+        return new Promise<T>((_, reject) => setTimeout(() => reject(new Error('too late')), 500));
+    }
+  };
+  const store: RateLimitStore = {
+    name: 'flaky',
+    consume: (request: StoreRequest) => misbehave<StoreReply>(() => inner.consume(request)),
+    reset: (...args) => misbehave(() => inner.reset(...args)),
+    refund: (request) => misbehave(() => inner.refund(request)),
+  };
+  return { store, state };
+}
+
+function setup(onStoreError: OnStoreError, storeTimeoutMs = 50) {
+  const { store, state } = flakyStore();
+  const logger = { warn: vi.fn<(message: string) => void>() };
+  const limiter = createLimiter({
+    limit: 2,
+    window: '1m',
+    store,
+    onStoreError,
+    storeTimeoutMs,
+    logger,
+    clock: () => 0,
+  });
+  const warnings = () => logger.warn.mock.calls.map(([m]) => m.match(/WRN_SLUICE_\w+/)?.[0]);
+  return { limiter, state, warnings };
+}
+
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+beforeEach(() => {
+  unhandled.length = 0;
+  process.on('unhandledRejection', onUnhandled);
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+});
+afterEach(async () => {
+  await vi.runAllTimersAsync();
+  vi.useRealTimers();
+  // Let Node report any rejection nobody handled before checking.
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('unhandledRejection', onUnhandled);
+  expect(unhandled).toEqual([]);
+});
+
+describe.each(['rejects', 'throws', 'hangs', 'late-reject'] as const)('a store that %s', (failure) => {
+  const settle = async <T>(pending: Promise<T>): Promise<T> => {
+    await vi.advanceTimersByTimeAsync(50);
+    return pending;
+  };
+
+  it("'allow' lets requests through, marked store-unavailable, warning once per outage", async () => {
+    const { limiter, state, warnings } = setup('allow');
+    state.mode = failure;
+    for (let i = 0; i < 5; i++) {
+      const decision = await settle(limiter.consume('k'));
+      expect(decision).toMatchObject({ allowed: true, reason: 'store-unavailable', retryAfterMs: 0 });
+    }
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+    state.mode = 'up';
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 0 });
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE', 'WRN_SLUICE_STORE_RECOVERED']);
+    // A second outage is a new one, reported again.
+    state.mode = failure;
+    await settle(limiter.consume('k'));
+    expect(warnings()).toHaveLength(3);
+  });
+
+  it("'deny' refuses with a finite wait, and recovers by itself", async () => {
+    const { limiter, state } = setup('deny');
+    state.mode = failure;
+    const decision = await settle(limiter.consume('k'));
+    expect(decision).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+    expect(decision.retryAfterMs).toBe(STORE_DENY_RETRY_AFTER_MS);
+    state.mode = 'up';
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true });
+    expect((await limiter.consume('k')).reason).toBeUndefined();
+  });
+
+  it("'throw' rejects with a coded error that keeps the cause", async () => {
+    const { limiter, state } = setup('throw');
+    state.mode = failure;
+    // The handler is attached before time moves, as a caller awaiting the call would have it.
+    const outcome = limiter.consume('k').catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(50);
+    const error = (await outcome) as { code: string; cause: unknown };
+    const timedOut = failure === 'hangs' || failure === 'late-reject';
+    expect(error.code).toBe(timedOut ? 'ERR_SLUICE_STORE_TIMEOUT' : 'ERR_SLUICE_STORE_UNAVAILABLE');
+    expect(error.cause).toBeInstanceOf(Error);
+  });
+
+  it('reset and refund follow the same policy instead of rejecting', async () => {
+    const { limiter, state } = setup('allow');
+    state.mode = failure;
+    await expect(settle(limiter.reset('k'))).resolves.toBeUndefined();
+    await expect(settle(limiter.refund('k', 1))).resolves.toBeUndefined();
+  });
+});
+
+describe('storeTimeoutMs bounds every call', () => {
+  it('a store that never answers is given up on at exactly storeTimeoutMs', async () => {
+    const { limiter, state } = setup('allow', 80);
+    state.mode = 'hangs';
+    let settled = false;
+    const pending = limiter.consume('k').then((d) => {
+      settled = true;
+      return d;
+    });
+    await vi.advanceTimersByTimeAsync(79);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(settled).toBe(true);
+    expect((await pending).reason).toBe('store-unavailable');
+  });
+
+  it('a timed-out call is not retried (the store may still have counted it)', async () => {
+    const { limiter, state } = setup('allow', 10);
+    state.mode = 'hangs';
+    const pending = limiter.consume('k');
+    await vi.advanceTimersByTimeAsync(10);
+    await pending;
+    expect(state.calls).toBe(1);
+  });
+});
+
+describe('shadow mode and store failure', () => {
+  it("even with onStoreError 'deny', shadow mode never refuses", async () => {
+    const { store, state } = flakyStore();
+    const limiter = createLimiter({
+      limit: 2,
+      window: '1m',
+      store,
+      onStoreError: 'deny',
+      throttle: { mode: 'shadow' },
+      logger: { warn: () => {} },
+    });
+    state.mode = 'rejects';
+    const decision = await limiter.consume('k');
+    expect(decision).toMatchObject({
+      allowed: true,
+      overLimit: 'shadow',
+      reason: 'store-unavailable',
+      retryAfterMs: 0,
+    });
+    // What 'deny' would have done stays visible per policy.
+    expect(decision.policies[0]).toMatchObject({ allowed: false, retryAfterMs: STORE_DENY_RETRY_AFTER_MS });
+  });
+});

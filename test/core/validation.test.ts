@@ -1,0 +1,121 @@
+import { createLimiter, toMs } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { describe, expect, it } from 'vitest';
+import { base, type ConfigCase, expectConfigError } from './support/config-error.js';
+
+const cases: ConfigCase[] = [
+  ['options not an object', null as never, 'ERR_SLUICE_INVALID_OPTION', ['options', 'null']],
+  ['throttle a string', { ...base, throttle: 'soft' }, 'ERR_SLUICE_INVALID_THROTTLE', ['throttle', '"soft"']],
+  [
+    'throttle mode unknown',
+    { ...base, throttle: { mode: 'turbo' } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['throttle.mode', '"turbo"'],
+  ],
+  [
+    'soft without a percentage',
+    { ...base, throttle: { mode: 'soft' } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['overagePercent', 'undefined'],
+  ],
+  [
+    'soft percentage 0',
+    { ...base, throttle: { mode: 'soft', overagePercent: 0 } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['overagePercent', 'received 0'],
+  ],
+  [
+    'soft percentage too big',
+    { ...base, throttle: { mode: 'soft', overagePercent: 1001 } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['overagePercent', '1001'],
+  ],
+  [
+    'soft percentage a string',
+    { ...base, throttle: { mode: 'soft', overagePercent: '10' } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['overagePercent', '"10"'],
+  ],
+  [
+    'elastic load not a function',
+    { ...base, throttle: { mode: 'elastic', maxOveragePercent: 10, load: 0.5 } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['throttle.load', '0.5'],
+  ],
+  [
+    'an option of another mode',
+    { ...base, throttle: { mode: 'hard', overagePercent: 5 } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ['throttle.overagePercent'],
+  ],
+  ['store not a store', { ...base, store: {} }, 'ERR_SLUICE_INVALID_STORE', ['store', 'an object']],
+  ['clock not a function', { ...base, clock: 123 }, 'ERR_SLUICE_INVALID_CLOCK', ['clock', '123']],
+  ['prefix with a space', { ...base, prefix: 'my app' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"my app"']],
+  ['prefix with a brace', { ...base, prefix: 'a{b}' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"a{b}"']],
+  ['prefix empty', { ...base, prefix: '' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '""']],
+  ['prefix too long', { ...base, prefix: 'p'.repeat(65) }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', 'p'.repeat(65)]],
+  [
+    'onStoreError unknown',
+    { ...base, onStoreError: 'ignore' },
+    'ERR_SLUICE_INVALID_ON_STORE_ERROR',
+    ['onStoreError', '"ignore"'],
+  ],
+  [
+    'storeTimeoutMs 0',
+    { ...base, storeTimeoutMs: 0 },
+    'ERR_SLUICE_INVALID_STORE_TIMEOUT',
+    ['storeTimeoutMs', 'received 0'],
+  ],
+  [
+    'storeTimeoutMs negative',
+    { ...base, storeTimeoutMs: -1 },
+    'ERR_SLUICE_INVALID_STORE_TIMEOUT',
+    ['storeTimeoutMs', '-1'],
+  ],
+  [
+    'storeTimeoutMs a string',
+    { ...base, storeTimeoutMs: '100' },
+    'ERR_SLUICE_INVALID_STORE_TIMEOUT',
+    ['storeTimeoutMs', '"100"'],
+  ],
+  ['logger without warn', { ...base, logger: {} }, 'ERR_SLUICE_INVALID_LOGGER', ['logger', 'an object']],
+  [
+    'max (express-rate-limit)',
+    { max: 10, window: '1s' },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ['`max`', 'did you mean `limit`'],
+  ],
+  ['a typo', { ...base, algoritm: 'gcra' }, 'ERR_SLUICE_UNKNOWN_OPTION', ['`algoritm`', 'did you mean `algorithm`']],
+];
+
+describe('bad limiter options throw at construction with a stable code, naming the option and the value', () => {
+  it.each(cases)('%s', (_, options, code, mentions) => expectConfigError(options, code, mentions));
+
+  it('an unknown option far from any known one gets no made-up suggestion', () => {
+    expect(() => createLimiter({ ...base, zzzzzzzz: 1 } as never)).toThrow(/Unknown option `zzzzzzzz`\.$/);
+  });
+});
+
+describe('durations', () => {
+  it.each([
+    ['500ms', 500],
+    ['1s', 1_000],
+    ['1m', 60_000],
+    ['1h', 3_600_000],
+    ['1d', 86_400_000],
+    ['1.5s', 1_500],
+    [250, 250],
+  ] as const)('%s is %i ms', (window, ms) => {
+    expect(toMs(window, 'window')).toBe(ms);
+    expect(createLimiter({ limit: 1, window, store: createMemoryStore({ maxKeys: 1 }) }).policies[0]?.windowMs).toBe(
+      ms,
+    );
+  });
+
+  it.each(['1.5ms', 0, -1, '-5s', '1 s', 'soon', '1e3s', 1.5, Number.NaN, Infinity, null, {}])(
+    'rejects %s with ERR_SLUICE_INVALID_DURATION',
+    (value) => {
+      expect(() => toMs(value, 'window')).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION' }));
+    },
+  );
+});
