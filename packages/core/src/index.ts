@@ -4,6 +4,7 @@ export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export type { SluiceErrorCode } from './errors.js';
 export { isSluiceError, SluiceError } from './errors.js';
+export * from './http/index.js';
 export { checkKnownOptions, LIMITER_OPTION_NAMES } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
 export { DEFAULT_ALGORITHM, toPolicy } from './policy.js';

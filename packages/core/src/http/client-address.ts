@@ -1,0 +1,49 @@
+import type { IncomingMessage } from 'node:http';
+import { ipKey } from './client-key.js';
+import type { WarnOnce } from './warnings.js';
+
+/** How far a framework believes `X-Forwarded-For`: not at all, up to its configured proxies, or always. */
+export type ProxyTrust = 'none' | 'some' | 'all';
+
+/** The shared key of requests whose framework reported no client address. */
+export const UNKNOWN_IP_KEY = 'unknown-ip';
+
+/**
+ * The default client key. The address always comes from the framework's own trust-proxy
+ * result, never from a header read here, so a spoofed `X-Forwarded-For` cannot choose a key.
+ * A setup that looks wrong is reported once, with a code, and never breaks the request.
+ */
+export function clientAddressKey(
+  ip: string | undefined,
+  trust: ProxyTrust,
+  trustAdvice: string,
+  request: IncomingMessage,
+  ipv6Subnet: number | false,
+  warn: WarnOnce,
+): string {
+  if (trust === 'all') {
+    warn(
+      'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
+      `the app trusts every proxy, so any client can pick its own rate-limit key by sending X-Forwarded-For. ${trustAdvice}`,
+    );
+  } else if (trust === 'none' && request.headers['x-forwarded-for'] !== undefined) {
+    warn(
+      'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR',
+      `a request carries X-Forwarded-For but the app trusts no proxy, so all clients behind a proxy share its key. If the app runs behind a proxy: ${trustAdvice}`,
+    );
+  }
+  if (ip === undefined || ip === '') {
+    warn(
+      'WRN_SLUICE_UNDEFINED_IP',
+      `the framework reported no client address (closed socket, Unix socket, or proxy setup); such requests share the key "${UNKNOWN_IP_KEY}". Pass a \`key\` function if clients are identified another way.`,
+    );
+    return UNKNOWN_IP_KEY;
+  }
+  const key = ipKey(ip, ipv6Subnet);
+  if (key !== undefined) return key;
+  warn(
+    'WRN_SLUICE_INVALID_IP',
+    `the client address ${JSON.stringify(ip)} is not an IP address, so it is used as the key unchanged. Check the proxy setup or pass a \`key\` function.`,
+  );
+  return ip;
+}

@@ -1,0 +1,48 @@
+import type { Decision, PolicyDecision } from '../../types.js';
+
+/**
+ * The wait behind a policy's figures: until it is fully restored when it allowed, until a
+ * request of the same cost would pass when it refused. It becomes draft-11's `t`, the
+ * draft-6/7 `reset` and, on a 429, the floor of `Retry-After`.
+ */
+export function effectiveWindowMs(policy: PolicyDecision): number {
+  return policy.allowed ? policy.resetAfterMs : policy.retryAfterMs;
+}
+
+/** The figures the single-valued fields (draft-6, draft-7, legacy) report. */
+export interface Headline {
+  limit: number;
+  remaining: number;
+  waitMs: number;
+}
+
+/** The policy core put on top of the decision: the closest to exhaustion, or the refusal that lasts longest. */
+export function headlineOf(decision: Decision): Headline {
+  const waitMs = decision.retryAfterMs > 0 ? decision.retryAfterMs : decision.resetAfterMs;
+  return { limit: decision.limit, remaining: decision.remaining, waitMs };
+}
+
+/**
+ * When several limiters answer one request, the single-valued fields keep the most
+ * restrictive figures instead of the last limiter's: the lowest share of quota left, and on a
+ * tie the longer wait.
+ */
+export function isMoreRestrictive(candidate: Headline, current: Headline): boolean {
+  const a = candidate.remaining * current.limit;
+  const b = current.remaining * candidate.limit;
+  return a < b || (a === b && candidate.waitMs > current.waitMs);
+}
+
+/**
+ * `Retry-After` for a refused request: the decision's own wait, and never earlier than the
+ * effective window of any policy that reports no quota left (draft-11 §6). `undefined` when
+ * the request can never pass (`reason: 'cost-exceeds-limit'`): no wait would help.
+ */
+export function retryAfterMs(decision: Decision): number | undefined {
+  if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return undefined;
+  let waitMs = decision.retryAfterMs;
+  for (const policy of decision.policies) {
+    if (policy.remaining === 0 || !policy.allowed) waitMs = Math.max(waitMs, effectiveWindowMs(policy));
+  }
+  return waitMs;
+}

@@ -1,0 +1,100 @@
+import { invalid, SluiceError } from '../../errors.js';
+import type { Decision, Policy } from '../../types.js';
+import { sfString } from '../structured-fields.js';
+import { draft6Fields } from './draft-6.js';
+import { draft7PolicyField, draft7RateLimitField } from './draft-7.js';
+import { draft11PolicyField, draft11RateLimitField } from './draft-11.js';
+import { type Headline, headlineOf, isMoreRestrictive } from './effective-window.js';
+import { legacyFields } from './legacy.js';
+
+export type StandardHeaders = 'draft-11' | 'draft-7' | 'draft-6';
+
+export interface HeadersOptions {
+  /** Which IETF draft to speak, or `false` for none. @default 'draft-11' */
+  standard?: StandardHeaders | false;
+  /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
+  legacy?: boolean;
+}
+
+export interface ResolvedHeaders {
+  standard: StandardHeaders | false;
+  legacy: boolean;
+}
+
+/** How an adapter writes a response header; `append` adds a List member, `set` replaces. */
+export interface HeaderTarget<Res> {
+  setHeader(res: Res, name: string, value: string): void;
+  appendHeader(res: Res, name: string, value: string): void;
+}
+
+const standards: readonly unknown[] = ['draft-11', 'draft-7', 'draft-6', false];
+
+export function checkHeaders(value: unknown): ResolvedHeaders {
+  if (value === undefined) return { standard: 'draft-11', legacy: false };
+  if (typeof value !== 'object' || value === null) {
+    invalid(
+      'ERR_SLUICE_INVALID_HEADERS',
+      'headers',
+      value,
+      "an object such as `{ standard: 'draft-11', legacy: false }`",
+    );
+  }
+  for (const key of Object.keys(value)) {
+    if (key !== 'standard' && key !== 'legacy') {
+      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown option \`headers.${key}\`.`);
+    }
+  }
+  const { standard = 'draft-11', legacy = false } = value as HeadersOptions;
+  if (!standards.includes(standard)) {
+    invalid(
+      'ERR_SLUICE_INVALID_HEADERS',
+      'headers.standard',
+      standard,
+      "'draft-11', 'draft-7', 'draft-6' or false (drafts 8 to 10 share draft-11's wire format: use 'draft-11')",
+    );
+  }
+  if (typeof legacy !== 'boolean') invalid('ERR_SLUICE_INVALID_HEADERS', 'headers.legacy', legacy, 'true or false');
+  return { standard, legacy };
+}
+
+/** Headline figures already sent on a request, so a second limiter only replaces them with stricter ones. */
+const headlines = new WeakMap<object, Headline>();
+
+export interface HeaderWriter {
+  /**
+   * Writes the fields describing `decision`. `request` identifies the HTTP request across
+   * limiters (the Node `IncomingMessage`), so that several limiters compose.
+   */
+  write<Res>(decision: Decision, res: Res, target: HeaderTarget<Res>, request: object): void;
+}
+
+/** Serialises once what never changes for a limiter (its policy field, its quoted names). */
+export function createHeaderWriter(
+  policies: readonly Policy[],
+  options: ResolvedHeaders,
+  clock: () => number,
+): HeaderWriter {
+  const { standard, legacy } = options;
+  const policyField =
+    standard === 'draft-11' ? draft11PolicyField(policies) : standard ? draft7PolicyField(policies) : undefined;
+  const quotedNames = policies.map((p) => sfString(p.name));
+  const hasHeadline = legacy || standard === 'draft-7' || standard === 'draft-6';
+
+  return {
+    write(decision, res, target, request) {
+      // A store that did not decide gave no figures; inventing some would mislead clients.
+      if (decision.reason === 'store-unavailable') return;
+      if (policyField !== undefined) target.appendHeader(res, 'RateLimit-Policy', policyField);
+      if (standard === 'draft-11') target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
+      if (!hasHeadline) return;
+      const headline = headlineOf(decision);
+      const sent = headlines.get(request);
+      if (sent !== undefined && !isMoreRestrictive(headline, sent)) return;
+      headlines.set(request, headline);
+      if (standard === 'draft-7') target.setHeader(res, 'RateLimit', draft7RateLimitField(headline));
+      if (standard === 'draft-6')
+        for (const [name, value] of draft6Fields(headline)) target.setHeader(res, name, value);
+      if (legacy) for (const [name, value] of legacyFields(headline, clock())) target.setHeader(res, name, value);
+    },
+  };
+}

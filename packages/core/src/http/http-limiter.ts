@@ -1,0 +1,116 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createLimiter } from '../limiter.js';
+import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
+import { clientAddressKey, type ProxyTrust } from './client-address.js';
+import { retryAfterMs } from './headers/effective-window.js';
+import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
+import { hold } from './hold.js';
+import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
+import { sfSeconds } from './structured-fields.js';
+import { createTierLimiters } from './tier-limiters.js';
+import { createWarnOnce } from './warnings.js';
+
+/** What an adapter tells the shared core about its framework. Created once per adapter. */
+export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
+  /** Node's request behind the framework's. */
+  rawRequest(req: Req): IncomingMessage;
+  /** Node's response behind the framework's. */
+  rawResponse(res: Res): ServerResponse;
+  /** The client address as the framework resolved it under its own trust-proxy setting. */
+  clientIp(req: Req): string | undefined;
+  proxyTrust(req: Req): ProxyTrust;
+  /** How to set proxy trust in this framework, quoted by the proxy warnings. */
+  trustAdvice: string;
+  /** The store when none is given: each middleware gets its own. */
+  defaultStore(): RateLimitStore;
+}
+
+/**
+ * - `next`: go on (`decision` is undefined when `skip` matched);
+ * - `limited`: refused; headers and `Retry-After` are set, the adapter sends the response
+ *   (`problemFor(decision)`) or calls the user's `onLimited`;
+ * - `gone`: the client left while its queued request was held; send nothing.
+ */
+export type Outcome =
+  | { readonly action: 'next'; readonly decision: Decision | undefined }
+  | { readonly action: 'limited'; readonly decision: Decision }
+  | { readonly action: 'gone'; readonly decision: Decision };
+
+export interface HttpLimiter<Req, Res> {
+  handle(req: Req, res: Res): Promise<Outcome>;
+}
+
+interface Entry {
+  limiter: Limiter;
+  headers: HeaderWriter;
+}
+
+function tierResolver<Req>(
+  policiesFor: PoliciesFor<Req> | undefined,
+  base: Record<string, unknown>,
+  wrap: (limiter: Limiter) => Entry,
+): ((req: Req) => Promise<Entry>) | undefined {
+  if (policiesFor === undefined) return undefined;
+  const entryFor = createTierLimiters(base, wrap);
+  return async (req) => entryFor(await policiesFor(req));
+}
+
+const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
+const ignore = (): void => {};
+
+/**
+ * The one implementation of the HTTP semantics behind every adapter (SPEC §5): options are
+ * validated here at construction, then per request it resolves the policies (per tier when
+ * `policies` is a function), the key and the cost, asks the limiter, writes the headers, and
+ * holds a queued request. Store failures surface as the limiter's `onStoreError` decides; with
+ * `'throw'` the returned promise rejects and the adapter hands the error to its framework.
+ */
+export function createHttpLimiter<Req, Res>(
+  options: HttpLimiterOptions<Req>,
+  binding: AdapterBinding<Req, Res>,
+  extraOptionNames: readonly string[] = [],
+): HttpLimiter<Req, Res> {
+  const checked = checkHttpOptions<Req>(options, extraOptionNames);
+  const { key, skip, ipv6Subnet, policiesFor } = checked;
+  const base: Record<string, unknown> = {
+    ...checked.limiterOptions,
+    store: checked.limiterOptions.store ?? binding.defaultStore(),
+  };
+  const clock = (base.clock as (() => number) | undefined) ?? Date.now;
+  const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
+  const wrap = (limiter: Limiter): Entry => ({
+    limiter,
+    headers: createHeaderWriter(limiter.policies, checked.headers, clock),
+  });
+  // The common case (fixed policies, fixed cost) awaits nothing but the store.
+  const tierOf = tierResolver(policiesFor, base, wrap);
+  const fixedEntry = tierOf === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
+  const { cost } = checked;
+  const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
+
+  const keyOf = (req: Req, request: IncomingMessage): string =>
+    clientAddressKey(binding.clientIp(req), binding.proxyTrust(req), binding.trustAdvice, request, ipv6Subnet, warn);
+
+  return {
+    async handle(req, res) {
+      if (skip !== undefined && (await skip(req))) return SKIPPED;
+      const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
+      const request = binding.rawRequest(req);
+      const clientKey = key === undefined ? keyOf(req, request) : await key(req);
+      const units = typeof cost === 'number' ? (fixedUnits as { cost: number }) : { cost: await cost(req) };
+      const decision = await entry.limiter.consume(clientKey, units);
+      entry.headers.write(decision, res, binding, request);
+      if (!decision.allowed) {
+        const waitMs = retryAfterMs(decision);
+        if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+        return { action: 'limited', decision };
+      }
+      if (decision.delayMs > 0 && !(await hold(binding.rawResponse(res), decision.delayMs))) {
+        // The reserved slot was never used: give it back to the queue.
+        entry.limiter.refund(clientKey, units.cost).catch(ignore);
+        return { action: 'gone', decision };
+      }
+      return { action: 'next', decision };
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { invalid, SluiceError } from '../errors.js';
+import { checkKnownOptions, LIMITER_OPTION_NAMES } from '../known-options.js';
+import type { LimiterBaseOptions, PolicyOptions } from '../types.js';
+import { checkIpv6Subnet } from './client-key.js';
+import { checkHeaders, type HeadersOptions, type ResolvedHeaders } from './headers/index.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** Per-tier quotas: the policies for this request, e.g. by the caller's plan. */
+export type PoliciesFor<Req> = (req: Req) => Awaitable<readonly PolicyOptions[]>;
+
+export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
+  /** The client key, e.g. a user or API key id after auth. @default the client IP (see `ipv6Subnet`) */
+  key?: (req: Req) => Awaitable<string>;
+  /** Quota units this request spends. @default 1 */
+  cost?: number | ((req: Req) => Awaitable<number>);
+  /** Requests for which this returns true are neither counted nor limited. */
+  skip?: (req: Req) => Awaitable<boolean>;
+  /** @default { standard: 'draft-11', legacy: false } */
+  headers?: HeadersOptions;
+  /** Prefix length IPv6 clients are keyed by, or `false` for the whole address. @default 56 */
+  ipv6Subnet?: number | false;
+}
+
+type PolicyFields = 'limit' | 'window' | 'algorithm' | 'burst' | 'queue' | 'refillAmount' | 'refillInterval' | 'name';
+
+/** The options every adapter takes: the limiter's, and what HTTP adds (SPEC §5). */
+export type HttpLimiterOptions<Req> = HttpOptionsBase<Req> &
+  (
+    | (PolicyOptions & { policies?: never })
+    | ({ policies: readonly PolicyOptions[] | PoliciesFor<Req> } & { [K in PolicyFields]?: never })
+  );
+
+const HTTP_ONLY_OPTIONS = ['key', 'cost', 'skip', 'headers', 'ipv6Subnet', 'onLimited'] as const;
+const POLICY_FIELDS: readonly PolicyFields[] = [
+  'limit',
+  'window',
+  'algorithm',
+  'burst',
+  'queue',
+  'refillAmount',
+  'refillInterval',
+  'name',
+];
+
+/** Every option name an adapter accepts, for the unknown-option check and its suggestions. */
+export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
+
+export interface CheckedHttpOptions<Req> {
+  key: ((req: Req) => Awaitable<string>) | undefined;
+  cost: number | ((req: Req) => Awaitable<number>);
+  skip: ((req: Req) => Awaitable<boolean>) | undefined;
+  headers: ResolvedHeaders;
+  ipv6Subnet: number | false;
+  policiesFor: PoliciesFor<Req> | undefined;
+  /** What is left for `createLimiter`, which validates it. */
+  limiterOptions: Record<string, unknown>;
+}
+
+/** Validates what HTTP adds to the limiter options; the limiter options are left to `createLimiter`. */
+export function checkHttpOptions<Req>(options: unknown, extraNames: readonly string[]): CheckedHttpOptions<Req> {
+  if (typeof options !== 'object' || options === null)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
+  checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...extraNames]);
+  const all = options as Record<string, unknown>;
+  for (const name of ['key', 'skip', 'onLimited']) {
+    if (all[name] !== undefined && typeof all[name] !== 'function') {
+      invalid('ERR_SLUICE_INVALID_HANDLER', name, all[name], 'a function of the request');
+    }
+  }
+  const cost = all.cost ?? 1;
+  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
+    invalid(
+      'ERR_SLUICE_INVALID_COST',
+      'cost',
+      cost,
+      'a positive whole number, or a function of the request returning one',
+    );
+  }
+  if (all.key !== undefined && all.ipv6Subnet !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      '[sluice] Options `key` and `ipv6Subnet` exclude each other: `ipv6Subnet` shapes the default IP key only. Use `ipKey(ip, subnet)` inside `key`.',
+    );
+  }
+  const policiesFor = typeof all.policies === 'function' ? (all.policies as PoliciesFor<Req>) : undefined;
+  const stray = POLICY_FIELDS.find((name) => all[name] !== undefined);
+  if (policiesFor !== undefined && stray !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`${stray}\` cannot be given with \`policies\`; put it in the policies the function returns.`,
+    );
+  }
+  const excluded = new Set<string>([...HTTP_ONLY_OPTIONS, ...extraNames]);
+  if (policiesFor !== undefined) excluded.add('policies');
+  const limiterOptions: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(all)) if (!excluded.has(name)) limiterOptions[name] = value;
+  return {
+    key: all.key as CheckedHttpOptions<Req>['key'],
+    cost: cost as CheckedHttpOptions<Req>['cost'],
+    skip: all.skip as CheckedHttpOptions<Req>['skip'],
+    headers: checkHeaders(all.headers),
+    ipv6Subnet: checkIpv6Subnet(all.ipv6Subnet),
+    policiesFor,
+    limiterOptions,
+  };
+}

@@ -1,0 +1,20 @@
+export type { ProxyTrust } from './client-address.js';
+export { UNKNOWN_IP_KEY } from './client-address.js';
+export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
+export type { HeadersOptions, HeaderTarget, StandardHeaders } from './headers/index.js';
+export { hold } from './hold.js';
+export type { AdapterBinding, HttpLimiter, Outcome } from './http-limiter.js';
+export { createHttpLimiter } from './http-limiter.js';
+export type { HttpLimiterOptions, HttpOptionsBase, PoliciesFor } from './http-options.js';
+export { HTTP_OPTION_NAMES } from './http-options.js';
+export type { RateLimitProblem } from './problem.js';
+export {
+  PROBLEM_CONTENT_TYPE,
+  problemFor,
+  QUOTA_EXCEEDED_TYPE,
+  TEMPORARY_REDUCED_CAPACITY_TYPE,
+} from './problem.js';
+export type { HttpRouteOptions } from './route-options.js';
+export { mergeRouteOptions } from './route-options.js';
+export { MAX_TIER_LIMITERS } from './tier-limiters.js';
+export type { SluiceWarningCode } from './warnings.js';

@@ -1,0 +1,38 @@
+import { invalid } from '../errors.js';
+import type { PolicyOptions } from '../types.js';
+import type { HttpOptionsBase, PoliciesFor } from './http-options.js';
+
+/** Per-route options: any option, each falling back to the one set for the whole app. */
+export type HttpRouteOptions<Req> = HttpOptionsBase<Req> &
+  (
+    | (Partial<PolicyOptions> & { policies?: never })
+    | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: never; window?: never }
+  );
+
+const policyOptions = ['limit', 'window', 'algorithm', 'burst', 'queue', 'refillAmount', 'refillInterval', 'name'];
+
+/**
+ * The options of a route's own limiter: the route's, over the app-wide ones. Options that
+ * only make sense together are replaced as a group, never mixed: a route that sets any policy
+ * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
+ * and a route's `key` drops the app-wide `ipv6Subnet` (and the reverse). The app-wide `prefix`
+ * is never inherited: the route's limiter needs its own namespace.
+ */
+export function mergeRouteOptions(
+  appOptions: Record<string, unknown>,
+  routeOptions: unknown,
+  option: string,
+): Record<string, unknown> {
+  if (typeof routeOptions !== 'object' || routeOptions === null || Array.isArray(routeOptions)) {
+    invalid('ERR_SLUICE_INVALID_OPTION', option, routeOptions, 'an object of rate-limit options, or false');
+  }
+  const own = routeOptions as Record<string, unknown>;
+  const merged: Record<string, unknown> = { ...appOptions };
+  delete merged.prefix;
+  if ('policies' in own || policyOptions.some((name) => name in own)) {
+    for (const name of [...policyOptions, 'policies']) delete merged[name];
+  }
+  if ('key' in own) delete merged.ipv6Subnet;
+  if ('ipv6Subnet' in own) delete merged.key;
+  return Object.assign(merged, own);
+}

@@ -1,0 +1,32 @@
+/** RFC 9651 §3.3.1: an sf-integer has at most 15 digits. */
+export const SF_INTEGER_MAX = 999_999_999_999_999;
+
+/**
+ * Serialises a count or a number of seconds as a non-negative sf-integer. Values come from
+ * arithmetic on user limits and costs, so they are clamped rather than trusted: a fraction is
+ * rounded up (a wait is never shortened) and anything beyond the range, `Infinity` included,
+ * becomes the largest integer a parser accepts.
+ */
+export function sfInteger(value: number): string {
+  if (!(value > 0)) return '0';
+  return String(Math.min(Math.ceil(value), SF_INTEGER_MAX));
+}
+
+/** Whole seconds, rounded up, for `delay-seconds` style fields. */
+export function sfSeconds(ms: number): string {
+  return sfInteger(ms / 1000);
+}
+
+const printable = /^[\x20-\x7e]*$/;
+
+/**
+ * Serialises an sf-string (RFC 9651 §4.1.6): printable ASCII only, with `"` and `\` escaped.
+ * Core already restricts policy names to safe characters; this is the serialiser's own guard
+ * so no name can ever produce a field a strict parser rejects.
+ */
+export function sfString(value: string): string {
+  if (!printable.test(value)) {
+    throw new TypeError(`[sluice] ${JSON.stringify(value)} cannot be sent as a structured-field string.`);
+  }
+  return `"${value.replace(/[\\"]/g, '\\$&')}"`;
+}

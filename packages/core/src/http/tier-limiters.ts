@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import { createLimiter } from '../limiter.js';
+import { toPolicies } from '../policy.js';
+import type { Limiter, LimiterOptions, PolicyOptions } from '../types.js';
+
+/** Distinct policy sets kept at once; beyond it the least recently used limiter object is dropped. */
+export const MAX_TIER_LIMITERS = 1024;
+
+const digest = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 12);
+
+/**
+ * One limiter per distinct policy set returned by a `policies` function, so each tier counts
+ * separately. Every tier's namespace is derived from the adapter's own root namespace and the
+ * tier's full policies, so it is the same in every process and whatever order tiers are first
+ * seen in; a dropped limiter object therefore loses no state, the store keeps it.
+ *
+ * The root is claimed at start-up with a placeholder limiter: that validates the shared
+ * options at construction and keeps the namespace from any other limiter on the store.
+ */
+export function createTierLimiters<Entry>(
+  base: Record<string, unknown>,
+  wrap: (limiter: Limiter) => Entry,
+): (list: readonly PolicyOptions[]) => Entry {
+  const root = createLimiter({
+    ...base,
+    policies: [{ name: 'tiers', limit: 1, window: 1000 }],
+  } as unknown as LimiterOptions).namespace;
+  const byIdentity = new WeakMap<object, Entry>();
+  const byText = new Map<string, Entry>();
+
+  return function entryFor(list) {
+    const known = byIdentity.get(list);
+    if (known !== undefined) return known;
+    const text = JSON.stringify(list);
+    let entry = byText.get(text);
+    if (entry === undefined) {
+      const tier = digest(JSON.stringify(toPolicies(list)));
+      const prefix = root.length <= 51 ? `${root}.${tier}` : `${root.slice(0, 38)}.${digest(root)}.${tier}`;
+      entry = wrap(createLimiter({ ...base, policies: list, prefix } as unknown as LimiterOptions));
+      if (byText.size >= MAX_TIER_LIMITERS) byText.delete(byText.keys().next().value as string);
+    } else {
+      byText.delete(text);
+    }
+    byText.set(text, entry);
+    if (typeof list === 'object' && list !== null) byIdentity.set(list, entry);
+    return entry;
+  };
+}

@@ -1,0 +1,71 @@
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiterOptions,
+  PROBLEM_CONTENT_TYPE,
+  problemFor,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+
+declare global {
+  namespace Express {
+    interface Request {
+      /** The decision of the last sluice limiter that counted this request. */
+      rateLimit?: Decision;
+    }
+  }
+}
+
+export type RateLimitOptions = HttpLimiterOptions<Request> & {
+  /** Sends the response for a refused request instead of the default 429 problem document. */
+  onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
+};
+
+const binding: AdapterBinding<Request, Response> = {
+  rawRequest: (req) => req,
+  rawResponse: (res) => res,
+  clientIp: (req) => req.ip,
+  proxyTrust(req) {
+    const trust: unknown = req.app.get('trust proxy');
+    return trust === true ? 'all' : trust ? 'some' : 'none';
+  },
+  trustAdvice:
+    "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
+  defaultStore: () => createMemoryStore(),
+  setHeader: (res, name, value) => res.setHeader(name, value),
+  appendHeader: (res, name, value) => res.appendHeader(name, value),
+};
+
+/**
+ * Express middleware: `app.use(rateLimit(options))`, or per route
+ * `app.post('/login', rateLimit(options), handler)`. Each call has its own limiter and, unless
+ * `store` is given, its own memory store.
+ *
+ * @example
+ * app.use(rateLimit({ limit: 100, window: '1m' }));
+ */
+export function rateLimit(options: RateLimitOptions): RequestHandler {
+  const limiter = createHttpLimiter(options, binding);
+  const { onLimited } = options;
+  return function sluiceRateLimit(req, res, next) {
+    limiter
+      .handle(req, res)
+      .then((outcome) => {
+        if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
+        if (outcome.action === 'next') next();
+        else if (outcome.action === 'limited') {
+          if (onLimited !== undefined) return onLimited(req, res, next, outcome.decision);
+          const problem = problemFor(outcome.decision);
+          res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(JSON.stringify(problem));
+        }
+        return undefined;
+      })
+      // Express 4 ignores a rejected promise, so store errors (`onStoreError: 'throw'`) go to `next`.
+      .catch(next);
+  };
+}
+
+export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export { ipKey } from '@sluice/core';

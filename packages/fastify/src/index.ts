@@ -1,0 +1,114 @@
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiterOptions,
+  type HttpRouteOptions,
+  mergeRouteOptions,
+  PROBLEM_CONTENT_TYPE,
+  problemFor,
+  SluiceError,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import fp from 'fastify-plugin';
+
+type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
+
+export type RateLimitPluginOptions = HttpLimiterOptions<FastifyRequest> & {
+  /** Sends the response for a refused request instead of the default 429 problem document. */
+  onLimited?: OnLimited;
+  /** `false` limits only routes with `config.rateLimit`; these options are then their defaults. @default true */
+  global?: boolean;
+};
+
+/** A route's own limit: any option, each falling back to the plugin's. */
+export type RouteRateLimitOptions = HttpRouteOptions<FastifyRequest> & { onLimited?: OnLimited };
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The decision of the last sluice limiter that counted this request. */
+    rateLimit?: Decision;
+  }
+  interface FastifyContextConfig {
+    /** This route's own limit, replacing the plugin-wide one; `false` turns limiting off here. */
+    rateLimit?: RouteRateLimitOptions | false;
+  }
+}
+
+/** Fastify keeps `trustProxy` private; its options symbol is the only place it can be read. */
+function trustsEveryProxy(app: FastifyInstance): boolean {
+  for (let o: object | null = app; o !== null; o = Object.getPrototypeOf(o)) {
+    const symbol = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options');
+    if (symbol !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[symbol]?.trustProxy === true;
+  }
+  return false;
+}
+
+const bindingFor = (trustAll: boolean): AdapterBinding<FastifyRequest, FastifyReply> => ({
+  rawRequest: (request) => request.raw,
+  rawResponse: (reply) => reply.raw,
+  clientIp: (request) => request.ip,
+  // `request.ips` exists only when Fastify trusts some proxy.
+  proxyTrust: (request) => (request.ips === undefined ? 'none' : trustAll ? 'all' : 'some'),
+  trustAdvice: "set Fastify's `trustProxy` to your proxies' addresses or CIDRs, never to `true`.",
+  defaultStore: () => createMemoryStore(),
+  setHeader: (reply, name, value) => reply.header(name, value),
+  appendHeader(reply, name, value) {
+    const sent = reply.getHeader(name);
+    reply.header(name, sent === undefined ? value : `${String(sent)}, ${value}`);
+  },
+});
+
+/** Routes whose own `config.rateLimit` was applied: a second registration must not count them again. */
+const ownLimitApplied = new WeakSet<object>();
+
+const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) => {
+  const { global = true } = options;
+  if (typeof global !== 'boolean') {
+    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`global\` must be true or false.`);
+  }
+  const binding = bindingFor(trustsEveryProxy(app));
+  const appOptions: Record<string, unknown> = { ...options, store: options.store ?? createMemoryStore() };
+  delete appOptions.global;
+
+  const hookFor = (hookOptions: Record<string, unknown>): onRequestHookHandler => {
+    const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding);
+    const onLimited = hookOptions.onLimited as OnLimited | undefined;
+    return async function sluiceRateLimit(request, reply) {
+      const outcome = await limiter.handle(request, reply);
+      if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
+      if (outcome.action === 'next') return;
+      if (outcome.action === 'gone') return reply.hijack();
+      if (onLimited !== undefined) return onLimited(request, reply, outcome.decision);
+      const problem = problemFor(outcome.decision);
+      return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+    };
+  };
+
+  const globalHook = global ? hookFor(appOptions) : undefined;
+  if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
+  app.addHook('onRoute', (route) => {
+    const own = route.config?.rateLimit;
+    if (own === false || ownLimitApplied.has(route)) return;
+    let hook = globalHook;
+    if (own !== undefined) {
+      ownLimitApplied.add(route);
+      hook = hookFor(mergeRouteOptions(appOptions, own, `config.rateLimit of ${route.method} ${route.url}`));
+    }
+    if (hook === undefined) return;
+    const existing = route.onRequest === undefined ? [] : [route.onRequest].flat();
+    route.onRequest = [...existing, hook];
+  });
+};
+
+/**
+ * Fastify plugin: `await app.register(rateLimitPlugin, options)` limits every route registered
+ * after it, in this context and its children; a route's `config.rateLimit` replaces the limit
+ * for that route, and `false` turns it off. Registering it again inside a child context adds a
+ * second limit there, and both report their headers.
+ */
+export const rateLimitPlugin = fp(plugin, { fastify: '5.x', name: '@sluice/fastify' });
+
+export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export { ipKey } from '@sluice/core';

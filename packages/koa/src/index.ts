@@ -1,0 +1,69 @@
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiterOptions,
+  PROBLEM_CONTENT_TYPE,
+  problemFor,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import type { Context, Middleware } from 'koa';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** The decision of the last sluice limiter that counted this request. */
+    rateLimit?: Decision;
+  }
+}
+
+export type RateLimitOptions = HttpLimiterOptions<Context> & {
+  /** Sets the response for a refused request instead of the default 429 problem document. */
+  onLimited?: (ctx: Context, decision: Decision) => unknown;
+};
+
+/**
+ * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default
+ * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
+ * `maxIpsCount` makes the address one the proxies vouch for.
+ */
+const binding: AdapterBinding<Context, Context> = {
+  rawRequest: (ctx) => ctx.req,
+  rawResponse: (ctx) => ctx.res,
+  clientIp: (ctx) => ctx.ip,
+  proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all'),
+  trustAdvice:
+    'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
+  defaultStore: () => createMemoryStore(),
+  setHeader: (ctx, name, value) => ctx.set(name, value),
+  appendHeader: (ctx, name, value) => ctx.append(name, value),
+};
+
+/**
+ * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
+ * own limiter and, unless `store` is given, its own memory store. Store errors under
+ * `onStoreError: 'throw'` propagate to Koa's error handling.
+ *
+ * @example
+ * app.use(rateLimit({ limit: 100, window: '1m' }));
+ */
+export function rateLimit(options: RateLimitOptions): Middleware {
+  const limiter = createHttpLimiter(options, binding);
+  const { onLimited } = options;
+  return async function sluiceRateLimit(ctx, next) {
+    const outcome = await limiter.handle(ctx, ctx);
+    if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
+    if (outcome.action === 'next') return next();
+    if (outcome.action === 'gone') {
+      ctx.respond = false;
+      return;
+    }
+    if (onLimited !== undefined) return onLimited(ctx, outcome.decision);
+    const problem = problemFor(outcome.decision);
+    ctx.status = problem.status;
+    ctx.type = PROBLEM_CONTENT_TYPE;
+    ctx.body = JSON.stringify(problem);
+  };
+}
+
+export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export { ipKey } from '@sluice/core';

@@ -1,0 +1,114 @@
+import { parseRateLimit } from 'ratelimit-header-parser';
+import { type Item, parseDictionary, parseList } from 'structured-headers';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { harnesses, type RunningApp } from '../harness/index.js';
+import { clockAt, collectingLogger, draft11, MINUTE_START } from '../helpers.js';
+
+describe.each(harnesses)('$name: RateLimit headers', (harness) => {
+  let app: RunningApp | undefined;
+  afterEach(() => app?.close());
+
+  const base = { limit: 3, window: '1m', algorithm: 'fixed-window', logger: collectingLogger() };
+
+  it('sends draft-11 RateLimit-Policy and RateLimit by default, valid RFC 9651 Lists', async () => {
+    app = await harness.start({ limits: [{ ...base, clock: clockAt(15_000) }] });
+    const seen = [];
+    for (let i = 0; i < 3; i++) seen.push(draft11(await request(app.url).get('/').expect(200)));
+    expect(seen.map((h) => h.policy)).toEqual(Array(3).fill({ '3-per-1m': { q: 3, w: 60 } }));
+    expect(seen.map((h) => h.state['3-per-1m'])).toEqual([
+      { r: 2, t: 45 },
+      { r: 1, t: 45 },
+      { r: 0, t: 45 },
+    ]);
+  });
+
+  it('answers a 429 with Retry-After no earlier than t, and the quota-exceeded problem', async () => {
+    app = await harness.start({ limits: [{ ...base, limit: 1, clock: clockAt(15_000) }] });
+    await request(app.url).get('/').expect(200);
+    const res = await request(app.url).get('/').expect(429);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(JSON.parse(res.text)).toMatchObject({
+      type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
+      status: 429,
+      'violated-policies': ['1-per-1m'],
+    });
+    const { state } = draft11(res);
+    expect(state['1-per-1m']).toEqual({ r: 0, t: 45 });
+    expect(res.headers['retry-after']).toBe('45');
+    expect(app.hits()).toBe(1);
+  });
+
+  it('rounds Retry-After up to whole seconds', async () => {
+    app = await harness.start({ limits: [{ ...base, limit: 1, window: '10s', clock: clockAt(2_500) }] });
+    await request(app.url).get('/').expect(200);
+    const res = await request(app.url).get('/').expect(429);
+    expect(res.headers['retry-after']).toBe('8');
+    expect(draft11(res).state['1-per-10s']).toEqual({ r: 0, t: 8 });
+  });
+
+  it('lists one item per policy of a multi-policy limiter', async () => {
+    const policies = [
+      { name: 'burst', limit: 2, window: '1s', algorithm: 'fixed-window' },
+      { name: 'daily', limit: 100, window: '1d', algorithm: 'fixed-window' },
+    ];
+    app = await harness.start({ limits: [{ policies, clock: clockAt(250), logger: collectingLogger() }] });
+    const res = await request(app.url).get('/').expect(200);
+    const { policy, state } = draft11(res);
+    expect(policy).toEqual({ burst: { q: 2, w: 1 }, daily: { q: 100, w: 86_400 } });
+    expect(state.burst).toEqual({ r: 1, t: 1 });
+    expect(state.daily?.r).toBe(99);
+  });
+
+  it('speaks draft-7 on request: a Dictionary that ratelimit-header-parser reads', async () => {
+    app = await harness.start({ limits: [{ ...base, clock: clockAt(15_000), headers: { standard: 'draft-7' } }] });
+    const res = await request(app.url).get('/').expect(200);
+    expect(parseRateLimit(res.headers as Record<string, string>)).toMatchObject({ limit: 3, remaining: 2, used: 1 });
+    const dictionary = parseDictionary(res.headers.ratelimit as string);
+    expect([...dictionary].map(([k, [v]]) => [k, v])).toEqual([
+      ['limit', 3],
+      ['remaining', 2],
+      ['reset', 45],
+    ]);
+    const [[quota, params]] = parseList(res.headers['ratelimit-policy'] as string) as Item[] as [Item];
+    expect([quota, Object.fromEntries(params)]).toEqual([3, { w: 60 }]);
+  });
+
+  it('speaks draft-6 on request: three Integer fields that ratelimit-header-parser reads', async () => {
+    app = await harness.start({ limits: [{ ...base, clock: clockAt(15_000), headers: { standard: 'draft-6' } }] });
+    const res = await request(app.url).get('/').expect(200);
+    expect(parseRateLimit(res.headers as Record<string, string>)).toMatchObject({ limit: 3, remaining: 2, used: 1 });
+    expect(res.headers['ratelimit-reset']).toBe('45');
+    expect(res.headers['ratelimit-policy']).toBe('3;w=60');
+    expect(res.headers.ratelimit).toBeUndefined();
+  });
+
+  it('adds legacy X-RateLimit-* (Reset in Unix seconds) only when asked', async () => {
+    app = await harness.start({
+      limits: [{ ...base, clock: clockAt(15_000), headers: { standard: false, legacy: true } }],
+    });
+    const res = await request(app.url).get('/').expect(200);
+    const parsed = parseRateLimit(res.headers as Record<string, string>);
+    expect(parsed).toMatchObject({ limit: 3, remaining: 2 });
+    expect(parsed?.reset?.getTime()).toBe(MINUTE_START + 60_000);
+    expect(res.headers.ratelimit).toBeUndefined();
+    expect(res.headers['ratelimit-policy']).toBeUndefined();
+    const plain = await harness.start({ limits: [{ ...base }] });
+    try {
+      const defaults = await request(plain.url).get('/').expect(200);
+      expect(Object.keys(defaults.headers).filter((h) => h.startsWith('x-ratelimit'))).toEqual([]);
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it('still sends Retry-After on a 429 with the standard fields turned off', async () => {
+    app = await harness.start({
+      limits: [{ ...base, limit: 1, clock: clockAt(15_000), headers: { standard: false } }],
+    });
+    await request(app.url).get('/').expect(200);
+    const res = await request(app.url).get('/').expect(429);
+    expect(res.headers['retry-after']).toBe('45');
+    expect(res.headers.ratelimit).toBeUndefined();
+  });
+});

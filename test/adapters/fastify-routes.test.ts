@@ -1,0 +1,125 @@
+import { rateLimitPlugin } from '@sluice/fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clockAt, collectingLogger, parseItems } from './helpers.js';
+
+const ok = async () => 'ok';
+const base = { algorithm: 'fixed-window', logger: collectingLogger(), clock: clockAt(0) } as const;
+
+/** Policy names in the RateLimit field of a response, in order. */
+async function limitsOn(
+  app: FastifyInstance,
+  url: string,
+): Promise<{ status: number; names: string[]; policy?: string }> {
+  const res = await app.inject({ method: 'GET', url });
+  const field = res.headers.ratelimit as string | undefined;
+  return {
+    status: res.statusCode,
+    names: field === undefined ? [] : parseItems(field).map((item) => item.name),
+    ...(res.headers['ratelimit-policy'] === undefined ? {} : { policy: String(res.headers['ratelimit-policy']) }),
+  };
+}
+
+describe('fastify: per-route config and encapsulation', () => {
+  let app: FastifyInstance;
+  afterEach(() => app.close());
+
+  it('lets a route replace the limit with config.rateLimit, or turn it off with false', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, name: 'site', limit: 5, window: '1m' });
+    app.get('/login', { config: { rateLimit: { name: 'login', limit: 1, window: '10s' } } }, ok);
+    app.get('/health', { config: { rateLimit: false } }, ok);
+    app.get('/', ok);
+    expect(await limitsOn(app, '/login')).toEqual({ status: 200, names: ['login'], policy: '"login";q=1;w=10' });
+    expect((await limitsOn(app, '/login')).status).toBe(429);
+    expect((await limitsOn(app, '/')).names).toEqual(['site']);
+    for (let i = 0; i < 10; i++) expect(await limitsOn(app, '/health')).toEqual({ status: 200, names: [] });
+  });
+
+  it("inherits the plugin's other options in a route's own limit", async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m', headers: { standard: 'draft-6' } });
+    app.get('/search', { config: { rateLimit: { limit: 2, window: '1m' } } }, ok);
+    const res = await app.inject({ method: 'GET', url: '/search' });
+    expect(res.headers['ratelimit-limit']).toBe('2');
+    expect(res.headers['ratelimit-remaining']).toBe('1');
+  });
+
+  it('limits only the context it is registered in and that context’s children', async () => {
+    app = Fastify();
+    app.get('/public', ok);
+    await app.register(
+      async (api) => {
+        await api.register(rateLimitPlugin, { ...base, name: 'api', limit: 1, window: '1m' });
+        api.get('/items', ok);
+        await api.register(async (nested) => nested.get('/nested', ok));
+      },
+      { prefix: '/api' },
+    );
+    await app.register(async (sibling) => sibling.get('/sibling', ok));
+    expect((await limitsOn(app, '/api/items')).names).toEqual(['api']);
+    expect((await limitsOn(app, '/api/items')).status).toBe(429);
+    expect((await limitsOn(app, '/api/nested')).names).toEqual(['api']);
+    for (const url of ['/public', '/sibling']) expect(await limitsOn(app, url)).toEqual({ status: 200, names: [] });
+  });
+
+  it('stacks a registration in a child context on the root one; a route’s own limit still counts once', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, name: 'root', limit: 10, window: '1m' });
+    await app.register(async (child) => {
+      await child.register(rateLimitPlugin, { ...base, name: 'child', limit: 10, window: '1m' });
+      child.get('/both', ok);
+      child.get('/own', { config: { rateLimit: { name: 'own', limit: 10, window: '1m' } } }, ok);
+    });
+    expect((await limitsOn(app, '/both')).names).toEqual(['root', 'child']);
+    expect((await limitsOn(app, '/own')).names).toEqual(['own']);
+  });
+
+  it('with global: false limits only routes that ask, on the plugin’s defaults', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, global: false, limit: 1, window: '1m' });
+    app.get('/open', ok);
+    app.get('/guarded', { config: { rateLimit: {} } }, ok);
+    expect(await limitsOn(app, '/open')).toEqual({ status: 200, names: [] });
+    expect((await limitsOn(app, '/guarded')).names).toEqual(['1-per-1m']);
+    expect((await limitsOn(app, '/guarded')).status).toBe(429);
+  });
+
+  it('runs after app-level onRequest hooks, so a key can come from auth', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, {
+      ...base,
+      limit: 1,
+      window: '1m',
+      key: (request) => `user:${(request as unknown as { user: string }).user}`,
+    });
+    app.addHook('onRequest', async (request) => {
+      (request as unknown as { user: string }).user = String(request.headers['x-user']);
+    });
+    app.get('/', async (request) => request.rateLimit?.key);
+    const as = (user: string) => app.inject({ method: 'GET', url: '/', headers: { 'x-user': user } });
+    expect((await as('ada')).body).toBe('user:ada');
+    expect((await as('ada')).statusCode).toBe(429);
+    expect((await as('grace')).statusCode).toBe(200);
+  });
+
+  it('refuses a bad route config at start-up with a code', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m' });
+    expect(() => app.get('/bad', { config: { rateLimit: { limit: 0, window: '1m' } } }, ok)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_LIMIT' }),
+    );
+    expect(() => app.get('/worse', { config: { rateLimit: 'often' as never } }, ok)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+  });
+
+  it('refuses a non-boolean global', async () => {
+    app = Fastify();
+    await expect(
+      app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', global: 'yes' as never }),
+    ).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+    });
+  });
+});

@@ -1,0 +1,33 @@
+import type { Decision } from '@sluice/core';
+import { type RateLimitOptions, rateLimit } from '@sluice/express';
+import express, { type Request, type Response } from 'express';
+import { listen } from './listen.js';
+import type { Harness } from './types.js';
+
+const asOptions = (options: Record<string, unknown>) => options as unknown as RateLimitOptions;
+
+export const expressHarness: Harness = {
+  name: 'express',
+  async start(spec) {
+    const app = express();
+    if (spec.trust === 'loopback') app.set('trust proxy', 'loopback');
+    if (spec.trust === 'all') app.set('trust proxy', true);
+    let hits = 0;
+    const handler = (req: Request, res: Response) => {
+      hits++;
+      res.json({ decision: req.rateLimit ?? null });
+    };
+    for (const options of spec.limits ?? []) app.use(rateLimit(asOptions(options)));
+    for (const [path, options] of Object.entries(spec.routeLimits ?? {}))
+      app.get(path, rateLimit(asOptions(options)), handler);
+    app.get(['/', '/other'], handler);
+    return listen(app, () => hits);
+  },
+  header: (req, name) => (req as Request).get(name),
+  teapot: () => (_req: Request, res: Response, _next: unknown, decision: Decision) => {
+    res.status(418).json({ custom: true, violated: decision.policies.filter((p) => !p.allowed).map((p) => p.name) });
+  },
+  async configure(options) {
+    rateLimit(asOptions(options));
+  },
+};

@@ -1,0 +1,112 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  type HttpLimiterOptions,
+  MAX_TIER_LIMITERS,
+  type RateLimitStore,
+  UNKNOWN_IP_KEY,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { describe, expect, it } from 'vitest';
+import { clockAt, collectingLogger } from '../helpers.js';
+
+interface FakeRequest {
+  ip: string | undefined;
+  tier?: string;
+  headers: Record<string, string>;
+}
+
+const binding: AdapterBinding<FakeRequest, Record<string, string>> = {
+  rawRequest: (req) => req as unknown as IncomingMessage,
+  rawResponse: () => ({}) as ServerResponse,
+  clientIp: (req) => req.ip,
+  proxyTrust: () => 'none',
+  trustAdvice: 'trust your proxy.',
+  defaultStore: () => createMemoryStore(),
+  setHeader: (res, name, value) => {
+    res[name] = value;
+  },
+  appendHeader: (res, name, value) => {
+    res[name] = value;
+  },
+};
+
+const from = (ip: string | undefined, tier?: string): FakeRequest => ({ ip, headers: {}, ...(tier ? { tier } : {}) });
+
+/** A memory store that records the namespace of every decision. */
+function recordingStore(): RateLimitStore & { namespaces: string[] } {
+  const inner = createMemoryStore();
+  const namespaces: string[] = [];
+  return {
+    name: 'recording',
+    local: true,
+    namespaces,
+    consume: (request) => {
+      namespaces.push(request.namespace);
+      return inner.consume(request);
+    },
+    reset: (...args) => inner.reset(...args),
+    refund: (request) => inner.refund(request),
+  };
+}
+
+describe('createHttpLimiter', () => {
+  it('keys requests without a client address together and warns once', async () => {
+    const logger = collectingLogger();
+    const limiter = createHttpLimiter({ limit: 1, window: '1m', logger, clock: clockAt(0) }, binding);
+    const first = await limiter.handle(from(undefined), {});
+    expect(first.decision?.key).toBe(UNKNOWN_IP_KEY);
+    expect((await limiter.handle(from(''), {})).action).toBe('limited');
+    expect(logger.codes()).toEqual(['WRN_SLUICE_UNDEFINED_IP']);
+  });
+
+  it('uses an address it cannot parse as it is, and warns once', async () => {
+    const logger = collectingLogger();
+    const limiter = createHttpLimiter({ limit: 5, window: '1m', logger, clock: clockAt(0) }, binding);
+    expect((await limiter.handle(from('unix:/run/app.sock'), {})).decision?.key).toBe('unix:/run/app.sock');
+    await limiter.handle(from('garbage'), {});
+    expect(logger.codes()).toEqual(['WRN_SLUICE_INVALID_IP']);
+  });
+
+  it('rejects the request when a policies function returns no valid policies', async () => {
+    const limiter = createHttpLimiter({ policies: () => [{ limit: 0, window: '1m' }] }, binding);
+    await expect(limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_LIMIT' });
+  });
+
+  it('reuses one limiter for equal tiers returned as fresh objects', async () => {
+    const options: HttpLimiterOptions<FakeRequest> = {
+      policies: () => [{ name: 'tier', limit: 1, window: '1m' }],
+      clock: clockAt(0),
+    };
+    const limiter = createHttpLimiter(options, binding);
+    expect((await limiter.handle(from('1.2.3.4'), {})).action).toBe('next');
+    expect((await limiter.handle(from('1.2.3.4'), {})).action).toBe('limited');
+  });
+
+  it('gives a tier the same namespace whatever order tiers are first seen in, so processes agree', async () => {
+    const tiers: Record<string, { limit: number; window: '1m' }[]> = {
+      a: [{ limit: 1, window: '1m' }],
+      b: [{ limit: 2, window: '1m' }],
+    };
+    const namespacesFor = async (order: string[]) => {
+      const store = recordingStore();
+      const limiter = createHttpLimiter({ policies: (req) => tiers[req.tier as string] ?? [], store }, binding);
+      for (const tier of order) await limiter.handle(from('1.2.3.4', tier), {});
+      return Object.fromEntries(order.map((tier, i) => [tier, store.namespaces[i]]));
+    };
+    const first = await namespacesFor(['a', 'b']);
+    expect(await namespacesFor(['b', 'a'])).toEqual(first);
+    expect(first.a).not.toBe(first.b);
+  });
+
+  it('keeps counting a tier after its limiter object was dropped from the cache', async () => {
+    const limiter = createHttpLimiter<FakeRequest, Record<string, string>>(
+      { policies: (req) => [{ limit: 1 + Number(req.tier), window: '1m' }], clock: clockAt(0) },
+      binding,
+    );
+    await limiter.handle(from('1.2.3.4', '0'), {});
+    for (let tier = 1; tier <= MAX_TIER_LIMITERS; tier++) await limiter.handle(from('9.9.9.9', String(tier)), {});
+    expect((await limiter.handle(from('1.2.3.4', '0'), {})).action).toBe('limited');
+  });
+});
