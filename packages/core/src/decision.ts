@@ -33,7 +33,7 @@ export function toDecision(
       allowed: outcome.allowed,
     });
   }
-  const top = reply.allowed ? closestToExhaustion(list) : longestWait(list);
+  const top = reply.allowed ? closestToExhaustion(list, policies) : longestWait(list);
   const decision: Decision = {
     allowed: reply.allowed,
     limit: top.limit,
@@ -59,15 +59,20 @@ export function toDecision(
   return decision;
 }
 
-/** Lowest share of quota left; on a tie, the one that takes longest to restore. */
-function closestToExhaustion(list: PolicyDecision[]): PolicyDecision {
-  let best = list[0] as PolicyDecision;
-  for (const candidate of list) {
-    const a = candidate.remaining * best.limit;
-    const b = best.remaining * candidate.limit;
-    if (a < b || (a === b && candidate.resetAfterMs > best.resetAfterMs)) best = candidate;
+/**
+ * Lowest share of capacity left; on a tie, the one that takes longest to restore. Capacity,
+ * not limit: a bucket whose burst exceeds its limit can hold more than `limit` units.
+ */
+function closestToExhaustion(list: PolicyDecision[], policies: readonly Policy[]): PolicyDecision {
+  let best = 0;
+  for (let i = 1; i < list.length; i++) {
+    const candidate = list[i] as PolicyDecision;
+    const current = list[best] as PolicyDecision;
+    const a = candidate.remaining * (policies[best] as Policy).capacity;
+    const b = current.remaining * (policies[i] as Policy).capacity;
+    if (a < b || (a === b && candidate.resetAfterMs > current.resetAfterMs)) best = i;
   }
-  return best;
+  return list[best] as PolicyDecision;
 }
 
 /** Among the policies that refused, the one whose refusal lasts longest decides the wait. */
