@@ -1,0 +1,65 @@
+import { SluiceError } from '@sluice/core';
+import type { Cluster, Redis } from 'ioredis';
+
+/** A connection the user owns: sluice registers its scripts on it and never closes it. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * Accepts anything shaped like an ioredis `Redis` or `Cluster` (duck-typed, so a second copy
+ * of ioredis in the app still works). A client `keyPrefix` goes in front of every key ioredis
+ * sends, so a brace in it would move the `{hash tag}` and split one decision across slots.
+ */
+export function checkClient(client: unknown): RedisClient {
+  const candidate = client as Partial<Redis> | null | undefined;
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.defineCommand !== 'function' ||
+    typeof candidate.del !== 'function' ||
+    typeof candidate.status !== 'string'
+  ) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLIENT',
+      `[sluice] Option \`client\` must be an ioredis Redis or Cluster instance; received ${kind(client)}.`,
+    );
+  }
+  const keyPrefix = (candidate.options as { keyPrefix?: unknown } | undefined)?.keyPrefix;
+  if (typeof keyPrefix === 'string' && /[{}]/.test(keyPrefix)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLIENT',
+      `[sluice] Option \`client\` has keyPrefix ${JSON.stringify(keyPrefix)}; a client keyPrefix must not hold \`{\` or \`}\`, which would change the hash tag of sluice keys.`,
+    );
+  }
+  return client as RedisClient;
+}
+
+/**
+ * Decisions are sent only on a ready connection. ioredis would otherwise queue them while it
+ * reconnects and send them later: each would wait the limiter's whole timeout, and then be
+ * counted in Redis after the fail policy had already decided the request. A lazy client is
+ * connected by its first call, as any command would connect it; that call gets the fail policy.
+ */
+export function notReady(client: RedisClient): SluiceError | undefined {
+  if (client.status === 'ready') return undefined;
+  if (client.status === 'wait') client.connect().catch(() => {});
+  return new SluiceError(
+    'ERR_SLUICE_STORE_UNAVAILABLE',
+    `[sluice] Redis store: the client is ${client.status}, not ready; the limiter's onStoreError decides.`,
+  );
+}
+
+/**
+ * A standalone ioredis client re-sends the commands it had in flight when a connection drops
+ * and comes back, unless `maxRetriesPerRequest` is 0. A decision Redis had already run would
+ * then run twice. Warned, not refused: `new Redis()` with its defaults is what most apps pass.
+ */
+export function resendsInFlight(client: RedisClient): boolean {
+  const options = client.options as { maxRetriesPerRequest?: number | null } | undefined;
+  return !('nodes' in client) && options?.maxRetriesPerRequest !== 0;
+}
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return 'an object without defineCommand, del and status';
+  return typeof value;
+}

@@ -1,0 +1,3 @@
+export type { RedisClient } from './client.js';
+export type { RedisStore, RedisStoreOptions } from './redis-store.js';
+export { createRedisStore, DEFAULT_REDIS_PREFIX } from './redis-store.js';

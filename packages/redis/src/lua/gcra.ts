@@ -1,0 +1,32 @@
+/** Mirrors core's `gcra` line for line. */
+export const gcraLua = `
+-- gcra: hash { tat = theoretical arrival time (epoch ms), fraction = its part below 1 ms in units of 1/limit ms }.
+-- In units of 1/limit ms a cost c moves the TAT by c * windowMs; the tolerance is capacity * windowMs.
+local gcra = hash_state({ 'tat', 'fraction' })
+local function gcra_ahead(state, limit, now)
+  if state == nil or state[1] < now then return 0 end
+  return (state[1] - now) * limit + state[2]
+end
+gcra.evaluate = function(state, p, capacity, cost, now)
+  local window, limit = p.window, p.limit
+  local ahead = gcra_ahead(state, limit, now)
+  local next_ahead = ahead + cost * window
+  local late = next_ahead - capacity * window
+  if late <= p.max_delay * limit then
+    return {
+      allowed = true, remaining = math.max(0, floor_div(-late, window)), reset = ceil_div(next_ahead, limit),
+      retry = 0, delay = late > 0 and ceil_div(late, limit) or 0,
+      next = { now + floor_div(next_ahead, limit), math.fmod(next_ahead, limit) },
+    }
+  end
+  return {
+    allowed = false, remaining = math.max(0, floor_div(capacity * window - ahead, window)),
+    reset = ceil_div(ahead, limit), retry = ceil_div(late - p.max_delay * limit, limit), delay = 0,
+  }
+end
+gcra.refund = function(state, p, _, cost, now)
+  local ahead = math.max(0, gcra_ahead(state, p.limit, now) - cost * p.window)
+  return { now + floor_div(ahead, p.limit), math.fmod(ahead, p.limit) }
+end
+ALGORITHMS['gcra'] = gcra
+`;

@@ -1,0 +1,56 @@
+/** Mirrors core's `slidingWindowCounter` line for line. */
+export const slidingWindowCounterLua = `
+-- sliding-window-counter: hash { window = index floor(now / windowMs), current = units in it, previous = units in the one before }.
+-- estimate = previous * (windowMs - elapsed) / windowMs + current, compared multiplied through by windowMs.
+local sliding_counter = hash_state({ 'window', 'current', 'previous' })
+local function counter_counts(state, index)
+  if state == nil then return 0, 0 end
+  if state[1] == index then return state[2], state[3] end
+  if state[1] == index - 1 then return 0, state[2] end
+  return 0, 0
+end
+local function counter_reset(current, previous, window, elapsed)
+  if current > 0 then return 2 * window - elapsed end
+  if previous > 0 then return window - elapsed end
+  return 0
+end
+-- The estimate only falls as time goes on: look for the first passing instant in this window, then the next.
+local function counter_retry(current, previous, capacity, cost, window, elapsed)
+  local spare_now = (capacity - current - cost) * window
+  if spare_now >= 0 and previous > 0 then
+    local at = window - floor_div(spare_now, previous)
+    if at < window then return at - elapsed end
+  end
+  local spare_next = (capacity - cost) * window
+  local at_next = 0
+  if current > 0 then at_next = math.max(0, window - floor_div(spare_next, current)) end
+  return window - elapsed + at_next
+end
+sliding_counter.evaluate = function(state, p, capacity, cost, now)
+  local window = p.window
+  local index = math.floor(now / window)
+  local elapsed = now - index * window
+  local current, previous = counter_counts(state, index)
+  local used = previous * (window - elapsed) + current * window
+  local budget = capacity * window
+  if used + cost * window <= budget then
+    local after = current + cost
+    return {
+      allowed = true, remaining = floor_div(budget - used - cost * window, window),
+      reset = counter_reset(after, previous, window, elapsed), retry = 0, delay = 0,
+      next = { index, after, previous },
+    }
+  end
+  return {
+    allowed = false, remaining = math.max(0, floor_div(budget - used, window)),
+    reset = counter_reset(current, previous, window, elapsed),
+    retry = counter_retry(current, previous, capacity, cost, window, elapsed), delay = 0,
+  }
+end
+sliding_counter.refund = function(state, p, _, cost, now)
+  local index = math.floor(now / p.window)
+  if state[1] ~= index then return state end
+  return { index, math.max(0, state[2] - cost), state[3] }
+end
+ALGORITHMS['sliding-window-counter'] = sliding_counter
+`;

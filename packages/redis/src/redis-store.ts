@@ -1,0 +1,99 @@
+import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
+import { checkClient, notReady, type RedisClient, resendsInFlight } from './client.js';
+import { defineScripts } from './commands.js';
+import { parseReply } from './reply.js';
+import { type Operation, scriptArgs } from './script-args.js';
+import { scriptFor } from './scripts.js';
+import { stateKeys } from './state-keys.js';
+
+export const DEFAULT_REDIS_PREFIX = 'sluice:';
+
+export interface RedisStoreOptions {
+  /** An ioredis `Redis` or `Cluster` that you own; sluice never closes it. */
+  client: RedisClient;
+  /** Put in front of every key, to keep sluice's keys apart from others. @default 'sluice:' */
+  prefix?: string;
+  /** Receives the store's one warning about the client's settings. @default console */
+  logger?: Logger;
+}
+
+export interface RedisStore extends RateLimitStore {
+  readonly name: 'redis';
+  readonly prefix: string;
+}
+
+const optionNames = new Set(['client', 'prefix', 'logger']);
+
+/**
+ * A store that decides in Redis: every decision is one script call (one round trip) over all
+ * the limiter's policies, atomic and all-or-nothing, on a single Redis or a Redis Cluster.
+ * Time is Redis `TIME` unless the limiter injects a clock. Failures reject, and the limiter's
+ * `onStoreError` and `storeTimeoutMs` decide what a request gets; a call is never retried.
+ *
+ * @example
+ * const client = new Redis(process.env.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 0 });
+ * const limiter = createLimiter({ limit: 100, window: '1m', store: createRedisStore({ client }) });
+ */
+export function createRedisStore(options: RedisStoreOptions): RedisStore {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      '[sluice] createRedisStore needs an options object such as `{ client }`.',
+    );
+  }
+  for (const name of Object.keys(options)) {
+    if (!optionNames.has(name)) {
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\` and \`logger\`.`,
+      );
+    }
+  }
+  const client = checkClient(options.client);
+  const prefix = checkPrefix(options.prefix ?? DEFAULT_REDIS_PREFIX);
+  const logger = options.logger ?? console;
+  if (typeof logger?.warn !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_LOGGER', '[sluice] Option `logger` must have a `warn(message)` method.');
+  }
+  if (resendsInFlight(client)) {
+    logger.warn(
+      '[sluice] WRN_SLUICE_REDIS_RESENDS: this ioredis client re-sends commands that were in flight when a connection drops, so a decision Redis already made can be counted twice. Create it with `maxRetriesPerRequest: 0`.',
+    );
+  }
+  const call = defineScripts(client);
+
+  const run = async (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
+    const unavailable = notReady(client);
+    if (unavailable) throw unavailable;
+    const { policies } = request;
+    const keys = stateKeys(prefix, request.namespace, request.key, policies);
+    const args = scriptArgs(operation, request);
+    return parseReply(await call(scriptFor(policies), keys, args), policies.length);
+  };
+
+  return {
+    name: 'redis',
+    prefix,
+    consume: (request) => run('consume', request),
+    async refund(request) {
+      await run('refund', request);
+    },
+    async reset(namespace, key, policies) {
+      const unavailable = notReady(client);
+      if (unavailable) throw unavailable;
+      await client.del(...stateKeys(prefix, namespace, key, policies));
+    },
+  };
+}
+
+function checkPrefix(prefix: unknown): string {
+  // A brace would start a hash tag before sluice's own; control characters only invite trouble.
+  if (typeof prefix !== 'string' || prefix.length > 64 || /[{}\p{Cc}]/u.test(prefix)) {
+    const shown = typeof prefix === 'string' ? JSON.stringify(prefix) : String(prefix);
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_PREFIX',
+      `[sluice] Option \`prefix\` must be a string of at most 64 characters without \`{\`, \`}\` or control characters; received ${shown}.`,
+    );
+  }
+  return prefix;
+}

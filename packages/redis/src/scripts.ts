@@ -1,0 +1,48 @@
+import { createHash } from 'node:crypto';
+import type { AlgorithmName, Policy } from '@sluice/core';
+import { decideLua } from './lua/decide.js';
+import { fixedWindowLua } from './lua/fixed-window.js';
+import { gcraLua } from './lua/gcra.js';
+import { leakyBucketLua } from './lua/leaky-bucket.js';
+import { preludeLua } from './lua/prelude.js';
+import { slidingWindowCounterLua } from './lua/sliding-window-counter.js';
+import { slidingWindowLogLua } from './lua/sliding-window-log.js';
+import { tokenBucketLua } from './lua/token-bucket.js';
+
+/** One script of the fixed set: its Lua body and the SHA-1 Redis caches it under. */
+export interface Script {
+  readonly label: string;
+  readonly lua: string;
+  readonly sha: string;
+}
+
+const sources: Readonly<Record<AlgorithmName, string>> = {
+  'token-bucket': tokenBucketLua,
+  'leaky-bucket': leakyBucketLua,
+  gcra: gcraLua,
+  'fixed-window': fixedWindowLua,
+  'sliding-window-log': slidingWindowLogLua,
+  'sliding-window-counter': slidingWindowCounterLua,
+};
+
+function assemble(label: string, algorithmSources: readonly string[]): Script {
+  const lua = [`-- sluice ${label}`, preludeLua, ...algorithmSources, decideLua].join('\n');
+  return { label, lua, sha: createHash('sha1').update(lua).digest('hex') };
+}
+
+/**
+ * Assembled once when the module loads, never per request: every distinct body costs Redis
+ * script-cache memory, so the set stays small and fixed. A policy set of one algorithm runs
+ * that algorithm's script; a set mixing algorithms runs the script holding them all.
+ */
+const byAlgorithm = new Map<AlgorithmName, Script>(
+  (Object.entries(sources) as [AlgorithmName, string][]).map(([name, source]) => [name, assemble(name, [source])]),
+);
+const mixed = assemble('mixed', Object.values(sources));
+
+export const scripts: readonly Script[] = [...byAlgorithm.values(), mixed];
+
+export function scriptFor(policies: readonly Policy[]): Script {
+  const first = (policies[0] as Policy).algorithm;
+  return policies.every((p) => p.algorithm === first) ? (byAlgorithm.get(first) as Script) : mixed;
+}

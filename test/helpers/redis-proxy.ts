@@ -1,0 +1,72 @@
+import { createServer, type Server, Socket } from 'node:net';
+
+/**
+ * A loopback TCP proxy in front of a Redis, for fault tests. In `forward` mode it relays both
+ * ways. In `silent` mode it behaves like a server that accepts connections and never answers:
+ * new connections are accepted and never read, and open ones stop reading what the client
+ * sends (replies to commands Redis already received still come back, so nothing is lost in
+ * flight). In `lose-replies` mode commands still reach Redis but its replies are dropped, as
+ * when a network fails after Redis has run a command. Going back to `forward` resets the
+ * connections of the other modes, as a recovered network would, so clients reconnect.
+ */
+export interface RedisProxy {
+  readonly port: number;
+  silence(): void;
+  loseReplies(): void;
+  forward(): void;
+  close(): Promise<void>;
+}
+
+export async function startRedisProxy(targetPort: number, mode: 'forward' | 'silent' = 'forward'): Promise<RedisProxy> {
+  let silent = mode === 'silent';
+  let losing = false;
+  const open = new Set<Socket>();
+
+  const relay = (client: Socket) => {
+    const upstream = new Socket();
+    open.add(upstream);
+    upstream.on('close', () => open.delete(upstream));
+    upstream.on('error', () => client.destroy());
+    client.on('error', () => upstream.destroy());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    upstream.connect(targetPort, '127.0.0.1', () => {
+      client.on('data', (chunk) => {
+        if (!silent) upstream.write(chunk);
+        else client.pause();
+      });
+      upstream.on('data', (chunk) => {
+        if (!losing) client.write(chunk);
+      });
+    });
+  };
+
+  const server: Server = createServer((client) => {
+    open.add(client);
+    client.on('close', () => open.delete(client));
+    client.on('error', () => {});
+    if (silent) client.pause();
+    else relay(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+
+  return {
+    port,
+    silence() {
+      silent = true;
+    },
+    loseReplies() {
+      losing = true;
+    },
+    forward() {
+      silent = false;
+      losing = false;
+      for (const socket of open) socket.destroy();
+    },
+    async close() {
+      for (const socket of open) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

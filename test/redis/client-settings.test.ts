@@ -1,0 +1,36 @@
+import { createRedisStore } from '@sluice/redis';
+import { Cluster, Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+
+/** Collects what the store logs; these clients are never connected. */
+const warningsFor = (client: Redis | Cluster): string[] => {
+  const warnings: string[] = [];
+  createRedisStore({ client, logger: { warn: (message) => warnings.push(message) } });
+  client.disconnect();
+  return warnings;
+};
+
+describe('the store warns about a client that would re-send decisions after a reconnect', () => {
+  it('warns once, with its code, for a standalone client on ioredis defaults', () => {
+    const warnings = warningsFor(new Redis({ lazyConnect: true }));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_REDIS_RESENDS');
+    expect(warnings[0]).toContain('maxRetriesPerRequest: 0');
+  });
+
+  it('stays quiet for a client created with maxRetriesPerRequest: 0', () => {
+    expect(warningsFor(new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 }))).toEqual([]);
+  });
+
+  it('does not judge a Cluster by a standalone setting', () => {
+    expect(warningsFor(new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true }))).toEqual([]);
+  });
+
+  it('refuses a logger without warn', () => {
+    const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
+    expect(() => createRedisStore({ client, logger: {} as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_LOGGER' }),
+    );
+    client.disconnect();
+  });
+});

@@ -1,0 +1,330 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter, isSluiceError, type Policy, storeKey, toPolicy } from '@sluice/core';
+import { createRedisStore, type RedisStore } from '@sluice/redis';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { connectRedis, deleteKeys, escapeGlob, standaloneRedis, waitReady } from '../helpers/redis-env.js';
+import { waitFor } from '../helpers/redis-server.js';
+
+const target = await standaloneRedis();
+const NOW = 1_700_000_000_000;
+
+describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
+  const prefix = `sluice-test:${randomUUID()}:`;
+  let client: Redis;
+  let store: RedisStore;
+
+  beforeAll(async () => {
+    client = await connectRedis(target.require(), { enableAutoPipelining: true });
+    store = createRedisStore({ client, prefix });
+  });
+
+  afterAll(async () => {
+    if (client === undefined) return;
+    await deleteKeys(client, prefix);
+    client.disconnect();
+  });
+
+  const keysOf = (pattern: string) => client.keys(`${escapeGlob(prefix)}${pattern}`);
+
+  it('keeps one key per policy under <prefix>{<namespace>|<client key>}:<policy id>, in the reference layout', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'count', limit: 5, window: '1m', algorithm: 'fixed-window' },
+        { name: 'log', limit: 5, window: '1m', algorithm: 'sliding-window-log' },
+        { name: 'cell', limit: 5, window: '1m', algorithm: 'gcra' },
+      ],
+      store,
+      prefix: 'layout',
+      clock: () => NOW,
+    });
+    await limiter.consume('user:1');
+    await limiter.consume('user:1', { cost: 2 });
+    const tag = `${prefix}{layout|user:1}:`;
+    expect((await keysOf('{layout|*')).sort()).toEqual([
+      `${tag}cell.gc60000`,
+      `${tag}count.fw60000`,
+      `${tag}log.sl60000`,
+    ]);
+    expect(await client.hgetall(`${tag}count.fw60000`)).toEqual({
+      window: String(Math.floor(NOW / 60_000)),
+      count: '3',
+    });
+    expect(await client.lrange(`${tag}log.sl60000`, 0, -1)).toEqual([String(NOW), '3']);
+    // Three requests of 12 s each put the TAT 36 s ahead.
+    expect(await client.hgetall(`${tag}cell.gc60000`)).toEqual({ tat: String(NOW + 36_000), fraction: '0' });
+  });
+
+  it('keeps hostile client keys inside their hash tag, apart from each other and from other namespaces', async () => {
+    const hostile = ['evil}{tag}\n', `${'x'.repeat(300)}`, '{}', 'a|b'];
+    const limiter = createLimiter({
+      limit: 1,
+      window: '1h',
+      algorithm: 'fixed-window',
+      store,
+      prefix: 'hostile',
+      clock: () => NOW,
+    });
+    for (const key of hostile) expect((await limiter.consume(key)).allowed).toBe(true);
+    const keys = await keysOf('{hostile|*');
+    expect(keys).toHaveLength(hostile.length);
+    for (const key of keys) {
+      const tag = key.slice(key.indexOf('{') + 1, key.indexOf('}'));
+      expect(tag).toMatch(/^hostile\|#[A-Za-z0-9_-]{43}$/);
+      expect(key.indexOf('}')).toBe(key.lastIndexOf('}'));
+    }
+    // `a:b` + `c` and `a` + `b:c` would read alike joined by `:`; they must count apart.
+    const ab = createLimiter({
+      limit: 1,
+      window: '1h',
+      algorithm: 'fixed-window',
+      store,
+      prefix: 'a:b',
+      clock: () => NOW,
+    });
+    const a = createLimiter({
+      limit: 1,
+      window: '1h',
+      algorithm: 'fixed-window',
+      store,
+      prefix: 'a',
+      clock: () => NOW,
+    });
+    expect((await ab.consume('c')).allowed).toBe(true);
+    expect((await a.consume('b:c')).allowed).toBe(true);
+    expect(storeKey('b:c')).toBe('b:c');
+  });
+
+  it('sends exactly one script call per decision, refund and peek, and one DEL per reset', async () => {
+    const info = (await client.client('INFO')) as string;
+    const address = /addr=(\S+)/.exec(info)?.[1];
+    const monitor = await client.monitor();
+    const seen: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source === address) seen.push(String(args[0]).toLowerCase());
+    });
+    try {
+      const limiter = createLimiter({
+        policies: [
+          { name: 's', limit: 3, window: '1s', algorithm: 'token-bucket' },
+          { name: 'h', limit: 100, window: '1h', algorithm: 'sliding-window-counter' },
+          { name: 'd', limit: 1000, window: '1d', algorithm: 'leaky-bucket' },
+        ],
+        store,
+        prefix: 'one-call',
+      });
+      await Promise.all(Array.from({ length: 40 }, (_, i) => limiter.consume(`k${i % 4}`)));
+      await limiter.peek('k0');
+      await limiter.refund('k0', 1);
+      await limiter.reset('k1');
+      await waitFor('the monitor to catch up', async () => seen.length >= 43, 5_000);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(seen.filter((name) => name === 'evalsha' || name === 'eval')).toHaveLength(42);
+      expect(seen.filter((name) => name === 'del')).toHaveLength(1);
+      expect(seen).toHaveLength(43);
+    } finally {
+      monitor.disconnect();
+    }
+  });
+
+  it("decides on Redis's clock when no clock is injected", async () => {
+    const policies: Policy[] = [toPolicy({ limit: 2, window: '1s', algorithm: 'gcra' }, 'p')];
+    const before = await client.time();
+    const reply = await store.consume({
+      namespace: 'clock',
+      key: 'k',
+      policies,
+      capacities: [2],
+      cost: 1,
+      now: undefined,
+    });
+    const after = await client.time();
+    const ms = ([s, us]: [number | string, number | string]) => Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    expect(reply.now).toBeGreaterThanOrEqual(ms(before as never));
+    expect(reply.now).toBeLessThanOrEqual(ms(after as never));
+  });
+
+  const expiresAt = async (key: string) => Number(await client.call('PEXPIRETIME', key));
+  const redisNow = async () => {
+    const [seconds, micros] = await client.time();
+    return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+  };
+
+  it("gives every key written a PEXPIRE of its own resetAfterMs on Redis's clock", async () => {
+    const policies = [
+      toPolicy({ name: 'fw', limit: 10, window: '1m', algorithm: 'fixed-window' }, 'p'),
+      toPolicy({ name: 'gc', limit: 10, window: '1s', algorithm: 'gcra' }, 'p'),
+      toPolicy({ name: 'sl', limit: 5, window: '10s', algorithm: 'sliding-window-log' }, 'p'),
+      toPolicy({ name: 'tb', limit: 4, window: '2s', algorithm: 'token-bucket' }, 'p'),
+    ];
+    const capacities = policies.map((p) => p.capacity);
+    const reply = await store.consume({ namespace: 'ttl', key: 'k', policies, capacities, cost: 2, now: undefined });
+    expect(reply.allowed).toBe(true);
+    for (const [i, policy] of policies.entries()) {
+      // Redis counts a TTL from the start of the script; `now` was read a moment into it.
+      const due = reply.now + (reply.outcomes[i]?.resetAfterMs as number);
+      const at = await expiresAt(`${prefix}{ttl|k}:${policy.id}`);
+      expect(at, policy.name).toBeLessThanOrEqual(due);
+      expect(at, policy.name).toBeGreaterThanOrEqual(due - 1);
+    }
+  });
+
+  it('keeps keys at least a minute on an injected clock, which Redis cannot relate to its own', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'short', limit: 10, window: '1s', algorithm: 'gcra' },
+        { name: 'long', limit: 10, window: '1h', algorithm: 'fixed-window' },
+      ],
+      store,
+      prefix: 'ttl-injected',
+      clock: () => NOW,
+    });
+    const before = await redisNow();
+    const decision = await limiter.consume('k');
+    const after = await redisNow();
+    const [short] = await keysOf('{ttl-injected|k}:short.*');
+    const [long] = await keysOf('{ttl-injected|k}:long.*');
+    expect(decision.policies[0]?.resetAfterMs).toBe(100);
+    expect(await expiresAt(short as string)).toBeGreaterThanOrEqual(before + 60_000);
+    expect(await expiresAt(short as string)).toBeLessThanOrEqual(after + 60_000);
+    const longReset = decision.policies[1]?.resetAfterMs as number;
+    expect(longReset).toBeGreaterThan(60_000);
+    expect(await expiresAt(long as string)).toBeGreaterThanOrEqual(before + longReset);
+    expect(await expiresAt(long as string)).toBeLessThanOrEqual(after + longReset);
+  });
+
+  it('leaves no key behind once every state is back to fresh', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'a', limit: 3, window: '300ms', algorithm: 'sliding-window-counter' },
+        { name: 'b', limit: 3, window: '400ms', algorithm: 'sliding-window-log' },
+        { name: 'c', limit: 3, window: '200ms', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '100ms' },
+        { name: 'd', limit: 3, window: '300ms', algorithm: 'leaky-bucket', queue: { maxDelayMs: 200 } },
+      ],
+      store,
+      prefix: 'leak',
+    });
+    await Promise.all(Array.from({ length: 200 }, (_, i) => limiter.consume(`k${i % 20}`)));
+    await limiter.refund('k1', 1);
+    expect((await keysOf('{leak|*')).length).toBeGreaterThan(0);
+    // Redis's own expiry at work: the longest reset here is 2 windows of the counter (600 ms).
+    await waitFor('every key to expire', async () => (await keysOf('{leak|*')).length === 0, 5_000);
+  });
+
+  it('refunds and resets through the same keys, never beyond a fresh state', async () => {
+    const clock = manualClock(NOW);
+    const limiter = createLimiter({
+      limit: 3,
+      window: '1m',
+      algorithm: 'sliding-window-log',
+      store,
+      prefix: 'undo',
+      clock,
+    });
+    for (let i = 0; i < 3; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    await limiter.refund('k', 1);
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 0 });
+    await limiter.reset('k');
+    expect(await keysOf('{undo|k}:*')).toEqual([]);
+    await limiter.refund('never-seen', 5);
+    expect(await keysOf('{undo|never-seen}:*')).toEqual([]);
+    expect((await limiter.peek('k')).remaining).toBe(3);
+  });
+
+  it('carries soft and elastic capacities, and queue delays, through the script', async () => {
+    let load = 0;
+    const elastic = createLimiter({
+      limit: 10,
+      window: '1h',
+      algorithm: 'fixed-window',
+      store,
+      prefix: 'elastic',
+      clock: () => NOW,
+      throttle: { mode: 'elastic', maxOveragePercent: 100, load: () => load },
+    });
+    const decisions = [];
+    for (let i = 0; i < 21; i++) decisions.push(await elastic.consume('k'));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(20);
+    expect(decisions.filter((d) => d.overLimit === 'elastic')).toHaveLength(10);
+    load = 1;
+    expect((await elastic.consume('k2', { cost: 10 })).allowed).toBe(true);
+    expect((await elastic.consume('k2')).allowed).toBe(false);
+
+    const queue = createLimiter({
+      limit: 2,
+      window: '1s',
+      algorithm: 'gcra',
+      queue: { maxDelayMs: 1000 },
+      store,
+      prefix: 'queue',
+      clock: () => NOW,
+    });
+    const delays = [];
+    for (let i = 0; i < 5; i++) delays.push(await queue.consume('k'));
+    expect(delays.map((d) => [d.allowed, d.delayMs])).toEqual([
+      [true, 0],
+      [true, 0],
+      [true, 500],
+      [true, 1000],
+      [false, 0],
+    ]);
+  });
+
+  it('decides up to 16 policies in one call and refuses more', async () => {
+    const many = (n: number) =>
+      Array.from({ length: n }, (_, i) =>
+        toPolicy({ name: `p${i}`, limit: 5, window: 1000 * (i + 1), algorithm: i % 2 ? 'gcra' : 'fixed-window' }, 'p'),
+      );
+    const request = (policies: Policy[]) => ({
+      namespace: 'many',
+      key: 'k',
+      policies,
+      capacities: policies.map((p) => p.capacity),
+      cost: 1,
+      now: NOW,
+    });
+    const reply = await store.consume(request(many(16)));
+    expect(reply.outcomes).toHaveLength(16);
+    expect(reply.allowed).toBe(true);
+    const error = await store.consume(request(many(17))).catch((e: unknown) => e);
+    expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_POLICIES');
+  });
+
+  it('refuses a clock that is not whole epoch milliseconds instead of truncating it', async () => {
+    const policies = [toPolicy({ limit: 5, window: 1000 }, 'p')];
+    const error = await store
+      .consume({ namespace: 'frac', key: 'k', policies, capacities: [5], cost: 1, now: NOW + 0.5 })
+      .catch((e: unknown) => e);
+    expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_CLOCK');
+  });
+
+  it('works with a client keyPrefix, and connects a lazy client on first use', async () => {
+    const lazy = (await import('ioredis')).Redis;
+    const other = new lazy(target.require(), { lazyConnect: true, keyPrefix: `${prefix}app:` });
+    other.on('error', () => {});
+    try {
+      const limiter = createLimiter({
+        limit: 1,
+        window: '1h',
+        store: createRedisStore({ client: other, prefix: '' }),
+        logger: { warn: () => {} },
+        prefix: 'lazy',
+        clock: () => NOW,
+      });
+      expect((await limiter.consume('k')).reason).toBe('store-unavailable');
+      await waitReady(other, 5_000);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+      expect(await keysOf('app:{lazy|k}:*')).toHaveLength(1);
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('never closes the client it was given', () => {
+    expect(client.status).toBe('ready');
+    expect(Object.keys(store).sort()).toEqual(['consume', 'name', 'prefix', 'refund', 'reset']);
+  });
+});
