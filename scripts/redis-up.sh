@@ -2,7 +2,8 @@
 # Makes sure the Redis the tests need is up, and exports where it is:
 #   REDIS_URL            a standalone Redis on 127.0.0.1:6379 (started if nothing answers there)
 #   REDIS_CLUSTER_NODES  a 3-master + 3-replica Redis Cluster on 127.0.0.1 ports
-#                        SLUICE_CLUSTER_PORT (default 7100) to +5, data under .redis-test/
+#                        SLUICE_CLUSTER_PORT (default 7100) to +5, data under .redis-test/;
+#                        if another checkout's Redis holds those ports, the next block of 10
 # Idempotent: what already answers correctly is reused. Meant to be sourced (.ci/run does), so
 # the exports reach the caller; run directly, it prints them. Needs redis-server and redis-cli.
 
@@ -10,7 +11,6 @@ sluice_redis_up() {
   local root data base port i
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
   data="$root/.redis-test"
-  base="${SLUICE_CLUSTER_PORT:-7100}"
 
   local tool
   for tool in redis-server redis-cli; do
@@ -51,18 +51,35 @@ sluice_redis_up() {
     wait_until 15 "Redis on 127.0.0.1:6379" pongs 6379 || return 1
   fi
 
-  if cluster_ready; then
+  # A node is ours when its dir is under $data; a block is usable when no other Redis holds it.
+  foreign_in_block() {
+    local p dir
+    for ((p = base; p < base + 6; p++)); do
+      pongs "$p" || continue
+      dir="$(redis-cli -h 127.0.0.1 -p "$p" config get dir 2>/dev/null | sed -n 2p)"
+      [ "$dir" = "$data/cluster/$p" ] || return 0
+    done
+    return 1
+  }
+  local first="${SLUICE_CLUSTER_PORT:-7100}" reuse=0
+  for ((base = first; base < first + 100; base += 10)); do
+    if cluster_ready; then
+      reuse=1
+      break
+    fi
+    foreign_in_block || break
+    echo "redis-up: ports $base-$((base + 5)) are held by a Redis that is not ours; trying the next block"
+  done
+  if ((base >= first + 100)); then
+    echo "redis-up: no free block of 6 ports from $first to $((first + 99)); set SLUICE_CLUSTER_PORT" >&2
+    return 1
+  fi
+
+  if ((reuse)); then
     echo "redis-up: reusing the Redis Cluster on ports $base-$((base + 5))"
   else
-    # Anything left on these ports must be a node of ours (its dir under $data), never someone else's.
     for ((port = base; port < base + 6; port++)); do
       if pongs "$port"; then
-        local dir
-        dir="$(redis-cli -h 127.0.0.1 -p "$port" config get dir 2>/dev/null | sed -n 2p)"
-        if [ "$dir" != "$data/cluster/$port" ]; then
-          echo "redis-up: port $port is taken by a Redis that is not ours (dir $dir); set SLUICE_CLUSTER_PORT" >&2
-          return 1
-        fi
         redis-cli -h 127.0.0.1 -p "$port" shutdown nosave >/dev/null 2>&1 || true
         wait_until 10 "the old node on port $port to stop" eval "! pongs $port" || return 1
       fi
@@ -97,9 +114,9 @@ sluice_redis_up() {
 }
 
 if sluice_redis_up; then
-  unset -f sluice_redis_up wait_until pongs cluster_ready
+  unset -f sluice_redis_up wait_until pongs cluster_ready foreign_in_block
 else
-  unset -f sluice_redis_up wait_until pongs cluster_ready
+  unset -f sluice_redis_up wait_until pongs cluster_ready foreign_in_block
   # Sourced, `return` hands the failure to the caller (whose `set -e` stops); run, `exit` does.
   return 1 2>/dev/null || exit 1
 fi
