@@ -19,11 +19,41 @@ export const DEFAULT_IPV6_SUBNET = 56;
  */
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false = DEFAULT_IPV6_SUBNET): string | undefined {
   if (ip === undefined) return undefined;
+  if (isCanonicalIpv4(ip)) return ip;
   const groups = parseIp(ip);
   if (groups === undefined) return undefined;
   if (isIpv4Mapped(groups)) return formatIpv4(groups);
   if (ipv6Subnet === false || ipv6Subnet === 128) return formatIpv6(groups);
   return `${formatIpv6(maskGroups(groups, ipv6Subnet))}/${ipv6Subnet}`;
+}
+
+/**
+ * True for dotted decimal with four parts of 0–255 and no leading zeros: such an address is
+ * already its own key. Most requests take this path, so it is a character loop that
+ * allocates nothing; everything else goes through the full parser.
+ */
+function isCanonicalIpv4(text: string): boolean {
+  if (text.length < 7 || text.length > 15) return false;
+  let parts = 0;
+  let value = 0;
+  let digits = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 46;
+    if (c === 46) {
+      if (digits === 0 || value > 255) return false;
+      parts++;
+      value = 0;
+      digits = 0;
+    } else if (c >= 48 && c <= 57) {
+      if (digits > 0 && value === 0) return false; // a leading zero
+      value = value * 10 + (c - 48);
+      digits++;
+      if (digits > 3) return false;
+    } else {
+      return false;
+    }
+  }
+  return parts === 4;
 }
 
 /** Validates `ipv6Subnet`: a prefix length from 1 to 128, or `false` for no masking. */
