@@ -24,6 +24,16 @@ export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
 const claimedNamespaces = new WeakMap<RateLimitStore, Map<string, string>>();
+const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
+
+/**
+ * Decides at once when the limiter's store can (an in-process store): the HTTP layer's fast
+ * path, which then needs no promise at all. `undefined` means ask `consume` instead. Throws
+ * what `consume` would reject with.
+ */
+export function consumeNow(limiter: Limiter, key: string, cost: number): Decision | undefined {
+  return synchronousPaths.get(limiter)?.(key, cost);
+}
 
 /**
  * Creates a limiter over one or more policies. Every option is validated here, so a bad
@@ -104,16 +114,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
-  return {
+  const now = (key: string, cost: number): Decision | undefined => {
+    const consumeSync = store.consumeSync;
+    return consumeSync === undefined ? undefined : askNow(consumeSync, checkKey(key), checkCost(cost));
+  };
+
+  const limiter: Limiter = {
     policies,
     namespace,
     consume(key, consumeOptions?: ConsumeOptions) {
       try {
-        checkKey(key);
-        const cost = checkCost(consumeOptions?.cost ?? 1);
-        const consumeSync = store.consumeSync;
-        if (consumeSync !== undefined) return Promise.resolve(askNow(consumeSync, key, cost));
-        return ask(key, cost, capacities());
+        const cost = consumeOptions?.cost ?? 1;
+        const decision = now(key, cost);
+        if (decision !== undefined) return Promise.resolve(decision);
+        return ask(checkKey(key), checkCost(cost), capacities());
       } catch (error) {
         return Promise.reject(error);
       }
@@ -140,6 +154,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await guarded(() => store.refund(refund));
     },
   };
+  synchronousPaths.set(limiter, now);
+  return limiter;
 }
 
 /**

@@ -3,6 +3,7 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
+  type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemFor,
 } from '@sluice/core';
@@ -49,21 +50,26 @@ const binding: AdapterBinding<Request, Response> = {
 export function rateLimit(options: RateLimitOptions): RequestHandler {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
+
+  const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): unknown => {
+    if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
+    if (outcome.action === 'next') return next();
+    if (outcome.action === 'gone') return undefined;
+    if (onLimited !== undefined) return onLimited(req, res, next, outcome.decision);
+    const problem = problemFor(outcome.decision);
+    res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(JSON.stringify(problem));
+    return undefined;
+  };
+
   return function sluiceRateLimit(req, res, next) {
-    limiter
-      .handle(req, res)
-      .then((outcome) => {
-        if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
-        if (outcome.action === 'next') next();
-        else if (outcome.action === 'limited') {
-          if (onLimited !== undefined) return onLimited(req, res, next, outcome.decision);
-          const problem = problemFor(outcome.decision);
-          res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(JSON.stringify(problem));
-        }
-        return undefined;
-      })
-      // Express 4 ignores a rejected promise, so store errors (`onStoreError: 'throw'`) go to `next`.
-      .catch(next);
+    // Store errors (`onStoreError: 'throw'`) go to `next`: Express 4 ignores a rejected promise.
+    try {
+      const outcome = limiter.handle(req, res);
+      if (outcome instanceof Promise) outcome.then((settled) => apply(settled, req, res, next)).catch(next);
+      else apply(outcome, req, res, next);
+    } catch (error) {
+      next(error);
+    }
   };
 }
 

@@ -5,6 +5,7 @@ import {
   type HttpLimiterOptions,
   type HttpRouteOptions,
   mergeRouteOptions,
+  type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemFor,
   SluiceError,
@@ -14,6 +15,7 @@ import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest,
 import fp from 'fastify-plugin';
 
 type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
+type HookDone = Parameters<onRequestHookHandler>[2];
 
 export type RateLimitPluginOptions = HttpLimiterOptions<FastifyRequest> & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
@@ -55,7 +57,9 @@ const bindingFor = (trustAll: boolean): AdapterBinding<FastifyRequest, FastifyRe
   defaultStore: () => createMemoryStore(),
   setHeader: (reply, name, value) => reply.header(name, value),
   appendHeader(reply, name, value) {
-    const sent = reply.getHeader(name);
+    // Fastify has no append. Only a request an earlier sluice limiter decided can hold our
+    // fields already, so the others skip the lookup.
+    const sent = reply.request.rateLimit === undefined ? undefined : reply.getHeader(name);
     reply.header(name, sent === undefined ? value : `${String(sent)}, ${value}`);
   },
 });
@@ -75,14 +79,30 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   const hookFor = (hookOptions: Record<string, unknown>): onRequestHookHandler => {
     const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding);
     const onLimited = hookOptions.onLimited as OnLimited | undefined;
-    return async function sluiceRateLimit(request, reply) {
-      const outcome = await limiter.handle(request, reply);
+    const apply = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
       if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
-      if (outcome.action === 'next') return;
-      if (outcome.action === 'gone') return reply.hijack();
-      if (onLimited !== undefined) return onLimited(request, reply, outcome.decision);
-      const problem = problemFor(outcome.decision);
-      return reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+      if (outcome.action === 'next') done();
+      else if (outcome.action === 'gone') reply.hijack();
+      else if (onLimited !== undefined) {
+        // A handler that sends nothing lets the request go on, as it would from an async hook.
+        Promise.resolve(onLimited(request, reply, outcome.decision)).then(() => reply.sent || done(), done);
+      } else {
+        const problem = problemFor(outcome.decision);
+        reply.code(problem.status).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+      }
+    };
+    // A callback hook, not an async one: with an in-process store the decision is ready at
+    // once, and Fastify then goes on without a promise. Replying ends the hook without `done`.
+    return function sluiceRateLimit(request, reply, done) {
+      let outcome: Outcome | Promise<Outcome>;
+      try {
+        outcome = limiter.handle(request, reply);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+      if (outcome instanceof Promise) outcome.then((settled) => apply(settled, request, reply, done)).catch(done);
+      else apply(outcome, request, reply, done);
     };
   };
 

@@ -50,7 +50,8 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
   return async function sluiceRateLimit(ctx, next) {
-    const outcome = await limiter.handle(ctx, ctx);
+    const pending = limiter.handle(ctx, ctx);
+    const outcome = pending instanceof Promise ? await pending : pending;
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
     if (outcome.action === 'next') return next();
     if (outcome.action === 'gone') {

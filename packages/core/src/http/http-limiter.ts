@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createLimiter } from '../limiter.js';
+import { consumeNow, createLimiter } from '../limiter.js';
 import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 import { clientAddressKey, type ProxyTrust } from './client-address.js';
 import { retryAfterMs } from './headers/effective-window.js';
@@ -37,7 +37,12 @@ export type Outcome =
   | { readonly action: 'gone'; readonly decision: Decision };
 
 export interface HttpLimiter<Req, Res> {
-  handle(req: Req, res: Res): Promise<Outcome>;
+  /**
+   * An outcome at once when nothing needs waiting for (an in-process store, no async `key`,
+   * `cost`, `skip` or tier function, no queue hold), else a promise of one. Adapters take
+   * both, so the common case costs no promise.
+   */
+  handle(req: Req, res: Res): Outcome | Promise<Outcome>;
 }
 
 interface Entry {
@@ -91,26 +96,55 @@ export function createHttpLimiter<Req, Res>(
   const keyOf = (req: Req, request: IncomingMessage): string =>
     clientAddressKey(binding.clientIp(req), binding.proxyTrust(req), binding.trustAdvice, request, ipv6Subnet, warn);
 
+  /** Headers, then the outcome: at once, or after the queue hold. */
+  const finish = (
+    entry: Entry,
+    decision: Decision,
+    res: Res,
+    request: IncomingMessage,
+    clientKey: string,
+    units: number,
+  ): Outcome | Promise<Outcome> => {
+    entry.headers.write(decision, res, binding, request);
+    if (!decision.allowed) {
+      const waitMs = retryAfterMs(decision);
+      if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+      return { action: 'limited', decision };
+    }
+    if (decision.delayMs === 0) return { action: 'next', decision };
+    return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
+      if (heldToTheEnd) return { action: 'next', decision };
+      // The reserved slot was never used: give it back to the queue.
+      entry.limiter.refund(clientKey, units).catch(ignore);
+      return { action: 'gone', decision };
+    });
+  };
+
+  const general = async (req: Req, res: Res): Promise<Outcome> => {
+    if (skip !== undefined && (await skip(req))) return SKIPPED;
+    const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
+    const request = binding.rawRequest(req);
+    const clientKey = key === undefined ? keyOf(req, request) : await key(req);
+    const units = typeof cost === 'number' ? cost : await cost(req);
+    const decision = await entry.limiter.consume(clientKey, { cost: units });
+    return finish(entry, decision, res, request, clientKey, units);
+  };
+
+  // Fixed policies, the default key and a fixed cost: nothing to await but, perhaps, the store.
+  const simple = fixedEntry !== undefined && skip === undefined && key === undefined && fixedUnits !== undefined;
+
   return {
-    async handle(req, res) {
-      if (skip !== undefined && (await skip(req))) return SKIPPED;
-      const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
+    handle(req, res) {
+      if (!simple) return general(req, res);
+      const entry = fixedEntry as Entry;
+      const units = (fixedUnits as { cost: number }).cost;
       const request = binding.rawRequest(req);
-      const clientKey = key === undefined ? keyOf(req, request) : await key(req);
-      const units = typeof cost === 'number' ? (fixedUnits as { cost: number }) : { cost: await cost(req) };
-      const decision = await entry.limiter.consume(clientKey, units);
-      entry.headers.write(decision, res, binding, request);
-      if (!decision.allowed) {
-        const waitMs = retryAfterMs(decision);
-        if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-        return { action: 'limited', decision };
-      }
-      if (decision.delayMs > 0 && !(await hold(binding.rawResponse(res), decision.delayMs))) {
-        // The reserved slot was never used: give it back to the queue.
-        entry.limiter.refund(clientKey, units.cost).catch(ignore);
-        return { action: 'gone', decision };
-      }
-      return { action: 'next', decision };
+      const clientKey = keyOf(req, request);
+      const decision = consumeNow(entry.limiter, clientKey, units);
+      if (decision !== undefined) return finish(entry, decision, res, request, clientKey, units);
+      return entry.limiter
+        .consume(clientKey, fixedUnits)
+        .then((asked) => finish(entry, asked, res, request, clientKey, units));
     },
   };
 }
