@@ -65,7 +65,9 @@ export function writeSegment(
     put(entry, at + 1, states, policies);
     return entry;
   }
-  const segment: Entry = [namespaceId + HEADER_LENGTH_UNIT * length];
+  // Sized up front: an array grown one index at a time reserves many spare slots per key.
+  const segment: Entry = new Array<number>(1 + length);
+  segment[0] = namespaceId + HEADER_LENGTH_UNIT * length;
   put(segment, 1, states, policies);
   if (entry === undefined) return segment;
   if (at < 0) entry.push(...segment);
