@@ -1,0 +1,106 @@
+import { Redis } from 'ioredis';
+import { finish, spawnPinned } from '../lib/children.js';
+import { startCpuMeter } from '../lib/cpu.js';
+import { rate } from '../lib/format.js';
+import { type Disturbance, measured } from '../lib/job.js';
+import type { Progress } from '../lib/progress.js';
+import type { BenchRedis } from '../lib/redis-server.js';
+import { median } from '../lib/stats.js';
+import type { RedisBenchResult } from '../results.js';
+import type { CapturedScript } from './scripts.js';
+
+export interface RedisBenchCase {
+  label: string;
+  /** Command and arguments as redis-benchmark takes them. */
+  command: string[];
+  script?: CapturedScript;
+}
+
+export interface RedisBenchSettings {
+  /** Longest wait for a quiet machine before each job. */
+  quietWaitMs: number;
+  seconds: number;
+  repeats: number;
+}
+
+interface Row {
+  opsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+}
+
+/** One redis-benchmark run on core 0 (nothing else runs there meanwhile); Redis is on core 1. */
+async function once(redis: BenchRedis, command: string[], pipeline: number, requests: number) {
+  const child = spawnPinned(0, 'redis-benchmark', [
+    ...['-h', '127.0.0.1', '-p', String(redis.port), '-c', '50', '-n', String(requests)],
+    ...['-P', String(pipeline), '-r', '100000', '--csv', ...command],
+  ]);
+  const meter = startCpuMeter({ benchmark: child.pid, redis: redis.pid });
+  const done = await finish(child, 60_000);
+  const cpu = meter();
+  if (done.code !== 0) throw new Error(done.stderr.trim() || `redis-benchmark exited with ${done.code}`);
+  const row = done.stdout.trim().split('\n').at(-1)?.split('","') ?? [];
+  const numbers = row.map((cell) => Number(cell.replaceAll('"', '')));
+  // CSV columns: test, rps, avg, min, p50, p95, p99, max (latencies in ms).
+  const result: Row = { opsPerSec: numbers[1] ?? 0, p50Ms: numbers[4] ?? 0, p99Ms: numbers[6] ?? 0 };
+  if (!(result.opsPerSec > 0)) throw new Error(`unreadable redis-benchmark output: ${done.stdout.slice(0, 200)}`);
+  return { result: { ...result, redisCores: cpu.cores.redis ?? 0 }, foreign: cpu.foreign };
+}
+
+/**
+ * The physical ceiling of Redis on this machine: each command unpipelined and 16-deep
+ * pipelined, 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
+ * captured source first, and the load must return the SHA the store itself uses.
+ */
+export async function runRedisBenchmark(
+  cases: readonly RedisBenchCase[],
+  settings: RedisBenchSettings,
+  redis: BenchRedis,
+  progress: Progress,
+): Promise<RedisBenchResult[]> {
+  const planned = settings.repeats * (settings.seconds + 0.6);
+  progress.plan(cases.length * 2, planned);
+  const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
+  const results: RedisBenchResult[] = [];
+  try {
+    for (const benchCase of cases) {
+      for (const pipeline of [1, 16]) {
+        await redis.flush();
+        if (benchCase.script !== undefined) {
+          const sha = await admin.script('LOAD', benchCase.script.lua);
+          if (sha !== benchCase.script.sha)
+            throw new Error(`SCRIPT LOAD gave ${sha}, the store uses ${benchCase.script.sha}`);
+        }
+        const runs: Array<Row & Disturbance & { redisCores: number }> = [];
+        for (let i = 0; i < settings.repeats; i++) {
+          // A short calibration run sizes the measured one to about `seconds`.
+          const probe = await once(redis, benchCase.command, pipeline, pipeline === 1 ? 20_000 : 100_000);
+          const requests = Math.max(10_000, Math.round(probe.result.opsPerSec * settings.seconds));
+          const run = await measured(
+            { redis: redis.pid },
+            () => once(redis, benchCase.command, pipeline, requests),
+            settings.quietWaitMs,
+          );
+          runs.push(run);
+        }
+        const pick = (f: (r: (typeof runs)[number]) => number) => median(runs.map(f));
+        const result: RedisBenchResult = {
+          command: benchCase.label,
+          pipeline,
+          opsPerSec: pick((r) => r.opsPerSec),
+          p50Ms: pick((r) => r.p50Ms),
+          p99Ms: pick((r) => r.p99Ms),
+          redisCores: pick((r) => r.redisCores),
+          foreign: Math.max(...runs.map((r) => r.foreign)),
+          retried: runs.some((r) => r.retried),
+          waitedMs: runs.reduce((sum, r) => sum + r.waitedMs, 0),
+        };
+        results.push(result);
+        progress.done(`redis-benchmark ${benchCase.label} -P ${pipeline}`, `${rate(result.opsPerSec)}/s`, planned);
+      }
+    }
+  } finally {
+    admin.disconnect();
+  }
+  return results;
+}

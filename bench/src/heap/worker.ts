@@ -1,0 +1,63 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Unavailable } from '../inproc/contender.js';
+import { contenderFor } from '../inproc/contenders.js';
+import { parseArgs } from '../lib/args.js';
+import { buildKeys } from '../lib/keys.js';
+
+/**
+ * Memory per tracked key, in a fresh process per contender (run with --expose-gc): the key
+ * strings are built and a baseline taken first, so only what the store keeps is counted,
+ * including any table it sizes up front for `maxKeys`. Each key is then used once; the
+ * window (1 min) outlasts the fill, so nothing expires.
+ */
+const args = parseArgs(process.argv.slice(2));
+const id = args.get('contender') as string;
+const keyCount = Number(args.get('keys') ?? 1_000_000);
+
+const gc = (globalThis as { gc?: () => void }).gc;
+
+async function settled(): Promise<NodeJS.MemoryUsage> {
+  if (gc === undefined) throw new Error('run with --expose-gc');
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await sleep(20);
+  }
+  return process.memoryUsage();
+}
+
+async function main() {
+  const keys = buildKeys(keyCount);
+  const before = await settled();
+  let contender: Awaited<ReturnType<ReturnType<typeof contenderFor>>>;
+  try {
+    contender = await contenderFor(id)({ mode: 'pass', redisPort: undefined, maxKeys: keyCount });
+  } catch (error) {
+    if (error instanceof Unavailable) return { unavailable: error.message };
+    throw error;
+  }
+  const start = performance.now();
+  for (const key of keys) await contender.call(key);
+  const fillSeconds = (performance.now() - start) / 1000;
+  const after = await settled();
+  const result = {
+    heapBytesPerKey: (after.heapUsed - before.heapUsed) / keyCount,
+    // Typed arrays live outside the V8 heap (lru-cache keeps its links there): counted apart.
+    externalBytesPerKey: (after.external - before.external) / keyCount,
+    rssBytesPerKey: (after.rss - before.rss) / keyCount,
+    fillSeconds,
+  };
+  // Keeps the store reachable until after the measurement.
+  await contender.close();
+  return result;
+}
+
+main().then(
+  (result) => {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.exit(0);
+  },
+  (error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

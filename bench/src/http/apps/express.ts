@@ -1,0 +1,72 @@
+import type { Server } from 'node:http';
+import express, { type RequestHandler } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import { RedisStore } from 'rate-limit-redis';
+import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import { exportOf } from '../../inproc/contender.js';
+import { type AppSetup, body, limits, type StartApp, sluiceLimit } from './app.js';
+import { benchRedis, sluiceStore } from './stores.js';
+
+type Closer = () => void;
+
+/** The limiter middleware a variant names; each peer with its documented defaults. */
+async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
+  const { max, windowMs } = limits(setup.mode);
+  switch (setup.variant) {
+    case 'sluice:memory':
+    case 'sluice:redis': {
+      const sluiceRateLimit = await exportOf<(o: object) => RequestHandler>('@sluice/express', 'rateLimit');
+      const { store, close } = await sluiceStore(setup);
+      return [sluiceRateLimit({ ...sluiceLimit(setup.mode), store }), close];
+    }
+    case 'express-rate-limit:memory':
+      return [rateLimit({ windowMs, limit: max }), () => {}];
+    case 'express-rate-limit:redis': {
+      const client = benchRedis(setup);
+      const store = new RedisStore({
+        sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as never,
+      });
+      return [rateLimit({ windowMs, limit: max, store }), () => client.disconnect()];
+    }
+    case 'rate-limiter-flexible:memory':
+    case 'rate-limiter-flexible:redis': {
+      const client = setup.variant.endsWith('redis') ? benchRedis(setup) : undefined;
+      const options = { points: max, duration: windowMs / 1000 };
+      const limiter = client
+        ? new RateLimiterRedis({ ...options, storeClient: client })
+        : new RateLimiterMemory(options);
+      // The minimal middleware of rate-limiter-flexible's documentation: no headers.
+      const middleware: RequestHandler = (req, res, next) => {
+        limiter.consume(req.ip ?? '').then(
+          () => next(),
+          () => res.status(429).send('Too Many Requests'),
+        );
+      };
+      return [middleware, () => client?.disconnect()];
+    }
+    default:
+      throw new Error(`unknown express variant ${setup.variant}`);
+  }
+}
+
+export const startExpress: StartApp = async (setup, port) => {
+  const app = express();
+  let close: Closer = () => {};
+  if (setup.variant !== 'bare') {
+    const [middleware, closer] = await limiterFor(setup);
+    app.use(middleware);
+    close = closer;
+  }
+  app.get('/', (_req, res) => {
+    res.json(body);
+  });
+  const server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(port, '127.0.0.1', () => resolve(listening));
+  });
+  return () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+      close();
+    });
+};

@@ -1,0 +1,31 @@
+import fastifyRateLimit from '@fastify/rate-limit';
+import Fastify, { type FastifyPluginAsync } from 'fastify';
+import { exportOf } from '../../inproc/contender.js';
+import { body, limits, type StartApp, sluiceLimit } from './app.js';
+import { benchRedis, sluiceStore } from './stores.js';
+
+export const startFastify: StartApp = async (setup, port) => {
+  const app = Fastify({ logger: false });
+  let close = () => {};
+  const { max, windowMs } = limits(setup.mode);
+  if (setup.variant === 'sluice:memory' || setup.variant === 'sluice:redis') {
+    const plugin = await exportOf<FastifyPluginAsync<Record<string, unknown>>>('@sluice/fastify', 'rateLimitPlugin');
+    const store = await sluiceStore(setup);
+    await app.register(plugin, { ...sluiceLimit(setup.mode), store: store.store });
+    close = store.close;
+  } else if (setup.variant === '@fastify/rate-limit:memory') {
+    await app.register(fastifyRateLimit, { max, timeWindow: windowMs });
+  } else if (setup.variant === '@fastify/rate-limit:redis') {
+    const client = benchRedis(setup);
+    await app.register(fastifyRateLimit, { max, timeWindow: windowMs, redis: client });
+    close = () => client.disconnect();
+  } else if (setup.variant !== 'bare') {
+    throw new Error(`unknown fastify variant ${setup.variant}`);
+  }
+  app.get('/', async () => body);
+  await app.listen({ port, host: '127.0.0.1' });
+  return async () => {
+    await app.close();
+    close();
+  };
+};

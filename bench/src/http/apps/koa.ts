@@ -1,0 +1,44 @@
+import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
+import Router from '@koa/router';
+import Koa, { type Middleware } from 'koa';
+import { exportOf } from '../../inproc/contender.js';
+import { body, limits, type StartApp, sluiceLimit } from './app.js';
+import { benchRedis, sluiceStore } from './stores.js';
+
+const require = createRequire(import.meta.url);
+const koaRatelimit = require('koa-ratelimit') as (options: Record<string, unknown>) => Middleware;
+
+export const startKoa: StartApp = async (setup, port) => {
+  const app = new Koa();
+  let close = () => {};
+  const { max, windowMs } = limits(setup.mode);
+  if (setup.variant === 'sluice:memory' || setup.variant === 'sluice:redis') {
+    const rateLimit = await exportOf<(o: object) => Middleware>('@sluice/koa', 'rateLimit');
+    const store = await sluiceStore(setup);
+    app.use(rateLimit({ ...sluiceLimit(setup.mode), store: store.store }));
+    close = store.close;
+  } else if (setup.variant === 'koa-ratelimit:memory') {
+    app.use(koaRatelimit({ driver: 'memory', db: new Map(), duration: windowMs, max }));
+  } else if (setup.variant === 'koa-ratelimit:redis') {
+    const client = benchRedis(setup);
+    app.use(koaRatelimit({ driver: 'redis', db: client, duration: windowMs, max }));
+    close = () => client.disconnect();
+  } else if (setup.variant !== 'bare') {
+    throw new Error(`unknown koa variant ${setup.variant}`);
+  }
+  const router = new Router();
+  router.get('/', (ctx) => {
+    ctx.body = body;
+  });
+  app.use(router.routes());
+  const server = await new Promise<Server>((resolve) => {
+    const listening = app.listen(port, '127.0.0.1', () => resolve(listening));
+  });
+  return () =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+      close();
+    });
+};

@@ -1,0 +1,24 @@
+import { type AlgorithmName, algorithmNames } from '@sluice/core';
+import type { ContenderFactory } from './contender.js';
+import { peerContenders } from './peer-contenders.js';
+import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
+
+/**
+ * Contender ids: `sluice:<store>:<algorithm>[:3p|:ap]` for sluice (3p = the three-policy set,
+ * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers.
+ */
+export function contenderFor(id: string): ContenderFactory {
+  const peer = peerContenders[id];
+  if (peer !== undefined) return peer;
+  const [family, store, algorithm, variant] = id.split(':');
+  if (family !== 'sluice' || !algorithmNames.includes(algorithm as AlgorithmName)) {
+    throw new Error(`unknown contender ${id}`);
+  }
+  const count = variant === '3p' ? 3 : 1;
+  if (store === 'memory') return (setup) => sluiceMemory(algorithm as AlgorithmName, setup, count);
+  if (store === 'redis') return (setup) => sluiceRedis(algorithm as AlgorithmName, setup, count, variant === 'ap');
+  throw new Error(`unknown store in ${id}`);
+}
+
+export const memoryPeers = Object.keys(peerContenders).filter((id) => id.endsWith(':memory'));
+export const redisPeers = Object.keys(peerContenders).filter((id) => id.endsWith(':redis'));

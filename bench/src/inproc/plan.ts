@@ -1,0 +1,75 @@
+import { type AlgorithmName, algorithmNames } from '@sluice/core';
+import type { Mode } from './contender.js';
+import { memoryPeers, redisPeers } from './contenders.js';
+
+export interface Cell {
+  contender: string;
+  store: 'memory' | 'redis';
+  keys: number;
+  concurrency: number;
+  mode: Mode;
+}
+
+const KEYS = [100_000, 1];
+const CONCURRENCY = [1, 100];
+const MODES: Mode[] = ['pass', 'deny'];
+/** Peers whose API has a reject path of its own; the others only count, and their middleware decides. */
+const denyingPeers = new Set(['rate-limiter-flexible:memory', 'rate-limiter-flexible:redis']);
+const TARGET_ALGORITHMS: AlgorithmName[] = ['gcra', 'sliding-window-counter'];
+
+const storeOf = (id: string): Cell['store'] => (id.includes(':redis') ? 'redis' : 'memory');
+
+function grid(contender: string, modes: readonly Mode[]): Cell[] {
+  const cells: Cell[] = [];
+  for (const keys of KEYS) {
+    for (const concurrency of CONCURRENCY) {
+      for (const mode of modes) {
+        // A sliding log keeps one entry per allowed request: a hot key never denied grows without bound.
+        if (contender.endsWith('sliding-window-log') && keys === 1 && mode === 'pass') continue;
+        cells.push({ contender, store: storeOf(contender), keys, concurrency, mode });
+      }
+    }
+  }
+  return cells;
+}
+
+const threePolicyCells = (): Cell[] =>
+  TARGET_ALGORITHMS.flatMap((a) =>
+    (['memory', 'redis'] as const).map((store) => ({
+      contender: `sluice:${store}:${a}:3p`,
+      store,
+      keys: 100_000,
+      concurrency: store === 'redis' ? 100 : 1,
+      mode: 'pass' as const,
+    })),
+  );
+
+/** The full matrix of the issue: every algorithm, both stores, both key sets, both concurrencies, both paths. */
+export function fullPlan(): Cell[] {
+  const sluice = (['memory', 'redis'] as const).flatMap((store) =>
+    algorithmNames.flatMap((a) => grid(`sluice:${store}:${a}`, MODES)),
+  );
+  const peers = [...memoryPeers, ...redisPeers].flatMap((id) => grid(id, denyingPeers.has(id) ? MODES : ['pass']));
+  const autoPipelined = TARGET_ALGORITHMS.map(
+    (a): Cell => ({ contender: `sluice:redis:${a}:ap`, store: 'redis', keys: 100_000, concurrency: 100, mode: 'pass' }),
+  );
+  return [...sluice, ...peers, ...threePolicyCells(), ...autoPipelined];
+}
+
+/** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
+export function quickPlan(): Cell[] {
+  const target = (contender: string, keys = 100_000, mode: Mode = 'pass'): Cell => {
+    const store = storeOf(contender);
+    return { contender, store, keys, concurrency: store === 'redis' ? 100 : 1, mode };
+  };
+  return [
+    ...TARGET_ALGORITHMS.flatMap((a) => [
+      target(`sluice:memory:${a}`),
+      target(`sluice:memory:${a}`, 1, 'deny'),
+      target(`sluice:redis:${a}`),
+    ]),
+    ...memoryPeers.map((id) => target(id)),
+    ...redisPeers.map((id) => target(id)),
+    ...threePolicyCells().filter((c) => c.store === 'redis'),
+  ];
+}

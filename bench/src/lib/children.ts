@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const live = new Set<ChildProcess>();
+const tsxLoader = import.meta.resolve('tsx');
+
+/** Node flags every TypeScript child needs: the tsx loader and sluice's source condition. */
+export const nodeFlags = ['--conditions=@sluice/source', '--import', tsxLoader];
+
+/** A source file of this package as an absolute path, for `node` to run. */
+export const sourceFile = (relative: string): string => fileURLToPath(new URL(`../${relative}`, import.meta.url));
+
+/**
+ * Starts `command` on one CPU only. `taskset` execs the command, so the child's pid is the
+ * measured process itself, which is what the CPU accounting in `cpu.ts` reads.
+ */
+export function spawnPinned(
+  cpu: number,
+  command: string,
+  args: readonly string[],
+  stdin: 'ignore' | 'pipe' = 'ignore',
+): ChildProcess {
+  const child = spawn('taskset', ['-c', String(cpu), command, ...args], { stdio: [stdin, 'pipe', 'pipe'] });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  return child;
+}
+
+/** Runs a TypeScript entry point of this package pinned to `cpu`. */
+export const spawnNode = (
+  cpu: number,
+  file: string,
+  args: readonly string[],
+  flags: readonly string[] = [],
+  stdin: 'ignore' | 'pipe' = 'ignore',
+) => spawnPinned(cpu, process.execPath, [...nodeFlags, ...flags, sourceFile(file), ...args], stdin);
+
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Waits for a child to exit, killing it once `timeoutMs` has passed. */
+export function finish(child: ChildProcess, timeoutMs: number): Promise<Finished> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      stderr += `\n[bench] killed after ${timeoutMs} ms`;
+      stop(child);
+    }, timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Resolves with the first stdout line matching `pattern`; rejects on exit or timeout. */
+export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const line = buffered.split('\n').find((l) => pattern.test(l));
+      if (line !== undefined) done(() => resolve(line));
+    };
+    const onExit = (code: number | null) => done(() => reject(new Error(`exited with code ${code} before ready`)));
+    const timer = setTimeout(() => done(() => reject(new Error(`not ready within ${timeoutMs} ms`))), timeoutMs);
+    const done = (settle: () => void) => {
+      clearTimeout(timer);
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+      settle();
+    };
+    child.stdout?.on('data', onData);
+    child.once('exit', onExit);
+  });
+}
+
+/** Stops a child by its own pid: SIGTERM, then SIGKILL if it lingers. */
+export function stop(child: ChildProcess, graceMs = 2000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    child.kill('SIGTERM');
+  });
+}
+
+/** Last resort on any exit path: no benchmark process may outlive the run. */
+export function killAll(): void {
+  for (const child of live) child.kill('SIGKILL');
+  live.clear();
+}
+
+/** Parses the last JSON line a worker printed. */
+export function lastJson<T>(stdout: string): T {
+  const line = stdout
+    .trim()
+    .split('\n')
+    .reverse()
+    .find((l) => l.startsWith('{'));
+  if (line === undefined) throw new Error('worker printed no result');
+  return JSON.parse(line) as T;
+}

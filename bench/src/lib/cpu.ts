@@ -1,0 +1,98 @@
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** Kernel clock ticks per second for /proc accounting (USER_HZ; 100 on Linux). */
+const HZ = 100;
+
+/** Busy ticks of the whole machine: every state but idle and iowait. */
+function machineBusyTicks(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  const fields = line.trim().split(/\s+/).slice(1).map(Number);
+  const total = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+  return total - (fields[3] ?? 0) - (fields[4] ?? 0);
+}
+
+/** Fields of /proc/<pid>/stat after the command name: utime is field 14 of the line, index 11 here. */
+function statFields(pid: number | 'self'): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/** User + system ticks of one process (all its threads); undefined once it is gone. */
+function processTicks(pid: number): number | undefined {
+  const fields = statFields(pid);
+  return fields === undefined ? undefined : Number(fields[11]) + Number(fields[12]);
+}
+
+/**
+ * Ticks of this process plus those of its children already reaped (cutime, cstime): a
+ * worker that has exited is gone from /proc, and its time shows up here instead.
+ */
+function ownTicks(): number {
+  const fields = statFields('self') ?? [];
+  return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+}
+
+export interface CpuUse {
+  seconds: number;
+  /** Cores used by each watched process, by label. */
+  cores: Record<string, number>;
+  /** Cores used by everything else on the machine during the window. */
+  foreign: number;
+}
+
+/**
+ * Watches the CPU of the processes taking part in a measurement. Whatever else the machine
+ * did in the same window is "foreign" load: a job that shared the cores with it is flagged
+ * (and retried once) instead of silently reported.
+ */
+export function startCpuMeter(pids: Record<string, number | undefined>): () => CpuUse {
+  const watched = Object.entries(pids).filter((e): e is [string, number] => e[1] !== undefined);
+  const startedAt = performance.now();
+  const machine0 = machineBusyTicks();
+  const own0 = ownTicks();
+  const ticks0 = watched.map(([, pid]) => processTicks(pid) ?? 0);
+  return () => {
+    const seconds = (performance.now() - startedAt) / 1000;
+    const cores: Record<string, number> = {};
+    const own = ownTicks() - own0;
+    let ours = own;
+    watched.forEach(([label, pid], i) => {
+      const now = processTicks(pid);
+      // An exited child is counted in `own`; one still running is read directly.
+      const used = now === undefined ? 0 : now - (ticks0[i] as number);
+      ours += used;
+      cores[label] = used / HZ / seconds;
+    });
+    cores.bench = own / HZ / seconds;
+    const foreign = Math.max(0, (machineBusyTicks() - machine0 - ours) / HZ / seconds);
+    return { seconds, cores, foreign };
+  };
+}
+
+/** Foreign load above this, in cores, counts as a disturbed measurement. */
+export const FOREIGN_LIMIT = 0.1;
+
+/**
+ * Waits (bounded) until the machine is quiet apart from our own long-lived processes,
+ * sampling 200 ms windows. Returns the time waited and the last foreign load seen.
+ */
+export async function waitForQuiet(
+  ownPids: Record<string, number | undefined>,
+  maxWaitMs: number,
+): Promise<{ waitedMs: number; foreign: number }> {
+  const start = performance.now();
+  let foreign = 0;
+  for (let i = 0; i < 100; i++) {
+    const meter = startCpuMeter(ownPids);
+    await sleep(200);
+    foreign = meter().foreign;
+    const waitedMs = performance.now() - start;
+    if (foreign <= FOREIGN_LIMIT || waitedMs >= maxWaitMs) return { waitedMs: i === 0 ? 0 : waitedMs, foreign };
+  }
+  return { waitedMs: performance.now() - start, foreign };
+}

@@ -1,0 +1,178 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release } from 'node:os';
+import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
+import { captureScript, RANDOM } from './ceiling/scripts.js';
+import { runHeap } from './heap/run.js';
+import { runHttp } from './http/run.js';
+import { fullPlan, quickPlan } from './inproc/plan.js';
+import { runInproc } from './inproc/run.js';
+import { killAll, sourceFile } from './lib/children.js';
+import { createProgress } from './lib/progress.js';
+import { type BenchRedis, startRedis } from './lib/redis-server.js';
+import { readOptions } from './options.js';
+import { writeReport } from './report/write.js';
+import type { RedisBenchResult, RunResults } from './results.js';
+
+const options = readOptions(process.argv.slice(2));
+const resultsDir = sourceFile('../results');
+
+const quick = options.quick;
+const settings = {
+  inprocTimeMs: quick ? 500 : 800,
+  inprocWarmupMs: quick ? 200 : 300,
+  heapKeys: 1_000_000,
+  httpRounds: options.rounds,
+  httpWarmupS: quick ? 0.4 : 0.75,
+  httpDurationS: quick ? 1 : 3,
+  quietWaitMs: quick ? 2000 : 5000,
+  redisBenchSeconds: quick ? 1 : 2.5,
+  redisBenchRepeats: quick ? 1 : 2,
+};
+
+const heapContenders = quick
+  ? ['sluice:memory:gcra', 'sluice:memory:sliding-window-counter']
+  : ['gcra', 'sliding-window-counter', 'token-bucket', 'leaky-bucket', 'fixed-window', 'sliding-window-log'].map(
+      (a) => `sluice:memory:${a}`,
+    );
+// The quick run keeps the two lightest peers; the full run has all four.
+const heapPeers = ['express-rate-limit:memory', '@fastify/rate-limit:memory'].concat(
+  quick ? [] : ['koa-ratelimit:memory', 'rate-limiter-flexible:memory'],
+);
+
+async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[]; missing: RedisBenchResult[] }> {
+  const cases: RedisBenchCase[] = [{ label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] }];
+  const missing: RedisBenchResult[] = [];
+  const wanted: Array<[Parameters<typeof captureScript>[1], 1 | 3]> = quick
+    ? [
+        ['gcra', 1],
+        ['sliding-window-counter', 1],
+        ['sliding-window-counter', 3],
+      ]
+    : [
+        ...(
+          [
+            'gcra',
+            'sliding-window-counter',
+            'token-bucket',
+            'leaky-bucket',
+            'fixed-window',
+            'sliding-window-log',
+          ] as const
+        ).map((a) => [a, 1] as [typeof a, 1]),
+        ['gcra', 3],
+        ['sliding-window-counter', 3],
+      ];
+  for (const [algorithm, count] of wanted) {
+    try {
+      const script = await captureScript(redis.port, algorithm, count);
+      cases.push({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script });
+    } catch (error) {
+      const label = `sluice ${algorithm}${count === 3 ? ', 3 policies' : ''}`;
+      for (const pipeline of [1, 16]) {
+        missing.push({
+          command: label,
+          pipeline,
+          unavailable: (error as Error).message,
+          foreign: 0,
+          retried: false,
+          waitedMs: 0,
+        });
+      }
+    }
+  }
+  return { cases, missing };
+}
+
+function machine(): RunResults['machine'] {
+  const redisVersion = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model ?? '?',
+    node: process.version,
+    redis: redisVersion,
+    kernel: release(),
+  };
+}
+
+async function measure(): Promise<RunResults> {
+  const progress = createProgress();
+  const startedAt = new Date();
+  const results: RunResults = {
+    startedAt: startedAt.toISOString(),
+    seconds: 0,
+    quick,
+    machine: machine(),
+    settings,
+    inproc: [],
+    heap: [],
+    http: [],
+    redisBench: [],
+  };
+  const redis = await startRedis(1);
+  progress.note(`redis-server ${results.machine.redis} on 127.0.0.1:${redis.port}, pinned to cpu 1`);
+  try {
+    const run = (section: string) => options.sections.includes(section as never);
+    if (run('inproc')) {
+      const plan = quick ? quickPlan() : fullPlan();
+      results.inproc = await runInproc(
+        plan,
+        { timeMs: settings.inprocTimeMs, warmupMs: settings.inprocWarmupMs, quietWaitMs: settings.quietWaitMs },
+        redis,
+        progress,
+      );
+    }
+    if (run('heap')) results.heap = await runHeap([...heapContenders, ...heapPeers], settings.heapKeys, progress);
+    if (run('redis')) {
+      const { cases, missing } = await redisCases(redis);
+      const bench = {
+        seconds: settings.redisBenchSeconds,
+        repeats: settings.redisBenchRepeats,
+        quietWaitMs: settings.quietWaitMs,
+      };
+      results.redisBench = [...(await runRedisBenchmark(cases, bench, redis, progress)), ...missing];
+    }
+    if (run('http')) {
+      const http = {
+        rounds: settings.httpRounds,
+        warmupS: settings.httpWarmupS,
+        durationS: settings.httpDurationS,
+        quietWaitMs: settings.quietWaitMs,
+        quick,
+      };
+      results.http = await runHttp(http, redis, progress);
+    }
+  } finally {
+    await redis.stop();
+  }
+  results.seconds = (Date.now() - startedAt.getTime()) / 1000;
+  progress.note(`measured in ${Math.round(results.seconds)} s`);
+  return results;
+}
+
+async function main() {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      killAll();
+      process.exit(130);
+    });
+  }
+  process.once('exit', killAll);
+  mkdirSync(`${resultsDir}/raw`, { recursive: true });
+  const results = options.report ? (JSON.parse(readFileSync(options.report, 'utf8')) as RunResults) : await measure();
+  const stamp = results.startedAt.replaceAll(':', '-').slice(0, 19);
+  if (!options.report) writeFileSync(`${resultsDir}/raw/${stamp}.json`, `${JSON.stringify(results, null, 2)}\n`);
+  const complete = options.sections.length === 4 || options.report !== undefined;
+  // A partial run never replaces the committed report; it lands next to its raw data.
+  const base = complete ? `${resultsDir}/latest` : `${resultsDir}/raw/${stamp}`;
+  writeReport(results, base);
+  process.stderr.write(
+    `wrote ${base}.md and ${base}.svg${options.report ? '' : `, raw data in results/raw/${stamp}.json`}\n`,
+  );
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  killAll();
+  process.exit(1);
+});

@@ -1,0 +1,33 @@
+import { parseArgs } from './lib/args.js';
+
+export const SECTIONS = ['inproc', 'heap', 'redis', 'http'] as const;
+export type Section = (typeof SECTIONS)[number];
+
+export interface Options {
+  quick: boolean;
+  sections: Section[];
+  rounds: number;
+  /** Regenerate the report from a raw JSON file instead of measuring. */
+  report: string | undefined;
+}
+
+const usage = `pnpm bench [--quick] [--only inproc,heap,redis,http] [--rounds N] [--report results/raw/<file>.json]`;
+
+export function readOptions(argv: readonly string[]): Options {
+  const args = parseArgs(argv);
+  for (const name of args.keys()) {
+    if (!['quick', 'only', 'rounds', 'report', 'help'].includes(name))
+      throw new Error(`unknown option --${name}\n${usage}`);
+  }
+  if (args.has('help')) {
+    process.stdout.write(`${usage}\n`);
+    process.exit(0);
+  }
+  const quick = args.has('quick');
+  const only = args.get('only')?.split(',') ?? [...SECTIONS];
+  const unknown = only.filter((s) => !(SECTIONS as readonly string[]).includes(s));
+  if (unknown.length > 0) throw new Error(`unknown section ${unknown.join(', ')}\n${usage}`);
+  const rounds = Number(args.get('rounds') ?? (quick ? 1 : 3));
+  if (!Number.isInteger(rounds) || rounds < 1 || rounds > 9) throw new Error(`--rounds takes 1 to 9\n${usage}`);
+  return { quick, sections: only as Section[], rounds, report: args.get('report') };
+}

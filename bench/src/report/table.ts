@@ -1,0 +1,17 @@
+/** A markdown table; the first column left-aligned, the rest right-aligned. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
+  const line = (cells: readonly string[]) => `| ${cells.join(' | ')} |`;
+  return [line(headers), line(align), ...rows.map(line)].join('\n');
+}
+
+/** Marks for the targets table. */
+export const verdict = (met: boolean | undefined): string =>
+  met === undefined ? 'not measured' : met ? '**met**' : '**missed**';
+
+/** `sluice:memory` → `sluice (memory)`. */
+export const limiterName = (variant: string): string => {
+  if (variant === 'bare') return 'bare';
+  const [name, store] = variant.split(':');
+  return `${name} (${store})`;
+};

@@ -1,0 +1,67 @@
+import type { Disturbance } from './lib/job.js';
+
+export interface InprocResult extends Disturbance {
+  contender: string;
+  store: 'memory' | 'redis';
+  keys: number;
+  concurrency: number;
+  mode: 'pass' | 'deny';
+  opsPerSec?: number;
+  p50Us?: number;
+  p99Us?: number;
+  unexpected?: number;
+  unavailable?: string;
+  error?: string;
+}
+
+export interface HeapResult {
+  contender: string;
+  keys: number;
+  heapBytesPerKey?: number;
+  externalBytesPerKey?: number;
+  rssBytesPerKey?: number;
+  fillSeconds?: number;
+  unavailable?: string;
+  error?: string;
+}
+
+export interface HttpResult extends Disturbance {
+  round: number;
+  framework: string;
+  variant: string;
+  mode: 'pass' | 'deny';
+  rps?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  /** Share of responses with the expected status (200 on pass, 429 on deny). */
+  expectedShare?: number;
+  errors?: number;
+  serverCores?: number;
+  clientCores?: number;
+  redisCores?: number;
+  unavailable?: string;
+  error?: string;
+}
+
+export interface RedisBenchResult extends Disturbance {
+  command: string;
+  pipeline: number;
+  opsPerSec?: number;
+  p50Ms?: number;
+  p99Ms?: number;
+  redisCores?: number;
+  unavailable?: string;
+  error?: string;
+}
+
+export interface RunResults {
+  startedAt: string;
+  seconds: number;
+  quick: boolean;
+  machine: { cpus: number; cpuModel: string; node: string; redis: string; kernel: string };
+  settings: Record<string, number>;
+  inproc: InprocResult[];
+  heap: HeapResult[];
+  http: HttpResult[];
+  redisBench: RedisBenchResult[];
+}
