@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Unavailable } from '../inproc/contender.js';
 import { contenderFor } from '../inproc/contenders.js';
 import { parseArgs } from '../lib/args.js';
+import { reportAndExit } from '../lib/child-main.js';
 import { buildKeys } from '../lib/keys.js';
 
 /**
@@ -51,13 +52,4 @@ async function main() {
   return result;
 }
 
-main().then(
-  (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    process.exit(0);
-  },
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+reportAndExit(main());

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import { parseArgs } from '../lib/args.js';
+import { reportAndExit } from '../lib/child-main.js';
 import { Histogram } from '../lib/stats.js';
 
 /**
@@ -79,13 +80,4 @@ async function main() {
   };
 }
 
-main().then(
-  (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    process.exit(0);
-  },
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+reportAndExit(main());

@@ -1,4 +1,5 @@
 import { parseArgs } from '../lib/args.js';
+import { reportAndExit } from '../lib/child-main.js';
 import { buildKeys } from '../lib/keys.js';
 import { quantileSorted } from '../lib/stats.js';
 import { type Contender, type Mode, Unavailable } from './contender.js';
@@ -64,13 +65,4 @@ async function main(): Promise<CellResult> {
   return result;
 }
 
-main().then(
-  (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    process.exit(0);
-  },
-  (error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exit(1);
-  },
-);
+reportAndExit(main());
