@@ -6,7 +6,6 @@ import Koa from 'koa';
 // The connection is yours: sluice never closes it. Every app server pointing at this Redis
 // shares one count per client, decided atomically by a Lua script on Redis time.
 const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-  enableAutoPipelining: true,
   maxRetriesPerRequest: 0,
 });
 

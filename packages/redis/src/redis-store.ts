@@ -31,7 +31,7 @@ const optionNames = new Set(['client', 'prefix', 'logger']);
  * `onStoreError` and `storeTimeoutMs` decide what a request gets; a call is never retried.
  *
  * @example
- * const client = new Redis(process.env.REDIS_URL, { enableAutoPipelining: true, maxRetriesPerRequest: 0 });
+ * const client = new Redis(process.env.REDIS_URL, { maxRetriesPerRequest: 0 });
  * const limiter = createLimiter({ limit: 100, window: '1m', store: createRedisStore({ client }) });
  */
 export function createRedisStore(options: RedisStoreOptions): RedisStore {
