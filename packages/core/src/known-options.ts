@@ -1,7 +1,7 @@
 import { SluiceError } from './errors.js';
 
-/** Every option `createLimiter` understands; adapters extend this list with their own. */
-export const LIMITER_OPTION_NAMES: readonly string[] = [
+/** The options of one policy, given at the top level of a single-policy limiter or inside `policies`. */
+export const POLICY_OPTION_NAMES = [
   'limit',
   'window',
   'algorithm',
@@ -10,6 +10,11 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
   'refillAmount',
   'refillInterval',
   'name',
+] as const;
+
+/** Every option `createLimiter` understands; adapters extend this list with their own. */
+export const LIMITER_OPTION_NAMES: readonly string[] = [
+  ...POLICY_OPTION_NAMES,
   'policies',
   'store',
   'clock',

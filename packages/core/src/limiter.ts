@@ -101,8 +101,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
-  /** In-process stores decide synchronously: one promise per decision instead of several. */
-  const askNow = (consumeSync: NonNullable<RateLimitStore['consumeSync']>, key: string, cost: number): Decision => {
+  /**
+   * In-process stores decide synchronously: one promise per decision instead of several.
+   * `undefined` when the store cannot, and `consume` asks it the usual way.
+   */
+  const now = (key: string, cost: number): Decision | undefined => {
+    const consumeSync = store.consumeSync;
+    if (consumeSync === undefined) return undefined;
+    checkKey(key);
+    checkCost(cost);
     const caps = capacities();
     let reply: StoreReply;
     try {
@@ -112,11 +119,6 @@ export function createLimiter(options: LimiterOptions): Limiter {
       return unavailable(key);
     }
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
-  };
-
-  const now = (key: string, cost: number): Decision | undefined => {
-    const consumeSync = store.consumeSync;
-    return consumeSync === undefined ? undefined : askNow(consumeSync, checkKey(key), checkCost(cost));
   };
 
   const limiter: Limiter = {

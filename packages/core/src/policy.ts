@@ -1,6 +1,7 @@
 import { algorithmNames } from './algorithms/index.js';
 import { formatMs, toMs } from './duration.js';
 import { describe, invalid, SluiceError } from './errors.js';
+import { POLICY_OPTION_NAMES } from './known-options.js';
 import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
 
 const bucketAlgorithms: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
@@ -13,16 +14,7 @@ const codes: Record<AlgorithmName, string> = {
   'sliding-window-log': 'sl',
   'sliding-window-counter': 'sc',
 };
-const policyKeys = new Set([
-  'name',
-  'limit',
-  'window',
-  'algorithm',
-  'burst',
-  'queue',
-  'refillAmount',
-  'refillInterval',
-]);
+const policyKeys: ReadonlySet<string> = new Set(POLICY_OPTION_NAMES);
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
@@ -91,7 +83,7 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
  */
 export function limiterPolicies(options: Record<string, unknown>): Policy[] {
   const single = Object.fromEntries(
-    [...policyKeys].flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])),
+    POLICY_OPTION_NAMES.flatMap((k) => (options[k] === undefined ? [] : [[k, options[k]]])),
   );
   if (options.policies !== undefined) {
     const clash = Object.keys(single)[0];

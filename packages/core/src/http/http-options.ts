@@ -1,5 +1,5 @@
 import { invalid, SluiceError } from '../errors.js';
-import { checkKnownOptions, LIMITER_OPTION_NAMES } from '../known-options.js';
+import { checkKnownOptions, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
 import type { LimiterBaseOptions, PolicyOptions } from '../types.js';
 import { checkIpv6Subnet } from './client-key.js';
 import { checkHeaders, type HeadersOptions, type ResolvedHeaders } from './headers/index.js';
@@ -22,7 +22,7 @@ export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
   ipv6Subnet?: number | false;
 }
 
-type PolicyFields = 'limit' | 'window' | 'algorithm' | 'burst' | 'queue' | 'refillAmount' | 'refillInterval' | 'name';
+type PolicyFields = (typeof POLICY_OPTION_NAMES)[number];
 
 /** The options every adapter takes: the limiter's, and what HTTP adds (SPEC §5). */
 export type HttpLimiterOptions<Req> = HttpOptionsBase<Req> &
@@ -32,16 +32,6 @@ export type HttpLimiterOptions<Req> = HttpOptionsBase<Req> &
   );
 
 const HTTP_ONLY_OPTIONS = ['key', 'cost', 'skip', 'headers', 'ipv6Subnet', 'onLimited'] as const;
-const POLICY_FIELDS: readonly PolicyFields[] = [
-  'limit',
-  'window',
-  'algorithm',
-  'burst',
-  'queue',
-  'refillAmount',
-  'refillInterval',
-  'name',
-];
 
 /** Every option name an adapter accepts, for the unknown-option check and its suggestions. */
 export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
@@ -84,7 +74,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
     );
   }
   const policiesFor = typeof all.policies === 'function' ? (all.policies as PoliciesFor<Req>) : undefined;
-  const stray = POLICY_FIELDS.find((name) => all[name] !== undefined);
+  const stray = POLICY_OPTION_NAMES.find((name) => all[name] !== undefined);
   if (policiesFor !== undefined && stray !== undefined) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',

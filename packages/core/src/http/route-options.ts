@@ -1,4 +1,5 @@
 import { invalid } from '../errors.js';
+import { POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
 import type { HttpOptionsBase, PoliciesFor } from './http-options.js';
 
@@ -8,8 +9,6 @@ export type HttpRouteOptions<Req> = HttpOptionsBase<Req> &
     | (Partial<PolicyOptions> & { policies?: never })
     | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: never; window?: never }
   );
-
-const policyOptions = ['limit', 'window', 'algorithm', 'burst', 'queue', 'refillAmount', 'refillInterval', 'name'];
 
 /**
  * The options of a route's own limiter: the route's, over the app-wide ones. Options that
@@ -29,8 +28,8 @@ export function mergeRouteOptions(
   const own = routeOptions as Record<string, unknown>;
   const merged: Record<string, unknown> = { ...appOptions };
   delete merged.prefix;
-  if ('policies' in own || policyOptions.some((name) => name in own)) {
-    for (const name of [...policyOptions, 'policies']) delete merged[name];
+  if ('policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
+    for (const name of [...POLICY_OPTION_NAMES, 'policies']) delete merged[name];
   }
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
