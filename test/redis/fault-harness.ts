@@ -11,6 +11,7 @@ import {
 import { createRedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { waitFor } from '../helpers/redis-server.js';
+import { storedState } from '../helpers/redis-state.js';
 
 export const STORE_TIMEOUT_MS = 100;
 /** Slack for timers and a busy event loop on a small CI machine. */
@@ -130,9 +131,9 @@ export function expectFailPolicy(outcomes: Outcome[], onStoreError: OnStoreError
 
 /** What Redis holds for the hot key: the fixed-window count and the log's total. */
 export async function heldInRedis(admin: Redis, prefix: string): Promise<{ counter: number; log: number }> {
-  const tag = `${prefix}{fault|${KEY}}:`;
-  const counter = Number((await admin.hget(`${tag}counter.fw3600000`, 'count')) ?? 0);
-  const entries = (await admin.lrange(`${tag}log.sl3600000`, 0, -1)).map(Number);
+  const clientKey = `${prefix}{fault|${KEY}}`;
+  const counter = (await storedState(admin, clientKey, 'counter.fw3600000'))?.[1] ?? 0;
+  const entries = (await admin.lrange(`${clientKey}:log.sl3600000`, 0, -1)).map(Number);
   const log = entries.filter((_, i) => i % 2 === 1).reduce((a, b) => a + b, 0);
   return { counter, log };
 }

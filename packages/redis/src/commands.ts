@@ -1,18 +1,19 @@
-import { SluiceError } from '@sluice/core';
 import type { RedisClient } from './client.js';
 import { type Script, scripts } from './scripts.js';
 
 /**
  * The key counts each script is registered for. ioredis fixes `numberOfKeys` per command; a
  * call with fewer keys repeats its last key up to the next count (a repeated key is still a
- * declared key of the same slot, and the script reads only as many as it has policies).
+ * declared key of the same slot, and the script reads only the keys its decisions name).
  */
-export const KEY_COUNTS: readonly number[] = [1, 2, 4, 8, 16];
+const KEY_COUNTS: readonly number[] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
+export const MAX_KEYS_PER_CALL = 32;
+/** A decision's keys are its client key and one per log policy, so 16 always fit in one call. */
 export const MAX_POLICIES = 16;
 
-export type ScriptCall = (script: Script, keys: readonly string[], args: readonly string[]) => Promise<unknown>;
+export type ScriptCall = (script: Script, keys: string[], args: string[]) => Promise<unknown>;
 
-type Commands = Record<string, ((...args: string[]) => Promise<unknown>) | undefined>;
+type Command = (...args: string[]) => Promise<unknown>;
 
 const commandName = (script: Script, keyCount: number) =>
   `sluice_${script.label.replaceAll('-', '_')}_${script.sha.slice(0, 12)}_${keyCount}`;
@@ -30,27 +31,22 @@ const commandName = (script: Script, keyCount: number) =>
  * share the commands.
  */
 export function defineScripts(client: RedisClient): ScriptCall {
-  const commands = client as unknown as Commands;
+  const commands = client as unknown as Record<string, Command | undefined>;
+  const names = new Map<Script, string[]>();
   for (const script of scripts) {
+    const byCount: string[] = [];
     for (const numberOfKeys of KEY_COUNTS) {
       const name = commandName(script, numberOfKeys);
       if (typeof commands[name] !== 'function') client.defineCommand(name, { numberOfKeys, lua: script.lua });
+      byCount[numberOfKeys] = name;
     }
+    names.set(script, byCount);
   }
   return (script, keys, args) => {
-    const keyCount = KEY_COUNTS.find((count) => count >= keys.length);
-    if (keyCount === undefined || keys.length === 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_POLICIES',
-        `[sluice] The Redis store decides 1 to ${MAX_POLICIES} policies at once; this limiter has ${keys.length}.`,
-      );
-    }
-    const padded = keys.slice();
-    while (padded.length < keyCount) padded.push(keys[keys.length - 1] as string);
-    return (commands[commandName(script, keyCount)] as (...args: string[]) => Promise<unknown>).call(
-      client,
-      ...padded,
-      ...args,
-    );
+    const keyCount = KEY_COUNTS.find((count) => count >= keys.length) as number;
+    const last = keys[keys.length - 1] as string;
+    while (keys.length < keyCount) keys.push(last);
+    const name = (names.get(script) as string[])[keyCount] as string;
+    return (commands[name] as Command).call(client, ...keys, ...args);
   };
 }

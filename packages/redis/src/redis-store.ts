@@ -1,10 +1,11 @@
 import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
+import calculateSlot from 'cluster-key-slot';
+import { createBatcher } from './batcher.js';
 import { checkClient, notReady, type RedisClient, resendsInFlight } from './client.js';
 import { defineScripts } from './commands.js';
-import { parseReply } from './reply.js';
-import { type Operation, scriptArgs } from './script-args.js';
+import { decisionArgs, type Operation } from './decision-args.js';
+import { decisionKeys } from './keys.js';
 import { scriptFor } from './scripts.js';
-import { stateKeys } from './state-keys.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
 
@@ -25,8 +26,9 @@ export interface RedisStore extends RateLimitStore {
 const optionNames = new Set(['client', 'prefix', 'logger']);
 
 /**
- * A store that decides in Redis: every decision is one script call (one round trip) over all
- * the limiter's policies, atomic and all-or-nothing, on a single Redis or a Redis Cluster.
+ * A store that decides in Redis: every decision is one script run over all the limiter's
+ * policies, atomic and all-or-nothing, on a single Redis or a Redis Cluster. Decisions asked
+ * for in the same tick share one script call (see `createBatcher`).
  * Time is Redis `TIME` unless the limiter injects a clock. Failures reject, and the limiter's
  * `onStoreError` and `storeTimeoutMs` decide what a request gets; a call is never retried.
  *
@@ -60,15 +62,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       '[sluice] WRN_SLUICE_REDIS_RESENDS: this ioredis client re-sends commands that were in flight when a connection drops, so a decision Redis already made can be counted twice. Create it with `maxRetriesPerRequest: 0`.',
     );
   }
-  const call = defineScripts(client);
+  const onCluster = (client as { isCluster?: boolean }).isCluster === true;
+  const batcher = createBatcher(defineScripts(client), onCluster ? calculateSlot : () => 0, () => notReady(client));
 
-  const run = async (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
-    const unavailable = notReady(client);
-    if (unavailable) throw unavailable;
-    const { policies } = request;
-    const keys = stateKeys(prefix, request.namespace, request.key, policies);
-    const args = scriptArgs(operation, request);
-    return parseReply(await call(scriptFor(policies), keys, args), policies.length);
+  const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
+    try {
+      const unavailable = notReady(client);
+      if (unavailable) throw unavailable;
+      const { policies } = request;
+      const args = decisionArgs(operation, request);
+      const keys = decisionKeys(prefix, request.namespace, request.key, policies);
+      return batcher.decide(scriptFor(policies), keys, args, policies.length);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   };
 
   return {
@@ -81,7 +88,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     async reset(namespace, key, policies) {
       const unavailable = notReady(client);
       if (unavailable) throw unavailable;
-      await client.del(...stateKeys(prefix, namespace, key, policies));
+      await client.del(...decisionKeys(prefix, namespace, key, policies));
     },
   };
 }

@@ -1,80 +1,196 @@
 /**
- * The body of every script: read each policy's state, evaluate them all, and write only when
- * the whole decision charges. It runs after the algorithm sources have filled `ALGORITHMS`.
+ * The body of every script: decide each request of the batch in order. Every client's state
+ * string is read by one MGET for the whole batch and written once at the end; a log policy's
+ * list is read and written as it changes. It runs after the algorithm sources have filled
+ * `ALGORITHMS`.
  */
 export const decideLua = `
-local now = tonumber(ARGV[2])
-local min_ttl = 60000
-if now == nil then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  min_ttl = 0
-end
-local refunding = ARGV[1] == 'refund'
-local cost = tonumber(ARGV[3])
-local count = (#ARGV - 3) / 7
-local policies, algorithms, states = {}, {}, {}
-for i = 1, count do
-  local at = 3 + (i - 1) * 7
-  local algorithm = ALGORITHMS[ARGV[at + 1]]
-  if algorithm == nil then return redis.error_reply('ERR sluice: no algorithm ' .. ARGV[at + 1] .. ' in this script') end
-  policies[i] = {
-    capacity = tonumber(ARGV[at + 2]), limit = tonumber(ARGV[at + 3]), window = tonumber(ARGV[at + 4]),
-    max_delay = tonumber(ARGV[at + 5]), refill_amount = tonumber(ARGV[at + 6]),
-    refill_interval = tonumber(ARGV[at + 7]),
-  }
-  algorithms[i] = algorithm
-  states[i] = algorithm.load(KEYS[i])
-end
-
-local function store(i, next, reset_ms)
-  if reset_ms <= 0 then
-    redis.call('DEL', KEYS[i])
-    return
+local redis_now = nil
+local function now_of(text)
+  if text ~= '' then return tonumber(text), 60000 end
+  if redis_now == nil then
+    local time = redis.call('TIME')
+    redis_now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   end
-  algorithms[i].save(KEYS[i], states[i], next)
-  redis.call('PEXPIRE', KEYS[i], math.max(reset_ms, min_ttl))
+  return redis_now, 0
 end
 
-local outcomes, allowed = {}, true
-for i = 1, count do
-  local p = policies[i]
-  if refunding then
-    local state = states[i]
-    if state ~= nil then
-      state = algorithms[i].refund(state, p, p.capacity, cost, now)
-      outcomes[i] = algorithms[i].evaluate(state, p, p.capacity, 0, now)
-      store(i, state, outcomes[i].reset)
-    else
-      outcomes[i] = algorithms[i].evaluate(nil, p, p.capacity, 0, now)
+-- A batch usually repeats one limiter's policy set and capacities: each text is parsed once.
+local policy_sets, capacity_lists = {}, {}
+local function policies_of(text)
+  local set = policy_sets[text]
+  if set ~= nil then return set end
+  set = { logs = 0 }
+  for id, name, limit, window, max_delay, amount, interval in
+      string.gmatch(text, '(%S+) (%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
+    local algorithm = ALGORITHMS[name]
+    if algorithm == nil then error('sluice: no algorithm ' .. name .. ' in this script') end
+    if algorithm.own_key then set.logs = set.logs + 1 end
+    set[#set + 1] = {
+      id = id, algorithm = algorithm, limit = tonumber(limit), window = tonumber(window),
+      max_delay = tonumber(max_delay), refill_amount = tonumber(amount), refill_interval = tonumber(interval),
+    }
+  end
+  policy_sets[text] = set
+  return set
+end
+local function capacities_of(text)
+  local list = capacity_lists[text]
+  if list ~= nil then return list end
+  list = {}
+  for n in string.gmatch(text, '%d+') do list[#list + 1] = tonumber(n) end
+  capacity_lists[text] = list
+  return list
+end
+
+-- Where each decision's client key is, and every client's state string in one read.
+local client_key_at, key_at = {}, 1
+for at = 1, #ARGV, 5 do
+  client_key_at[#client_key_at + 1] = key_at
+  key_at = key_at + 1 + policies_of(ARGV[at + 3]).logs
+end
+local client_keys = {}
+for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
+local texts = redis.call('MGET', unpack(client_keys))
+
+-- Decoded on first use: states[key][policy id] = { n, n[, n] }.
+local states, write_sets, write_ttls = {}, {}, {}
+local function client_states(key, text)
+  local by_id = states[key]
+  if by_id ~= nil then return by_id end
+  by_id = {}
+  if text then
+    for id, numbers in string.gmatch(text, ' ([^=]+)=([%d,]+)') do
+      local state = {}
+      for n in string.gmatch(numbers, '%d+') do state[#state + 1] = tonumber(n) end
+      by_id[id] = state
     end
-  else
-    outcomes[i] = algorithms[i].evaluate(states[i], p, p.capacity, cost, now)
   end
-  allowed = allowed and outcomes[i].allowed
+  states[key] = by_id
+  return by_id
 end
-if allowed and cost > 0 and not refunding then
-  for i = 1, count do store(i, outcomes[i].next, outcomes[i].reset) end
-elseif cost > 0 and not refunding then
-  -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
+
+local function ttl_of(reset, min_ttl)
+  if reset <= 0 then return 0 end
+  return math.max(reset, min_ttl)
+end
+
+-- Puts a policy's next state in place and returns the TTL its reset asks for (0 for a log,
+-- whose key expires on its own).
+local function store(p, by_id, log_key, stored, next, reset, min_ttl)
+  local ttl = ttl_of(reset, min_ttl)
+  if log_key ~= nil then
+    if ttl <= 0 then
+      redis.call('DEL', log_key)
+    else
+      p.algorithm.save(log_key, stored, next)
+      redis.call('PEXPIRE', log_key, ttl)
+    end
+    return 0
+  end
+  if ttl <= 0 then next = nil end
+  by_id[p.id] = next
+  return ttl
+end
+
+local reply, n = {}, 0
+for d = 1, #client_key_at do
+  local at = 5 * d - 4
+  local now, min_ttl = now_of(ARGV[at])
+  local refunding = ARGV[at + 1] == 'refund'
+  local cost = tonumber(ARGV[at + 2])
+  local set = policies_of(ARGV[at + 3])
+  local capacities = capacities_of(ARGV[at + 4])
+  local client_key = client_keys[d]
+  local by_id = client_states(client_key, texts[d])
+  local count = #set
+  -- Scratch tables per policy set, reused by every decision of the batch that has that set.
+  local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
+  if current == nil then
+    current, log_keys, outcomes = {}, {}, {}
+    set.current, set.log_keys, set.outcomes = current, log_keys, outcomes
+  end
+  local log_at = client_key_at[d]
+  for i = 1, count do
+    local p = set[i]
+    if p.algorithm.own_key then
+      log_at = log_at + 1
+      log_keys[i] = KEYS[log_at]
+      current[i] = p.algorithm.load(log_keys[i])
+    else
+      current[i] = by_id[p.id]
+    end
+  end
+
+  local allowed, ttl, changed = true, 0, false
+  for i = 1, count do
+    local p = set[i]
+    local algorithm = p.algorithm
+    if refunding then
+      if current[i] ~= nil then
+        local next = algorithm.refund(current[i], p, capacities[i], cost, now)
+        outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
+        ttl = math.max(ttl, store(p, by_id, log_keys[i], current[i], next, outcomes[i].reset, min_ttl))
+        changed = true
+      else
+        outcomes[i] = algorithm.evaluate(nil, p, capacities[i], 0, now)
+      end
+    else
+      outcomes[i] = algorithm.evaluate(current[i], p, capacities[i], cost, now)
+    end
+    allowed = allowed and outcomes[i].allowed
+  end
+  if allowed and cost > 0 and not refunding then
+    for i = 1, count do
+      local o = outcomes[i]
+      ttl = math.max(ttl, store(set[i], by_id, log_keys[i], current[i], o.next, o.reset, min_ttl))
+    end
+    changed = true
+  elseif cost > 0 and not refunding then
+    -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
+    for i = 1, count do
+      local o = outcomes[i]
+      if o.allowed then
+        local p = set[i]
+        local as_is = p.algorithm.evaluate(current[i], p, capacities[i], 0, now)
+        o.remaining, o.reset, o.delay = as_is.remaining, as_is.reset, 0
+      end
+    end
+  end
+  -- The string is written once per client, at the end, with what the last change left.
+  if changed then
+    write_sets[client_key] = set
+    write_ttls[client_key] = ttl
+  end
+
+  reply[n + 1] = allowed and 1 or 0
+  reply[n + 2] = now
+  n = n + 2
   for i = 1, count do
     local o = outcomes[i]
-    if o.allowed then
-      local p = policies[i]
-      local current = algorithms[i].evaluate(states[i], p, p.capacity, 0, now)
-      o.remaining, o.reset, o.delay = current.remaining, current.reset, 0
-    end
+    reply[n + 1] = o.allowed and 1 or 0
+    reply[n + 2] = o.remaining
+    reply[n + 3] = o.reset
+    reply[n + 4] = o.retry
+    reply[n + 5] = o.delay
+    n = n + 5
   end
 end
 
-local reply = { allowed and 1 or 0, now }
-for i = 1, count do
-  local o = outcomes[i]
-  reply[#reply + 1] = o.allowed and 1 or 0
-  reply[#reply + 1] = o.remaining
-  reply[#reply + 1] = o.reset
-  reply[#reply + 1] = o.retry
-  reply[#reply + 1] = o.delay
+local formats = { '%d', '%d,%d', '%d,%d,%d' }
+for key, set in pairs(write_sets) do
+  local by_id, parts, ttl = states[key], {}, write_ttls[key]
+  for _, p in ipairs(set) do
+    local state = by_id[p.id]
+    if state ~= nil and not p.algorithm.own_key then
+      parts[#parts + 1] = ' ' .. p.id .. '=' .. string.format(formats[#state], unpack(state))
+    end
+  end
+  if #parts == 0 or ttl <= 0 then
+    redis.call('DEL', key)
+  else
+    redis.call('SET', key, table.concat(parts), 'PX', ttl)
+  end
 end
 return reply
 `;

@@ -1,7 +1,7 @@
 /** Mirrors core's `fixedWindow` line for line. */
 export const fixedWindowLua = `
--- fixed-window: hash { window = index of the aligned window floor(now / windowMs), count = units used in it }
-local fixed_window = hash_state({ 'window', 'count' })
+-- fixed-window: state { window = index of the aligned window floor(now / windowMs), count = units used in it }
+local fixed_window = {}
 fixed_window.evaluate = function(state, p, capacity, cost, now)
   local index = math.floor(now / p.window)
   local count = 0

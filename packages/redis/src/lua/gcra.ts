@@ -1,8 +1,8 @@
 /** Mirrors core's `gcra` line for line. */
 export const gcraLua = `
--- gcra: hash { tat = theoretical arrival time (epoch ms), fraction = its part below 1 ms in units of 1/limit ms }.
+-- gcra: state { tat = theoretical arrival time (epoch ms), fraction = its part below 1 ms in units of 1/limit ms }.
 -- In units of 1/limit ms a cost c moves the TAT by c * windowMs; the tolerance is capacity * windowMs.
-local gcra = hash_state({ 'tat', 'fraction' })
+local gcra = {}
 local function gcra_ahead(state, limit, now)
   if state == nil or state[1] < now then return 0 end
   return (state[1] - now) * limit + state[2]

@@ -1,8 +1,8 @@
 /** Mirrors core's `leakyBucket` line for line. */
 export const leakyBucketLua = `
--- leaky-bucket: hash { level = water in units (one request of cost 1 is windowMs units), at = last update (epoch ms) }.
+-- leaky-bucket: state { level = water in units (one request of cost 1 is windowMs units), at = last update (epoch ms) }.
 -- The bucket drains limit units per ms; with a queue it may overflow by up to maxDelayMs of draining.
-local leaky_bucket = hash_state({ 'level', 'at' })
+local leaky_bucket = {}
 local function leaky_level(state, limit, now)
   if state == nil then return 0 end
   local level = state[1]

@@ -1,8 +1,8 @@
 /** Mirrors core's `slidingWindowCounter` line for line. */
 export const slidingWindowCounterLua = `
--- sliding-window-counter: hash { window = index floor(now / windowMs), current = units in it, previous = units in the one before }.
+-- sliding-window-counter: state { window = index floor(now / windowMs), current = units in it, previous = units in the one before }.
 -- estimate = previous * (windowMs - elapsed) / windowMs + current, compared multiplied through by windowMs.
-local sliding_counter = hash_state({ 'window', 'current', 'previous' })
+local sliding_counter = {}
 local function counter_counts(state, index)
   if state == nil then return 0, 0 end
   if state[1] == index then return state[2], state[3] end

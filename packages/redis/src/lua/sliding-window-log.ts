@@ -2,7 +2,8 @@
 export const slidingWindowLogLua = `
 -- sliding-window-log: list { t1, c1, t2, c2, ... } oldest first: the time (epoch ms) and cost (units) of
 -- every allowed request in (now - windowMs, now]; requests allowed in the same ms share one entry.
-local sliding_log = {}
+-- The log grows with the limit, so it lives in a key of its own rather than in the client's state string.
+local sliding_log = { own_key = true }
 sliding_log.load = function(key)
   local values = redis.call('LRANGE', key, 0, -1)
   if #values == 0 then return nil end

@@ -1,11 +1,11 @@
 /** Mirrors core's `tokenBucket` line for line. */
 export const tokenBucketLua = `
--- token-bucket: hash { missing = tokens missing from a full bucket, at }. Tokens left = capacity - missing,
+-- token-bucket: state { missing = tokens missing from a full bucket, at }. Tokens left = capacity - missing,
 -- so a state means the same under any effective capacity.
 -- Continuous refill (refillIntervalMs = 0): one token is windowMs units, limit units come back per ms,
 -- at = last update (epoch ms). Interval refill: whole tokens, refillAmount every refillIntervalMs,
 -- at = the last whole interval counted (epoch ms).
-local token_bucket = hash_state({ 'missing', 'at' })
+local token_bucket = {}
 local function missing_at(state, limit, now)
   if state == nil then return 0 end
   local missing = state[1]

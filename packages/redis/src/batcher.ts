@@ -1,0 +1,111 @@
+import type { StoreReply } from '@sluice/core';
+import { MAX_KEYS_PER_CALL, type ScriptCall } from './commands.js';
+import { parseReplies } from './reply.js';
+import type { Script } from './scripts.js';
+
+interface Pending {
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+  readonly policyCount: number;
+  readonly resolve: (reply: StoreReply) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+interface Batch {
+  readonly script: Script;
+  readonly pending: Pending[];
+  keyCount: number;
+}
+
+export interface Batcher {
+  /** Queues one decision; its reply comes from the script call that carries it. */
+  decide(script: Script, keys: readonly string[], args: readonly string[], policyCount: number): Promise<StoreReply>;
+}
+
+/**
+ * Decisions asked for in the same tick travel together: one script call per script and hash
+ * slot, up to 32 keys each, flushed when full or at the end of the tick. Redis runs them in
+ * the order they were asked, each all-or-nothing as if alone, so nothing about a decision
+ * changes, while the per-call cost of a script (in Redis and in the client) is shared. A full
+ * batch leaves at once, so under load several are in flight and Redis and Node work in turn.
+ *
+ * `groupOf` names the hash slot on a Cluster (one call may not span slots) and is constant on
+ * a single Redis. A failed call fails every decision it carried; none is re-sent.
+ */
+export function createBatcher(call: ScriptCall, groupOf: (key: string) => number, ready: () => Error | undefined) {
+  const open = new Map<Script, Map<number, Batch>>();
+  let scheduled = false;
+
+  const send = (batch: Batch) => {
+    const { script, pending } = batch;
+    const unavailable = ready();
+    if (unavailable) {
+      for (const p of pending) p.reject(unavailable);
+      return;
+    }
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const p of pending) {
+      for (const key of p.keys) keys.push(key);
+      for (const arg of p.args) args.push(arg);
+    }
+    let sent: Promise<unknown>;
+    try {
+      sent = call(script, keys, args);
+    } catch (error) {
+      for (const p of pending) p.reject(error);
+      return;
+    }
+    sent.then(
+      (raw) => settle(raw, pending),
+      (error: unknown) => {
+        for (const p of pending) p.reject(error);
+      },
+    );
+  };
+
+  const flush = () => {
+    scheduled = false;
+    for (const bySlot of open.values()) {
+      for (const batch of bySlot.values()) send(batch);
+      bySlot.clear();
+    }
+  };
+
+  const decide: Batcher['decide'] = (script, keys, args, policyCount) =>
+    new Promise<StoreReply>((resolve, reject) => {
+      const group = groupOf(keys[0] as string);
+      let bySlot = open.get(script);
+      if (bySlot === undefined) open.set(script, (bySlot = new Map()));
+      let batch = bySlot.get(group);
+      if (batch !== undefined && batch.keyCount + keys.length > MAX_KEYS_PER_CALL) {
+        bySlot.delete(group);
+        send(batch);
+        batch = undefined;
+      }
+      if (batch === undefined) bySlot.set(group, (batch = { script, pending: [], keyCount: 0 }));
+      batch.pending.push({ keys, args, policyCount, resolve, reject });
+      batch.keyCount += keys.length;
+      if (!scheduled) {
+        scheduled = true;
+        process.nextTick(flush);
+      }
+    });
+
+  return { decide };
+}
+
+/** Hands each decision its part of the batch's reply, in the order they were queued. */
+function settle(raw: unknown, pending: readonly Pending[]) {
+  let replies: StoreReply[];
+  try {
+    replies = parseReplies(
+      raw,
+      pending.map((p) => p.policyCount),
+    );
+  } catch (error) {
+    for (const p of pending) p.reject(error);
+    return;
+  }
+  for (const [i, p] of pending.entries()) p.resolve(replies[i] as StoreReply);
+}

@@ -1,0 +1,68 @@
+import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
+import { MAX_POLICIES } from './commands.js';
+
+export type Operation = 'consume' | 'refund';
+
+/** The text form of a limiter's policies, built once per policy list (a limiter keeps its list). */
+const policySets = new WeakMap<readonly Policy[], string>();
+
+/**
+ * One decision's five ARGV entries, as the scripts' header describes them. Every number is
+ * checked to be a whole number below 2^53: Lua would truncate a fraction in its integer reply,
+ * and the decision would then differ from the reference instead of failing.
+ */
+export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
+  const { now, cost, policies, capacities } = request;
+  if (now !== undefined && !wholeNumber(now)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLOCK',
+      `[sluice] Redis store: the clock must return whole epoch milliseconds; received ${String(now)}.`,
+    );
+  }
+  if (!wholeNumber(cost)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_COST',
+      `[sluice] A cost must be a whole number; received ${String(cost)}.`,
+    );
+  }
+  if (capacities.length !== policies.length || !capacities.every(wholeNumber)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      '[sluice] Redis store: a request needs one whole capacity per policy.',
+    );
+  }
+  return [
+    now === undefined ? '' : String(now),
+    operation,
+    String(cost),
+    policySet(policies),
+    capacities.length === 1 ? String(capacities[0]) : capacities.join(','),
+  ];
+}
+
+function policySet(policies: readonly Policy[]): string {
+  let text = policySets.get(policies);
+  if (text !== undefined) return text;
+  if (policies.length === 0 || policies.length > MAX_POLICIES) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      `[sluice] The Redis store decides 1 to ${MAX_POLICIES} policies at once; this limiter has ${policies.length}.`,
+    );
+  }
+  text = policies.map(describe).join('');
+  policySets.set(policies, text);
+  return text;
+}
+
+function describe(policy: Policy): string {
+  const numbers = [policy.limit, policy.windowMs, policy.maxDelayMs, policy.refillAmount, policy.refillIntervalMs];
+  if (!numbers.every(wholeNumber) || !/^[A-Za-z0-9._-]+$/.test(policy.id)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      `[sluice] Redis store: policy ${JSON.stringify(policy.id)} is not one core built; make policies with createLimiter or toPolicy.`,
+    );
+  }
+  return `${policy.id} ${policy.algorithm} ${numbers.join(' ')};`;
+}
+
+const wholeNumber = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
