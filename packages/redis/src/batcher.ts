@@ -72,18 +72,24 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     }
   };
 
+  /** The batch a decision joins: the open one of its script and slot, unless that is full. */
+  const batchFor = (script: Script, group: number, keyCount: number): Batch => {
+    let bySlot = open.get(script);
+    if (bySlot === undefined) {
+      bySlot = new Map();
+      open.set(script, bySlot);
+    }
+    const current = bySlot.get(group);
+    if (current !== undefined && current.keyCount + keyCount <= MAX_KEYS_PER_CALL) return current;
+    if (current !== undefined) send(current);
+    const batch: Batch = { script, pending: [], keyCount: 0 };
+    bySlot.set(group, batch);
+    return batch;
+  };
+
   const decide: Batcher['decide'] = (script, keys, args, policyCount) =>
     new Promise<StoreReply>((resolve, reject) => {
-      const group = groupOf(keys[0] as string);
-      let bySlot = open.get(script);
-      if (bySlot === undefined) open.set(script, (bySlot = new Map()));
-      let batch = bySlot.get(group);
-      if (batch !== undefined && batch.keyCount + keys.length > MAX_KEYS_PER_CALL) {
-        bySlot.delete(group);
-        send(batch);
-        batch = undefined;
-      }
-      if (batch === undefined) bySlot.set(group, (batch = { script, pending: [], keyCount: 0 }));
+      const batch = batchFor(script, groupOf(keys[0] as string), keys.length);
       batch.pending.push({ keys, args, policyCount, resolve, reject });
       batch.keyCount += keys.length;
       if (!scheduled) {
