@@ -43,9 +43,10 @@ const heapPeers = ['express-rate-limit:memory', '@fastify/rate-limit:memory'].co
 async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[]; missing: RedisBenchResult[] }> {
   const cases: RedisBenchCase[] = [{ label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] }];
   const missing: RedisBenchResult[] = [];
-  const wanted: Array<[Parameters<typeof captureScript>[1], 1 | 3]> = quick
+  const wanted: Array<[Parameters<typeof captureScript>[1], 1 | 3, (1 | 32)?]> = quick
     ? [
         ['gcra', 1],
+        ['gcra', 1, 32],
         ['sliding-window-counter', 1],
         ['sliding-window-counter', 3],
       ]
@@ -62,17 +63,21 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
         ).map((a) => [a, 1] as [typeof a, 1]),
         ['gcra', 3],
         ['sliding-window-counter', 3],
+        ['gcra', 1, 32],
+        ['sliding-window-counter', 1, 32],
+        ['gcra', 3, 32],
       ];
-  for (const [algorithm, count] of wanted) {
+  for (const [algorithm, count, decisions] of wanted) {
     try {
-      const script = await captureScript(redis.port, algorithm, count);
+      const script = await captureScript(redis.port, algorithm, count, decisions);
       cases.push({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script });
     } catch (error) {
-      const label = `sluice ${algorithm}${count === 3 ? ', 3 policies' : ''}`;
+      const label = `sluice ${algorithm}${count === 3 ? ', 3 policies' : ''}${decisions ? `, ${decisions} decisions per call` : ''}`;
       for (const pipeline of [1, 16]) {
         missing.push({
           command: label,
           pipeline,
+          decisions: decisions ?? 1,
           unavailable: (error as Error).message,
           foreign: 0,
           retried: false,

@@ -46,6 +46,8 @@ export interface HttpResult extends Disturbance {
 export interface RedisBenchResult extends Disturbance {
   command: string;
   pipeline: number;
+  /** Decisions per call: 1, or a batch (the ops/s counts calls). */
+  decisions?: number;
   opsPerSec?: number;
   p50Ms?: number;
   p99Ms?: number;

@@ -87,6 +87,7 @@ export async function runRedisBenchmark(
         const result: RedisBenchResult = {
           command: benchCase.label,
           pipeline,
+          decisions: benchCase.script?.decisions ?? 1,
           opsPerSec: pick((r) => r.opsPerSec),
           p50Ms: pick((r) => r.p50Ms),
           p99Ms: pick((r) => r.p99Ms),

@@ -11,8 +11,10 @@ export interface CapturedScript {
   label: string;
   lua: string;
   sha: string;
-  /** The EVALSHA arguments after the SHA: number of keys, keys, then ARGV, with the client key as RANDOM. */
+  /** The EVALSHA arguments after the SHA: number of keys, keys, then ARGV, with the client keys random. */
   args: string[];
+  /** How many decisions the call carries: 1, or a whole batch of concurrent ones. */
+  decisions: number;
 }
 
 /** A failed capture is reported as such; the limiter's own warning would only repeat it. */
@@ -32,6 +34,7 @@ export async function captureScript(
   port: number,
   algorithm: AlgorithmName,
   policyCount: 1 | 3,
+  decisions: 1 | 32 = 1,
 ): Promise<CapturedScript> {
   const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
   const client = new Redis(port, '127.0.0.1', sluiceClientOptions(false));
@@ -46,8 +49,11 @@ export async function captureScript(
     const store: RateLimitStore = createRedisStore({ client });
     const options = sluiceOptions(algorithm, { mode: 'pass', redisPort: port, maxKeys: 0 }, policyCount);
     const limiter = createLimiter({ ...options, store, prefix: `rb-${algorithm}-${policyCount}p`, logger: quiet });
-    const decision = await limiter.consume(RANDOM);
-    if (decision.reason !== undefined) throw new Error(`the store did not decide: ${decision.reason}`);
+    // Asked in one tick, a batch of decisions travels in one call; each gets its own random key.
+    const asked = Array.from({ length: decisions }, (_, i) => limiter.consume(`${RANDOM}-${i}`));
+    for (const decision of await Promise.all(asked)) {
+      if (decision.reason !== undefined) throw new Error(`the store did not decide: ${decision.reason}`);
+    }
     const call = sent.find((c) => c.name === 'evalsha' || c.name === 'eval');
     if (call === undefined) throw new Error('the store sent no EVAL or EVALSHA');
     const [first, ...args] = call.args.map(String);
@@ -58,7 +64,8 @@ export async function captureScript(
     if (lua === undefined) throw new Error('the script source is not registered on the client');
     const sha = createHash('sha1').update(lua).digest('hex');
     if (!args.some((a) => a.includes(RANDOM))) throw new Error('the client key does not appear in the arguments');
-    return { label: `sluice ${algorithm}${policyCount === 3 ? ', 3 policies' : ''}`, lua, sha, args };
+    const label = `sluice ${algorithm}${policyCount === 3 ? ', 3 policies' : ''}${decisions > 1 ? `, ${decisions} decisions per call` : ''}`;
+    return { label, lua, sha, args, decisions };
   } finally {
     client.disconnect();
   }

@@ -69,7 +69,7 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
   const incr = results.redisBench.find((r) => r.command.startsWith('INCR') && r.pipeline === 16)?.opsPerSec;
   const redisRows = results.redisBench.map((r) =>
     r.unavailable
-      ? [r.command, `-P ${r.pipeline}`, 'not available yet', '', '', '', '']
+      ? [r.command, `-P ${r.pipeline}`, 'not available yet', '', '', '', '', '']
       : [
           r.command,
           `-P ${r.pipeline}`,
@@ -78,6 +78,9 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
           fixed(r.p99Ms, 2),
           fixed(r.redisCores, 2),
           r.pipeline === 16 && incr && r.opsPerSec ? `${fixed((1e6 * (r.redisCores ?? 1)) / r.opsPerSec, 2)} µs` : '–',
+          r.pipeline === 16 && incr && r.opsPerSec
+            ? `${fixed((1e6 * (r.redisCores ?? 1)) / (r.opsPerSec * (r.decisions ?? 1)), 2)} µs`
+            : '–',
         ],
   );
   return [
@@ -87,7 +90,10 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
     '',
     "### Redis ceiling: `redis-benchmark`, 50 clients, 100k random keys, sluice's own scripts via EVALSHA",
     '',
-    table(['command', 'pipeline', 'ops/s', 'p50 ms', 'p99 ms', 'redis cores', 'Redis CPU per call'], redisRows),
+    table(
+      ['command', 'pipeline', 'calls/s', 'p50 ms', 'p99 ms', 'redis cores', 'Redis CPU per call', 'per decision'],
+      redisRows,
+    ),
   ].join('\n');
 }
 

@@ -42,10 +42,24 @@ export function checkClient(client: unknown): RedisClient {
 export function notReady(client: RedisClient): SluiceError | undefined {
   if (client.status === 'ready') return undefined;
   if (client.status === 'wait') client.connect().catch(() => {});
-  return new SluiceError(
-    'ERR_SLUICE_STORE_UNAVAILABLE',
-    `[sluice] Redis store: the client is ${client.status}, not ready; the limiter's onStoreError decides.`,
-  );
+  return unavailableError(client.status);
+}
+
+/**
+ * One error per client status, made once: during an outage every request gets one, and a
+ * fresh error (with its stack) for each would cost more than the decision it replaces.
+ */
+const unavailableErrors = new Map<string, SluiceError>();
+function unavailableError(status: string): SluiceError {
+  let error = unavailableErrors.get(status);
+  if (error === undefined) {
+    error = new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `[sluice] Redis store: the client is ${status}, not ready; the limiter's onStoreError decides.`,
+    );
+    unavailableErrors.set(status, error);
+  }
+  return error;
 }
 
 /**
