@@ -23,30 +23,69 @@ export function toDecision(
     const extra = (capacities[i] as number) - policy.capacity;
     if (reply.allowed && outcome.remaining < extra) overage = true;
     if (outcome.delayMs > delayMs) delayMs = outcome.delayMs;
-    list.push({
-      name: policy.name,
-      limit: policy.limit,
-      windowMs: policy.windowMs,
-      remaining: Math.max(0, outcome.remaining - extra),
-      resetAfterMs: outcome.resetAfterMs,
-      retryAfterMs: outcome.retryAfterMs,
-      allowed: outcome.allowed,
-    });
+    list.push(policyDecision(policy, outcome, extra));
   }
-  const top = reply.allowed ? closestToExhaustion(list, policies) : longestWait(list);
-  const decision: Decision = {
-    allowed: reply.allowed,
-    limit: top.limit,
-    remaining: top.remaining,
-    resetAfterMs: top.resetAfterMs,
-    retryAfterMs: reply.allowed ? 0 : top.retryAfterMs,
-    delayMs: reply.allowed ? delayMs : 0,
-    policies: list,
-    key,
-  };
+  const { allowed } = reply;
+  const top = allowed ? closestToExhaustion(list, policies) : longestWait(list);
+  const never = !allowed && policies.some((policy, i) => neverPasses(policy, capacities[i] as number, cost));
+  return settle(decisionOf(key, allowed, top, delayMs, list), overage, never, mode);
+}
+
+/**
+ * `toDecision` for a one-policy limiter, whose outcome is the whole reply: the same Decision
+ * without the list work (the single-policy fast path; a property test holds the two equal).
+ */
+export function oneDecision(
+  key: string,
+  outcome: PolicyOutcome,
+  policy: Policy,
+  capacity: number,
+  mode: ThrottleMode,
+  cost: number,
+): Decision {
+  const extra = capacity - policy.capacity;
+  const entry = policyDecision(policy, outcome, extra);
+  const { allowed } = outcome;
+  const decision = decisionOf(key, allowed, entry, outcome.delayMs, [entry]);
+  return settle(decision, allowed && outcome.remaining < extra, !allowed && neverPasses(policy, capacity, cost), mode);
+}
+
+/** One policy's entry in `Decision.policies`: `extra` is the overage the effective capacity adds. */
+const policyDecision = (policy: Policy, outcome: PolicyOutcome, extra: number): PolicyDecision => ({
+  name: policy.name,
+  limit: policy.limit,
+  windowMs: policy.windowMs,
+  remaining: Math.max(0, outcome.remaining - extra),
+  resetAfterMs: outcome.resetAfterMs,
+  retryAfterMs: outcome.retryAfterMs,
+  allowed: outcome.allowed,
+});
+
+const decisionOf = (
+  key: string,
+  allowed: boolean,
+  top: PolicyDecision,
+  delayMs: number,
+  policies: PolicyDecision[],
+): Decision => ({
+  allowed,
+  limit: top.limit,
+  remaining: top.remaining,
+  resetAfterMs: top.resetAfterMs,
+  retryAfterMs: allowed ? 0 : top.retryAfterMs,
+  delayMs: allowed ? delayMs : 0,
+  policies,
+  key,
+});
+
+/**
+ * Marks what the store's verdict alone does not say: a pass into the soft or elastic overage,
+ * a cost that can never pass, and shadow mode's pass of a refused request.
+ */
+function settle(decision: Decision, overage: boolean, never: boolean, mode: ThrottleMode): Decision {
   if (overage && (mode === 'soft' || mode === 'elastic')) decision.overLimit = mode;
-  if (!reply.allowed) {
-    if (neverPasses(policies, capacities, cost)) {
+  if (!decision.allowed) {
+    if (never) {
       decision.reason = 'cost-exceeds-limit';
       decision.retryAfterMs = Number.POSITIVE_INFINITY;
     }
@@ -85,11 +124,8 @@ function longestWait(list: PolicyDecision[]): PolicyDecision {
 }
 
 /** A request that even a fresh state refuses can never pass: it is told so instead of a wait. */
-function neverPasses(policies: readonly Policy[], capacities: readonly number[], cost: number): boolean {
-  return policies.some(
-    (policy, i) => !algorithms[policy.algorithm].evaluate(undefined, policy, capacities[i] as number, cost, 0).allowed,
-  );
-}
+const neverPasses = (policy: Policy, capacity: number, cost: number): boolean =>
+  !algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, 0).allowed;
 
 /** The decision when the store could not decide and the fail policy lets the request through or not. */
 export function storeUnavailableDecision(

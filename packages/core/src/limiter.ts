@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { storeUnavailableDecision, toDecision } from './decision.js';
+import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
 import { invalid, SluiceError } from './errors.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterPolicies } from './policy.js';
@@ -14,6 +14,7 @@ import type {
   Logger,
   OnStoreError,
   Policy,
+  PolicyOutcome,
   RateLimitStore,
   StoreReply,
   StoreRequest,
@@ -24,6 +25,8 @@ export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
 const claimedNamespaces = new WeakMap<RateLimitStore, Map<string, string>>();
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
 const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
 
 /**
@@ -101,6 +104,30 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
+  // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
+  // lists, and one request object for every call, which the store reads during the call only.
+  const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
+  const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
+  const nowOne = (policy: Policy, key: string, cost: number): Decision => {
+    checkKey(key);
+    checkCost(cost);
+    const caps = capacities();
+    // Every value first: a user's clock may itself ask this limiter.
+    const at = clock?.();
+    reused.key = storeKey(key);
+    reused.cost = cost;
+    reused.capacities = caps;
+    reused.now = at;
+    let outcome: PolicyOutcome;
+    try {
+      outcome = succeed((store.consumeOneSync as ConsumeOneSync)(reused));
+    } catch (cause) {
+      fail(cause);
+      return unavailable(key);
+    }
+    return oneDecision(key, outcome, policy, caps[0] as number, throttle.mode, cost);
+  };
+
   /**
    * In-process stores decide synchronously: one promise per decision instead of several.
    * `undefined` when the store cannot, and `consume` asks it the usual way.
@@ -108,6 +135,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const now = (key: string, cost: number): Decision | undefined => {
     const consumeSync = store.consumeSync;
     if (consumeSync === undefined) return undefined;
+    if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
     checkKey(key);
     checkCost(cost);
     const caps = capacities();
@@ -227,6 +255,7 @@ function createDefaultStore(): RateLimitStore {
       inner = m.createMemoryStore();
       // From now on the limiter takes the synchronous path.
       if (inner.consumeSync !== undefined) store.consumeSync = inner.consumeSync;
+      if (inner.consumeOneSync !== undefined) store.consumeOneSync = inner.consumeOneSync;
       return inner;
     });
     return loading;

@@ -101,6 +101,13 @@ export interface RateLimitStore {
   consume(request: StoreRequest): Promise<StoreReply>;
   /** The same decision without a promise, for in-process stores: the limiter's fast path. */
   consumeSync?(request: StoreRequest): StoreReply;
+  /**
+   * Optional, alongside `consumeSync`, for a request with exactly one policy: that policy's
+   * outcome alone, which is the whole decision (its `allowed` is the reply's). The limiter's
+   * leanest path: it reuses `request` for its next call, so read it during this call only.
+   * The result may carry more fields than `PolicyOutcome`.
+   */
+  consumeOneSync?(request: StoreRequest): PolicyOutcome;
   /** Forgets the client's state under every policy of the namespace. */
   reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
   /** Gives `request.cost` units back to every policy (never beyond a fresh state). */

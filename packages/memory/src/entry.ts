@@ -27,10 +27,15 @@ const fixedSize: Record<Exclude<AlgorithmName, 'sliding-window-log'>, number> = 
 const sizeAt = (entry: Entry, at: number, algorithm: AlgorithmName): number =>
   algorithm === 'sliding-window-log' ? 1 + 2 * (entry[at] as number) : fixedSize[algorithm];
 
+/** The number of values after the header at `at`. */
+const lengthAt = (entry: Entry, at: number): number => Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT);
+
 /** Offset of the namespace's header, or -1. */
 export function findSegment(entry: Entry, namespaceId: number): number {
-  for (let at = 0; at < entry.length; at += 1 + Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT)) {
-    if ((entry[at] as number) % HEADER_LENGTH_UNIT === namespaceId) return at;
+  for (let at = 0; at < entry.length; at += 1 + lengthAt(entry, at)) {
+    // `header % HEADER_LENGTH_UNIT` without `%`, which V8 runs as a slow library call on doubles.
+    const header = entry[at] as number;
+    if (header - lengthAt(entry, at) * HEADER_LENGTH_UNIT === namespaceId) return at;
   }
   return -1;
 }
@@ -40,15 +45,16 @@ export function readStates(entry: Entry, at: number, policies: readonly Policy[]
   const states: State[] = [];
   let offset = at + 1;
   for (const policy of policies) {
-    const size = sizeAt(entry, offset, policy.algorithm);
-    states.push(
-      policy.algorithm === 'sliding-window-log'
-        ? entry.slice(offset + 1, offset + size)
-        : entry.slice(offset, offset + size),
-    );
-    offset += size;
+    states.push(readState(entry, offset, policy.algorithm));
+    offset += sizeAt(entry, offset, policy.algorithm);
   }
   return states;
+}
+
+/** The state stored at `offset`: the first policy's state is at `at + 1`. */
+export function readState(entry: Entry, offset: number, algorithm: AlgorithmName): State {
+  const end = offset + sizeAt(entry, offset, algorithm);
+  return algorithm === 'sliding-window-log' ? entry.slice(offset + 1, end) : entry.slice(offset, end);
 }
 
 /** Writes the segment, in place when its length is unchanged; returns the entry to keep. */
@@ -60,8 +66,9 @@ export function writeSegment(
   policies: readonly Policy[],
 ): Entry {
   let length = 0;
-  for (let i = 0; i < policies.length; i++) length += storedLength(policies[i] as Policy, states[i] as State);
-  if (entry !== undefined && at >= 0 && Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT) === length) {
+  for (let i = 0; i < policies.length; i++)
+    length += storedLength((policies[i] as Policy).algorithm, states[i] as State);
+  if (entry !== undefined && at >= 0 && lengthAt(entry, at) === length) {
     put(entry, at + 1, states, policies);
     return entry;
   }
@@ -71,23 +78,38 @@ export function writeSegment(
   put(segment, 1, states, policies);
   if (entry === undefined) return segment;
   if (at < 0) entry.push(...segment);
-  else entry.splice(at, 1 + Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT), ...segment);
+  else entry.splice(at, 1 + lengthAt(entry, at), ...segment);
   return entry;
 }
 
-const storedLength = (policy: Policy, state: State): number =>
-  policy.algorithm === 'sliding-window-log' ? 1 + state.length : state.length;
+/**
+ * Writes a one-policy segment's state in place, as `writeSegment` would but without its
+ * arrays: the usual case of a charged request. False when the entry must be reshaped instead.
+ */
+export function overwriteState(entry: Entry | undefined, at: number, state: State, algorithm: AlgorithmName): boolean {
+  if (entry === undefined || at < 0 || lengthAt(entry, at) !== storedLength(algorithm, state)) return false;
+  putState(entry, at + 1, state, algorithm);
+  return true;
+}
+
+const storedLength = (algorithm: AlgorithmName, state: State): number =>
+  algorithm === 'sliding-window-log' ? 1 + state.length : state.length;
 
 function put(entry: Entry, offset: number, states: readonly State[], policies: readonly Policy[]): void {
   for (let i = 0; i < policies.length; i++) {
-    const state = states[i] as State;
-    if ((policies[i] as Policy).algorithm === 'sliding-window-log') entry[offset++] = state.length / 2;
-    for (let j = 0; j < state.length; j++) entry[offset++] = state[j] as number;
+    offset = putState(entry, offset, states[i] as State, (policies[i] as Policy).algorithm);
   }
+}
+
+/** Writes one state at `offset`; returns the offset after it. */
+function putState(entry: Entry, offset: number, state: State, algorithm: AlgorithmName): number {
+  if (algorithm === 'sliding-window-log') entry[offset++] = state.length / 2;
+  for (let j = 0; j < state.length; j++) entry[offset++] = state[j] as number;
+  return offset;
 }
 
 /** Removes the segment; returns false when the entry is left empty. */
 export function removeSegment(entry: Entry, at: number): boolean {
-  entry.splice(at, 1 + Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT));
+  entry.splice(at, 1 + lengthAt(entry, at));
   return entry.length > 0;
 }

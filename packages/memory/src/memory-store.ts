@@ -1,6 +1,7 @@
 import {
   algorithms,
   decide,
+  type Evaluation,
   type Policy,
   type PolicyOutcome,
   type RateLimitStore,
@@ -11,7 +12,16 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import { LRUCache } from 'lru-cache';
-import { type Entry, findSegment, MAX_NAMESPACES, readStates, removeSegment, writeSegment } from './entry.js';
+import {
+  type Entry,
+  findSegment,
+  MAX_NAMESPACES,
+  overwriteState,
+  readState,
+  readStates,
+  removeSegment,
+  writeSegment,
+} from './entry.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
 
@@ -24,6 +34,7 @@ export interface MemoryStore extends RateLimitStore {
   /** Client keys tracked now; never more than `maxKeys`. */
   readonly size: number;
   consumeSync(request: StoreRequest): StoreReply;
+  consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
 
 const noStates: readonly State[] = [];
@@ -53,6 +64,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     );
   }
   const cache = new LRUCache<string, Entry>({ max: maxKeys });
+  // Without options of its own, every `get` allocates them and gives them a new shape: a
+  // reused object makes the lookup markedly cheaper. lru-cache writes a diagnostics `status`
+  // into it when its metrics channel has subscribers; clearing it keeps that per call.
+  const getOptions: { status?: LRUCache.Status<string, Entry> | undefined } = {};
+  const lookUp = (key: string): Entry | undefined => {
+    const entry = cache.get(key, getOptions as LRUCache.GetOptions<string, Entry, unknown>);
+    getOptions.status = undefined;
+    return entry;
+  };
   const namespaceIds = new Map<string, number>();
 
   let lastNamespace = '';
@@ -89,10 +109,37 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     if (kept !== entry) cache.set(key, kept);
   };
 
+  /**
+   * A one-policy request decided as `decide` would, without its arrays and copies: the
+   * limiter's fast path. The evaluation is returned as it is; callers read its outcome fields.
+   */
+  const decideOne = (request: StoreRequest, now: number): Evaluation => {
+    const { key, policies, cost } = request;
+    const policy = policies[0] as Policy;
+    const id = idOf(request.namespace);
+    const entry = lookUp(key);
+    const at = entry === undefined ? -1 : findSegment(entry, id);
+    const state = at < 0 ? undefined : readState(entry as Entry, at + 1, policy.algorithm);
+    const evaluation = algorithms[policy.algorithm].evaluate(state, policy, request.capacities[0] as number, cost, now);
+    if (evaluation.allowed && cost > 0) {
+      if (!overwriteState(entry, at, evaluation.next, policy.algorithm)) {
+        const kept = writeSegment(entry, at, id, [evaluation.next], policies);
+        if (kept !== entry) cache.set(key, kept);
+      }
+    } else if (at >= 0 && cost === 0) {
+      keep(key, entry, at, id, [state as State], request, [evaluation]);
+    }
+    return evaluation;
+  };
+
   const consumeSync = (request: StoreRequest): StoreReply => {
     const now = request.now ?? Date.now();
+    if (request.policies.length === 1) {
+      const evaluation = decideOne(request, now);
+      return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
+    }
     const id = idOf(request.namespace);
-    const entry = cache.get(request.key);
+    const entry = lookUp(request.key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
     const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
     const reply = decide(states, request.policies, request.capacities, request.cost, now);
@@ -112,12 +159,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return cache.size;
     },
     consumeSync,
+    consumeOneSync: (request) => decideOne(request, request.now ?? Date.now()),
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
       const now = request.now ?? Date.now();
       const id = idOf(request.namespace);
-      const entry = cache.get(request.key);
+      const entry = lookUp(request.key);
       const at = entry === undefined ? -1 : findSegment(entry, id);
       if (at >= 0) {
         const { policies, capacities } = request;
@@ -145,3 +193,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
 const fresh = (policy: Policy, capacity: number, now: number): State =>
   algorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
+
+/** The outcome fields alone: a reply carries no algorithm's private state. */
+const outcomeOf = ({ allowed, remaining, resetAfterMs, retryAfterMs, delayMs }: PolicyOutcome): PolicyOutcome => ({
+  allowed,
+  remaining,
+  resetAfterMs,
+  retryAfterMs,
+  delayMs,
+});

@@ -1,0 +1,73 @@
+import { createLimiter, type Decision, type RateLimitStore, type Throttle } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { anyPolicyArb, optionsOf, START } from './support/meter.js';
+
+// A one-policy limiter over the memory store decides through `consumeOneSync` and builds its
+// Decision without the lists a multi-policy one needs. A store without that method sends the
+// same limiter down the general path; both must give the same decisions, field for field.
+
+const throttleArb: fc.Arbitrary<Throttle> = fc.oneof(
+  fc.constant<Throttle>({ mode: 'hard' }),
+  fc.constant<Throttle>({ mode: 'shadow' }),
+  fc.integer({ min: 1, max: 200 }).map((p): Throttle => ({ mode: 'soft', overagePercent: p })),
+  fc
+    .tuple(fc.integer({ min: 1, max: 200 }), fc.double({ min: 0, max: 1, noNaN: true }))
+    .map(([p, load]): Throttle => ({ mode: 'elastic', maxOveragePercent: p, load: () => load })),
+);
+
+const stepArb = fc.record({
+  advance: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5_000 })),
+  key: fc.constantFrom('a', 'b', 'c{d}'),
+  // Up to beyond every capacity the policies can have, so a cost that never passes comes up.
+  cost: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 60 })),
+  peek: fc.boolean(),
+});
+
+/** The memory store without its one-policy method: the limiter's general synchronous path. */
+function generalStore(): RateLimitStore {
+  const { consumeOneSync: _leftOut, ...general } = createMemoryStore({ maxKeys: 10 });
+  return general;
+}
+
+describe('the one-policy fast path', () => {
+  it('decides exactly as the general path, for every algorithm and throttle mode', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        anyPolicyArb,
+        throttleArb,
+        fc.array(stepArb, { maxLength: 40 }),
+        async (policy, throttle, steps) => {
+          const clock = manualClock(START);
+          const options = { ...optionsOf(policy), throttle, clock };
+          const fast = createLimiter({ ...options, store: createMemoryStore({ maxKeys: 10 }) });
+          const general = createLimiter({ ...options, store: generalStore() });
+          for (const { advance, key, cost, peek } of steps) {
+            clock.advance(advance);
+            const ask = (limiter: typeof fast): Promise<Decision> =>
+              peek ? limiter.peek(key) : limiter.consume(key, { cost });
+            expect(await ask(fast)).toStrictEqual(await ask(general));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('is the path a one-policy limiter takes on the memory store', async () => {
+    const store = createMemoryStore();
+    let asked = 0;
+    const counted: RateLimitStore = {
+      ...store,
+      consumeOneSync: (request) => {
+        asked++;
+        return store.consumeOneSync(request);
+      },
+    };
+    const limiter = createLimiter({ limit: 2, window: '1s', store: counted });
+    await limiter.consume('a');
+    expect(asked).toBe(1);
+  });
+});
