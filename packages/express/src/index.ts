@@ -5,7 +5,8 @@ import {
   type HttpLimiterOptions,
   type Outcome,
   PROBLEM_CONTENT_TYPE,
-  problemFor,
+  problemJson,
+  problemStatus,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -27,7 +28,9 @@ export type RateLimitOptions = HttpLimiterOptions<Request> & {
 const binding: AdapterBinding<Request, Response> = {
   rawRequest: (req) => req,
   rawResponse: (res) => res,
-  clientIp: (req) => req.ip,
+  // Trusting no proxy (`false` or 0), Express's `req.ip` is the socket's address, which it
+  // finds only after parsing X-Forwarded-For on every request.
+  clientIp: (req) => (req.app.get('trust proxy') ? req.ip : req.socket.remoteAddress),
   proxyTrust(req) {
     const trust: unknown = req.app.get('trust proxy');
     return trust === true ? 'all' : trust ? 'some' : 'none';
@@ -56,8 +59,8 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     if (outcome.action === 'next') return next();
     if (outcome.action === 'gone') return undefined;
     if (onLimited !== undefined) return onLimited(req, res, next, outcome.decision);
-    const problem = problemFor(outcome.decision);
-    res.status(problem.status).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(JSON.stringify(problem));
+    const { decision } = outcome;
+    res.status(problemStatus(decision)).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(problemJson(decision));
     return undefined;
   };
 

@@ -4,7 +4,8 @@ import {
   type Decision,
   type HttpLimiterOptions,
   PROBLEM_CONTENT_TYPE,
-  problemFor,
+  problemJson,
+  problemStatus,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import type { Context, Middleware } from 'koa';
@@ -59,10 +60,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       return;
     }
     if (onLimited !== undefined) return onLimited(ctx, outcome.decision);
-    const problem = problemFor(outcome.decision);
-    ctx.status = problem.status;
-    ctx.type = PROBLEM_CONTENT_TYPE;
-    ctx.body = JSON.stringify(problem);
+    ctx.status = problemStatus(outcome.decision);
+    // Set as is: `ctx.type` would look the type up in the MIME database on every refusal.
+    ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
+    ctx.body = problemJson(outcome.decision);
   };
 }
 

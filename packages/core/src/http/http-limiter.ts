@@ -28,7 +28,7 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
 /**
  * - `next`: go on (`decision` is undefined when `skip` matched);
  * - `limited`: refused; headers and `Retry-After` are set, the adapter sends the response
- *   (`problemFor(decision)`) or calls the user's `onLimited`;
+ *   (`problemJson(decision)`) or calls the user's `onLimited`;
  * - `gone`: the client left while its queued request was held; send nothing.
  */
 export type Outcome =

@@ -11,6 +11,8 @@ export type { RateLimitProblem } from './problem.js';
 export {
   PROBLEM_CONTENT_TYPE,
   problemFor,
+  problemJson,
+  problemStatus,
   QUOTA_EXCEEDED_TYPE,
   TEMPORARY_REDUCED_CAPACITY_TYPE,
 } from './problem.js';

@@ -16,6 +16,16 @@ export interface RateLimitProblem {
   'violated-policies': string[];
 }
 
+const QUOTA_TITLE = 'Quota exceeded';
+const UNAVAILABLE_TITLE = 'Request limits cannot be checked right now';
+const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.';
+const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
+const restoredDetail = (decision: Decision): string =>
+  `Quota restored for this request in ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
+
+/** 503 when the store could not decide, else 429. */
+export const problemStatus = (decision: Decision): 429 | 503 => (decision.reason === 'store-unavailable' ? 503 : 429);
+
 /**
  * The response for a refused request. Over quota is a 429 naming the policies that refused.
  * A refusal because the store could not decide (`onStoreError: 'deny'`) is a 503 with the
@@ -26,20 +36,40 @@ export function problemFor(decision: Decision): RateLimitProblem {
   if (decision.reason === 'store-unavailable') {
     return {
       type: TEMPORARY_REDUCED_CAPACITY_TYPE,
-      title: 'Request limits cannot be checked right now',
+      title: UNAVAILABLE_TITLE,
       status: 503,
-      detail: 'The rate-limit store is unavailable; retry shortly.',
+      detail: UNAVAILABLE_DETAIL,
       'violated-policies': violated,
     };
   }
   return {
     type: QUOTA_EXCEEDED_TYPE,
-    title: 'Quota exceeded',
+    title: QUOTA_TITLE,
     status: 429,
-    detail:
-      decision.reason === 'cost-exceeds-limit'
-        ? 'This request costs more quota units than the policy grants at once; it can never pass as it is.'
-        : `Quota restored for this request in ${Math.ceil(decision.retryAfterMs / 1000)} s.`,
+    detail: decision.reason === 'cost-exceeds-limit' ? NEVER_DETAIL : restoredDetail(decision),
     'violated-policies': violated,
   };
+}
+
+/** `{"type":…,"title":…,"status":…,"detail":`, serialised once. */
+const opening = (type: string, title: string, status: number): string =>
+  `${JSON.stringify({ type, title, status }).slice(0, -1)},"detail":`;
+const QUOTA_OPENING = opening(QUOTA_EXCEEDED_TYPE, QUOTA_TITLE, 429);
+const NEVER_MIDDLE = `${QUOTA_OPENING}${JSON.stringify(NEVER_DETAIL)},"violated-policies":`;
+const UNAVAILABLE_MIDDLE = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE_TITLE, 503)}${JSON.stringify(UNAVAILABLE_DETAIL)},"violated-policies":`;
+
+/**
+ * `JSON.stringify(problemFor(decision))`, built from parts serialised once: the refusal is
+ * sent under load, so it should cost no more than the headers of a request that passes.
+ * Only the names of the refusing policies and the wait (digits only) vary.
+ */
+export function problemJson(decision: Decision): string {
+  let violated = '[';
+  for (const p of decision.policies) {
+    if (!p.allowed) violated += `${violated === '[' ? '' : ','}${JSON.stringify(p.name)}`;
+  }
+  violated += ']}';
+  if (decision.reason === 'store-unavailable') return UNAVAILABLE_MIDDLE + violated;
+  if (decision.reason === 'cost-exceeds-limit') return NEVER_MIDDLE + violated;
+  return `${QUOTA_OPENING}"${restoredDetail(decision)}","violated-policies":${violated}`;
 }
