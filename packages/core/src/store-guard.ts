@@ -40,28 +40,49 @@ export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreErr
     return value;
   };
 
-  async function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
+  /**
+   * One promise per call, settled by whichever comes first: the store's answer or the timer.
+   * Whatever comes second is ignored, and a late rejection is absorbed here.
+   */
+  function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
     let pending: Promise<T>;
     try {
       pending = call();
     } catch (cause) {
-      return fail(cause);
+      return settleFailure(cause);
     }
     if (store.local === true) return pending.then(succeed, fail);
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreTimeout(timeoutMs)), timeoutMs);
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const failed = (cause: unknown) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        try {
+          resolve(fail(cause));
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
       timer.unref();
+      pending.then((value) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(succeed(value));
+      }, failed);
     });
-    pending.catch(() => {});
-    try {
-      return succeed(await Promise.race([pending, deadline]));
-    } catch (cause) {
-      return fail(cause);
-    } finally {
-      clearTimeout(timer);
-    }
   }
+
+  /** `fail` as a promise: resolved with STORE_FAILED, or rejected when the policy is 'throw'. */
+  const settleFailure = (cause: unknown): Promise<typeof STORE_FAILED> => {
+    try {
+      return Promise.resolve(fail(cause));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  };
 
   return { guarded, fail, succeed };
 }

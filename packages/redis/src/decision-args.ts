@@ -3,8 +3,12 @@ import { MAX_POLICIES } from './commands.js';
 
 export type Operation = 'consume' | 'refund';
 
-/** The text form of a limiter's policies, built once per policy list (a limiter keeps its list). */
+/**
+ * Text forms built once per list: a limiter passes the same policy list every time, and the
+ * same capacity list too unless elastic throttling computes a new one.
+ */
 const policySets = new WeakMap<readonly Policy[], string>();
+const capacityLists = new WeakMap<readonly number[], string>();
 
 /**
  * One decision's five ARGV entries, as the scripts' header describes them. Every number is
@@ -25,20 +29,24 @@ export function decisionArgs(operation: Operation, request: StoreRequest): strin
       `[sluice] A cost must be a whole number; received ${String(cost)}.`,
     );
   }
-  if (capacities.length !== policies.length || !capacities.every(wholeNumber)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_POLICIES',
-      '[sluice] Redis store: a request needs one whole capacity per policy.',
-    );
-  }
-  return [
-    now === undefined ? '' : String(now),
-    operation,
-    String(cost),
-    policySet(policies),
-    capacities.length === 1 ? String(capacities[0]) : capacities.join(','),
-  ];
+  if (capacities.length !== policies.length) throw badCapacities();
+  return [now === undefined ? '' : String(now), operation, String(cost), policySet(policies), capacityList(capacities)];
 }
+
+function capacityList(capacities: readonly number[]): string {
+  let text = capacityLists.get(capacities);
+  if (text !== undefined) return text;
+  if (!capacities.every(wholeNumber)) throw badCapacities();
+  text = capacities.join(',');
+  capacityLists.set(capacities, text);
+  return text;
+}
+
+const badCapacities = () =>
+  new SluiceError(
+    'ERR_SLUICE_INVALID_POLICIES',
+    '[sluice] Redis store: a request needs one whole capacity per policy.',
+  );
 
 function policySet(policies: readonly Policy[]): string {
   let text = policySets.get(policies);

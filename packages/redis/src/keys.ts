@@ -2,6 +2,8 @@ import { type Policy, SluiceError } from '@sluice/core';
 
 const namespacePattern = /^[^{}|]+$/;
 const keyPattern = /^[^{}]*$/;
+/** A limiter asks with one namespace every time: the last one that passed needs no new test. */
+let lastNamespace: string | undefined;
 
 /**
  * The keys of one decision: the client's state key `<prefix>{<namespace>|<key>}`, which holds
@@ -15,12 +17,13 @@ const keyPattern = /^[^{}]*$/;
  * anyway, since stores can be called directly.
  */
 export function decisionKeys(prefix: string, namespace: string, key: string, policies: readonly Policy[]): string[] {
-  if (!namespacePattern.test(namespace) || !keyPattern.test(key)) {
+  if (!keyPattern.test(key) || !(namespace === lastNamespace || namespacePattern.test(namespace))) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_KEY',
       '[sluice] Redis store: a namespace may not hold `{`, `}` or `|`, nor a client key `{` or `}`; pass keys through the limiter, which makes them safe.',
     );
   }
+  lastNamespace = namespace;
   const clientKey = `${prefix}{${namespace}|${key}}`;
   const keys = [clientKey];
   for (const policy of policies) {
