@@ -1,74 +1,52 @@
 import { type PolicyOutcome, SluiceError, type StoreReply } from '@sluice/core';
 
-const SPACE = 32;
-const ZERO = 48;
-const NINE = 57;
+const FIELDS_PER_POLICY = 5;
+
+const replyLength = (policyCount: number): number => 2 + FIELDS_PER_POLICY * policyCount;
 
 /**
- * The one place a script reply is read: one string of whole numbers separated by single
- * spaces, per decision (one per entry of `policyCounts`, in order) the decision and now, then
- * per policy allowed, remaining, resetAfterMs, retryAfterMs and delayMs. Anything but that
- * shape (a sign, a fraction, a number beyond 2^53, a flag not 0 or 1, a decision that is not
- * the AND of its policies, too few or too many numbers) means the script and this code
- * disagree, so it is refused rather than guessed at.
+ * The one place a script reply is read: one decision per entry of `policyCounts`, in order.
+ * Anything but the documented shape (per decision two integers, then five per policy, all
+ * whole and non-negative, flags 0 or 1, the decision the AND of the policies; nothing after
+ * the last) means the script and this code disagree, so it is refused rather than guessed at.
  */
 export function parseReplies(raw: unknown, policyCounts: readonly number[]): StoreReply[] {
-  if (typeof raw !== 'string') throw badReply(raw);
-  const numbers = new WholeNumbers(raw);
+  let length = 0;
+  for (const count of policyCounts) length += replyLength(count);
+  if (!Array.isArray(raw) || raw.length !== length) throw badReply(raw);
   const replies: StoreReply[] = [];
+  let at = 0;
   for (const count of policyCounts) {
-    const allowed = numbers.flag();
-    const now = numbers.next();
-    const outcomes: PolicyOutcome[] = [];
-    let every = true;
-    for (let i = 0; i < count; i++) {
-      const outcome: PolicyOutcome = {
-        allowed: numbers.flag(),
-        remaining: numbers.next(),
-        resetAfterMs: numbers.next(),
-        retryAfterMs: numbers.next(),
-        delayMs: numbers.next(),
-      };
-      every &&= outcome.allowed;
-      outcomes.push(outcome);
-    }
-    if (allowed !== every) throw badReply(raw);
-    replies.push({ allowed, now, outcomes });
+    replies.push(parseOne(raw, count, at));
+    at += replyLength(count);
   }
-  numbers.end();
   return replies;
 }
 
-/** Reads the numbers of a reply one by one, without splitting it into strings first. */
-class WholeNumbers {
-  private at = 0;
-
-  constructor(private readonly text: string) {}
-
-  next(): number {
-    const { text } = this;
-    if (this.at > 0) {
-      if (text.charCodeAt(this.at) !== SPACE) throw badReply(text);
-      this.at++;
-    }
-    const start = this.at;
-    let value = 0;
-    for (let code = text.charCodeAt(this.at); code >= ZERO && code <= NINE; code = text.charCodeAt(++this.at)) {
-      value = value * 10 + (code - ZERO);
-    }
-    if (this.at === start || !Number.isSafeInteger(value)) throw badReply(text);
-    return value;
+function parseOne(raw: unknown[], policyCount: number, at: number): StoreReply {
+  const end = at + replyLength(policyCount);
+  for (let i = at; i < end; i++) {
+    const value = raw[i];
+    if (!Number.isSafeInteger(value) || (value as number) < 0) throw badReply(raw);
   }
-
-  flag(): boolean {
-    const value = this.next();
-    if (value > 1) throw badReply(this.text);
-    return value === 1;
+  const values = raw as number[];
+  const outcomes: PolicyOutcome[] = [];
+  let every = true;
+  for (let i = at + 2; i < end; i += FIELDS_PER_POLICY) {
+    const allowed = values[i] as number;
+    if (allowed > 1) throw badReply(raw);
+    every &&= allowed === 1;
+    outcomes.push({
+      allowed: allowed === 1,
+      remaining: values[i + 1] as number,
+      resetAfterMs: values[i + 2] as number,
+      retryAfterMs: values[i + 3] as number,
+      delayMs: values[i + 4] as number,
+    });
   }
-
-  end(): void {
-    if (this.at !== this.text.length) throw badReply(this.text);
-  }
+  const allowed = values[at] as number;
+  if (allowed > 1 || (allowed === 1) !== every) throw badReply(raw);
+  return { allowed: allowed === 1, now: values[at + 1] as number, outcomes };
 }
 
 function badReply(raw: unknown): SluiceError {

@@ -6,13 +6,10 @@
  */
 export const decideLua = `
 local redis_now = nil
-local function now_of(text)
-  if text ~= '' then return tonumber(text), 60000 end
-  if redis_now == nil then
-    local time = redis.call('TIME')
-    redis_now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return redis_now, 0
+local function read_redis_now()
+  local time = redis.call('TIME')
+  redis_now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
+  return redis_now
 end
 
 -- A batch usually repeats one limiter's policy set and capacities: each text is parsed once.
@@ -72,7 +69,7 @@ end
 
 local function ttl_of(reset, min_ttl)
   if reset <= 0 then return 0 end
-  return math.max(reset, min_ttl)
+  return max(reset, min_ttl)
 end
 
 -- Puts a policy's next state in place and returns the TTL its reset asks for (0 for a log,
@@ -96,13 +93,15 @@ end
 local reply, n = {}, 0
 for d = 1, #client_key_at do
   local at = 5 * d - 4
-  local now, min_ttl = now_of(ARGV[at])
+  -- Lookups inline and calls only on a miss: this loop is most of the script's time.
+  local now, min_ttl = tonumber(ARGV[at]), 60000
+  if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
   local refunding = ARGV[at + 1] == 'refund'
   local cost = tonumber(ARGV[at + 2])
-  local set = policies_of(ARGV[at + 3])
-  local capacities = capacities_of(ARGV[at + 4])
+  local set = policy_sets[ARGV[at + 3]] or policies_of(ARGV[at + 3])
+  local capacities = capacity_lists[ARGV[at + 4]] or capacities_of(ARGV[at + 4])
   local client_key = client_keys[d]
-  local by_id = client_states(client_key, texts[d])
+  local by_id = states[client_key] or client_states(client_key, texts[d])
   local count = #set
   -- Scratch tables per policy set, reused by every decision of the batch that has that set.
   local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
@@ -130,7 +129,7 @@ for d = 1, #client_key_at do
       if current[i] ~= nil then
         local next = algorithm.refund(current[i], p, capacities[i], cost, now)
         outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
-        ttl = math.max(ttl, store(p, by_id, log_keys[i], current[i], next, outcomes[i].reset, min_ttl))
+        ttl = max(ttl, store(p, by_id, log_keys[i], current[i], next, outcomes[i].reset, min_ttl))
         changed = true
       else
         outcomes[i] = algorithm.evaluate(nil, p, capacities[i], 0, now)
@@ -143,7 +142,15 @@ for d = 1, #client_key_at do
   if allowed and cost > 0 and not refunding then
     for i = 1, count do
       local o = outcomes[i]
-      ttl = math.max(ttl, store(set[i], by_id, log_keys[i], current[i], o.next, o.reset, min_ttl))
+      local reset = o.reset
+      if log_keys[i] ~= nil then
+        store(set[i], by_id, log_keys[i], current[i], o.next, reset, min_ttl)
+      elseif reset > 0 then
+        by_id[set[i].id] = o.next
+        ttl = max(ttl, reset, min_ttl)
+      else
+        by_id[set[i].id] = nil
+      end
     end
     changed = true
   elseif cost > 0 and not refunding then
@@ -177,26 +184,20 @@ for d = 1, #client_key_at do
   end
 end
 
--- One string rather than an array: far cheaper to send and to read than hundreds of integers.
--- A number of 1e14 or more would be written in exponent form by the default conversion.
-for i = 1, n do
-  if reply[i] >= 1e14 then reply[i] = string.format('%d', reply[i]) end
-end
-reply = table.concat(reply, ' ')
-
-local formats = { '%d', '%d,%d', '%d,%d,%d' }
+local formats, format = { '%d', '%d,%d', '%d,%d,%d' }, string.format
 for key, set in pairs(write_sets) do
-  local by_id, parts, ttl = states[key], {}, write_ttls[key]
-  for _, p in ipairs(set) do
+  local by_id, text, ttl = states[key], '', write_ttls[key]
+  for i = 1, #set do
+    local p = set[i]
     local state = by_id[p.id]
     if state ~= nil and not p.algorithm.own_key then
-      parts[#parts + 1] = ' ' .. p.id .. '=' .. string.format(formats[#state], unpack(state))
+      text = text .. ' ' .. p.id .. '=' .. format(formats[#state], unpack(state))
     end
   end
-  if #parts == 0 or ttl <= 0 then
+  if text == '' or ttl <= 0 then
     redis.call('DEL', key)
   else
-    redis.call('SET', key, table.concat(parts), 'PX', ttl)
+    redis.call('SET', key, text, 'PX', ttl)
   end
 end
 return reply

@@ -3,7 +3,7 @@ export const fixedWindowLua = `
 -- fixed-window: state { window = index of the aligned window floor(now / windowMs), count = units used in it }
 local fixed_window = {}
 fixed_window.evaluate = function(state, p, capacity, cost, now)
-  local index = math.floor(now / p.window)
+  local index = floor(now / p.window)
   local count = 0
   if state ~= nil and state[1] == index then count = state[2] end
   local until_next_window = (index + 1) * p.window - now
@@ -15,14 +15,14 @@ fixed_window.evaluate = function(state, p, capacity, cost, now)
     }
   end
   return {
-    allowed = false, remaining = math.max(0, capacity - count), reset = count > 0 and until_next_window or 0,
+    allowed = false, remaining = max(0, capacity - count), reset = count > 0 and until_next_window or 0,
     retry = until_next_window, delay = 0,
   }
 end
 fixed_window.refund = function(state, p, _, cost, now)
-  local index = math.floor(now / p.window)
+  local index = floor(now / p.window)
   if state[1] ~= index then return state end
-  return { index, math.max(0, state[2] - cost) }
+  return { index, max(0, state[2] - cost) }
 end
 ALGORITHMS['fixed-window'] = fixed_window
 `;

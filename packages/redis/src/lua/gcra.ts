@@ -14,19 +14,19 @@ gcra.evaluate = function(state, p, capacity, cost, now)
   local late = next_ahead - capacity * window
   if late <= p.max_delay * limit then
     return {
-      allowed = true, remaining = math.max(0, floor_div(-late, window)), reset = ceil_div(next_ahead, limit),
+      allowed = true, remaining = max(0, floor_div(-late, window)), reset = ceil_div(next_ahead, limit),
       retry = 0, delay = late > 0 and ceil_div(late, limit) or 0,
-      next = { now + floor_div(next_ahead, limit), math.fmod(next_ahead, limit) },
+      next = { now + floor_div(next_ahead, limit), fmod(next_ahead, limit) },
     }
   end
   return {
-    allowed = false, remaining = math.max(0, floor_div(capacity * window - ahead, window)),
+    allowed = false, remaining = max(0, floor_div(capacity * window - ahead, window)),
     reset = ceil_div(ahead, limit), retry = ceil_div(late - p.max_delay * limit, limit), delay = 0,
   }
 end
 gcra.refund = function(state, p, _, cost, now)
-  local ahead = math.max(0, gcra_ahead(state, p.limit, now) - cost * p.window)
-  return { now + floor_div(ahead, p.limit), math.fmod(ahead, p.limit) }
+  local ahead = max(0, gcra_ahead(state, p.limit, now) - cost * p.window)
+  return { now + floor_div(ahead, p.limit), fmod(ahead, p.limit) }
 end
 ALGORITHMS['gcra'] = gcra
 `;

@@ -18,18 +18,18 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
   local overflow = after - capacity * window
   if overflow <= p.max_delay * limit then
     return {
-      allowed = true, remaining = math.max(0, floor_div(-overflow, window)), reset = ceil_div(after, limit),
+      allowed = true, remaining = max(0, floor_div(-overflow, window)), reset = ceil_div(after, limit),
       retry = 0, delay = overflow > 0 and ceil_div(overflow, limit) or 0, next = { after, now },
     }
   end
   return {
-    allowed = false, remaining = math.max(0, floor_div(capacity * window - level, window)),
+    allowed = false, remaining = max(0, floor_div(capacity * window - level, window)),
     reset = ceil_div(level, limit), retry = ceil_div(overflow - p.max_delay * limit, limit), delay = 0,
   }
 end
 leaky_bucket.refund = function(state, p, _, cost, now)
   local level = leaky_level(state, p.limit, now)
-  return { math.max(0, level - cost * p.window), now }
+  return { max(0, level - cost * p.window), now }
 end
 ALGORITHMS['leaky-bucket'] = leaky_bucket
 `;

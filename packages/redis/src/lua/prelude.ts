@@ -16,14 +16,14 @@ export const preludeLua = `
 --   set    the limiter's policies, each 'id algorithm limit windowMs maxDelayMs refillAmount
 --          refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 = continuous)
 --   caps   effective capacity per policy in units, comma-separated
--- reply    one string of whole numbers, each followed by one space but the last: per decision
---          allowed 1|0, now (epoch ms), then per policy allowed 1|0, remaining (units),
---          resetAfterMs, retryAfterMs, delayMs
+-- reply    per decision: allowed 1|0, now (epoch ms), then per policy allowed 1|0, remaining
+--          (units), resetAfterMs, retryAfterMs, delayMs; integers only
 -- The client's state key holds one string, ' <policy id>=<n>,<n>[,<n>]' per policy with state, and
 -- a PEXPIRE of the longest resetAfterMs among them; a log policy's key holds its list and its own
 -- PEXPIRE. A state past its reset reads as fresh, so expiry never changes a decision. With an
 -- injected now the TTL is at least 60 s: Redis cannot relate that clock to its own.
 local ALGORITHMS = {}
-local function ceil_div(a, b) return math.ceil(a / b) end
-local function floor_div(a, b) return math.floor(a / b) end
+local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
+local function ceil_div(a, b) return ceil(a / b) end
+local function floor_div(a, b) return floor(a / b) end
 `;

@@ -23,12 +23,12 @@ local function counter_retry(current, previous, capacity, cost, window, elapsed)
   end
   local spare_next = (capacity - cost) * window
   local at_next = 0
-  if current > 0 then at_next = math.max(0, window - floor_div(spare_next, current)) end
+  if current > 0 then at_next = max(0, window - floor_div(spare_next, current)) end
   return window - elapsed + at_next
 end
 sliding_counter.evaluate = function(state, p, capacity, cost, now)
   local window = p.window
-  local index = math.floor(now / window)
+  local index = floor(now / window)
   local elapsed = now - index * window
   local current, previous = counter_counts(state, index)
   local used = previous * (window - elapsed) + current * window
@@ -42,15 +42,15 @@ sliding_counter.evaluate = function(state, p, capacity, cost, now)
     }
   end
   return {
-    allowed = false, remaining = math.max(0, floor_div(budget - used, window)),
+    allowed = false, remaining = max(0, floor_div(budget - used, window)),
     reset = counter_reset(current, previous, window, elapsed),
     retry = counter_retry(current, previous, capacity, cost, window, elapsed), delay = 0,
   }
 end
 sliding_counter.refund = function(state, p, _, cost, now)
-  local index = math.floor(now / p.window)
+  local index = floor(now / p.window)
   if state[1] ~= index then return state end
-  return { index, math.max(0, state[2] - cost), state[3] }
+  return { index, max(0, state[2] - cost), state[3] }
 end
 ALGORITHMS['sliding-window-counter'] = sliding_counter
 `;

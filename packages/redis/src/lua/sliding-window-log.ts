@@ -62,7 +62,7 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
   local reset = 0
   if #live > 0 then reset = live[#live - 1] + window - now end
   return {
-    allowed = false, remaining = math.max(0, capacity - used), reset = reset,
+    allowed = false, remaining = max(0, capacity - used), reset = reset,
     retry = log_retry(live, used, capacity, cost, window, now), delay = 0,
   }
 end

@@ -17,7 +17,7 @@ end
 local function stepped_missing_at(state, amount, interval, now)
   if state == nil then return 0, now end
   local refilled_at = state[2]
-  local steps = math.max(0, floor_div(now - refilled_at, interval))
+  local steps = max(0, floor_div(now - refilled_at, interval))
   local missing = state[1] - steps * amount
   if missing <= 0 then return 0, now end
   return missing, refilled_at + steps * interval
@@ -37,7 +37,7 @@ local function evaluate_stepped(state, p, capacity, cost, now)
     }
   end
   return {
-    allowed = false, remaining = math.max(0, tokens), reset = until_full(missing),
+    allowed = false, remaining = max(0, tokens), reset = until_full(missing),
     retry = refilled_at + ceil_div(cost - tokens, amount) * interval - now, delay = 0,
   }
 end
@@ -54,16 +54,16 @@ token_bucket.evaluate = function(state, p, capacity, cost, now)
     }
   end
   return {
-    allowed = false, remaining = math.max(0, floor_div(tokens, window)), reset = ceil_div(missing, limit),
+    allowed = false, remaining = max(0, floor_div(tokens, window)), reset = ceil_div(missing, limit),
     retry = ceil_div(need - tokens, limit), delay = 0,
   }
 end
 token_bucket.refund = function(state, p, _, cost, now)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
-    return { math.max(0, missing - cost), refilled_at }
+    return { max(0, missing - cost), refilled_at }
   end
-  return { math.max(0, missing_at(state, p.limit, now) - cost * p.window), now }
+  return { max(0, missing_at(state, p.limit, now) - cost * p.window), now }
 end
 ALGORITHMS['token-bucket'] = token_bucket
 `;
