@@ -56,7 +56,10 @@ describe.skipIf(target.skip)('SCRIPT FLUSH mid-load', () => {
       run.detach();
       rejections.stop();
     }
-    expect(await noscriptReplies(admin as Redis)).toBeGreaterThanOrEqual(5);
+    // ioredis sends a script whole (EVAL) the first time each registered key count is used on a
+    // connection, which reloads it after a flush without a NOSCRIPT: batches of varying size
+    // meet fewer NOSCRIPTs than flushes, but the fallback must have run.
+    expect(await noscriptReplies(admin as Redis)).toBeGreaterThanOrEqual(1);
     expect(load.failed()).toBe(0);
     expect(run.warnings).toEqual([]);
     expect(Math.max(...load.outcomes.map((o) => o.latencyMs))).toBeLessThanOrEqual(

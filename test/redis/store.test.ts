@@ -112,7 +112,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(storeKey('b:c')).toBe('b:c');
   });
 
-  it('sends one script call per tick for up to 32 decisions, one per refund and peek, and one DEL per reset', async () => {
+  it('sends one script call per turn of the event loop for up to 32 decisions, one per refund and peek, and one DEL per reset', async () => {
     const info = (await client.client('INFO')) as string;
     const address = /addr=(\S+)/.exec(info)?.[1];
     const monitor = await client.monitor();
@@ -130,7 +130,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
         store,
         prefix: 'one-call',
       });
-      // 40 decisions asked in one tick: a call of 32 leaves when the 33rd comes, 8 at the tick's end.
+      // 40 decisions asked at once: a call of 32 leaves when the 33rd comes, 8 at the turn's end.
       const decisions = await Promise.all(Array.from({ length: 40 }, (_, i) => limiter.consume(`k${i % 4}`)));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(12);
       await limiter.peek('k0');

@@ -23,8 +23,10 @@ export interface Batcher {
 }
 
 /**
- * Decisions asked for in the same tick travel together: one script call per script and hash
- * slot, up to 32 keys each, flushed when full or at the end of the tick. Redis runs them in
+ * Decisions asked for in one turn of the event loop travel together: one script call per script
+ * and hash slot, up to 32 keys each, sent when full or by `setImmediate`, which runs once the
+ * turn has handled all the I/O that was ready (every request a server read in it, say; a
+ * nextTick would close each batch after a single request). Redis runs them in
  * the order they were asked, each all-or-nothing as if alone, so nothing about a decision
  * changes, while the per-call cost of a script (in Redis and in the client) is shared. A full
  * batch leaves at once, so under load several are in flight and Redis and Node work in turn.
@@ -94,7 +96,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       batch.keyCount += keys.length;
       if (!scheduled) {
         scheduled = true;
-        process.nextTick(flush);
+        setImmediate(flush);
       }
     });
 
