@@ -1,11 +1,13 @@
 import { isSluiceError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { parseReplies } from '../../packages/redis/src/reply.js';
+import { type Asked, parseReplies } from '../../packages/redis/src/reply.js';
+
+const onRedisClock = (policyCount: number): Asked => ({ policyCount, now: undefined });
 
 describe('script replies', () => {
-  it('reads the documented shape: per decision the decision, now, then five integers per policy', () => {
-    const batch = [0, 1_700_000_000_000, 1, 4, 100, 0, 0, 0, 0, 250, 250, 0, 1, 1_700_000_000_001, 1, 7, 30, 0, 2];
-    expect(parseReplies(batch, [2, 1])).toEqual([
+  it("reads the documented shape: Redis's now, then per policy allowed, remaining, reset and the wait", () => {
+    const batch = [1_700_000_000_000, 1, 4, 100, 0, 0, 0, 250, 250, 1, 7, 30, 2];
+    expect(parseReplies(batch, [onRedisClock(2), { policyCount: 1, now: 1_600_000_000_000 }])).toEqual([
       {
         allowed: false,
         now: 1_700_000_000_000,
@@ -16,29 +18,28 @@ describe('script replies', () => {
       },
       {
         allowed: true,
-        now: 1_700_000_000_001,
+        now: 1_600_000_000_000,
         outcomes: [{ allowed: true, remaining: 7, resetAfterMs: 30, retryAfterMs: 0, delayMs: 2 }],
       },
     ]);
   });
 
   it.each([
-    ['not an array', 'OK', [1]],
-    ['null', null, [1]],
-    ['too short', [1, 5, 1, 0, 0, 0], [1]],
-    ['too long', [1, 5, 1, 0, 0, 0, 0, 9], [1]],
-    ['a string in it', [1, 5, 1, '0', 0, 0, 0], [1]],
-    ['a fraction', [1, 5, 1, 0.5, 0, 0, 0], [1]],
-    ['a negative', [1, 5, 1, -1, 0, 0, 0], [1]],
-    ['a flag that is not 0 or 1', [2, 5, 2, 0, 0, 0, 0], [1]],
-    ['allowed though a policy refused', [1, 5, 0, 0, 0, 9, 0], [1]],
-    ['refused though every policy allowed', [0, 5, 1, 0, 0, 0, 0], [1]],
-    ['beyond 2^53', [1, 2 ** 53, 1, 0, 0, 0, 0], [1]],
-    ['a bad second decision', [1, 5, 1, 0, 0, 0, 0, 1, 5, 0, 0, 0, 0, 0], [1, 1]],
-  ] as [string, unknown, number[]][])('refuses a reply with %s as ERR_SLUICE_BAD_STORE_REPLY', (_, raw, counts) => {
+    ['not an array', 'OK', [onRedisClock(1)]],
+    ['null', null, [onRedisClock(1)]],
+    ['too short', [5, 1, 0, 0], [onRedisClock(1)]],
+    ['too long', [5, 1, 0, 0, 0, 9], [onRedisClock(1)]],
+    ['a string in it', [5, 1, '0', 0, 0], [onRedisClock(1)]],
+    ['a fraction', [5, 1, 0.5, 0, 0], [onRedisClock(1)]],
+    ['a negative', [5, 1, -1, 0, 0], [onRedisClock(1)]],
+    ['a flag that is not 0 or 1', [5, 2, 0, 0, 0], [onRedisClock(1)]],
+    ['beyond 2^53', [5, 1, 2 ** 53, 0, 0], [onRedisClock(1)]],
+    ["no clock for a decision on Redis's clock", [0, 1, 0, 0, 0], [onRedisClock(1)]],
+    ['a bad second decision', [5, 1, 0, 0, 0, 3, 0, 0, 0], [onRedisClock(1), onRedisClock(1)]],
+  ] as [string, unknown, Asked[]][])('refuses a reply with %s as ERR_SLUICE_BAD_STORE_REPLY', (_, raw, asked) => {
     let caught: unknown;
     try {
-      parseReplies(raw, counts);
+      parseReplies(raw, asked);
     } catch (error) {
       caught = error;
     }

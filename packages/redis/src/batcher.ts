@@ -1,12 +1,11 @@
 import type { StoreReply } from '@sluice/core';
 import { MAX_KEYS_PER_CALL, type ScriptCall } from './commands.js';
-import { parseReplies } from './reply.js';
+import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
 
-interface Pending {
+interface Pending extends Asked {
   readonly keys: readonly string[];
   readonly args: readonly string[];
-  readonly policyCount: number;
   readonly resolve: (reply: StoreReply) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -19,7 +18,7 @@ interface Batch {
 
 export interface Batcher {
   /** Queues one decision; its reply comes from the script call that carries it. */
-  decide(script: Script, keys: readonly string[], args: readonly string[], policyCount: number): Promise<StoreReply>;
+  decide(script: Script, keys: readonly string[], args: readonly string[], asked: Asked): Promise<StoreReply>;
 }
 
 /**
@@ -89,10 +88,10 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     return batch;
   };
 
-  const decide: Batcher['decide'] = (script, keys, args, policyCount) =>
+  const decide: Batcher['decide'] = (script, keys, args, { policyCount, now }) =>
     new Promise<StoreReply>((resolve, reject) => {
       const batch = batchFor(script, groupOf(keys[0] as string), keys.length);
-      batch.pending.push({ keys, args, policyCount, resolve, reject });
+      batch.pending.push({ keys, args, policyCount, now, resolve, reject });
       batch.keyCount += keys.length;
       if (!scheduled) {
         scheduled = true;
@@ -107,10 +106,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
 function settle(raw: unknown, pending: readonly Pending[]) {
   let replies: StoreReply[];
   try {
-    replies = parseReplies(
-      raw,
-      pending.map((p) => p.policyCount),
-    );
+    replies = parseReplies(raw, pending);
   } catch (error) {
     for (const p of pending) p.reject(error);
     return;

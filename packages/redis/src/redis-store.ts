@@ -72,7 +72,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const { policies } = request;
       const args = decisionArgs(operation, request);
       const keys = decisionKeys(prefix, request.namespace, request.key, policies);
-      return batcher.decide(scriptFor(policies), keys, args, policies.length);
+      return batcher.decide(scriptFor(policies), keys, args, { policyCount: policies.length, now: request.now });
     } catch (error) {
       return Promise.reject(error);
     }

@@ -1,52 +1,51 @@
 import { type PolicyOutcome, SluiceError, type StoreReply } from '@sluice/core';
 
-const FIELDS_PER_POLICY = 5;
+const FIELDS_PER_POLICY = 4;
 
-const replyLength = (policyCount: number): number => 2 + FIELDS_PER_POLICY * policyCount;
-
-/**
- * The one place a script reply is read: one decision per entry of `policyCounts`, in order.
- * Anything but the documented shape (per decision two integers, then five per policy, all
- * whole and non-negative, flags 0 or 1, the decision the AND of the policies; nothing after
- * the last) means the script and this code disagree, so it is refused rather than guessed at.
- */
-export function parseReplies(raw: unknown, policyCounts: readonly number[]): StoreReply[] {
-  let length = 0;
-  for (const count of policyCounts) length += replyLength(count);
-  if (!Array.isArray(raw) || raw.length !== length) throw badReply(raw);
-  const replies: StoreReply[] = [];
-  let at = 0;
-  for (const count of policyCounts) {
-    replies.push(parseOne(raw, count, at));
-    at += replyLength(count);
-  }
-  return replies;
+/** What the reader needs of each decision in a batch: its policy count and injected clock. */
+export interface Asked {
+  readonly policyCount: number;
+  readonly now: number | undefined;
 }
 
-function parseOne(raw: unknown[], policyCount: number, at: number): StoreReply {
-  const end = at + replyLength(policyCount);
-  for (let i = at; i < end; i++) {
-    const value = raw[i];
-    if (!Number.isSafeInteger(value) || (value as number) < 0) throw badReply(raw);
-  }
+/**
+ * The one place a script reply is read: the Redis clock's now (0 if the call did not read it),
+ * then for each decision asked, in order, four integers per policy: allowed, remaining,
+ * resetAfterMs and the wait (delayMs when allowed, retryAfterMs when refused). A decision is
+ * allowed when all its policies are, and decided at its injected now or else Redis's. Anything
+ * but that shape (not whole, negative or beyond 2^53, a flag not 0 or 1, too few or too many
+ * numbers, no clock where one was needed) means the script and this code disagree, so it is
+ * refused rather than guessed at.
+ */
+export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[] {
+  let length = 1;
+  for (const a of asked) length += FIELDS_PER_POLICY * a.policyCount;
+  if (!Array.isArray(raw) || raw.length !== length) throw badReply(raw);
+  for (const value of raw) if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
   const values = raw as number[];
-  const outcomes: PolicyOutcome[] = [];
-  let every = true;
-  for (let i = at + 2; i < end; i += FIELDS_PER_POLICY) {
-    const allowed = values[i] as number;
-    if (allowed > 1) throw badReply(raw);
-    every &&= allowed === 1;
-    outcomes.push({
-      allowed: allowed === 1,
-      remaining: values[i + 1] as number,
-      resetAfterMs: values[i + 2] as number,
-      retryAfterMs: values[i + 3] as number,
-      delayMs: values[i + 4] as number,
-    });
+  const redisNow = values[0] as number;
+  const replies: StoreReply[] = [];
+  let at = 1;
+  for (const a of asked) {
+    const outcomes: PolicyOutcome[] = [];
+    let allowed = true;
+    for (let i = 0; i < a.policyCount; i++, at += FIELDS_PER_POLICY) {
+      const flag = values[at] as number;
+      const wait = values[at + 3] as number;
+      if (flag > 1) throw badReply(raw);
+      allowed &&= flag === 1;
+      outcomes.push({
+        allowed: flag === 1,
+        remaining: values[at + 1] as number,
+        resetAfterMs: values[at + 2] as number,
+        retryAfterMs: flag === 1 ? 0 : wait,
+        delayMs: flag === 1 ? wait : 0,
+      });
+    }
+    if (a.now === undefined && redisNow === 0) throw badReply(raw);
+    replies.push({ allowed, now: a.now ?? redisNow, outcomes });
   }
-  const allowed = values[at] as number;
-  if (allowed > 1 || (allowed === 1) !== every) throw badReply(raw);
-  return { allowed: allowed === 1, now: values[at + 1] as number, outcomes };
+  return replies;
 }
 
 function badReply(raw: unknown): SluiceError {

@@ -90,7 +90,7 @@ local function store(p, by_id, log_key, stored, next, reset, min_ttl)
   return ttl
 end
 
-local reply, n = {}, 0
+local reply, n = { 0 }, 1
 for d = 1, #client_key_at do
   local at = 5 * d - 4
   -- Lookups inline and calls only on a miss: this loop is most of the script's time.
@@ -170,19 +170,20 @@ for d = 1, #client_key_at do
     write_ttls[client_key] = ttl
   end
 
-  reply[n + 1] = allowed and 1 or 0
-  reply[n + 2] = now
-  n = n + 2
   for i = 1, count do
     local o = outcomes[i]
-    reply[n + 1] = o.allowed and 1 or 0
+    -- An allowed policy has no retry and a refused one no delay: one number says which wait.
+    if o.allowed then
+      reply[n + 1], reply[n + 4] = 1, o.delay
+    else
+      reply[n + 1], reply[n + 4] = 0, o.retry
+    end
     reply[n + 2] = o.remaining
     reply[n + 3] = o.reset
-    reply[n + 4] = o.retry
-    reply[n + 5] = o.delay
-    n = n + 5
+    n = n + 4
   end
 end
+reply[1] = redis_now or 0
 
 local formats, format = { '%d', '%d,%d', '%d,%d,%d' }, string.format
 for key, set in pairs(write_sets) do
