@@ -19,6 +19,8 @@ interface Batch {
 export interface Batcher {
   /** Queues one decision; its reply comes from the script call that carries it. */
   decide(script: Script, keys: readonly string[], args: readonly string[], asked: Asked): Promise<StoreReply>;
+  /** Sends every open batch now, so a command sent next on the client comes after them. */
+  flush(): void;
 }
 
 /**
@@ -66,11 +68,15 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
   };
 
   const flush = () => {
-    scheduled = false;
     for (const bySlot of open.values()) {
       for (const batch of bySlot.values()) send(batch);
       bySlot.clear();
     }
+  };
+
+  const flushScheduled = () => {
+    scheduled = false;
+    flush();
   };
 
   /** The batch a decision joins: the open one of its script and slot, unless that is full. */
@@ -95,11 +101,11 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       batch.keyCount += keys.length;
       if (!scheduled) {
         scheduled = true;
-        setImmediate(flush);
+        setImmediate(flushScheduled);
       }
     });
 
-  return { decide };
+  return { decide, flush };
 }
 
 /** Hands each decision its part of the batch's reply, in the order they were queued. */

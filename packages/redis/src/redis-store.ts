@@ -88,7 +88,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     async reset(namespace, key, policies) {
       const unavailable = notReady(client);
       if (unavailable) throw unavailable;
-      await client.del(...decisionKeys(prefix, namespace, key, policies));
+      const keys = decisionKeys(prefix, namespace, key, policies);
+      // Decisions asked for before the reset go first, as they would without batching.
+      batcher.flush();
+      await client.del(...keys);
     },
   };
 }
