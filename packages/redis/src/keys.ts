@@ -2,8 +2,6 @@ import { type Policy, SluiceError } from '@sluice/core';
 
 const namespacePattern = /^[^{}|]+$/;
 const keyPattern = /^[^{}]*$/;
-/** A limiter asks with one namespace every time: the last one that passed needs no new test. */
-let lastNamespace: string | undefined;
 
 /**
  * The keys of one decision: the client's state key `<prefix>{<namespace>|<key>}`, which holds
@@ -17,13 +15,12 @@ let lastNamespace: string | undefined;
  * anyway, since stores can be called directly.
  */
 export function decisionKeys(prefix: string, namespace: string, key: string, policies: readonly Policy[]): string[] {
-  if (!keyPattern.test(key) || !(namespace === lastNamespace || namespacePattern.test(namespace))) {
+  if (!namespacePattern.test(namespace) || !keyPattern.test(key)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_KEY',
       '[sluice] Redis store: a namespace may not hold `{`, `}` or `|`, nor a client key `{` or `}`; pass keys through the limiter, which makes them safe.',
     );
   }
-  lastNamespace = namespace;
   const clientKey = `${prefix}{${namespace}|${key}}`;
   const keys = [clientKey];
   for (const policy of policies) {

@@ -14,6 +14,7 @@ end
 
 -- A batch usually repeats one limiter's policy set and capacities: each text is parsed once.
 local policy_sets, capacity_lists = {}, {}
+-- The policy set a text names, parsed the first time the call meets it.
 local function policies_of(text)
   local set = policy_sets[text]
   if set ~= nil then return set end
@@ -31,20 +32,22 @@ local function policies_of(text)
   policy_sets[text] = set
   return set
 end
-local function capacities_of(text)
-  local list = capacity_lists[text]
-  if list ~= nil then return list end
-  list = {}
+-- Parses a capacity list, on a miss in capacity_lists.
+local function parse_capacities(text)
+  local list = {}
   for n in string.gmatch(text, '%d+') do list[#list + 1] = tonumber(n) end
   capacity_lists[text] = list
   return list
 end
 
--- Where each decision's client key is, and every client's state string in one read.
-local client_key_at, key_at = {}, 1
+-- Each decision's policy set and where its client key is, and every client's state string in
+-- one read.
+local decision_sets, client_key_at, key_at = {}, {}, 1
 for at = 1, #ARGV, 5 do
+  local set = policies_of(ARGV[at + 3])
+  decision_sets[#decision_sets + 1] = set
   client_key_at[#client_key_at + 1] = key_at
-  key_at = key_at + 1 + policies_of(ARGV[at + 3]).logs
+  key_at = key_at + 1 + set.logs
 end
 local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
@@ -52,10 +55,9 @@ local texts = redis.call('MGET', unpack(client_keys))
 
 -- Decoded on first use: states[key][policy id] = { n, n[, n] }.
 local states, write_sets, write_ttls = {}, {}, {}
-local function client_states(key, text)
-  local by_id = states[key]
-  if by_id ~= nil then return by_id end
-  by_id = {}
+-- Decodes a client's string, on a miss in states.
+local function decode_states(key, text)
+  local by_id = {}
   if text then
     for id, numbers in string.gmatch(text, ' ([^=]+)=([%d,]+)') do
       local state = {}
@@ -93,15 +95,15 @@ end
 local reply, n = { 0 }, 1
 for d = 1, #client_key_at do
   local at = 5 * d - 4
-  -- Lookups inline and calls only on a miss: this loop is most of the script's time.
+  -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
   local now, min_ttl = tonumber(ARGV[at]), 60000
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
   local refunding = ARGV[at + 1] == 'refund'
   local cost = tonumber(ARGV[at + 2])
-  local set = policy_sets[ARGV[at + 3]] or policies_of(ARGV[at + 3])
-  local capacities = capacity_lists[ARGV[at + 4]] or capacities_of(ARGV[at + 4])
+  local set = decision_sets[d]
+  local capacities = capacity_lists[ARGV[at + 4]] or parse_capacities(ARGV[at + 4])
   local client_key = client_keys[d]
-  local by_id = states[client_key] or client_states(client_key, texts[d])
+  local by_id = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
   -- Scratch tables per policy set, reused by every decision of the batch that has that set.
   local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
@@ -142,15 +144,7 @@ for d = 1, #client_key_at do
   if allowed and cost > 0 and not refunding then
     for i = 1, count do
       local o = outcomes[i]
-      local reset = o.reset
-      if log_keys[i] ~= nil then
-        store(set[i], by_id, log_keys[i], current[i], o.next, reset, min_ttl)
-      elseif reset > 0 then
-        by_id[set[i].id] = o.next
-        ttl = max(ttl, reset, min_ttl)
-      else
-        by_id[set[i].id] = nil
-      end
+      ttl = max(ttl, store(set[i], by_id, log_keys[i], current[i], o.next, o.reset, min_ttl))
     end
     changed = true
   elseif cost > 0 and not refunding then
