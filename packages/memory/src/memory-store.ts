@@ -91,6 +91,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     return id;
   };
 
+  /** Writes the client's segment, keeping the entry in the cache if it had to be replaced. */
+  const write = (
+    key: string,
+    entry: Entry | undefined,
+    at: number,
+    id: number,
+    states: readonly State[],
+    policies: readonly Policy[],
+  ) => {
+    const kept = writeSegment(entry, at, id, states, policies);
+    if (kept !== entry) cache.set(key, kept);
+  };
+
   /** Stores the segment, or drops it when every state has gone back to fresh. */
   const keep = (
     key: string,
@@ -105,8 +118,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       if (entry !== undefined && at >= 0 && !removeSegment(entry, at)) cache.delete(key);
       return;
     }
-    const kept = writeSegment(entry, at, id, states, request.policies);
-    if (kept !== entry) cache.set(key, kept);
+    write(key, entry, at, id, states, request.policies);
   };
 
   /**
@@ -122,10 +134,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     const state = at < 0 ? undefined : readState(entry as Entry, at + 1, policy.algorithm);
     const evaluation = algorithms[policy.algorithm].evaluate(state, policy, request.capacities[0] as number, cost, now);
     if (evaluation.allowed && cost > 0) {
-      if (!overwriteState(entry, at, evaluation.next, policy.algorithm)) {
-        const kept = writeSegment(entry, at, id, [evaluation.next], policies);
-        if (kept !== entry) cache.set(key, kept);
-      }
+      if (!overwriteState(entry, at, evaluation.next, policy.algorithm))
+        write(key, entry, at, id, [evaluation.next], policies);
     } else if (at >= 0 && cost === 0) {
       keep(key, entry, at, id, [state as State], request, [evaluation]);
     }
@@ -144,8 +154,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
     const reply = decide(states, request.policies, request.capacities, request.cost, now);
     if (reply.next !== undefined) {
-      const kept = writeSegment(entry, at, id, reply.next, request.policies);
-      if (kept !== entry) cache.set(request.key, kept);
+      write(request.key, entry, at, id, reply.next, request.policies);
     } else if (at >= 0 && request.cost === 0) {
       keep(request.key, entry, at, id, states, request, reply.outcomes);
     }
