@@ -85,6 +85,16 @@ export function storeConformance(
 
 const startOffset = fc.integer({ min: 0, max: 86_400_000 });
 
+/** What the store is asked for one step of a trace (a peek asks at cost 0). */
+const stepRequest = (namespace: string, set: PolicySet, step: Step, now: number | undefined): StoreRequest => ({
+  namespace,
+  key: step.key,
+  policies: set.policies,
+  capacities: set.capacities,
+  cost: step.operation === 'peek' ? 0 : step.cost,
+  now,
+});
+
 /** Plays a trace, asking for every step before any answer comes back. */
 async function replayAtOnce(store: RateLimitStore, set: PolicySet, steps: Step[], startMs: number) {
   const namespace = `c-${randomUUID()}`;
@@ -92,14 +102,7 @@ async function replayAtOnce(store: RateLimitStore, set: PolicySet, steps: Step[]
   let now = startMs;
   const asked = steps.map((step) => {
     now += advanceMs(step, set.policies);
-    const request: StoreRequest = {
-      namespace,
-      key: step.key,
-      policies: set.policies,
-      capacities: set.capacities,
-      cost: step.operation === 'peek' ? 0 : step.cost,
-      now,
-    };
+    const request = stepRequest(namespace, set, step, now);
     if (step.operation === 'reset') {
       model.reset(step.key);
       return store.reset(namespace, step.key, set.policies);
@@ -121,14 +124,7 @@ async function replay(store: RateLimitStore, set: PolicySet, steps: Step[], star
   let now = startMs;
   for (const [i, step] of steps.entries()) {
     if (now !== undefined) now += advanceMs(step, set.policies);
-    const request: StoreRequest = {
-      namespace,
-      key: step.key,
-      policies: set.policies,
-      capacities: set.capacities,
-      cost: step.operation === 'peek' ? 0 : step.cost,
-      now,
-    };
+    const request = stepRequest(namespace, set, step, now);
     if (step.operation === 'reset') {
       await store.reset(namespace, step.key, set.policies);
       model.reset(step.key);
