@@ -4,9 +4,16 @@ import { type Asked, parseReplies } from '../../packages/redis/src/reply.js';
 
 const onRedisClock = (policyCount: number): Asked => ({ policyCount, now: undefined });
 
+/** What the script sends: the numbers as little-endian doubles, back to back in one string. */
+function packed(numbers: readonly number[]): Buffer {
+  const buffer = Buffer.alloc(8 * numbers.length);
+  for (const [i, n] of numbers.entries()) buffer.writeDoubleLE(n, 8 * i);
+  return buffer;
+}
+
 describe('script replies', () => {
   it("reads the documented shape: Redis's now, then per policy allowed, remaining, reset and the wait", () => {
-    const batch = [1_700_000_000_000, 1, 4, 100, 0, 0, 0, 250, 250, 1, 7, 30, 2];
+    const batch = packed([1_700_000_000_000, 1, 4, 100, 0, 0, 0, 250, 250, 1, 7, 30, 2]);
     expect(parseReplies(batch, [onRedisClock(2), { policyCount: 1, now: 1_600_000_000_000 }])).toEqual([
       {
         allowed: false,
@@ -25,17 +32,19 @@ describe('script replies', () => {
   });
 
   it.each([
-    ['not an array', 'OK', [onRedisClock(1)]],
+    ['numbers in an array, not packed', [5, 1, 0, 0, 0], [onRedisClock(1)]],
+    ['a text', 'OK', [onRedisClock(1)]],
     ['null', null, [onRedisClock(1)]],
-    ['too short', [5, 1, 0, 0], [onRedisClock(1)]],
-    ['too long', [5, 1, 0, 0, 0, 9], [onRedisClock(1)]],
-    ['a string in it', [5, 1, '0', 0, 0], [onRedisClock(1)]],
-    ['a fraction', [5, 1, 0.5, 0, 0], [onRedisClock(1)]],
-    ['a negative', [5, 1, -1, 0, 0], [onRedisClock(1)]],
-    ['a flag that is not 0 or 1', [5, 2, 0, 0, 0], [onRedisClock(1)]],
-    ['beyond 2^53', [5, 1, 2 ** 53, 0, 0], [onRedisClock(1)]],
-    ["no clock for a decision on Redis's clock", [0, 1, 0, 0, 0], [onRedisClock(1)]],
-    ['a bad second decision', [5, 1, 0, 0, 0, 3, 0, 0, 0], [onRedisClock(1), onRedisClock(1)]],
+    ['too short', packed([5, 1, 0, 0]), [onRedisClock(1)]],
+    ['too long', packed([5, 1, 0, 0, 0, 9]), [onRedisClock(1)]],
+    ['a ragged length', Buffer.concat([packed([5, 1, 0, 0, 0]), Buffer.from([0])]), [onRedisClock(1)]],
+    ['a fraction', packed([5, 1, 0.5, 0, 0]), [onRedisClock(1)]],
+    ['a negative', packed([5, 1, -1, 0, 0]), [onRedisClock(1)]],
+    ['not a number', packed([5, 1, Number.NaN, 0, 0]), [onRedisClock(1)]],
+    ['a flag that is not 0 or 1', packed([5, 2, 0, 0, 0]), [onRedisClock(1)]],
+    ['beyond 2^53', packed([5, 1, 2 ** 53, 0, 0]), [onRedisClock(1)]],
+    ["no clock for a decision on Redis's clock", packed([0, 1, 0, 0, 0]), [onRedisClock(1)]],
+    ['a bad second decision', packed([5, 1, 0, 0, 0, 3, 0, 0, 0]), [onRedisClock(1), onRedisClock(1)]],
   ] as [string, unknown, Asked[]][])('refuses a reply with %s as ERR_SLUICE_BAD_STORE_REPLY', (_, raw, asked) => {
     let caught: unknown;
     try {

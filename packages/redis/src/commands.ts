@@ -46,7 +46,8 @@ export function defineScripts(client: RedisClient): ScriptCall {
     const keyCount = KEY_COUNTS.find((count) => count >= keys.length) as number;
     const last = keys[keys.length - 1] as string;
     while (keys.length < keyCount) keys.push(last);
-    const name = (names.get(script) as string[])[keyCount] as string;
+    // The Buffer variant: the reply is binary and must not be decoded as UTF-8.
+    const name = `${(names.get(script) as string[])[keyCount] as string}Buffer`;
     return (commands[name] as Command).call(client, ...keys, ...args);
   };
 }

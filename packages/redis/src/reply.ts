@@ -1,6 +1,7 @@
 import { type PolicyOutcome, SluiceError, type StoreReply } from '@sluice/core';
 
 const FIELDS_PER_POLICY = 4;
+const BYTES_PER_NUMBER = 8;
 
 /** What the reader needs of each decision in a batch: its policy count and injected clock. */
 export interface Asked {
@@ -9,20 +10,26 @@ export interface Asked {
 }
 
 /**
- * The one place a script reply is read: the Redis clock's now (0 if the call did not read it),
- * then for each decision asked, in order, four integers per policy: allowed, remaining,
- * resetAfterMs and the wait (delayMs when allowed, retryAfterMs when refused). A decision is
- * allowed when all its policies are, and decided at its injected now or else Redis's. Anything
- * but that shape (not whole, negative or beyond 2^53, a flag not 0 or 1, too few or too many
- * numbers, no clock where one was needed) means the script and this code disagree, so it is
- * refused rather than guessed at.
+ * The one place a script reply is read. The reply is one binary string of little-endian
+ * doubles (exact for integers below 2^53): the Redis clock's now (0 if the call did not read
+ * it), then for each decision asked, in order, four integers per policy: allowed, remaining,
+ * resetAfterMs and the wait (delayMs when allowed, retryAfterMs when refused). One string,
+ * because a client parses an array's integers one by one at a cost that grows with every
+ * policy. A decision is allowed when all its policies are, and decided at its injected now or
+ * else Redis's. Anything but that shape (not whole, negative or beyond 2^53, a flag not 0 or 1,
+ * too few or too many numbers, no clock where one was needed) means the script and this code
+ * disagree, so it is refused rather than guessed at.
  */
 export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[] {
   let length = 1;
   for (const a of asked) length += FIELDS_PER_POLICY * a.policyCount;
-  if (!Array.isArray(raw) || raw.length !== length) throw badReply(raw);
-  for (const value of raw) if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
-  const values = raw as number[];
+  if (!Buffer.isBuffer(raw) || raw.length !== length * BYTES_PER_NUMBER) throw badReply(raw);
+  const values = new Array<number>(length);
+  for (let i = 0; i < length; i++) {
+    const value = raw.readDoubleLE(i * BYTES_PER_NUMBER);
+    if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
+    values[i] = value;
+  }
   const redisNow = values[0] as number;
   const replies: StoreReply[] = [];
   let at = 1;
@@ -49,9 +56,17 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
 }
 
 function badReply(raw: unknown): SluiceError {
-  const shown = JSON.stringify(raw) ?? String(raw);
+  const shown = Buffer.isBuffer(raw) ? numbersIn(raw) : (JSON.stringify(raw) ?? String(raw));
   return new SluiceError(
     'ERR_SLUICE_BAD_STORE_REPLY',
     `[sluice] Redis store: unexpected script reply ${shown.length > 200 ? `${shown.slice(0, 200)}…` : shown}.`,
   );
+}
+
+/** A packed reply as the numbers it holds, or its length when it holds no whole number of them. */
+function numbersIn(raw: Buffer): string {
+  if (raw.length % BYTES_PER_NUMBER !== 0) return `of ${raw.length} bytes`;
+  const numbers: number[] = [];
+  for (let at = 0; at < raw.length; at += BYTES_PER_NUMBER) numbers.push(raw.readDoubleLE(at));
+  return `[${numbers.join(',')}]`;
 }

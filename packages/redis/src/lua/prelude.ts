@@ -16,9 +16,9 @@ export const preludeLua = `
 --   set    the limiter's policies, each 'id algorithm limit windowMs maxDelayMs refillAmount
 --          refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 = continuous)
 --   caps   effective capacity per policy in units, comma-separated
--- reply    the Redis clock's now (epoch ms) if the call read it, else 0; then per decision, per
---          policy: allowed 1|0, remaining (units), resetAfterMs, and the wait: delayMs if
---          allowed, retryAfterMs if not (the other is 0); integers only
+-- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
+--          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
+--          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
 -- The client's state key holds one string, ' <policy id>=<n>,<n>[,<n>]' per policy with state, and
 -- a PEXPIRE of the longest resetAfterMs among them; a log policy's key holds its list and its own
 -- PEXPIRE. A state past its reset reads as fresh, so expiry never changes a decision. With an
