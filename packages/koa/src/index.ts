@@ -3,12 +3,13 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
+  type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemJson,
   problemStatus,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
   interface DefaultState {
@@ -36,7 +37,10 @@ const binding: AdapterBinding<Context, Context> = {
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   defaultStore: () => createMemoryStore(),
   setHeader: (ctx, name, value) => ctx.set(name, value),
-  appendHeader: (ctx, name, value) => ctx.append(name, value),
+  // Koa's `append` reads the field back through a copy of every header. Only a request an
+  // earlier sluice limiter decided can hold our fields already, so the others skip it.
+  appendHeader: (ctx, name, value) =>
+    ctx.state.rateLimit === undefined ? ctx.set(name, value) : ctx.append(name, value),
 };
 
 /**
@@ -50,20 +54,27 @@ const binding: AdapterBinding<Context, Context> = {
 export function rateLimit(options: RateLimitOptions): Middleware {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
-  return async function sluiceRateLimit(ctx, next) {
-    const pending = limiter.handle(ctx, ctx);
-    const outcome = pending instanceof Promise ? await pending : pending;
+  const apply = (ctx: Context, next: Next, outcome: Outcome): unknown => {
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
     if (outcome.action === 'next') return next();
     if (outcome.action === 'gone') {
       ctx.respond = false;
-      return;
+      return undefined;
     }
     if (onLimited !== undefined) return onLimited(ctx, outcome.decision);
     ctx.status = problemStatus(outcome.decision);
     // Set as is: `ctx.type` would look the type up in the MIME database on every refusal.
     ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
     ctx.body = problemJson(outcome.decision);
+    return undefined;
+  };
+  // Not an async function: with an in-process store the outcome is ready at once, and the
+  // middleware then hands Koa `next()`'s own promise instead of wrapping it in another.
+  return function sluiceRateLimit(ctx, next) {
+    const outcome = limiter.handle(ctx, ctx);
+    return outcome instanceof Promise
+      ? outcome.then((settled) => apply(ctx, next, settled))
+      : apply(ctx, next, outcome);
   };
 }
 
