@@ -1,15 +1,16 @@
 import { type AlgorithmName, algorithmNames } from '@sluice/core';
 import type { ContenderFactory } from './contender.js';
+import { floorContenders } from './floor-contenders.js';
 import { peerContenders } from './peer-contenders.js';
 import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
 
 /**
  * Contender ids: `sluice:<store>:<algorithm>[:3p|:ap]` for sluice (3p = the three-policy set,
- * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers.
+ * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers, `floor-<map>:memory` for the floors.
  */
 export function contenderFor(id: string): ContenderFactory {
-  const peer = peerContenders[id];
-  if (peer !== undefined) return peer;
+  const other = peerContenders[id] ?? floorContenders[id];
+  if (other !== undefined) return other;
   const [family, store, algorithm, variant] = id.split(':');
   if (family !== 'sluice' || !algorithmNames.includes(algorithm as AlgorithmName)) {
     throw new Error(`unknown contender ${id}`);
@@ -21,4 +22,6 @@ export function contenderFor(id: string): ContenderFactory {
 }
 
 export const memoryPeers = Object.keys(peerContenders).filter((id) => id.endsWith(':memory'));
+/** Not limiters: what a bare map and the clock cost, for reading the memory figures against. */
+export const memoryFloors = Object.keys(floorContenders);
 export const redisPeers = Object.keys(peerContenders).filter((id) => id.endsWith(':redis'));

@@ -1,6 +1,6 @@
 import { type AlgorithmName, algorithmNames } from '@sluice/core';
 import type { Mode } from './contender.js';
-import { memoryPeers, redisPeers } from './contenders.js';
+import { memoryFloors, memoryPeers, redisPeers } from './contenders.js';
 
 export interface Cell {
   contender: string;
@@ -44,16 +44,42 @@ const threePolicyCells = (): Cell[] =>
     })),
   );
 
-/** The full matrix of the issue: every algorithm, both stores, both key sets, both concurrencies, both paths. */
-export function fullPlan(): Cell[] {
+/**
+ * The cells the targets read, once each: sluice's targeted algorithms and the peers and floors
+ * they are read against, at 100k keys, sequential for memory and 100 in flight for Redis.
+ */
+function targetCells(): Cell[] {
+  const at = (contender: string): Cell => {
+    const store = storeOf(contender);
+    return { contender, store, keys: 100_000, concurrency: store === 'redis' ? 100 : 1, mode: 'pass' };
+  };
+  return [
+    ...TARGET_ALGORITHMS.flatMap((a) => [
+      at(`sluice:memory:${a}`),
+      at(`sluice:redis:${a}`),
+      at(`sluice:redis:${a}:3p`),
+    ]),
+    ...['express-rate-limit:memory', 'rate-limiter-flexible:memory', 'rate-limiter-flexible:redis'].map(at),
+    ...memoryFloors.map(at),
+  ];
+}
+
+/**
+ * The full matrix of the issue: every algorithm, both stores, both key sets, both concurrencies,
+ * both paths; then the target cells `extraRounds` times more, so that each target reads the
+ * median of several runs spread over the whole section instead of one.
+ */
+export function fullPlan(extraRounds: number): Cell[] {
   const sluice = (['memory', 'redis'] as const).flatMap((store) =>
     algorithmNames.flatMap((a) => grid(`sluice:${store}:${a}`, MODES)),
   );
   const peers = [...memoryPeers, ...redisPeers].flatMap((id) => grid(id, denyingPeers.has(id) ? MODES : ['pass']));
+  const floors = memoryFloors.flatMap((id) => grid(id, MODES));
   const autoPipelined = TARGET_ALGORITHMS.map(
     (a): Cell => ({ contender: `sluice:redis:${a}:ap`, store: 'redis', keys: 100_000, concurrency: 100, mode: 'pass' }),
   );
-  return [...sluice, ...peers, ...threePolicyCells(), ...autoPipelined];
+  const repeats = Array.from({ length: extraRounds }, () => targetCells()).flat();
+  return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
 /** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
@@ -69,6 +95,7 @@ export function quickPlan(): Cell[] {
       target(`sluice:redis:${a}`),
     ]),
     ...memoryPeers.map((id) => target(id)),
+    ...memoryFloors.map((id) => target(id)),
     ...redisPeers.map((id) => target(id)),
     ...threePolicyCells().filter((c) => c.store === 'redis'),
   ];

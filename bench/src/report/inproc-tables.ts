@@ -19,11 +19,17 @@ const seqP99 = (results: readonly InprocResult[], contender: string) =>
   results.find((r) => r.contender === contender && r.keys === 100_000 && r.concurrency === 1 && r.mode === 'pass')
     ?.p99Us;
 
+const floorNames: Record<string, string> = {
+  'floor-map': 'floor: a Map and the clock, no limiter',
+  'floor-lru-cache': 'floor: lru-cache and the clock, no limiter',
+};
+
 const nameOf = (id: string) => {
   const [family, store, algorithm, variant] = id.split(':');
   const suffix = variant === '3p' ? ' (3 policies)' : variant === 'ap' ? ' (auto-pipelining client)' : '';
   if (family === 'sluice') return `sluice \`createLimiter\` ${algorithm}${suffix}`;
-  return `${family} (${store})`;
+  const floor = floorNames[family as string];
+  return floor ?? `${family} (${store})`;
 };
 
 /**

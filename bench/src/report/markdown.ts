@@ -147,6 +147,14 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
   return lines;
 }
 
+/** Says how often the cells the targets read were measured, when more than once. */
+function repeated(results: RunResults): string {
+  const runs = results.inproc.filter(
+    (r) => r.contender === 'express-rate-limit:memory' && r.keys === 100_000 && r.concurrency === 1,
+  ).length;
+  return runs > 1 ? `, the cells the targets read ${runs} times each, spread over the section (medians)` : '';
+}
+
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;
   const s = results.settings;
@@ -156,7 +164,7 @@ export function renderMarkdown(results: RunResults, http: readonly HttpRow[], ch
     '',
     `Run of ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC${results.quick ? ' (**--quick**: fewer cells, shorter runs; indicative only)' : ''}, ${Math.round(results.seconds)} s. ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}. Method and how to read the ratios: [../README.md](../README.md). Chart: [latest.svg](latest.svg).`,
     '',
-    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each; HTTP ${rounds} round(s) of ${s.httpDurationS} s after ${s.httpWarmupS} s warm-up, 50 connections, medians over rounds; memory at ${int(s.heapKeys)} keys.`,
+    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${rounds} round(s) of ${s.httpDurationS} s after ${s.httpWarmupS} s warm-up, 50 connections, medians over rounds; memory at ${int(s.heapKeys)} keys.`,
     '',
     '## Targets',
     '',

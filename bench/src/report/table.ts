@@ -12,6 +12,7 @@ export const verdict = (met: boolean | undefined): string =>
 /** `sluice:memory` → `sluice (memory)`. */
 export const limiterName = (variant: string): string => {
   if (variant === 'bare') return 'bare';
+  if (variant === 'fixed-headers') return 'RateLimit fields alone (control)';
   const [name, store] = variant.split(':');
   return `${name} (${store})`;
 };

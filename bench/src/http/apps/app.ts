@@ -13,6 +13,17 @@ export type StartApp = (setup: AppSetup, port: number) => Promise<() => Promise<
 /** The same small JSON body from every framework. */
 export const body = { hello: 'world' };
 
+/**
+ * The `fixed-headers` control: the bare app plus the two RateLimit fields with the values
+ * sluice sends on the pass path, set as each adapter sets them but never computed. It
+ * measures what sending the fields costs on its own, which no limiter that sends them avoids.
+ */
+export const FIXED_HEADERS = 'fixed-headers';
+export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
+  ['RateLimit-Policy', '"1000000000-per-1m";q=1000000000;w=60'],
+  ['RateLimit', '"1000000000-per-1m";r=999999999;t=60'],
+];
+
 /** The limit and window every limiter of a job gets (see `windowFor`). */
 export const limits = (mode: Mode) => ({ max: limitFor(mode), windowMs: windowFor(mode) });
 

@@ -4,7 +4,7 @@ import { rateLimit } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { exportOf } from '../../inproc/contender.js';
-import { type AppSetup, body, limits, type StartApp, sluiceLimit } from './app.js';
+import { type AppSetup, body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
 import { benchRedis, sluiceStore } from './stores.js';
 
 type Closer = () => void;
@@ -18,6 +18,13 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
       const sluiceRateLimit = await exportOf<(o: object) => RequestHandler>('@sluice/express', 'rateLimit');
       const { store, close } = await sluiceStore(setup);
       return [sluiceRateLimit({ ...sluiceLimit(setup.mode), store }), close];
+    }
+    case FIXED_HEADERS: {
+      const fields: RequestHandler = (_req, res, next) => {
+        for (const [name, value] of fixedRateLimitFields) res.setHeader(name, value);
+        next();
+      };
+      return [fields, () => {}];
     }
     case 'express-rate-limit:memory':
       return [rateLimit({ windowMs, limit: max }), () => {}];

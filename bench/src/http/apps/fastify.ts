@@ -1,7 +1,7 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyPluginAsync } from 'fastify';
 import { exportOf } from '../../inproc/contender.js';
-import { body, limits, type StartApp, sluiceLimit } from './app.js';
+import { body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
 import { benchRedis, sluiceStore } from './stores.js';
 
 export const startFastify: StartApp = async (setup, port) => {
@@ -13,6 +13,11 @@ export const startFastify: StartApp = async (setup, port) => {
     const store = await sluiceStore(setup);
     await app.register(plugin, { ...sluiceLimit(setup.mode), store: store.store });
     close = store.close;
+  } else if (setup.variant === FIXED_HEADERS) {
+    app.addHook('onRequest', (_request, reply, done) => {
+      for (const [name, value] of fixedRateLimitFields) reply.header(name, value);
+      done();
+    });
   } else if (setup.variant === '@fastify/rate-limit:memory') {
     await app.register(fastifyRateLimit, { max, timeWindow: windowMs });
   } else if (setup.variant === '@fastify/rate-limit:redis') {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import { exportOf } from '../../inproc/contender.js';
-import { body, limits, type StartApp, sluiceLimit } from './app.js';
+import { body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
 import { benchRedis, sluiceStore } from './stores.js';
 
 const require = createRequire(import.meta.url);
@@ -18,6 +18,11 @@ export const startKoa: StartApp = async (setup, port) => {
     const store = await sluiceStore(setup);
     app.use(rateLimit({ ...sluiceLimit(setup.mode), store: store.store }));
     close = store.close;
+  } else if (setup.variant === FIXED_HEADERS) {
+    app.use((ctx, next) => {
+      for (const [name, value] of fixedRateLimitFields) ctx.set(name, value);
+      return next();
+    });
   } else if (setup.variant === 'koa-ratelimit:memory') {
     app.use(koaRatelimit({ driver: 'memory', db: new Map(), duration: windowMs, max }));
   } else if (setup.variant === 'koa-ratelimit:redis') {
