@@ -312,6 +312,29 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_POLICIES');
   });
 
+  it('answers the largest call there is: 32 decisions of 16 policies, 2,049 numbers in one reply', async () => {
+    const policies = Array.from({ length: 16 }, (_, i) =>
+      toPolicy({ name: `p${i}`, limit: 5, window: 1000 * (i + 1), algorithm: i % 2 ? 'gcra' : 'fixed-window' }, 'p'),
+    );
+    // Asked in one turn, so one batch carries them all: one client key each, 32 keys.
+    const replies = await Promise.all(
+      Array.from({ length: 32 }, (_, i) =>
+        store.consume({
+          namespace: 'largest',
+          key: `k${i}`,
+          policies,
+          capacities: policies.map((p) => p.capacity),
+          cost: 1,
+          now: NOW,
+        }),
+      ),
+    );
+    for (const reply of replies) {
+      expect(reply.allowed).toBe(true);
+      expect(reply.outcomes.map((o) => o.remaining)).toEqual(Array(16).fill(4));
+    }
+  });
+
   it('refuses a clock that is not whole epoch milliseconds instead of truncating it', async () => {
     const policies = [toPolicy({ limit: 5, window: 1000 }, 'p')];
     const error = await store

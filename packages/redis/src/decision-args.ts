@@ -12,8 +12,8 @@ const capacityLists = new WeakMap<readonly number[], string>();
 
 /**
  * One decision's five ARGV entries, as the scripts' header describes them. Every number is
- * checked to be a whole number below 2^53: Lua would truncate a fraction in its integer reply,
- * and the decision would then differ from the reference instead of failing.
+ * checked to be a whole number below 2^53: the script stores state with `%d`, which would
+ * truncate a fraction, and the decision would then differ from the reference instead of failing.
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
   const { now, cost, policies, capacities } = request;

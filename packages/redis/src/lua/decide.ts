@@ -6,7 +6,9 @@
  */
 export const decideLua = `
 -- Globals are table lookups on every use; this loop reads them thousands of times per call.
-local KEYS, ARGV, find, tonumber = KEYS, ARGV, string.find, tonumber
+local KEYS, ARGV, find, format, tonumber = KEYS, ARGV, string.find, string.format, tonumber
+-- TTLs go to Redis as integer text: a Lua number would be printed through the slower
+-- floating-point path.
 local redis_now = nil
 local function read_redis_now()
   local time = redis.call('TIME')
@@ -61,17 +63,17 @@ local states, write_sets, write_ttls = {}, {}, {}
 local function decode_states(key, text)
   local by_id = {}
   if text then
-    -- One match per state (one to three numbers), read where the last one ended.
+    -- One match per state (two or three numbers), read where the last one ended. A state
+    -- this script cannot read is skipped, so the ones after it still count.
     local at = 1
     while true do
-      local _, stop, id, a, b, c = find(text, '^ ([^=]+)=(%d+),?(%d*),?(%d*)', at)
-      if stop == nil then break end
-      if b == '' then
-        by_id[id] = { tonumber(a) }
-      elseif c == '' then
-        by_id[id] = { tonumber(a), tonumber(b) }
+      local _, stop, id, a, b, c = find(text, '^ ([^=]+)=(%d+),(%d+),?(%d*)', at)
+      if stop ~= nil then
+        by_id[id] = c == '' and { tonumber(a), tonumber(b) } or { tonumber(a), tonumber(b), tonumber(c) }
       else
-        by_id[id] = { tonumber(a), tonumber(b), tonumber(c) }
+        stop = find(text, ' ', at + 1, true)
+        if stop == nil then break end
+        stop = stop - 1
       end
       at = stop + 1
     end
@@ -94,7 +96,7 @@ local function store(p, by_id, log_key, stored, next, reset, min_ttl)
       redis.call('DEL', log_key)
     else
       p.algorithm.save(log_key, stored, next)
-      redis.call('PEXPIRE', log_key, ttl)
+      redis.call('PEXPIRE', log_key, format('%d', ttl))
     end
     return 0
   end
@@ -190,7 +192,7 @@ for d = 1, #client_key_at do
 end
 reply[1] = redis_now or 0
 
-local formats, format = { '%d', '%d,%d', '%d,%d,%d' }, string.format
+local formats = { [2] = '%d,%d', [3] = '%d,%d,%d' }
 for key, set in pairs(write_sets) do
   local by_id, text, ttl = states[key], '', write_ttls[key]
   for i = 1, #set do
@@ -203,7 +205,6 @@ for key, set in pairs(write_sets) do
   if text == '' or ttl <= 0 then
     redis.call('DEL', key)
   else
-    -- As text: Redis would print a Lua number through the slower floating-point path.
     redis.call('SET', key, text, 'PX', format('%d', ttl))
   end
 end
