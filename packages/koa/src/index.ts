@@ -37,10 +37,7 @@ const binding: AdapterBinding<Context, Context> = {
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   defaultStore: () => createMemoryStore(),
   setHeader: (ctx, name, value) => ctx.set(name, value),
-  // Koa's `append` reads the field back through a copy of every header. Only a request an
-  // earlier sluice limiter decided can hold our fields already, so the others skip it.
-  appendHeader: (ctx, name, value) =>
-    ctx.state.rateLimit === undefined ? ctx.set(name, value) : ctx.append(name, value),
+  appendHeader: (ctx, name, value) => ctx.append(name, value),
 };
 
 /**
@@ -68,8 +65,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     ctx.body = problemJson(outcome.decision);
     return undefined;
   };
-  // Not an async function: with an in-process store the outcome is ready at once, and the
-  // middleware then hands Koa `next()`'s own promise instead of wrapping it in another.
+  // Not an async function: when the outcome is ready at once (an in-process store, with no
+  // async key, cost, skip or tier function), the middleware hands Koa `next()`'s own promise
+  // instead of wrapping it in another.
   return function sluiceRateLimit(ctx, next) {
     const outcome = limiter.handle(ctx, ctx);
     return outcome instanceof Promise
