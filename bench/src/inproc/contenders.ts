@@ -9,8 +9,8 @@ import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
  * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers, `floor-<map>:memory` for the floors.
  */
 export function contenderFor(id: string): ContenderFactory {
-  const other = peerContenders[id] ?? floorContenders[id];
-  if (other !== undefined) return other;
+  const peerOrFloor = peerContenders[id] ?? floorContenders[id];
+  if (peerOrFloor !== undefined) return peerOrFloor;
   const [family, store, algorithm, variant] = id.split(':');
   if (family !== 'sluice' || !algorithmNames.includes(algorithm as AlgorithmName)) {
     throw new Error(`unknown contender ${id}`);

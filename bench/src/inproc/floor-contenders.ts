@@ -10,8 +10,8 @@ interface Count {
  * The least an in-process limiter can cost on this machine: a fixed-window count per key,
  * no options, no headers, no policies, but the clock read on every decision (a limiter that
  * does not read it cannot know when a window ends) and the answer in a promise, as every
- * limiter here gives it. A rejected request spends nothing. Its rate bounds from above what
- * any limiter over the same map can reach.
+ * limiter here gives it. A rejected request spends nothing. It is the least a decision over
+ * that map costs when it reads the clock each time and answers with a promise.
  */
 function fixedWindowOver(
   read: (key: string) => Count | undefined,
@@ -40,7 +40,10 @@ function fixedWindowOver(
   };
 }
 
-/** Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, the bounded LRU map sluice's memory store is built on. */
+/**
+ * Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, the bounded LRU
+ * map sluice's memory store is built on.
+ */
 export const floorContenders: Record<string, ContenderFactory> = {
   'floor-map:memory': async ({ mode }) => {
     const counts = new Map<string, Count>();

@@ -152,7 +152,7 @@ function repeated(results: RunResults): string {
   const runs = results.inproc.filter(
     (r) => r.contender === 'express-rate-limit:memory' && r.keys === 100_000 && r.concurrency === 1,
   ).length;
-  return runs > 1 ? `, the cells the targets read ${runs} times each, spread over the section (medians)` : '';
+  return runs > 1 ? `, the cells the targets read ${runs} times each (medians)` : '';
 }
 
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {

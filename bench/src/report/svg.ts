@@ -86,6 +86,7 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
       .map(({ id, value }) => {
         const bar: Bar = {
           label: id
+            .replace(/^floor-(.+):memory$/, 'floor: $1 and the clock (no limiter)')
             .replace(/^sluice:(memory|redis):/, 'sluice ')
             .replace(/:ap$/, ' (auto-pipelining)')
             .replace(/:(memory|redis)$/, ''),

@@ -1,3 +1,5 @@
+import { FIXED_HEADERS } from '../http/apps/app.js';
+
 /** A markdown table; the first column left-aligned, the rest right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
   const align = headers.map((_, i) => (i === 0 ? '---' : '---:'));
@@ -12,7 +14,7 @@ export const verdict = (met: boolean | undefined): string =>
 /** `sluice:memory` → `sluice (memory)`. */
 export const limiterName = (variant: string): string => {
   if (variant === 'bare') return 'bare';
-  if (variant === 'fixed-headers') return 'RateLimit fields alone (control)';
+  if (variant === FIXED_HEADERS) return 'RateLimit fields alone (control)';
   const [name, store] = variant.split(':');
   return `${name} (${store})`;
 };

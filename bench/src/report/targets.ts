@@ -1,3 +1,4 @@
+import { FIXED_HEADERS } from '../http/apps/app.js';
 import { median } from '../lib/stats.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
@@ -120,13 +121,14 @@ export function checkTargets(results: RunResults, http: readonly HttpRow[]): Tar
   ];
   for (const [framework, variant, goal, context] of httpTargets) {
     const v = findHttp(http, framework, variant)?.ratio;
-    const fields = findHttp(http, framework, 'fixed-headers')?.ratio;
+    const fields = findHttp(http, framework, FIXED_HEADERS)?.ratio;
     checks.push({
       target: `HTTP ${framework} + ${variant.replace(':', ' ')} ÷ bare ${framework}`,
       value: v,
       unit: 'ratio',
       goal: `≥ ${goal.toFixed(2)}`,
-      context: fields === undefined ? context : `${context}; the fields alone ${fields.toFixed(2)}`,
+      context:
+        fields !== undefined && Number.isFinite(fields) ? `${context}; the fields alone ${fields.toFixed(2)}` : context,
       met: atLeast(v, goal),
     });
   }

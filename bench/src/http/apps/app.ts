@@ -1,7 +1,7 @@
 import { limitFor, type Mode, windowFor } from '../../inproc/contender.js';
 
 export interface AppSetup {
-  /** `bare`, or `<limiter>:<store>` such as `sluice:redis`. */
+  /** `bare`, `fixed-headers` (the control), or `<limiter>:<store>` such as `sluice:redis`. */
   variant: string;
   mode: Mode;
   redisPort: number | undefined;
