@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { createLimiter, isSluiceError, type Policy, storeKey, toPolicy } from '@sluice/core';
+import { createLimiter, isSluiceError, type Policy, type RateLimitStore, storeKey, toPolicy } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -310,6 +311,36 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(reply.allowed).toBe(true);
     const error = await store.consume(request(many(17))).catch((e: unknown) => e);
     expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_POLICIES');
+  });
+
+  it('decides a batch whose decisions share some arguments and not others exactly as one by one', async () => {
+    // One call carries them all; runs of shared arguments break at each change of cost or op.
+    const policies = [toPolicy({ limit: 5, window: 1000, algorithm: 'gcra' }, 'p')];
+    const steps: Array<{ op: 'consume' | 'refund'; key: string; cost: number }> = [
+      { op: 'consume', key: 'a', cost: 1 },
+      { op: 'consume', key: 'b', cost: 1 },
+      { op: 'consume', key: 'a', cost: 2 },
+      { op: 'consume', key: 'a', cost: 2 },
+      { op: 'refund', key: 'a', cost: 1 },
+      { op: 'consume', key: 'c', cost: 1 },
+      { op: 'consume', key: 'a', cost: 1 },
+      { op: 'consume', key: 'a', cost: 1 },
+    ];
+    const request = (key: string, cost: number) => ({
+      namespace: 'runs',
+      key,
+      policies,
+      capacities: [5],
+      cost,
+      now: NOW,
+    });
+    const run = (on: RateLimitStore) => (step: (typeof steps)[number]) =>
+      step.op === 'consume' ? on.consume(request(step.key, step.cost)) : on.refund(request(step.key, step.cost));
+    const together = await Promise.all(steps.map(run(store)));
+    const reference = createMemoryStore();
+    const alone = [];
+    for (const step of steps) alone.push(await run(reference)(step));
+    expect(together).toEqual(alone);
   });
 
   it('answers the largest call there is: 32 decisions of 16 policies, 2,049 numbers in one reply', async () => {

@@ -48,10 +48,23 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     }
     const keys: string[] = [];
     const args: string[] = [];
+    // Decisions in a row with the same arguments (one limiter, one cost, Redis's clock: the
+    // usual batch) send them once, after their count: Redis and the client each handle a few
+    // strings per call instead of five per decision.
+    let run: Pending | undefined;
+    let runCount = 0;
     for (const p of pending) {
       for (const key of p.keys) keys.push(key);
-      for (const arg of p.args) args.push(arg);
+      if (run !== undefined && sameArgs(run.args, p.args)) {
+        runCount++;
+        continue;
+      }
+      if (run !== undefined) args[args.length - 1 - run.args.length] = String(runCount);
+      args.push('', ...p.args);
+      run = p;
+      runCount = 1;
     }
+    if (run !== undefined) args[args.length - 1 - run.args.length] = String(runCount);
     let sent: Promise<unknown>;
     try {
       sent = call(script, keys, args);
@@ -106,6 +119,11 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     });
 
   return { decide, flush };
+}
+
+function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Hands each decision its part of the batch's reply, in the order they were queued. */

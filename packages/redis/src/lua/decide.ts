@@ -44,14 +44,19 @@ local function parse_capacities(text)
   return list
 end
 
--- Each decision's policy set and where its client key is, and every client's state string in
--- one read.
-local decision_sets, client_key_at, key_at = {}, {}, 1
-for at = 1, #ARGV, 5 do
-  local set = policies_of(ARGV[at + 3])
-  decision_sets[#decision_sets + 1] = set
-  client_key_at[#client_key_at + 1] = key_at
-  key_at = key_at + 1 + set.logs
+-- Each decision's policy set, where its five arguments start (ARGV holds runs: a count, then
+-- the arguments that many decisions in a row share) and where its client key is; then every
+-- client's state string in one read.
+local decision_sets, decision_args, client_key_at, key_at, decisions = {}, {}, {}, 1, 0
+for at = 1, #ARGV, 6 do
+  local set = policies_of(ARGV[at + 4])
+  for _ = 1, tonumber(ARGV[at]) do
+    decisions = decisions + 1
+    decision_sets[decisions] = set
+    decision_args[decisions] = at + 1
+    client_key_at[decisions] = key_at
+    key_at = key_at + 1 + set.logs
+  end
 end
 local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
@@ -106,8 +111,8 @@ local function store(p, by_id, log_key, stored, next, reset, min_ttl)
 end
 
 local reply, n = { 0 }, 1
-for d = 1, #client_key_at do
-  local at = 5 * d - 4
+for d = 1, decisions do
+  local at = decision_args[d]
   -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
   local now, min_ttl = tonumber(ARGV[at]), 60000
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end

@@ -8,7 +8,8 @@ export const preludeLua = `
 -- KEYS     per decision: the client's state key <prefix>{<namespace>|<client key>}, then one key
 --          per sliding-window-log policy, in policy order; all keys of one call share a hash slot.
 --          Keys after the last decision's repeat its last key (padding) and are never read.
--- ARGV     5 per decision:
+-- ARGV     runs of decisions in a row that share their arguments: the run's length, then the
+--          five arguments of each of its decisions:
 --   now    epoch ms, or '' to read the Redis clock (TIME, once per call)
 --   op     'consume': decide, and charge every policy only if all allow and cost > 0
 --          'refund': give cost back to every policy that has state (never beyond a fresh state)
