@@ -33,41 +33,34 @@ function grid(contender: string, modes: readonly Mode[]): Cell[] {
   return cells;
 }
 
-const threePolicyCells = (): Cell[] =>
-  TARGET_ALGORITHMS.flatMap((a) =>
-    (['memory', 'redis'] as const).map((store) => ({
-      contender: `sluice:${store}:${a}:3p`,
-      store,
-      keys: 100_000,
-      concurrency: store === 'redis' ? 100 : 1,
-      mode: 'pass' as const,
-    })),
-  );
+/** A cell as the targets read it: 100k keys, sequential for memory, 100 in flight for Redis. */
+const targetCell = (contender: string, keys = 100_000, mode: Mode = 'pass'): Cell => {
+  const store = storeOf(contender);
+  return { contender, store, keys, concurrency: store === 'redis' ? 100 : 1, mode };
+};
 
-/**
- * The cells the targets read, once each: sluice's targeted algorithms and the peers and floors
- * they are read against, at 100k keys, sequential for memory and 100 in flight for Redis.
- */
+const threePolicyCells = (): Cell[] =>
+  TARGET_ALGORITHMS.flatMap((a) => [targetCell(`sluice:memory:${a}:3p`), targetCell(`sluice:redis:${a}:3p`)]);
+
+/** The cells the targets read, once each: sluice's targeted algorithms and the peers and floors they are read against. */
 function targetCells(): Cell[] {
-  const at = (contender: string): Cell => {
-    const store = storeOf(contender);
-    return { contender, store, keys: 100_000, concurrency: store === 'redis' ? 100 : 1, mode: 'pass' };
-  };
   return [
     ...TARGET_ALGORITHMS.flatMap((a) => [
-      at(`sluice:memory:${a}`),
-      at(`sluice:redis:${a}`),
-      at(`sluice:redis:${a}:3p`),
+      targetCell(`sluice:memory:${a}`),
+      targetCell(`sluice:redis:${a}`),
+      targetCell(`sluice:redis:${a}:3p`),
     ]),
-    ...['express-rate-limit:memory', 'rate-limiter-flexible:memory', 'rate-limiter-flexible:redis'].map(at),
-    ...memoryFloors.map(at),
+    ...['express-rate-limit:memory', 'rate-limiter-flexible:memory', 'rate-limiter-flexible:redis'].map((id) =>
+      targetCell(id),
+    ),
+    ...memoryFloors.map((id) => targetCell(id)),
   ];
 }
 
 /**
  * The full matrix of the issue: every algorithm, both stores, both key sets, both concurrencies,
- * both paths; then the target cells `extraRounds` times more, so that each target reads the
- * median of several runs spread over the whole section instead of one.
+ * both paths; then the target cells `extraRounds` times more, after the matrix, so that each
+ * target reads the median of several runs instead of one.
  */
 export function fullPlan(extraRounds: number): Cell[] {
   const sluice = (['memory', 'redis'] as const).flatMap((store) =>
@@ -75,28 +68,22 @@ export function fullPlan(extraRounds: number): Cell[] {
   );
   const peers = [...memoryPeers, ...redisPeers].flatMap((id) => grid(id, denyingPeers.has(id) ? MODES : ['pass']));
   const floors = memoryFloors.flatMap((id) => grid(id, MODES));
-  const autoPipelined = TARGET_ALGORITHMS.map(
-    (a): Cell => ({ contender: `sluice:redis:${a}:ap`, store: 'redis', keys: 100_000, concurrency: 100, mode: 'pass' }),
-  );
+  const autoPipelined = TARGET_ALGORITHMS.map((a) => targetCell(`sluice:redis:${a}:ap`));
   const repeats = Array.from({ length: extraRounds }, () => targetCells()).flat();
   return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
 /** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
 export function quickPlan(): Cell[] {
-  const target = (contender: string, keys = 100_000, mode: Mode = 'pass'): Cell => {
-    const store = storeOf(contender);
-    return { contender, store, keys, concurrency: store === 'redis' ? 100 : 1, mode };
-  };
   return [
     ...TARGET_ALGORITHMS.flatMap((a) => [
-      target(`sluice:memory:${a}`),
-      target(`sluice:memory:${a}`, 1, 'deny'),
-      target(`sluice:redis:${a}`),
+      targetCell(`sluice:memory:${a}`),
+      targetCell(`sluice:memory:${a}`, 1, 'deny'),
+      targetCell(`sluice:redis:${a}`),
     ]),
-    ...memoryPeers.map((id) => target(id)),
-    ...memoryFloors.map((id) => target(id)),
-    ...redisPeers.map((id) => target(id)),
+    ...memoryPeers.map((id) => targetCell(id)),
+    ...memoryFloors.map((id) => targetCell(id)),
+    ...redisPeers.map((id) => targetCell(id)),
     ...threePolicyCells().filter((c) => c.store === 'redis'),
   ];
 }

@@ -52,17 +52,13 @@ export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreErr
       return settleFailure(cause);
     }
     if (store.local === true) return pending.then(succeed, fail);
-    return new Promise((resolve, reject) => {
+    return new Promise((resolve) => {
       let settled = false;
       const failed = (cause: unknown) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        try {
-          resolve(fail(cause));
-        } catch (error) {
-          reject(error);
-        }
+        resolve(settleFailure(cause));
       };
       const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
       timer.unref();

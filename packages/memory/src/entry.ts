@@ -32,10 +32,11 @@ const lengthAt = (entry: Entry, at: number): number => Math.floor((entry[at] as 
 
 /** Offset of the namespace's header, or -1. */
 export function findSegment(entry: Entry, namespaceId: number): number {
-  for (let at = 0; at < entry.length; at += 1 + lengthAt(entry, at)) {
+  for (let at = 0; at < entry.length; ) {
+    const length = lengthAt(entry, at);
     // `header % HEADER_LENGTH_UNIT` without `%`, which V8 runs as a slow library call on doubles.
-    const header = entry[at] as number;
-    if (header - lengthAt(entry, at) * HEADER_LENGTH_UNIT === namespaceId) return at;
+    if ((entry[at] as number) - length * HEADER_LENGTH_UNIT === namespaceId) return at;
+    at += 1 + length;
   }
   return -1;
 }

@@ -52,19 +52,21 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     // usual batch) send them once, after their count: Redis and the client each handle a few
     // strings per call instead of five per decision.
     let run: Pending | undefined;
-    let runCount = 0;
+    let countAt = -1;
+    let count = 0;
     for (const p of pending) {
       for (const key of p.keys) keys.push(key);
       if (run !== undefined && sameArgs(run.args, p.args)) {
-        runCount++;
+        count++;
         continue;
       }
-      if (run !== undefined) args[args.length - 1 - run.args.length] = String(runCount);
+      if (run !== undefined) args[countAt] = String(count);
+      countAt = args.length;
       args.push('', ...p.args);
       run = p;
-      runCount = 1;
+      count = 1;
     }
-    if (run !== undefined) args[args.length - 1 - run.args.length] = String(runCount);
+    if (run !== undefined) args[countAt] = String(count);
     let sent: Promise<unknown>;
     try {
       sent = call(script, keys, args);

@@ -6,9 +6,9 @@
  */
 export const decideLua = `
 -- Globals are table lookups on every use; this loop reads them thousands of times per call.
-local KEYS, ARGV, find, format, tonumber = KEYS, ARGV, string.find, string.format, tonumber
--- TTLs go to Redis as integer text: a Lua number would be printed through the slower
+-- TTLs go to Redis through format('%d'): a Lua number would be printed through the slower
 -- floating-point path.
+local KEYS, ARGV, find, format, tonumber = KEYS, ARGV, string.find, string.format, tonumber
 local redis_now = nil
 local function read_redis_now()
   local time = redis.call('TIME')
