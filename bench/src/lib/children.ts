@@ -4,8 +4,13 @@ import { fileURLToPath } from 'node:url';
 const live = new Set<ChildProcess>();
 const tsxLoader = import.meta.resolve('tsx');
 
-/** Node flags every TypeScript child needs: the tsx loader and sluice's source condition. */
-export const nodeFlags = ['--conditions=@sluice/source', '--import', tsxLoader];
+/**
+ * Node flags every TypeScript child needs: the tsx loader alone. Without sluice's source
+ * condition, `@sluice/*` resolve to the packages' compiled `dist/`, the JavaScript their users
+ * run (and `pnpm bench` builds first), as the peers run from theirs. Through tsx the source
+ * would pay a `__name` call for every named closure created per call, which no user does.
+ */
+export const nodeFlags = ['--import', tsxLoader];
 
 /** A source file of this package as an absolute path, for `node` to run. */
 export const sourceFile = (relative: string): string => fileURLToPath(new URL(`../${relative}`, import.meta.url));
