@@ -24,12 +24,8 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
   let length = 1;
   for (const a of asked) length += FIELDS_PER_POLICY * a.policyCount;
   if (!Buffer.isBuffer(raw) || raw.length !== length * BYTES_PER_NUMBER) throw badReply(raw);
-  const values = new Array<number>(length);
-  for (let i = 0; i < length; i++) {
-    const value = raw.readDoubleLE(i * BYTES_PER_NUMBER);
-    if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
-    values[i] = value;
-  }
+  const values = numbersOf(raw);
+  for (const value of values) if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
   const redisNow = values[0] as number;
   const replies: StoreReply[] = [];
   let at = 1;
@@ -65,8 +61,12 @@ function badReply(raw: unknown): SluiceError {
 
 /** A packed reply as the numbers it holds, or its length when it holds no whole number of them. */
 function numbersIn(raw: Buffer): string {
-  if (raw.length % BYTES_PER_NUMBER !== 0) return `of ${raw.length} bytes`;
-  const numbers: number[] = [];
-  for (let at = 0; at < raw.length; at += BYTES_PER_NUMBER) numbers.push(raw.readDoubleLE(at));
-  return `[${numbers.join(',')}]`;
+  return raw.length % BYTES_PER_NUMBER === 0 ? `[${numbersOf(raw).join(',')}]` : `of ${raw.length} bytes`;
+}
+
+/** The doubles of a packed reply whose length is a whole number of them. */
+function numbersOf(raw: Buffer): number[] {
+  const numbers = new Array<number>(raw.length / BYTES_PER_NUMBER);
+  for (let i = 0; i < numbers.length; i++) numbers[i] = raw.readDoubleLE(i * BYTES_PER_NUMBER);
+  return numbers;
 }

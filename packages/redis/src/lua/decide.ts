@@ -36,23 +36,26 @@ local function policies_of(text)
   policy_sets[text] = set
   return set
 end
--- Parses a capacity list, on a miss in capacity_lists.
-local function parse_capacities(text)
-  local list = {}
+-- The capacity list a text names, parsed the first time the call meets it.
+local function capacities_of(text)
+  local list = capacity_lists[text]
+  if list ~= nil then return list end
+  list = {}
   for n in string.gmatch(text, '%d+') do list[#list + 1] = tonumber(n) end
   capacity_lists[text] = list
   return list
 end
 
--- Each decision's policy set, where its five arguments start (ARGV holds runs: a count, then
--- the arguments that many decisions in a row share) and where its client key is; then every
--- client's state string in one read.
-local decision_sets, decision_args, client_key_at, key_at, decisions = {}, {}, {}, 1, 0
+-- Each decision's policy set and capacities, where its five arguments start (ARGV holds runs:
+-- a count, then the arguments that many decisions in a row share) and where its client key
+-- is; then every client's state string in one read.
+local decision_sets, decision_caps, decision_args, client_key_at, key_at, decisions = {}, {}, {}, {}, 1, 0
 for at = 1, #ARGV, 6 do
-  local set = policies_of(ARGV[at + 4])
+  local set, capacities = policies_of(ARGV[at + 4]), capacities_of(ARGV[at + 5])
   for _ = 1, tonumber(ARGV[at]) do
     decisions = decisions + 1
     decision_sets[decisions] = set
+    decision_caps[decisions] = capacities
     decision_args[decisions] = at + 1
     client_key_at[decisions] = key_at
     key_at = key_at + 1 + set.logs
@@ -118,8 +121,7 @@ for d = 1, decisions do
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
   local refunding = ARGV[at + 1] == 'refund'
   local cost = tonumber(ARGV[at + 2])
-  local set = decision_sets[d]
-  local capacities = capacity_lists[ARGV[at + 4]] or parse_capacities(ARGV[at + 4])
+  local set, capacities = decision_sets[d], decision_caps[d]
   local client_key = client_keys[d]
   local by_id = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
