@@ -10,8 +10,7 @@ interface Count {
  * The least an in-process limiter can cost on this machine: a fixed-window count per key,
  * no options, no headers, no policies, but the clock read on every decision (a limiter that
  * does not read it cannot know when a window ends) and the answer in a promise, as every
- * limiter here gives it. A rejected request spends nothing. It is the least a decision over
- * that map costs when it reads the clock each time and answers with a promise.
+ * limiter here gives it. A rejected request spends nothing.
  */
 function fixedWindowOver(
   read: (key: string) => Count | undefined,
@@ -39,6 +38,12 @@ function fixedWindowOver(
     close: () => {},
   };
 }
+
+/** How the reports name each floor: not a limiter, only its map and the clock. */
+export const floorLabels: Record<string, string> = {
+  'floor-map:memory': 'floor: a Map and the clock, no limiter',
+  'floor-lru-cache:memory': 'floor: lru-cache and the clock, no limiter',
+};
 
 /**
  * Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, the bounded LRU

@@ -1,4 +1,5 @@
 import { algorithmNames } from '@sluice/core';
+import { floorLabels } from '../inproc/floor-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { table } from './table.js';
@@ -19,17 +20,13 @@ const seqP99 = (results: readonly InprocResult[], contender: string) =>
   results.find((r) => r.contender === contender && r.keys === 100_000 && r.concurrency === 1 && r.mode === 'pass')
     ?.p99Us;
 
-const floorNames: Record<string, string> = {
-  'floor-map': 'floor: a Map and the clock, no limiter',
-  'floor-lru-cache': 'floor: lru-cache and the clock, no limiter',
-};
-
 const nameOf = (id: string) => {
+  const floor = floorLabels[id];
+  if (floor !== undefined) return floor;
   const [family, store, algorithm, variant] = id.split(':');
   const suffix = variant === '3p' ? ' (3 policies)' : variant === 'ap' ? ' (auto-pipelining client)' : '';
   if (family === 'sluice') return `sluice \`createLimiter\` ${algorithm}${suffix}`;
-  const floor = floorNames[family as string];
-  return floor ?? `${family} (${store})`;
+  return `${family} (${store})`;
 };
 
 /**

@@ -1,3 +1,4 @@
+import { floorLabels } from '../inproc/floor-contenders.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
 import type { HttpRow } from './http-summary.js';
@@ -85,11 +86,12 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
       .filter((b) => b.value !== undefined || b.id.startsWith('sluice'))
       .map(({ id, value }) => {
         const bar: Bar = {
-          label: id
-            .replace(/^floor-(.+):memory$/, 'floor: $1 and the clock (no limiter)')
-            .replace(/^sluice:(memory|redis):/, 'sluice ')
-            .replace(/:ap$/, ' (auto-pipelining)')
-            .replace(/:(memory|redis)$/, ''),
+          label:
+            floorLabels[id] ??
+            id
+              .replace(/^sluice:(memory|redis):/, 'sluice ')
+              .replace(/:ap$/, ' (auto-pipelining)')
+              .replace(/:(memory|redis)$/, ''),
           value,
           sluice: id.startsWith('sluice'),
         };
