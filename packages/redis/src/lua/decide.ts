@@ -46,19 +46,22 @@ local function capacities_of(text)
   return list
 end
 
--- Each decision's policy set and capacities, where its five arguments start (ARGV holds runs:
--- a count, then the arguments that many decisions in a row share) and where its client key
--- is; then every client's state string in one read.
-local decision_sets, decision_caps, decision_args, client_key_at, key_at, decisions = {}, {}, {}, {}, 1, 0
+-- Each decision's run (ARGV holds runs: a count, then the five arguments that many decisions
+-- in a row share, each parsed here once per run) and where its client key is; then every
+-- client's state string in one read.
+local decision_runs, client_key_at, key_at, decisions = {}, {}, 1, 0
 for at = 1, #ARGV, 6 do
-  local set, capacities = policies_of(ARGV[at + 4]), capacities_of(ARGV[at + 5])
+  local now, min_ttl = tonumber(ARGV[at + 1]), 60000
+  if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
+  local run = {
+    now = now, min_ttl = min_ttl, refunding = ARGV[at + 2] == 'refund', cost = tonumber(ARGV[at + 3]),
+    set = policies_of(ARGV[at + 4]), capacities = capacities_of(ARGV[at + 5]),
+  }
   for _ = 1, tonumber(ARGV[at]) do
     decisions = decisions + 1
-    decision_sets[decisions] = set
-    decision_caps[decisions] = capacities
-    decision_args[decisions] = at + 1
+    decision_runs[decisions] = run
     client_key_at[decisions] = key_at
-    key_at = key_at + 1 + set.logs
+    key_at = key_at + 1 + run.set.logs
   end
 end
 local client_keys = {}
@@ -115,14 +118,11 @@ end
 
 local reply, n = { 0 }, 1
 for d = 1, decisions do
-  local at = decision_args[d]
-  -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
-  local now, min_ttl = tonumber(ARGV[at]), 60000
-  if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
-  local refunding = ARGV[at + 1] == 'refund'
-  local cost = tonumber(ARGV[at + 2])
-  local set, capacities = decision_sets[d], decision_caps[d]
+  local run = decision_runs[d]
+  local now, min_ttl, refunding, cost, set, capacities =
+    run.now, run.min_ttl, run.refunding, run.cost, run.set, run.capacities
   local client_key = client_keys[d]
+  -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
   local by_id = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
   -- Scratch tables per policy set, reused by every decision of the batch that has that set.
