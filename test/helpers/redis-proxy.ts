@@ -8,11 +8,16 @@ import { createServer, type Server, Socket } from 'node:net';
  * flight). In `lose-replies` mode commands still reach Redis but its replies are dropped, as
  * when a network fails after Redis has run a command. Going back to `forward` resets the
  * connections of the other modes, as a recovered network would, so clients reconnect.
+ * `hold()` keeps what clients send on open connections until `release()` passes it on, as a
+ * slow network would: nothing is lost, and `heldBytes` says how much is waiting.
  */
 export interface RedisProxy {
   readonly port: number;
   silence(): void;
   loseReplies(): void;
+  hold(): void;
+  release(): void;
+  readonly heldBytes: number;
   forward(): void;
   close(): Promise<void>;
 }
@@ -20,6 +25,7 @@ export interface RedisProxy {
 export async function startRedisProxy(targetPort: number, mode: 'forward' | 'silent' = 'forward'): Promise<RedisProxy> {
   let silent = mode === 'silent';
   let losing = false;
+  let held: { upstream: Socket; chunk: Buffer }[] | undefined;
   const open = new Set<Socket>();
 
   const relay = (client: Socket) => {
@@ -31,9 +37,10 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
     upstream.connect(targetPort, '127.0.0.1', () => {
-      client.on('data', (chunk) => {
-        if (!silent) upstream.write(chunk);
-        else client.pause();
+      client.on('data', (chunk: Buffer) => {
+        if (silent) client.pause();
+        else if (held !== undefined) held.push({ upstream, chunk });
+        else upstream.write(chunk);
       });
       upstream.on('data', (chunk) => {
         if (!losing) client.write(chunk);
@@ -58,6 +65,17 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
     },
     loseReplies() {
       losing = true;
+    },
+    hold() {
+      held ??= [];
+    },
+    release() {
+      const waiting = held ?? [];
+      held = undefined;
+      for (const { upstream, chunk } of waiting) upstream.write(chunk);
+    },
+    get heldBytes() {
+      return (held ?? []).reduce((sum, { chunk }) => sum + chunk.length, 0);
     },
     forward() {
       silent = false;

@@ -12,8 +12,15 @@ interface Pending extends Asked {
 
 interface Batch {
   readonly script: Script;
+  readonly lane: Lane;
   readonly pending: Pending[];
   keyCount: number;
+}
+
+/** The calls of one script and hash slot: the batch still open, and how many are in flight. */
+interface Lane {
+  open: Batch | undefined;
+  inFlight: number;
 }
 
 export interface Batcher {
@@ -25,22 +32,29 @@ export interface Batcher {
 
 /**
  * Decisions asked for in one turn of the event loop travel together: one script call per script
- * and hash slot, up to 32 keys each, sent when full or by `setImmediate`, which runs once the
- * turn has handled all the I/O that was ready (every request a server read in it, say; a
- * nextTick would close each batch after a single request). Redis runs them in
- * the order they were asked, each all-or-nothing as if alone, so nothing about a decision
- * changes, while the per-call cost of a script (in Redis and in the client) is shared. A full
- * batch leaves at once, so under load several are in flight and Redis and Node work in turn.
+ * and hash slot, up to 32 keys each. Redis runs them in the order they were asked, each
+ * all-or-nothing as if alone, so nothing about a decision changes, while the per-call cost of a
+ * script (in Redis and in the client) is shared.
+ *
+ * A batch leaves when it is full, or by `setImmediate`, which runs once the turn has handled
+ * all the I/O that was ready (every request a server read in it, say; a nextTick would close
+ * each batch after a single request). But while a call of the same script and slot is still in
+ * flight, a batch that is not full waits for its reply instead, gathering the decisions asked
+ * for meanwhile: Redis answers calls on one connection in order, so it could not have started on
+ * this one sooner by much, and under load the calls carry more decisions each. An idle
+ * connection sends at once, so a lone request never waits.
  *
  * `groupOf` names the hash slot on a Cluster (one call may not span slots) and is constant on
  * a single Redis. A failed call fails every decision it carried; none is re-sent.
  */
 export function createBatcher(call: ScriptCall, groupOf: (key: string) => number, ready: () => Error | undefined) {
-  const open = new Map<Script, Map<number, Batch>>();
+  // Kept once made: at most one per script and hash slot, a few bytes each.
+  const lanes = new Map<Script, Map<number, Lane>>();
   let scheduled = false;
 
   const send = (batch: Batch) => {
-    const { script, pending } = batch;
+    const { script, pending, lane } = batch;
+    if (lane.open === batch) lane.open = undefined;
     const unavailable = ready();
     if (unavailable) {
       for (const p of pending) p.reject(unavailable);
@@ -74,38 +88,56 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       for (const p of pending) p.reject(error);
       return;
     }
+    lane.inFlight++;
     sent.then(
-      (raw) => settle(raw, pending),
+      (raw) => {
+        landed(lane);
+        settle(raw, pending);
+      },
       (error: unknown) => {
+        landed(lane);
         for (const p of pending) p.reject(error);
       },
     );
   };
 
-  const flush = () => {
-    for (const bySlot of open.values()) {
-      for (const batch of bySlot.values()) send(batch);
-      bySlot.clear();
+  /** A call came back: the batch that waited for it leaves now. */
+  const landed = (lane: Lane) => {
+    lane.inFlight--;
+    if (lane.inFlight === 0 && lane.open !== undefined && !scheduled) send(lane.open);
+  };
+
+  /** Sends every open batch, or, unless `all`, those whose lane has nothing in flight. */
+  const sendOpen = (all: boolean) => {
+    for (const bySlot of lanes.values()) {
+      for (const lane of bySlot.values()) {
+        if (lane.open !== undefined && (all || lane.inFlight === 0)) send(lane.open);
+      }
     }
   };
 
   const flushScheduled = () => {
     scheduled = false;
-    flush();
+    sendOpen(false);
   };
 
   /** The batch a decision joins: the open one of its script and slot, unless that is full. */
   const batchFor = (script: Script, group: number, keyCount: number): Batch => {
-    let bySlot = open.get(script);
+    let bySlot = lanes.get(script);
     if (bySlot === undefined) {
       bySlot = new Map();
-      open.set(script, bySlot);
+      lanes.set(script, bySlot);
     }
-    const current = bySlot.get(group);
+    let lane = bySlot.get(group);
+    if (lane === undefined) {
+      lane = { open: undefined, inFlight: 0 };
+      bySlot.set(group, lane);
+    }
+    const current = lane.open;
     if (current !== undefined && current.keyCount + keyCount <= MAX_KEYS_PER_CALL) return current;
     if (current !== undefined) send(current);
-    const batch: Batch = { script, pending: [], keyCount: 0 };
-    bySlot.set(group, batch);
+    const batch: Batch = { script, lane, pending: [], keyCount: 0 };
+    lane.open = batch;
     return batch;
   };
 
@@ -120,7 +152,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       }
     });
 
-  return { decide, flush };
+  return { decide, flush: () => sendOpen(true) };
 }
 
 function sameArgs(a: readonly string[], b: readonly string[]): boolean {
