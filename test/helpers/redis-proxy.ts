@@ -1,4 +1,8 @@
 import { createServer, type Server, Socket } from 'node:net';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { connectRedis, type RedisTarget } from './redis-env.js';
+import { type RedisServer, startRedisServer } from './redis-server.js';
 
 /**
  * A loopback TCP proxy in front of a Redis, for fault tests. In `forward` mode it relays both
@@ -8,8 +12,8 @@ import { createServer, type Server, Socket } from 'node:net';
  * flight). In `lose-replies` mode commands still reach Redis but its replies are dropped, as
  * when a network fails after Redis has run a command. Going back to `forward` resets the
  * connections of the other modes, as a recovered network would, so clients reconnect.
- * `hold()` keeps what clients send on open connections until `release()` passes it on, as a
- * slow network would: nothing is lost, and `heldBytes` says how much is waiting.
+ * `hold()` keeps what clients send until `release()` passes it on, as a slow network would:
+ * nothing is lost, and `heldBytes` says how much is waiting.
  */
 export interface RedisProxy {
   readonly port: number;
@@ -80,11 +84,41 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
     forward() {
       silent = false;
       losing = false;
+      held = undefined;
       for (const socket of open) socket.destroy();
     },
     async close() {
+      held = undefined;
       for (const socket of open) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** A suite's own redis-server behind a proxy, and an admin client that goes to it directly. */
+export interface ProxiedRedis {
+  server: RedisServer;
+  proxy: RedisProxy;
+  admin: Redis;
+}
+
+/**
+ * Starts a private redis-server and a proxy in front of it before the suite's tests and stops
+ * both after them. Fails the suite under CI when redis-server is missing.
+ */
+export function proxiedRedisForSuite(target: RedisTarget<unknown>): ProxiedRedis {
+  const started = {} as Partial<ProxiedRedis>;
+  beforeAll(async () => {
+    target.require();
+    const server = await startRedisServer();
+    started.server = server;
+    started.proxy = await startRedisProxy(server.port);
+    started.admin = await connectRedis(server.url);
+  });
+  afterAll(async () => {
+    started.admin?.disconnect();
+    await started.proxy?.close();
+    await started.server?.stop();
+  });
+  return started as ProxiedRedis;
 }

@@ -1,35 +1,20 @@
 import { createLimiter, type Decision } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, redisTarget, waitReady } from '../helpers/redis-env.js';
-import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
-import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
+import { describe, expect, it } from 'vitest';
+import { redisTarget, waitReady } from '../helpers/redis-env.js';
+import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
 import { LATENCY_MARGIN_MS, NOW, STORE_TIMEOUT_MS, startLoad, watchUnhandledRejections } from './fault-harness.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 
 describe.skipIf(target.skip)('a connection lost while Redis has run calls it could not answer', () => {
-  let server: RedisServer | undefined;
-  let proxy: RedisProxy | undefined;
-  let admin: Redis | undefined;
-
-  beforeAll(async () => {
-    target.require();
-    server = await startRedisServer();
-    proxy = await startRedisProxy(server.port);
-    admin = await connectRedis(server.url);
-  });
-
-  afterAll(async () => {
-    admin?.disconnect();
-    await proxy?.close();
-    await server?.stop();
-  });
+  const redis = proxiedRedisForSuite(target);
 
   it('runs no decision twice with the client setting the README recommends', async () => {
     const rejections = watchUnhandledRejections();
-    const client = new Redis((proxy as RedisProxy).port, '127.0.0.1', {
+    const client = new Redis(redis.proxy.port, '127.0.0.1', {
       enableAutoPipelining: true,
       maxRetriesPerRequest: 0,
     });
@@ -51,17 +36,17 @@ describe.skipIf(target.skip)('a connection lost while Redis has run calls it cou
     const load = startLoad(limiter);
     try {
       await load.until('decisions before the fault', () => load.decidedByRedis() >= 200);
-      (proxy as RedisProxy).loseReplies();
+      redis.proxy.loseReplies();
       await load.until('calls Redis ran but could not answer', () => load.failed() >= 30);
       const before = load.decidedByRedis();
-      (proxy as RedisProxy).forward();
+      redis.proxy.forward();
       await load.until('recovery', () => load.decidedByRedis() >= before + 200);
     } finally {
       await load.stop();
       rejections.stop();
     }
     await waitFor('the last calls to land', async () => client.status === 'ready');
-    const entries = (await (admin as Redis).lrange('lost:{lost|hot}:1000000-per-1h.sl3600000', 0, -1)).map(Number);
+    const entries = (await redis.admin.lrange('lost:{lost|hot}:1000000-per-1h.sl3600000', 0, -1)).map(Number);
     const times = entries.filter((_, i) => i % 2 === 0);
     const costs = entries.filter((_, i) => i % 2 === 1);
     expect(new Set(times).size).toBe(times.length);
@@ -74,7 +59,7 @@ describe.skipIf(target.skip)('a connection lost while Redis has run calls it cou
     );
     expect(load.outcomes.every((o) => (o.decision as Decision).allowed)).toBe(true);
     expect(rejections.seen).toEqual([]);
-    await (admin as Redis).del('lost:{lost|hot}:1000000-per-1h.sl3600000');
+    await redis.admin.del('lost:{lost|hot}:1000000-per-1h.sl3600000');
     client.disconnect();
   }, 30_000);
 });

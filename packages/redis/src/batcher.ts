@@ -19,9 +19,14 @@ interface Batch {
 
 /** The calls of one script and hash slot: the batch still open, and how many are in flight. */
 interface Lane {
+  readonly script: Script;
+  readonly group: number;
   open: Batch | undefined;
   inFlight: number;
 }
+
+/** The longest a batch that is not full waits for a call ahead of it before it leaves anyway. */
+export const MAX_WAIT_MS = 2;
 
 export interface Batcher {
   /** Queues one decision; its reply comes from the script call that carries it. */
@@ -31,33 +36,42 @@ export interface Batcher {
 }
 
 /**
- * Decisions asked for in one turn of the event loop travel together: one script call per script
- * and hash slot, up to 32 keys each. Redis runs them in the order they were asked, each
- * all-or-nothing as if alone, so nothing about a decision changes, while the per-call cost of a
- * script (in Redis and in the client) is shared.
+ * Decisions asked for together travel together: one script call per script and hash slot (a
+ * lane), up to 32 keys each. Redis runs them in the order they were asked, each all-or-nothing
+ * as if alone, so nothing about a decision changes, while the per-call cost of a script (in
+ * Redis and in the client) is shared.
  *
- * A batch leaves when it is full, or by `setImmediate`, which runs once the turn has handled
- * all the I/O that was ready (every request a server read in it, say; a nextTick would close
- * each batch after a single request). But while a call of the same script and slot is still in
- * flight, a batch that is not full waits for its reply instead, gathering the decisions asked
- * for meanwhile: Redis answers calls on one connection in order, so it could not have started on
- * this one sooner by much, and under load the calls carry more decisions each. An idle
- * connection sends at once, so a lone request never waits.
+ * A full batch leaves at once. One that is not full leaves by `setImmediate`, which runs once
+ * the turn has handled all the I/O that was ready (every request a server read in it, say; a
+ * nextTick would close each batch after a single request), if its lane has no call in flight.
+ * Otherwise it waits for that call's reply, gathering the decisions asked for meanwhile, but
+ * never longer than `MAX_WAIT_MS`: Redis answers one connection's calls in order, so on a
+ * nearby Redis the wait costs little, and under load each call carries more decisions. The
+ * limit bounds what the wait costs on a distant Redis, and keeps a call that never settles
+ * from holding back the ones after it.
  *
  * `groupOf` names the hash slot on a Cluster (one call may not span slots) and is constant on
  * a single Redis. A failed call fails every decision it carried; none is re-sent.
  */
 export function createBatcher(call: ScriptCall, groupOf: (key: string) => number, ready: () => Error | undefined) {
-  // Kept once made: at most one per script and hash slot, a few bytes each.
   const lanes = new Map<Script, Map<number, Lane>>();
+  // The lanes with an open batch: all a flush has to look at.
+  const withOpen = new Set<Lane>();
   let scheduled = false;
+  let waitLimit: NodeJS.Timeout | undefined;
 
   const send = (batch: Batch) => {
     const { script, pending, lane } = batch;
-    if (lane.open === batch) lane.open = undefined;
+    if (lane.open === batch) {
+      lane.open = undefined;
+      withOpen.delete(lane);
+      // The limit is for batches waiting now, not for the next one to be held.
+      if (withOpen.size === 0) stopWaitLimit();
+    }
     const unavailable = ready();
     if (unavailable) {
       for (const p of pending) p.reject(unavailable);
+      retireIfIdle(lane);
       return;
     }
     const keys: string[] = [];
@@ -86,6 +100,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       sent = call(script, keys, args);
     } catch (error) {
       for (const p of pending) p.reject(error);
+      retireIfIdle(lane);
       return;
     }
     lane.inFlight++;
@@ -101,24 +116,37 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     );
   };
 
-  /** A call came back: the batch that waited for it leaves now. */
+  /** A call came back: a batch waiting for it leaves, unless this turn's flush will send it. */
   const landed = (lane: Lane) => {
     lane.inFlight--;
     if (lane.inFlight === 0 && lane.open !== undefined && !scheduled) send(lane.open);
+    retireIfIdle(lane);
   };
 
-  /** Sends every open batch, or, unless `all`, those whose lane has nothing in flight. */
-  const sendOpen = (all: boolean) => {
-    for (const bySlot of lanes.values()) {
-      for (const lane of bySlot.values()) {
-        if (lane.open !== undefined && (all || lane.inFlight === 0)) send(lane.open);
-      }
-    }
+  /** Lanes live while they have work, so there are never more than the slots in use. */
+  const retireIfIdle = (lane: Lane) => {
+    if (lane.open === undefined && lane.inFlight === 0) lanes.get(lane.script)?.delete(lane.group);
   };
 
   const flushScheduled = () => {
     scheduled = false;
-    sendOpen(false);
+    for (const lane of withOpen) if (lane.inFlight === 0) send(lane.open as Batch);
+    if (withOpen.size > 0 && waitLimit === undefined) {
+      waitLimit = setTimeout(() => {
+        waitLimit = undefined;
+        flushAll();
+      }, MAX_WAIT_MS);
+      waitLimit.unref();
+    }
+  };
+
+  const flushAll = () => {
+    for (const lane of withOpen) send(lane.open as Batch);
+  };
+
+  const stopWaitLimit = () => {
+    clearTimeout(waitLimit);
+    waitLimit = undefined;
   };
 
   /** The batch a decision joins: the open one of its script and slot, unless that is full. */
@@ -130,7 +158,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     }
     let lane = bySlot.get(group);
     if (lane === undefined) {
-      lane = { open: undefined, inFlight: 0 };
+      lane = { script, group, open: undefined, inFlight: 0 };
       bySlot.set(group, lane);
     }
     const current = lane.open;
@@ -138,6 +166,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     if (current !== undefined) send(current);
     const batch: Batch = { script, lane, pending: [], keyCount: 0 };
     lane.open = batch;
+    withOpen.add(lane);
     return batch;
   };
 
@@ -152,7 +181,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       }
     });
 
-  return { decide, flush: () => sendOpen(true) };
+  return { decide, flush: flushAll };
 }
 
 function sameArgs(a: readonly string[], b: readonly string[]): boolean {

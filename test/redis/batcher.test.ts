@@ -1,0 +1,161 @@
+import type { StoreReply } from '@sluice/core';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createBatcher, MAX_WAIT_MS } from '../../packages/redis/src/batcher.js';
+import { type Script, scripts } from '../../packages/redis/src/scripts.js';
+
+/**
+ * The batcher's schedule on its own: which decisions each script call carries, and when it
+ * leaves. A call here is a promise the test settles by hand, standing for a call in flight;
+ * what Redis does with a call is the business of the Redis suites. Time is faked: `turn()` is
+ * the end of a turn of the event loop (`setImmediate`).
+ */
+const script = scripts[0] as Script;
+const ARGS = ['', 'consume', '1', 'p.gc1000 gcra 10 1000 0 0 0;', '10'];
+
+interface Call {
+  readonly keys: readonly string[];
+  resolve(raw: unknown): void;
+  reject(error: unknown): void;
+}
+
+/** A reply the script could send for `count` one-policy decisions that all passed, on Redis's clock. */
+function replyFor(count: number): Buffer {
+  const numbers = [1_700_000_000_000];
+  for (let i = 0; i < count; i++) numbers.push(1, 9, 100, 0);
+  const buffer = Buffer.alloc(8 * numbers.length);
+  for (const [i, n] of numbers.entries()) buffer.writeDoubleLE(n, 8 * i);
+  return buffer;
+}
+
+function harness(notReady?: Error) {
+  const calls: Call[] = [];
+  const batcher = createBatcher(
+    (_script, keys) =>
+      new Promise((resolve, reject) => {
+        calls.push({ keys: [...keys], resolve, reject });
+      }),
+    () => 0,
+    () => notReady,
+  );
+  const ask = (key: string): Promise<StoreReply> =>
+    batcher.decide(script, [key], ARGS, { policyCount: 1, now: undefined });
+  /** Answers call `i` as the script would. */
+  const land = async (i: number) => {
+    const call = calls[i] as Call;
+    call.resolve(replyFor(call.keys.length));
+    await vi.advanceTimersByTimeAsync(0);
+  };
+  return { calls, batcher, ask, land, keysOf: (i: number) => calls[i]?.keys };
+}
+
+const turn = () => vi.advanceTimersByTimeAsync(0);
+
+describe('Redis store batching: when a script call leaves', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('sends what one turn asked for in one call, at the end of the turn', async () => {
+    const { calls, ask, keysOf } = harness();
+    const asked = [ask('a'), ask('b'), ask('c')];
+    expect(calls).toHaveLength(0);
+    await turn();
+    expect(calls).toHaveLength(1);
+    expect(keysOf(0)).toEqual(['a', 'b', 'c']);
+    calls[0]?.resolve(replyFor(3));
+    expect((await Promise.all(asked)).map((reply) => reply.allowed)).toEqual([true, true, true]);
+  });
+
+  it('holds a batch while a call of its lane is in flight, and sends it, with all asked meanwhile, when that call lands', async () => {
+    const { calls, ask, land, keysOf } = harness();
+    const first = ask('a');
+    await turn();
+    const later = [ask('b')];
+    await turn();
+    later.push(ask('c'), ask('d'));
+    await turn();
+    expect(calls).toHaveLength(1);
+    await land(0);
+    expect((await first).allowed).toBe(true);
+    expect(calls).toHaveLength(2);
+    expect(keysOf(1)).toEqual(['b', 'c', 'd']);
+    await land(1);
+    expect(await Promise.all(later)).toHaveLength(3);
+  });
+
+  it('sends the waiting batch when the call ahead fails, and fails only the decisions that call carried', async () => {
+    const { calls, ask, keysOf } = harness();
+    const first = ask('a');
+    await turn();
+    const second = ask('b');
+    await turn();
+    calls[0]?.reject(new Error('connection lost'));
+    await expect(first).rejects.toThrow('connection lost');
+    expect(keysOf(1)).toEqual(['b']);
+    calls[1]?.resolve(replyFor(1));
+    expect((await second).allowed).toBe(true);
+  });
+
+  it(`waits no longer than ${MAX_WAIT_MS} ms for a call that does not land`, async () => {
+    const { calls, ask, keysOf } = harness();
+    void ask('a');
+    await turn();
+    void ask('b');
+    await turn();
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS - 1);
+    expect(calls).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(2);
+    expect(keysOf(1)).toEqual(['b']);
+  });
+
+  it('counts that limit from when a batch starts waiting, not from an earlier wait', async () => {
+    const { calls, ask, land } = harness();
+    void ask('a');
+    await turn();
+    void ask('b');
+    await turn();
+    await vi.advanceTimersByTimeAsync(1);
+    await land(0);
+    expect(calls).toHaveLength(2);
+    void ask('c');
+    await turn();
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS - 1);
+    expect(calls).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('sends a full batch of 32 keys at once, in flight or not', async () => {
+    const { calls, ask, keysOf } = harness();
+    void ask('first');
+    await turn();
+    for (let i = 0; i < 33; i++) void ask(`k${i}`);
+    // The 33rd found 32 waiting and sent them; it waits for the calls ahead.
+    expect(calls).toHaveLength(2);
+    expect(keysOf(1)).toHaveLength(32);
+    await turn();
+    expect(calls).toHaveLength(2);
+  });
+
+  it('sends every waiting batch on flush, so a command sent next comes after them', async () => {
+    const { calls, batcher, ask, keysOf } = harness();
+    void ask('a');
+    await turn();
+    void ask('b');
+    batcher.flush();
+    expect(calls).toHaveLength(2);
+    expect(keysOf(1)).toEqual(['b']);
+  });
+
+  it('fails a batch at once, without a call, while the client is not ready', async () => {
+    const { calls, ask } = harness(new Error('not connected'));
+    const refused = expect(ask('a')).rejects.toThrow('not connected');
+    await turn();
+    await refused;
+    expect(calls).toHaveLength(0);
+  });
+});
