@@ -28,7 +28,7 @@ const optionNames = new Set(['client', 'prefix', 'logger']);
 /**
  * A store that decides in Redis: every decision is one script run over all the limiter's
  * policies, atomic and all-or-nothing, on a single Redis or a Redis Cluster. Decisions asked
- * for in the same turn of the event loop share one script call (see `createBatcher`).
+ * for together share one script call (see `createBatcher`).
  * Time is Redis `TIME` unless the limiter injects a clock. Failures reject, and the limiter's
  * `onStoreError` and `storeTimeoutMs` decide what a request gets; a call is never retried.
  *
