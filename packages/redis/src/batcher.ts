@@ -11,7 +11,6 @@ interface Pending extends Asked {
 }
 
 interface Batch {
-  readonly script: Script;
   readonly lane: Lane;
   readonly pending: Pending[];
   keyCount: number;
@@ -61,7 +60,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
   let waitLimit: NodeJS.Timeout | undefined;
 
   const send = (batch: Batch) => {
-    const { script, pending, lane } = batch;
+    const { pending, lane } = batch;
     if (lane.open === batch) {
       lane.open = undefined;
       withOpen.delete(lane);
@@ -97,7 +96,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     if (run !== undefined) args[countAt] = String(count);
     let sent: Promise<unknown>;
     try {
-      sent = call(script, keys, args);
+      sent = call(lane.script, keys, args);
     } catch (error) {
       for (const p of pending) p.reject(error);
       retireIfIdle(lane);
@@ -164,7 +163,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     const current = lane.open;
     if (current !== undefined && current.keyCount + keyCount <= MAX_KEYS_PER_CALL) return current;
     if (current !== undefined) send(current);
-    const batch: Batch = { script, lane, pending: [], keyCount: 0 };
+    const batch: Batch = { lane, pending: [], keyCount: 0 };
     lane.open = batch;
     withOpen.add(lane);
     return batch;
