@@ -1,5 +1,5 @@
 import type { Mode } from '../inproc/contender.js';
-import { FIXED_HEADERS } from './apps/app.js';
+import { FIXED_HEADERS, REDIS_ROUND_TRIP } from './apps/app.js';
 
 export interface HttpJob {
   framework: string;
@@ -24,12 +24,15 @@ const limiters: Record<string, string[]> = {
 export const frameworks = ['node', ...Object.keys(limiters)];
 
 /**
- * A framework's jobs: the bare framework and its fixed-headers control, then every limiter on
- * the pass and the 429 path.
+ * A framework's jobs: the bare framework and its two controls (the fields alone, one Redis round
+ * trip alone), then every limiter on the pass and the 429 path.
  */
 export function jobsFor(framework: string, quick: boolean): HttpJob[] {
   const jobs: HttpJob[] = [{ framework, variant: 'bare', mode: 'pass' }];
-  if (framework in limiters) jobs.push({ framework, variant: FIXED_HEADERS, mode: 'pass' });
+  if (framework in limiters) {
+    jobs.push({ framework, variant: FIXED_HEADERS, mode: 'pass' });
+    if (!quick || framework === 'fastify') jobs.push({ framework, variant: REDIS_ROUND_TRIP, mode: 'pass' });
+  }
   for (const variant of limiters[framework] ?? []) {
     // The quick run keeps sluice's 429 path (a target) and the peers' pass path, Redis only for Fastify.
     const sluice = variant.startsWith('sluice');

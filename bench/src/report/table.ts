@@ -1,4 +1,4 @@
-import { FIXED_HEADERS } from '../http/apps/app.js';
+import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 
 /** A markdown table; the first column left-aligned, the rest right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -15,6 +15,7 @@ export const verdict = (met: boolean | undefined): string =>
 export const limiterName = (variant: string): string => {
   if (variant === 'bare') return 'bare';
   if (variant === FIXED_HEADERS) return 'RateLimit fields alone (control)';
+  if (variant === REDIS_ROUND_TRIP) return 'one Redis INCR alone (control)';
   const [name, store] = variant.split(':');
   return `${name} (${store})`;
 };

@@ -1,7 +1,7 @@
 import { limitFor, type Mode, windowFor } from '../../inproc/contender.js';
 
 export interface AppSetup {
-  /** `bare`, `fixed-headers` (the control), or `<limiter>:<store>` such as `sluice:redis`. */
+  /** `bare`, a control (`fixed-headers`, `round-trip:redis`), or `<limiter>:<store>` such as `sluice:redis`. */
   variant: string;
   mode: Mode;
   redisPort: number | undefined;
@@ -23,6 +23,14 @@ export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
   ['RateLimit-Policy', '"1000000000-per-1m";q=1000000000;w=60'],
   ['RateLimit', '"1000000000-per-1m";r=999999999;t=60'],
 ];
+
+/**
+ * The `round-trip:redis` control: the bare app plus one ioredis `INCR` of the client's key per
+ * request, awaited before the route runs, with auto-pipelining (one write per turn for every
+ * request of the turn, the least ioredis spends per command). No limiter, no fields: what one
+ * Redis round trip per request costs the server, which no limiter that counts in Redis avoids.
+ */
+export const REDIS_ROUND_TRIP = 'round-trip:redis';
 
 /** The limit and window every limiter of a job gets (see `windowFor`). */
 export const limits = (mode: Mode) => ({ max: limitFor(mode), windowMs: windowFor(mode) });

@@ -4,8 +4,17 @@ import { rateLimit } from 'express-rate-limit';
 import { RedisStore } from 'rate-limit-redis';
 import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
 import { exportOf } from '../../inproc/contender.js';
-import { type AppSetup, body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
-import { benchRedis, sluiceStore } from './stores.js';
+import {
+  type AppSetup,
+  body,
+  FIXED_HEADERS,
+  fixedRateLimitFields,
+  limits,
+  REDIS_ROUND_TRIP,
+  type StartApp,
+  sluiceLimit,
+} from './app.js';
+import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
 
 type Closer = () => void;
 
@@ -25,6 +34,13 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
         next();
       };
       return [fields, () => {}];
+    }
+    case REDIS_ROUND_TRIP: {
+      const { roundTrip, close } = await redisRoundTrip(setup);
+      const middleware: RequestHandler = (req, _res, next) => {
+        roundTrip(req.ip ?? '').then(() => next(), next);
+      };
+      return [middleware, close];
     }
     case 'express-rate-limit:memory':
       return [rateLimit({ windowMs, limit: max }), () => {}];

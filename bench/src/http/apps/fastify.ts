@@ -1,8 +1,16 @@
 import fastifyRateLimit from '@fastify/rate-limit';
 import Fastify, { type FastifyPluginAsync } from 'fastify';
 import { exportOf } from '../../inproc/contender.js';
-import { body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
-import { benchRedis, sluiceStore } from './stores.js';
+import {
+  body,
+  FIXED_HEADERS,
+  fixedRateLimitFields,
+  limits,
+  REDIS_ROUND_TRIP,
+  type StartApp,
+  sluiceLimit,
+} from './app.js';
+import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
 
 export const startFastify: StartApp = async (setup, port) => {
   const app = Fastify({ logger: false });
@@ -18,6 +26,12 @@ export const startFastify: StartApp = async (setup, port) => {
       for (const [name, value] of fixedRateLimitFields) reply.header(name, value);
       done();
     });
+  } else if (setup.variant === REDIS_ROUND_TRIP) {
+    const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
+    app.addHook('onRequest', async (request) => {
+      await roundTrip(request.ip);
+    });
+    close = closeClient;
   } else if (setup.variant === '@fastify/rate-limit:memory') {
     await app.register(fastifyRateLimit, { max, timeWindow: windowMs });
   } else if (setup.variant === '@fastify/rate-limit:redis') {

@@ -3,8 +3,16 @@ import { createRequire } from 'node:module';
 import Router from '@koa/router';
 import Koa, { type Middleware } from 'koa';
 import { exportOf } from '../../inproc/contender.js';
-import { body, FIXED_HEADERS, fixedRateLimitFields, limits, type StartApp, sluiceLimit } from './app.js';
-import { benchRedis, sluiceStore } from './stores.js';
+import {
+  body,
+  FIXED_HEADERS,
+  fixedRateLimitFields,
+  limits,
+  REDIS_ROUND_TRIP,
+  type StartApp,
+  sluiceLimit,
+} from './app.js';
+import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
 
 const require = createRequire(import.meta.url);
 const koaRatelimit = require('koa-ratelimit') as (options: Record<string, unknown>) => Middleware;
@@ -23,6 +31,13 @@ export const startKoa: StartApp = async (setup, port) => {
       for (const [name, value] of fixedRateLimitFields) ctx.append(name, value);
       return next();
     });
+  } else if (setup.variant === REDIS_ROUND_TRIP) {
+    const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
+    app.use(async (ctx, next) => {
+      await roundTrip(ctx.ip);
+      return next();
+    });
+    close = closeClient;
   } else if (setup.variant === 'koa-ratelimit:memory') {
     app.use(koaRatelimit({ driver: 'memory', db: new Map(), duration: windowMs, max }));
   } else if (setup.variant === 'koa-ratelimit:redis') {

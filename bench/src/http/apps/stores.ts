@@ -20,3 +20,12 @@ export async function sluiceStore(setup: AppSetup): Promise<{ store: RateLimitSt
   await client.ping();
   return { store: createRedisStore({ client }), close: () => client.disconnect() };
 }
+
+/** The `round-trip:redis` control's one command per request, and a closer for its client. */
+export async function redisRoundTrip(
+  setup: AppSetup,
+): Promise<{ roundTrip: (key: string) => Promise<unknown>; close: () => void }> {
+  const client = benchRedis(setup, { enableAutoPipelining: true });
+  await client.ping();
+  return { roundTrip: (key) => client.incr(`round-trip:${key}`), close: () => client.disconnect() };
+}
