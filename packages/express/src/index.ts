@@ -25,6 +25,9 @@ export type RateLimitOptions = HttpLimiterOptions<Request> & {
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
 };
 
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+
 const binding: AdapterBinding<Request, Response> = {
   rawRequest: (req) => req,
   rawResponse: (res) => res,
@@ -54,14 +57,20 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
 
-  const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): unknown => {
+  const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): void => {
     if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
-    if (outcome.action === 'next') return next();
-    if (outcome.action === 'gone') return undefined;
-    if (onLimited !== undefined) return onLimited(req, res, next, outcome.decision);
-    const { decision } = outcome;
-    res.status(problemStatus(decision)).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(problemJson(decision));
-    return undefined;
+    if (outcome.action === 'next') next();
+    else if (outcome.action === 'limited') {
+      const { decision } = outcome;
+      if (onLimited === undefined) {
+        res.status(problemStatus(decision)).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(problemJson(decision));
+      } else {
+        // An async handler's rejection goes to `next`: dropped, it would leave the client
+        // waiting and the rejection unhandled.
+        const handled = onLimited(req, res, next, decision);
+        if (isThenable(handled)) handled.then(undefined, next);
+      }
+    }
   };
 
   return function sluiceRateLimit(req, res, next) {
