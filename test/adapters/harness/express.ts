@@ -17,7 +17,13 @@ export const expressHarness: Harness = {
       hits++;
       res.json({ decision: req.rateLimit ?? null });
     };
-    for (const options of spec.limits ?? []) app.use(rateLimit(asOptions(options)));
+    const router = express.Router();
+    for (const options of spec.limits ?? []) {
+      const limit = rateLimit(asOptions(options));
+      app.use(limit);
+      if (spec.mountTwice) router.use(limit);
+    }
+    app.use(router);
     for (const [path, options] of Object.entries(spec.routeLimits ?? {}))
       app.get(path, rateLimit(asOptions(options)), handler);
     app.get(['/', '/other'], handler);

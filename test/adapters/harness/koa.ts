@@ -14,7 +14,11 @@ export const koaHarness: Harness = {
     if (spec.trust !== undefined && spec.trust !== 'none') app.proxy = true;
     if (spec.trust === 'loopback') app.maxIpsCount = 1;
     let hits = 0;
-    for (const options of spec.limits ?? []) app.use(rateLimit(asOptions(options)));
+    for (const options of spec.limits ?? []) {
+      const limit = rateLimit(asOptions(options));
+      app.use(limit);
+      if (spec.mountTwice) app.use(limit);
+    }
     // Koa has no router of its own: a per-route limit is a middleware guarded by the path.
     for (const [path, options] of Object.entries(spec.routeLimits ?? {})) {
       const limit = rateLimit(asOptions(options));

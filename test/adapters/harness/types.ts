@@ -6,6 +6,12 @@ export interface AppSpec {
   limits?: SuiteOptions[];
   /** A further limiter on one GET route, on top of the app-wide ones (the framework's own way). */
   routeLimits?: Record<string, SuiteOptions>;
+  /**
+   * Each app-wide limiter is mounted twice on the way to every route, the framework's way
+   * (Express: on the app and on a router; Koa: `app.use` twice). Fastify registers a plugin's
+   * hook once per route, so it has no such mistake to make and ignores this.
+   */
+  mountTwice?: boolean;
   /** The framework's trust-proxy setting: none, the loopback proxy in front of the tests, or every proxy. */
   trust?: 'none' | 'loopback' | 'all';
 }

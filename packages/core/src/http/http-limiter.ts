@@ -26,7 +26,8 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
 }
 
 /**
- * - `next`: go on (`decision` is undefined when `skip` matched);
+ * - `next`: go on (`decision` is undefined when `skip` matched or this limiter already
+ *   counted the request);
  * - `limited`: refused; headers and `Retry-After` are set, the adapter sends the response
  *   (`problemJson(decision)`) or calls the user's `onLimited`;
  * - `gone`: the client left while its queued request was held; send nothing.
@@ -120,10 +121,9 @@ export function createHttpLimiter<Req, Res>(
     });
   };
 
-  const general = async (req: Req, res: Res): Promise<Outcome> => {
+  const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
     if (skip !== undefined && (await skip(req))) return SKIPPED;
     const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
-    const request = binding.rawRequest(req);
     const clientKey = key === undefined ? keyOf(req, request) : await key(req);
     const units = typeof cost === 'number' ? cost : await cost(req);
     const decision = await entry.limiter.consume(clientKey, { cost: units });
@@ -133,12 +133,18 @@ export function createHttpLimiter<Req, Res>(
   // Fixed policies, the default key and a fixed cost: nothing to await but, perhaps, the store.
   const simple = fixedEntry !== undefined && skip === undefined && key === undefined && fixedUnits !== undefined;
 
+  // Requests this limiter has seen: one mounted twice on a request's way (`app.use(limit)` and
+  // `router.use(limit)`) counts it once; the second pass goes on and keeps the first decision.
+  const seen = new WeakSet<IncomingMessage>();
+
   return {
     handle(req, res) {
-      if (!simple) return general(req, res);
+      const request = binding.rawRequest(req);
+      if (seen.has(request)) return SKIPPED;
+      seen.add(request);
+      if (!simple) return general(req, res, request);
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;
-      const request = binding.rawRequest(req);
       const clientKey = keyOf(req, request);
       const decision = consumeNow(entry.limiter, clientKey, units);
       if (decision !== undefined) return finish(entry, decision, res, request, clientKey, units);
