@@ -1,0 +1,36 @@
+import { algorithms, type State, toPolicy } from '@sluice/core';
+import type { Traffic } from '../traffic/arrival.js';
+import { comparison, type ExactLogComparison } from './exact-log.js';
+import { KeyWindows } from './key-windows.js';
+
+/**
+ * The sliding window counter scored as Cloudflare scored it: every request counts towards the
+ * rate, refused or not (their limiter counts what a source sends), and each request's verdict
+ * from core's counter estimate is checked against the exact count of the source's requests in
+ * (now − W, now]. This isolates the estimate's error from sluice's rule that refusals spend
+ * nothing, which `compareWithExactLog` measures on a real run.
+ */
+export function counterErrorCountingEveryRequest(
+  traffic: Traffic,
+  limit: number,
+  windowMs: number,
+): ExactLogComparison {
+  const policy = toPolicy({ limit, window: windowMs, algorithm: 'sliding-window-counter' }, 'policy');
+  const counter = algorithms['sliding-window-counter'];
+  // A capacity no key can reach, so that charging always succeeds and every request is counted.
+  const everything = traffic.reduce((sum, a) => sum + a.cost, limit);
+  const counters = new Map<string, State>();
+  const sent = new KeyWindows(windowMs);
+  let wronglyAllowed = 0;
+  let wronglyRefused = 0;
+  for (const { at, key, cost } of traffic) {
+    const state = counters.get(key);
+    const estimateAllows = counter.evaluate(state, policy, limit, cost, at).allowed;
+    counters.set(key, counter.evaluate(state, policy, everything, cost, at).next);
+    const exactAllows = sent.sumAt(key, at) + cost <= limit;
+    if (estimateAllows && !exactAllows) wronglyAllowed++;
+    if (!estimateAllows && exactAllows) wronglyRefused++;
+    sent.add(key, at, cost);
+  }
+  return comparison(traffic.length, wronglyAllowed, wronglyRefused);
+}

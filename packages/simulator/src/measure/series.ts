@@ -1,0 +1,85 @@
+import type { SimulatedDecision } from '../simulate.js';
+
+/** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
+export interface Series {
+  startMs: number;
+  bucketMs: number;
+  /** `undefined` where a bucket has nothing to show (a gap in a line). */
+  values: (number | undefined)[];
+}
+
+export interface Buckets {
+  bucketMs: number;
+  /** @default the first decision's time, rounded down to a bucket */
+  startMs?: number;
+  /** @default just after the last decision */
+  endMs?: number;
+}
+
+function frame(decisions: readonly SimulatedDecision[], buckets: Buckets) {
+  const { bucketMs } = buckets;
+  const first = decisions[0]?.at ?? 0;
+  const last = decisions[decisions.length - 1]?.at ?? 0;
+  const startMs = buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs;
+  const count = Math.max(1, Math.ceil(((buckets.endMs ?? last + 1) - startMs) / bucketMs));
+  const index = (at: number) => Math.floor((at - startMs) / bucketMs);
+  return { startMs, count, index };
+}
+
+/** Sum of `cost` per bucket over the decisions `select` keeps, at the time `timeOf` gives. */
+export function costSeries(
+  decisions: readonly SimulatedDecision[],
+  buckets: Buckets,
+  select: (d: SimulatedDecision) => boolean = () => true,
+  timeOf: (d: SimulatedDecision) => number = (d) => d.at,
+): Series {
+  const { startMs, count, index } = frame(decisions, buckets);
+  const values = new Array<number>(count).fill(0);
+  for (const d of decisions) {
+    const i = index(timeOf(d));
+    if (select(d) && i >= 0 && i < count) values[i] = (values[i] as number) + d.cost;
+  }
+  return { startMs, bucketMs: buckets.bucketMs, values };
+}
+
+/** Offered load: every request's cost per bucket. */
+export const offeredSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
+  costSeries(decisions, buckets);
+
+/** Admitted load per bucket, counted when the request was let through. */
+export const admittedSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
+  costSeries(decisions, buckets, (d) => d.allowed);
+
+/** Admitted load per bucket counted when queue mode releases it (`at + delayMs`): the shaped outflow. */
+export const releasedSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
+  costSeries(
+    decisions,
+    buckets,
+    (d) => d.allowed,
+    (d) => d.at + d.delayMs,
+  );
+
+/** The largest `value` of the selected decisions in each bucket; a gap where none was selected. */
+export function maxSeries(
+  decisions: readonly SimulatedDecision[],
+  buckets: Buckets,
+  value: (d: SimulatedDecision) => number | undefined,
+): Series {
+  const { startMs, count, index } = frame(decisions, buckets);
+  const values = new Array<number | undefined>(count).fill(undefined);
+  for (const d of decisions) {
+    const v = value(d);
+    const i = index(d.at);
+    if (v === undefined || !Number.isFinite(v) || i < 0 || i >= count) continue;
+    values[i] = Math.max(values[i] ?? v, v);
+  }
+  return { startMs, bucketMs: buckets.bucketMs, values };
+}
+
+/** What refused clients were told to wait (`Retry-After`), the longest per bucket. */
+export const retryAfterSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
+  maxSeries(decisions, buckets, (d) => (d.allowed ? undefined : d.retryAfterMs));
+
+/** Queue mode's added delay, the longest per bucket among requests let through. */
+export const delaySeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
+  maxSeries(decisions, buckets, (d) => (d.allowed ? d.delayMs : undefined));

@@ -1,0 +1,92 @@
+import type { SimulatedDecision } from '../simulate.js';
+import type { Buckets, Series } from './series.js';
+
+export interface WorstWindow {
+  /** The most cost admitted for one key within any window (t − W, t]. */
+  admitted: number;
+  /** `admitted − limit` when positive, else 0. */
+  excess: number;
+  /** `admitted ÷ limit`: 2 means twice the limit got through. */
+  ratio: number;
+  /** The key and the window's end `t`, epoch ms (undefined when nothing was admitted). */
+  key: string | undefined;
+  atMs: number | undefined;
+}
+
+/** When an admitted request reaches the protected service: queue mode holds it `delayMs`. */
+const passedAt = (d: SimulatedDecision): number => d.at + d.delayMs;
+
+/** Admitted (time, cost) per key, in time order. */
+function admittedByKey(decisions: readonly SimulatedDecision[]): Map<string, { at: number[]; cost: number[] }> {
+  const byKey = new Map<string, { at: number[]; cost: number[] }>();
+  for (const d of decisions) {
+    if (!d.allowed) continue;
+    let entry = byKey.get(d.key);
+    if (entry === undefined) {
+      entry = { at: [], cost: [] };
+      byKey.set(d.key, entry);
+    }
+    entry.at.push(passedAt(d));
+    entry.cost.push(d.cost);
+  }
+  return byKey;
+}
+
+/**
+ * The worst excess over `limit` in any window of length `windowMs`, per key, at the time
+ * each request reaches the service: the figure a limit exists to bound. An exact sliding log
+ * scores 0; aligned fixed windows reach 2 × limit at a boundary.
+ */
+export function worstWindow(decisions: readonly SimulatedDecision[], limit: number, windowMs: number): WorstWindow {
+  let worst: WorstWindow = { admitted: 0, excess: 0, ratio: 0, key: undefined, atMs: undefined };
+  for (const [key, { at, cost }] of admittedByKey(decisions)) {
+    let sum = 0;
+    for (let right = 0, left = 0; right < at.length; right++) {
+      sum += cost[right] as number;
+      while ((at[left] as number) <= (at[right] as number) - windowMs) sum -= cost[left++] as number;
+      if (sum > worst.admitted) {
+        worst = { admitted: sum, excess: Math.max(0, sum - limit), ratio: sum / limit, key, atMs: at[right] as number };
+      }
+    }
+  }
+  return worst;
+}
+
+/**
+ * Cost admitted in the trailing window (t − W, t], the most per bucket, for decisions of one
+ * client: the curve whose peak `worstWindow` reports, to draw against the limit.
+ */
+export function trailingWindowSeries(
+  decisions: readonly SimulatedDecision[],
+  windowMs: number,
+  buckets: Buckets,
+): Series {
+  const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
+  passed.sort((a, b) => a.at - b.at);
+  const { bucketMs } = buckets;
+  const first = decisions[0]?.at ?? 0;
+  const startMs = buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs;
+  const endMs = buckets.endMs ?? (decisions[decisions.length - 1]?.at ?? 0) + 1;
+  const count = Math.max(1, Math.ceil((endMs - startMs) / bucketMs));
+  const values = new Array<number>(count).fill(0);
+  // Walk request times and bucket ends together; the sum at each is the trailing window's.
+  let sum = 0;
+  let left = 0;
+  let right = 0;
+  for (let i = 0; i < count; i++) {
+    const bucketEnd = startMs + (i + 1) * bucketMs - 1;
+    let best = 0;
+    const slide = (t: number) => {
+      while (left < right && (passed[left]?.at as number) <= t - windowMs) sum -= passed[left++]?.cost as number;
+    };
+    while (right < passed.length && (passed[right]?.at as number) <= bucketEnd) {
+      const event = passed[right++] as { at: number; cost: number };
+      sum += event.cost;
+      slide(event.at);
+      best = Math.max(best, sum);
+    }
+    slide(bucketEnd);
+    values[i] = Math.max(best, sum);
+  }
+  return { startMs, bucketMs, values };
+}

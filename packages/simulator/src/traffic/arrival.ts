@@ -1,0 +1,60 @@
+import { type Duration, SluiceError, toMs } from '@sluice/core';
+
+/** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
+export interface Arrival {
+  readonly at: number;
+  readonly key: string;
+  readonly cost: number;
+}
+
+/** Requests in time order, as every generator and trace reader returns them. */
+export type Traffic = readonly Arrival[];
+
+/** Options every generator takes. */
+export interface GeneratorOptions {
+  /** How long the traffic lasts. */
+  duration: Duration;
+  /** Time of the first possible request, epoch ms. @default 0 */
+  startMs?: number;
+  /** Seed of the pseudo-random source: the same seed gives the same traffic. @default 1 */
+  seed?: number;
+}
+
+export function trafficError(message: string): SluiceError {
+  return new SluiceError('ERR_SLUICE_INVALID_TRAFFIC', `[sluice] ${message}`);
+}
+
+/** A finite number > 0 (or ≥ 0), else a coded error naming the option. */
+export function positiveNumber(value: unknown, option: string, allowZero = false): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero)) {
+    throw trafficError(
+      `Traffic option \`${option}\` must be a ${allowZero ? 'non-negative' : 'positive'} number; received ${String(value)}.`,
+    );
+  }
+  return value;
+}
+
+export function positiveInteger(value: unknown, option: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) <= 0) {
+    throw trafficError(`Traffic option \`${option}\` must be a positive whole number; received ${String(value)}.`);
+  }
+  return value as number;
+}
+
+/** The window [startMs, endMs) and the seed of a generator's options. */
+export function span(options: GeneratorOptions): { startMs: number; endMs: number; seed: number } {
+  const startMs = options.startMs ?? 0;
+  if (!Number.isSafeInteger(startMs) || startMs < 0) {
+    throw trafficError(`Traffic option \`startMs\` must be a whole number ≥ 0; received ${String(startMs)}.`);
+  }
+  const seed = options.seed ?? 1;
+  if (!Number.isSafeInteger(seed)) {
+    throw trafficError(`Traffic option \`seed\` must be a whole number; received ${String(seed)}.`);
+  }
+  return { startMs, endMs: startMs + toMs(options.duration, 'duration'), seed };
+}
+
+/** Merges arrival lists into one in time order; ties keep list order, so the result is deterministic. */
+export function merge(...lists: Arrival[][]): Arrival[] {
+  return lists.flat().sort((a, b) => a.at - b.at);
+}

@@ -1,0 +1,43 @@
+import { type Duration, toMs } from '@sluice/core';
+import { type Arrival, positiveInteger, span } from './arrival.js';
+
+export interface BoundaryAttackOptions {
+  /** The limit under attack: requests per window. */
+  limit: number;
+  /** The window under attack. */
+  window: Duration;
+  /** How many window boundaries to attack. @default 3 */
+  attacks?: number;
+  /** How long before and after the boundary each half of the attack lasts. @default window / 20 */
+  spread?: Duration;
+  /** @default 0 */
+  startMs?: number;
+  /** @default 'attacker' */
+  key?: string;
+}
+
+/**
+ * The classic attack on aligned fixed windows: `limit` requests just before a window
+ * boundary and `limit` more just after it, so 2 × limit land within a fraction of one
+ * window. Attacks hit every second boundary, with a quiet window between them. No
+ * randomness: the attack is aimed.
+ */
+export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
+  const limit = positiveInteger(options.limit, 'limit');
+  const windowMs = toMs(options.window, 'window');
+  const attacks = positiveInteger(options.attacks ?? 3, 'attacks');
+  const spreadMs =
+    options.spread === undefined ? Math.max(1, Math.floor(windowMs / 20)) : toMs(options.spread, 'spread');
+  const { startMs } = span({ duration: 1, startMs: options.startMs ?? 0 });
+  const key = options.key ?? 'attacker';
+  const firstBoundary = (Math.floor(startMs / windowMs) + 1) * windowMs;
+  const arrivals: Arrival[] = [];
+  for (let n = 0; n < attacks; n++) {
+    const boundary = firstBoundary + 2 * n * windowMs;
+    // Evenly spread over [boundary − spread, boundary) and [boundary, boundary + spread).
+    for (let i = 0; i < limit; i++)
+      arrivals.push({ at: boundary - spreadMs + Math.floor((i * spreadMs) / limit), key, cost: 1 });
+    for (let i = 0; i < limit; i++) arrivals.push({ at: boundary + Math.floor((i * spreadMs) / limit), key, cost: 1 });
+  }
+  return arrivals;
+}

@@ -1,0 +1,71 @@
+import { type Duration, toMs } from '@sluice/core';
+import {
+  type Arrival,
+  type GeneratorOptions,
+  merge,
+  positiveInteger,
+  positiveNumber,
+  span,
+  trafficError,
+} from './arrival.js';
+import { poissonTimes, seededRandom, zipfPicker } from './random.js';
+
+export interface FlashCrowd {
+  /** When it starts, from the start of the traffic. */
+  at: Duration;
+  duration: Duration;
+  /** Requests per second the crowd adds on top of the usual traffic. */
+  extraRatePerSecond: number;
+  /** Distinct newcomers in the crowd, each sending a small share. */
+  clients: number;
+}
+
+export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
+  /** @default '1d' */
+  duration?: Duration;
+  /** Regular clients, with Zipf-distributed shares. */
+  clients: number;
+  /** Average requests per second over the day, all clients together. */
+  meanRatePerSecond: number;
+  /** How far the rate swings around the mean: peak = mean × (1 + swing), trough = mean × (1 − swing). @default 0.8 */
+  swing?: number;
+  /** When the daily peak comes, from the start. @default '15h' */
+  peakAt?: Duration;
+  /** Zipf exponent of the regular clients' shares. @default 1.1 */
+  exponent?: number;
+  flashCrowd?: FlashCrowd;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A day of traffic from many clients: the rate follows a 24-hour cosine (quiet at night,
+ * busy in the afternoon), optionally with a flash crowd of newcomers on top. Regular clients
+ * are `client-<rank>`, the crowd `crowd-<n>`.
+ */
+export function diurnal(options: DiurnalOptions): Arrival[] {
+  const { startMs, endMs, seed } = span({ ...options, duration: options.duration ?? '1d' });
+  const clients = positiveInteger(options.clients, 'clients');
+  const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
+  const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
+  if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);
+  const peakMs = startMs + toMs(options.peakAt ?? '15h', 'peakAt');
+  const random = seededRandom(seed);
+  const pick = zipfPicker(random, clients, positiveNumber(options.exponent ?? 1.1, 'exponent'));
+  // Thinning (Lewis–Shedler): draw at the peak rate, keep each arrival with rate(t) / peak.
+  const regular = poissonTimes(random, (mean * (1 + swing)) / 1000, startMs, endMs)
+    .filter((t) => random() * (1 + swing) < 1 + swing * Math.cos((2 * Math.PI * (t - peakMs)) / DAY_MS))
+    .map((t): Arrival => ({ at: Math.floor(t), key: `client-${pick() + 1}`, cost: 1 }));
+  if (options.flashCrowd === undefined) return regular;
+  const crowd = options.flashCrowd;
+  const from = startMs + toMs(crowd.at, 'flashCrowd.at');
+  const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
+  const crowdRandom = seededRandom(seed + 1);
+  const extra = poissonTimes(
+    crowdRandom,
+    positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond') / 1000,
+    from,
+    Math.min(endMs, from + toMs(crowd.duration, 'flashCrowd.duration')),
+  ).map((t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowdClients) + 1}`, cost: 1 }));
+  return merge(regular, extra);
+}

@@ -1,0 +1,33 @@
+import { type Arrival, type GeneratorOptions, positiveInteger, positiveNumber, span } from './arrival.js';
+import { poissonTimes, seededRandom, zipfPicker } from './random.js';
+
+export interface HeavyTailedOptions extends GeneratorOptions {
+  /** Distinct clients. */
+  clients: number;
+  /** Requests per second from all clients together. */
+  ratePerSecond: number;
+  /** Zipf exponent s: client of rank r sends ∝ 1/r^s. Around 1 for web traffic. @default 1.1 */
+  exponent?: number;
+  /** Key prefix; keys are `${prefix}${rank}`, rank 1 the busiest. @default 'client-' */
+  keyPrefix?: string;
+}
+
+/**
+ * Many clients whose shares follow Zipf's law: independent (Poisson) arrivals overall, each
+ * request from a client drawn by rank. A few clients run far over any fair per-client limit
+ * while the long tail sends a handful each.
+ */
+export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
+  const { startMs, endMs, seed } = span(options);
+  const clients = positiveInteger(options.clients, 'clients');
+  const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
+  const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
+  const prefix = options.keyPrefix ?? 'client-';
+  const random = seededRandom(seed);
+  const pick = zipfPicker(random, clients, exponent);
+  return poissonTimes(random, rate / 1000, startMs, endMs).map((t) => ({
+    at: Math.floor(t),
+    key: `${prefix}${pick() + 1}`,
+    cost: 1,
+  }));
+}

@@ -1,0 +1,99 @@
+import { readFile } from 'node:fs/promises';
+import { SluiceError } from '@sluice/core';
+import type { Arrival } from './arrival.js';
+
+export type TraceFormat = 'plain' | 'access-log';
+
+export interface TraceOptions {
+  /** @default detected from the first line that is not blank or a comment */
+  format?: TraceFormat;
+  /** Names the trace in error messages. @default 'trace' */
+  source?: string;
+}
+
+/** A trace line that cannot be read: its 1-based `line` number is also in the message. */
+export interface TraceError extends SluiceError {
+  readonly line: number;
+}
+
+// host ident user [10/Oct/2000:13:55:36 -0700] "request" status bytes, then optionally
+// "referer" "user-agent" (the combined format).
+const accessLogLine =
+  /^(\S+) \S+ \S+ \[([^\]]+)\] "(?:[^"\\]|\\.)*" (?:\d{3}|-) (?:\d+|-)(?: "(?:[^"\\]|\\.)*" "(?:[^"\\]|\\.)*")?\s*$/;
+const clfTime = /^(\d{2})\/([A-Z][a-z]{2})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/;
+const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
+const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?(?:Z|[+-]\d{2}:\d{2})$/;
+const wholeMs = /^\d{1,16}$/;
+const positiveWhole = /^[1-9]\d{0,15}$/;
+
+/**
+ * Reads a recorded trace, so real logs can be replayed through every algorithm.
+ *
+ * - `plain`: one request per line, `timestamp key [cost]` separated by spaces or tabs. The
+ *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`);
+ *   cost is a positive whole number, 1 when left out. Blank lines and `#` comments are skipped.
+ * - `access-log`: the Common or Combined Log Format of Apache and nginx. The key is the client
+ *   host (first field), the cost 1; times have whole-second resolution.
+ *
+ * Requests are returned in time order (a log written as requests finish is slightly out of
+ * order; ties keep file order). Any line that does not parse throws `ERR_SLUICE_INVALID_TRACE`
+ * naming the line: nothing is skipped silently.
+ */
+export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] {
+  const source = options.source ?? 'trace';
+  const lines = text.split(/\r?\n/);
+  let format = options.format;
+  const arrivals: Arrival[] = [];
+  lines.forEach((raw, index) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    format ??= accessLogLine.test(line) ? 'access-log' : 'plain';
+    const arrival = format === 'access-log' ? accessLogArrival(line) : plainArrival(line);
+    if (typeof arrival === 'string') throw traceError(source, index + 1, raw, arrival);
+    arrivals.push(arrival);
+  });
+  return arrivals.sort((a, b) => a.at - b.at);
+}
+
+/** `parseTrace` on a file; the file name appears in error messages. */
+export async function readTrace(path: string, options: Omit<TraceOptions, 'source'> = {}): Promise<Arrival[]> {
+  return parseTrace(await readFile(path, 'utf8'), { ...options, source: path });
+}
+
+/** The arrival, or what is wrong with the line. */
+function plainArrival(line: string): Arrival | string {
+  const fields = line.split(/\s+/);
+  if (fields.length < 2 || fields.length > 3) return 'expected "timestamp key [cost]"';
+  const [time, key, cost] = fields as [string, string, string | undefined];
+  let at: number;
+  if (wholeMs.test(time)) at = Number(time);
+  else if (isoTime.test(time)) at = Date.parse(time);
+  else return 'the timestamp must be whole epoch milliseconds or ISO 8601 with a zone';
+  if (!Number.isSafeInteger(at)) return 'the timestamp is not a valid time';
+  if (cost !== undefined && !positiveWhole.test(cost)) return 'the cost must be a positive whole number';
+  return { at, key, cost: cost === undefined ? 1 : Number(cost) };
+}
+
+function accessLogArrival(line: string): Arrival | string {
+  const match = accessLogLine.exec(line);
+  if (match === null) return 'expected a Common or Combined Log Format line';
+  const time = clfTime.exec(match[2] as string);
+  const month = months.indexOf(time?.[2] ?? '');
+  if (time === null || month < 0) return 'the time must look like [10/Oct/2000:13:55:36 -0700]';
+  const [day, year, hour, minute, second, zoneHours, zoneMinutes] = [1, 3, 4, 5, 6, 8, 9].map((i) => Number(time[i]));
+  const utc = Date.UTC(year as number, month, day, hour, minute, second);
+  // Date.UTC rolls 31 Feb over into March; a log never means that.
+  if (new Date(utc).getUTCDate() !== day || (hour as number) > 23 || (minute as number) > 59 || (second as number) > 60)
+    return 'the time is not a valid date';
+  const offsetMs = ((zoneHours as number) * 60 + (zoneMinutes as number)) * 60_000;
+  return { at: time[7] === '-' ? utc + offsetMs : utc - offsetMs, key: match[1] as string, cost: 1 };
+}
+
+function traceError(source: string, line: number, raw: string, problem: string): TraceError {
+  const shown = raw.length > 120 ? `${raw.slice(0, 117)}…` : raw;
+  const error = new SluiceError(
+    'ERR_SLUICE_INVALID_TRACE',
+    `[sluice] ${source} line ${line}: ${problem}; received ${JSON.stringify(shown)}.`,
+  );
+  return Object.assign(error, { line });
+}
