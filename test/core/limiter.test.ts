@@ -12,11 +12,14 @@ const exhaust = async (limiter: Limiter, key: string) => {
 };
 
 describe('namespaces on a shared store', () => {
-  it('two limiters with the same policies on one store count separately', async () => {
+  it('two limiters with the same policies and no prefix on one store are an error naming prefix', async () => {
     const store = createMemoryStore({ maxKeys: 10 });
-    const global = createLimiter({ limit: 3, window: '1m', store });
-    const route = createLimiter({ limit: 3, window: '1m', store });
-    expect(global.namespace).not.toBe(route.namespace);
+    createLimiter({ limit: 3, window: '1m', store });
+    expect(() => createLimiter({ limit: 3, window: '1m', store })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_NAMESPACE_TAKEN', message: expect.stringContaining('`prefix`') }),
+    );
+    const global = createLimiter({ limit: 3, window: '1m', store, prefix: 'global' });
+    const route = createLimiter({ limit: 3, window: '1m', store, prefix: 'route' });
     expect(await exhaust(global, 'ip')).toBe(3);
     expect(await exhaust(route, 'ip')).toBe(3);
   });

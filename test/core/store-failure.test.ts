@@ -1,6 +1,7 @@
 import {
   createLimiter,
   type OnStoreError,
+  OUTAGE_QUIET_MS,
   type RateLimitStore,
   STORE_DENY_RETRY_AFTER_MS,
   type StoreReply,
@@ -60,7 +61,7 @@ const onUnhandled = (reason: unknown) => unhandled.push(reason);
 beforeEach(() => {
   unhandled.length = 0;
   process.on('unhandledRejection', onUnhandled);
-  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
 });
 afterEach(async () => {
   await vi.runAllTimersAsync();
@@ -87,6 +88,9 @@ describe.each(['rejects', 'throws', 'hangs', 'late-reject'] as const)('a store t
     expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
     state.mode = 'up';
     expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 1 });
+    // Recovered once the store has answered for OUTAGE_QUIET_MS without a failure.
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
     expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 0 });
     expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE', 'WRN_SLUICE_STORE_RECOVERED']);
     // A second outage is a new one, reported again.
@@ -123,6 +127,29 @@ describe.each(['rejects', 'throws', 'hangs', 'late-reject'] as const)('a store t
     state.mode = failure;
     await expect(settle(limiter.reset('k'))).resolves.toBeUndefined();
     await expect(settle(limiter.refund('k', 1))).resolves.toBeUndefined();
+  });
+});
+
+describe('warning flood: one warning per outage, not per failure', () => {
+  it('a store failing every other call logs one warning for 1000 decisions, not 999', async () => {
+    const { limiter, state, warnings } = setup('allow');
+    for (let i = 0; i < 1000; i++) {
+      state.mode = i % 2 === 0 ? 'rejects' : 'up';
+      await limiter.consume(`k${i}`);
+      await vi.advanceTimersByTimeAsync(3);
+    }
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+    // Quiet for long enough, the outage is over; the next failure is a new outage.
+    state.mode = 'up';
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
+    await limiter.consume('k');
+    state.mode = 'rejects';
+    await limiter.consume('k');
+    expect(warnings()).toEqual([
+      'WRN_SLUICE_STORE_UNAVAILABLE',
+      'WRN_SLUICE_STORE_RECOVERED',
+      'WRN_SLUICE_STORE_UNAVAILABLE',
+    ]);
   });
 });
 

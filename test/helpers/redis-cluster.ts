@@ -99,7 +99,7 @@ export async function connectCluster(
   nodes: ClusterNode[],
   options: ConstructorParameters<typeof Cluster>[1] = {},
 ): Promise<Cluster> {
-  const cluster = new Cluster(nodes, options);
+  const cluster = new Cluster(nodes, { retryDelayOnFailover: 0, ...options });
   cluster.on('error', () => {});
   await waitReady(cluster, isCi ? 30_000 : 15_000);
   return cluster;

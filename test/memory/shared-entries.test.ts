@@ -28,8 +28,8 @@ describe('limiters sharing one memory store', () => {
         async ([sets, ops]) => {
           const clock = manualClock(START);
           const store = createMemoryStore({ maxKeys: 10 });
-          const limiters = sets.map((policies) =>
-            createLimiter({ policies: policies.map((p, i) => optionsOf(p, `p${i}`)), clock, store }),
+          const limiters = sets.map((policies, l) =>
+            createLimiter({ policies: policies.map((p, i) => optionsOf(p, `p${i}`)), clock, store, prefix: `l${l}` }),
           );
           const model = new Map<string, (State | undefined)[]>();
           for (const { limiter: li, key, kind, cost, advance } of ops) {

@@ -23,7 +23,16 @@ describe('the store warns about a client that would re-send decisions after a re
   });
 
   it('does not judge a Cluster by a standalone setting', () => {
-    expect(warningsFor(new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true }))).toEqual([]);
+    expect(
+      warningsFor(new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true, retryDelayOnFailover: 0 })),
+    ).toEqual([]);
+  });
+
+  it('a Cluster client on defaults (no retryDelayOnFailover: 0) used to get no warning: now it does, once', () => {
+    const warnings = warningsFor(new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true }));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_RESENDS');
+    expect(warnings[0]).toContain('retryDelayOnFailover: 0');
   });
 
   it('refuses a logger without warn', () => {

@@ -15,7 +15,7 @@ export function toMs(value: unknown, option: string): number {
   let ms: number | undefined;
   if (typeof value === 'number') ms = value;
   else if (typeof value === 'string') {
-    const match = pattern.exec(value.trim());
+    const match = pattern.exec(value);
     if (match) ms = Number(match[1]) * unitMs[match[2] as keyof typeof unitMs];
   }
   if (ms === undefined || !Number.isSafeInteger(ms) || ms <= 0) {

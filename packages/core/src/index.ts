@@ -8,6 +8,7 @@ export * from './http/index.js';
 export { checkKnownOptions, LIMITER_OPTION_NAMES } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
 export { DEFAULT_ALGORITHM, toPolicy } from './policy.js';
+export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { storeKey } from './store-key.js';
 export { eventLoopLoad } from './throttle.js';
 export type * from './types.js';

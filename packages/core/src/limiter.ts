@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
-import { invalid, SluiceError } from './errors.js';
+import { describe, invalid, SluiceError } from './errors.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
+import { MAX_TIMER_MS } from './timer.js';
 import type {
   ConsumeOptions,
   Decision,
@@ -24,7 +25,7 @@ import type {
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
-const claimedNamespaces = new WeakMap<RateLimitStore, Map<string, string>>();
+const claimedNamespaces = new WeakMap<object, Map<string, string>>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
 const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
@@ -53,22 +54,26 @@ export function createLimiter(options: LimiterOptions): Limiter {
   checkKnownOptions(options);
   const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
-  const clock = options.clock;
-  if (clock !== undefined && typeof clock !== 'function')
-    invalid('ERR_SLUICE_INVALID_CLOCK', 'clock', clock, 'a function returning epoch milliseconds');
-  const onStoreError: OnStoreError = options.onStoreError ?? 'allow';
+  const clock = checkedClock(options.clock);
+  // `undefined` alone means "the default": a `null` is a mistake to report, not to paper over.
+  const onStoreError: OnStoreError = options.onStoreError === undefined ? 'allow' : options.onStoreError;
   if (!['allow', 'deny', 'throw'].includes(onStoreError))
     invalid('ERR_SLUICE_INVALID_ON_STORE_ERROR', 'onStoreError', onStoreError, "'allow', 'deny' or 'throw'");
-  const timeoutMs = options.storeTimeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)
-    invalid('ERR_SLUICE_INVALID_STORE_TIMEOUT', 'storeTimeoutMs', timeoutMs, 'a positive whole number of milliseconds');
-  const logger: Logger = options.logger ?? console;
+  const timeoutMs = options.storeTimeoutMs === undefined ? DEFAULT_STORE_TIMEOUT_MS : options.storeTimeoutMs;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS)
+    invalid(
+      'ERR_SLUICE_INVALID_STORE_TIMEOUT',
+      'storeTimeoutMs',
+      timeoutMs,
+      'a whole number of milliseconds from 1 to 2^31 − 1 (the longest timer Node keeps)',
+    );
+  const logger: Logger = options.logger === undefined ? console : options.logger;
   if (typeof logger?.warn !== 'function')
     invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
-  const store = options.store ?? createDefaultStore();
+  const store = options.store === undefined ? createDefaultStore() : options.store;
   if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
     invalid(
       'ERR_SLUICE_INVALID_STORE',
@@ -77,6 +82,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       'a store such as createMemoryStore() or createRedisStore({ client })',
     );
   }
+  store.checkPolicies?.(policies);
   const namespace = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
@@ -99,7 +105,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
   });
 
   const ask = async (key: string, cost: number, caps: readonly number[]): Promise<Decision> => {
-    const reply = await guarded(() => store.consume(request(key, cost, caps)));
+    const asked = request(key, cost, caps);
+    const reply = await guarded(() => store.consume(asked));
     if (reply === STORE_FAILED) return unavailable(key);
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
@@ -139,9 +146,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     checkKey(key);
     checkCost(cost);
     const caps = capacities();
+    const asked = request(key, cost, caps);
     let reply: StoreReply;
     try {
-      reply = succeed(consumeSync(request(key, cost, caps)));
+      reply = succeed(consumeSync(asked));
     } catch (cause) {
       fail(cause);
       return unavailable(key);
@@ -189,33 +197,61 @@ export function createLimiter(options: LimiterOptions): Limiter {
 }
 
 /**
- * Limiters sharing a store must never count into each other. A derived namespace is made
- * unique per store in creation order, which is the same in every process running the same
- * code. An explicit `prefix` is taken as given, so two limiters may share counts on purpose,
- * but only with the same policies: a store keeps one state per policy.
+ * Limiters sharing a store must never count into each other by accident. Namespaces are
+ * claimed per backing (a Redis store's client and prefix), so two store objects over one
+ * client are one space. A derived namespace already taken is an error naming `prefix`: a
+ * suffix in creation order would tie counts to the order limiters happen to be made in. An
+ * explicit `prefix` is taken as given, so limiters share counts on purpose, but only with the
+ * same policies: a store keeps one state per policy.
  */
 function claimNamespace(store: RateLimitStore, prefix: string | undefined, policies: readonly Policy[]): string {
   const ids = policies.map((p) => p.id).join('|');
-  const claimed = claimedNamespaces.get(store) ?? new Map<string, string>();
-  claimedNamespaces.set(store, claimed);
-  if (prefix !== undefined) {
-    const owner = claimed.get(prefix);
-    if (owner !== undefined && owner !== ids) {
-      invalid(
-        'ERR_SLUICE_INVALID_PREFIX',
-        'prefix',
-        prefix,
-        'unique to limiters with the same policies on one store; another limiter uses it with different ones',
-      );
-    }
-    claimed.set(prefix, ids);
-    return prefix;
+  const backing = store.backing ?? store;
+  const claimed = claimedNamespaces.get(backing) ?? new Map<string, string>();
+  claimedNamespaces.set(backing, claimed);
+  const namespace = prefix ?? `rl-${createHash('sha256').update(ids).digest('base64url').slice(0, 8)}`;
+  const owner = claimed.get(namespace);
+  if (prefix === undefined && owner !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_NAMESPACE_TAKEN',
+      `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined ? '' : "'s connection"}; give each limiter its own \`prefix\` to count apart, or the same \`prefix\` to share one count.`,
+    );
   }
-  const digest = createHash('sha256').update(ids).digest('base64url').slice(0, 8);
-  let namespace = `rl-${digest}`;
-  for (let n = 2; claimed.has(namespace); n++) namespace = `rl-${digest}-${n}`;
+  if (owner !== undefined && owner !== ids) {
+    invalid(
+      'ERR_SLUICE_INVALID_PREFIX',
+      'prefix',
+      prefix,
+      'unique to limiters with the same policies on one store; another limiter uses it with different ones',
+    );
+  }
   claimed.set(namespace, ids);
   return namespace;
+}
+
+/**
+ * A clock is read once here, so one that returns fractions, NaN or text fails at start-up; a
+ * later bad reading rejects that call with the same code. A bad reading never reaches the
+ * store: a store that refused it would count as failing, and the fail policy would then let
+ * every request through.
+ */
+function checkedClock(clock: unknown): (() => number) | undefined {
+  if (clock === undefined) return undefined;
+  if (typeof clock !== 'function')
+    invalid('ERR_SLUICE_INVALID_CLOCK', 'clock', clock, 'a function returning whole epoch milliseconds');
+  const read = clock as () => unknown;
+  const checked = (): number => {
+    const now = read();
+    if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_CLOCK',
+        `[sluice] Option \`clock\` must return whole epoch milliseconds; it returned ${describe(now)}.`,
+      );
+    }
+    return now;
+  };
+  checked();
+  return checked;
 }
 
 function checkKey(key: unknown): string {

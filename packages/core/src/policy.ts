@@ -2,6 +2,7 @@ import { algorithmNames } from './algorithms/index.js';
 import { formatMs, toMs } from './duration.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { POLICY_OPTION_NAMES } from './known-options.js';
+import { MAX_TIMER_MS } from './timer.js';
 import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
 
 const bucketAlgorithms: ReadonlySet<AlgorithmName> = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
@@ -35,7 +36,7 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown policy option \`${path}.${key}\`.`);
     }
   }
-  const algorithm = options.algorithm ?? DEFAULT_ALGORITHM;
+  const algorithm = options.algorithm === undefined ? DEFAULT_ALGORITHM : options.algorithm;
   if (!algorithmNames.includes(algorithm)) {
     invalid('ERR_SLUICE_UNKNOWN_ALGORITHM', `${path}.algorithm`, algorithm, `one of ${algorithmNames.join(', ')}`);
   }
@@ -62,7 +63,7 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
       `short enough that limit × window (and burst × window) stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
     );
   }
-  const name = options.name ?? `${limit}-per-${formatMs(windowMs)}`;
+  const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : options.name;
   if (typeof name !== 'string' || !namePattern.test(name)) {
     invalid(
       'ERR_SLUICE_INVALID_POLICY_NAME',
@@ -142,7 +143,17 @@ function queueDelay(queue: PolicyOptions['queue'], algorithm: AlgorithmName, opt
   if (typeof queue !== 'object' || queue === null || Object.keys(queue).some((k) => k !== 'maxDelayMs')) {
     invalid('ERR_SLUICE_INVALID_QUEUE', option, queue, "an object `{ maxDelayMs }` such as `{ maxDelayMs: '2s' }`");
   }
-  return toMs(queue.maxDelayMs, `${option}.maxDelayMs`);
+  const maxDelayMs = toMs(queue.maxDelayMs, `${option}.maxDelayMs`);
+  // A queued request is held with a timer, which Node fires after 1 ms when set any longer.
+  if (maxDelayMs > MAX_TIMER_MS) {
+    invalid(
+      'ERR_SLUICE_INVALID_QUEUE',
+      `${option}.maxDelayMs`,
+      queue.maxDelayMs,
+      'at most 2^31 − 1 ms (about 24.8 days)',
+    );
+  }
+  return maxDelayMs;
 }
 
 function refill(options: PolicyOptions, algorithm: AlgorithmName, limit: number, path: string): [number, number] {

@@ -5,6 +5,13 @@ import type { Logger, OnStoreError, RateLimitStore } from './types.js';
 export const STORE_FAILED: unique symbol = Symbol('sluice.store-failed');
 
 /**
+ * An outage ends once the store has answered this long without a single failure. A store
+ * that fails some calls and not others (a Cluster with one master down, a flaky network) is
+ * one outage, not a new one at every failure after a success.
+ */
+export const OUTAGE_QUIET_MS = 2000;
+
+/**
  * Runs store calls under the limiter's fail policy: each call is bounded by `timeoutMs`, a
  * failure is reported once per outage (and once when the store answers again), and a late
  * reply or rejection after a timeout is absorbed so nothing leaks as an unhandled rejection.
@@ -12,8 +19,11 @@ export const STORE_FAILED: unique symbol = Symbol('sluice.store-failed');
  */
 export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreError, timeoutMs: number, logger: Logger) {
   let down = false;
+  let lastFailureAt = 0;
 
   const fail = (cause: unknown): typeof STORE_FAILED => {
+    // Wall time for the log's cadence only; no decision depends on it.
+    lastFailureAt = Date.now();
     if (!down) {
       down = true;
       const why = cause instanceof Error ? cause.message : String(cause);
@@ -33,7 +43,7 @@ export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreErr
   };
 
   const succeed = <T>(value: T): T => {
-    if (down) {
+    if (down && Date.now() - lastFailureAt >= OUTAGE_QUIET_MS) {
       down = false;
       logger.warn(`[sluice] WRN_SLUICE_STORE_RECOVERED: store "${store.name}" answers again.`);
     }

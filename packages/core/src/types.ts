@@ -97,6 +97,17 @@ export interface RateLimitStore {
   readonly name: string;
   /** True when calls finish in-process without I/O: the limiter then sets no timeout timer. */
   readonly local?: boolean;
+  /**
+   * What the store's keys live in (a Redis store: its client and key prefix). Limiters claim
+   * their namespaces per backing, so two store objects over one backing cannot share a
+   * namespace by accident. Defaults to the store object itself.
+   */
+  readonly backing?: object;
+  /**
+   * Called once when a limiter is created: throws a coded error for policies this store
+   * cannot decide, so the limiter fails at start-up rather than at every request.
+   */
+  checkPolicies?(policies: readonly Policy[]): void;
   /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
   consume(request: StoreRequest): Promise<StoreReply>;
   /** The same decision without a promise, for in-process stores: the limiter's fast path. */

@@ -37,12 +37,55 @@ export function checkClient(client: unknown): RedisClient {
  * Decisions are sent only on a ready connection. ioredis would otherwise queue them while it
  * reconnects and send them later: each would wait the limiter's whole timeout, and then be
  * counted in Redis after the fail policy had already decided the request. A lazy client is
- * connected by its first call, as any command would connect it; that call gets the fail policy.
+ * connected by its first call, as any command would connect it.
  */
 export function notReady(client: RedisClient): SluiceError | undefined {
   if (client.status === 'ready') return undefined;
   if (client.status === 'wait') client.connect().catch(() => {});
   return unavailableError(client.status);
+}
+
+const seenReady = new WeakSet<RedisClient>();
+const openings = new WeakMap<RedisClient, Promise<void>>();
+const firstConnectStatuses = new Set(['wait', 'connecting', 'connect']);
+
+/** Remembers from now on whether the client has ever been ready. */
+export function watchReady(client: RedisClient): void {
+  if (client.status === 'ready') seenReady.add(client);
+  else client.once('ready', () => seenReady.add(client));
+}
+
+/**
+ * While a client opens its first connection, decisions wait for it (the limiter's
+ * `storeTimeoutMs` bounds the wait): failing them fast would let every request of a fresh
+ * app through. `undefined` when the client is not opening for the first time, which is an
+ * outage: those decisions fail fast. The wait ends with the connection, or with an error as
+ * soon as the attempt fails.
+ */
+export function firstConnection(client: RedisClient): Promise<void> | undefined {
+  if (seenReady.has(client) || !firstConnectStatuses.has(client.status)) return undefined;
+  let opening = openings.get(client);
+  if (opening === undefined) {
+    opening = new Promise<void>((resolve, reject) => {
+      const settle = (error?: SluiceError) => {
+        client.off('ready', ready);
+        client.off('close', failed);
+        client.off('end', failed);
+        openings.delete(client);
+        if (error) reject(error);
+        else resolve();
+      };
+      const ready = () => settle();
+      const failed = () => settle(unavailableError(client.status));
+      client.once('ready', ready);
+      client.once('close', failed);
+      client.once('end', failed);
+    });
+    // Each waiting decision handles the rejection; this handles it when none is left waiting.
+    opening.catch(() => {});
+    openings.set(client, opening);
+  }
+  return opening;
 }
 
 /**
@@ -70,6 +113,16 @@ function unavailableError(status: string): SluiceError {
 export function resendsInFlight(client: RedisClient): boolean {
   const options = client.options as { maxRetriesPerRequest?: number | null } | undefined;
   return !('nodes' in client) && options?.maxRetriesPerRequest !== 0;
+}
+
+/**
+ * A Cluster client re-sends a call whose node connection closed after `retryDelayOnFailover`
+ * (100 ms by default), so a decision the node had run can run again on the next one. Only 0
+ * turns that off.
+ */
+export function clusterResendsOnFailover(client: RedisClient): boolean {
+  const options = client.options as { retryDelayOnFailover?: number } | undefined;
+  return 'nodes' in client && options?.retryDelayOnFailover !== 0;
 }
 
 function kind(value: unknown): string {

@@ -48,7 +48,8 @@ const badCapacities = () =>
     '[sluice] Redis store: a request needs one whole capacity per policy.',
   );
 
-function policySet(policies: readonly Policy[]): string {
+/** The policy list as the scripts read it; throws a coded error for a list they cannot run. */
+export function policySet(policies: readonly Policy[]): string {
   let text = policySets.get(policies);
   if (text !== undefined) return text;
   if (policies.length === 0 || policies.length > MAX_POLICIES) {

@@ -1,9 +1,17 @@
 import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { createBatcher } from './batcher.js';
-import { checkClient, notReady, type RedisClient, resendsInFlight } from './client.js';
+import {
+  checkClient,
+  clusterResendsOnFailover,
+  firstConnection,
+  notReady,
+  type RedisClient,
+  resendsInFlight,
+  watchReady,
+} from './client.js';
 import { defineScripts } from './commands.js';
-import { decisionArgs, type Operation } from './decision-args.js';
+import { decisionArgs, type Operation, policySet } from './decision-args.js';
 import { decisionKeys } from './keys.js';
 import { scriptFor } from './scripts.js';
 
@@ -52,8 +60,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     }
   }
   const client = checkClient(options.client);
-  const prefix = checkPrefix(options.prefix ?? DEFAULT_REDIS_PREFIX);
-  const logger = options.logger ?? console;
+  const prefix = checkPrefix(options.prefix === undefined ? DEFAULT_REDIS_PREFIX : options.prefix);
+  const logger = options.logger === undefined ? console : options.logger;
   if (typeof logger?.warn !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_LOGGER', '[sluice] Option `logger` must have a `warn(message)` method.');
   }
@@ -62,13 +70,24 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       '[sluice] WRN_SLUICE_REDIS_RESENDS: this ioredis client re-sends commands that were in flight when a connection drops, so a decision Redis already made can be counted twice. Create it with `maxRetriesPerRequest: 0`.',
     );
   }
+  if (clusterResendsOnFailover(client)) {
+    logger.warn(
+      '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, so a decision a master already made can be counted twice. Create it with `retryDelayOnFailover: 0`.',
+    );
+  }
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
   const batcher = createBatcher(defineScripts(client), onCluster ? calculateSlot : () => 0, () => notReady(client));
+
+  watchReady(client);
 
   const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
     try {
       const unavailable = notReady(client);
-      if (unavailable) throw unavailable;
+      if (unavailable) {
+        const opening = firstConnection(client);
+        if (opening === undefined) throw unavailable;
+        return opening.then(() => run(operation, request));
+      }
       const { policies } = request;
       const args = decisionArgs(operation, request);
       const keys = decisionKeys(prefix, request.namespace, request.key, policies);
@@ -81,19 +100,39 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   return {
     name: 'redis',
     prefix,
+    backing: backingOf(client, prefix),
+    checkPolicies: policySet,
     consume: (request) => run('consume', request),
     async refund(request) {
       await run('refund', request);
     },
     async reset(namespace, key, policies) {
       const unavailable = notReady(client);
-      if (unavailable) throw unavailable;
+      if (unavailable) {
+        const opening = firstConnection(client);
+        if (opening === undefined) throw unavailable;
+        await opening;
+      }
       const keys = decisionKeys(prefix, namespace, key, policies);
       // Decisions asked for before the reset go first, as they would without batching.
       batcher.flush();
       await client.del(...keys);
     },
   };
+}
+
+const backings = new WeakMap<RedisClient, Map<string, object>>();
+
+/** One object per client and prefix: every store over them writes the same keys. */
+function backingOf(client: RedisClient, prefix: string): object {
+  const byPrefix = backings.get(client) ?? new Map<string, object>();
+  backings.set(client, byPrefix);
+  let backing = byPrefix.get(prefix);
+  if (backing === undefined) {
+    backing = { client, prefix };
+    byPrefix.set(prefix, backing);
+  }
+  return backing;
 }
 
 function checkPrefix(prefix: unknown): string {

@@ -5,7 +5,8 @@ import { harnesses, type RunningApp } from '../harness/index.js';
 import { collectingLogger, decisionOf } from '../helpers.js';
 
 const down = (): Promise<never> => Promise.reject(new Error('connection refused'));
-const brokenStore: RateLimitStore = { name: 'broken', consume: down, reset: down, refund: down };
+/** A fresh one per app: limiters with the same policies may not share a store by accident. */
+const broken = (): RateLimitStore => ({ name: 'broken', consume: down, reset: down, refund: down });
 
 describe.each(harnesses)('$name: store failures follow onStoreError', (harness) => {
   let app: RunningApp | undefined;
@@ -14,7 +15,7 @@ describe.each(harnesses)('$name: store failures follow onStoreError', (harness) 
   it("'allow' lets requests through, reports no made-up figures, and warns once", async () => {
     const logger = collectingLogger();
     app = await harness.start({
-      limits: [{ limit: 1, window: '1m', store: brokenStore, onStoreError: 'allow', logger }],
+      limits: [{ limit: 1, window: '1m', store: broken(), onStoreError: 'allow', logger }],
     });
     for (let i = 0; i < 2; i++) {
       const res = await request(app.url).get('/').expect(200);
@@ -26,7 +27,7 @@ describe.each(harnesses)('$name: store failures follow onStoreError', (harness) 
 
   it("'deny' answers 503 with Retry-After and the reduced-capacity problem, never a 429", async () => {
     app = await harness.start({
-      limits: [{ limit: 5, window: '1m', store: brokenStore, onStoreError: 'deny', logger: collectingLogger() }],
+      limits: [{ limit: 5, window: '1m', store: broken(), onStoreError: 'deny', logger: collectingLogger() }],
     });
     const res = await request(app.url).get('/').expect(503);
     expect(res.headers['retry-after']).toBe('1');
@@ -39,7 +40,7 @@ describe.each(harnesses)('$name: store failures follow onStoreError', (harness) 
 
   it("'throw' hands the error to the framework's error handling", async () => {
     app = await harness.start({
-      limits: [{ limit: 5, window: '1m', store: brokenStore, onStoreError: 'throw', logger: collectingLogger() }],
+      limits: [{ limit: 5, window: '1m', store: broken(), onStoreError: 'throw', logger: collectingLogger() }],
     });
     await request(app.url).get('/').expect(500);
     expect(app.hits()).toBe(0);

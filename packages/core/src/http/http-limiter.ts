@@ -80,7 +80,7 @@ export function createHttpLimiter<Req, Res>(
   const { key, skip, ipv6Subnet, policiesFor } = checked;
   const base: Record<string, unknown> = {
     ...checked.limiterOptions,
-    store: checked.limiterOptions.store ?? binding.defaultStore(),
+    store: checked.limiterOptions.store === undefined ? binding.defaultStore() : checked.limiterOptions.store,
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);

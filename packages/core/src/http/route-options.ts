@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { invalid } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
@@ -15,7 +16,8 @@ export type HttpRouteOptions<Req> = HttpOptionsBase<Req> &
  * only make sense together are replaced as a group, never mixed: a route that sets any policy
  * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
  * and a route's `key` drops the app-wide `ipv6Subnet` (and the reverse). The app-wide `prefix`
- * is never inherited: the route's limiter needs its own namespace.
+ * is never inherited: the route's limiter needs its own namespace, so without a `prefix` of
+ * its own it gets one from `option`, which names the route, the same in every process.
  */
 export function mergeRouteOptions(
   appOptions: Record<string, unknown>,
@@ -33,5 +35,6 @@ export function mergeRouteOptions(
   }
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
+  merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
   return Object.assign(merged, own);
 }
