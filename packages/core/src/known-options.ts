@@ -32,7 +32,7 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
 export function checkKnownOptions(options: object, known: readonly string[] = LIMITER_OPTION_NAMES): void {
   for (const name of Object.keys(options)) {
     if (known.includes(name)) continue;
-    const hint = closest(name, known);
+    const hint = closestName(name, known);
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
       `[sluice] Unknown option \`${name}\`${hint ? `; did you mean \`${hint}\`?` : '.'}`,
@@ -40,7 +40,8 @@ export function checkKnownOptions(options: object, known: readonly string[] = LI
   }
 }
 
-function closest(name: string, known: readonly string[]): string | undefined {
+/** The known name a misspelt one most likely meant (at most two edits away), for "did you mean" hints. */
+export function closestName(name: string, known: readonly string[]): string | undefined {
   const aliases: Record<string, string> = { windowMs: 'window', max: 'limit', points: 'limit', duration: 'window' };
   if (aliases[name] !== undefined) return aliases[name];
   let best: string | undefined;

@@ -1,0 +1,36 @@
+import { isSluiceError, SluiceError, type SluiceErrorCode } from '@sluice/core';
+
+/** One thing wrong with a rules document, located in its file. Lines and columns count from 1. */
+export interface RuleProblem {
+  readonly code: SluiceErrorCode;
+  readonly message: string;
+  /** The file name, or what `parseRules` was given as `source` (default `'<rules>'`). */
+  readonly source: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/**
+ * Every problem of a rules document at once, so an operator fixes a file in one pass. The
+ * error's own `code` is the first problem's; `problems` holds them all in file order.
+ */
+export class RulesError extends SluiceError {
+  readonly problems: readonly RuleProblem[];
+
+  constructor(problems: readonly RuleProblem[], options?: { cause?: unknown }) {
+    const sorted = [...problems].sort((a, b) =>
+      a.source < b.source ? -1 : a.source > b.source ? 1 : a.line - b.line || a.column - b.column,
+    );
+    const first = sorted[0] as RuleProblem;
+    const lines = sorted.map((p) => `  ${p.source}:${p.line}:${p.column} ${p.message} (${p.code})`);
+    const count = problems.length === 1 ? 'a problem' : `${problems.length} problems`;
+    super(first.code, `[sluice] The rules have ${count}:\n${lines.join('\n')}`, options);
+    this.name = 'RulesError';
+    this.problems = Object.freeze(sorted);
+  }
+}
+
+/** True for an error of a rules document, whichever copy of this package created it. */
+export function isRulesError(value: unknown): value is RulesError {
+  return isSluiceError(value) && Array.isArray((value as { problems?: unknown }).problems);
+}

@@ -1,0 +1,93 @@
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { type RuleProblem, RulesError } from './errors.js';
+import { readDescriptors } from './read-descriptors.js';
+import { createReader, fieldsOf, type Location, required, textOf } from './reader.js';
+import { createRuleSet, type DomainRules } from './rule-set.js';
+import type { RuleSet } from './types.js';
+
+export interface ParseRulesOptions {
+  /** Names the text in error messages and in `RuleSet.sources`. @default '<rules>' */
+  source?: string;
+}
+
+/** A domain read from one document, with where it was declared. */
+export interface ReadDomain extends DomainRules {
+  readonly location: Location;
+}
+
+/**
+ * Reads every YAML document of a text (JSON is YAML too); each document declares one domain.
+ * Problems go to `problems`; the domains returned are those read without any.
+ */
+export function readDomains(text: string, source: string, problems: RuleProblem[]): ReadDomain[] {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true });
+  const domains: ReadDomain[] = [];
+  for (const doc of Array.isArray(docs) ? docs : []) {
+    const reader = createReader(source, doc, lines, problems);
+    if (doc.errors.length > 0) {
+      for (const error of doc.errors) {
+        const [at] = error.linePos ?? [{ line: 1, col: 1 }];
+        const code = error.code === 'DUPLICATE_KEY' ? 'ERR_SLUICE_RULES_DUPLICATE' : 'ERR_SLUICE_RULES_SYNTAX';
+        const message = (error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '');
+        problems.push({ code, message: `${message}.`.replace(/\.\.$/, '.'), source, line: at.line, column: at.col });
+      }
+      continue;
+    }
+    const fields = fieldsOf(reader, doc.contents, ['domain', 'descriptors'], 'the document');
+    if (fields === undefined) continue;
+    const domainField = required(reader, fields, 'domain', doc.contents, 'The document');
+    const domain = domainField && textOf(reader, domainField, '`domain`');
+    if (domain === '')
+      reader.report(domainField?.value, 'ERR_SLUICE_RULES_INVALID_VALUE', '`domain` must not be empty.');
+    const before = problems.length;
+    const descriptors = fields.get('descriptors');
+    const nodes = descriptors === undefined ? [] : readDescriptors(reader, descriptors, domain ?? '', []);
+    if (domain && problems.length === before)
+      domains.push({ domain, nodes, location: reader.locate(domainField?.value) });
+  }
+  return domains;
+}
+
+/** A domain declared twice (in one text or across the files of a directory) is an error, as there. */
+export function checkDistinct(domains: readonly ReadDomain[], problems: RuleProblem[]): void {
+  const first = new Map<string, Location>();
+  for (const { domain, location } of domains) {
+    const seen = first.get(domain);
+    if (seen === undefined) first.set(domain, location);
+    else
+      problems.push({
+        code: 'ERR_SLUICE_RULES_DUPLICATE',
+        message: `Domain ${JSON.stringify(domain)} is already declared at ${seen.source}:${seen.line}:${seen.column}.`,
+        ...location,
+      });
+  }
+}
+
+/**
+ * Parses a rules document (YAML or JSON) into an immutable rule set. Throws a `RulesError`
+ * listing every problem, each with a stable `ERR_SLUICE_RULES_*` code, file, line and column.
+ *
+ * @example
+ * const rules = parseRules(readFileSync('rules.yaml', 'utf8'), { source: 'rules.yaml' });
+ * rules.match('edge', [[{ key: 'remote_address', value: '203.0.113.7' }]]);
+ */
+export function parseRules(text: string, options: ParseRulesOptions = {}): RuleSet {
+  const source = options.source ?? '<rules>';
+  if (typeof text !== 'string') {
+    throw new RulesError([
+      {
+        code: 'ERR_SLUICE_RULES_INVALID_VALUE',
+        message: 'The rules must be given as text.',
+        source,
+        line: 1,
+        column: 1,
+      },
+    ]);
+  }
+  const problems: RuleProblem[] = [];
+  const domains = readDomains(text, source, problems);
+  checkDistinct(domains, problems);
+  if (problems.length > 0) throw new RulesError(problems);
+  return createRuleSet(domains, [source]);
+}

@@ -1,0 +1,166 @@
+import { createHash } from 'node:crypto';
+import { isSeq, type Node } from 'yaml';
+import { readPolicies, readThrottle } from './read-policies.js';
+import { readRateLimit } from './read-rate-limit.js';
+import { type Field, fieldsOf, flagOf, type Reader, required, textOf } from './reader.js';
+import type { Rule, RulePathEntry } from './types.js';
+
+const DESCRIPTOR_KEYS = [
+  'key',
+  'value',
+  'rate_limit',
+  'descriptors',
+  'shadow_mode',
+  'quota_mode',
+  'detailed_metric',
+  'value_to_metric',
+  'share_threshold',
+  'metadata',
+  // sluice's own
+  'policies',
+  'throttle',
+] as const;
+
+/** A descriptor of the document, ready to be compiled into the matching tree. */
+export interface TreeNode {
+  readonly key: string;
+  /** `undefined` for a bare key (and for `value: ""`, as in envoyproxy/ratelimit). */
+  readonly value: string | undefined;
+  readonly rule: Rule | undefined;
+  readonly children: readonly TreeNode[];
+}
+
+/** The namespace of a rule: from where it sits, never from what it limits. */
+const ruleId = (domain: string, path: readonly RulePathEntry[]): string =>
+  `r.${createHash('sha256')
+    .update(JSON.stringify([domain, path]))
+    .digest('base64url')
+    .slice(0, 16)}`;
+
+/** Reads a `descriptors` list; a key and value given twice at one level is a duplicate, as there. */
+export function readDescriptors(
+  reader: Reader,
+  field: Field,
+  domain: string,
+  path: readonly RulePathEntry[],
+): TreeNode[] {
+  const list = field.value;
+  if (list === null) return [];
+  if (!isSeq(list)) {
+    reader.report(list, 'ERR_SLUICE_RULES_INVALID_VALUE', '`descriptors` must be a list of descriptors.');
+    return [];
+  }
+  const seen = new Set<string>();
+  const nodes: TreeNode[] = [];
+  for (const item of list.items as (Node | null)[]) {
+    const node = readDescriptor(reader, item, domain, path);
+    if (node === undefined) continue;
+    const composite = JSON.stringify([node.key, node.value ?? null]);
+    if (seen.has(composite)) {
+      const shown =
+        node.value === undefined
+          ? `key ${JSON.stringify(node.key)}`
+          : `key ${JSON.stringify(node.key)} with value ${JSON.stringify(node.value)}`;
+      reader.report(item, 'ERR_SLUICE_RULES_DUPLICATE', `A descriptor with ${shown} is already defined at this level.`);
+      continue;
+    }
+    seen.add(composite);
+    nodes.push(node);
+  }
+  return nodes;
+}
+
+function readDescriptor(
+  reader: Reader,
+  item: Node | null,
+  domain: string,
+  parent: readonly RulePathEntry[],
+): TreeNode | undefined {
+  const fields = fieldsOf(reader, item, DESCRIPTOR_KEYS, 'a descriptor');
+  if (fields === undefined) return undefined;
+  const keyField = required(reader, fields, 'key', item, 'A descriptor');
+  const key = keyField && textOf(reader, keyField, '`key`');
+  if (keyField !== undefined && key === '')
+    reader.report(keyField.value, 'ERR_SLUICE_RULES_INVALID_VALUE', '`key` must not be empty.');
+  const valueField = fields.get('value');
+  const written = valueField && textOf(reader, valueField, '`value`');
+  const value = written === '' ? undefined : written;
+  const entry: RulePathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
+  const path = Object.freeze([...parent, Object.freeze(entry)]);
+  const rule = readRule(reader, fields, item, domain, path);
+  const below = fields.get('descriptors');
+  const children = below === undefined ? [] : readDescriptors(reader, below, domain, path);
+  if (key === undefined || key === '') return undefined;
+  return { key, value, rule, children };
+}
+
+function readRule(
+  reader: Reader,
+  fields: Map<string, Field>,
+  at: Node | null,
+  domain: string,
+  path: readonly RulePathEntry[],
+): Rule | undefined {
+  const flag = (name: string): boolean => flagOf(reader, fields.get(name), `\`${name}\``);
+  const shadowMode = flag('shadow_mode');
+  const quotaMode = flag('quota_mode');
+  const detailedMetric = flag('detailed_metric');
+  const valueToMetric = flag('value_to_metric');
+  const shareThreshold = flag('share_threshold');
+  const last = path[path.length - 1];
+  if (shareThreshold && !last?.value?.includes('*')) {
+    reader.report(
+      fields.get('share_threshold')?.key,
+      'ERR_SLUICE_RULES_CONFLICT',
+      '`share_threshold` needs a `value` with a `*` wildcard.',
+    );
+  }
+  const rateLimitField = fields.get('rate_limit');
+  const policiesField = fields.get('policies');
+  const throttleField = fields.get('throttle');
+  if (rateLimitField !== undefined && policiesField !== undefined) {
+    reader.report(
+      policiesField.key,
+      'ERR_SLUICE_RULES_CONFLICT',
+      'A descriptor has either `rate_limit` or `policies`, not both.',
+    );
+    return undefined;
+  }
+  if (throttleField !== undefined && rateLimitField === undefined && policiesField === undefined) {
+    reader.report(
+      throttleField.key,
+      'ERR_SLUICE_RULES_CONFLICT',
+      '`throttle` needs `rate_limit` or `policies` beside it.',
+    );
+  }
+  if (throttleField !== undefined && shadowMode) {
+    reader.report(
+      throttleField.key,
+      'ERR_SLUICE_RULES_CONFLICT',
+      '`throttle` cannot be given with `shadow_mode: true`; use `throttle: { mode: shadow }`.',
+    );
+  }
+  const rateLimit = rateLimitField && readRateLimit(reader, rateLimitField);
+  const policies = policiesField && readPolicies(reader, policiesField);
+  const throttle = throttleField && readThrottle(reader, throttleField);
+  if (rateLimit === undefined && policies === undefined) return undefined;
+  return Object.freeze({
+    id: ruleId(domain, path),
+    domain,
+    path,
+    name: rateLimit?.name,
+    policies: Object.freeze((policies ?? (rateLimit?.policy ? [rateLimit.policy] : [])).map((p) => Object.freeze(p))),
+    throttle: shadowMode ? Object.freeze({ mode: 'shadow' as const }) : throttle && Object.freeze(throttle),
+    unlimited: rateLimit?.unlimited ?? false,
+    blocked: rateLimit?.limit?.requestsPerUnit === 0,
+    shadowMode,
+    quotaMode,
+    detailedMetric,
+    valueToMetric,
+    shareThreshold,
+    replaces: Object.freeze(rateLimit?.replaces ?? []),
+    rateLimit: rateLimit?.limit && Object.freeze(rateLimit.limit),
+    metadata: fields.get('metadata')?.value?.toJSON(),
+    location: reader.locate(at),
+  });
+}

@@ -1,0 +1,151 @@
+import { closestName, type SluiceErrorCode } from '@sluice/core';
+import { type Document, isAlias, isMap, isScalar, type LineCounter, type Node, type Scalar } from 'yaml';
+import type { RuleProblem } from './errors.js';
+
+/** Where a rule or a problem is in its file; lines and columns count from 1. */
+export interface Location {
+  readonly source: string;
+  readonly line: number;
+  readonly column: number;
+}
+
+/** Reads one YAML or JSON document, collecting every problem instead of stopping at the first. */
+export interface Reader {
+  readonly source: string;
+  readonly doc: Document.Parsed;
+  readonly problems: RuleProblem[];
+  locate(node: Node | null | undefined, fallback?: Node): Location;
+  report(node: Node | null | undefined, code: SluiceErrorCode, message: string): void;
+}
+
+export function createReader(
+  source: string,
+  doc: Document.Parsed,
+  lines: LineCounter,
+  problems: RuleProblem[],
+): Reader {
+  const locate = (node: Node | null | undefined): Location => {
+    const offset = node?.range?.[0] ?? doc.contents?.range?.[0] ?? 0;
+    const { line, col } = lines.linePos(offset);
+    return { source, line, column: col };
+  };
+  return {
+    source,
+    doc,
+    problems,
+    locate,
+    report(node, code, message) {
+      problems.push({ code, message, ...locate(node) });
+    },
+  };
+}
+
+/** A node with any alias (`*name`) followed to what it stands for. */
+export function resolved(reader: Reader, node: Node | null | undefined): Node | null | undefined {
+  return isAlias(node) ? (node.resolve(reader.doc) ?? null) : node;
+}
+
+export interface Field {
+  readonly key: Scalar;
+  readonly value: Node | null;
+}
+
+/**
+ * The fields of a mapping by name. A key outside `allowed` is reported with the closest
+ * known one (the seed's `request_per_unit` → `requests_per_unit`); envoyproxy/ratelimit
+ * ignores a known key in the wrong place, sluice reports it too, since it is always a mistake.
+ */
+export function fieldsOf(
+  reader: Reader,
+  node: Node | null | undefined,
+  allowed: readonly string[],
+  what: string,
+): Map<string, Field> | undefined {
+  const map = resolved(reader, node);
+  if (!isMap(map)) {
+    reader.report(node, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be a mapping of keys to values.`);
+    return undefined;
+  }
+  const fields = new Map<string, Field>();
+  for (const pair of map.items) {
+    const key = pair.key as Node | null;
+    if (!isScalar(key) || typeof key.value !== 'string') {
+      reader.report(key ?? map, 'ERR_SLUICE_RULES_INVALID_VALUE', `Keys of ${what} must be strings.`);
+      continue;
+    }
+    if (!allowed.includes(key.value)) {
+      const hint = closestName(key.value, allowed);
+      const suggestion = hint !== undefined && allowed.includes(hint) ? `; did you mean \`${hint}\`?` : '.';
+      const known = allowed.map((k) => `\`${k}\``).join(', ');
+      reader.report(
+        key,
+        'ERR_SLUICE_RULES_UNKNOWN_KEY',
+        `Unknown key \`${key.value}\` in ${what}${suggestion} Known keys: ${known}.`,
+      );
+      continue;
+    }
+    fields.set(key.value, { key, value: resolved(reader, pair.value as Node | null) ?? null });
+  }
+  return fields;
+}
+
+/** A required field; its absence is reported at the mapping. */
+export function required(
+  reader: Reader,
+  fields: Map<string, Field>,
+  name: string,
+  at: Node | null | undefined,
+  what: string,
+): Field | undefined {
+  const field = fields.get(name);
+  if (field === undefined) reader.report(at, 'ERR_SLUICE_RULES_MISSING_KEY', `${what} needs \`${name}\`.`);
+  return field;
+}
+
+/**
+ * A scalar as text. Numbers and booleans keep the text they were written with, as Go's
+ * YAML decoder does for a string field in envoyproxy/ratelimit (`value: 01` stays `01`).
+ */
+export function textOf(reader: Reader, field: Field, what: string): string | undefined {
+  const node = field.value;
+  if (!isScalar(node) || node.value === null || typeof node.value === 'object') {
+    reader.report(node ?? field.key, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be a string.`);
+    return undefined;
+  }
+  if (typeof node.value === 'string') return node.value;
+  return typeof node.source === 'string' ? node.source : String(node.value);
+}
+
+// YAML 1.1 booleans, which envoyproxy/ratelimit's Go decoder reads as booleans too.
+const yaml11Booleans = new Map(
+  ['y', 'yes', 'on', 'true', 'n', 'no', 'off', 'false'].flatMap((word, i) => {
+    const value = i < 4;
+    const title = word.charAt(0).toUpperCase() + word.slice(1);
+    return [word, title, word.toUpperCase()].map((w): [string, boolean] => [w, value]);
+  }),
+);
+
+export function flagOf(reader: Reader, field: Field | undefined, what: string): boolean {
+  if (field === undefined) return false;
+  const node = field.value;
+  if (isScalar(node)) {
+    if (typeof node.value === 'boolean') return node.value;
+    const word = node.type === 'PLAIN' && typeof node.value === 'string' ? yaml11Booleans.get(node.value) : undefined;
+    if (word !== undefined) return word;
+  }
+  reader.report(node ?? field.key, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be true or false.`);
+  return false;
+}
+
+/** A whole number from 0 to 2^32 − 1, the range of envoyproxy/ratelimit's `uint32` fields. */
+export function uint32Of(reader: Reader, field: Field, what: string): number | undefined {
+  const node = field.value;
+  const value = isScalar(node) ? node.value : undefined;
+  if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xffff_ffff) return value;
+  reader.report(
+    node ?? field.key,
+    'ERR_SLUICE_RULES_INVALID_VALUE',
+    `${what} must be a whole number from 0 to 4294967295.`,
+  );
+  return undefined;
+}

@@ -1,0 +1,130 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { type Descriptor, parseRules, type RuleSet } from '@sluice/rules';
+import { describe, expect, it } from 'vitest';
+
+const fixture = (name: string): RuleSet => {
+  const path = fileURLToPath(new URL(`fixtures/${name}`, import.meta.url));
+  return parseRules(readFileSync(path, 'utf8'), { source: name });
+};
+const d = (...pairs: [string, string][]): Descriptor => pairs.map(([key, value]) => ({ key, value }));
+
+describe('envoyproxy/ratelimit documents load unchanged and mean the same', () => {
+  it('README example 2: nested and bare keys match at the same depth only', () => {
+    const rules = fixture('envoy-messaging.yaml');
+    const marketing = rules.matchOne('messaging', d(['message_type', 'marketing'], ['to_number', '2061234567']));
+    expect(marketing?.rule.rateLimit).toEqual({ unit: 'day', requestsPerUnit: 5 });
+    expect(marketing?.rule.policies).toEqual([
+      { name: 'per-day', limit: 5, window: 86_400_000, algorithm: 'fixed-window' },
+    ]);
+    // A bare key counts per distinct value: two numbers, two keys.
+    const other = rules.matchOne('messaging', d(['message_type', 'marketing'], ['to_number', '2069999999']));
+    expect(other?.rule).toBe(marketing?.rule);
+    expect(other?.key).not.toBe(marketing?.key);
+    const any = rules.matchOne('messaging', d(['to_number', '2061234567']));
+    expect(any?.rule.rateLimit?.requestsPerUnit).toBe(100);
+    // Depth 1 has no limit on `message_type`, and a deeper descriptor never falls back up.
+    expect(rules.matchOne('messaging', d(['message_type', 'marketing']))).toBeUndefined();
+    expect(rules.matchOne('messaging', d(['to_number', '1'], ['message_type', 'marketing']))).toBeUndefined();
+    expect(rules.matchOne('other', d(['to_number', '1']))).toBeUndefined();
+    expect(rules.matchOne('messaging', [])).toBeUndefined();
+  });
+
+  it('README example 3: key and value before key alone; a limit of 0 blocks without counting', () => {
+    const rules = fixture('envoy-edge.yaml');
+    const [client, blocked] = rules.match('edge_proxy_per_ip', [
+      d(['remote_address', '203.0.113.7']),
+      d(['remote_address', '50.0.0.5']),
+    ]);
+    expect(client?.rule.rateLimit).toEqual({ unit: 'second', requestsPerUnit: 10 });
+    expect(client?.key).toBe('11:203.0.113.7');
+    expect(blocked?.rule.blocked).toBe(true);
+    expect(blocked?.rule.policies).toEqual([]);
+    expect(blocked?.key).toBe('*');
+  });
+
+  it('units are case-insensitive; wildcards come after exact values and before the bare key', () => {
+    const rules = fixture('envoy-features.yaml');
+    const limitOf = (descriptor: Descriptor) => rules.matchOne('features', descriptor)?.rule.rateLimit;
+    expect(limitOf(d(['source_cluster', 'proxy'], ['destination_cluster', 'bb']))).toEqual({
+      unit: 'minute',
+      requestsPerUnit: 10,
+    });
+    expect(limitOf(d(['source_cluster', 'proxy'], ['destination_cluster', 'cc']))?.requestsPerUnit).toBe(20);
+    expect(limitOf(d(['path', '/foo/bar']))?.requestsPerUnit).toBe(10);
+    expect(limitOf(d(['path', '/foo/baz']))?.requestsPerUnit).toBe(20);
+    expect(limitOf(d(['path', '/foo']))).toBeUndefined();
+    expect(limitOf(d(['path', '/shared/a/items']))?.requestsPerUnit).toBe(100);
+    expect(limitOf(d(['path', '/shared/a/b/items']))?.requestsPerUnit).toBe(100);
+    expect(limitOf(d(['path', '/shared/a/items/x']))).toBeUndefined();
+  });
+
+  it('a wildcard counts per value unless share_threshold makes every match share one counter', () => {
+    const rules = fixture('envoy-features.yaml');
+    const keyOf = (value: string) => rules.matchOne('features', d(['path', value]))?.key;
+    expect(keyOf('/foo/a')).not.toBe(keyOf('/foo/b'));
+    expect(keyOf('/shared/a/items')).toBe('*');
+    expect(keyOf('/shared/b/items')).toBe('*');
+  });
+
+  it('keeps unlimited, shadow_mode, quota_mode, detailed_metric and metadata', () => {
+    const rules = fixture('envoy-features.yaml');
+    const health = rules.matchOne('features', d(['path', '/health']))?.rule;
+    expect(health).toMatchObject({ unlimited: true, policies: [], rateLimit: undefined });
+    const user = rules.matchOne('features', d(['user', 'ada']))?.rule;
+    expect(user).toMatchObject({
+      name: 'per-user',
+      shadowMode: true,
+      quotaMode: true,
+      detailedMetric: true,
+      throttle: { mode: 'shadow' },
+      metadata: { team: 'payments' },
+      policies: [{ name: 'per-user', limit: 1000, window: 604_800_000, algorithm: 'fixed-window' }],
+    });
+  });
+
+  it('replaces drops a replaced match of the same request, as in envoyproxy/ratelimit', () => {
+    const rules = fixture('envoy-features.yaml');
+    const both = rules.match('features', [d(['user', 'ada']), d(['plan', 'gold'])]);
+    expect(both[0]).toBeUndefined();
+    expect(both[1]?.rule.name).toBe('gold plan');
+    // A name core cannot put in a header still works for `replaces`; the policy is named by unit.
+    expect(both[1]?.rule.policies[0]?.name).toBe('per-month');
+    expect(rules.match('features', [d(['user', 'ada'])])[0]?.rule.name).toBe('per-user');
+  });
+
+  it('counter keys cannot collide across different values', () => {
+    const rules = parseRules(
+      'domain: k\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    const one = rules.matchOne('k', d(['a', 'x1:'], ['b', 'y']));
+    const two = rules.matchOne('k', d(['a', 'x'], ['b', '1:y']));
+    expect(one?.key).not.toBe(two?.key);
+  });
+
+  it('reads the same document written as JSON', () => {
+    const json = JSON.stringify({
+      domain: 'messaging',
+      descriptors: [{ key: 'to_number', rate_limit: { unit: 'day', requests_per_unit: 100 } }],
+    });
+    const rules = parseRules(json);
+    expect(rules.matchOne('messaging', d(['to_number', '1']))?.rule.rateLimit?.requestsPerUnit).toBe(100);
+  });
+
+  it('the rule id depends on where a rule sits, not on its limits', () => {
+    const at = (limit: number) =>
+      parseRules(
+        `domain: a\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`,
+      ).rules[0];
+    expect(at(5)?.id).toBe(at(50)?.id);
+    expect(at(5)?.id).toMatch(/^[A-Za-z0-9._:-]{1,64}$/);
+  });
+
+  it('a rule set and its rules are frozen', () => {
+    const rules = fixture('envoy-messaging.yaml');
+    expect(Object.isFrozen(rules)).toBe(true);
+    expect(Object.isFrozen(rules.rules)).toBe(true);
+    expect(Object.isFrozen(rules.rules[0])).toBe(true);
+    expect(Object.isFrozen(rules.rules[0]?.policies[0])).toBe(true);
+  });
+});

@@ -1,0 +1,162 @@
+import { isSluiceError } from '@sluice/core';
+import { isRulesError, parseRules, type RuleProblem } from '@sluice/rules';
+import { describe, expect, it } from 'vitest';
+
+/** The problems `parseRules` reports for a text; fails when it parses. */
+function problemsOf(text: string): RuleProblem[] {
+  try {
+    parseRules(text, { source: 'rules.yaml' });
+  } catch (error) {
+    expect(isRulesError(error)).toBe(true);
+    return [...(error as { problems: RuleProblem[] }).problems];
+  }
+  throw new Error('expected the rules to be refused');
+}
+
+const brief = (p: RuleProblem) => [p.code, p.line, p.column];
+
+describe('rules validation', () => {
+  it("the seed's misspelt key is reported with the real one, file, line and column", () => {
+    const problems = problemsOf(
+      [
+        'domain: messaging',
+        'descriptors:',
+        '  - key: message_type',
+        '    value: marketing',
+        '    rate_limit:',
+        '      unit: day',
+        '      request_per_unit: 5',
+        '',
+      ].join('\n'),
+    );
+    expect(problems.map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_MISSING_KEY', 5, 5],
+      ['ERR_SLUICE_RULES_UNKNOWN_KEY', 7, 7],
+    ]);
+    expect(problems[1]?.message).toContain('did you mean `requests_per_unit`?');
+    expect(problems[1]?.source).toBe('rules.yaml');
+  });
+
+  it('reports every problem at once, in file order, and the error carries the first code', () => {
+    const text = [
+      'domain: d',
+      'descriptors:',
+      '  - key: a',
+      '    rate_limit: { unit: fortnight, requests_per_unit: 5 }',
+      '  - key: a',
+      '    rate_limit: { unit: day, requests_per_unit: -1 }',
+      '  - value: x',
+      '  - key: b',
+      '    rate_limit: { unlimited: true, unit: day }',
+      '    shadow_mode: maybe',
+      '  - key: c',
+      '    rate_limit: { unit: day, requests_per_unit: 1 }',
+      '    policies: [{ limit: 1, window: 1s }]',
+      '',
+    ].join('\n');
+    let caught: unknown;
+    try {
+      parseRules(text);
+    } catch (error) {
+      caught = error;
+    }
+    expect(isSluiceError(caught) && caught.code).toBe('ERR_SLUICE_RULES_INVALID_VALUE');
+    expect((caught as Error).message).toContain('<rules>:4:25');
+    expect(problemsOf(text).map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 4, 25],
+      ['ERR_SLUICE_RULES_DUPLICATE', 5, 5],
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 6, 49],
+      ['ERR_SLUICE_RULES_MISSING_KEY', 7, 5],
+      ['ERR_SLUICE_RULES_CONFLICT', 9, 36],
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 10, 18],
+      ['ERR_SLUICE_RULES_CONFLICT', 13, 5],
+    ]);
+  });
+
+  it("policies are checked by core's own validation, at the option that is wrong", () => {
+    const problems = problemsOf(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - key: user',
+        '    policies:',
+        '      - { limit: 10, window: 1s, algorithm: gcra, burst: 0 }',
+        '      - limit: 5',
+        '        window: 1.5ms',
+        '      - { limit: 5, window: 1m, algoritm: gcra }',
+        '      - { limit: 5, window: 1m, algorithm: fixed-window, queue: { maxDelayMs: 1s } }',
+        '',
+      ].join('\n'),
+    );
+    expect(problems.map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_INVALID_POLICY', 5, 58],
+      ['ERR_SLUICE_RULES_INVALID_POLICY', 7, 17],
+      ['ERR_SLUICE_RULES_UNKNOWN_KEY', 8, 33],
+      ['ERR_SLUICE_RULES_INVALID_POLICY', 9, 65],
+    ]);
+    expect(problems[0]?.message).toContain('ERR_SLUICE_INVALID_BURST');
+    expect(problems[1]?.message).toContain('ERR_SLUICE_INVALID_DURATION');
+    expect(problems[3]?.message).toContain('ERR_SLUICE_INVALID_QUEUE');
+  });
+
+  it('two policies with one name (default names come from the window) are a duplicate', () => {
+    const problems = problemsOf(
+      'domain: d\ndescriptors:\n  - key: u\n    policies:\n      - { limit: 1, window: 1m }\n      - { limit: 2, window: 60000 }\n',
+    );
+    expect(problems.map((p) => p.code)).toEqual(['ERR_SLUICE_RULES_INVALID_POLICY']);
+    expect(problems[0]?.message).toContain('ERR_SLUICE_DUPLICATE_POLICY');
+  });
+
+  it('throttle is checked by core; it needs a limit and excludes shadow_mode', () => {
+    expect(problemsOf('domain: d\ndescriptors:\n  - key: u\n    throttle: { mode: soft }\n').map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_CONFLICT', 4, 5],
+      ['ERR_SLUICE_RULES_INVALID_POLICY', 4, 15],
+    ]);
+    const text =
+      'domain: d\ndescriptors:\n  - key: u\n    shadow_mode: true\n    throttle: { mode: soft, overagePercent: 20 }\n    policies: [{ limit: 1, window: 1s }]\n';
+    expect(problemsOf(text).map(brief)).toEqual([['ERR_SLUICE_RULES_CONFLICT', 5, 5]]);
+  });
+
+  it('a limit beyond what core counts exactly is refused at requests_per_unit', () => {
+    const problems = problemsOf(
+      'domain: d\ndescriptors:\n  - key: u\n    rate_limit:\n      unit: year\n      requests_per_unit: 1000000\n',
+    );
+    expect(problems.map(brief)).toEqual([['ERR_SLUICE_RULES_INVALID_POLICY', 6, 26]]);
+  });
+
+  it('replaces must name another rule', () => {
+    const problems = problemsOf(
+      'domain: d\ndescriptors:\n  - key: u\n    rate_limit:\n      name: me\n      unit: day\n      requests_per_unit: 1\n      replaces: [{ name: me }, { name: "" }, { nam: x }]\n',
+    );
+    expect(problems.map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 8, 26],
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 8, 40],
+      ['ERR_SLUICE_RULES_MISSING_KEY', 8, 46],
+      ['ERR_SLUICE_RULES_UNKNOWN_KEY', 8, 48],
+    ]);
+  });
+
+  it('syntax errors, duplicate YAML keys and duplicate domains', () => {
+    expect(problemsOf('domain: a\ndescriptors: [\n').map((p) => p.code)).toContain('ERR_SLUICE_RULES_SYNTAX');
+    expect(problemsOf('domain: a\ndomain: b\n').map(brief)).toEqual([['ERR_SLUICE_RULES_DUPLICATE', 2, 1]]);
+    expect(problemsOf('domain: a\n---\ndomain: a\n').map(brief)).toEqual([['ERR_SLUICE_RULES_DUPLICATE', 3, 9]]);
+    expect(problemsOf('descriptors: []\n').map(brief)).toEqual([['ERR_SLUICE_RULES_MISSING_KEY', 1, 1]]);
+    expect(problemsOf('- domain: a\n').map(brief)).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 1, 1]]);
+    expect(problemsOf('domain: a\nunit: day\n').map(brief)).toEqual([['ERR_SLUICE_RULES_UNKNOWN_KEY', 2, 1]]);
+  });
+
+  it('JSON documents get line and column too', () => {
+    const json =
+      '{\n  "domain": "d",\n  "descriptors": [\n    { "key": "a", "rate_limit": { "unit": "day", "requests_per_unt": 1 } }\n  ]\n}\n';
+    expect(problemsOf(json).map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_MISSING_KEY', 4, 19],
+      ['ERR_SLUICE_RULES_UNKNOWN_KEY', 4, 50],
+    ]);
+  });
+
+  it('text that is not a string is refused with a code', () => {
+    expect(() => parseRules(42 as unknown as string)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_RULES_INVALID_VALUE' }),
+    );
+  });
+});
