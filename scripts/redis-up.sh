@@ -4,6 +4,8 @@
 #   REDIS_CLUSTER_NODES  a 3-master + 3-replica Redis Cluster on 127.0.0.1 ports
 #                        SLUICE_CLUSTER_PORT (default 7100) to +5, data under .redis-test/;
 #                        if another checkout's Redis holds those ports, the next block of 10
+# The servers are started without descriptor 9: /work/integrate.sh holds its merge lock there,
+# and a daemon that inherited it would hold the lock after the run, blocking every landing.
 # Idempotent: what already answers correctly is reused. Meant to be sourced (.ci/run does), so
 # the exports reach the caller; run directly, it prints them. Needs redis-server and redis-cli.
 
@@ -47,7 +49,7 @@ sluice_redis_up() {
     mkdir -p "$data/standalone"
     echo "redis-up: starting a standalone Redis on 127.0.0.1:6379"
     redis-server --daemonize yes --port 6379 --bind 127.0.0.1 --save "" --appendonly no \
-      --dir "$data/standalone" --logfile "$data/standalone/redis.log" >/dev/null
+      --dir "$data/standalone" --logfile "$data/standalone/redis.log" >/dev/null 9>&-
     wait_until 15 "Redis on 127.0.0.1:6379" pongs 6379 || return 1
   fi
 
@@ -91,7 +93,7 @@ sluice_redis_up() {
       mkdir -p "$data/cluster/$port"
       redis-server --daemonize yes --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
         --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
-        --dir "$data/cluster/$port" --logfile "$data/cluster/$port/redis.log" >/dev/null
+        --dir "$data/cluster/$port" --logfile "$data/cluster/$port/redis.log" >/dev/null 9>&-
       addresses+=("127.0.0.1:$port")
     done
     for ((port = base; port < base + 6; port++)); do
