@@ -4,4 +4,7 @@ export { loadRules } from './load-rules.js';
 export type { ParseRulesOptions } from './parse-rules.js';
 export { parseRules } from './parse-rules.js';
 export { UNIT_MS } from './read-rate-limit.js';
+export type { ReloadOptions, RulesWatcher } from './reloader.js';
 export type * from './types.js';
+export type { WatchRulesOptions } from './watch-rules.js';
+export { watchRules } from './watch-rules.js';

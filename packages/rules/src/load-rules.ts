@@ -1,7 +1,9 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type RuleProblem, RulesError } from './errors.js';
 import { checkDistinct, type ReadDomain, readDomains } from './parse-rules.js';
+import type { LoadedRules } from './reloader.js';
 import { createRuleSet } from './rule-set.js';
 import type { RuleSet } from './types.js';
 
@@ -16,18 +18,66 @@ const readProblem = (source: string, message: string): RuleProblem => ({
 });
 
 /**
- * The rules files at `path`: the file itself, or a directory's `.yaml`, `.yml` and `.json`
- * files in name order. Names starting with a dot are skipped, so the `..data` and
- * `..2026_…` entries of a Kubernetes ConfigMap volume never count twice (envoyproxy/ratelimit#367).
+ * A directory's rules files in name order: `.yaml`, `.yml` and `.json`. Names starting with a
+ * dot are skipped, so the `..data` and `..2026_…` entries of a Kubernetes ConfigMap volume
+ * never count twice (envoyproxy/ratelimit#367).
  */
-export async function ruleFiles(path: string): Promise<string[]> {
-  const info = await stat(path);
-  if (!info.isDirectory()) return [path];
-  const names = await readdir(path);
-  return names
+const ruleFilesOf = (dir: string, names: string[]): string[] =>
+  names
     .filter((name) => !name.startsWith('.') && RULE_FILE_EXTENSIONS.has(extname(name).toLowerCase()))
     .sort()
-    .map((name) => join(path, name));
+    .map((name) => join(dir, name));
+
+/** Builds one rule set from every file's text (or the error reading it), or throws every problem. */
+function build(path: string, files: readonly string[], texts: readonly (string | Error)[]): LoadedRules {
+  if (files.length === 0)
+    throw new RulesError([readProblem(path, 'The directory holds no .yaml, .yml or .json file.')]);
+  const problems: RuleProblem[] = [];
+  const domains: ReadDomain[] = [];
+  texts.forEach((text, i) => {
+    const file = files[i] as string;
+    if (text instanceof Error) problems.push(readProblem(file, `Cannot read the file: ${text.message}.`));
+    else domains.push(...readDomains(text, file, problems));
+  });
+  checkDistinct(domains, problems);
+  if (problems.length > 0) throw new RulesError(problems);
+  const text = JSON.stringify(files.map((file, i) => [file, texts[i]]));
+  return { rules: createRuleSet(domains, files), text };
+}
+
+const unreadable = (path: string, error: unknown): RulesError =>
+  new RulesError([readProblem(path, `Cannot read the rules: ${(error as Error).message}.`)], { cause: error });
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/** `loadRules` with the text read, for a watcher to tell a change from a touch. */
+export async function loadRulesText(path: string): Promise<LoadedRules> {
+  let files: string[];
+  try {
+    files = (await stat(path)).isDirectory() ? ruleFilesOf(path, await readdir(path)) : [path];
+  } catch (error) {
+    throw unreadable(path, error);
+  }
+  const texts = await Promise.all(files.map((file) => readFile(file, 'utf8').catch(asError)));
+  return build(path, files, texts);
+}
+
+/** The same, synchronously: a watcher loads its first set at construction, so a bad one throws there. */
+export function loadRulesTextSync(path: string): LoadedRules {
+  let files: string[];
+  try {
+    files = statSync(path).isDirectory() ? ruleFilesOf(path, readdirSync(path)) : [path];
+  } catch (error) {
+    throw unreadable(path, error);
+  }
+  const texts = files.map((file) => {
+    try {
+      return readFileSync(file, 'utf8');
+    } catch (error) {
+      return asError(error);
+    }
+  });
+  return build(path, files, texts);
 }
 
 /**
@@ -39,23 +89,5 @@ export async function ruleFiles(path: string): Promise<string[]> {
  * const rules = await loadRules('/etc/sluice/rules'); // or a single 'rules.yaml'
  */
 export async function loadRules(path: string): Promise<RuleSet> {
-  let files: string[];
-  try {
-    files = await ruleFiles(path);
-  } catch (error) {
-    throw new RulesError([readProblem(path, `Cannot read the rules: ${(error as Error).message}.`)], { cause: error });
-  }
-  if (files.length === 0)
-    throw new RulesError([readProblem(path, 'The directory holds no .yaml, .yml or .json file.')]);
-  const problems: RuleProblem[] = [];
-  const domains: ReadDomain[] = [];
-  const texts = await Promise.allSettled(files.map((file) => readFile(file, 'utf8')));
-  texts.forEach((text, i) => {
-    const file = files[i] as string;
-    if (text.status === 'rejected') problems.push(readProblem(file, `Cannot read the file: ${text.reason.message}.`));
-    else domains.push(...readDomains(text.value, file, problems));
-  });
-  checkDistinct(domains, problems);
-  if (problems.length > 0) throw new RulesError(problems);
-  return createRuleSet(domains, files);
+  return (await loadRulesText(path)).rules;
 }

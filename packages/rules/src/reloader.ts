@@ -1,0 +1,132 @@
+import type { RulesError } from './errors.js';
+import type { RuleSet } from './types.js';
+
+/** A rule set with the text it was built from, to tell a real change from a touch. */
+export interface LoadedRules {
+  readonly rules: RuleSet;
+  readonly text: string;
+}
+
+export interface ReloadOptions {
+  /** Called with the new set after each swap. */
+  onReload?: (rules: RuleSet) => void;
+  /** Called when a reload fails; the last good set stays in force. @default logs a warning */
+  onError?: (error: RulesError) => void;
+}
+
+/** The rule set in force and how reloads went (the counts mirror envoyproxy/ratelimit's `config_load_*`). */
+export interface RulesWatcher {
+  /** The rule set in force: always a whole, validated set. */
+  readonly current: RuleSet;
+  /** Successful swaps since start. */
+  readonly reloads: number;
+  /** Failed reloads since start; each kept the set in force. */
+  readonly errors: number;
+  /** Reloads now, whatever the trigger says; resolves when done. */
+  reload(): Promise<void>;
+  /** Stops watching and releases every handle; resolves once a reload under way has ended. */
+  close(): Promise<void>;
+}
+
+export interface Reloader {
+  readonly watcher: RulesWatcher;
+  /** Asks for a reload after the debounce delay; a burst of calls makes one reload. */
+  schedule(): void;
+  /** Runs `release` once, on close. */
+  onClose(release: () => void): void;
+}
+
+const warn = (error: RulesError): void =>
+  console.warn(`${error.message}\n[sluice] The rules in force stay as they were.`);
+
+/** Calls a user's callback; one that throws must not stop the reloads or reject anything. */
+function safely<T>(callback: ((value: T) => void) | undefined, value: T): void {
+  try {
+    callback?.(value);
+  } catch (error) {
+    console.error('[sluice] A rules callback threw:', error);
+  }
+}
+
+/**
+ * Debounce, re-read everything, validate, swap one reference: the pattern envoyproxy/ratelimit
+ * and its peers share. Reloads never overlap; a trigger during one runs another after it, so
+ * the last change always wins. A failed reload keeps the set in force and reports the error.
+ */
+export function createReloader(
+  initial: LoadedRules,
+  load: () => Promise<LoadedRules>,
+  options: ReloadOptions & { debounceMs: number },
+): Reloader {
+  let loaded = initial;
+  let reloads = 0;
+  let errors = 0;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+  const releases: (() => void)[] = [];
+
+  const once = async (): Promise<void> => {
+    try {
+      const next = await load();
+      if (closed || next.text === loaded.text) return;
+      loaded = next;
+      reloads++;
+      safely(options.onReload, next.rules);
+    } catch (error) {
+      if (closed) return;
+      errors++;
+      safely(options.onError ?? warn, error as RulesError);
+    }
+  };
+
+  const run = (): Promise<void> => {
+    if (running !== undefined) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        await once();
+      } while (again && !closed);
+    })().finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  const watcher: RulesWatcher = {
+    get current() {
+      return loaded.rules;
+    },
+    get reloads() {
+      return reloads;
+    },
+    get errors() {
+      return errors;
+    },
+    reload: () => (closed ? Promise.resolve() : run()),
+    async close() {
+      if (!closed) {
+        closed = true;
+        clearTimeout(timer);
+        for (const release of releases.splice(0)) release();
+      }
+      await running;
+    },
+  };
+  return {
+    watcher,
+    schedule() {
+      if (closed) return;
+      clearTimeout(timer);
+      timer = setTimeout(run, options.debounceMs);
+      timer.unref();
+    },
+    onClose(release) {
+      releases.push(release);
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { writeFileSync } from 'node:fs';
+import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isRulesError, type RulesError, type RulesWatcher, watchRules } from '@sluice/rules';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+
+const perIp = (domain: string, limit: number) =>
+  `domain: ${domain}\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
+const limitOf = (watcher: RulesWatcher, domain = 'edge') =>
+  watcher.current.matchOne(domain, [{ key: 'ip', value: '1' }])?.rule.policies[0]?.limit;
+/** A bounded wait for what a file event leads to: the watcher reacts on its own time. */
+const eventually = (check: () => void) => vi.waitFor(check, { timeout: 5000, interval: 5 });
+
+describe('watchRules', () => {
+  let dir: string;
+  const open: RulesWatcher[] = [];
+  const watch = (path: string, options: Parameters<typeof watchRules>[1] = {}) => {
+    const watcher = watchRules(path, { debounceMs: 10, onError: () => {}, ...options });
+    open.push(watcher);
+    return watcher;
+  };
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sluice-watch-'));
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((w) => w.close()));
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('loads at once, and a bad first document throws at start-up', async () => {
+    await writeFile(join(dir, 'rules.yaml'), perIp('edge', 10));
+    expect(limitOf(watch(join(dir, 'rules.yaml')))).toBe(10);
+    await writeFile(join(dir, 'bad.yaml'), 'domain: edge\nunit: day\n');
+    expect(() => watch(join(dir, 'bad.yaml'))).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_RULES_UNKNOWN_KEY' }),
+    );
+  });
+
+  it('a file edited in place, then saved atomically twice (write and rename), reloads every time', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 10));
+    const watcher = watch(file);
+    await writeFile(file, perIp('edge', 20));
+    await eventually(() => expect(limitOf(watcher)).toBe(20));
+    for (const limit of [30, 40]) {
+      await writeFile(join(dir, `.rules.yaml.${limit}.tmp`), perIp('edge', limit));
+      await rename(join(dir, `.rules.yaml.${limit}.tmp`), file);
+      await eventually(() => expect(limitOf(watcher)).toBe(limit));
+    }
+    expect(watcher.reloads).toBe(3);
+  });
+
+  it('a directory: a new file adds its domain, a deleted file removes its rules', async () => {
+    await writeFile(join(dir, 'a.yaml'), perIp('a', 1));
+    const watcher = watch(dir);
+    await writeFile(join(dir, 'b.yaml'), perIp('b', 2));
+    await eventually(() => expect(watcher.current.domains).toEqual(['a', 'b']));
+    await unlink(join(dir, 'a.yaml'));
+    await eventually(() => expect(watcher.current.domains).toEqual(['b']));
+    expect(limitOf(watcher, 'a')).toBeUndefined();
+  });
+
+  it('a Kubernetes ConfigMap update (the ..data symlink swapped) reloads, by file and by directory', async () => {
+    const version = async (name: string, limit: number) => {
+      await mkdir(join(dir, name));
+      await writeFile(join(dir, name, 'rules.yaml'), perIp('edge', limit));
+    };
+    await version('..2026_11_24_10_00_00.1', 10);
+    await symlink('..2026_11_24_10_00_00.1', join(dir, '..data'));
+    await symlink('..data/rules.yaml', join(dir, 'rules.yaml'));
+    const byDir = watch(dir);
+    const byFile = watch(join(dir, 'rules.yaml'));
+    // What the kubelet does: a new version directory, a new link, renamed over `..data`.
+    await version('..2026_11_24_10_05_00.2', 50);
+    await symlink('..2026_11_24_10_05_00.2', join(dir, '..data_tmp'));
+    await rename(join(dir, '..data_tmp'), join(dir, '..data'));
+    await rm(join(dir, '..2026_11_24_10_00_00.1'), { recursive: true });
+    await eventually(() => expect([limitOf(byDir), limitOf(byFile)]).toEqual([50, 50]));
+    expect(byDir.current.domains).toEqual(['edge']);
+  });
+
+  it('a symlinked directory swapped for another (a runtime root) is followed', async () => {
+    await mkdir(join(dir, 'v1'));
+    await mkdir(join(dir, 'v2'));
+    await writeFile(join(dir, 'v1', 'rules.yaml'), perIp('edge', 1));
+    await writeFile(join(dir, 'v2', 'rules.yaml'), perIp('edge', 2));
+    await symlink('v1', join(dir, 'current'));
+    const watcher = watch(join(dir, 'current'));
+    await symlink('v2', join(dir, 'next'));
+    await rename(join(dir, 'next'), join(dir, 'current'));
+    await eventually(() => expect(limitOf(watcher)).toBe(2));
+    // The new target is watched too.
+    await writeFile(join(dir, 'v2', 'rules.yaml'), perIp('edge', 3));
+    await eventually(() => expect(limitOf(watcher)).toBe(3));
+  });
+
+  it('a broken edit keeps the last good set and reports it; the fix then loads', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 10));
+    const errors: RulesError[] = [];
+    const watcher = watch(file, { onError: (e) => errors.push(e) });
+    const before = watcher.current;
+    await writeFile(file, perIp('edge', 20).replace('requests_per_unit', 'request_per_unit'));
+    await eventually(() => expect(errors).toHaveLength(1));
+    expect(watcher.current).toBe(before);
+    expect(watcher.errors).toBe(1);
+    expect(isRulesError(errors[0])).toBe(true);
+    expect(errors[0]?.problems.map((p) => [p.code, p.source, p.line])).toContainEqual([
+      'ERR_SLUICE_RULES_UNKNOWN_KEY',
+      file,
+      4,
+    ]);
+    await writeFile(file, perIp('edge', 30));
+    await eventually(() => expect(limitOf(watcher)).toBe(30));
+    expect([watcher.reloads, watcher.errors]).toEqual([1, 1]);
+  });
+
+  it('a burst of writes makes one reload with the last text; an unchanged touch makes none', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 1));
+    const reloaded = vi.fn();
+    const watcher = watch(file, { debounceMs: 200, onReload: reloaded });
+    // Written in one tick: every event of the burst arrives within one debounce window.
+    for (let limit = 2; limit <= 20; limit++) writeFileSync(file, perIp('edge', limit));
+    await eventually(() => expect(reloaded).toHaveBeenCalledTimes(1));
+    expect(limitOf(watcher)).toBe(20);
+    expect(reloaded).toHaveBeenCalledWith(watcher.current);
+    await writeFile(file, perIp('edge', 20));
+    await watcher.reload();
+    expect(watcher.reloads).toBe(1);
+  });
+
+  it('a callback that throws stops nothing', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 1));
+    const logged = vi.spyOn(console, 'error').mockImplementation(() => {});
+    const watcher = watch(file, {
+      onReload: () => {
+        throw new Error('user bug');
+      },
+    });
+    await writeFile(file, perIp('edge', 2));
+    await eventually(() => expect(limitOf(watcher)).toBe(2));
+    await writeFile(file, perIp('edge', 3));
+    await eventually(() => expect(limitOf(watcher)).toBe(3));
+    expect(logged).toHaveBeenCalled();
+    logged.mockRestore();
+  });
+
+  it('after close() nothing reloads: a second watcher sees the change, the closed one does not', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 1));
+    const closed = watch(file);
+    await closed.close();
+    await closed.close();
+    const live = watch(file);
+    await writeFile(file, perIp('edge', 2));
+    await eventually(() => expect(limitOf(live)).toBe(2));
+    await closed.reload();
+    expect([limitOf(closed), closed.reloads]).toEqual([1, 0]);
+  });
+
+  it('bad options throw at start-up', async () => {
+    await writeFile(join(dir, 'rules.yaml'), perIp('edge', 1));
+    const file = join(dir, 'rules.yaml');
+    expect(() => watchRules(file, { debounceMs: -1 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => watchRules(file, { pollIntervalMs: 0 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => watchRules(file, { onError: 'log' as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+  });
+});
