@@ -13,7 +13,7 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
   it('README example 2: nested and bare keys match at the same depth only', () => {
     const rules = fixture('envoy-messaging.yaml');
     const marketing = rules.matchOne('messaging', d(['message_type', 'marketing'], ['to_number', '2061234567']));
-    expect(marketing?.rule.rateLimit).toEqual({ unit: 'day', requestsPerUnit: 5 });
+    expect(marketing?.rule.rateLimit).toEqual({ unit: 'day', requestsPerUnit: 5, windowMs: 86_400_000 });
     expect(marketing?.rule.policies).toEqual([
       { name: 'per-day', limit: 5, window: 86_400_000, algorithm: 'fixed-window' },
     ]);
@@ -36,7 +36,7 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
       d(['remote_address', '203.0.113.7']),
       d(['remote_address', '50.0.0.5']),
     ]);
-    expect(client?.rule.rateLimit).toEqual({ unit: 'second', requestsPerUnit: 10 });
+    expect(client?.rule.rateLimit).toEqual({ unit: 'second', requestsPerUnit: 10, windowMs: 1000 });
     expect(client?.key).toBe('11:203.0.113.7');
     expect(blocked?.rule.blocked).toBe(true);
     expect(blocked?.rule.policies).toEqual([]);
@@ -49,6 +49,7 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(limitOf(d(['source_cluster', 'proxy'], ['destination_cluster', 'bb']))).toEqual({
       unit: 'minute',
       requestsPerUnit: 10,
+      windowMs: 60_000,
     });
     expect(limitOf(d(['source_cluster', 'proxy'], ['destination_cluster', 'cc']))?.requestsPerUnit).toBe(20);
     expect(limitOf(d(['path', '/foo/bar']))?.requestsPerUnit).toBe(10);

@@ -7,6 +7,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   problemJson,
   problemStatus,
+  type RulesHttpOptions,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -20,7 +21,7 @@ declare global {
   }
 }
 
-export type RateLimitOptions = HttpLimiterOptions<Request> & {
+export type RateLimitOptions = (HttpLimiterOptions<Request> | RulesHttpOptions<Request>) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
 };
@@ -41,6 +42,8 @@ const binding: AdapterBinding<Request, Response> = {
   trustAdvice:
     "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
   defaultStore: () => createMemoryStore(),
+  // Known once Express has routed: in a route's own middleware, not in `app.use`.
+  routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
   setHeader: (res, name, value) => res.setHeader(name, value),
   appendHeader: (res, name, value) => res.appendHeader(name, value),
 };
@@ -85,5 +88,5 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
   };
 }
 
-export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';

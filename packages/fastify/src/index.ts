@@ -9,6 +9,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   problemJson,
   problemStatus,
+  type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
@@ -18,7 +19,7 @@ import fp from 'fastify-plugin';
 type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
 type HookDone = Parameters<onRequestHookHandler>[2];
 
-export type RateLimitPluginOptions = HttpLimiterOptions<FastifyRequest> & {
+export type RateLimitPluginOptions = (HttpLimiterOptions<FastifyRequest> | RulesHttpOptions<FastifyRequest>) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
   onLimited?: OnLimited;
   /** `false` limits only routes with `config.rateLimit`; these options are then their defaults. @default true */
@@ -56,6 +57,7 @@ const bindingFor = (trustAll: boolean): AdapterBinding<FastifyRequest, FastifyRe
   proxyTrust: (request) => (request.ips === undefined ? 'none' : trustAll ? 'all' : 'some'),
   trustAdvice: "set Fastify's `trustProxy` to your proxies' addresses or CIDRs, never to `true`.",
   defaultStore: () => createMemoryStore(),
+  routePattern: (request) => request.routeOptions.url,
   setHeader: (reply, name, value) => reply.header(name, value),
   appendHeader(reply, name, value) {
     // Fastify has no append. Only a request an earlier sluice limiter decided can hold our
@@ -137,5 +139,5 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
  */
 export const rateLimitPlugin = fp(plugin, { fastify: '5.x', name: '@sluice/fastify' });
 
-export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';

@@ -7,6 +7,7 @@ import {
   PROBLEM_CONTENT_TYPE,
   problemJson,
   problemStatus,
+  type RulesHttpOptions,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import type { Context, Middleware, Next } from 'koa';
@@ -18,7 +19,7 @@ declare module 'koa' {
   }
 }
 
-export type RateLimitOptions = HttpLimiterOptions<Context> & {
+export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<Context>) & {
   /** Sets the response for a refused request instead of the default 429 problem document. */
   onLimited?: (ctx: Context, decision: Decision) => unknown;
 };
@@ -36,6 +37,8 @@ const binding: AdapterBinding<Context, Context> = {
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   defaultStore: () => createMemoryStore(),
+  // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
+  routePattern: (ctx) => (typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined),
   setHeader: (ctx, name, value) => ctx.set(name, value),
   appendHeader: (ctx, name, value) => ctx.append(name, value),
 };
@@ -76,5 +79,5 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   };
 }
 
-export type { Decision, HeadersOptions, PolicyOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';

@@ -1,7 +1,7 @@
 import { isSluiceError, type PolicyOptions, toPolicy } from '@sluice/core';
 import { isSeq, type Node } from 'yaml';
 import { type Field, fieldsOf, flagOf, type Reader, required, resolved, textOf, uint32Of } from './reader.js';
-import type { RateLimitUnit } from './types.js';
+import type { RateLimitUnit, Rule } from './types.js';
 
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'] as const;
 
@@ -23,7 +23,7 @@ export interface ReadRateLimit {
   readonly name: string | undefined;
   readonly unlimited: boolean;
   readonly replaces: readonly string[];
-  readonly limit: { readonly unit: RateLimitUnit; readonly requestsPerUnit: number } | undefined;
+  readonly limit: Rule['rateLimit'];
   /** The same limit as a core policy: a fixed window aligned to the epoch, as envoyproxy/ratelimit counts. */
   readonly policy: PolicyOptions | undefined;
 }
@@ -51,7 +51,14 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
   const count = countField === undefined ? undefined : uint32Of(reader, countField, '`requests_per_unit`');
   if (unit === undefined || count === undefined) return undefined;
   // envoyproxy/ratelimit's README blocks an address with a limit of 0: refused, never counted.
-  if (count === 0) return { name, unlimited, replaces, limit: { unit, requestsPerUnit: 0 }, policy: undefined };
+  if (count === 0)
+    return {
+      name,
+      unlimited,
+      replaces,
+      limit: { unit, requestsPerUnit: 0, windowMs: UNIT_MS[unit] },
+      policy: undefined,
+    };
   const policyName = name !== undefined && policyNamePattern.test(name) ? name : `per-${unit}`;
   const policy: PolicyOptions = { name: policyName, limit: count, window: UNIT_MS[unit], algorithm: 'fixed-window' };
   try {
@@ -67,7 +74,7 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
     );
     return undefined;
   }
-  return { name, unlimited, replaces, limit: { unit, requestsPerUnit: count }, policy };
+  return { name, unlimited, replaces, limit: { unit, requestsPerUnit: count, windowMs: UNIT_MS[unit] }, policy };
 }
 
 function readUnit(reader: Reader, field: Field | undefined): RateLimitUnit | undefined {

@@ -47,7 +47,9 @@ export interface Rule {
   /** Names of rules this one replaces when both match one request. */
   readonly replaces: readonly string[];
   /** The envoyproxy/ratelimit limit as written, for answering on Envoy's wire. */
-  readonly rateLimit: { readonly unit: RateLimitUnit; readonly requestsPerUnit: number } | undefined;
+  readonly rateLimit:
+    | { readonly unit: RateLimitUnit; readonly requestsPerUnit: number; readonly windowMs: number }
+    | undefined;
   /** Free-form `metadata`, as written. */
   readonly metadata: unknown;
   readonly location: Location;

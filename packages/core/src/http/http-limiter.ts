@@ -6,6 +6,8 @@ import { retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
+import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
+import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
 import { createWarnOnce } from './warnings.js';
@@ -23,6 +25,8 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
   trustAdvice: string;
   /** The store when none is given: each middleware gets its own. */
   defaultStore(): RateLimitStore;
+  /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
+  routePattern?(req: Req): string | undefined;
 }
 
 /**
@@ -72,10 +76,11 @@ const ignore = (): void => {};
  * `'throw'` the returned promise rejects and the adapter hands the error to its framework.
  */
 export function createHttpLimiter<Req, Res>(
-  options: HttpLimiterOptions<Req>,
+  options: HttpLimiterOptions<Req> | RulesHttpOptions<Req>,
   binding: AdapterBinding<Req, Res>,
   extraOptionNames: readonly string[] = [],
 ): HttpLimiter<Req, Res> {
+  if (isRulesMode(options)) return createRulesHttpLimiter(options, binding, extraOptionNames);
   const checked = checkHttpOptions<Req>(options, extraOptionNames);
   const { key, skip, ipv6Subnet, policiesFor } = checked;
   const base: Record<string, unknown> = {

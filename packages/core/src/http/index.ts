@@ -18,5 +18,11 @@ export {
 } from './problem.js';
 export type { HttpRouteOptions } from './route-options.js';
 export { mergeRouteOptions } from './route-options.js';
+export type { DescriptorField } from './rules/request-descriptors.js';
+export { DEFAULT_DESCRIPTORS } from './rules/request-descriptors.js';
+export type { DescriptorEntryLike, RuleLike, RuleMatchLike, RuleSetLike, RulesOption } from './rules/rule-like.js';
+export type { RuleVerdict } from './rules/rule-limiters.js';
+export { combinedDecision, createRuleLimiters, decideRules } from './rules/rule-limiters.js';
+export type { RulesHttpOptions } from './rules/rules-options.js';
 export { MAX_TIER_LIMITERS } from './tier-limiters.js';
 export type { SluiceWarningCode } from './warnings.js';

@@ -1,0 +1,109 @@
+import type { IncomingMessage } from 'node:http';
+import { invalid } from '../../errors.js';
+import type { DescriptorEntryLike } from './rule-like.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** A descriptor value from the request; `undefined` leaves out every descriptor that needs it. */
+export type DescriptorField<Req> = (req: Req) => Awaitable<string | undefined>;
+
+/**
+ * The descriptors a request sends when none are configured: one list of keys per descriptor,
+ * as Envoy's rate-limit actions make them. Lists naming a key no field gives (`user`, `tier`
+ * until `fields` has them) are left out.
+ */
+export const DEFAULT_DESCRIPTORS: readonly (readonly string[])[] = [
+  ['remote_address'],
+  ['route', 'remote_address'],
+  ['user'],
+  ['tier', 'user'],
+];
+
+/** What the HTTP layer knows of every request, whatever the framework. */
+export interface RequestFacts {
+  readonly request: IncomingMessage;
+  /** The client key: IPv4, or the IPv6 /56 (`ipv6Subnet`), after the framework's proxy trust. */
+  remoteAddress(): string;
+  /** The framework's route pattern (`/users/:id`), when it has matched one. */
+  readonly route: string | undefined;
+}
+
+type Builtin = (facts: RequestFacts) => string | undefined;
+
+const builtins: Record<string, Builtin> = {
+  remote_address: (facts) => facts.remoteAddress(),
+  method: (facts) => facts.request.method,
+  // The pattern, never the raw URL: one counter per route, not per id in the path.
+  route: (facts) => (facts.route === undefined ? undefined : `${facts.request.method} ${facts.route}`),
+  path: (facts) => facts.request.url?.split('?', 1)[0],
+};
+
+const headerField =
+  (name: string): Builtin =>
+  (facts) => {
+    const value = facts.request.headers[name];
+    return Array.isArray(value) ? value[0] : value;
+  };
+
+/**
+ * Compiles the `descriptors` and `fields` options into a function giving a request's
+ * descriptors. Built-in keys: `remote_address`, `method`, `route` (`'GET /users/:id'`),
+ * `path` (without the query) and `header.<name>`; `fields` adds any other (`user`, `tier`, …)
+ * and may replace a built-in.
+ */
+export function compileDescriptors<Req>(
+  descriptors: unknown,
+  fields: unknown,
+): (req: Req, facts: RequestFacts) => Awaitable<DescriptorEntryLike[][]> {
+  if (fields !== undefined && (typeof fields !== 'object' || fields === null)) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'fields', fields, 'an object of functions `(req) => string | undefined`');
+  }
+  const own = (fields ?? {}) as Record<string, unknown>;
+  for (const [key, field] of Object.entries(own)) {
+    if (typeof field !== 'function')
+      invalid('ERR_SLUICE_INVALID_OPTION', `fields.${key}`, field, 'a function of the request');
+  }
+  const known = (key: string): boolean =>
+    key in own || key in builtins || /^header\.[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key);
+  const lists = descriptors === undefined ? DEFAULT_DESCRIPTORS.filter((list) => list.every(known)) : descriptors;
+  if (!Array.isArray(lists) || lists.length === 0) {
+    invalid(
+      'ERR_SLUICE_INVALID_OPTION',
+      'descriptors',
+      descriptors,
+      "a non-empty list of key lists such as [['remote_address']]",
+    );
+  }
+  lists.forEach((list: unknown, i) => {
+    if (!Array.isArray(list) || list.length === 0 || !list.every((key) => typeof key === 'string' && known(key))) {
+      invalid(
+        'ERR_SLUICE_INVALID_OPTION',
+        `descriptors[${i}]`,
+        list,
+        'a non-empty list of keys, each built in (remote_address, method, route, path, header.<lower-case name>) or given in `fields`',
+      );
+    }
+  });
+  const keys = [...new Set((lists as string[][]).flat())];
+  const readers = keys.map((key): ((req: Req, facts: RequestFacts) => Awaitable<string | undefined>) => {
+    const field = own[key] as DescriptorField<Req> | undefined;
+    if (field !== undefined) return (req) => field(req);
+    const builtin = builtins[key] ?? headerField(key.slice('header.'.length));
+    return (_req, facts) => builtin(facts);
+  });
+  const assemble = (values: readonly (string | undefined)[]): DescriptorEntryLike[][] => {
+    const byKey = new Map(keys.map((key, i) => [key, values[i]]));
+    const out: DescriptorEntryLike[][] = [];
+    for (const list of lists as string[][]) {
+      if (list.some((key) => byKey.get(key) === undefined)) continue;
+      out.push(list.map((key) => ({ key, value: byKey.get(key) as string })));
+    }
+    return out;
+  };
+  return (req, facts) => {
+    const values = readers.map((read) => read(req, facts));
+    return values.some((v) => v instanceof Promise)
+      ? Promise.all(values).then(assemble)
+      : assemble(values as (string | undefined)[]);
+  };
+}

@@ -1,0 +1,40 @@
+import type { PolicyOptions, Throttle } from '../../types.js';
+
+/**
+ * What the HTTP layer needs of a rule set. `@sluice/rules` provides it (`parseRules`,
+ * `loadRules`, `watchRules`); core only describes its shape, since core cannot depend on it.
+ */
+export interface RuleLike {
+  /** Stable across reloads while the rule stays in place: its limiters' namespace. */
+  readonly id: string;
+  readonly policies: readonly PolicyOptions[];
+  readonly throttle: Throttle | undefined;
+  /** Matched, but never limited. */
+  readonly unlimited: boolean;
+  /** Every request refused, none counted (`requests_per_unit: 0`). */
+  readonly blocked: boolean;
+  /** An envoyproxy/ratelimit limit's window: a blocked rule refuses until it ends. */
+  readonly rateLimit: { readonly windowMs: number } | undefined;
+}
+
+export interface DescriptorEntryLike {
+  readonly key: string;
+  readonly value: string;
+}
+
+export interface RuleMatchLike {
+  readonly rule: RuleLike;
+  /** The client key within the rule's namespace. */
+  readonly key: string;
+}
+
+export interface RuleSetLike {
+  readonly domains: readonly string[];
+  match(
+    domain: string,
+    descriptors: readonly (readonly DescriptorEntryLike[])[],
+  ): readonly (RuleMatchLike | undefined)[];
+}
+
+/** A rule set, or a watcher whose `current` is the set in force. */
+export type RulesOption = RuleSetLike | { readonly current: RuleSetLike };

@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { consumeNow, createLimiter } from '../../limiter.js';
+import { toPolicies } from '../../policy.js';
+import type { Decision, Limiter, LimiterOptions, PolicyDecision } from '../../types.js';
+import type { RuleLike, RuleMatchLike } from './rule-like.js';
+
+/** One matched rule's part of a request's decision. */
+export interface RuleVerdict {
+  readonly rule: RuleLike;
+  readonly key: string;
+  /** `undefined` for a blocked rule, which no limiter counts. */
+  readonly limiter: Limiter | undefined;
+  readonly decision: Decision;
+}
+
+const digest = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 8);
+
+/**
+ * The limiter of each rule, made once per rule object. Its namespace is the rule's id (from
+ * its place in the document, not its limits) and the policies' ids (names, algorithms and
+ * windows, not limits): after a reload that changes a limit the new limiter reads the same
+ * state, so every client keeps its count; a changed window starts afresh, as its state means
+ * something else.
+ */
+export function createRuleLimiters(base: Record<string, unknown>): (rule: RuleLike) => Limiter {
+  const limiters = new WeakMap<RuleLike, Limiter>();
+  return (rule) => {
+    let limiter = limiters.get(rule);
+    if (limiter === undefined) {
+      const ids = toPolicies(rule.policies).map((p) => p.id);
+      const options = {
+        ...base,
+        policies: rule.policies,
+        throttle: rule.throttle,
+        prefix: `${rule.id}.${digest(ids.join('|'))}`,
+      };
+      limiter = createLimiter(options as unknown as LimiterOptions);
+      limiters.set(rule, limiter);
+    }
+    return limiter;
+  };
+}
+
+/** A blocked rule's refusal: nothing counted, wait until the rule's window ends. */
+function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
+  const windowMs = rule.rateLimit?.windowMs ?? 1000;
+  const waitMs = windowMs - (now % windowMs);
+  const shadow = rule.throttle?.mode === 'shadow';
+  return {
+    allowed: shadow,
+    limit: 0,
+    remaining: 0,
+    resetAfterMs: waitMs,
+    retryAfterMs: shadow ? 0 : waitMs,
+    delayMs: 0,
+    ...(shadow ? { overLimit: 'shadow' as const } : {}),
+    policies: [
+      {
+        name: 'blocked',
+        limit: 0,
+        windowMs,
+        remaining: 0,
+        resetAfterMs: waitMs,
+        retryAfterMs: waitMs,
+        allowed: shadow,
+      },
+    ],
+    key,
+  };
+}
+
+/** True when the limiter charged this decision: allowed, and not merely reported by shadow mode. */
+const charged = (decision: Decision): boolean => decision.allowed && decision.overLimit !== 'shadow';
+
+/**
+ * Every matched rule decides; the request passes only if all allow. When one refuses, the
+ * others' charges are given back (`refund`), so a refused request spends nothing anywhere.
+ * With an in-process store that all happens in one tick, so it is atomic; with Redis a
+ * concurrent request may briefly see a charge that is then refunded.
+ */
+export async function decideRules(
+  matches: readonly (RuleMatchLike | undefined)[],
+  limiterOf: (rule: RuleLike) => Limiter,
+  cost: number,
+  now: () => number,
+): Promise<RuleVerdict[]> {
+  const pending: Promise<RuleVerdict>[] = [];
+  for (const match of matches) {
+    if (match === undefined || match.rule.unlimited) continue;
+    const { rule, key } = match;
+    if (rule.blocked) {
+      pending.push(Promise.resolve({ rule, key, limiter: undefined, decision: blockedDecision(rule, key, now()) }));
+      continue;
+    }
+    const limiter = limiterOf(rule);
+    const ready = consumeNow(limiter, key, cost);
+    const decision = ready ?? limiter.consume(key, { cost });
+    pending.push(Promise.resolve(decision).then((d) => ({ rule, key, limiter, decision: d })));
+  }
+  const verdicts = await Promise.all(pending);
+  if (verdicts.every((v) => v.decision.allowed)) return verdicts;
+  return Promise.all(verdicts.map((v) => (charged(v.decision) ? refunded(v, cost) : v)));
+}
+
+/** Gives a charge back and shows the figures as they stand after it. */
+async function refunded(verdict: RuleVerdict, cost: number): Promise<RuleVerdict> {
+  // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
+  await verdict.limiter?.refund(verdict.key, cost).catch(() => {});
+  const restore = (p: PolicyDecision): PolicyDecision => ({ ...p, remaining: Math.min(p.limit, p.remaining + cost) });
+  const decision = {
+    ...verdict.decision,
+    remaining: Math.min(verdict.decision.limit, verdict.decision.remaining + cost),
+  };
+  return { ...verdict, decision: { ...decision, policies: verdict.decision.policies.map(restore) } };
+}
+
+/**
+ * The request's decision over every verdict: allowed only if all are; the figures on top are
+ * the refusal that lasts longest, else the rule closest to exhaustion; `policies` lists them all.
+ */
+export function combinedDecision(verdicts: readonly RuleVerdict[]): Decision | undefined {
+  let top: Decision | undefined;
+  let allowed = true;
+  let delayMs = 0;
+  for (const { decision } of verdicts) {
+    allowed &&= decision.allowed;
+    delayMs = Math.max(delayMs, decision.delayMs);
+    if (top === undefined || tighter(decision, top)) top = decision;
+  }
+  if (top === undefined) return undefined;
+  return { ...top, allowed, delayMs, policies: verdicts.flatMap((v) => v.decision.policies) };
+}
+
+const tighter = (a: Decision, b: Decision): boolean =>
+  a.allowed !== b.allowed
+    ? !a.allowed
+    : a.allowed
+      ? a.remaining * b.limit < b.remaining * a.limit
+      : a.retryAfterMs > b.retryAfterMs;

@@ -1,0 +1,198 @@
+import type { IncomingMessage } from 'node:http';
+import { invalid, SluiceError } from '../../errors.js';
+import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
+import type { LimiterOptions } from '../../types.js';
+import { clientAddressKey } from '../client-address.js';
+import { checkIpv6Subnet } from '../client-key.js';
+import { retryAfterMs } from '../headers/effective-window.js';
+import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
+import { hold } from '../hold.js';
+import type { AdapterBinding, HttpLimiter, Outcome } from '../http-limiter.js';
+import { sfSeconds } from '../structured-fields.js';
+import { createWarnOnce } from '../warnings.js';
+import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
+import type { RuleLike, RuleSetLike } from './rule-like.js';
+import { combinedDecision, createRuleLimiters, decideRules, type RuleVerdict } from './rule-limiters.js';
+import type { RulesHttpOptions } from './rules-options.js';
+
+/** What an adapter takes in rules mode, besides `rules` (SPEC §7). */
+export const RULES_OPTION_NAMES: readonly string[] = [
+  'rules',
+  'domain',
+  'descriptors',
+  'fields',
+  'cost',
+  'skip',
+  'headers',
+  'ipv6Subnet',
+  'onLimited',
+  'store',
+  'clock',
+  'onStoreError',
+  'storeTimeoutMs',
+  'logger',
+];
+
+const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
+
+const isRuleSet = (value: unknown): value is RuleSetLike =>
+  typeof (value as RuleSetLike | undefined)?.match === 'function';
+
+/** The set in force: read once per request, so one request never sees two sets. */
+function currentOf(rules: unknown): () => RuleSetLike {
+  if (isRuleSet(rules)) return () => rules;
+  if (typeof rules === 'object' && rules !== null && isRuleSet((rules as { current?: unknown }).current)) {
+    const source = rules as { current: RuleSetLike };
+    return () => source.current;
+  }
+  return invalid(
+    'ERR_SLUICE_INVALID_OPTION',
+    'rules',
+    rules,
+    'a rule set (parseRules, loadRules) or a watcher (watchRules)',
+  );
+}
+
+/**
+ * The HTTP semantics with `rules` in place of `policies`: the request's descriptors (see
+ * `compileDescriptors`) are matched against the rule set in force; every matched rule decides
+ * under its own limiter, all or nothing; each writes its own header items; the request waits
+ * for the longest queue delay of them.
+ */
+export function createRulesHttpLimiter<Req, Res>(
+  rulesOptions: RulesHttpOptions<Req>,
+  binding: AdapterBinding<Req, Res>,
+  extraOptionNames: readonly string[],
+): HttpLimiter<Req, Res> {
+  const options = rulesOptions as unknown as Record<string, unknown>;
+  const clash = [...POLICY_OPTION_NAMES, 'policies', 'key', 'prefix', 'throttle'].find(
+    (name) => options[name] !== undefined,
+  );
+  if (clash !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`${clash}\` cannot be combined with \`rules\`: the rules give the limits, and the request's descriptors the keys.`,
+    );
+  }
+  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...extraOptionNames]);
+  const current = currentOf(options.rules);
+  const domains = current().domains;
+  const domain = options.domain ?? (domains.length === 1 ? domains[0] : undefined);
+  if (typeof domain !== 'string' || domain === '') {
+    invalid(
+      'ERR_SLUICE_INVALID_OPTION',
+      'domain',
+      options.domain,
+      `the rules' domain to use, one of ${JSON.stringify(domains)}`,
+    );
+  }
+  const { cost = 1, skip } = options as { cost?: unknown; skip?: unknown };
+  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
+    invalid(
+      'ERR_SLUICE_INVALID_COST',
+      'cost',
+      cost,
+      'a positive whole number, or a function of the request returning one',
+    );
+  }
+  for (const name of ['skip', 'onLimited']) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      invalid('ERR_SLUICE_INVALID_HANDLER', name, options[name], 'a function of the request');
+    }
+  }
+  const headerOptions = checkHeaders(options.headers);
+  const ipv6Subnet = checkIpv6Subnet(options.ipv6Subnet);
+  const descriptorsOf = compileDescriptors<Req>(options.descriptors, options.fields);
+  const base: Record<string, unknown> = {
+    store: options.store ?? binding.defaultStore(),
+    ...Object.fromEntries(
+      ['clock', 'onStoreError', 'storeTimeoutMs', 'logger'].flatMap((k) =>
+        options[k] === undefined ? [] : [[k, options[k]]],
+      ),
+    ),
+  };
+  const clock = (base.clock as (() => number) | undefined) ?? Date.now;
+  const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
+  const limiterOf = createRuleLimiters(base);
+  const writers = new WeakMap<RuleLike, HeaderWriter>();
+  const writerOf = (verdict: RuleVerdict): HeaderWriter | undefined => {
+    if (verdict.limiter === undefined) return undefined; // a blocked rule has no quota to describe
+    let writer = writers.get(verdict.rule);
+    if (writer === undefined) {
+      writer = createHeaderWriter(verdict.limiter.policies, headerOptions, clock);
+      writers.set(verdict.rule, writer);
+    }
+    return writer;
+  };
+
+  /**
+   * Each matched rule writes its own items; list fields are gathered and appended once, since
+   * some frameworks (Fastify) cannot append to a field set earlier in the same hook.
+   */
+  const writeAll = (verdicts: readonly RuleVerdict[], res: Res, request: IncomingMessage): void => {
+    const lists = new Map<string, string[]>();
+    const target = {
+      setHeader: binding.setHeader,
+      appendHeader: (_res: Res, name: string, value: string) => {
+        const list = lists.get(name);
+        if (list === undefined) lists.set(name, [value]);
+        else list.push(value);
+      },
+    };
+    for (const verdict of verdicts) writerOf(verdict)?.write(verdict.decision, res, target, request);
+    for (const [name, values] of lists) binding.appendHeader(res, name, values.join(', '));
+  };
+
+  const finish = (
+    verdicts: RuleVerdict[],
+    res: Res,
+    request: IncomingMessage,
+    units: number,
+  ): Outcome | Promise<Outcome> => {
+    const decision = combinedDecision(verdicts);
+    if (decision === undefined) return SKIPPED;
+    writeAll(verdicts, res, request);
+    if (!decision.allowed) {
+      const waitMs = retryAfterMs(decision);
+      if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+      return { action: 'limited', decision };
+    }
+    if (decision.delayMs === 0) return { action: 'next', decision };
+    return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
+      if (heldToTheEnd) return { action: 'next', decision };
+      for (const v of verdicts) v.limiter?.refund(v.key, units).catch(() => {});
+      return { action: 'gone', decision };
+    });
+  };
+
+  const handle = async (req: Req, res: Res): Promise<Outcome> => {
+    if (typeof skip === 'function' && (await skip(req))) return SKIPPED;
+    const request = binding.rawRequest(req);
+    const facts: RequestFacts = {
+      request,
+      route: binding.routePattern?.(req),
+      remoteAddress: () =>
+        clientAddressKey(
+          binding.clientIp(req),
+          binding.proxyTrust(req),
+          binding.trustAdvice,
+          request,
+          ipv6Subnet,
+          warn,
+        ),
+    };
+    const rules = current();
+    const descriptors = await descriptorsOf(req, facts);
+    const units = typeof cost === 'number' ? cost : await (cost as (req: Req) => unknown)(req);
+    if (typeof units !== 'number' || !Number.isSafeInteger(units) || units <= 0) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_COST',
+        `[sluice] A cost must be a positive whole number; received ${String(units)}.`,
+      );
+    }
+    const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock);
+    return finish(verdicts, res, request, units);
+  };
+
+  return { handle };
+}

@@ -1,0 +1,35 @@
+import type { LimiterBaseOptions } from '../../types.js';
+import type { HeadersOptions } from '../headers/index.js';
+import type { DescriptorField } from './request-descriptors.js';
+import type { RulesOption } from './rule-like.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/**
+ * An adapter's options with `rules` in place of `policies` (SPEC §7): the limits come from
+ * the rule set in force, the client keys from the request's descriptors.
+ */
+export interface RulesHttpOptions<Req> extends Omit<LimiterBaseOptions, 'prefix' | 'throttle'> {
+  /** A rule set (`parseRules`, `loadRules`) or a watcher (`watchRules`) from `@sluice/rules`. */
+  rules: RulesOption;
+  /** The rules' domain to match in. @default the only domain of the rules */
+  domain?: string;
+  /**
+   * The descriptors each request sends, one list of keys per descriptor. Built-in keys:
+   * `remote_address`, `method`, `route`, `path`, `header.<name>`; others come from `fields`.
+   * @default [['remote_address'], ['route', 'remote_address'], ['user'], ['tier', 'user']]
+   */
+  descriptors?: readonly (readonly string[])[];
+  /** Descriptor values taken from the request, e.g. `{ user: (req) => req.user?.id }`. */
+  fields?: Record<string, DescriptorField<Req>>;
+  /** Quota units this request spends in every matched rule. @default 1 */
+  cost?: number | ((req: Req) => Awaitable<number>);
+  skip?: (req: Req) => Awaitable<boolean>;
+  headers?: HeadersOptions;
+  /** Prefix length IPv6 clients are keyed by in `remote_address`, or `false`. @default 56 */
+  ipv6Subnet?: number | false;
+}
+
+/** True when the options ask for rules mode. */
+export const isRulesMode = <Req>(options: object): options is RulesHttpOptions<Req> =>
+  (options as { rules?: unknown }).rules !== undefined;

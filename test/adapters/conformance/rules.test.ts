@@ -1,0 +1,105 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseRules } from '@sluice/rules';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { harnesses, type RunningApp } from '../harness/index.js';
+import { clockAt, collectingLogger, decisionOf, draft11 } from '../helpers.js';
+
+const envoyEdge = parseRules(
+  readFileSync(fileURLToPath(new URL('../../rules/fixtures/envoy-edge.yaml', import.meta.url)), 'utf8'),
+);
+
+/** Per client, plus a tighter limit on one path per user: a request matches up to three rules. */
+const layered = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 5, window: 1m, algorithm: fixed-window }]
+  - key: path
+    value: /other
+    descriptors:
+      - key: header.x-user
+        policies: [{ name: other-per-user, limit: 2, window: 1m, algorithm: fixed-window }]
+  - key: header.x-user
+    value: free-rider
+    rate_limit: { unlimited: true }
+`);
+const layeredDescriptors = [['remote_address'], ['path', 'header.x-user'], ['header.x-user']];
+
+describe.each(harnesses)('$name: rules in place of policies', (harness) => {
+  let app: RunningApp | undefined;
+  afterEach(() => app?.close());
+  const logger = collectingLogger();
+
+  it('an envoyproxy/ratelimit config limits the same requests: 10 per second per address, one address blocked', async () => {
+    const clock = clockAt(0);
+    app = await harness.start({ limits: [{ rules: envoyEdge, clock, logger }], trust: 'loopback' });
+    const from = (ip: string) =>
+      request((app as RunningApp).url)
+        .get('/')
+        .set('x-forwarded-for', ip);
+    for (let i = 0; i < 10; i++) await from('203.0.113.7').expect(200);
+    const refused = await from('203.0.113.7').expect(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body['violated-policies']).toEqual(['per-second']);
+    await from('203.0.113.8').expect(200);
+    // IPv6 clients of one /56 share a counter, as with the default key.
+    for (let i = 0; i < 10; i++) await from(`2001:db8:abcd:12${i}0::1`).expect(200);
+    await from('2001:db8:abcd:12ff::1').expect(429);
+    const blocked = await from('50.0.0.5').expect(429);
+    expect(blocked.body['violated-policies']).toEqual(['blocked']);
+    clock.advance(1000);
+    await from('203.0.113.7').expect(200);
+    await from('50.0.0.5').expect(429);
+  });
+
+  it('several matched rules: one all-or-nothing decision, one header item per matched policy', async () => {
+    app = await harness.start({
+      limits: [{ rules: layered, descriptors: layeredDescriptors, clock: clockAt(0), logger }],
+    });
+    const get = (path: string, user: string) =>
+      request((app as RunningApp).url)
+        .get(path)
+        .set('x-user', user);
+    const first = await get('/other', 'ada').expect(200);
+    expect(draft11(first).policy).toEqual({ 'per-client': { q: 5, w: 60 }, 'other-per-user': { q: 2, w: 60 } });
+    expect(draft11(first).state).toMatchObject({ 'per-client': { r: 4 }, 'other-per-user': { r: 1 } });
+    await get('/other', 'ada').expect(200);
+    const refused = await get('/other', 'ada').expect(429);
+    expect(refused.body['violated-policies']).toEqual(['other-per-user']);
+    // The refusal spent nothing: the per-client rule still has 3 left, and says so.
+    expect(draft11(refused).state['per-client']?.r).toBe(3);
+    const next = await get('/', 'ada').expect(200);
+    expect(Object.keys(draft11(next).state)).toEqual(['per-client']);
+    expect(decisionOf(next)).toMatchObject({ allowed: true, remaining: 2 });
+    // An unlimited match adds nothing; the other rules still apply.
+    await get('/', 'free-rider').expect(200);
+    await get('/', 'free-rider').expect(200);
+    await get('/', 'free-rider').expect(429);
+  });
+
+  it('a request no rule matches passes with no headers and no decision', async () => {
+    app = await harness.start({
+      limits: [{ rules: layered, descriptors: [['header.x-user']], clock: clockAt(0), logger }],
+    });
+    const res = await request(app.url).get('/').set('x-user', 'ada').expect(200);
+    expect(res.headers.ratelimit).toBeUndefined();
+    expect(decisionOf(res)).toBeNull();
+  });
+
+  it('bad rules options fail at construction with a code', async () => {
+    const cases: [Record<string, unknown>, string][] = [
+      [{ rules: {} }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: layered, domain: 42 }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: layered, descriptors: [['nope']] }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: layered, fields: { user: 'x' } }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: layered, limit: 5 }, 'ERR_SLUICE_CONFLICTING_OPTIONS'],
+      [{ rules: layered, key: () => 'k' }, 'ERR_SLUICE_CONFLICTING_OPTIONS'],
+      [{ rules: layered, descripters: [] }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+    ];
+    for (const [options, code] of cases) {
+      await expect(harness.configure(options)).rejects.toMatchObject({ code });
+    }
+  });
+});
