@@ -1,3 +1,4 @@
+export type { CountingEveryRequest } from './measure/counting-every-request.js';
 export { counterErrorCountingEveryRequest } from './measure/counting-every-request.js';
 export type { ExactLogComparison } from './measure/exact-log.js';
 export { compareWithExactLog } from './measure/exact-log.js';

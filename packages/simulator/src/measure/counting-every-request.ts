@@ -3,6 +3,14 @@ import type { Traffic } from '../traffic/arrival.js';
 import { comparison, type ExactLogComparison } from './exact-log.js';
 import { KeyWindows } from './key-windows.js';
 
+export interface CountingEveryRequest extends ExactLogComparison {
+  /**
+   * Requests whose exact window total (with them) lies within ±10 % of the limit: the only
+   * places where an estimate can fall on the other side of the limit from the truth.
+   */
+  nearLimit: number;
+}
+
 /**
  * The sliding window counter scored as Cloudflare scored it: every request counts towards the
  * rate, refused or not (their limiter counts what a source sends), and each request's verdict
@@ -14,7 +22,7 @@ export function counterErrorCountingEveryRequest(
   traffic: Traffic,
   limit: number,
   windowMs: number,
-): ExactLogComparison {
+): CountingEveryRequest {
   const policy = toPolicy({ limit, window: windowMs, algorithm: 'sliding-window-counter' }, 'policy');
   const counter = algorithms['sliding-window-counter'];
   // A capacity no key can reach, so that charging always succeeds and every request is counted.
@@ -23,14 +31,17 @@ export function counterErrorCountingEveryRequest(
   const sent = new KeyWindows(windowMs);
   let wronglyAllowed = 0;
   let wronglyRefused = 0;
+  let nearLimit = 0;
   for (const { at, key, cost } of traffic) {
     const state = counters.get(key);
     const estimateAllows = counter.evaluate(state, policy, limit, cost, at).allowed;
     counters.set(key, counter.evaluate(state, policy, everything, cost, at).next);
-    const exactAllows = sent.sumAt(key, at) + cost <= limit;
+    const total = sent.sumAt(key, at) + cost;
+    const exactAllows = total <= limit;
+    if (Math.abs(total - limit) * 10 <= limit) nearLimit++;
     if (estimateAllows && !exactAllows) wronglyAllowed++;
     if (!estimateAllows && exactAllows) wronglyRefused++;
     sent.add(key, at, cost);
   }
-  return comparison(traffic.length, wronglyAllowed, wronglyRefused);
+  return { ...comparison(traffic.length, wronglyAllowed, wronglyRefused), nearLimit };
 }

@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import type { Arrival } from '../traffic/arrival.js';
 
 /** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
 export interface Series {
@@ -16,7 +17,7 @@ export interface Buckets {
   endMs?: number;
 }
 
-function frame(decisions: readonly SimulatedDecision[], buckets: Buckets) {
+function frame(decisions: readonly Arrival[], buckets: Buckets) {
   const { bucketMs } = buckets;
   const first = decisions[0]?.at ?? 0;
   const last = decisions[decisions.length - 1]?.at ?? 0;
@@ -27,11 +28,11 @@ function frame(decisions: readonly SimulatedDecision[], buckets: Buckets) {
 }
 
 /** Sum of `cost` per bucket over the decisions `select` keeps, at the time `timeOf` gives. */
-export function costSeries(
-  decisions: readonly SimulatedDecision[],
+export function costSeries<T extends Arrival>(
+  decisions: readonly T[],
   buckets: Buckets,
-  select: (d: SimulatedDecision) => boolean = () => true,
-  timeOf: (d: SimulatedDecision) => number = (d) => d.at,
+  select: (d: T) => boolean = () => true,
+  timeOf: (d: T) => number = (d) => d.at,
 ): Series {
   const { startMs, count, index } = frame(decisions, buckets);
   const values = new Array<number>(count).fill(0);
@@ -42,9 +43,8 @@ export function costSeries(
   return { startMs, bucketMs: buckets.bucketMs, values };
 }
 
-/** Offered load: every request's cost per bucket. */
-export const offeredSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
-  costSeries(decisions, buckets);
+/** Offered load: every request's cost per bucket (of traffic or of decisions). */
+export const offeredSeries = (traffic: readonly Arrival[], buckets: Buckets): Series => costSeries(traffic, buckets);
 
 /** Admitted load per bucket, counted when the request was let through. */
 export const admittedSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>

@@ -1,0 +1,202 @@
+import type { Series } from '../measure/series.js';
+import { legendRows } from './legend.js';
+import { LINE_STYLES, type LineStyle, marker, OFFERED, strokeAttributes } from './style.js';
+import { document, px, text } from './svg.js';
+import { formatNumber, niceTicks, timeUnit } from './ticks.js';
+
+export interface ChartLine {
+  label: string;
+  series: Series;
+  /** `area`: the offered load, a grey area behind the lines. @default 'line' */
+  kind?: 'line' | 'area';
+  /** Multiplies every value, e.g. `1000 / bucketMs` for a per-second rate. @default 1 */
+  scale?: number;
+}
+
+export interface LineChartOptions {
+  title: string;
+  subtitle?: string;
+  /** The y axis' quantity with its unit, e.g. `requests per second`. */
+  yLabel: string;
+  lines: readonly ChartLine[];
+  /** A horizontal line such as the limit, labelled at its right end. */
+  reference?: { value: number; label: string };
+  /** The time shown as 0 on the x axis, epoch ms. */
+  originMs: number;
+  /** @default 'time since start' */
+  xLabel?: string;
+}
+
+const WIDTH = 960;
+const PLOT_HEIGHT = 300;
+const LEFT = 78;
+const RIGHT = 112; // room for the reference line's label, outside the data
+const MARKER_SPACING = 84;
+
+/** Lines over time on one shared axis: offered load as a grey area, each line with its own colour, dash and marker. */
+export function lineChart(options: LineChartOptions): string {
+  const { lines, reference } = options;
+  const plotWidth = WIDTH - LEFT - RIGHT;
+  const styled = assignStyles(lines);
+  const legend = legendRows(
+    styled.map(({ line, style }) => ({ label: line.label, style, area: line.kind === 'area' })),
+    plotWidth,
+  );
+  const top = (options.subtitle ? 62 : 44) + legend.height + 10;
+  const bottom = top + PLOT_HEIGHT;
+  const height = bottom + 56;
+
+  const startMs = Math.min(...lines.map((l) => l.series.startMs));
+  const endMs = Math.max(...lines.map((l) => l.series.startMs + l.series.values.length * l.series.bucketMs));
+  const pointOf = (line: ChartLine, i: number) => {
+    const v = line.series.values[i];
+    return v === undefined ? undefined : v * (line.scale ?? 1);
+  };
+  const peak = Math.max(
+    reference?.value ?? 0,
+    ...lines.flatMap((l) => l.series.values.map((_, i) => pointOf(l, i) ?? 0)),
+  );
+  const yTicks = niceTicks(peak * 1.08);
+  const yMax = yTicks[yTicks.length - 1] as number;
+  const x = (ms: number) => LEFT + ((ms - startMs) / (endMs - startMs)) * plotWidth;
+  const y = (value: number) => bottom - (value / yMax) * PLOT_HEIGHT;
+
+  const body: string[] = [text(LEFT - 60, 28, options.title, 'font-size="18" font-weight="700" fill="#111111"')];
+  if (options.subtitle) body.push(text(LEFT - 60, 50, options.subtitle, 'fill="#444444"'));
+  body.push(...legend.draw(LEFT, (options.subtitle ? 62 : 44) + 4));
+  body.push(...yAxis(yTicks, y, plotWidth, options.yLabel, top, bottom));
+  body.push(...xAxis(startMs, endMs, options.originMs, x, bottom, options.xLabel ?? 'time since start'));
+  for (const { line } of styled.filter((s) => s.line.kind === 'area')) body.push(area(line, pointOf, x, y, bottom));
+  for (const { line, style, index } of styled.filter((s) => s.line.kind !== 'area')) {
+    body.push(...drawLine(line, style, index, styled.length, pointOf, x, y));
+  }
+  if (reference) {
+    const ry = y(reference.value);
+    body.push(
+      `<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${px(ry)}" y2="${px(ry)}" stroke="#111111" stroke-width="1.4" stroke-dasharray="7 4"/>`,
+    );
+    body.push(text(LEFT + plotWidth + 8, ry + 4.5, reference.label, 'fill="#111111" font-weight="700"'));
+  }
+  body.push(`<rect x="${LEFT}" y="${top}" width="${plotWidth}" height="${PLOT_HEIGHT}" fill="none" stroke="#555555"/>`);
+  return document(WIDTH, height, options.title, body);
+}
+
+interface Styled {
+  line: ChartLine;
+  style: LineStyle;
+  index: number;
+}
+
+function assignStyles(lines: readonly ChartLine[]): Styled[] {
+  let next = 0;
+  return lines.map((line, index) => ({
+    line,
+    index,
+    style:
+      line.kind === 'area' ? (LINE_STYLES[0] as LineStyle) : (LINE_STYLES[next++ % LINE_STYLES.length] as LineStyle),
+  }));
+}
+
+function yAxis(
+  ticks: number[],
+  y: (v: number) => number,
+  plotWidth: number,
+  label: string,
+  top: number,
+  bottom: number,
+) {
+  const parts = ticks.map(
+    (t) =>
+      `<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${px(y(t))}" y2="${px(y(t))}" stroke="#e3e3e3"/>` +
+      text(LEFT - 8, y(t) + 4.5, formatNumber(t), 'text-anchor="end" fill="#333333"'),
+  );
+  const middle = (top + bottom) / 2;
+  parts.push(text(18, middle, label, `text-anchor="middle" fill="#111111" transform="rotate(-90 18 ${px(middle)})"`));
+  return parts;
+}
+
+function xAxis(
+  startMs: number,
+  endMs: number,
+  originMs: number,
+  x: (ms: number) => number,
+  bottom: number,
+  label: string,
+) {
+  const unit = timeUnit(endMs - originMs);
+  const from = (startMs - originMs) / unit.ms;
+  const to = (endMs - originMs) / unit.ms;
+  const parts = niceTicks(to, 8)
+    .filter((t) => t >= from - 1e-9 && t <= to + 1e-9)
+    .map((t) => {
+      const at = x(originMs + t * unit.ms);
+      return `<line x1="${px(at)}" x2="${px(at)}" y1="${bottom}" y2="${bottom + 5}" stroke="#555555"/>${text(at, bottom + 20, formatNumber(t), 'text-anchor="middle" fill="#333333"')}`;
+    });
+  parts.push(
+    text(
+      LEFT + (WIDTH - LEFT - RIGHT) / 2,
+      bottom + 44,
+      `${label} (${unit.label})`,
+      'text-anchor="middle" fill="#111111"',
+    ),
+  );
+  return parts;
+}
+
+type PointOf = (line: ChartLine, i: number) => number | undefined;
+
+/** A step path: each bucket's value held flat across the bucket; gaps where a value is missing. */
+function stepPath(line: ChartLine, pointOf: PointOf, x: (ms: number) => number, y: (v: number) => number): string {
+  const { startMs, bucketMs, values } = line.series;
+  let d = '';
+  let open = false;
+  values.forEach((_, i) => {
+    const v = pointOf(line, i);
+    if (v === undefined) {
+      open = false;
+      return;
+    }
+    const x0 = x(startMs + i * bucketMs);
+    const x1 = x(startMs + (i + 1) * bucketMs);
+    d += `${open ? 'V' : `M${px(x0)} `}${px(y(v))}H${px(x1)}`;
+    open = true;
+  });
+  return d;
+}
+
+function area(
+  line: ChartLine,
+  pointOf: PointOf,
+  x: (ms: number) => number,
+  y: (v: number) => number,
+  bottom: number,
+): string {
+  const { startMs, bucketMs, values } = line.series;
+  let d = `M${px(x(startMs))} ${bottom}`;
+  for (let i = 0; i < values.length; i++)
+    d += `V${px(y(pointOf(line, i) ?? 0))}H${px(x(startMs + (i + 1) * bucketMs))}`;
+  return `<path d="${d}V${bottom}Z" fill="${OFFERED.fill}" stroke="${OFFERED.stroke}" stroke-width="1.2"/>`;
+}
+
+function drawLine(
+  line: ChartLine,
+  style: LineStyle,
+  index: number,
+  count: number,
+  pointOf: PointOf,
+  x: (ms: number) => number,
+  y: (v: number) => number,
+): string[] {
+  const parts = [`<path d="${stepPath(line, pointOf, x, y)}" ${strokeAttributes(style)}/>`];
+  // Markers at regular spacing, staggered per line so that lines drawn on top of each other
+  // still show every marker.
+  const { startMs, bucketMs, values } = line.series;
+  const left = x(startMs);
+  const right = x(startMs + values.length * bucketMs);
+  for (let at = left + (MARKER_SPACING * (index + 0.5)) / count; at < right; at += MARKER_SPACING) {
+    const i = Math.floor(((at - left) / (right - left)) * values.length);
+    const v = pointOf(line, i);
+    if (v !== undefined) parts.push(marker(style, at, y(v)));
+  }
+  return parts;
+}

@@ -1,0 +1,23 @@
+/** Escapes text for SVG content and attribute values. */
+export const xml = (text: string): string =>
+  text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+
+/** Two decimals at most: enough for pixels, and the files stay small and diff well. */
+export const px = (value: number): string => String(Math.round(value * 100) / 100);
+
+export const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
+
+export const text = (x: number, y: number, content: string, attributes = ''): string =>
+  `<text x="${px(x)}" y="${px(y)}"${attributes ? ` ${attributes}` : ''}>${xml(content)}</text>`;
+
+/** A whole document: white background, one font, the title read out by screen readers. */
+export function document(width: number, height: number, title: string, body: string[]): string {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="${FONT}" font-size="13" role="img">`,
+    `<title>${xml(title)}</title>`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    ...body,
+    '</svg>',
+    '',
+  ].join('\n');
+}

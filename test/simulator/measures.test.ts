@@ -1,0 +1,91 @@
+import {
+  type Arrival,
+  bursts,
+  compareWithExactLog,
+  counterErrorCountingEveryRequest,
+  simulate,
+  trailingWindowSeries,
+  worstWindow,
+} from '@sluice/simulator';
+import { describe, expect, it } from 'vitest';
+
+const at = (times: readonly number[], key = 'a'): Arrival[] => times.map((t) => ({ at: t, key, cost: 1 }));
+const range = (from: number, count: number, step = 0) => Array.from({ length: count }, (_, i) => from + i * step);
+
+describe('counterErrorCountingEveryRequest', () => {
+  it('counts a refusal the exact window would not make: a burst at the start of the previous window', () => {
+    // 10 at t = 0, then one at 1001: the estimate weighs the 10 by 999/1000 and refuses;
+    // the exact window (1, 1001] is empty.
+    expect(counterErrorCountingEveryRequest(at([...range(0, 10), 1001]), 10, 1000)).toMatchObject({
+      decisions: 11,
+      wronglyAllowed: 0,
+      wronglyRefused: 1,
+    });
+  });
+
+  it('counts an admission over the exact limit: a burst at the end of the previous window', () => {
+    // 10 at t = 999, then one at 1500: the estimate sees 10 × 0.5 = 5 and allows; the exact
+    // window (500, 1500] already holds 10.
+    expect(counterErrorCountingEveryRequest(at([...range(999, 10), 1500]), 10, 1000)).toMatchObject({
+      wronglyAllowed: 1,
+      wronglyRefused: 0,
+      nearLimit: 3,
+    });
+  });
+
+  it('makes no mistake on traffic far from the limit', () => {
+    const traffic = bursts({
+      baseRatePerSecond: 2,
+      burstSize: 5,
+      burstEvery: '10s',
+      duration: '2m',
+    });
+    expect(counterErrorCountingEveryRequest(traffic, 1_000, 10_000).errorRate).toBe(0);
+  });
+});
+
+describe('worstWindow and trailingWindowSeries', () => {
+  it('agree on the peak, and a window (t − W, t] excludes its start', async () => {
+    const traffic = bursts({
+      baseRatePerSecond: 4,
+      burstSize: 150,
+      burstEvery: '30s',
+      duration: '2m',
+    });
+    for (const algorithm of ['fixed-window', 'gcra', 'sliding-window-counter'] as const) {
+      const { decisions } = await simulate(traffic, {
+        limit: 100,
+        window: '10s',
+        algorithm,
+      });
+      const series = trailingWindowSeries(decisions, 10_000, {
+        bucketMs: 1_000,
+        startMs: 0,
+        endMs: 120_000,
+      });
+      expect(Math.max(...(series.values as number[]))).toBe(worstWindow(decisions, 100, 10_000).admitted);
+    }
+    const edge = await simulate(at([0, 1000, 1000]), {
+      limit: 10,
+      window: 1000,
+    });
+    expect(worstWindow(edge.decisions, 10, 1000).admitted).toBe(2);
+  });
+
+  it('counts a queued request when it is passed on, not when it arrived', async () => {
+    // 20 at once into gcra 10 per second, burst 1, queue up to 5 s: they leave 100 ms apart.
+    const { decisions } = await simulate(at(range(0, 20)), {
+      limit: 10,
+      window: '1s',
+      algorithm: 'gcra',
+      burst: 1,
+      queue: { maxDelayMs: '5s' },
+    });
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    expect(worstWindow(decisions, 10, 1000)).toMatchObject({
+      admitted: 10,
+      excess: 0,
+    });
+    expect(compareWithExactLog(decisions, 10, 1000).wronglyAllowed).toBe(10);
+  });
+});
