@@ -24,6 +24,11 @@ export type RateLimitPluginOptions = (HttpLimiterOptions<FastifyRequest> | Rules
   onLimited?: OnLimited;
   /** `false` limits only routes with `config.rateLimit`; these options are then their defaults. @default true */
   global?: boolean;
+  /**
+   * Limits requests for routes that do not exist (the not-found handler of this context) with
+   * these options, so a scanner probing paths is limited too. @default the value of `global`
+   */
+  notFound?: boolean;
 };
 
 /** A route's own limit: any option, each falling back to the plugin's. */
@@ -77,13 +82,19 @@ const PROBLEM_CONTENT_TYPE_UTF8 = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
 const ownLimitApplied = new WeakSet<object>();
 
 const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) => {
-  const { global = true } = options;
-  if (typeof global !== 'boolean') {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`global\` must be true or false.`);
+  const { global = true, notFound = global } = options;
+  for (const [name, value] of [
+    ['global', global],
+    ['notFound', notFound],
+  ] as const) {
+    if (typeof value !== 'boolean') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`${name}\` must be true or false.`);
+    }
   }
   const binding = bindingFor(trustsEveryProxy(app));
   const appOptions: Record<string, unknown> = { ...options, store: options.store ?? createMemoryStore() };
   delete appOptions.global;
+  delete appOptions.notFound;
 
   const hookFor = (hookOptions: Record<string, unknown>): onRequestHookHandler => {
     const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding);
@@ -116,6 +127,15 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   };
 
   const globalHook = global ? hookFor(appOptions) : undefined;
+  if (notFound) {
+    // Fastify gives its not-found handler no `onRoute`, only the context's own hooks, which
+    // every route of the context runs too: routes go on here, they have their limit already.
+    const notFoundHook = globalHook ?? hookFor(appOptions);
+    app.addHook('onRequest', function sluiceNotFoundLimit(request, reply, done) {
+      if (request.is404) notFoundHook.call(this, request, reply, done);
+      else done();
+    });
+  }
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   app.addHook('onRoute', (route) => {
     const own = route.config?.rateLimit;
