@@ -33,6 +33,19 @@ describe.each(harnesses)('$name: client keys and proxy trust', (harness) => {
       await from('1.2.3.5').expect(200);
     });
 
+    it('keys IPv4-translated and IPv4-compatible IPv6 by the IPv4 they carry, not one shared /56', async () => {
+      app = await harness.start({
+        trust: 'loopback',
+        limits: [{ ...oneEach, logger: collectingLogger(), clock: clockAt(0) }],
+      });
+      expect(decisionOf(await from('::ffff:0:1.2.3.4').expect(200)).key).toBe('1.2.3.4');
+      expect(decisionOf(await from('::5.6.7.8').expect(200)).key).toBe('5.6.7.8');
+      await from('::ffff:0:9.9.9.9').expect(200);
+      await from('::9.9.9.10').expect(200);
+      await from('1.2.3.4').expect(429);
+      await from('::ffff:0:506:708').expect(429);
+    });
+
     it('takes another prefix length from ipv6Subnet', async () => {
       app = await harness.start({
         trust: 'loopback',

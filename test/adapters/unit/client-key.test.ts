@@ -15,6 +15,12 @@ describe('ipKey', () => {
     ['[2001:db8:abcd:12ff::1]:8080', '2001:db8:abcd:1200::/56'],
     ['fe80::1%eth0', 'fe80::/56'],
     ['::1', '::/56'],
+    ['::', '::/56'],
+    ['::ffff:0:1.2.3.4', '1.2.3.4'],
+    ['::ffff:0:102:304', '1.2.3.4'],
+    ['::1.2.3.4', '1.2.3.4'],
+    ['::0.0.0.2', '0.0.0.2'],
+    ['::1:0:1.2.3.4', '::/56'],
     ['2001:db8::1.2.3.4', '2001:db8::/56'],
   ])('%s → %s', (ip, key) => {
     expect(ipKey(ip)).toBe(key);
@@ -65,11 +71,13 @@ describe('ipKey', () => {
     );
   });
 
-  it('keys every IPv4 address as itself, plain or mapped', () => {
+  it('keys every IPv4 address as itself, plain, mapped, translated or compatible', () => {
     fc.assert(
       fc.property(fc.ipV4(), (ip) => {
         expect(ipKey(ip)).toBe(ip);
         expect(ipKey(`::ffff:${ip}`)).toBe(ip);
+        expect(ipKey(`::ffff:0:${ip}`)).toBe(ip);
+        if (ip !== '0.0.0.0' && ip !== '0.0.0.1') expect(ipKey(`::${ip}`)).toBe(ip);
       }),
     );
   });

@@ -1,5 +1,5 @@
 import { invalid } from '../errors.js';
-import { formatIpv4, formatIpv6, isIpv4Mapped, maskGroups, parseIp } from './ip-address.js';
+import { carriesIpv4, formatIpv4, formatIpv6, maskGroups, parseIp } from './ip-address.js';
 
 /**
  * ISPs hand a customer a whole IPv6 prefix, commonly a /56, so keying on the full address
@@ -8,9 +8,10 @@ import { formatIpv4, formatIpv6, isIpv4Mapped, maskGroups, parseIp } from './ip-
 export const DEFAULT_IPV6_SUBNET = 56;
 
 /**
- * The rate-limit key for a client address: IPv4 as dotted decimal; IPv4-mapped IPv6
- * (`::ffff:1.2.3.4`, also written `::ffff:102:304`) as the IPv4 address it carries; other
- * IPv6 as its network in canonical form, e.g. `2001:db8:abcd:1200::/56`. `ipv6Subnet: false`
+ * The rate-limit key for a client address: IPv4 as dotted decimal; IPv6 that carries an IPv4
+ * address (mapped `::ffff:1.2.3.4`, also written `::ffff:102:304`; translated
+ * `::ffff:0:1.2.3.4`; compatible `::1.2.3.4`) as that IPv4 address, so such clients neither
+ * share one /56 nor escape their IPv4 limit; other IPv6 as its network in canonical form, e.g. `2001:db8:abcd:1200::/56`. `ipv6Subnet: false`
  * keys on the whole IPv6 address, still canonical, so two spellings never make two keys.
  * Returns `undefined` when the text is not an IP address.
  *
@@ -22,7 +23,7 @@ export function ipKey(ip: string | undefined, ipv6Subnet: number | false = DEFAU
   if (isCanonicalIpv4(ip)) return ip;
   const groups = parseIp(ip);
   if (groups === undefined) return undefined;
-  if (isIpv4Mapped(groups)) return formatIpv4(groups);
+  if (carriesIpv4(groups)) return formatIpv4(groups);
   if (ipv6Subnet === false || ipv6Subnet === 128) return formatIpv6(groups);
   return `${formatIpv6(maskGroups(groups, ipv6Subnet))}/${ipv6Subnet}`;
 }

@@ -71,11 +71,18 @@ function groupsOf(part: string, mayEndInIpv4: boolean): number[] | undefined {
   return groups;
 }
 
-/** True when the address is IPv4-mapped (`::ffff:0:0/96`), judged by its bits, not its spelling. */
-export function isIpv4Mapped(groups: IpGroups): boolean {
-  return (
-    groups[5] === 0xffff && groups[0] === 0 && groups[1] === 0 && groups[2] === 0 && groups[3] === 0 && groups[4] === 0
-  );
+/**
+ * True when the address is an IPv4 address in IPv6 form, judged by its bits, not its spelling:
+ * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765) or the
+ * deprecated IPv4-compatible (`::a.b.c.d`; not `::` and `::1`, which are IPv6's own).
+ */
+export function carriesIpv4(groups: IpGroups): boolean {
+  if (groups[0] !== 0 || groups[1] !== 0 || groups[2] !== 0 || groups[3] !== 0) return false;
+  const high = groups[4];
+  const low = groups[5];
+  if (high === 0 && low === 0xffff) return true;
+  if (high === 0xffff && low === 0) return true;
+  return high === 0 && low === 0 && (groups[6] !== 0 || (groups[7] as number) > 1);
 }
 
 export function formatIpv4(groups: IpGroups): string {
