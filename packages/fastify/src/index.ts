@@ -46,21 +46,39 @@ declare module 'fastify' {
 }
 
 /** Fastify keeps `trustProxy` private; its options symbol is the only place it can be read. */
-function trustsEveryProxy(app: FastifyInstance): boolean {
+function trustProxyOf(app: FastifyInstance): unknown {
   for (let o: object | null = app; o !== null; o = Object.getPrototypeOf(o)) {
     const symbol = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options');
-    if (symbol !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[symbol]?.trustProxy === true;
+    if (symbol !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[symbol]?.trustProxy;
   }
-  return false;
+  return undefined;
 }
 
-const bindingFor = (trustAll: boolean): AdapterBinding<FastifyRequest, FastifyReply> => ({
+/**
+ * A hop count is trusted by older Fastify and refused by 5.12 and later, which then take every
+ * request's address from the socket. The request tells which: a request that came through a
+ * proxy (`X-Forwarded-For`) keeps only the socket's address when the count was ignored.
+ */
+function proxyTrustFor(trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply>['proxyTrust'] {
+  if (trustProxy === true) return (request) => (request.ips === undefined ? 'none' : 'all');
+  if (typeof trustProxy === 'number' && trustProxy > 0) {
+    return (request) => {
+      const { ips } = request;
+      if (ips === undefined) return 'none';
+      return ips.length === 1 && request.headers['x-forwarded-for'] !== undefined ? 'ignored' : 'some';
+    };
+  }
+  // `request.ips` exists only when Fastify trusts some proxy.
+  return (request) => (request.ips === undefined ? 'none' : 'some');
+}
+
+const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
   rawRequest: (request) => request.raw,
   rawResponse: (reply) => reply.raw,
   clientIp: (request) => request.ip,
-  // `request.ips` exists only when Fastify trusts some proxy.
-  proxyTrust: (request) => (request.ips === undefined ? 'none' : trustAll ? 'all' : 'some'),
-  trustAdvice: "set Fastify's `trustProxy` to your proxies' addresses or CIDRs, never to `true`.",
+  proxyTrust: proxyTrustFor(trustProxy),
+  trustAdvice:
+    "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`.",
   defaultStore: () => createMemoryStore(),
   routePattern: (request) => request.routeOptions.url,
   setHeader: (reply, name, value) => reply.header(name, value),
@@ -91,7 +109,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`${name}\` must be true or false.`);
     }
   }
-  const binding = bindingFor(trustsEveryProxy(app));
+  const binding = bindingFor(trustProxyOf(app));
   const appOptions: Record<string, unknown> = { ...options, store: options.store ?? createMemoryStore() };
   delete appOptions.global;
   delete appOptions.notFound;

@@ -2,8 +2,12 @@ import type { IncomingMessage } from 'node:http';
 import { ipKey } from './client-key.js';
 import type { WarnOnce } from './warnings.js';
 
-/** How far a framework believes `X-Forwarded-For`: not at all, up to its configured proxies, or always. */
-export type ProxyTrust = 'none' | 'some' | 'all';
+/**
+ * How far a framework believes `X-Forwarded-For`: not at all, up to its configured proxies, or
+ * always; `ignored` when the app asked it to trust a proxy in a way it does not honour (Fastify
+ * 5.12 and later trust no proxy for a numeric `trustProxy`).
+ */
+export type ProxyTrust = 'none' | 'some' | 'all' | 'ignored';
 
 /** The shared key of requests whose framework reported no client address. */
 export const UNKNOWN_IP_KEY = 'unknown-ip';
@@ -25,6 +29,11 @@ export function clientAddressKey(
     warn(
       'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
       `the app trusts every proxy, so any client can pick its own rate-limit key by sending X-Forwarded-For. ${trustAdvice}`,
+    );
+  } else if (trust === 'ignored') {
+    warn(
+      'WRN_SLUICE_IGNORED_TRUST_PROXY',
+      `the framework ignores the app's trust-proxy setting, so the client address is the proxy's and all clients behind it share one key. ${trustAdvice}`,
     );
   } else if (trust === 'none' && request.headers['x-forwarded-for'] !== undefined) {
     warn(

@@ -3,6 +3,7 @@ import type { Logger } from '../types.js';
 /** Setup problems that show only per request; each is logged once per middleware (docs/errors.md). */
 export type SluiceWarningCode =
   | 'WRN_SLUICE_PERMISSIVE_TRUST_PROXY'
+  | 'WRN_SLUICE_IGNORED_TRUST_PROXY'
   | 'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR'
   | 'WRN_SLUICE_UNDEFINED_IP'
   | 'WRN_SLUICE_INVALID_IP';

@@ -1,0 +1,50 @@
+import type { AddressInfo } from 'node:net';
+import { rateLimitPlugin } from '@sluice/fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { clockAt, collectingLogger } from './helpers.js';
+
+async function serve(trustProxy: number | string, logger: ReturnType<typeof collectingLogger>) {
+  // Fastify 5.12's types refuse a number; JavaScript apps and configs written for older
+  // versions still pass one.
+  const app = Fastify({ trustProxy: trustProxy as string });
+  await app.register(rateLimitPlugin, { algorithm: 'fixed-window', limit: 5, window: '1m', logger, clock: clockAt(0) });
+  app.get('/', async (req) => ({ key: req.rateLimit?.key }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
+}
+
+describe('fastify: a trustProxy hop count', () => {
+  let app: FastifyInstance | undefined;
+  afterEach(() => app?.close());
+
+  it('is ignored by Fastify 5.12 and later, and sluice says so once, with a code and the fix', async () => {
+    const logger = collectingLogger();
+    const served = await serve(1, logger);
+    app = served.app;
+    for (const client of ['203.0.113.1', '203.0.113.2']) {
+      const res = await request(served.url).get('/').set('X-Forwarded-For', client).expect(200);
+      expect(res.body).toEqual({ key: '127.0.0.1' });
+    }
+    expect(logger.codes()).toEqual(['WRN_SLUICE_IGNORED_TRUST_PROXY']);
+    expect(logger.messages[0]).toMatch(/addresses or CIDRs/);
+  });
+
+  it('says nothing for requests that came through no proxy', async () => {
+    const logger = collectingLogger();
+    const served = await serve(1, logger);
+    app = served.app;
+    await request(served.url).get('/').expect(200);
+    expect(logger.messages).toEqual([]);
+  });
+
+  it('says nothing when the proxies are trusted by address', async () => {
+    const logger = collectingLogger();
+    const served = await serve('127.0.0.1', logger);
+    app = served.app;
+    const res = await request(served.url).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
+    expect(res.body).toEqual({ key: '203.0.113.1' });
+    expect(logger.messages).toEqual([]);
+  });
+});
