@@ -2,6 +2,7 @@ import { type AlgorithmName, algorithmNames } from '@sluice/core';
 import type { ContenderFactory } from './contender.js';
 import { floorContenders } from './floor-contenders.js';
 import { peerContenders } from './peer-contenders.js';
+import { rulesContenders } from './rules-contenders.js';
 import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
 
 /**
@@ -9,7 +10,7 @@ import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
  * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers, `floor-<map>:memory` for the floors.
  */
 export function contenderFor(id: string): ContenderFactory {
-  const peerOrFloor = peerContenders[id] ?? floorContenders[id];
+  const peerOrFloor = peerContenders[id] ?? floorContenders[id] ?? rulesContenders[id];
   if (peerOrFloor !== undefined) return peerOrFloor;
   const [family, store, algorithm, variant] = id.split(':');
   if (family !== 'sluice' || !algorithmNames.includes(algorithm as AlgorithmName)) {
@@ -25,3 +26,5 @@ export const memoryPeers = Object.keys(peerContenders).filter((id) => id.endsWit
 /** Not limiters: what a bare map and the clock cost, for reading the memory figures against. */
 export const memoryFloors = Object.keys(floorContenders);
 export const redisPeers = Object.keys(peerContenders).filter((id) => id.endsWith(':redis'));
+/** Not a decision: matching a request against a rule set of 1,000 descriptors. */
+export const rulesMatchers = Object.keys(rulesContenders);

@@ -1,6 +1,6 @@
 import { type AlgorithmName, algorithmNames } from '@sluice/core';
 import type { Mode } from './contender.js';
-import { memoryFloors, memoryPeers, redisPeers } from './contenders.js';
+import { memoryFloors, memoryPeers, redisPeers, rulesMatchers } from './contenders.js';
 
 export interface Cell {
   contender: string;
@@ -54,6 +54,7 @@ function targetCells(): Cell[] {
       targetCell(id),
     ),
     ...memoryFloors.map((id) => targetCell(id)),
+    ...rulesMatchers.map((id) => targetCell(id)),
   ];
 }
 
@@ -83,6 +84,7 @@ export function quickPlan(): Cell[] {
     ]),
     ...memoryPeers.map((id) => targetCell(id)),
     ...memoryFloors.map((id) => targetCell(id)),
+    ...rulesMatchers.map((id) => targetCell(id)),
     ...redisPeers.map((id) => targetCell(id)),
     ...threePolicyCells().filter((c) => c.store === 'redis'),
   ];

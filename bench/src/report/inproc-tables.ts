@@ -1,5 +1,6 @@
 import { algorithmNames } from '@sluice/core';
 import { floorLabels } from '../inproc/floor-contenders.js';
+import { rulesLabels } from '../inproc/rules-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { table } from './table.js';
@@ -21,7 +22,7 @@ const seqP99 = (results: readonly InprocResult[], contender: string) =>
     ?.p99Us;
 
 const nameOf = (id: string) => {
-  const floor = floorLabels[id];
+  const floor = floorLabels[id] ?? rulesLabels[id];
   if (floor !== undefined) return floor;
   const [family, store, algorithm, variant] = id.split(':');
   const suffix = variant === '3p' ? ' (3 policies)' : variant === 'ap' ? ' (auto-pipelining client)' : '';

@@ -74,7 +74,10 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
     // Sorted so that a variant (`…:ap`) sits under its algorithm.
     const ids = [
       ...new Set(
-        results.inproc.filter((r) => r.store === store && !r.contender.endsWith(':3p')).map((r) => r.contender),
+        results.inproc
+          // Decisions only: the rules cell measures a match, which no bar here could be read against.
+          .filter((r) => r.store === store && !r.contender.endsWith(':3p') && !r.contender.startsWith('sluice-rules'))
+          .map((r) => r.contender),
       ),
     ].sort(
       (a, b) =>
