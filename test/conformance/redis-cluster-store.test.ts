@@ -5,6 +5,7 @@ import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clusterTarget, connectCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
 import { deleteKeys, escapeGlob } from '../helpers/redis-env.js';
+import { limiterRegressions } from './limiter-regressions.js';
 import { storeConformance } from './store-conformance.js';
 
 const target = clusterTarget();
@@ -37,6 +38,7 @@ describe.skipIf(target.skip)('Redis Cluster store conformance (3 masters, 3 repl
   });
 
   storeConformance(() => store as RedisStore);
+  limiterRegressions(() => store as RedisStore);
 
   it('spreads clients over every master while each decision, and each batch, stays in one slot', async () => {
     const c = cluster as Cluster;

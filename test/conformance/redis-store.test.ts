@@ -3,6 +3,7 @@ import { createRedisStore, type RedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { limiterRegressions } from './limiter-regressions.js';
 import { storeConformance } from './store-conformance.js';
 
 const target = await standaloneRedis();
@@ -24,4 +25,5 @@ describe.skipIf(target.skip)('Redis store conformance (auto-pipelining)', () => 
   });
 
   storeConformance(() => store as RedisStore);
+  limiterRegressions(() => store as RedisStore);
 });

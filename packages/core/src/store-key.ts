@@ -5,11 +5,13 @@ const MAX_KEPT_LENGTH = 128;
 /**
  * Client keys are client-controlled bytes. A short key of safe characters
  * (`A–Z a–z 0–9 . _ : / @ + = -`) is kept as it is; anything else (braces, newlines, long
- * keys) becomes `#` + its SHA-256. `#` is not a safe character, so a hashed key can never
+ * keys) becomes `#` + the SHA-256 of its UTF-16 code units. `#` is not a safe character, so a hashed key can never
  * equal a kept one, and no key can break out of its namespace or a Redis `{hash tag}`.
  */
 export function storeKey(key: string): string {
-  return isSafe(key) ? key : `#${createHash('sha256').update(key).digest('base64url')}`;
+  // Hashed as UTF-16 code units: as UTF-8, every lone surrogate would become U+FFFD, and
+  // '\ud800', '\udc00' and '\ufffd' would share one counter.
+  return isSafe(key) ? key : `#${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
 }
 
 /** A character loop: this runs on every request and is several times cheaper than a RegExp. */

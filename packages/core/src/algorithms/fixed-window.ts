@@ -1,12 +1,14 @@
-import type { Algorithm } from './algorithm.js';
+import { type Algorithm, clockLag } from './algorithm.js';
 
 /**
  * Fixed window: one counter per aligned window `floor(now / W)`. State: `[windowIndex, count]`.
  * Up to 2 × limit can pass around a window boundary; that is part of its definition.
  */
 export const fixedWindow: Algorithm = {
-  evaluate(state, policy, capacity, cost, now) {
+  evaluate(state, policy, capacity, cost, at) {
     const windowMs = policy.windowMs;
+    const lag = clockLag(state, windowMs, at);
+    const now = at + lag;
     const index = Math.floor(now / windowMs);
     const count = state !== undefined && state[0] === index ? (state[1] as number) : 0;
     const untilNextWindow = (index + 1) * windowMs - now;
@@ -15,7 +17,7 @@ export const fixedWindow: Algorithm = {
       return {
         allowed: true,
         remaining: capacity - used,
-        resetAfterMs: used > 0 ? untilNextWindow : 0,
+        resetAfterMs: used > 0 ? untilNextWindow + lag : 0,
         retryAfterMs: 0,
         delayMs: 0,
         next: [index, used],
@@ -24,8 +26,8 @@ export const fixedWindow: Algorithm = {
     return {
       allowed: false,
       remaining: Math.max(0, capacity - count),
-      resetAfterMs: count > 0 ? untilNextWindow : 0,
-      retryAfterMs: untilNextWindow,
+      resetAfterMs: count > 0 ? untilNextWindow + lag : 0,
+      retryAfterMs: untilNextWindow + lag,
       delayMs: 0,
       next: state ?? [index, 0],
     };

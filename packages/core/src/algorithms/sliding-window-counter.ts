@@ -1,4 +1,4 @@
-import { type Algorithm, floorDiv } from './algorithm.js';
+import { type Algorithm, clockLag, floorDiv } from './algorithm.js';
 
 /**
  * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
@@ -6,8 +6,10 @@ import { type Algorithm, floorDiv } from './algorithm.js';
  * State: `[windowIndex, current, previous]`.
  */
 export const slidingWindowCounter: Algorithm = {
-  evaluate(state, policy, capacity, cost, now) {
+  evaluate(state, policy, capacity, cost, at) {
     const windowMs = policy.windowMs;
+    const lag = clockLag(state, windowMs, at);
+    const now = at + lag;
     const index = Math.floor(now / windowMs);
     const elapsed = now - index * windowMs;
     const [current, previous] = counts(state, index);
@@ -19,7 +21,7 @@ export const slidingWindowCounter: Algorithm = {
       return {
         allowed: true,
         remaining: floorDiv(budget - used - cost * windowMs, windowMs),
-        resetAfterMs: resetAfter(after, previous, windowMs, elapsed),
+        resetAfterMs: lagged(resetAfter(after, previous, windowMs, elapsed), lag),
         retryAfterMs: 0,
         delayMs: 0,
         next: [index, after, previous],
@@ -28,8 +30,8 @@ export const slidingWindowCounter: Algorithm = {
     return {
       allowed: false,
       remaining: Math.max(0, floorDiv(budget - used, windowMs)),
-      resetAfterMs: resetAfter(current, previous, windowMs, elapsed),
-      retryAfterMs: retryAfter(current, previous, capacity, cost, windowMs, elapsed),
+      resetAfterMs: lagged(resetAfter(current, previous, windowMs, elapsed), lag),
+      retryAfterMs: retryAfter(current, previous, capacity, cost, windowMs, elapsed) + lag,
       delayMs: 0,
       next: state ?? [index, 0, 0],
     };
@@ -48,6 +50,9 @@ function counts(state: readonly number[] | undefined, index: number): [current: 
   if (state[0] === index - 1) return [0, state[1] as number];
   return [0, 0];
 }
+
+/** A wait after a clock step back; no wait stays none. */
+const lagged = (ms: number, lag: number): number => (ms > 0 ? ms + lag : 0);
 
 function resetAfter(current: number, previous: number, windowMs: number, elapsed: number): number {
   if (current > 0) return 2 * windowMs - elapsed;

@@ -2,7 +2,9 @@
 export const fixedWindowLua = `
 -- fixed-window: state { window = index of the aligned window floor(now / windowMs), count = units used in it }
 local fixed_window = {}
-fixed_window.evaluate = function(state, p, capacity, cost, now)
+fixed_window.evaluate = function(state, p, capacity, cost, at)
+  local lag = clock_lag(state, p.window, at)
+  local now = at + lag
   local index = floor(now / p.window)
   local count = 0
   if state ~= nil and state[1] == index then count = state[2] end
@@ -10,13 +12,13 @@ fixed_window.evaluate = function(state, p, capacity, cost, now)
   if count + cost <= capacity then
     local used = count + cost
     return {
-      allowed = true, remaining = capacity - used, reset = used > 0 and until_next_window or 0,
+      allowed = true, remaining = capacity - used, reset = used > 0 and until_next_window + lag or 0,
       retry = 0, delay = 0, next = { index, used },
     }
   end
   return {
-    allowed = false, remaining = max(0, capacity - count), reset = count > 0 and until_next_window or 0,
-    retry = until_next_window, delay = 0,
+    allowed = false, remaining = max(0, capacity - count), reset = count > 0 and until_next_window + lag or 0,
+    retry = until_next_window + lag, delay = 0,
   }
 end
 fixed_window.refund = function(state, p, _, cost, now)

@@ -28,4 +28,14 @@ local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end
 local function floor_div(a, b) return floor(a / b) end
+-- How far the clock stands behind the window a window state was written in (0 unless it
+-- stepped back): the algorithm decides as of that window's start and adds the lag to its waits.
+local function clock_lag(state, window, now)
+  if state == nil then return 0 end
+  return max(0, state[1] * window - now)
+end
+local function lagged(ms, lag)
+  if ms > 0 then return ms + lag end
+  return 0
+end
 `;

@@ -26,8 +26,10 @@ local function counter_retry(current, previous, capacity, cost, window, elapsed)
   if current > 0 then at_next = max(0, window - floor_div(spare_next, current)) end
   return window - elapsed + at_next
 end
-sliding_counter.evaluate = function(state, p, capacity, cost, now)
+sliding_counter.evaluate = function(state, p, capacity, cost, at)
   local window = p.window
+  local lag = clock_lag(state, window, at)
+  local now = at + lag
   local index = floor(now / window)
   local elapsed = now - index * window
   local current, previous = counter_counts(state, index)
@@ -37,14 +39,14 @@ sliding_counter.evaluate = function(state, p, capacity, cost, now)
     local after = current + cost
     return {
       allowed = true, remaining = floor_div(budget - used - cost * window, window),
-      reset = counter_reset(after, previous, window, elapsed), retry = 0, delay = 0,
+      reset = lagged(counter_reset(after, previous, window, elapsed), lag), retry = 0, delay = 0,
       next = { index, after, previous },
     }
   end
   return {
     allowed = false, remaining = max(0, floor_div(budget - used, window)),
-    reset = counter_reset(current, previous, window, elapsed),
-    retry = counter_retry(current, previous, capacity, cost, window, elapsed), delay = 0,
+    reset = lagged(counter_reset(current, previous, window, elapsed), lag),
+    retry = counter_retry(current, previous, capacity, cost, window, elapsed) + lag, delay = 0,
   }
 end
 sliding_counter.refund = function(state, p, _, cost, now)
