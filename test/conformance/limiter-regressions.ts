@@ -14,6 +14,51 @@ const freshPrefix = () => `t-${randomUUID().slice(0, 13)}`;
  * it inside a store's `describe`, next to `storeConformance`.
  */
 export function limiterRegressions(store: () => RateLimitStore) {
+  const pairs = algorithmNames.flatMap((a) => algorithmNames.map((b) => [a, b] as const));
+
+  it.each(pairs)(
+    'rolling deploy %s → %s, limit 5 → 10 under one prefix: taking turns admits at most 10 (was 40 of 40)',
+    async (from, to) => {
+      const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS };
+      const old = createLimiter({ ...shared, limit: 5, window: '1m', algorithm: from });
+      const next = createLimiter({ ...shared, limit: 10, window: '1m', algorithm: to });
+      let admitted = 0;
+      for (let i = 0; i < 40; i++) if ((await (i % 2 === 0 ? old : next).consume('k')).allowed) admitted++;
+      expect(admitted).toBeGreaterThanOrEqual(5);
+      expect(admitted).toBeLessThanOrEqual(10);
+    },
+  );
+
+  it.each(pairs)('a changed algorithm %s → %s never resets a client to a fresh quota', async (from, to) => {
+    const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS };
+    const policy = (algorithm: AlgorithmName) => [{ name: 'minute', limit: 5, window: '1m' as const, algorithm }];
+    const old = createLimiter({ ...shared, policies: policy(from) });
+    for (let i = 0; i < 5; i++) expect((await old.consume('k')).allowed).toBe(true);
+    const next = createLimiter({ ...shared, policies: policy(to) });
+    expect((await next.consume('k')).allowed).toBe(false);
+    expect((await old.consume('k')).allowed).toBe(false);
+  });
+
+  it('a changed window or limit keeps what was spent; a slot the new version lacks is kept for the old one', async () => {
+    const clock = manualClock(START_MS);
+    const shared = { store: store(), prefix: freshPrefix(), clock };
+    const old = createLimiter({
+      ...shared,
+      policies: [
+        { name: 'minute', limit: 5, window: '1m' },
+        { name: 'day', limit: 8, window: '1d', algorithm: 'fixed-window' },
+      ],
+    });
+    for (let i = 0; i < 4; i++) await old.consume('k');
+    const next = createLimiter({ ...shared, policies: [{ name: 'minute', limit: 10, window: '1h' }] });
+    expect((await next.consume('k')).policies[0]?.remaining).toBe(5);
+    // Back on the old version: its minute is spent (5 of 5 by now), and its daily count
+    // survived the new version's write (4 of 8 left, not a fresh 8).
+    const back = await old.consume('k');
+    expect(back.allowed).toBe(false);
+    expect(back.policies.map((p) => p.remaining)).toEqual([0, 4]);
+  });
+
   it('keys differing only in lone surrogates no longer share one counter', async () => {
     const limiter = createLimiter({
       limit: 1,

@@ -132,8 +132,8 @@ export function expectFailPolicy(outcomes: Outcome[], onStoreError: OnStoreError
 /** What Redis holds for the hot key: the fixed-window count and the log's total. */
 export async function heldInRedis(admin: Redis, prefix: string): Promise<{ counter: number; log: number }> {
   const clientKey = `${prefix}{fault|${KEY}}`;
-  const counter = (await storedState(admin, clientKey, 'counter.fw3600000'))?.[1] ?? 0;
-  const entries = (await admin.lrange(`${clientKey}:log.sl3600000`, 0, -1)).map(Number);
+  const counter = (await storedState(admin, clientKey, 'counter'))?.[1] ?? 0;
+  const entries = (await admin.lrange(`${clientKey}:log`, 0, -1)).map(Number);
   const log = entries.filter((_, i) => i % 2 === 1).reduce((a, b) => a + b, 0);
   return { counter, log };
 }

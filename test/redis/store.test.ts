@@ -43,17 +43,24 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     await limiter.consume('user:1');
     await limiter.consume('user:1', { cost: 2 });
     const clientKey = `${prefix}{layout|user:1}`;
-    expect((await keysOf('{layout|*')).sort()).toEqual([clientKey, `${clientKey}:log.sl60000`]);
-    // Three requests of 12 s each put the TAT 36 s ahead.
-    expect(await client.get(clientKey)).toBe(
-      ` count.fw60000=${Math.floor(NOW / 60_000)},3 cell.gc60000=${NOW + 36_000},0`,
-    );
-    expect(await client.lrange(`${clientKey}:log.sl60000`, 0, -1)).toEqual([String(NOW), '3']);
+    expect((await keysOf('{layout|*')).sort()).toEqual([clientKey, `${clientKey}:log`]);
+    const windowEnd = (Math.floor(NOW / 60_000) + 1) * 60_000;
+    // Per slot: its version, its state, then the units spent and when it fully resets. Three
+    // requests of 12 s each put the TAT 36 s ahead; the log's list has a key of its own.
+    const records = ((await client.get(clientKey)) ?? '').trim().split(' ').sort();
+    expect(records).toEqual([
+      `cell@gc.5.60000.5.0.0=${NOW + 36_000},0;3,${NOW + 36_000}`,
+      `count@fw.5.60000.5.0.0=${Math.floor(NOW / 60_000)},3;3,${windowEnd}`,
+      `log@sl.5.60000.5.0.0=0,0;3,${NOW + 60_000}`,
+    ]);
+    expect(await client.lrange(`${clientKey}:log`, 0, -1)).toEqual([String(NOW), '3']);
   });
 
-  it('reads the state of the policies it has by their ids, so a changed policy set starts those afresh', async () => {
+  it('reads states by slot, starts a new slot afresh, and keeps the slots of another version', async () => {
     const clientKey = `${prefix}{changed|k}`;
-    await client.set(clientKey, ` gone.gc1000=${NOW + 500},0 kept.fw60000=${Math.floor(NOW / 60_000)},4`, 'PX', 60_000);
+    const index = Math.floor(NOW / 60_000);
+    const gone = `gone@gc.5.1000.5.0.0=${NOW + 500},0;1,${NOW + 500}`;
+    await client.set(clientKey, ` ${gone} kept@fw.5.60000.5.0.0=${index},4;4,${(index + 1) * 60_000}`, 'PX', 60_000);
     const limiter = createLimiter({
       policies: [
         { name: 'kept', limit: 5, window: '1m', algorithm: 'fixed-window' },
@@ -68,9 +75,11 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       ['kept', 0],
       ['new', 4],
     ]);
-    expect(await client.get(clientKey)).toBe(
-      ` kept.fw60000=${Math.floor(NOW / 60_000)},5 new.fw60000=${Math.floor(NOW / 60_000)},1`,
-    );
+    expect(((await client.get(clientKey)) ?? '').trim().split(' ').sort()).toEqual([
+      gone,
+      `kept@fw.5.60000.5.0.0=${index},5;5,${(index + 1) * 60_000}`,
+      `new@fw.5.60000.5.0.0=${index},1;1,${(index + 1) * 60_000}`,
+    ]);
   });
 
   it('keeps hostile client keys inside their hash tag, apart from each other and from other namespaces', async () => {
@@ -193,8 +202,9 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       expect(at, key).toBeGreaterThanOrEqual(reply.now + resetAfterMs - 1);
       expect(at, key).toBeLessThanOrEqual(reply.now + resetAfterMs + 5);
     };
-    await expectExpiry(`${prefix}{ttl|k}`, Math.max(resets[0] as number, resets[1] as number, resets[3] as number));
-    await expectExpiry(`${prefix}{ttl|k}:${policies[2]?.id}`, resets[2] as number);
+    // The client's string also records when the log fully resets, for another version to read.
+    await expectExpiry(`${prefix}{ttl|k}`, Math.max(...(resets as number[])));
+    await expectExpiry(`${prefix}{ttl|k}:${policies[2]?.slot}`, resets[2] as number);
   });
 
   it('keeps keys at least a minute on an injected clock, which Redis cannot relate to its own', async () => {

@@ -1,5 +1,5 @@
 export type { Algorithm, Evaluation, State } from './algorithms/index.js';
-export { algorithmNames, algorithms, decide, refundStates } from './algorithms/index.js';
+export { algorithmNames, algorithms, convertState, decide, refundStates } from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export type { SluiceErrorCode } from './errors.js';

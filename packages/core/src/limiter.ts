@@ -25,7 +25,7 @@ import type {
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
-const claimedNamespaces = new WeakMap<object, Map<string, string>>();
+const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
 const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
@@ -201,13 +201,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
  * claimed per backing (a Redis store's client and prefix), so two store objects over one
  * client are one space. A derived namespace already taken is an error naming `prefix`: a
  * suffix in creation order would tie counts to the order limiters happen to be made in. An
- * explicit `prefix` is taken as given, so limiters share counts on purpose, but only with the
- * same policies: a store keeps one state per policy.
+ * explicit `prefix` is taken as given, whatever the policies: limiters share counts on
+ * purpose, and a new version of a limiter (a rules reload) keeps every client's count, since
+ * stores keep state per policy slot (SPEC §4). It may not take a derived namespace.
  */
 function claimNamespace(store: RateLimitStore, prefix: string | undefined, policies: readonly Policy[]): string {
   const ids = policies.map((p) => p.id).join('|');
   const backing = store.backing ?? store;
-  const claimed = claimedNamespaces.get(backing) ?? new Map<string, string>();
+  const claimed = claimedNamespaces.get(backing) ?? new Map<string, 'derived' | 'prefix'>();
   claimedNamespaces.set(backing, claimed);
   const namespace = prefix ?? `rl-${createHash('sha256').update(ids).digest('base64url').slice(0, 8)}`;
   const owner = claimed.get(namespace);
@@ -217,15 +218,10 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
       `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined ? '' : "'s connection"}; give each limiter its own \`prefix\` to count apart, or the same \`prefix\` to share one count.`,
     );
   }
-  if (owner !== undefined && owner !== ids) {
-    invalid(
-      'ERR_SLUICE_INVALID_PREFIX',
-      'prefix',
-      prefix,
-      'unique to limiters with the same policies on one store; another limiter uses it with different ones',
-    );
+  if (prefix !== undefined && owner === 'derived') {
+    invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', prefix, 'other than a namespace a limiter without a prefix derived');
   }
-  claimed.set(namespace, ids);
+  claimed.set(namespace, prefix === undefined ? 'derived' : 'prefix');
   return namespace;
 }
 

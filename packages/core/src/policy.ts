@@ -75,7 +75,9 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
   // The id changes whenever the stored state's meaning would, so old state is never misread.
   const unit = refillIntervalMs > 0 ? `i${refillIntervalMs}` : `${windowMs}`;
   const id = `${name}.${codes[algorithm]}${unit}`;
-  return { name, id, algorithm, limit, windowMs, capacity, maxDelayMs, refillAmount, refillIntervalMs };
+  const slot = options.name === undefined ? '_0' : name;
+  const version = [codes[algorithm], limit, windowMs, capacity, refillAmount, refillIntervalMs].join('.');
+  return { name, id, slot, version, algorithm, limit, windowMs, capacity, maxDelayMs, refillAmount, refillIntervalMs };
 }
 
 /**
@@ -110,7 +112,11 @@ export function toPolicies(list: unknown): Policy[] {
   if (!Array.isArray(list) || list.length === 0) {
     invalid('ERR_SLUICE_INVALID_POLICIES', 'policies', list, 'a non-empty array of policies');
   }
-  const policies = list.map((options: PolicyOptions, i) => toPolicy(options, `policies[${i}]`));
+  // An unnamed policy keeps its state under its position, which a new limit leaves alone.
+  const policies = list.map((options: PolicyOptions, i) => {
+    const policy = toPolicy(options, `policies[${i}]`);
+    return options.name === undefined ? { ...policy, slot: `_${i}` } : policy;
+  });
   const seen = new Set<string>();
   for (const policy of policies) {
     if (seen.has(policy.name)) {

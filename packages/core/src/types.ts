@@ -37,6 +37,17 @@ export interface Policy {
   readonly name: string;
   /** Stable id of this policy inside its limiter's namespace; safe in any store key. */
   readonly id: string;
+  /**
+   * Where the policy's state is kept under its namespace: its `name` when one was given,
+   * else `_` and its position. A changed limit, window or algorithm keeps the slot, so a new
+   * version of the policy reads the old one's state instead of starting afresh.
+   */
+  readonly slot: string;
+  /**
+   * What a stored state means: the algorithm and every figure its state depends on. A store
+   * that finds a state of another version converts it (see `seedState`), never trusts it.
+   */
+  readonly version: string;
   readonly algorithm: AlgorithmName;
   readonly limit: number;
   readonly windowMs: number;

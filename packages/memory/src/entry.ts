@@ -3,18 +3,18 @@ import type { AlgorithmName, Policy, State } from '@sluice/core';
 /**
  * One LRU entry holds every limiter's state for one client key, as a flat array of numbers:
  * V8 keeps it as a single array of unboxed doubles, which is what makes a tracked key cost
- * about 110 bytes and lets a decision update it in place without allocating.
+ * about 120 bytes and lets a decision update it in place without allocating.
  *
  * Layout: segments back to back, one per limiter namespace:
- *   [header, …state of policy 0, …state of policy 1, …]
- * header = namespace id + HEADER_LENGTH_UNIT × (number of values after the header).
- * Every algorithm's state has a fixed size except the sliding log, stored as
- * [entryCount, t1, cost1, …].
+ *   [layout id, length, …state of policy 0, …state of policy 1, …]
+ * `length` counts the values after it; the layout (see `Layout`) names the namespace and the
+ * policies in order. Every algorithm's state has a fixed size except the sliding log, stored
+ * as [entryCount, t1, cost1, …].
  */
 export type Entry = number[];
 
-const HEADER_LENGTH_UNIT = 2 ** 20;
-export const MAX_NAMESPACES = HEADER_LENGTH_UNIT;
+/** Values before a segment's states. */
+export const HEAD = 2;
 
 const fixedSize: Record<Exclude<AlgorithmName, 'sliding-window-log'>, number> = {
   'token-bucket': 2,
@@ -27,24 +27,28 @@ const fixedSize: Record<Exclude<AlgorithmName, 'sliding-window-log'>, number> = 
 const sizeAt = (entry: Entry, at: number, algorithm: AlgorithmName): number =>
   algorithm === 'sliding-window-log' ? 1 + 2 * (entry[at] as number) : fixedSize[algorithm];
 
-/** The number of values after the header at `at`. */
-const lengthAt = (entry: Entry, at: number): number => Math.floor((entry[at] as number) / HEADER_LENGTH_UNIT);
+/** The number of values after the segment's head at `at`. */
+const lengthAt = (entry: Entry, at: number): number => entry[at + 1] as number;
 
-/** Offset of the namespace's header, or -1. */
-export function findSegment(entry: Entry, namespaceId: number): number {
-  for (let at = 0; at < entry.length; ) {
-    const length = lengthAt(entry, at);
-    // `header % HEADER_LENGTH_UNIT` without `%`, which V8 runs as a slow library call on doubles.
-    if ((entry[at] as number) - length * HEADER_LENGTH_UNIT === namespaceId) return at;
-    at += 1 + length;
+/** Offset of the segment of this layout, or -1. */
+export function findSegment(entry: Entry, layoutId: number): number {
+  for (let at = 0; at < entry.length; at += HEAD + lengthAt(entry, at)) {
+    if (entry[at] === layoutId) return at;
   }
   return -1;
 }
 
-/** The policies' states from the segment whose header is at `at`. */
+/** Every segment's offset and layout id, first to last. */
+export function segmentsOf(entry: Entry): [at: number, layoutId: number][] {
+  const found: [number, number][] = [];
+  for (let at = 0; at < entry.length; at += HEAD + lengthAt(entry, at)) found.push([at, entry[at] as number]);
+  return found;
+}
+
+/** The policies' states from the segment at `at`. */
 export function readStates(entry: Entry, at: number, policies: readonly Policy[]): State[] {
   const states: State[] = [];
-  let offset = at + 1;
+  let offset = at + HEAD;
   for (const policy of policies) {
     states.push(readState(entry, offset, policy.algorithm));
     offset += sizeAt(entry, offset, policy.algorithm);
@@ -52,7 +56,7 @@ export function readStates(entry: Entry, at: number, policies: readonly Policy[]
   return states;
 }
 
-/** The state stored at `offset`: the first policy's state is at `at + 1`. */
+/** The state stored at `offset`: the first policy's state is at `at + 2`. */
 export function readState(entry: Entry, offset: number, algorithm: AlgorithmName): State {
   const end = offset + sizeAt(entry, offset, algorithm);
   return algorithm === 'sliding-window-log' ? entry.slice(offset + 1, end) : entry.slice(offset, end);
@@ -62,7 +66,7 @@ export function readState(entry: Entry, offset: number, algorithm: AlgorithmName
 export function writeSegment(
   entry: Entry | undefined,
   at: number,
-  namespaceId: number,
+  layoutId: number,
   states: readonly State[],
   policies: readonly Policy[],
 ): Entry {
@@ -70,16 +74,17 @@ export function writeSegment(
   for (let i = 0; i < policies.length; i++)
     length += storedLength((policies[i] as Policy).algorithm, states[i] as State);
   if (entry !== undefined && at >= 0 && lengthAt(entry, at) === length) {
-    put(entry, at + 1, states, policies);
+    put(entry, at + HEAD, states, policies);
     return entry;
   }
   // Sized up front: an array grown one index at a time reserves many spare slots per key.
-  const segment: Entry = new Array<number>(1 + length);
-  segment[0] = namespaceId + HEADER_LENGTH_UNIT * length;
-  put(segment, 1, states, policies);
+  const segment: Entry = new Array<number>(HEAD + length);
+  segment[0] = layoutId;
+  segment[1] = length;
+  put(segment, HEAD, states, policies);
   if (entry === undefined) return segment;
   if (at < 0) entry.push(...segment);
-  else entry.splice(at, 1 + lengthAt(entry, at), ...segment);
+  else entry.splice(at, HEAD + lengthAt(entry, at), ...segment);
   return entry;
 }
 
@@ -89,7 +94,7 @@ export function writeSegment(
  */
 export function overwriteState(entry: Entry | undefined, at: number, state: State, algorithm: AlgorithmName): boolean {
   if (entry === undefined || at < 0 || lengthAt(entry, at) !== storedLength(algorithm, state)) return false;
-  putState(entry, at + 1, state, algorithm);
+  putState(entry, at + HEAD, state, algorithm);
   return true;
 }
 
@@ -111,6 +116,6 @@ function putState(entry: Entry, offset: number, state: State, algorithm: Algorit
 
 /** Removes the segment; returns false when the entry is left empty. */
 export function removeSegment(entry: Entry, at: number): boolean {
-  entry.splice(at, 1 + lengthAt(entry, at));
+  entry.splice(at, HEAD + lengthAt(entry, at));
   return entry.length > 0;
 }

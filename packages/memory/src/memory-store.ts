@@ -15,13 +15,16 @@ import { LRUCache } from 'lru-cache';
 import {
   type Entry,
   findSegment,
-  MAX_NAMESPACES,
+  HEAD,
   overwriteState,
   readState,
   readStates,
   removeSegment,
+  segmentsOf,
   writeSegment,
 } from './entry.js';
+import { createLayouts, type Layout } from './layouts.js';
+import { type TakenOver, takeOver } from './take-over.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
 
@@ -56,7 +59,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     if (key !== 'maxKeys')
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown memory store option \`${key}\`.`);
   }
-  const maxKeys = options.maxKeys ?? DEFAULT_MAX_KEYS;
+  const maxKeys = options.maxKeys === undefined ? DEFAULT_MAX_KEYS : options.maxKeys;
   if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 30) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_MAX_KEYS',
@@ -73,23 +76,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     getOptions.status = undefined;
     return entry;
   };
-  const namespaceIds = new Map<string, number>();
-
-  let lastNamespace = '';
-  let lastId = -1;
-  const idOf = (namespace: string): number => {
-    if (namespace === lastNamespace) return lastId;
-    let id = namespaceIds.get(namespace);
-    if (id === undefined) {
-      if (namespaceIds.size >= MAX_NAMESPACES)
-        throw new SluiceError('ERR_SLUICE_INVALID_PREFIX', '[sluice] Too many limiters share one memory store.');
-      id = namespaceIds.size;
-      namespaceIds.set(namespace, id);
-    }
-    lastNamespace = namespace;
-    lastId = id;
-    return id;
-  };
+  const layouts = createLayouts();
 
   /** Writes the client's segment, keeping the entry in the cache if it had to be replaced. */
   const write = (
@@ -102,6 +89,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   ) => {
     const kept = writeSegment(entry, at, id, states, policies);
     if (kept !== entry) cache.set(key, kept);
+  };
+
+  /** Replaces what other versions left with this layout's states, and the slots it lacks. */
+  const replace = (key: string, entry: Entry, layout: Layout, taken: TakenOver, states: readonly State[]) => {
+    for (const at of taken.offsets) removeSegment(entry, at);
+    write(key, entry, -1, layout.id, states, layout.policies);
+    if (taken.extras.length > 0) {
+      write(key, entry, -1, layouts.of(layout.namespace, taken.extras).id, taken.extraStates, taken.extras);
+    }
+  };
+
+  /** A decision on states another version of the limiter left; written only when charged. */
+  const decideTakenOver = (request: StoreRequest, entry: Entry, layout: Layout, taken: TakenOver, now: number) => {
+    const reply = decide(taken.states, request.policies, request.capacities, request.cost, now);
+    if (reply.next !== undefined) replace(request.key, entry, layout, taken, reply.next);
+    return reply;
   };
 
   /** Stores the segment, or drops it when every state has gone back to fresh. */
@@ -128,10 +131,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const decideOne = (request: StoreRequest, now: number): Evaluation => {
     const { key, policies, cost } = request;
     const policy = policies[0] as Policy;
-    const id = idOf(request.namespace);
+    const layout = layouts.of(request.namespace, policies);
+    const { id } = layout;
     const entry = lookUp(key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
-    const state = at < 0 ? undefined : readState(entry as Entry, at + 1, policy.algorithm);
+    if (at < 0 && entry !== undefined) {
+      const taken = takeOver(entry, layout, layouts, now);
+      if (taken !== undefined) return decideTakenOver(request, entry, layout, taken, now).outcomes[0] as Evaluation;
+    }
+    const state = at < 0 ? undefined : readState(entry as Entry, at + HEAD, policy.algorithm);
     const evaluation = algorithms[policy.algorithm].evaluate(state, policy, request.capacities[0] as number, cost, now);
     if (evaluation.allowed && cost > 0) {
       if (!overwriteState(entry, at, evaluation.next, policy.algorithm))
@@ -143,14 +151,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   };
 
   const consumeSync = (request: StoreRequest): StoreReply => {
-    const now = request.now ?? Date.now();
+    const now = nowOf(request);
     if (request.policies.length === 1) {
       const evaluation = decideOne(request, now);
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
     }
-    const id = idOf(request.namespace);
+    const layout = layouts.of(request.namespace, request.policies);
+    const { id } = layout;
     const entry = lookUp(request.key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
+    if (at < 0 && entry !== undefined) {
+      const taken = takeOver(entry, layout, layouts, now);
+      if (taken !== undefined) {
+        const { allowed, outcomes } = decideTakenOver(request, entry, layout, taken, now);
+        return { allowed, now, outcomes };
+      }
+    }
     const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
     const reply = decide(states, request.policies, request.capacities, request.cost, now);
     if (reply.next !== undefined) {
@@ -168,36 +184,51 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return cache.size;
     },
     consumeSync,
-    consumeOneSync: (request) => decideOne(request, request.now ?? Date.now()),
+    consumeOneSync: (request) => decideOne(request, nowOf(request)),
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
-      const now = request.now ?? Date.now();
-      const id = idOf(request.namespace);
+      const now = nowOf(request);
+      const layout = layouts.of(request.namespace, request.policies);
+      const { id } = layout;
+      const { policies, capacities } = request;
       const entry = lookUp(request.key);
       const at = entry === undefined ? -1 : findSegment(entry, id);
-      if (at >= 0) {
-        const { policies, capacities } = request;
-        const refunded = refundStates(
-          readStates(entry as Entry, at, policies),
-          policies,
-          capacities,
-          request.cost,
-          now,
-        );
-        const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
-        keep(request.key, entry, at, id, states, request, decide(states, policies, capacities, 0, now).outcomes);
-      }
+      const taken = at < 0 && entry !== undefined ? takeOver(entry, layout, layouts, now) : undefined;
+      if (at < 0 && taken === undefined) return Promise.resolve();
+      const current = taken === undefined ? readStates(entry as Entry, at, policies) : taken.states;
+      const refunded = refundStates(current, policies, capacities, request.cost, now);
+      const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
+      if (taken !== undefined) replace(request.key, entry as Entry, layout, taken, states);
+      else keep(request.key, entry, at, id, states, request, decide(states, policies, capacities, 0, now).outcomes);
       return Promise.resolve();
     },
 
     reset(namespace, key) {
       const entry = cache.peek(key);
-      const at = entry === undefined ? -1 : findSegment(entry, idOf(namespace));
-      if (at >= 0 && !removeSegment(entry as Entry, at)) cache.delete(key);
+      if (entry === undefined) return Promise.resolve();
+      // Every version's states under the namespace, and any a forgotten layout left.
+      for (const [at, id] of segmentsOf(entry).reverse()) {
+        const layout = layouts.byId(id);
+        if (layout === undefined || layout.namespace === namespace) removeSegment(entry, at);
+      }
+      if (entry.length === 0) cache.delete(key);
       return Promise.resolve();
     },
   };
+}
+
+/** The request's time; one that is not whole epoch ms is refused, as the Redis store does. */
+function nowOf(request: StoreRequest): number {
+  const { now } = request;
+  if (now === undefined) return Date.now();
+  if (!Number.isSafeInteger(now) || now < 0) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLOCK',
+      `[sluice] Memory store: the clock must return whole epoch milliseconds; received ${String(now)}.`,
+    );
+  }
+  return now;
 }
 
 const fresh = (policy: Policy, capacity: number, now: number): State =>

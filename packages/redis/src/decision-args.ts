@@ -65,13 +65,14 @@ export function policySet(policies: readonly Policy[]): string {
 
 function describe(policy: Policy): string {
   const numbers = [policy.limit, policy.windowMs, policy.maxDelayMs, policy.refillAmount, policy.refillIntervalMs];
-  if (!numbers.every(wholeNumber) || !/^[A-Za-z0-9._-]+$/.test(policy.id)) {
+  if (!numbers.every(wholeNumber) || !safeText.test(policy.slot) || !safeText.test(policy.version)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_POLICIES',
-      `[sluice] Redis store: policy ${JSON.stringify(policy.id)} is not one core built; make policies with createLimiter or toPolicy.`,
+      `[sluice] Redis store: policy ${JSON.stringify(policy.name)} is not one core built; make policies with createLimiter or toPolicy.`,
     );
   }
-  return `${policy.id} ${policy.algorithm} ${numbers.join(' ')};`;
+  return `${policy.slot} ${policy.version} ${policy.algorithm} ${numbers.join(' ')};`;
 }
 
+const safeText = /^[A-Za-z0-9._-]+$/;
 const wholeNumber = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;

@@ -5,11 +5,11 @@ const keyPattern = /^[^{}]*$/;
 
 /**
  * The keys of one decision: the client's state key `<prefix>{<namespace>|<key>}`, which holds
- * every policy's state in one string, then `<prefix>{<namespace>|<key>}:<policy id>` for each
+ * every policy's state in one string, then `<prefix>{<namespace>|<key>}:<policy slot>` for each
  * sliding-window-log policy, whose list is as long as its limit. All share one hash tag, so one
  * slot. Core makes every part safe: a namespace is letters, digits and `._:-`; a client key is
  * kept only when it is at most 128 of `A-Za-z0-9._:/@+=-`, and is otherwise `#` and its SHA-256
- * in base64url; a policy id is its name (`A-Za-z0-9._-`) and an algorithm code. So no part
+ * in base64url; a policy slot is its name (`A-Za-z0-9._-`) or `_` and its position. So no part
  * holds a brace, the namespace ends at the first `|`, the tag ends at the first `}`, and two
  * different (namespace, key) never share a Redis key. This checks the braces and the `|`
  * anyway, since stores can be called directly.
@@ -24,7 +24,7 @@ export function decisionKeys(prefix: string, namespace: string, key: string, pol
   const clientKey = `${prefix}{${namespace}|${key}}`;
   const keys = [clientKey];
   for (const policy of policies) {
-    if (policy.algorithm === 'sliding-window-log') keys.push(`${clientKey}:${policy.id}`);
+    if (policy.algorithm === 'sliding-window-log') keys.push(`${clientKey}:${policy.slot}`);
   }
   return keys;
 }

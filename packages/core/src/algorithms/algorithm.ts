@@ -22,6 +22,11 @@ export interface Algorithm {
   evaluate(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation;
   /** The state after giving `cost` units back, never beyond a fresh state. */
   refund(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): State | undefined;
+  /**
+   * A state with `used` units spent at `now` and nothing else known: how a policy takes over
+   * from another version of itself (another limit, window or algorithm) without a fresh quota.
+   */
+  seed(used: number, policy: Policy, now: number): State;
 }
 
 /** Exact for non-negative integers below 2^53, which validation guarantees. */

@@ -33,6 +33,8 @@ export const fixedWindow: Algorithm = {
     };
   },
 
+  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used],
+
   refund(state, policy, _capacity, cost, now) {
     const index = Math.floor(now / policy.windowMs);
     if (state === undefined || state[0] !== index) return state;

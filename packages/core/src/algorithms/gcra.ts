@@ -34,6 +34,11 @@ export const gcra: Algorithm = {
     };
   },
 
+  seed(used, { windowMs, limit }, now) {
+    const ahead = used * windowMs;
+    return [now + floorDiv(ahead, limit), ahead % limit];
+  },
+
   refund(state, policy, _capacity, cost, now) {
     const { windowMs, limit } = policy;
     const ahead = Math.max(0, aheadOfNow(state, limit, now) - cost * windowMs);

@@ -9,6 +9,9 @@ import { tokenBucket } from './token-bucket.js';
 
 export type { Algorithm, Evaluation, State } from './algorithm.js';
 
+/** Soft and elastic throttling raise a capacity at most this many times (1000 % overage). */
+const MAX_CAPACITY_FACTOR = 11;
+
 export const algorithms: Readonly<Record<AlgorithmName, Algorithm>> = {
   'token-bucket': tokenBucket,
   'leaky-bucket': leakyBucket,
@@ -62,6 +65,21 @@ export function decide(
     }
   }
   return { allowed, now, outcomes, next: allowed && cost > 0 ? next : undefined };
+}
+
+/**
+ * Another version's state, read by `policy` (SPEC §4: state is kept per policy name). The
+ * units it has spent as of `now` carry over; a state that has fully reset is fresh. Nothing
+ * else is trusted, so a changed limit, window or algorithm never grants a fresh quota, and
+ * two versions taking turns admit no more than the larger limit.
+ */
+export function convertState(state: State | undefined, from: Policy, policy: Policy, now: number): State | undefined {
+  // Evaluated at the largest capacity throttling can give, so that units spent beyond the
+  // base capacity (soft or elastic overage, a queue) are counted, not cut off at zero left.
+  const ceiling = from.capacity * MAX_CAPACITY_FACTOR;
+  const as = algorithms[from.algorithm].evaluate(state, from, ceiling, 0, now);
+  if (as.resetAfterMs === 0) return undefined;
+  return algorithms[policy.algorithm].seed(Math.max(1, ceiling - as.remaining), policy, now);
 }
 
 /** The states after a refund; `undefined` entries stay fresh. */

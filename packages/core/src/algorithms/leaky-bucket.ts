@@ -32,6 +32,8 @@ export const leakyBucket: Algorithm = {
     };
   },
 
+  seed: (used, policy, now) => [used * policy.windowMs, now],
+
   refund(state, policy, _capacity, cost, now) {
     const level = levelAt(state, policy.limit, now);
     return [Math.max(0, level - cost * policy.windowMs), now];

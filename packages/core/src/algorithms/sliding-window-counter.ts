@@ -37,6 +37,8 @@ export const slidingWindowCounter: Algorithm = {
     };
   },
 
+  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
+
   refund(state, policy, _capacity, cost, now) {
     const index = Math.floor(now / policy.windowMs);
     if (state === undefined || state[0] !== index) return state;

@@ -36,6 +36,8 @@ export const slidingWindowLog: Algorithm = {
     };
   },
 
+  seed: (used, _policy, now) => (used > 0 ? [now, used] : []),
+
   refund(state, policy, _capacity, cost, now) {
     const next = prune(state, now - policy.windowMs).slice();
     let left = cost;

@@ -20,6 +20,8 @@ export const tokenBucket: Algorithm = {
       : evaluateContinuous(state, policy.limit, policy.windowMs, capacity, cost, now);
   },
 
+  seed: (used, policy, now) => (policy.refillIntervalMs > 0 ? [used, now] : [used * policy.windowMs, now]),
+
   refund(state, policy, _capacity, cost, now) {
     if (policy.refillIntervalMs > 0) {
       const [missing, refilledAt] = steppedMissingAt(state, policy.refillAmount, policy.refillIntervalMs, now);

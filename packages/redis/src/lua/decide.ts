@@ -23,13 +23,13 @@ local function policies_of(text)
   local set = policy_sets[text]
   if set ~= nil then return set end
   set = { logs = 0 }
-  for id, name, limit, window, max_delay, amount, interval in
-      string.gmatch(text, '(%S+) (%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
+  for slot, version, name, limit, window, max_delay, amount, interval in
+      string.gmatch(text, '(%S+) (%S+) (%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
     local algorithm = ALGORITHMS[name]
     if algorithm == nil then error('sluice: no algorithm ' .. name .. ' in this script') end
     if algorithm.own_key then set.logs = set.logs + 1 end
     set[#set + 1] = {
-      id = id, algorithm = algorithm, limit = tonumber(limit), window = tonumber(window),
+      slot = slot, version = version, algorithm = algorithm, limit = tonumber(limit), window = tonumber(window),
       max_delay = tonumber(max_delay), refill_amount = tonumber(amount), refill_interval = tonumber(interval),
     }
   end
@@ -68,19 +68,23 @@ local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
 local texts = redis.call('MGET', unpack(client_keys))
 
--- Decoded on first use: states[key][policy id] = { n, n[, n] }.
-local states, write_sets, write_ttls = {}, {}, {}
+-- Decoded on first use: states[key][slot] = { version, state = { n, n[, n] }, used, reset_at }.
+local states, write_sets, write_ttls, write_nows = {}, {}, {}, {}
 -- Decodes a client's string, on a miss in states.
 local function decode_states(key, text)
-  local by_id = {}
+  local by_slot = {}
   if text then
-    -- One match per state (two or three numbers), read where the last one ended. A state
-    -- this script cannot read is skipped, so the ones after it still count.
+    -- One match per state, read where the last one ended. A state this script cannot read
+    -- is skipped, so the ones after it still count.
     local at = 1
     while true do
-      local _, stop, id, a, b, c = find(text, '^ ([^=]+)=(%d+),(%d+),?(%d*)', at)
+      local _, stop, slot, version, a, b, c, used, reset_at =
+        find(text, '^ ([^@ ]+)@([^= ]+)=(%d+),(%d+),?(%d*);(%d+),(%d+)', at)
       if stop ~= nil then
-        by_id[id] = c == '' and { tonumber(a), tonumber(b) } or { tonumber(a), tonumber(b), tonumber(c) }
+        by_slot[slot] = {
+          version = version, used = tonumber(used), reset_at = tonumber(reset_at),
+          state = c == '' and { tonumber(a), tonumber(b) } or { tonumber(a), tonumber(b), tonumber(c) },
+        }
       else
         stop = find(text, ' ', at + 1, true)
         if stop == nil then break end
@@ -89,8 +93,21 @@ local function decode_states(key, text)
       at = stop + 1
     end
   end
-  states[key] = by_id
-  return by_id
+  states[key] = by_slot
+  return by_slot
+end
+
+-- The policy's state as this version reads it (SPEC 4: state is kept per policy name). Its
+-- own version's state as it is; another version's (another limit, window or algorithm) as
+-- the units it had spent when written, until it would have fully reset. A log's list is
+-- read only when its version wrote it. Second value: whether a log's list must be replaced.
+local function current_state(p, record, log_key, now)
+  if record ~= nil and record.version == p.version then
+    if log_key ~= nil then return p.algorithm.load(log_key), false end
+    return record.state, false
+  end
+  if record ~= nil and now < record.reset_at then return p.algorithm.seed(record.used, p, now), true end
+  return nil, true
 end
 
 local function ttl_of(reset, min_ttl)
@@ -98,21 +115,25 @@ local function ttl_of(reset, min_ttl)
   return max(reset, min_ttl)
 end
 
--- Puts a policy's next state in place and returns the TTL its reset asks for (0 for a log,
--- whose key expires on its own).
-local function store(p, by_id, log_key, stored, next, reset, min_ttl)
+-- Puts a policy's next state in place, with the units it has spent and when it fully
+-- resets, which another version of it reads; returns the TTL its reset asks for.
+local function store(p, by_slot, log_key, stored, next, outcome, capacity, now, min_ttl)
+  local reset = outcome.reset
   local ttl = ttl_of(reset, min_ttl)
-  if log_key ~= nil then
-    if ttl <= 0 then
-      redis.call('DEL', log_key)
-    else
-      p.algorithm.save(log_key, stored, next)
-      redis.call('PEXPIRE', log_key, format('%d', ttl))
-    end
+  if ttl <= 0 then
+    if log_key ~= nil then redis.call('DEL', log_key) end
+    by_slot[p.slot] = nil
     return 0
   end
-  if ttl <= 0 then next = nil end
-  by_id[p.id] = next
+  local record = { version = p.version, used = max(1, capacity - outcome.remaining), reset_at = now + reset }
+  if log_key ~= nil then
+    p.algorithm.save(log_key, stored, next)
+    redis.call('PEXPIRE', log_key, format('%d', ttl))
+    record.state = { 0, 0 }
+  else
+    record.state = next
+  end
+  by_slot[p.slot] = record
   return ttl
 end
 
@@ -123,24 +144,24 @@ for d = 1, decisions do
     run.now, run.min_ttl, run.refunding, run.cost, run.set, run.capacities
   local client_key = client_keys[d]
   -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
-  local by_id = states[client_key] or decode_states(client_key, texts[d])
+  local by_slot = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
   -- Scratch tables per policy set, reused by every decision of the batch that has that set.
-  local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
+  local current, log_keys, outcomes, replaced = set.current, set.log_keys, set.outcomes, set.replaced
   if current == nil then
-    current, log_keys, outcomes = {}, {}, {}
-    set.current, set.log_keys, set.outcomes = current, log_keys, outcomes
+    current, log_keys, outcomes, replaced = {}, {}, {}, {}
+    set.current, set.log_keys, set.outcomes, set.replaced = current, log_keys, outcomes, replaced
   end
   local log_at = client_key_at[d]
   for i = 1, count do
     local p = set[i]
+    local log_key = nil
     if p.algorithm.own_key then
       log_at = log_at + 1
-      log_keys[i] = KEYS[log_at]
-      current[i] = p.algorithm.load(log_keys[i])
-    else
-      current[i] = by_id[p.id]
+      log_key = KEYS[log_at]
     end
+    log_keys[i] = log_key
+    current[i], replaced[i] = current_state(p, by_slot[p.slot], log_key, now)
   end
 
   local allowed, ttl, changed = true, 0, false
@@ -151,7 +172,9 @@ for d = 1, decisions do
       if current[i] ~= nil then
         local next = algorithm.refund(current[i], p, capacities[i], cost, now)
         outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
-        ttl = max(ttl, store(p, by_id, log_keys[i], current[i], next, outcomes[i].reset, min_ttl))
+        local stored = current[i]
+        if replaced[i] then stored = nil end
+        ttl = max(ttl, store(p, by_slot, log_keys[i], stored, next, outcomes[i], capacities[i], now, min_ttl))
         changed = true
       else
         outcomes[i] = algorithm.evaluate(nil, p, capacities[i], 0, now)
@@ -163,8 +186,9 @@ for d = 1, decisions do
   end
   if allowed and cost > 0 and not refunding then
     for i = 1, count do
-      local o = outcomes[i]
-      ttl = max(ttl, store(set[i], by_id, log_keys[i], current[i], o.next, o.reset, min_ttl))
+      local stored = current[i]
+      if replaced[i] then stored = nil end
+      ttl = max(ttl, store(set[i], by_slot, log_keys[i], stored, outcomes[i].next, outcomes[i], capacities[i], now, min_ttl))
     end
     changed = true
   elseif cost > 0 and not refunding then
@@ -180,8 +204,9 @@ for d = 1, decisions do
   end
   -- The string is written once per client, at the end, with what the last change left.
   if changed then
-    write_sets[client_key] = set
+    write_sets[client_key] = true
     write_ttls[client_key] = ttl
+    write_nows[client_key] = now
   end
 
   for i = 1, count do
@@ -199,14 +224,19 @@ for d = 1, decisions do
 end
 reply[1] = redis_now or 0
 
-local formats = { [2] = '%d,%d', [3] = '%d,%d,%d' }
-for key, set in pairs(write_sets) do
-  local by_id, text, ttl = states[key], '', write_ttls[key]
-  for i = 1, #set do
-    local p = set[i]
-    local state = by_id[p.id]
-    if state ~= nil and not p.algorithm.own_key then
-      text = text .. ' ' .. p.id .. '=' .. format(formats[#state], unpack(state))
+local formats = { [2] = ' %s@%s=%d,%d;%d,%d', [3] = ' %s@%s=%d,%d,%d;%d,%d' }
+for key in pairs(write_sets) do
+  -- Every version's states go back, each kept as long as it has not fully reset.
+  local text, ttl, now = '', write_ttls[key], write_nows[key]
+  for slot, record in pairs(states[key]) do
+    if record.reset_at > now then
+      local state = record.state
+      if #state == 2 then
+        text = text .. format(formats[2], slot, record.version, state[1], state[2], record.used, record.reset_at)
+      else
+        text = text .. format(formats[3], slot, record.version, state[1], state[2], state[3], record.used, record.reset_at)
+      end
+      ttl = max(ttl, record.reset_at - now)
     end
   end
   if text == '' or ttl <= 0 then

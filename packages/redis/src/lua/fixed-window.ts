@@ -21,6 +21,8 @@ fixed_window.evaluate = function(state, p, capacity, cost, at)
     retry = until_next_window + lag, delay = 0,
   }
 end
+-- The state of a client that has spent used units, taken over from another version of the policy.
+fixed_window.seed = function(used, p, now) return { floor(now / p.window), used } end
 fixed_window.refund = function(state, p, _, cost, now)
   local index = floor(now / p.window)
   if state[1] ~= index then return state end

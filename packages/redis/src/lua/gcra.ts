@@ -24,6 +24,10 @@ gcra.evaluate = function(state, p, capacity, cost, now)
     reset = ceil_div(ahead, limit), retry = ceil_div(late - p.max_delay * limit, limit), delay = 0,
   }
 end
+gcra.seed = function(used, p, now)
+  local ahead = used * p.window
+  return { now + floor_div(ahead, p.limit), fmod(ahead, p.limit) }
+end
 gcra.refund = function(state, p, _, cost, now)
   local ahead = max(0, gcra_ahead(state, p.limit, now) - cost * p.window)
   return { now + floor_div(ahead, p.limit), fmod(ahead, p.limit) }

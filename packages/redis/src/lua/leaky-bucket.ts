@@ -27,6 +27,7 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
     reset = ceil_div(level, limit), retry = ceil_div(overflow - p.max_delay * limit, limit), delay = 0,
   }
 end
+leaky_bucket.seed = function(used, p, now) return { used * p.window, now } end
 leaky_bucket.refund = function(state, p, _, cost, now)
   local level = leaky_level(state, p.limit, now)
   return { max(0, level - cost * p.window), now }

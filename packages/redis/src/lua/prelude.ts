@@ -14,16 +14,19 @@ export const preludeLua = `
 --   op     'consume': decide, and charge every policy only if all allow and cost > 0
 --          'refund': give cost back to every policy that has state (never beyond a fresh state)
 --   cost   units, an integer >= 0 (0 decides without charging)
---   set    the limiter's policies, each 'id algorithm limit windowMs maxDelayMs refillAmount
---          refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 = continuous)
+--   set    the limiter's policies, each 'slot version algorithm limit windowMs maxDelayMs
+--          refillAmount refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 =
+--          continuous; version names the algorithm and every figure its state depends on)
 --   caps   effective capacity per policy in units, comma-separated
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
--- The client's state key holds one string, ' <policy id>=<n>,<n>[,<n>]' per policy with state, and
--- a PEXPIRE of the longest resetAfterMs among them; a log policy's key holds its list and its own
--- PEXPIRE. A state past its reset reads as fresh, so expiry never changes a decision. With an
--- injected now the TTL is at least 60 s: Redis cannot relate that clock to its own.
+-- The client's state key holds one string, ' <slot>@<version>=<n>,<n>[,<n>];<used>,<resetAt>' per
+-- policy slot with state, whichever version of the limiter wrote it (a log's numbers are 0,0: its
+-- list has a key of its own), and a PEXPIRE of the longest reset among them. <used> is the units
+-- spent and <resetAt> when the state fully resets: what another version reads (SPEC 4). A state
+-- past its reset reads as fresh, so expiry never changes a decision. With an injected now the
+-- TTL is at least 60 s: Redis cannot relate that clock to its own.
 local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end

@@ -49,6 +49,7 @@ sliding_counter.evaluate = function(state, p, capacity, cost, at)
     retry = counter_retry(current, previous, capacity, cost, window, elapsed) + lag, delay = 0,
   }
 end
+sliding_counter.seed = function(used, p, now) return { floor(now / p.window), used, 0 } end
 sliding_counter.refund = function(state, p, _, cost, now)
   local index = floor(now / p.window)
   if state[1] ~= index then return state end

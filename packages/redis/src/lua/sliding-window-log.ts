@@ -11,8 +11,14 @@ sliding_log.load = function(key)
   return values
 end
 -- next is the stored list without its first next.drop values, then changed at the tail only, so
--- it is written by trimming and appending rather than rewriting the whole list.
+-- it is written by trimming and appending rather than rewriting the whole list. Without a
+-- stored list to build on (another version's state taken over), the list is written anew.
 sliding_log.save = function(key, stored, next)
+  if stored == nil then
+    redis.call('DEL', key)
+    for i = 1, #next, 512 do redis.call('RPUSH', key, unpack(next, i, math.min(i + 511, #next))) end
+    return
+  end
   if next.drop > 0 then redis.call('LTRIM', key, next.drop, -1) end
   local kept = (stored and #stored or 0) - next.drop
   local same = 0
@@ -65,6 +71,10 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
     allowed = false, remaining = max(0, capacity - used), reset = reset,
     retry = log_retry(live, used, capacity, cost, window, now), delay = 0,
   }
+end
+sliding_log.seed = function(used, _, now)
+  if used > 0 then return { now, used } end
+  return {}
 end
 sliding_log.refund = function(state, p, _, cost, now)
   local next = log_prune(state, now - p.window)

@@ -58,6 +58,10 @@ token_bucket.evaluate = function(state, p, capacity, cost, now)
     retry = ceil_div(need - tokens, limit), delay = 0,
   }
 end
+token_bucket.seed = function(used, p, now)
+  if p.refill_interval > 0 then return { used, now } end
+  return { used * p.window, now }
+end
 token_bucket.refund = function(state, p, _, cost, now)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)

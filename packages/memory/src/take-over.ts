@@ -1,0 +1,49 @@
+import { convertState, type Policy, type State } from '@sluice/core';
+import { type Entry, readStates, segmentsOf } from './entry.js';
+import type { Layout, Layouts } from './layouts.js';
+
+/** What another version of a limiter left for one client, read by this version. */
+export interface TakenOver {
+  /** This layout's states, slot by slot; `undefined` where no version had state. */
+  readonly states: readonly (State | undefined)[];
+  /** Slots this layout lacks, kept as they are for the version that has them. */
+  readonly extras: readonly Policy[];
+  readonly extraStates: readonly State[];
+  /** Segments to drop once this version writes: last first, so offsets stay valid. */
+  readonly offsets: readonly number[];
+}
+
+/**
+ * The client has no segment of this layout: read what other versions of the limiter left
+ * under the same namespace (SPEC §4: state is kept per policy name), converting the states of
+ * another limit, window or algorithm. Segments of forgotten layouts go too. Nothing changes
+ * until this version writes, so a refused request leaves the other version's state as it is.
+ * `undefined` when no other version left anything.
+ */
+export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: number): TakenOver | undefined {
+  const mine = layout.policies;
+  const states: (State | undefined)[] = mine.map(() => undefined);
+  const extras: Policy[] = [];
+  const extraStates: State[] = [];
+  const offsets: number[] = [];
+  let found = false;
+  for (const [at, id] of segmentsOf(entry).reverse()) {
+    const other = layouts.byId(id);
+    if (other !== undefined && other.namespace !== layout.namespace) continue;
+    offsets.push(at);
+    if (other === undefined) continue;
+    found = true;
+    const read = readStates(entry, at, other.policies);
+    other.policies.forEach((from, j) => {
+      const i = layout.slots.get(from.slot);
+      if (i === undefined) {
+        extras.push(from);
+        extraStates.push(read[j] as State);
+      } else if (states[i] === undefined) {
+        const to = mine[i] as Policy;
+        states[i] = from.version === to.version ? read[j] : convertState(read[j], from, to, now);
+      }
+    });
+  }
+  return found ? { states, extras, extraStates, offsets } : undefined;
+}
