@@ -7,18 +7,29 @@ export interface Totals {
   refused: number;
   /** Admitted requests that queue mode held back (`delayMs > 0`). */
   delayed: number;
+  /** Admitted only because of soft or elastic throttling, or marked by shadow mode as refused. */
+  overLimit: number;
   /** Longest `retryAfterMs` any refused request was told, and longest queue delay. */
   maxRetryAfterMs: number;
   maxDelayMs: number;
 }
 
 export function totals(decisions: readonly SimulatedDecision[]): Totals {
-  const result: Totals = { offered: 0, admitted: 0, refused: 0, delayed: 0, maxRetryAfterMs: 0, maxDelayMs: 0 };
+  const result: Totals = {
+    offered: 0,
+    admitted: 0,
+    refused: 0,
+    delayed: 0,
+    overLimit: 0,
+    maxRetryAfterMs: 0,
+    maxDelayMs: 0,
+  };
   for (const d of decisions) {
     result.offered++;
     if (d.allowed) result.admitted++;
     else result.refused++;
     if (d.delayMs > 0) result.delayed++;
+    if (d.overLimit !== undefined) result.overLimit++;
     // A cost that can never pass is told Infinity: not a wait any client would see.
     if (Number.isFinite(d.retryAfterMs)) result.maxRetryAfterMs = Math.max(result.maxRetryAfterMs, d.retryAfterMs);
     result.maxDelayMs = Math.max(result.maxDelayMs, d.delayMs);

@@ -2,13 +2,13 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { isSluiceError, toMs } from '@sluice/core';
+import { isSluiceError, type Throttle, toMs } from '@sluice/core';
 import { type Chart, scenarioCharts, worstWindowChart } from './charts.js';
 import { renderPage } from './page.js';
 import { runScenario, type ScenarioResult } from './run-scenario.js';
 import { SAMPLE_TRACE, scenarios } from './scenarios.js';
 
-const usage = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]]
+const usage = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
 
 Runs every algorithm on the same traffic in virtual time and writes charts (SVG) and a
 markdown page with the figures to DIR (default docs/simulations/).
@@ -16,7 +16,18 @@ markdown page with the figures to DIR (default docs/simulations/).
   --trace FILE       replay FILE as the recorded trace: plain "timestamp key [cost]" lines
                      or a Common/Combined Log Format access log (default: the shipped sample)
   --limit N          the trace's limit per client (default 60)
-  --window DURATION  the trace's window, e.g. 1m (default 1m)`;
+  --window DURATION  the trace's window, e.g. 1m (default 1m)
+  --throttle MODE    run every limiter in a throttle mode: hard (default), soft:PERCENT
+                     (e.g. soft:20) or shadow`;
+
+/** `hard`, `shadow` or `soft:<percent>`; elastic needs a live load probe, which virtual time has not. */
+function parseThrottle(value: string | undefined): Throttle | undefined {
+  if (value === undefined || value === 'hard') return undefined;
+  if (value === 'shadow') return { mode: 'shadow' };
+  const soft = /^soft:(\d+)$/.exec(value);
+  if (soft) return { mode: 'soft', overagePercent: Number(soft[1]) };
+  throw new Error(`--throttle must be hard, shadow or soft:PERCENT; received ${value}`);
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -25,6 +36,7 @@ async function main(): Promise<void> {
       trace: { type: 'string' },
       limit: { type: 'string' },
       window: { type: 'string' },
+      throttle: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -43,11 +55,12 @@ async function main(): Promise<void> {
     limit,
     windowMs: toMs(values.window ?? '1m', '--window'),
   };
+  const throttle = parseThrottle(values.throttle);
   const started = performance.now();
   const results: ScenarioResult[] = [];
   const charts = new Map<ScenarioResult, Chart[]>();
   for (const scenario of scenarios(trace)) {
-    const result = await runScenario(scenario);
+    const result = await runScenario(scenario, throttle);
     results.push(result);
     charts.set(result, scenarioCharts(result));
     const limiters = result.runs.length + (result.queue ? 1 : 0) + (result.shapingRefuses ? 1 : 0);
@@ -56,7 +69,7 @@ async function main(): Promise<void> {
   await mkdir(out, { recursive: true });
   const summary = worstWindowChart(results);
   for (const chart of [summary, ...[...charts.values()].flat()]) await writeFile(join(out, chart.file), chart.svg);
-  await writeFile(join(out, 'README.md'), renderPage(results, summary, charts));
+  await writeFile(join(out, 'README.md'), renderPage(results, summary, charts, throttle));
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(
     `Wrote ${relative(cwd, join(out, 'README.md')) || 'README.md'} and ${[...charts.values()].flat().length + 1} charts in ${seconds} s.`,

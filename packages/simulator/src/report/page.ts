@@ -1,3 +1,4 @@
+import type { Throttle } from '@sluice/core';
 import { formatNumber } from '../chart/ticks.js';
 import type { ExactLogComparison } from '../measure/exact-log.js';
 import type { Chart } from './charts.js';
@@ -26,6 +27,7 @@ export function renderPage(
   results: readonly ScenarioResult[],
   summary: Chart,
   charts: ReadonlyMap<ScenarioResult, Chart[]>,
+  throttle?: Throttle,
 ): string {
   const names = results[0]?.runs.map((r) => r.name) ?? [];
   const parts = [
@@ -40,6 +42,9 @@ export function renderPage(
     '(t − W, t], divided by the limit: 1× never exceeds it, 2× let twice the limit through. Requests held by queue',
     'mode count when they are passed on.',
     '',
+    ...(throttle === undefined
+      ? []
+      : [`Every limiter runs with \`throttle: ${JSON.stringify(throttle)}\` (\`pnpm simulate --throttle\`).`, '']),
     '## At a glance: worst window ÷ limit',
     '',
     `![${summary.caption}](${summary.file})`,
@@ -58,7 +63,7 @@ export function renderPage(
     'one window is their design, as it is fixed windows’ at a boundary; lower `burst` to bound it.',
     '',
   ];
-  for (const result of results) parts.push(...scenarioSection(result, charts.get(result) ?? []));
+  for (const result of results) parts.push(...scenarioSection(result, charts.get(result) ?? [], throttle));
   parts.push(...counterSection(results.filter((r) => r.countingEveryRequest !== undefined)));
   return `${parts.join('\n')}\n`;
 }
@@ -70,7 +75,9 @@ function anchor(title: string): string {
     .replaceAll(' ', '-');
 }
 
-function scenarioSection(result: ScenarioResult, charts: readonly Chart[]): string[] {
+function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throttle?: Throttle): string[] {
+  // Soft and shadow modes mark the requests they pass over the limit: worth a column of their own.
+  const marked = throttle !== undefined && throttle.mode !== 'hard';
   const { scenario } = result;
   const runs = [...result.runs, ...[result.shapingRefuses, result.queue].filter((r) => r !== undefined)];
   return [
@@ -88,6 +95,7 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[]): stri
         `worst ${window(scenario.windowMs)} (÷ limit)`,
         'longest Retry-After',
         'longest delay',
+        ...(marked ? [`marked \`overLimit: '${throttle?.mode}'\``] : []),
       ],
       runs.map((run) => [
         `\`${run.name}\``,
@@ -97,8 +105,9 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[]): stri
         `${formatNumber(run.worst.admitted)} (${ratio(run)})`,
         run.totals.refused > 0 ? seconds(run.totals.maxRetryAfterMs) : '–',
         run.totals.delayed > 0 ? seconds(run.totals.maxDelayMs) : '–',
+        ...(marked ? [formatNumber(run.totals.overLimit)] : []),
       ]),
-      'lrrrrrr',
+      marked ? 'lrrrrrrr' : 'lrrrrrr',
     ),
     '',
   ];

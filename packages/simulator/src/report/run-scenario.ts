@@ -1,4 +1,4 @@
-import type { AlgorithmName, PolicyOptions } from '@sluice/core';
+import type { AlgorithmName, PolicyOptions, Throttle } from '@sluice/core';
 import { type CountingEveryRequest, counterErrorCountingEveryRequest } from '../measure/counting-every-request.js';
 import { compareWithExactLog, type ExactLogComparison } from '../measure/exact-log.js';
 import {
@@ -64,7 +64,8 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
   'gcra',
 ];
 
-export async function runScenario(scenario: Scenario): Promise<ScenarioResult> {
+/** Runs every algorithm (and queue mode where the scenario asks) on the scenario's traffic, under `throttle`. */
+export async function runScenario(scenario: Scenario, throttle?: Throttle): Promise<ScenarioResult> {
   const traffic = await scenario.traffic();
   const first = traffic[0]?.at ?? 0;
   const last = traffic[traffic.length - 1]?.at ?? 0;
@@ -79,7 +80,8 @@ export async function runScenario(scenario: Scenario): Promise<ScenarioResult> {
   for (const a of traffic) counts.set(a.key, (counts.get(a.key) ?? 0) + a.cost);
   const busiestKey = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best), ['', -1])[0];
   const policy = { limit: scenario.limit, window: scenario.windowMs };
-  const run = (name: string, options: PolicyOptions) => measure(name, traffic, options, scenario, buckets, busiestKey);
+  const run = (name: string, options: PolicyOptions) =>
+    measure(name, traffic, options, throttle, scenario, buckets, busiestKey);
   const runs: RunResult[] = [];
   for (const algorithm of ALGORITHMS) runs.push(await run(algorithm, { ...policy, algorithm }));
   const result: ScenarioResult = {
@@ -118,11 +120,12 @@ async function measure(
   name: string,
   traffic: Traffic,
   options: PolicyOptions,
+  throttle: Throttle | undefined,
   scenario: Scenario,
   buckets: Required<Buckets>,
   busiestKey: string,
 ): Promise<RunResult> {
-  const { decisions } = await simulate(traffic, options);
+  const { decisions } = await simulate(traffic, throttle === undefined ? options : { ...options, throttle });
   const result: RunResult = {
     name,
     totals: totals(decisions),
