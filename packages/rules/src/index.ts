@@ -4,6 +4,8 @@ export { loadRules } from './load-rules.js';
 export type { ParseRulesOptions } from './parse-rules.js';
 export { parseRules } from './parse-rules.js';
 export { UNIT_MS } from './read-rate-limit.js';
+export type { RedisRulesClient, RedisRulesOptions, RedisRulesSubscriber } from './redis-rules.js';
+export { publishRules, watchRedisRules } from './redis-rules.js';
 export type { ReloadOptions, RulesWatcher } from './reloader.js';
 export type * from './types.js';
 export type { WatchRulesOptions } from './watch-rules.js';

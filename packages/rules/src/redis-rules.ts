@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import { SluiceError } from '@sluice/core';
+import { RulesError } from './errors.js';
+import { parseRules } from './parse-rules.js';
+import { createReloader, type LoadedRules, type ReloadOptions, type RulesWatcher } from './reloader.js';
+
+/**
+ * What the Redis rules source needs of a client: an ioredis `Redis` or `Cluster` fits. The
+ * client stays the caller's; the source only closes the subscriber it duplicates from it.
+ */
+export interface RedisRulesClient {
+  hgetall(key: string): Promise<Record<string, string>>;
+  hset(key: string, ...fieldsAndValues: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<unknown>;
+  duplicate(): RedisRulesSubscriber;
+}
+
+export interface RedisRulesSubscriber {
+  subscribe(channel: string): Promise<unknown>;
+  on(event: 'message', listener: (channel: string, message: string) => void): unknown;
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  disconnect(): void;
+}
+
+export interface RedisRulesOptions extends ReloadOptions {
+  client: RedisRulesClient;
+  /** A hash holding `document` (the rules, YAML or JSON) and `version` (its digest). */
+  key: string;
+  /** Where a change is announced. @default `${key}:changed` */
+  channel?: string;
+  /**
+   * Also compare the version this often: pub/sub delivers at most once, so a message lost
+   * while a server reconnects is caught here. Every server runs the new set within this
+   * bound (and usually within one round trip of the publish). @default 5000
+   */
+  pollIntervalMs?: number;
+}
+
+const channelOf = (options: { key: string; channel?: string }): string => options.channel ?? `${options.key}:changed`;
+const versionOf = (document: string): string => createHash('sha256').update(document).digest('base64url').slice(0, 16);
+
+/**
+ * Validates a rules document and stores it for every server of a fleet: one HSET of the
+ * document and its version (so a reader never sees one without the other), then a PUBLISH.
+ * A bad document throws its `RulesError` and changes nothing. Resolves to the version.
+ */
+export async function publishRules(
+  client: RedisRulesClient,
+  key: string,
+  document: string,
+  options: { channel?: string } = {},
+): Promise<string> {
+  parseRules(document, { source: `redis:${key}` });
+  const version = versionOf(document);
+  await client.hset(key, 'document', document, 'version', version);
+  await client.publish(channelOf({ key, ...options }), version);
+  return version;
+}
+
+async function readRules(client: RedisRulesClient, key: string): Promise<LoadedRules> {
+  const source = `redis:${key}`;
+  let fields: Record<string, string>;
+  try {
+    fields = await client.hgetall(key);
+  } catch (error) {
+    const message = `Cannot read the rules from Redis: ${(error as Error).message}.`;
+    throw new RulesError([{ code: 'ERR_SLUICE_RULES_READ', message, source, line: 0, column: 0 }], { cause: error });
+  }
+  const { document } = fields;
+  if (document === undefined) {
+    const message = `The hash ${JSON.stringify(key)} has no \`document\` field; store one with publishRules.`;
+    throw new RulesError([{ code: 'ERR_SLUICE_RULES_READ', message, source, line: 0, column: 0 }]);
+  }
+  return { rules: parseRules(document, { source }), text: document };
+}
+
+/**
+ * The rules stored in Redis by `publishRules`, kept current: a reload on every message of
+ * the channel and on a version change seen by polling. Rejects when the first document
+ * cannot be read or is bad. A later bad document keeps the set in force and goes to `onError`.
+ *
+ * @example
+ * const rules = await watchRedisRules({ client: redis, key: 'sluice:rules' });
+ * app.use(rateLimit({ rules }));
+ */
+export async function watchRedisRules(options: RedisRulesOptions): Promise<RulesWatcher> {
+  const { client, key, pollIntervalMs = 5000 } = options;
+  if (typeof client?.hgetall !== 'function' || typeof client.duplicate !== 'function') {
+    throw new SluiceError('ERR_SLUICE_INVALID_CLIENT', '[sluice] Option `client` must be an ioredis Redis or Cluster.');
+  }
+  if (!Number.isSafeInteger(pollIntervalMs) || pollIntervalMs <= 0) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      '[sluice] Option `pollIntervalMs` must be a positive whole number.',
+    );
+  }
+  const load = () => readRules(client, key);
+  const reloader = createReloader(await load(), load, { ...options, debounceMs: 0 });
+  const subscriber = client.duplicate();
+  // The subscriber reconnects on its own; meanwhile polling keeps the bound.
+  subscriber.on('error', () => {});
+  subscriber.on('message', (channel) => {
+    if (channel === channelOf(options)) reloader.schedule();
+  });
+  const poll = setInterval(reloader.schedule, pollIntervalMs);
+  poll.unref();
+  reloader.onClose(() => {
+    clearInterval(poll);
+    subscriber.disconnect();
+  });
+  try {
+    await subscriber.subscribe(channelOf(options));
+  } catch (error) {
+    await reloader.watcher.close();
+    throw error;
+  }
+  return reloader.watcher;
+}

@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { publishRules, type RulesError, type RulesWatcher, watchRedisRules } from '@sluice/rules';
+import type { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { connectRedis, standaloneRedis } from '../helpers/redis-env.js';
+
+const redis = await standaloneRedis();
+const perIp = (limit: number) =>
+  `domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
+const limitOf = (watcher: RulesWatcher) =>
+  watcher.current.matchOne('edge', [{ key: 'ip', value: '1' }])?.rule.policies[0]?.limit;
+/** A bounded wait for what a publish leads to on another connection. */
+const eventually = (check: () => void) => vi.waitFor(check, { timeout: 5000, interval: 5 });
+
+describe.skipIf(redis.skip)('rules from Redis', () => {
+  let client: Redis;
+  const key = `sluice-test:rules:${randomUUID()}`;
+  const open: RulesWatcher[] = [];
+  const watch = async (options: Partial<Parameters<typeof watchRedisRules>[0]> = {}) => {
+    const watcher = await watchRedisRules({ client, key, onError: () => {}, ...options });
+    open.push(watcher);
+    return watcher;
+  };
+
+  beforeAll(async () => {
+    client = await connectRedis(redis.require());
+  });
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((w) => w.close()));
+  });
+  afterAll(async () => {
+    await client?.del(key);
+    client?.disconnect();
+  });
+
+  it('a publish reaches every server of a fleet through the channel', async () => {
+    await publishRules(client, key, perIp(10));
+    // Polling is out of the way: only the published message can bring the change.
+    const fleet = [await watch({ pollIntervalMs: 600_000 }), await watch({ pollIntervalMs: 600_000 })];
+    expect(fleet.map(limitOf)).toEqual([10, 10]);
+    await publishRules(client, key, perIp(20));
+    await eventually(() => expect(fleet.map(limitOf)).toEqual([20, 20]));
+    expect(fleet.map((w) => w.reloads)).toEqual([1, 1]);
+  });
+
+  it('polling catches a change whose message was lost', async () => {
+    await publishRules(client, key, perIp(10));
+    const watcher = await watch({ pollIntervalMs: 20 });
+    await client.hset(key, 'document', perIp(30), 'version', 'written-without-a-message');
+    await eventually(() => expect(limitOf(watcher)).toBe(30));
+  });
+
+  it('publishRules refuses a bad document and changes nothing', async () => {
+    await publishRules(client, key, perIp(10));
+    const version = await client.hget(key, 'version');
+    const misspelt = perIp(10).replace('requests_per_unit', 'request_per_unit');
+    await expect(publishRules(client, key, misspelt)).rejects.toMatchObject({
+      problems: expect.arrayContaining([expect.objectContaining({ code: 'ERR_SLUICE_RULES_UNKNOWN_KEY' })]),
+    });
+    expect(await client.hget(key, 'version')).toBe(version);
+  });
+
+  it('a bad document stored anyway keeps the set in force and is reported', async () => {
+    await publishRules(client, key, perIp(10));
+    const errors: RulesError[] = [];
+    const watcher = await watch({ pollIntervalMs: 600_000, onError: (e) => errors.push(e) });
+    await client.hset(key, 'document', 'domain: edge\ndescriptors: [');
+    await client.publish(`${key}:changed`, 'x');
+    await eventually(() => expect(errors).toHaveLength(1));
+    expect(errors[0]?.code).toBe('ERR_SLUICE_RULES_SYNTAX');
+    expect([limitOf(watcher), watcher.errors]).toEqual([10, 1]);
+  });
+
+  it('a missing key rejects at start-up; bad options throw', async () => {
+    await expect(watchRedisRules({ client, key: `${key}:missing` })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_RULES_READ',
+    });
+    await expect(watchRedisRules({ client: {} as never, key })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_CLIENT',
+    });
+    await expect(watchRedisRules({ client, key, pollIntervalMs: 0 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+    });
+  });
+
+  it('close() ends the subscription: a later publish changes nothing', async () => {
+    await publishRules(client, key, perIp(10));
+    const closed = await watch({ pollIntervalMs: 600_000 });
+    await closed.close();
+    const live = await watch({ pollIntervalMs: 600_000 });
+    await publishRules(client, key, perIp(40));
+    await eventually(() => expect(limitOf(live)).toBe(40));
+    expect(limitOf(closed)).toBe(10);
+  });
+});
