@@ -42,6 +42,8 @@ const binding: AdapterBinding<Request, Response> = {
   trustAdvice:
     "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
   defaultStore: () => createMemoryStore(),
+  // Express 5's router and Express 4's call a handler from these.
+  dispatchFrame: /\bat Layer\.handle(?:Request\b| \[as handle_request\])/,
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
   routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
   setHeader: (res, name, value) => res.setHeader(name, value),

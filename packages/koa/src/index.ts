@@ -37,6 +37,8 @@ const binding: AdapterBinding<Context, Context> = {
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   defaultStore: () => createMemoryStore(),
+  // koa-compose calls each middleware from `dispatch`.
+  dispatchFrame: /\bat dispatch \([^)]*koa-compose/,
   // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
   routePattern: (ctx) => (typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined),
   setHeader: (ctx, name, value) => ctx.set(name, value),

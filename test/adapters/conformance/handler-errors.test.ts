@@ -1,9 +1,9 @@
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
-import { clockAt, collectingLogger } from '../helpers.js';
+import { clockAt, collectingLogger, decisionOf } from '../helpers.js';
 
-describe.each(harnesses)("$name: errors from the user's functions", (harness) => {
+describe.each(harnesses)("$name: what the user's functions return", (harness) => {
   let app: RunningApp | undefined;
   const unhandled: unknown[] = [];
   const record = (reason: unknown) => unhandled.push(reason);
@@ -17,6 +17,17 @@ describe.each(harnesses)("$name: errors from the user's functions", (harness) =>
   });
   const oneEach = { algorithm: 'fixed-window', limit: 1, window: '1m', logger: collectingLogger() };
 
+  /** One request answered 500, and the error the framework's error handling received. */
+  async function failure(path = '/', tier = 'free'): Promise<unknown> {
+    const running = app as RunningApp;
+    const hits = running.hits();
+    await request(running.url).get(path).set('x-tier', tier).timeout(2000).expect(500);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(unhandled).toEqual([]);
+    expect(running.hits()).toBe(hits);
+    return running.errors().at(-1);
+  }
+
   it('an async onLimited that rejects reaches error handling: a 500, no hang, no unhandled rejection', async () => {
     const onLimited = async () => {
       throw new Error('onLimited failed');
@@ -26,5 +37,50 @@ describe.each(harnesses)("$name: errors from the user's functions", (harness) =>
     await request(app.url).get('/').timeout(2000).expect(500);
     await new Promise((resolve) => setImmediate(resolve));
     expect(unhandled).toEqual([]);
+    expect(app.errors()).toMatchObject([{ message: 'onLimited failed' }]);
+  });
+
+  it('a numeric key (a user id) counts as its decimal string', async () => {
+    app = await harness.start({ limits: [{ ...oneEach, key: async () => 42, clock: clockAt(0) }] });
+    expect(decisionOf(await request(app.url).get('/').expect(200)).key).toBe('42');
+    await request(app.url).get('/').expect(429);
+  });
+
+  it('a key function that returns no key fails the request with an error naming that function', async () => {
+    app = await harness.start({ limits: [{ ...oneEach, key: () => undefined, clock: clockAt(0) }] });
+    expect(await failure()).toMatchObject({
+      code: 'ERR_SLUICE_INVALID_KEY',
+      message: expect.stringMatching(/Your `key` function returned undefined for this request/),
+    });
+  });
+
+  it('a cost function that returns 0 fails the request with an error naming that function', async () => {
+    app = await harness.start({ limits: [{ ...oneEach, cost: () => 0, clock: clockAt(0) }] });
+    expect(await failure()).toMatchObject({
+      code: 'ERR_SLUICE_INVALID_COST',
+      message: expect.stringMatching(/Your `cost` function returned 0 for this request/),
+    });
+  });
+
+  it('a tier missing from the map a policies function reads blames that function, not option `policies`', async () => {
+    const tiers: Record<string, unknown[]> = { free: [{ name: 'free', limit: 5, window: '1m' }] };
+    const policies = (req: unknown) => tiers[harness.header(req, 'x-tier') as string];
+    app = await harness.start({ limits: [{ policies, logger: collectingLogger(), clock: clockAt(0) }] });
+    await request(app.url).get('/').set('x-tier', 'free').expect(200);
+    const error = await failure('/', 'gold');
+    expect(error).toMatchObject({
+      code: 'ERR_SLUICE_INVALID_POLICIES',
+      message: expect.stringMatching(/Your `policies` function returned undefined for this request.*tiers\[plan\]/),
+    });
+    expect((error as Error).message).not.toMatch(/Option `policies`/);
+  });
+
+  it('a policies function returning an invalid policy names the function and the field', async () => {
+    const policies = () => [{ name: 'api', limit: -1, window: '1m' }];
+    app = await harness.start({ limits: [{ policies, logger: collectingLogger(), clock: clockAt(0) }] });
+    expect(await failure()).toMatchObject({
+      code: 'ERR_SLUICE_INVALID_LIMIT',
+      message: expect.stringMatching(/Your `policies` function returned policies that are not valid.*limit/),
+    });
   });
 });

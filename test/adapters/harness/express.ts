@@ -1,6 +1,6 @@
 import type { Decision } from '@sluice/core';
 import { type RateLimitOptions, rateLimit } from '@sluice/express';
-import express, { type Request, type Response } from 'express';
+import express, { type NextFunction, type Request, type Response } from 'express';
 import { listen } from './listen.js';
 import type { Harness } from './types.js';
 
@@ -27,7 +27,17 @@ export const expressHarness: Harness = {
     for (const [path, options] of Object.entries(spec.routeLimits ?? {}))
       app.get(path, rateLimit(asOptions(options)), handler);
     app.get(['/', '/other'], handler);
-    return listen(app, () => hits);
+    const errors: unknown[] = [];
+    app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
+      errors.push(error);
+      if (res.headersSent) next(error);
+      else res.status(500).end();
+    });
+    return listen(
+      app,
+      () => hits,
+      () => errors,
+    );
   },
   header: (req, name) => (req as Request).get(name),
   teapot: () => (_req: Request, res: Response, _next: unknown, decision: Decision) => {

@@ -12,6 +12,11 @@ export const fastifyHarness: Harness = {
     const trustProxy = spec.trust === 'loopback' ? 'loopback' : spec.trust === 'all';
     const app = Fastify({ trustProxy });
     let hits = 0;
+    const errors: unknown[] = [];
+    app.setErrorHandler((error, _request, reply) => {
+      errors.push(error);
+      return reply.code(500).send();
+    });
     const handler = async (request: FastifyRequest) => {
       hits++;
       return { decision: request.rateLimit ?? null };
@@ -28,7 +33,7 @@ export const fastifyHarness: Harness = {
     app.get('/other', handler);
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}`, hits: () => hits, close: () => app.close() };
+    return { url: `http://127.0.0.1:${port}`, hits: () => hits, errors: () => errors, close: () => app.close() };
   },
   header: (req, name) => {
     const value = (req as FastifyRequest).headers[name.toLowerCase()];

@@ -11,6 +11,8 @@ export const koaHarness: Harness = {
   async start(spec) {
     const app = new Koa();
     app.silent = true;
+    const errors: unknown[] = [];
+    app.on('error', (error: unknown) => errors.push(error));
     if (spec.trust !== undefined && spec.trust !== 'none') app.proxy = true;
     if (spec.trust === 'loopback') app.maxIpsCount = 1;
     let hits = 0;
@@ -30,7 +32,11 @@ export const koaHarness: Harness = {
       hits++;
       ctx.body = { decision: ctx.state.rateLimit ?? null };
     });
-    return listen(app.callback(), () => hits);
+    return listen(
+      app.callback(),
+      () => hits,
+      () => errors,
+    );
   },
   header: (req, name) => (req as Context).get(name) || undefined,
   teapot: () => (ctx: Context, decision: Decision) => {

@@ -20,6 +20,8 @@ export interface RunningApp {
   url: string;
   /** Requests that reached a route handler. */
   hits(): number;
+  /** Errors that reached the framework's error handling, which answered each with a 500. */
+  errors(): unknown[];
   close(): Promise<void>;
 }
 

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { consumeNow, createLimiter } from '../limiter.js';
 import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 import { clientAddressKey, type ProxyTrust } from './client-address.js';
+import { warnIfCreatedInRequest } from './created-in-request.js';
 import { retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
@@ -10,6 +11,7 @@ import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
+import { costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
 
 /** What an adapter tells the shared core about its framework. Created once per adapter. */
@@ -27,6 +29,8 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
   defaultStore(): RateLimitStore;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
   routePattern?(req: Req): string | undefined;
+  /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
+  dispatchFrame?: RegExp;
 }
 
 /**
@@ -62,7 +66,7 @@ function tierResolver<Req>(
 ): ((req: Req) => Promise<Entry>) | undefined {
   if (policiesFor === undefined) return undefined;
   const entryFor = createTierLimiters(base, wrap);
-  return async (req) => entryFor(await policiesFor(req));
+  return async (req) => tierFromUser(await policiesFor(req), entryFor);
 }
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
@@ -129,8 +133,8 @@ export function createHttpLimiter<Req, Res>(
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
     if (skip !== undefined && (await skip(req))) return SKIPPED;
     const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
-    const clientKey = key === undefined ? keyOf(req, request) : await key(req);
-    const units = typeof cost === 'number' ? cost : await cost(req);
+    const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
+    const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
     const decision = await entry.limiter.consume(clientKey, { cost: units });
     return finish(entry, decision, res, request, clientKey, units);
   };
@@ -141,6 +145,7 @@ export function createHttpLimiter<Req, Res>(
   // Requests this limiter has seen: one mounted twice on a request's way (`app.use(limit)` and
   // `router.use(limit)`) counts it once; the second pass goes on and keeps the first decision.
   const seen = new WeakSet<IncomingMessage>();
+  warnIfCreatedInRequest(binding.dispatchFrame, (base.logger as LimiterOptions['logger']) ?? console);
 
   return {
     handle(req, res) {

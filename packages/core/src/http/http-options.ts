@@ -10,8 +10,11 @@ type Awaitable<T> = T | Promise<T>;
 export type PoliciesFor<Req> = (req: Req) => Awaitable<readonly PolicyOptions[]>;
 
 export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
-  /** The client key, e.g. a user or API key id after auth. @default the client IP (see `ipv6Subnet`) */
-  key?: (req: Req) => Awaitable<string>;
+  /**
+   * The client key, e.g. a user or API key id after auth; a whole number (a numeric user id) is
+   * taken as its decimal string. @default the client IP (see `ipv6Subnet`)
+   */
+  key?: (req: Req) => Awaitable<string | number>;
   /** Quota units this request spends. @default 1 */
   cost?: number | ((req: Req) => Awaitable<number>);
   /** Requests for which this returns true are neither counted nor limited. */
@@ -37,7 +40,7 @@ const HTTP_ONLY_OPTIONS = ['key', 'cost', 'skip', 'headers', 'ipv6Subnet', 'onLi
 export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
 
 export interface CheckedHttpOptions<Req> {
-  key: ((req: Req) => Awaitable<string>) | undefined;
+  key: ((req: Req) => Awaitable<string | number>) | undefined;
   cost: number | ((req: Req) => Awaitable<number>);
   skip: ((req: Req) => Awaitable<boolean>) | undefined;
   headers: ResolvedHeaders;
@@ -47,10 +50,26 @@ export interface CheckedHttpOptions<Req> {
   limiterOptions: Record<string, unknown>;
 }
 
+/**
+ * `app.use(rateLimit)`, the factory mounted without being called, is handed the framework's
+ * request (Express's `req`, Koa's `ctx`) as its options on every request. No valid options
+ * object has a `method`.
+ */
+function isFrameworkRequest(options: object): boolean {
+  const { method, headers } = options as { method?: unknown; headers?: unknown };
+  return typeof method === 'string' && typeof headers === 'object' && headers !== null;
+}
+
 /** Validates what HTTP adds to the limiter options; the limiter options are left to `createLimiter`. */
 export function checkHttpOptions<Req>(options: unknown, extraNames: readonly string[]): CheckedHttpOptions<Req> {
   if (typeof options !== 'object' || options === null)
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
+  if (isFrameworkRequest(options)) {
+    throw new SluiceError(
+      'ERR_SLUICE_NOT_CALLED',
+      "[sluice] `rateLimit` was given a request instead of options: it was mounted without being called. Mount the middleware it returns: `app.use(rateLimit({ limit: 100, window: '1m' }))`.",
+    );
+  }
   checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...extraNames]);
   const all = options as Record<string, unknown>;
   for (const name of ['key', 'skip', 'onLimited']) {

@@ -6,7 +6,8 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_IGNORED_TRUST_PROXY'
   | 'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR'
   | 'WRN_SLUICE_UNDEFINED_IP'
-  | 'WRN_SLUICE_INVALID_IP';
+  | 'WRN_SLUICE_INVALID_IP'
+  | 'WRN_SLUICE_CREATED_IN_REQUEST';
 
 export type WarnOnce = (code: SluiceWarningCode, message: string) => void;
 
