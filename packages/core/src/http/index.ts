@@ -1,7 +1,9 @@
 export type { ProxyTrust } from './client-address.js';
 export { UNKNOWN_IP_KEY } from './client-address.js';
 export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
-export type { HeadersOptions, HeaderTarget, StandardHeaders } from './headers/index.js';
+export { retryAfterMs as retryAfterFieldMs } from './headers/effective-window.js';
+export type { HeadersOptions, HeaderTarget, HeaderWriter, ResolvedHeaders, StandardHeaders } from './headers/index.js';
+export { checkHeaders, createHeaderWriter } from './headers/index.js';
 export { hold } from './hold.js';
 export type { AdapterBinding, HttpLimiter, Outcome } from './http-limiter.js';
 export { createHttpLimiter } from './http-limiter.js';
@@ -24,5 +26,6 @@ export type { DescriptorEntryLike, RuleLike, RuleMatchLike, RuleSetLike, RulesOp
 export type { RuleVerdict } from './rules/rule-limiters.js';
 export { combinedDecision, createRuleLimiters, decideRules } from './rules/rule-limiters.js';
 export type { RulesHttpOptions } from './rules/rules-options.js';
+export { sfSeconds } from './structured-fields.js';
 export { MAX_TIER_LIMITERS } from './tier-limiters.js';
 export type { SluiceWarningCode } from './warnings.js';

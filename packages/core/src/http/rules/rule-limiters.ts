@@ -6,8 +6,12 @@ import type { RuleLike, RuleMatchLike } from './rule-like.js';
 
 /** One matched rule's part of a request's decision. */
 export interface RuleVerdict {
+  /** The position of the rule's match (its descriptor) in the list `decideRules` was given. */
+  readonly index: number;
   readonly rule: RuleLike;
   readonly key: string;
+  /** The units this rule was asked for; 0 looked without charging. */
+  readonly cost: number;
   /** `undefined` for a blocked rule, which no limiter counts. */
   readonly limiter: Limiter | undefined;
   readonly decision: Decision;
@@ -69,41 +73,52 @@ function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
   };
 }
 
-/** True when the limiter charged this decision: allowed, and not merely reported by shadow mode. */
-const charged = (decision: Decision): boolean => decision.allowed && decision.overLimit !== 'shadow';
+/** True when the limiter charged this verdict: allowed with a cost, and not merely reported by shadow mode. */
+const charged = (verdict: RuleVerdict): boolean =>
+  verdict.cost > 0 && verdict.decision.allowed && verdict.decision.overLimit !== 'shadow';
+
+/** Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. */
+function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
+  if (cost === 0) return limiter.peek(key);
+  return consumeNow(limiter, key, cost) ?? limiter.consume(key, { cost });
+}
 
 /**
  * Every matched rule decides; the request passes only if all allow. When one refuses, the
  * others' charges are given back (`refund`), so a refused request spends nothing anywhere.
  * With an in-process store that all happens in one tick, so it is atomic; with Redis a
- * concurrent request may briefly see a charge that is then refunded.
+ * concurrent request may briefly see a charge that is then refunded. `cost` is one for
+ * every match or one per match (the decision service's per-descriptor `hits_addend`), and
+ * `limiterOf` is told the match's position (the service's per-descriptor `limit` override).
  */
 export async function decideRules(
   matches: readonly (RuleMatchLike | undefined)[],
-  limiterOf: (rule: RuleLike) => Limiter,
-  cost: number,
+  limiterOf: (rule: RuleLike, index: number) => Limiter,
+  cost: number | readonly number[],
   now: () => number,
 ): Promise<RuleVerdict[]> {
   const pending: Promise<RuleVerdict>[] = [];
-  for (const match of matches) {
-    if (match === undefined || match.rule.unlimited) continue;
+  matches.forEach((match, index) => {
+    if (match === undefined || match.rule.unlimited) return;
     const { rule, key } = match;
+    const units = typeof cost === 'number' ? cost : (cost[index] as number);
     if (rule.blocked) {
-      pending.push(Promise.resolve({ rule, key, limiter: undefined, decision: blockedDecision(rule, key, now()) }));
-      continue;
+      const decision = blockedDecision(rule, key, now());
+      pending.push(Promise.resolve({ index, rule, key, cost: units, limiter: undefined, decision }));
+      return;
     }
-    const limiter = limiterOf(rule);
-    const ready = consumeNow(limiter, key, cost);
-    const decision = ready ?? limiter.consume(key, { cost });
-    pending.push(Promise.resolve(decision).then((d) => ({ rule, key, limiter, decision: d })));
-  }
+    const limiter = limiterOf(rule, index);
+    const decided = ask(limiter, key, units);
+    pending.push(Promise.resolve(decided).then((decision) => ({ index, rule, key, cost: units, limiter, decision })));
+  });
   const verdicts = await Promise.all(pending);
   if (verdicts.every((v) => v.decision.allowed)) return verdicts;
-  return Promise.all(verdicts.map((v) => (charged(v.decision) ? refunded(v, cost) : v)));
+  return Promise.all(verdicts.map((v) => (charged(v) ? refunded(v) : v)));
 }
 
 /** Gives a charge back and shows the figures as they stand after it. */
-async function refunded(verdict: RuleVerdict, cost: number): Promise<RuleVerdict> {
+async function refunded(verdict: RuleVerdict): Promise<RuleVerdict> {
+  const { cost } = verdict;
   // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
   await verdict.limiter?.refund(verdict.key, cost).catch(() => {});
   const restore = (p: PolicyDecision): PolicyDecision => ({ ...p, remaining: Math.min(p.limit, p.remaining + cost) });
