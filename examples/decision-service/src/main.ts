@@ -1,0 +1,31 @@
+import { rateLimit } from '@sluice/express';
+import { createServiceClient } from '@sluice/server';
+import express from 'express';
+
+// Every app server pointing at the same service shares its counts; the service holds them
+// (in memory here, or in Redis with `--redis`) and its rules decide.
+const store = createServiceClient({ address: process.env.SLUICE_ADDRESS ?? '127.0.0.1:8081', domain: 'api' });
+
+const app = express();
+app.use(
+  rateLimit({
+    store,
+    // The name is the descriptor the rules limit; the figures are what the headers advertise.
+    policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
+    // If the service is down or slow, serve rather than fail, and give up on it after 20 ms.
+    onStoreError: 'allow',
+    storeTimeoutMs: 20,
+  }),
+);
+app.get('/', (req, res) => {
+  res.json({ remaining: req.rateLimit?.remaining });
+});
+
+const port = Number(process.env.PORT ?? 3000);
+const server = app.listen(port, () => {
+  console.log(`listening on http://127.0.0.1:${port} — try: curl -i localhost:${port}`);
+});
+process.once('SIGTERM', () => {
+  server.close();
+  store.close();
+});

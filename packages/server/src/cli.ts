@@ -1,0 +1,57 @@
+import { isSluiceError } from '@sluice/core';
+import { parseServeArgs, USAGE } from './cli-args.js';
+import { createServiceLog } from './log.js';
+import { serve } from './serve.js';
+
+/**
+ * The `sluice` command. Exit codes: 0 after a graceful stop, 2 for a bad command line, 1 when
+ * start-up fails (bad rules, unreachable Redis, a port in use). SIGTERM and SIGINT stop it
+ * gracefully; a second signal exits at once.
+ */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...args] = argv;
+  if (command === undefined || command === '--help' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined ? 2 : 0;
+  }
+  if (command !== 'serve') {
+    process.stderr.write(`sluice: unknown command "${command}"\n\n${USAGE}\n`);
+    return 2;
+  }
+  let flags: ReturnType<typeof parseServeArgs>;
+  try {
+    flags = parseServeArgs(args);
+  } catch (error) {
+    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  const log = createServiceLog();
+  let running: Awaited<ReturnType<typeof serve>>;
+  try {
+    running = await serve(flags, log);
+  } catch (error) {
+    const code =
+      isSluiceError(error) || (error as { code?: unknown }).code ? (error as { code: string }).code : undefined;
+    log.line('error', `cannot start: ${(error as Error).message}`, code === undefined ? {} : { code });
+    return 1;
+  }
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      log.line('info', `received ${signal}`);
+      process.once(signal, () => process.exit(1));
+      running.stop().then(
+        () => resolve(0),
+        (error: unknown) => {
+          log.line('error', `stopped with an error: ${(error as Error).message}`);
+          resolve(1);
+        },
+      );
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+}

@@ -1,0 +1,75 @@
+import type { Policy, PolicyOutcome } from '@sluice/core';
+import type { SluiceStatusMetadata } from '../sluice-metadata.js';
+
+/** `google.protobuf.Value` as the gRPC loader decodes it. */
+interface WireValue {
+  numberValue?: number;
+  stringValue?: string;
+  structValue?: { fields?: Record<string, WireValue> };
+  listValue?: { values?: WireValue[] };
+}
+
+interface WireStatus {
+  code?: string;
+  currentLimit?: { requestsPerUnit?: number; name?: string };
+  limitRemaining?: number;
+  durationUntilReset?: { seconds?: number; nanos?: number };
+}
+
+/** The parts of a `RateLimitResponse` the client reads. */
+export interface WireResponse {
+  overallCode?: string;
+  statuses?: WireStatus[];
+  dynamicMetadata?: { fields?: Record<string, WireValue> };
+}
+
+/** sluice's own figures for status `index`, when the service is sluice. */
+function sluiceFigures(response: WireResponse, index: number): Partial<SluiceStatusMetadata> {
+  const statuses = response.dynamicMetadata?.fields?.sluice?.structValue?.fields?.statuses?.listValue?.values;
+  const fields = statuses?.[index]?.structValue?.fields;
+  if (fields === undefined) return {};
+  return {
+    retryAfterMs: fields.retryAfterMs?.numberValue,
+    delayMs: fields.delayMs?.numberValue,
+  } as Partial<SluiceStatusMetadata>;
+}
+
+const durationMs = (d: WireStatus['durationUntilReset']): number =>
+  d === undefined ? 0 : (d.seconds ?? 0) * 1000 + Math.ceil((d.nanos ?? 0) / 1_000_000);
+
+/**
+ * One policy's outcome from its descriptor's status. Without sluice's metadata (another
+ * Envoy rate-limit service), a refused descriptor waits until its reset.
+ */
+export function toOutcome(
+  response: WireResponse,
+  index: number,
+  policy: Policy,
+  domain: string,
+  warnOnce: (message: string) => void,
+): PolicyOutcome {
+  const status = response.statuses?.[index];
+  if (status?.currentLimit === undefined) {
+    warnOnce(
+      `[sluice] WRN_SLUICE_NO_RULE: the decision service has no rule for policy "${policy.name}" in domain "${domain}"; it is not limited there.`,
+    );
+    return { allowed: true, remaining: policy.capacity, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
+  }
+  const limit = status.currentLimit.requestsPerUnit ?? 0;
+  if (limit !== policy.limit) {
+    warnOnce(
+      `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" has limit ${policy.limit} here but ${limit} in the decision service's rules for domain "${domain}"; headers show the local figure.`,
+    );
+  }
+  const allowed = status.code !== 'OVER_LIMIT';
+  const resetAfterMs = durationMs(status.durationUntilReset);
+  const figures = sluiceFigures(response, index);
+  const retry = figures.retryAfterMs;
+  return {
+    allowed,
+    remaining: status.limitRemaining ?? 0,
+    resetAfterMs,
+    retryAfterMs: allowed ? 0 : retry === undefined ? resetAfterMs : retry < 0 ? Number.POSITIVE_INFINITY : retry,
+    delayMs: figures.delayMs ?? 0,
+  };
+}

@@ -1,0 +1,78 @@
+import { type Decision, decideRules, type Limiter, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
+import type { Rule, RuleSet } from '@sluice/rules';
+import { createHeaderFields } from './header-fields.js';
+import { createOverridableLimiters, type LimiterSettings } from './rule-limiters.js';
+import { reportedUnit } from './units.js';
+import type { DescriptorAnswer, RateLimitAnswer, RateLimitCall } from './wire-types.js';
+
+export interface DeciderOptions extends LimiterSettings {
+  /** Which RateLimit fields to put in `response_headers_to_add`; `undefined` for none. */
+  headers: ResolvedHeaders | undefined;
+}
+
+export interface Decided {
+  answer: RateLimitAnswer;
+  /** One per descriptor a rule limits, for logs and metrics. */
+  verdicts: readonly RuleVerdict[];
+}
+
+const noLimit: DescriptorAnswer = {
+  code: 'OK',
+  limitRemaining: 0,
+  durationUntilResetMs: 0,
+  retryAfterMs: 0,
+  delayMs: 0,
+};
+
+/**
+ * Decides one `RateLimitRequest` with core's `decideRules`, as the adapters decide a request
+ * over rules: every descriptor a rule limits is asked of its rule's limiter at its own cost
+ * (`hits` 0 looks without charging); the request passes only if every one allows, and if any
+ * refuses, those that charged are refunded, so a refused request spends nothing anywhere.
+ */
+export function createDecider(options: DeciderOptions) {
+  const limiterFor = createOverridableLimiters(options);
+  const clock = options.clock ?? Date.now;
+  const headerFields = options.headers && createHeaderFields(options.headers, clock);
+
+  return async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
+    const matches = rules.match(
+      call.domain,
+      call.descriptors.map((d) => d.entries),
+    );
+    const costs = call.descriptors.map((d) => d.hits);
+    const limiterOf = (rule: unknown, index: number): Limiter =>
+      limiterFor(rule as Rule, call.descriptors[index]?.limit);
+    const verdicts = await decideRules(matches, limiterOf, costs, clock);
+    const refused = verdicts.some((v) => !v.decision.allowed);
+    const statuses = call.descriptors.map((): DescriptorAnswer => noLimit);
+    for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
+    const answer: RateLimitAnswer = {
+      overallCode: refused ? 'OVER_LIMIT' : 'OK',
+      statuses,
+      responseHeaders: headerFields === undefined ? [] : headerFields(verdicts, refused),
+    };
+    return { answer, verdicts };
+  };
+}
+
+/** A decision as Envoy's `DescriptorStatus`, with sluice's own figures beside it. */
+function toStatus(decision: Decision): DescriptorAnswer {
+  const top = decision.policies.find((p) => p.limit === decision.limit && p.remaining === decision.remaining);
+  const policy = top ?? decision.policies[0];
+  const status: DescriptorAnswer = {
+    code: decision.allowed ? 'OK' : 'OVER_LIMIT',
+    currentLimit: {
+      requestsPerUnit: decision.limit,
+      unit: reportedUnit(policy?.windowMs ?? 0),
+      name: policy?.name ?? '',
+    },
+    limitRemaining: decision.remaining,
+    durationUntilResetMs: decision.resetAfterMs,
+    // A cost beyond the capacity never passes: -1 says "never" where JSON has no Infinity.
+    retryAfterMs: Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : -1,
+    delayMs: decision.delayMs,
+  };
+  if (decision.overLimit !== undefined) status.overLimit = decision.overLimit;
+  return status;
+}

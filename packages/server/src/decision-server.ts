@@ -1,0 +1,127 @@
+import type { Server as HttpServer } from 'node:http';
+import { ServerCredentials } from '@grpc/grpc-js';
+import { createCallHandler } from './call-handler.js';
+import { createDecider } from './decider.js';
+import { createGrpcServer } from './grpc-server.js';
+import { createHttpServer } from './http-server.js';
+import { createServiceMetrics } from './metrics.js';
+import { currentRules } from './rules-source.js';
+import { checkServerOptions, type DecisionServerOptions } from './server-options.js';
+
+export interface DecisionServer {
+  /** Binds both ports; resolves with the ports bound (useful with port 0). */
+  listen(): Promise<{ grpcPort: number; httpPort: number }>;
+  /**
+   * Graceful stop: refuses new calls at once, lets calls in flight finish (up to
+   * `shutdownTimeoutMs`), then closes both servers. The store and the rules are the caller's.
+   */
+  close(): Promise<void>;
+  /** Reports the service as SERVING or NOT_SERVING on gRPC health and `/healthcheck`. */
+  setServing(serving: boolean): void;
+  /** Counts a rules load (`success` or `error`) in `/metrics`, as a watcher reports it. */
+  countRulesLoad(result: 'success' | 'error'): void;
+}
+
+/**
+ * The decision service (SPEC §8): Envoy's `RateLimitService` over gRPC and envoyproxy/ratelimit's
+ * HTTP endpoints, deciding with sluice's limiters over the rules in force.
+ *
+ * @example
+ * const server = createDecisionServer({ rules: await loadRules('./rules'), grpcPort: 8081 });
+ * await server.listen();
+ */
+export function createDecisionServer(options: DecisionServerOptions): DecisionServer {
+  const settings = checkServerOptions(options);
+  const { log } = settings;
+  const metrics = createServiceMetrics();
+  const decide = createDecider({ ...settings, logger: log });
+  let storeUp = true;
+  let closing = false;
+  const serving = (): boolean => storeUp && !closing;
+
+  const setStoreUp = (up: boolean, why?: string): void => {
+    if (up === storeUp) return;
+    storeUp = up;
+    metrics.storeUp(up);
+    grpc.setServing(serving());
+    if (up) log.line('info', 'store answers again; serving', { store: settings.store.name });
+    else log.line('warn', 'store unavailable; not serving', { store: settings.store.name, error: why });
+  };
+
+  const handleCall = createCallHandler(
+    async (call) => {
+      const decided = await decide(call, currentRules(settings.rules));
+      setStoreUp(true);
+      return decided;
+    },
+    metrics,
+    log,
+    (error) => setStoreUp(false, error instanceof Error ? error.message : String(error)),
+  );
+  const grpc = createGrpcServer(handleCall);
+  const http: HttpServer = createHttpServer(handleCall, metrics.registry, serving);
+
+  const bindGrpc = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      grpc.server.bindAsync(
+        `${settings.host}:${settings.grpcPort}`,
+        ServerCredentials.createInsecure(),
+        (error, port) => (error ? reject(error) : resolve(port)),
+      );
+    });
+  const bindHttp = (): Promise<number> =>
+    new Promise((resolve, reject) => {
+      http.once('error', reject);
+      http.listen(settings.httpPort, settings.host, () => {
+        http.off('error', reject);
+        const address = http.address();
+        resolve(typeof address === 'object' && address !== null ? address.port : settings.httpPort);
+      });
+    });
+
+  const stopGrpc = (): Promise<void> =>
+    new Promise((resolve) => {
+      const timer = setTimeout(() => grpc.server.forceShutdown(), settings.shutdownTimeoutMs);
+      grpc.server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  const stopHttp = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!http.listening) return resolve();
+      const timer = setTimeout(() => http.closeAllConnections(), settings.shutdownTimeoutMs);
+      http.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      http.closeIdleConnections();
+    });
+
+  return {
+    async listen() {
+      const grpcPort = await bindGrpc();
+      let httpPort: number;
+      try {
+        httpPort = await bindHttp();
+      } catch (error) {
+        grpc.server.forceShutdown();
+        throw error;
+      }
+      log.line('info', 'listening', { grpcPort, httpPort, host: settings.host, store: settings.store.name });
+      return { grpcPort, httpPort };
+    },
+    async close() {
+      if (closing) return;
+      closing = true;
+      grpc.setServing(false);
+      log.line('info', 'shutting down: finishing calls in flight');
+      await Promise.all([stopGrpc(), stopHttp()]);
+      log.line('info', 'stopped');
+    },
+    setServing(up) {
+      setStoreUp(up);
+    },
+    countRulesLoad: metrics.configLoad,
+  };
+}

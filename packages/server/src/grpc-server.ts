@@ -1,0 +1,38 @@
+import { Server, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import type { CallHandler, CallOutcome } from './call-handler.js';
+import { toGrpcResponse } from './grpc-codec.js';
+import { loadRateLimitService } from './proto.js';
+import { toCall } from './request-checks.js';
+
+/** The name `grpc.health.v1` clients (Envoy's gRPC health checks among them) ask about. */
+export const RATE_LIMIT_SERVICE_NAME = 'envoy.service.ratelimit.v3.RateLimitService';
+
+const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
+  invalid: status.INVALID_ARGUMENT,
+  unavailable: status.UNAVAILABLE,
+  internal: status.INTERNAL,
+};
+
+/** The gRPC front end: `RateLimitService/ShouldRateLimit` and `grpc.health.v1.Health`. */
+export function createGrpcServer(handleCall: CallHandler) {
+  const server = new Server();
+  const health = new HealthImplementation({ '': 'SERVING', [RATE_LIMIT_SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  server.addService(loadRateLimitService(), {
+    ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
+      handleCall('grpc', () => toCall(call.request)).then((outcome) => {
+        if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));
+        else callback({ code: grpcStatus[outcome.kind], details: outcome.message });
+      });
+    },
+  });
+  return {
+    server,
+    setServing(serving: boolean): void {
+      const state = serving ? 'SERVING' : 'NOT_SERVING';
+      health.setStatus('', state);
+      health.setStatus(RATE_LIMIT_SERVICE_NAME, state);
+    },
+  };
+}

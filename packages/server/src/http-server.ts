@@ -1,0 +1,78 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Registry } from 'prom-client';
+import type { CallHandler, CallOutcome } from './call-handler.js';
+import { parseJsonCall, toJsonResponse } from './json-codec.js';
+
+/** A `RateLimitRequest` in JSON is small; anything near this is abuse. */
+export const MAX_JSON_BODY_BYTES = 1024 * 1024;
+
+const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, number> = {
+  invalid: 400,
+  unavailable: 503,
+  internal: 500,
+};
+
+const send = (res: ServerResponse, code: number, type: string, body: string): void => {
+  res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) }).end(body);
+};
+const sendJson = (res: ServerResponse, code: number, body: unknown): void =>
+  send(res, code, 'application/json', JSON.stringify(body));
+
+function readBody(req: IncomingMessage): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= MAX_JSON_BODY_BYTES) {
+        chunks.push(chunk);
+        return;
+      }
+      // Answer at once and read the rest into the void: a reset socket would lose the answer.
+      req.removeAllListeners('data');
+      req.resume();
+      resolve(undefined);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * The HTTP front end, on envoyproxy/ratelimit's paths: `POST /json` (200 or 429 with the
+ * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, and `GET /metrics`.
+ */
+export function createHttpServer(handleCall: CallHandler, registry: Registry, serving: () => boolean) {
+  const json = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const body = await readBody(req);
+    if (body === undefined) {
+      res.setHeader('Connection', 'close');
+      return sendJson(res, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'body over 1 MiB' });
+    }
+    const outcome = await handleCall('http', () => parseJsonCall(body));
+    if (outcome.kind === 'answer') {
+      return sendJson(res, outcome.answer.overallCode === 'OK' ? 200 : 429, toJsonResponse(outcome.answer));
+    }
+    sendJson(res, httpStatus[outcome.kind], { code: outcome.kind.toUpperCase(), message: outcome.message });
+  };
+
+  const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void> | void> = {
+    'POST /json': json,
+    'GET /healthcheck': (_, res) =>
+      serving() ? send(res, 200, 'text/plain', 'OK') : send(res, 503, 'text/plain', 'NOT_SERVING'),
+    'GET /metrics': async (_, res) => send(res, 200, registry.contentType, await registry.metrics()),
+  };
+
+  return createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const route = routes[`${req.method} ${path}`];
+    if (route === undefined) {
+      const known = Object.keys(routes).some((r) => r.endsWith(` ${path}`));
+      return sendJson(res, known ? 405 : 404, { code: known ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', message: path });
+    }
+    Promise.resolve(route(req, res)).catch((error: unknown) => {
+      if (!res.headersSent) sendJson(res, 500, { code: 'INTERNAL', message: String(error) });
+      else res.destroy();
+    });
+  });
+}

@@ -1,0 +1,17 @@
+import type { Logger } from '@sluice/core';
+
+export type Level = 'info' | 'warn' | 'error';
+export type LogFields = Record<string, unknown>;
+
+/** The service's log: one JSON object per line, which log shippers parse without rules. */
+export interface ServiceLog extends Logger {
+  line(level: Level, message: string, fields?: LogFields): void;
+}
+
+/** Writes to `write` (stderr by default); `warn(message)` also serves as core's one-time warning logger. */
+export function createServiceLog(write: (text: string) => void = (text) => process.stderr.write(text)): ServiceLog {
+  const line = (level: Level, message: string, fields: LogFields = {}): void => {
+    write(`${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })}\n`);
+  };
+  return { line, warn: (message) => line('warn', message) };
+}

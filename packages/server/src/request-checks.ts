@@ -1,0 +1,97 @@
+import { SluiceError } from '@sluice/core';
+import type { DescriptorCall, OverrideUnit, RateLimitCall } from './wire-types.js';
+
+/**
+ * Bounds on one request. envoyproxy/ratelimit has none; a decision service facing many
+ * proxies needs them, so a malformed or hostile request costs little and counts nothing.
+ */
+export const REQUEST_LIMITS = {
+  domainLength: 256,
+  descriptors: 64,
+  entries: 16,
+  keyLength: 256,
+  valueLength: 1024,
+} as const;
+
+const overrideUnits: readonly string[] = ['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
+const UINT32_MAX = 2 ** 32 - 1;
+
+/** Refuses the whole request: gRPC INVALID_ARGUMENT, HTTP 400. Nothing is counted. */
+export function badRequest(message: string): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_REQUEST', `[sluice] Invalid RateLimitRequest: ${message}.`);
+}
+
+/**
+ * Checks a decoded `RateLimitRequest` (camelCase fields, as the gRPC loader and the JSON
+ * reader give it) and resolves each descriptor's cost: its own `hits_addend` when present
+ * (0 looks without counting), else the request's, where 0 or absent means 1.
+ */
+export function toCall(message: unknown): RateLimitCall {
+  const request = record(message, 'the request');
+  const { domain } = request;
+  if (typeof domain !== 'string' || domain === '') badRequest('`domain` is required');
+  if (domain.length > REQUEST_LIMITS.domainLength)
+    badRequest(`\`domain\` is longer than ${REQUEST_LIMITS.domainLength} characters`);
+  const requestHits = wholeNumber(request.hitsAddend ?? 0, '`hits_addend`', UINT32_MAX);
+  const list = request.descriptors ?? [];
+  if (!Array.isArray(list)) badRequest('`descriptors` must be a list');
+  if (list.length === 0) badRequest('`descriptors` is empty');
+  if (list.length > REQUEST_LIMITS.descriptors)
+    badRequest(`${list.length} descriptors; at most ${REQUEST_LIMITS.descriptors} are accepted`);
+  const descriptors = list.map((item, i) => toDescriptor(item, i, requestHits === 0 ? 1 : requestHits));
+  return { domain, descriptors };
+}
+
+function toDescriptor(item: unknown, index: number, requestHits: number): DescriptorCall {
+  const where = `descriptors[${index}]`;
+  const descriptor = record(item, where);
+  const entries = descriptor.entries ?? [];
+  if (!Array.isArray(entries) || entries.length === 0) badRequest(`\`${where}.entries\` is empty`);
+  if (entries.length > REQUEST_LIMITS.entries)
+    badRequest(`\`${where}\` has ${entries.length} entries; at most ${REQUEST_LIMITS.entries} are accepted`);
+  const call: DescriptorCall = {
+    entries: entries.map((entry, j) => toEntry(entry, `${where}.entries[${j}]`)),
+    hits: descriptor.hitsAddend == null ? requestHits : hitsOverride(descriptor.hitsAddend, where),
+  };
+  if (descriptor.limit != null) call.limit = toOverride(descriptor.limit, `${where}.limit`);
+  return call;
+}
+
+function toEntry(item: unknown, where: string): { key: string; value: string } {
+  const { key, value } = record(item, where);
+  if (typeof key !== 'string' || key === '') badRequest(`\`${where}.key\` is required`);
+  if (typeof value !== 'string' || value === '') badRequest(`\`${where}.value\` is required`);
+  if (key.length > REQUEST_LIMITS.keyLength)
+    badRequest(`\`${where}.key\` is longer than ${REQUEST_LIMITS.keyLength} characters`);
+  if (value.length > REQUEST_LIMITS.valueLength)
+    badRequest(`\`${where}.value\` is longer than ${REQUEST_LIMITS.valueLength} characters`);
+  return { key, value };
+}
+
+/** `google.protobuf.UInt64Value`: `{ value }` over gRPC, a bare number or numeric string in JSON. */
+function hitsOverride(wrapper: unknown, where: string): number {
+  const value =
+    typeof wrapper === 'object' && wrapper !== null ? ((wrapper as { value?: unknown }).value ?? 0) : wrapper;
+  return wholeNumber(value, `\`${where}.hits_addend\``, UINT32_MAX);
+}
+
+function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['limit']> {
+  const { requestsPerUnit, unit } = record(item, where);
+  const count = wholeNumber(requestsPerUnit ?? 0, `\`${where}.requests_per_unit\``, UINT32_MAX);
+  if (count === 0) badRequest(`\`${where}.requests_per_unit\` must be positive`);
+  if (typeof unit !== 'string' || !overrideUnits.includes(unit))
+    badRequest(`\`${where}.unit\` must be one of ${overrideUnits.join(', ')}`);
+  return { requestsPerUnit: count, unit: unit as Exclude<OverrideUnit, 'UNKNOWN'> };
+}
+
+function wholeNumber(value: unknown, what: string, max: number): number {
+  const number = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 0 || number > max)
+    badRequest(`${what} must be a whole number from 0 to ${max}`);
+  return number;
+}
+
+function record(value: unknown, what: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) badRequest(`${what} must be an object`);
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,110 @@
+import {
+  checkHeaders,
+  checkKnownOptions,
+  type HeadersOptions,
+  type RateLimitStore,
+  type ResolvedHeaders,
+  SluiceError,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { createServiceLog, type ServiceLog } from './log.js';
+import type { RulesSource } from './rules-source.js';
+
+export interface DecisionServerOptions {
+  /** The rules in force: a rule set, or a watcher (`watchRules`) whose current set each call reads. */
+  rules: RulesSource;
+  /** @default a new memory store */
+  store?: RateLimitStore;
+  /** gRPC port; 0 picks a free one. @default 8081 */
+  grpcPort?: number;
+  /** HTTP port (`/json`, `/healthcheck`, `/metrics`); 0 picks a free one. @default 8080 */
+  httpPort?: number;
+  /** Address both listen on. @default '0.0.0.0' */
+  host?: string;
+  /** The IETF RateLimit fields in `response_headers_to_add`, or `false` for none. @default false */
+  headers?: HeadersOptions | false;
+  /** Longest wait on the store before a call fails with UNAVAILABLE. @default 100 */
+  storeTimeoutMs?: number;
+  /** How long `close()` lets calls in flight finish before cutting them off. @default 10000 */
+  shutdownTimeoutMs?: number;
+  /** Epoch ms, for tests; stores use their own clock when absent. */
+  clock?: () => number;
+  /** Structured log lines; default JSON on stderr. */
+  log?: ServiceLog;
+}
+
+export interface CheckedServerOptions {
+  rules: RulesSource;
+  store: RateLimitStore;
+  grpcPort: number;
+  httpPort: number;
+  host: string;
+  headers: ResolvedHeaders | undefined;
+  storeTimeoutMs: number;
+  shutdownTimeoutMs: number;
+  clock: (() => number) | undefined;
+  log: ServiceLog;
+}
+
+const names = [
+  'rules',
+  'store',
+  'grpcPort',
+  'httpPort',
+  'host',
+  'headers',
+  'storeTimeoutMs',
+  'shutdownTimeoutMs',
+  'clock',
+  'log',
+];
+
+/** Names the option, the value received and what was expected. */
+export function invalidOption(option: string, value: unknown, expected: string): never {
+  const received =
+    typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' ? typeof value : String(value);
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_SERVER_OPTION',
+    `[sluice] Option \`${option}\` must be ${expected}; received ${received}.`,
+  );
+}
+
+function port(value: unknown, option: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 65535)
+    invalidOption(option, value, 'a port number from 0 to 65535');
+  return value as number;
+}
+
+function positive(value: unknown, option: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) <= 0)
+    invalidOption(option, value, 'a positive whole number of milliseconds');
+  return value as number;
+}
+
+/** Validates `createDecisionServer`'s options at construction (SPEC: bad config fails at start-up). */
+export function checkServerOptions(options: DecisionServerOptions): CheckedServerOptions {
+  if (typeof options !== 'object' || options === null) invalidOption('options', options, 'an object');
+  checkKnownOptions(options, names);
+  const { rules } = options;
+  const ruleSet = typeof rules === 'object' && rules !== null && 'current' in rules ? rules.current : rules;
+  if (typeof (ruleSet as { match?: unknown } | undefined)?.match !== 'function')
+    invalidOption('rules', rules, 'a rule set from parseRules/loadRules, or a watcher from watchRules');
+  if (options.host !== undefined && (typeof options.host !== 'string' || options.host === ''))
+    invalidOption('host', options.host, 'an address such as "0.0.0.0" or "127.0.0.1"');
+  if (options.clock !== undefined && typeof options.clock !== 'function')
+    invalidOption('clock', options.clock, 'a function returning epoch milliseconds');
+  return {
+    rules,
+    store: options.store ?? createMemoryStore(),
+    grpcPort: port(options.grpcPort, 'grpcPort', 8081),
+    httpPort: port(options.httpPort, 'httpPort', 8080),
+    host: options.host ?? '0.0.0.0',
+    headers: options.headers === undefined || options.headers === false ? undefined : checkHeaders(options.headers),
+    storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
+    shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
+    clock: options.clock,
+    log: options.log ?? createServiceLog(),
+  };
+}

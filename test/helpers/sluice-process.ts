@@ -1,0 +1,88 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const tsx = `${root}node_modules/.bin/tsx`;
+const entry = `${root}packages/server/src/run.ts`;
+
+/** One `sluice` process started from the sources, as the bin runs them. */
+export interface SluiceProcess {
+  readonly child: ChildProcess;
+  /** stderr's JSON log lines so far, parsed. */
+  readonly lines: Record<string, unknown>[];
+  /** stderr and stdout as text, for error messages. */
+  output(): string;
+  /** Resolves with the exit code once the process is gone. */
+  readonly exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Runs `sluice <args>` and returns at once; see `startSluice` to wait until it serves. */
+export function runSluice(args: string[]): SluiceProcess {
+  const child = spawn(tsx, ['--conditions=@sluice/source', entry, ...args], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let text = '';
+  let partial = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    text += chunk.toString();
+    partial += chunk.toString();
+    const parts = partial.split('\n');
+    partial = parts.pop() ?? '';
+    for (const part of parts) {
+      try {
+        lines.push(JSON.parse(part) as Record<string, unknown>);
+      } catch {
+        // Not a log line (a stack trace from tsx, say): kept in `output()` only.
+      }
+    }
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    output: () => text,
+    exited,
+    kill(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+export interface ServingSluice extends SluiceProcess {
+  readonly grpcPort: number;
+  readonly httpPort: number;
+  readonly grpcAddress: string;
+  readonly httpUrl: string;
+}
+
+/** Starts `sluice serve` on free loopback ports and waits for its `listening` line. */
+export async function startSluice(args: string[], timeoutMs = 15_000): Promise<ServingSluice> {
+  const proc = runSluice(['serve', '--host', '127.0.0.1', '--grpc-port', '0', '--http-port', '0', ...args]);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const listening = proc.lines.find((line) => line.msg === 'listening');
+    if (listening !== undefined) {
+      const grpcPort = listening.grpcPort as number;
+      const httpPort = listening.httpPort as number;
+      return {
+        ...proc,
+        grpcPort,
+        httpPort,
+        grpcAddress: `127.0.0.1:${grpcPort}`,
+        httpUrl: `http://127.0.0.1:${httpPort}`,
+      };
+    }
+    if (proc.child.exitCode !== null || Date.now() > deadline) {
+      await proc.kill('SIGKILL');
+      throw new Error(`sluice serve did not start:\n${proc.output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}

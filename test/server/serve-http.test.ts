@@ -1,0 +1,91 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ServingSluice, startSluice } from '../helpers/sluice-process.js';
+
+const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+let sluice: ServingSluice;
+
+beforeAll(async () => {
+  sluice = await startSluice(['--rules', rules]);
+});
+afterAll(async () => {
+  await sluice?.kill();
+});
+
+const postJson = (body: unknown) =>
+  fetch(`${sluice.httpUrl}/json`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+
+describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
+  it('POST /json answers 200 with the response in proto3 JSON, then 429 over the limit', async () => {
+    const request = {
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: `json-${process.pid}` }] }],
+    };
+    const first = await postJson(request);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('content-type')).toBe('application/json');
+    const body = (await first.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      overallCode: 'OK',
+      statuses: [{ code: 'OK', currentLimit: { name: 'per-ip', requestsPerUnit: 3, unit: 'HOUR' }, limitRemaining: 2 }],
+    });
+    const reset = (body.statuses as { durationUntilReset: string }[])[0]?.durationUntilReset;
+    expect(reset).toMatch(/^\d+(\.\d{3})?s$/);
+    await postJson(request);
+    await postJson(request);
+    const over = await postJson(request);
+    expect(over.status).toBe(429);
+    const refused = (await over.json()) as { overallCode: string; statuses: Record<string, unknown>[] };
+    expect(refused.overallCode).toBe('OVER_LIMIT');
+    // proto3 JSON leaves a zero out, as Go's protojson does.
+    expect(refused.statuses[0]).not.toHaveProperty('limitRemaining');
+  });
+
+  it('accepts proto field names (snake_case) and a hits_addend', async () => {
+    const response = await postJson({
+      domain: 'edge',
+      hits_addend: 2,
+      descriptors: [{ entries: [{ key: 'remote_address', value: `snake-${process.pid}` }] }],
+    });
+    expect(response.status).toBe(200);
+    expect(((await response.json()) as { statuses: { limitRemaining: number }[] }).statuses[0]?.limitRemaining).toBe(1);
+  });
+
+  it('answers 400 for a bad request and 413 for an oversized body, counting nothing', async () => {
+    for (const bad of [
+      '{not json',
+      { descriptors: [] },
+      { domain: 'edge', descriptors: [] },
+      { domain: 'edge', descriptors: [{ entries: [{ key: 'a' }] }] },
+    ]) {
+      const response = await postJson(bad);
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { code: string }).code).toBe('INVALID');
+    }
+    expect((await postJson('x'.repeat(2 * 1024 * 1024))).status).toBe(413);
+  });
+
+  it('GET /healthcheck says OK, an unknown path is 404 and a wrong method 405', async () => {
+    const health = await fetch(`${sluice.httpUrl}/healthcheck`);
+    expect(health.status).toBe(200);
+    expect(await health.text()).toBe('OK');
+    expect((await fetch(`${sluice.httpUrl}/nothing`)).status).toBe(404);
+    expect((await fetch(`${sluice.httpUrl}/json`)).status).toBe(405);
+  });
+
+  it('GET /metrics exposes the calls answered in Prometheus text', async () => {
+    const response = await fetch(`${sluice.httpUrl}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('text/plain');
+    const text = await response.text();
+    expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="ok"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="over_limit"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="invalid"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^sluice_service_descriptors_total\{result="within_limit"\} [1-9]\d*$/m);
+    expect(text).toMatch(/^sluice_service_store_up 1$/m);
+    expect(text).toContain('sluice_service_call_duration_seconds_bucket');
+  });
+});

@@ -1,0 +1,119 @@
+import { type ServiceError, status } from '@grpc/grpc-js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.js';
+import { isCi } from '../helpers/redis-env.js';
+import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
+import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
+import { startSluice } from '../helpers/sluice-process.js';
+
+const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+const skip = !hasRedisServer() && !isCi;
+const one = (key: string, value: string) => ({ domain: 'edge', descriptors: [{ entries: [{ key, value }] }] });
+const outcome = (promise: Promise<{ overall_code?: string }>) =>
+  promise.then(
+    (response) => response.overall_code,
+    (error: ServiceError) => error.code,
+  );
+
+describe.skipIf(skip)('sluice serve on Redis', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(async () => {
+    await redis?.stop();
+  });
+
+  it('admits exactly the limit from 500 calls in flight over five channels', async () => {
+    for (const store of [[], ['--redis', redis.url]]) {
+      // A loaded test machine can take longer than the default 100 ms to answer 500 calls.
+      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '5000', ...store]);
+      const clients = Array.from({ length: 5 }, () => createEnvoyClient(sluice.grpcAddress));
+      try {
+        const value = `exact-${store.length}-${process.pid}`;
+        const calls = clients.flatMap((client) =>
+          Array.from({ length: 100 }, () => client.shouldRateLimit(one('exact', value))),
+        );
+        const codes = await Promise.all(calls.map((call) => outcome(call)));
+        expect(codes.filter((c) => c === 'OK')).toHaveLength(100);
+        expect(codes.filter((c) => c === 'OVER_LIMIT')).toHaveLength(400);
+      } finally {
+        for (const client of clients) client.close();
+        await sluice.kill();
+      }
+    }
+  });
+
+  it('keeps running when Redis dies: NOT_SERVING and UNAVAILABLE, then serving again when it is back', async () => {
+    const sluice = await startSluice(['--rules', rules, '--redis', redis.url]);
+    const envoy = createEnvoyClient(sluice.grpcAddress);
+    const health = () => fetch(`${sluice.httpUrl}/healthcheck`).then((r) => r.status);
+    try {
+      const value = `redis-loss-${process.pid}`;
+      expect(await outcome(envoy.shouldRateLimit(one('remote_address', value)))).toBe('OK');
+      await redis.kill();
+      await waitFor('NOT_SERVING', async () => (await health()) === 503);
+      const grpcHealth = createHealthClient(sluice.grpcAddress);
+      expect(await grpcHealth.check('envoy.service.ratelimit.v3.RateLimitService')).toBe('NOT_SERVING');
+      expect(await outcome(envoy.shouldRateLimit(one('remote_address', value)))).toBe(status.UNAVAILABLE);
+      expect(sluice.child.exitCode).toBeNull();
+      await redis.start();
+      await waitFor('SERVING again', async () => (await health()) === 200);
+      expect(await grpcHealth.check('envoy.service.ratelimit.v3.RateLimitService')).toBe('SERVING');
+      grpcHealth.close();
+      // The data did not survive the crash (no persistence here): a fresh count.
+      const back = await envoy.shouldRateLimit(one('remote_address', value));
+      expect(back.overall_code).toBe('OK');
+      expect(sluice.lines.some((l) => l.msg === 'store unavailable; not serving')).toBe(true);
+      expect(sluice.lines.some((l) => l.msg === 'store answers again; serving')).toBe(true);
+    } finally {
+      envoy.close();
+      expect(await sluice.kill()).toBe(0);
+    }
+  });
+
+  describe('SIGTERM with calls in flight', () => {
+    let proxy: RedisProxy;
+    beforeAll(async () => {
+      if (redis.port === 0) return;
+      proxy = await startRedisProxy(redis.port);
+    });
+    afterAll(async () => {
+      await proxy?.close();
+    });
+
+    it('finishes the calls it accepted, refuses new ones, closes Redis and exits 0', async () => {
+      const sluice = await startSluice([
+        '--rules',
+        rules,
+        '--redis',
+        `redis://127.0.0.1:${proxy.port}`,
+        '--store-timeout-ms',
+        '10000',
+      ]);
+      const envoy = createEnvoyClient(sluice.grpcAddress);
+      const value = `sigterm-${process.pid}`;
+      await envoy.shouldRateLimit(one('exact', value));
+      proxy.hold();
+      const grpcCalls = Array.from({ length: 20 }, () => outcome(envoy.shouldRateLimit(one('exact', value))));
+      const httpCall = fetch(`${sluice.httpUrl}/json`, { method: 'POST', body: JSON.stringify(one('exact', value)) });
+      await waitFor('the calls to reach Redis', async () => proxy.heldBytes > 0);
+      sluice.child.kill('SIGTERM');
+      await waitFor('shutdown to begin', async () =>
+        sluice.lines.some((l) => String(l.msg).startsWith('shutting down')),
+      );
+      const late = createEnvoyClient(sluice.grpcAddress);
+      expect(await outcome(late.shouldRateLimit(one('exact', value)))).toBe(status.UNAVAILABLE);
+      late.close();
+      proxy.release();
+      expect(await Promise.all(grpcCalls)).toEqual(Array(20).fill('OK'));
+      expect((await httpCall).status).toBe(200);
+      // The client keeps its channel open, as Envoy does: shutdown must not wait for it.
+      const stoppedAt = performance.now();
+      expect(await sluice.exited).toBe(0);
+      expect(performance.now() - stoppedAt).toBeLessThan(5000);
+      envoy.close();
+      expect(sluice.lines.at(-1)?.msg).toBe('stopped');
+    });
+  });
+});
