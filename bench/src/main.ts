@@ -10,9 +10,10 @@ import { runInproc } from './inproc/run.js';
 import { killAll, sourceFile } from './lib/children.js';
 import { createProgress } from './lib/progress.js';
 import { type BenchRedis, startRedis } from './lib/redis-server.js';
-import { readOptions } from './options.js';
+import { readOptions, SECTIONS } from './options.js';
 import { writeReport } from './report/write.js';
 import type { RedisBenchResult, RunResults } from './results.js';
+import { runService } from './service/run.js';
 
 const options = readOptions(process.argv.slice(2));
 const resultsDir = sourceFile('../results');
@@ -30,6 +31,8 @@ const settings = {
   quietWaitMs: quick ? 2000 : 5000,
   redisBenchSeconds: quick ? 1 : 2.5,
   redisBenchRepeats: quick ? 1 : 2,
+  serviceWarmupMs: quick ? 300 : 1000,
+  serviceDurationMs: quick ? 1000 : 3000,
 };
 
 const heapContenders = quick
@@ -149,6 +152,16 @@ async function measure(): Promise<RunResults> {
       };
       results.http = await runHttp(http, redis, progress);
     }
+    if (run('service')) {
+      const service = {
+        warmupMs: settings.serviceWarmupMs,
+        durationMs: settings.serviceDurationMs,
+        quietWaitMs: settings.quietWaitMs,
+      };
+      const measuredService = await runService(service, redis, progress);
+      results.service = measuredService.service;
+      results.serviceClientCost = measuredService.clientCost;
+    }
   } finally {
     await redis.stop();
   }
@@ -169,7 +182,7 @@ async function main() {
   const results = options.report ? (JSON.parse(readFileSync(options.report, 'utf8')) as RunResults) : await measure();
   const stamp = results.startedAt.replaceAll(':', '-').slice(0, 19);
   if (!options.report) writeFileSync(`${resultsDir}/raw/${stamp}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  const complete = options.sections.length === 4 || options.report !== undefined;
+  const complete = options.sections.length === SECTIONS.length || options.report !== undefined;
   // A partial run never replaces the committed report; it lands next to its raw data.
   const base = complete ? `${resultsDir}/latest` : `${resultsDir}/raw/${stamp}`;
   writeReport(results, base);

@@ -56,6 +56,27 @@ export interface RedisBenchResult extends Disturbance {
   error?: string;
 }
 
+/** One load cell against `sluice serve` (one core) over one gRPC channel. */
+export interface ServiceResult extends Disturbance {
+  store: 'memory' | 'redis';
+  inFlight: number;
+  callsPerSec?: number;
+  p50Us?: number;
+  p99Us?: number;
+  /** Calls that failed or were not OK: none expected. */
+  failed?: number;
+  /** The service process's share of its core while loaded. */
+  serviceCores?: number;
+  rssMb?: number | undefined;
+  error?: string;
+}
+
+/** A limiter over the Node service client next to one over an in-process Redis store. */
+export interface ServiceClientCost {
+  redis: { sequentialP50Us: number; sequentialPerSec: number; parallelPerSec: number };
+  service: { sequentialP50Us: number; sequentialPerSec: number; parallelPerSec: number };
+}
+
 export interface RunResults {
   startedAt: string;
   seconds: number;
@@ -66,4 +87,7 @@ export interface RunResults {
   heap: HeapResult[];
   http: HttpResult[];
   redisBench: RedisBenchResult[];
+  /** Absent in runs from before the decision service existed. */
+  service?: ServiceResult[];
+  serviceClientCost?: ServiceClientCost | undefined;
 }

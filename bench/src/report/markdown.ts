@@ -3,6 +3,7 @@ import { fixed, int, percent, rate, ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
 import { inprocTable, policyTable } from './inproc-tables.js';
+import { serviceSection } from './service-table.js';
 import { limiterName, table, verdict } from './table.js';
 import type { TargetCheck } from './targets.js';
 
@@ -125,6 +126,9 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
     ...results.redisBench
       .filter((r) => r.foreign > FOREIGN_LIMIT)
       .map((r) => `redis-benchmark ${r.command} -P ${r.pipeline}`),
+    ...(results.service ?? [])
+      .filter((r) => r.foreign > FOREIGN_LIMIT)
+      .map((r) => `service ${r.store} ${r.inFlight} in flight`),
   ];
   const retried = results.inproc.filter((r) => r.retried).length + results.http.filter((r) => r.retried).length;
   lines.push(
@@ -202,6 +206,10 @@ export function renderMarkdown(results: RunResults, http: readonly HttpRow[], ch
     '## Three policies in one decision',
     '',
     policyTable(results),
+    '',
+    '## Decision service (`sluice serve`, one core, one gRPC channel)',
+    '',
+    serviceSection(results),
     '',
     '## Memory per tracked key (1M distinct keys, after forced GC)',
     '',

@@ -1,0 +1,108 @@
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { finish, lastJson, sourceFile, spawnNode, spawnPinned, stop } from '../lib/children.js';
+import { startCpuMeter } from '../lib/cpu.js';
+import { rate } from '../lib/format.js';
+import { measured } from '../lib/job.js';
+import type { Progress } from '../lib/progress.js';
+import type { BenchRedis } from '../lib/redis-server.js';
+import type { ServiceClientCost, ServiceResult } from '../results.js';
+
+export interface ServiceSettings {
+  quietWaitMs: number;
+  warmupMs: number;
+  durationMs: number;
+}
+
+/** The service runs alone on core 0; load generators and Redis share core 1. */
+const SERVICE_CPU = 0;
+const LOAD_CPU = 1;
+const IN_FLIGHT = [1, 10, 100];
+const bin = join(dirname(createRequire(import.meta.url).resolve('@sluice/server/package.json')), 'bin', 'sluice.js');
+
+/** Starts `sluice serve` from its built bin, pinned to one core; resolves with its gRPC port. */
+async function startService(redis: BenchRedis | undefined): Promise<{ child: ChildProcess; port: number }> {
+  const store = redis === undefined ? [] : ['--redis', `redis://127.0.0.1:${redis.port}`];
+  const args = ['serve', '--rules', sourceFile('service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
+  const child = spawnPinned(SERVICE_CPU, process.execPath, [bin, ...args, '--http-port', '0', ...store]);
+  const port = await new Promise<number>((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => reject(new Error(`sluice serve did not start: ${text}`)), 15_000);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      text += chunk.toString();
+      const match = /"msg":"listening","grpcPort":(\d+)/.exec(text);
+      if (match !== null) {
+        clearTimeout(timer);
+        resolve(Number(match[1]));
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`sluice serve exited with ${code}: ${text}`)));
+  });
+  return { child, port };
+}
+
+const rssMb = (pid: number | undefined): number | undefined => {
+  const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return line === null ? undefined : Number(line[1]) / 1024;
+};
+
+async function runLoad(args: string[], seconds: number, pids: Record<string, number | undefined>) {
+  const child = spawnNode(LOAD_CPU, args[0] as string, args.slice(1));
+  const meter = startCpuMeter({ load: child.pid, ...pids });
+  const done = await finish(child, 60_000 + seconds * 4000);
+  const { foreign, cores } = meter();
+  if (done.code !== 0) throw new Error(done.stderr.trim().split('\n').slice(-3).join(' '));
+  return { output: done.stdout, foreign, cores };
+}
+
+/**
+ * Decisions per second of one `sluice serve` process on one core, over one gRPC channel at
+ * 1, 10 and 100 calls in flight, with the memory store and with Redis; then what the Node
+ * client adds per decision next to an in-process Redis store.
+ */
+export async function runService(
+  settings: ServiceSettings,
+  redis: BenchRedis,
+  progress: Progress,
+): Promise<{ service: ServiceResult[]; clientCost: ServiceClientCost | undefined }> {
+  const seconds = (settings.warmupMs + settings.durationMs) / 1000;
+  progress.plan(IN_FLIGHT.length * 2 + 1, seconds + 1);
+  const service: ServiceResult[] = [];
+  let clientCost: ServiceClientCost | undefined;
+  for (const store of ['memory', 'redis'] as const) {
+    await redis.flush();
+    const { child, port } = await startService(store === 'redis' ? redis : undefined);
+    try {
+      for (const inFlight of IN_FLIGHT) {
+        const load = ['service/load.ts', '--address', `127.0.0.1:${port}`, '--inflight', String(inFlight)];
+        const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
+        const own = { service: child.pid, redis: redis.pid };
+        const result = await measured(
+          own,
+          async () => {
+            const { output, foreign, cores } = await runLoad([...load, ...timing], seconds, own);
+            const figures = lastJson<{ callsPerSec: number; p50Us: number; p99Us: number; failed: number }>(output);
+            return { result: { ...figures, serviceCores: cores.service ?? 0 }, foreign };
+          },
+          settings.quietWaitMs,
+        );
+        const row: ServiceResult = { store, inFlight, ...result, rssMb: rssMb(child.pid) };
+        service.push(row);
+        progress.done(`service ${store} ${inFlight} in flight`, `${rate(row.callsPerSec)}/s`, seconds + 1);
+      }
+      if (store === 'redis') {
+        const args = ['service/client-cost.ts', '--address', `127.0.0.1:${port}`, '--redis-port', String(redis.port)];
+        const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
+        const { output } = await runLoad([...args, ...timing], seconds * 4, { service: child.pid, redis: redis.pid });
+        clientCost = lastJson<ServiceClientCost>(output);
+        const added = clientCost.service.sequentialP50Us - clientCost.redis.sequentialP50Us;
+        progress.done('service client vs Redis store', `+${Math.round(added)} µs per decision`, seconds + 1);
+      }
+    } finally {
+      await stop(child);
+    }
+  }
+  return { service, clientCost };
+}
