@@ -54,8 +54,9 @@ describe('the simulate report', () => {
     const summary = worstWindowChart([result]);
     const page = renderPage([result], summary, new Map([[result, charts]]));
     for (const chart of [summary, ...charts]) expect(page).toContain(`](${chart.file})`);
-    expect(page).toMatch(/\| `fixed-window` +\| +11 \| +0 \| +0 % \| +10 \(2×\) \|/);
-    expect(page).toMatch(/\| `sliding-window-log` +\| +6 \| +5 \| +45\.45 % \| +5 \(1×\) \|/);
+    // admitted, refused, refused %, clients refused, worst window
+    expect(page).toMatch(/\| `fixed-window` +\| +11 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
+    expect(page).toMatch(/\| `sliding-window-log` +\| +6 \| +5 \| +45\.45 % \| +1 \| +5 \(1×\) \|/);
     expect(page).toContain('## The sliding window counter against the exact log');
   });
 });

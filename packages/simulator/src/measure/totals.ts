@@ -5,6 +5,8 @@ export interface Totals {
   offered: number;
   admitted: number;
   refused: number;
+  /** Distinct clients refused at least once. */
+  refusedClients: number;
   /** Admitted requests that queue mode held back (`delayMs > 0`). */
   delayed: number;
   /** Admitted only because of soft or elastic throttling, or marked by shadow mode as refused. */
@@ -19,20 +21,26 @@ export function totals(decisions: readonly SimulatedDecision[]): Totals {
     offered: 0,
     admitted: 0,
     refused: 0,
+    refusedClients: 0,
     delayed: 0,
     overLimit: 0,
     maxRetryAfterMs: 0,
     maxDelayMs: 0,
   };
+  const refusedKeys = new Set<string>();
   for (const d of decisions) {
     result.offered++;
     if (d.allowed) result.admitted++;
-    else result.refused++;
+    else {
+      result.refused++;
+      refusedKeys.add(d.key);
+    }
     if (d.delayMs > 0) result.delayed++;
     if (d.overLimit !== undefined) result.overLimit++;
     // A cost that can never pass is told Infinity: not a wait any client would see.
     if (Number.isFinite(d.retryAfterMs)) result.maxRetryAfterMs = Math.max(result.maxRetryAfterMs, d.retryAfterMs);
     result.maxDelayMs = Math.max(result.maxDelayMs, d.delayMs);
   }
+  result.refusedClients = refusedKeys.size;
   return result;
 }

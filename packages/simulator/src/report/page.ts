@@ -78,6 +78,7 @@ function anchor(title: string): string {
 function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throttle?: Throttle): string[] {
   // Soft and shadow modes mark the requests they pass over the limit: worth a column of their own.
   const marked = throttle !== undefined && throttle.mode !== 'hard';
+  const many = result.clients > 1;
   const { scenario } = result;
   const runs = [...result.runs, ...[result.shapingRefuses, result.queue].filter((r) => r !== undefined)];
   return [
@@ -92,6 +93,7 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
         'admitted',
         'refused',
         'refused %',
+        ...(many ? ['clients refused'] : []),
         `worst ${window(scenario.windowMs)} (÷ limit)`,
         'longest Retry-After',
         'longest delay',
@@ -102,12 +104,13 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
         formatNumber(run.totals.admitted),
         formatNumber(run.totals.refused),
         percent(run.totals.refused, run.totals.offered),
+        ...(many ? [formatNumber(run.totals.refusedClients)] : []),
         `${formatNumber(run.worst.admitted)} (${ratio(run)})`,
         run.totals.refused > 0 ? seconds(run.totals.maxRetryAfterMs) : '–',
         run.totals.delayed > 0 ? seconds(run.totals.maxDelayMs) : '–',
         ...(marked ? [formatNumber(run.totals.overLimit)] : []),
       ]),
-      marked ? 'lrrrrrrr' : 'lrrrrrr',
+      `l${'r'.repeat(6 + Number(many) + Number(marked))}`,
     ),
     '',
   ];

@@ -55,7 +55,7 @@ export function scenarios(trace: { path: string; limit: number; windowMs: number
       id: 'steady-over',
       title: 'Steady, over the limit',
       about:
-        'One client at 15 requests/s against 10/s. What differs is the shape: fixed windows and the sliding log admit a block of 100 and then refuse until the window moves on (telling the client to wait seconds), while the counter and the buckets settle at the limit and spread refusals evenly (waits of a fraction of a second). The buckets first spend their full burst.',
+        'One client at 15 requests/s against 10/s. What differs is the shape: fixed windows and the sliding log admit a block of 100 and then refuse until the window moves on (telling the client to wait seconds), while the counter (after its first window) and the buckets settle at the limit and spread refusals evenly (waits of a fraction of a second). The buckets first spend their full burst.',
       traffic: () => steady({ ratePerSecond: 15, duration: '2m' }),
       ...single,
       charts: ['retry-after'],
@@ -96,7 +96,7 @@ export function scenarios(trace: { path: string; limit: number; windowMs: number
       id: 'diurnal',
       title: 'A day with a flash crowd',
       about:
-        'A simulated day: 20,000 clients with Zipf-distributed shares (exponent 1.1), 5 requests/s on average following a 24-hour cycle (quiet at 03:00, busiest at 15:00), and a flash crowd of 1,000 newcomers adding 20 requests/s from 11:00 to 11:30. Each client may send 30 per minute. Only the busiest clients meet the limit; the crowd, each sending little, passes.',
+        'A simulated day: 20,000 clients with Zipf-distributed shares (exponent 1.1), 5 requests/s on average following a 24-hour cycle (quiet at 03:00, busiest at 15:00), and a flash crowd of 1,000 newcomers adding 20 requests/s from 11:00 to 11:30. Each client may send 30 per minute. Only the busiest few clients ever meet the limit; the crowd, each sending little, passes.',
       traffic: () =>
         diurnal({
           clients: 20_000,
