@@ -1,3 +1,4 @@
+import { parseRules } from '@sluice/rules';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
@@ -29,5 +30,24 @@ describe.each(harnesses)('$name: one limiter reached twice by one request', (har
     }
     await request(app.url).get('/').expect(429);
     expect(app.hits()).toBe(4);
+  });
+
+  it('counts the request once in rules mode too', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 2, window: 1m, algorithm: fixed-window }]
+`);
+    app = await harness.start({
+      mountTwice: true,
+      limits: [{ rules, descriptors: [['remote_address']], logger: collectingLogger(), clock: clockAt(0) }],
+    });
+    for (const remaining of [1, 0]) {
+      const res = await request(app.url).get('/').expect(200);
+      expect(draft11(res).state).toEqual({ 'per-client': { r: remaining, t: 60 } });
+    }
+    await request(app.url).get('/').expect(429);
+    expect(app.hits()).toBe(2);
   });
 });

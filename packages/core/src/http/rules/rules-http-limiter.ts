@@ -165,9 +165,14 @@ export function createRulesHttpLimiter<Req, Res>(
     });
   };
 
+  // A limiter reached twice by one request (mounted on the app and on a router) counts it once.
+  const seen = new WeakSet<IncomingMessage>();
+
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
-    if (typeof skip === 'function' && (await skip(req))) return SKIPPED;
     const request = binding.rawRequest(req);
+    if (seen.has(request)) return SKIPPED;
+    seen.add(request);
+    if (typeof skip === 'function' && (await skip(req))) return SKIPPED;
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),
