@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
 import { describe, invalid, SluiceError } from './errors.js';
+import { limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
@@ -86,7 +87,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const namespace = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
-  const { guarded, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger);
+  const events = limiterEvents(namespace, store, policies);
+  const { guarded, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
+    events.storeFailed(cause, onStoreError),
+  );
   const unavailable = (key: string): Decision => {
     const decision = storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
     // Shadow mode never refuses, not even when the fail policy would: it reports the refusal.
@@ -157,15 +161,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
+  const decide = (key: string, cost: number): Decision | Promise<Decision> =>
+    now(key, cost) ?? ask(checkKey(key), checkCost(cost), capacities());
+
   const limiter: Limiter = {
     policies,
     namespace,
     consume(key, consumeOptions?: ConsumeOptions) {
       try {
         const cost = consumeOptions?.cost ?? 1;
-        const decision = now(key, cost);
-        if (decision !== undefined) return Promise.resolve(decision);
-        return ask(checkKey(key), checkCost(cost), capacities());
+        const decision = events.watched ? events.observe(key, cost, decide) : decide(key, cost);
+        return Promise.resolve(decision);
       } catch (error) {
         return Promise.reject(error);
       }
@@ -192,7 +198,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await guarded(() => store.refund(refund));
     },
   };
-  synchronousPaths.set(limiter, now);
+  synchronousPaths.set(limiter, (key, cost) => (events.watched ? events.observe(key, cost, now) : now(key, cost)));
   return limiter;
 }
 

@@ -15,13 +15,21 @@ export const OUTAGE_QUIET_MS = 2000;
  * Runs store calls under the limiter's fail policy: each call is bounded by `timeoutMs`, a
  * failure is reported once per outage (and once when the store answers again), and a late
  * reply or rejection after a timeout is absorbed so nothing leaks as an unhandled rejection.
- * A timed-out call is never retried: the store may still have counted it.
+ * A timed-out call is never retried: the store may still have counted it. `failed` hears of
+ * every failure, not once per outage (the limiter's events).
  */
-export function createStoreGuard(store: RateLimitStore, onStoreError: OnStoreError, timeoutMs: number, logger: Logger) {
+export function createStoreGuard(
+  store: RateLimitStore,
+  onStoreError: OnStoreError,
+  timeoutMs: number,
+  logger: Logger,
+  failed: (cause: unknown) => void,
+) {
   let down = false;
   let lastFailureAt = 0;
 
   const fail = (cause: unknown): typeof STORE_FAILED => {
+    failed(cause);
     // Wall time for the log's cadence only; no decision depends on it.
     lastFailureAt = Date.now();
     if (!down) {
@@ -99,4 +107,4 @@ class StoreTimeout extends Error {
   }
 }
 
-const isTimeout = (cause: unknown): boolean => cause instanceof StoreTimeout;
+export const isTimeout = (cause: unknown): boolean => cause instanceof StoreTimeout;

@@ -1,20 +1,28 @@
 import type { ServerResponse } from 'node:http';
+import { publishQueueEvent } from '../events.js';
 
 /**
  * Holds a queued request for `delayMs`. Resolves `true` when the time is up and `false` as
  * soon as the response closes first (the client went away): the timer is cleared then, so
- * nothing fires later into a dead response.
+ * nothing fires later into a dead response. The hold is published on `sluice:queue` under
+ * the name of the `limiter` that queued it.
  */
-export function hold(res: ServerResponse, delayMs: number): Promise<boolean> {
+export function hold(res: ServerResponse, delayMs: number, limiter = ''): Promise<boolean> {
   if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  const heldAt = performance.now();
+  publishQueueEvent(() => ({ phase: 'held', limiter, delayMs }));
+  const release = (completed: boolean): boolean => {
+    publishQueueEvent(() => ({ phase: 'released', limiter, delayMs, heldMs: performance.now() - heldAt, completed }));
+    return completed;
+  };
   return new Promise((resolve) => {
     const gone = (): void => {
       clearTimeout(timer);
-      resolve(false);
+      resolve(release(false));
     };
     const timer = setTimeout(() => {
       res.off('close', gone);
-      resolve(true);
+      resolve(release(true));
     }, delayMs);
     res.once('close', gone);
   });

@@ -122,7 +122,7 @@ export function createHttpLimiter<Req, Res>(
       return { action: 'limited', decision };
     }
     if (decision.delayMs === 0) return { action: 'next', decision };
-    return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
+    return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       if (heldToTheEnd) return { action: 'next', decision };
       // The reserved slot was never used: give it back to the queue.
       entry.limiter.refund(clientKey, units).catch(ignore);

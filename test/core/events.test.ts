@@ -1,0 +1,216 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import {
+  createLimiter,
+  type DecisionEvent,
+  hold,
+  publishRulesReload,
+  type QueueEvent,
+  type RateLimitStore,
+  type RulesReloadEvent,
+  SLUICE_CHANNELS,
+  type StoreErrorEvent,
+} from '@sluice/core';
+import { rateLimit } from '@sluice/express';
+import { createMemoryStore } from '@sluice/memory';
+import express from 'express';
+import request from 'supertest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+
+const listeners: [string, (message: unknown) => void][] = [];
+function listen<T>(name: string): T[] {
+  const seen: T[] = [];
+  const listener = (message: unknown) => seen.push(message as T);
+  subscribe(name, listener);
+  listeners.push([name, listener]);
+  return seen;
+}
+afterEach(() => {
+  for (const [name, listener] of listeners.splice(0)) unsubscribe(name, listener);
+  vi.useRealTimers();
+});
+
+/** The memory store without its synchronous paths: every decision takes the promise path, as a remote store's does. */
+const asyncStore = (): RateLimitStore => {
+  const inner = createMemoryStore();
+  return { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund };
+};
+
+const failingStore = (error: unknown): RateLimitStore => ({
+  name: 'down',
+  consume: () => Promise.reject(error),
+  reset: () => Promise.reject(error),
+  refund: () => Promise.reject(error),
+});
+
+const quiet = { warn: () => {} };
+
+describe('sluice:decision', () => {
+  it.each([
+    ['memory', () => createMemoryStore()],
+    ['remote', asyncStore],
+  ])('publishes one event per consume on the %s path, naming limiter, policy and result', async (store, makeStore) => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const limiter = createLimiter({
+      name: 'api',
+      limit: 2,
+      window: '1m',
+      store: makeStore(),
+      prefix: 'login',
+      clock: () => 0,
+    });
+    await limiter.consume('client-a');
+    await limiter.consume('client-a', { cost: 1 });
+    await limiter.consume('client-a');
+    expect(events.map((e) => [e.limiter, e.store, e.policy, e.result, e.cost])).toEqual([
+      ['login', store, 'api', 'allowed', 1],
+      ['login', store, 'api', 'allowed', 1],
+      ['login', store, 'api', 'limited', 1],
+    ]);
+    const last = events[2] as DecisionEvent;
+    expect(last.decision.key).toBe('client-a');
+    expect(last.decision.allowed).toBe(false);
+    expect(last.policies).toBe(limiter.policies);
+    // Only a store that answers with a promise is timed.
+    if (store === 'remote') expect(last.storeDurationMs).toBeGreaterThanOrEqual(0);
+    else expect(last.storeDurationMs).toBeUndefined();
+    expect(last.errorType).toBeUndefined();
+    // The payload is what the type says and nothing more: no request, no address, no headers.
+    expect(Object.keys(last).sort()).toEqual(
+      ['cost', 'decision', 'errorType', 'limiter', 'policies', 'policy', 'result', 'store', 'storeDurationMs'].sort(),
+    );
+  });
+
+  it('publishes a decision taken on the HTTP fast path once', async () => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const app = express().use(rateLimit({ limit: 1, window: '1m', store: createMemoryStore(), prefix: 'web' }));
+    app.get('/', (_req, res) => res.send('ok'));
+    await request(app).get('/').expect(200);
+    await request(app).get('/').expect(429);
+    expect(events.map((e) => [e.limiter, e.result, e.decision.key])).toEqual([
+      ['web', 'allowed', '127.0.0.1'],
+      ['web', 'limited', '127.0.0.1'],
+    ]);
+  });
+
+  it('names the policy that refused among several', async () => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const limiter = createLimiter({
+      policies: [
+        { name: 'burst', limit: 100, window: '1s' },
+        { name: 'daily', limit: 1, window: '1d' },
+      ],
+      store: createMemoryStore(),
+      clock: () => 0,
+    });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    expect(events.map((e) => [e.policy, e.result])).toEqual([
+      ['daily', 'allowed'],
+      ['daily', 'limited'],
+    ]);
+  });
+
+  it.each([
+    [{ mode: 'soft', overagePercent: 100 }, 'soft'],
+    [{ mode: 'elastic', maxOveragePercent: 100, load: () => 0 }, 'elastic'],
+    [{ mode: 'shadow' }, 'shadow'],
+  ] as const)('marks a pass over the limit in %o as %s', async (throttle, result) => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const limiter = createLimiter({ limit: 1, window: '1m', throttle, store: createMemoryStore(), clock: () => 0 });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    expect(events.map((e) => e.result)).toEqual(['allowed', result]);
+  });
+
+  it('marks a queued decision as queued', async () => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const limiter = createLimiter({
+      limit: 1,
+      window: '1s',
+      algorithm: 'gcra',
+      queue: { maxDelayMs: 5000 },
+      store: createMemoryStore(),
+      clock: () => 0,
+    });
+    await limiter.consume('k');
+    const queued = await limiter.consume('k');
+    expect(queued.delayMs).toBeGreaterThan(0);
+    expect(events.map((e) => e.result)).toEqual(['allowed', 'queued']);
+  });
+
+  it('reports a failed store as store_error with its error type, and on sluice:store-error', async () => {
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const failures = listen<StoreErrorEvent>(SLUICE_CHANNELS.storeError);
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const limiter = createLimiter({ limit: 5, window: '1m', store: failingStore(refused), prefix: 'x', logger: quiet });
+    const decision = await limiter.consume('k');
+    expect(decision.allowed).toBe(true);
+    expect(decisions.map((e) => [e.result, e.errorType])).toEqual([['store_error', 'ECONNREFUSED']]);
+    expect(failures).toEqual([
+      { limiter: 'x', store: 'down', errorType: 'ECONNREFUSED', error: refused, onStoreError: 'allow' },
+    ]);
+    await limiter.reset('k');
+    expect(failures).toHaveLength(2);
+  });
+
+  it('reports a store timeout as error type timeout', async () => {
+    vi.useFakeTimers();
+    const failures = listen<StoreErrorEvent>(SLUICE_CHANNELS.storeError);
+    const hanging: RateLimitStore = { ...failingStore(null), consume: () => new Promise(() => {}) };
+    const limiter = createLimiter({ limit: 5, window: '1m', store: hanging, storeTimeoutMs: 20, logger: quiet });
+    const pending = limiter.consume('k');
+    await vi.advanceTimersByTimeAsync(20);
+    expect((await pending).reason).toBe('store-unavailable');
+    expect(failures.map((e) => e.errorType)).toEqual(['timeout']);
+  });
+
+  it('publishes no decision when the fail policy throws, only the store error', async () => {
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const failures = listen<StoreErrorEvent>(SLUICE_CHANNELS.storeError);
+    const limiter = createLimiter({
+      limit: 5,
+      window: '1m',
+      store: failingStore('not an error'),
+      onStoreError: 'throw',
+      logger: quiet,
+    });
+    await expect(limiter.consume('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+    expect(decisions).toEqual([]);
+    expect(failures.map((e) => [e.errorType, e.onStoreError])).toEqual([['_OTHER', 'throw']]);
+  });
+});
+
+describe('sluice:queue and sluice:rules-reload', () => {
+  const response = () => Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
+
+  it('publishes a hold when it starts and when it ends, completed or abandoned', async () => {
+    vi.useFakeTimers();
+    const events = listen<QueueEvent>(SLUICE_CHANNELS.queue);
+    const done = hold(response() as unknown as ServerResponse, 300, 'api');
+    const left = response();
+    const abandoned = hold(left as unknown as ServerResponse, 300, 'api');
+    await vi.advanceTimersByTimeAsync(100);
+    left.emit('close');
+    await vi.advanceTimersByTimeAsync(200);
+    expect([await done, await abandoned]).toEqual([true, false]);
+    expect(events).toEqual([
+      { phase: 'held', limiter: 'api', delayMs: 300 },
+      { phase: 'held', limiter: 'api', delayMs: 300 },
+      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 100, completed: false },
+      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 300, completed: true },
+    ]);
+  });
+
+  it('passes a rules reload to its subscribers as given', () => {
+    const events = listen<RulesReloadEvent>(SLUICE_CHANNELS.rulesReload);
+    const error = new Error('bad rules');
+    publishRulesReload({ source: 'rules.yaml', ok: true });
+    publishRulesReload({ source: 'rules.yaml', ok: false, error });
+    expect(events).toEqual([
+      { source: 'rules.yaml', ok: true },
+      { source: 'rules.yaml', ok: false, error },
+    ]);
+  });
+});
