@@ -88,6 +88,32 @@ describe.each(harnesses)('$name: rules in place of policies', (harness) => {
     expect(decisionOf(res)).toBeNull();
   });
 
+  it("quota_mode rules refuse only together, as envoyproxy/ratelimit's quota mode", async () => {
+    const quota = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    quota_mode: true
+    policies: [{ name: quota-a, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: header.x-user
+    quota_mode: true
+    policies: [{ name: quota-b, limit: 2, window: 1m, algorithm: fixed-window }]
+`);
+    app = await harness.start({
+      limits: [{ rules: quota, descriptors: [['remote_address'], ['header.x-user']], clock: clockAt(0), logger }],
+    });
+    const get = () =>
+      request((app as RunningApp).url)
+        .get('/')
+        .set('x-user', 'ada');
+    await get().expect(200);
+    // quota-a is spent, quota-b is not: the request passes and only quota-b is charged.
+    const second = await get().expect(200);
+    expect(draft11(second).state).toMatchObject({ 'quota-a': { r: 0 }, 'quota-b': { r: 0 } });
+    const refused = await get().expect(429);
+    expect(refused.body['violated-policies']).toEqual(['quota-a', 'quota-b']);
+  });
+
   it('bad rules options fail at construction with a code', async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ rules: {} }, 'ERR_SLUICE_INVALID_OPTION'],
@@ -101,5 +127,28 @@ describe.each(harnesses)('$name: rules in place of policies', (harness) => {
     for (const [options, code] of cases) {
       await expect(harness.configure(options)).rejects.toMatchObject({ code });
     }
+  });
+});
+
+describe.each(harnesses.filter((h) => h.name !== 'koa'))('$name: the route descriptor is the pattern', (harness) => {
+  let app: RunningApp | undefined;
+  afterEach(() => app?.close());
+
+  it('a route-level limiter sends the matched pattern, never the raw URL', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: GET /items/:id
+    policies: [{ name: items, limit: 2, window: 1m, algorithm: fixed-window }]
+`);
+    app = await harness.start({
+      routeLimits: { '/items/:id': { rules, descriptors: [['route']], clock: clockAt(0) } },
+    });
+    const url = (app as RunningApp).url;
+    // Two ids, one pattern: one counter.
+    expect(draft11(await request(url).get('/items/1').expect(200)).state.items?.r).toBe(1);
+    await request(url).get('/items/2').expect(200);
+    await request(url).get('/items/3').expect(429);
   });
 });

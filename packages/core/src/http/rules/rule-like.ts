@@ -13,6 +13,8 @@ export interface RuleLike {
   readonly unlimited: boolean;
   /** Every request refused, none counted (`requests_per_unit: 0`). */
   readonly blocked: boolean;
+  /** A `quota_mode` rule refuses a request only together with every other one it matched. */
+  readonly quotaMode?: boolean;
   /** An envoyproxy/ratelimit limit's window: a blocked rule refuses until it ends. */
   readonly rateLimit: { readonly windowMs: number } | undefined;
 }

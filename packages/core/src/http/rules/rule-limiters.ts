@@ -73,6 +73,24 @@ function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
   };
 }
 
+/**
+ * Whether the request passes: no rule refuses it, except that `quota_mode` rules refuse only
+ * when all of them do (envoyproxy/ratelimit's quota mode).
+ */
+export function passes(verdicts: readonly RuleVerdict[]): boolean {
+  let quota = 0;
+  let quotaRefused = 0;
+  for (const { rule, decision } of verdicts) {
+    if (rule.quotaMode === true) {
+      quota++;
+      if (!decision.allowed) quotaRefused++;
+    } else if (!decision.allowed) {
+      return false;
+    }
+  }
+  return quota === 0 || quotaRefused < quota;
+}
+
 /** True when the limiter charged this verdict: allowed with a cost, and not merely reported by shadow mode. */
 const charged = (verdict: RuleVerdict): boolean =>
   verdict.cost > 0 && verdict.decision.allowed && verdict.decision.overLimit !== 'shadow';
@@ -84,8 +102,8 @@ function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<De
 }
 
 /**
- * Every matched rule decides; the request passes only if all allow. When one refuses, the
- * others' charges are given back (`refund`), so a refused request spends nothing anywhere.
+ * Every matched rule decides; the request passes as `passes` says. When it does not, the
+ * charges made are given back (`refund`), so a refused request spends nothing anywhere.
  * With an in-process store that all happens in one tick, so it is atomic; with Redis a
  * concurrent request may briefly see a charge that is then refunded. `cost` is one for
  * every match or one per match (the decision service's per-descriptor `hits_addend`), and
@@ -112,7 +130,7 @@ export async function decideRules(
     pending.push(Promise.resolve(decided).then((decision) => ({ index, rule, key, cost: units, limiter, decision })));
   });
   const verdicts = await Promise.all(pending);
-  if (verdicts.every((v) => v.decision.allowed)) return verdicts;
+  if (passes(verdicts)) return verdicts;
   return Promise.all(verdicts.map((v) => (charged(v) ? refunded(v) : v)));
 }
 
@@ -130,20 +148,20 @@ async function refunded(verdict: RuleVerdict): Promise<RuleVerdict> {
 }
 
 /**
- * The request's decision over every verdict: allowed only if all are; the figures on top are
+ * The request's decision over every verdict: allowed as `passes` says; the figures on top are
  * the refusal that lasts longest, else the rule closest to exhaustion; `policies` lists them all.
  */
 export function combinedDecision(verdicts: readonly RuleVerdict[]): Decision | undefined {
   let top: Decision | undefined;
-  let allowed = true;
   let delayMs = 0;
   for (const { decision } of verdicts) {
-    allowed &&= decision.allowed;
     delayMs = Math.max(delayMs, decision.delayMs);
     if (top === undefined || tighter(decision, top)) top = decision;
   }
   if (top === undefined) return undefined;
-  return { ...top, allowed, delayMs, policies: verdicts.flatMap((v) => v.decision.policies) };
+  const allowed = passes(verdicts);
+  const policies = verdicts.flatMap((v) => v.decision.policies);
+  return { ...top, allowed, retryAfterMs: allowed ? 0 : top.retryAfterMs, delayMs, policies };
 }
 
 const tighter = (a: Decision, b: Decision): boolean =>
