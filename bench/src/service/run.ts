@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { finish, lastJson, sourceFile, spawnNode, spawnPinned, stop } from '../lib/children.js';
 import { startCpuMeter } from '../lib/cpu.js';
 import { rate } from '../lib/format.js';
+import type { Disturbance } from '../lib/job.js';
 import { measured } from '../lib/job.js';
 import type { Progress } from '../lib/progress.js';
 import type { BenchRedis } from '../lib/redis-server.js';
@@ -81,24 +82,36 @@ export async function runService(
         const own = { service: child.pid, redis: redis.pid };
         const result = await measured(
           own,
-          async () => {
-            const { output, foreign, cores } = await runLoad([...load, ...timing], seconds, own);
-            const figures = lastJson<{ callsPerSec: number; p50Us: number; p99Us: number; failed: number }>(output);
-            return { result: { ...figures, serviceCores: cores.service ?? 0 }, foreign };
+          async (): Promise<{
+            result: Omit<ServiceResult, keyof Disturbance | 'store' | 'inFlight'>;
+            foreign: number;
+          }> => {
+            try {
+              const { output, foreign, cores } = await runLoad([...load, ...timing], seconds, own);
+              const figures = lastJson<{ callsPerSec: number; p50Us: number; p99Us: number; failed: number }>(output);
+              return { result: { ...figures, serviceCores: cores.service ?? 0 }, foreign };
+            } catch (error) {
+              return { result: { error: (error as Error).message }, foreign: 0 };
+            }
           },
           settings.quietWaitMs,
         );
         const row: ServiceResult = { store, inFlight, ...result, rssMb: rssMb(child.pid) };
         service.push(row);
-        progress.done(`service ${store} ${inFlight} in flight`, `${rate(row.callsPerSec)}/s`, seconds + 1);
+        progress.done(`service ${store} ${inFlight} in flight`, row.error ?? `${rate(row.callsPerSec)}/s`, seconds + 1);
       }
       if (store === 'redis') {
         const args = ['service/client-cost.ts', '--address', `127.0.0.1:${port}`, '--redis-port', String(redis.port)];
         const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
-        const { output } = await runLoad([...args, ...timing], seconds * 4, { service: child.pid, redis: redis.pid });
-        clientCost = lastJson<ServiceClientCost>(output);
-        const added = clientCost.service.sequentialP50Us - clientCost.redis.sequentialP50Us;
-        progress.done('service client vs Redis store', `+${Math.round(added)} µs per decision`, seconds + 1);
+        const label = 'service client vs Redis store';
+        try {
+          const { output } = await runLoad([...args, ...timing], seconds * 4, { service: child.pid, redis: redis.pid });
+          clientCost = lastJson<ServiceClientCost>(output);
+          const added = clientCost.service.sequentialP50Us - clientCost.redis.sequentialP50Us;
+          progress.done(label, `+${Math.round(added)} µs per decision`, seconds + 1);
+        } catch (error) {
+          progress.done(label, `error: ${(error as Error).message}`, seconds + 1);
+        }
       }
     } finally {
       await stop(child);
