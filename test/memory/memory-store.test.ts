@@ -53,6 +53,19 @@ describe('memory store bounds', () => {
     expect(store.consumeSync(request('b', 0)).outcomes[0]?.remaining).toBe(1_000);
   });
 
+  it('counts evictions: one per new key that finds the store full, none for keys it holds', () => {
+    const store = createMemoryStore({ maxKeys: 1_000 });
+    for (let i = 0; i < 1_000; i++) store.consumeSync(request(`k${i}`));
+    expect(store.evictions).toBe(0);
+    for (let i = 0; i < 1_000; i++) store.consumeSync(request(`k${i}`));
+    expect(store.evictions).toBe(0);
+    for (let i = 0; i < 250; i++) store.consumeSync(request(`new-${i}`));
+    expect([store.size, store.evictions]).toEqual([1_000, 250]);
+    // A peek of an unknown key stores nothing, so it evicts nothing.
+    store.consumeSync(request('never-seen', 0));
+    expect(store.evictions).toBe(250);
+  });
+
   it('limiters sharing the store share its bound: one entry per client key, whatever the limiters', async () => {
     const store = createMemoryStore({ maxKeys: 10 });
     const a = createLimiter({ limit: 2, window: '1m', store });

@@ -36,6 +36,8 @@ export interface MemoryStoreOptions {
 export interface MemoryStore extends RateLimitStore {
   /** Client keys tracked now; never more than `maxKeys`. */
   readonly size: number;
+  /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`). */
+  readonly evictions: number;
   consumeSync(request: StoreRequest): StoreReply;
   consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
@@ -77,6 +79,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     return entry;
   };
   const layouts = createLayouts();
+  let evictions = 0;
 
   /** Writes the client's segment, keeping the entry in the cache if it had to be replaced. */
   const write = (
@@ -88,7 +91,10 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     policies: readonly Policy[],
   ) => {
     const kept = writeSegment(entry, at, id, states, policies);
-    if (kept !== entry) cache.set(key, kept);
+    if (kept === entry) return;
+    // A key not held yet pushes the least recently used one out of a full cache.
+    if (entry === undefined && cache.size === maxKeys) evictions++;
+    cache.set(key, kept);
   };
 
   /** Replaces what other versions left with this layout's states, and the slots it lacks. */
@@ -182,6 +188,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     local: true,
     get size() {
       return cache.size;
+    },
+    get evictions() {
+      return evictions;
     },
     consumeSync,
     consumeOneSync: (request) => decideOne(request, nowOf(request)),
