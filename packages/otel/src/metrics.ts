@@ -1,0 +1,200 @@
+import { type Attributes, type MeterProvider, metrics } from '@opentelemetry/api';
+import { SluiceError } from '@sluice/core';
+import { ATTRIBUTES, METRICS } from './names.js';
+import { createTally } from './tally.js';
+
+/** What `enableMetrics` reads from a memory store: `createMemoryStore()` has both. */
+export interface CountedStore {
+  readonly size: number;
+  readonly evictions: number;
+}
+
+export interface MetricsOptions {
+  /** @default the global provider (`metrics.getMeterProvider()`), a no-op until an SDK registers one */
+  meterProvider?: MeterProvider;
+  /** Memory stores to report the size and evictions of, by the name shown in `sluice.store`. */
+  memoryStores?: Readonly<Record<string, CountedStore>>;
+}
+
+const OPTION_NAMES = new Set(['meterProvider', 'memoryStores']);
+/** Seconds; the store's default timeout is 100 ms. */
+const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const QUEUE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/**
+ * Exports sluice's decisions through OpenTelemetry (SPEC §9). Counts are kept in plain
+ * objects and reported by observable instruments when the SDK collects, so a decision pays an
+ * increment, not an SDK call; only timed store calls and queue holds record synchronously.
+ * Returns `disable()`, which stops counting and reporting.
+ *
+ * @example
+ * const disable = enableMetrics({ meterProvider });
+ */
+export function enableMetrics(options: MetricsOptions = {}): () => void {
+  const { meterProvider, memoryStores } = checkOptions(options);
+  const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter('@sluice/otel');
+
+  const storeDuration = meter.createHistogram(METRICS.storeDuration, {
+    description: 'Time a store took to decide, for stores that answer over the network.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: STORE_BUCKETS },
+  });
+  const queueDuration = meter.createHistogram(METRICS.queueDuration, {
+    description: 'Time a queued request was held before it went on or its client left.',
+    unit: 's',
+    advice: { explicitBucketBoundaries: QUEUE_BUCKETS },
+  });
+  const attributeCache = new Map<string, Attributes>();
+  const cached = (key: string, make: () => Attributes): Attributes => {
+    let attributes = attributeCache.get(key);
+    if (attributes === undefined) {
+      attributes = make();
+      attributeCache.set(key, attributes);
+    }
+    return attributes;
+  };
+
+  const tally = createTally({
+    storeDuration({ limiter, store, errorType }, ms) {
+      const attributes = cached(`d\u0000${limiter}\u0000${store}\u0000${errorType ?? ''}`, () => ({
+        [ATTRIBUTES.limiter]: limiter,
+        [ATTRIBUTES.store]: store,
+        ...(errorType === undefined ? {} : { [ATTRIBUTES.errorType]: errorType }),
+      }));
+      storeDuration.record(ms / 1000, attributes);
+    },
+    queueReleased({ limiter, heldMs, completed }) {
+      const attributes = cached(`q\u0000${limiter}\u0000${completed}`, () => ({
+        [ATTRIBUTES.limiter]: limiter,
+        [ATTRIBUTES.queueCompleted]: completed,
+      }));
+      queueDuration.record(heldMs / 1000, attributes);
+    },
+  });
+
+  const decisions = meter.createObservableCounter(METRICS.decisions, {
+    description: 'Decisions by limiter, policy and result.',
+    unit: '{decision}',
+  });
+  const nearLimit = meter.createObservableCounter(METRICS.nearLimit, {
+    description: 'Allowed decisions that left the policy more than 80 % used (Envoy near_limit).',
+    unit: '{decision}',
+  });
+  const storeErrors = meter.createObservableCounter(METRICS.storeErrors, {
+    description: 'Failed or timed-out store calls, by error type.',
+    unit: '{error}',
+  });
+  const failOpen = meter.createObservableCounter(METRICS.storeFailOpen, {
+    description: 'Requests let through because the store failed (onStoreError: allow).',
+    unit: '{decision}',
+  });
+  const queueHeld = meter.createObservableUpDownCounter(METRICS.queueHeld, {
+    description: 'Requests held in a queue now.',
+    unit: '{request}',
+  });
+  const memoryKeys = meter.createObservableGauge(METRICS.memoryKeys, {
+    description: 'Client keys a memory store tracks now.',
+    unit: '{key}',
+  });
+  const memoryEvictions = meter.createObservableCounter(METRICS.memoryEvictions, {
+    description: 'Keys a memory store evicted to stay within maxKeys.',
+    unit: '{key}',
+  });
+  const reloads = meter.createObservableCounter(METRICS.rulesReloads, {
+    description: 'Reloads of rules applied.',
+    unit: '{reload}',
+  });
+  const reloadErrors = meter.createObservableCounter(METRICS.rulesReloadErrors, {
+    description: 'Reloads of rules rejected (the previous rules stay in force).',
+    unit: '{reload}',
+  });
+  const observables = [
+    decisions,
+    nearLimit,
+    storeErrors,
+    failOpen,
+    queueHeld,
+    memoryKeys,
+    memoryEvictions,
+    reloads,
+    reloadErrors,
+  ];
+
+  const collect = (observer: Parameters<Parameters<typeof meter.addBatchObservableCallback>[0]>[0]): void => {
+    for (const limiter of tally.limiters()) {
+      const byLimiter = cached(`l\u0000${limiter.limiter}`, () => ({ [ATTRIBUTES.limiter]: limiter.limiter }));
+      observer.observe(queueHeld, limiter.held, byLimiter);
+      for (const policy of limiter.policies.values()) {
+        const byPolicy = cached(`p\u0000${policy.limiter}\u0000${policy.policy}`, () => ({
+          [ATTRIBUTES.limiter]: policy.limiter,
+          [ATTRIBUTES.policy]: policy.policy,
+        }));
+        for (const [result, count] of Object.entries(policy.decisions)) {
+          if (count === 0) continue;
+          const attributes = cached(`r\u0000${policy.limiter}\u0000${policy.policy}\u0000${result}`, () => ({
+            ...byPolicy,
+            [ATTRIBUTES.result]: result,
+          }));
+          observer.observe(decisions, count, attributes);
+        }
+        observer.observe(nearLimit, policy.nearLimit, byPolicy);
+        if (policy.failOpen > 0) observer.observe(failOpen, policy.failOpen, byPolicy);
+      }
+      for (const { store, errorType, count } of limiter.storeErrors.values()) {
+        const attributes = cached(`e\u0000${limiter.limiter}\u0000${store}\u0000${errorType}`, () => ({
+          ...byLimiter,
+          [ATTRIBUTES.store]: store,
+          [ATTRIBUTES.errorType]: errorType,
+        }));
+        observer.observe(storeErrors, count, attributes);
+      }
+    }
+    for (const [name, store] of Object.entries(memoryStores ?? {})) {
+      const attributes = cached(`m\u0000${name}`, () => ({ [ATTRIBUTES.store]: name }));
+      observer.observe(memoryKeys, store.size, attributes);
+      observer.observe(memoryEvictions, store.evictions, attributes);
+    }
+    for (const { source, applied, rejected } of tally.reloads()) {
+      const attributes = cached(`s\u0000${source}`, () => ({ [ATTRIBUTES.rulesSource]: source }));
+      observer.observe(reloads, applied, attributes);
+      observer.observe(reloadErrors, rejected, attributes);
+    }
+  };
+  meter.addBatchObservableCallback(collect, observables);
+
+  let enabled = true;
+  return function disable() {
+    if (!enabled) return;
+    enabled = false;
+    tally.close();
+    meter.removeBatchObservableCallback(collect, observables);
+  };
+}
+
+function checkOptions(options: MetricsOptions): MetricsOptions {
+  if (typeof options !== 'object' || options === null) bad('options', options, 'an object');
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.has(name))
+      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown enableMetrics option \`${name}\`.`);
+  }
+  const { meterProvider, memoryStores } = options;
+  if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
+    bad('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
+  if (memoryStores !== undefined) {
+    if (typeof memoryStores !== 'object' || memoryStores === null)
+      bad('memoryStores', memoryStores, 'an object of stores by name');
+    for (const [name, store] of Object.entries(memoryStores)) {
+      if (typeof store?.size !== 'number' || typeof store.evictions !== 'number')
+        bad(`memoryStores.${name}`, store, 'a store from createMemoryStore()');
+    }
+  }
+  return options;
+}
+
+function bad(option: string, value: unknown, expected: string): never {
+  const received = value === null ? 'null' : typeof value;
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `[sluice] Option \`${option}\` of enableMetrics must be ${expected}; received ${received}.`,
+  );
+}

@@ -1,0 +1,29 @@
+/**
+ * The instruments `enableMetrics` creates, by OpenTelemetry name. Prometheus exporters write
+ * them with `_` for `.`, a unit suffix and `_total` on counters: `sluice_decisions_total`,
+ * `sluice_store_duration_seconds`, … (docs/observability.md lists both).
+ */
+export const METRICS = {
+  decisions: 'sluice.decisions',
+  nearLimit: 'sluice.near_limit',
+  storeDuration: 'sluice.store.duration',
+  storeErrors: 'sluice.store.errors',
+  storeFailOpen: 'sluice.store.fail_open',
+  queueHeld: 'sluice.queue.held',
+  queueDuration: 'sluice.queue.duration',
+  memoryKeys: 'sluice.memory.keys',
+  memoryEvictions: 'sluice.memory.evictions',
+  rulesReloads: 'sluice.rules.reloads',
+  rulesReloadErrors: 'sluice.rules.reload_errors',
+} as const;
+
+/** Attribute names. None of them ever holds a client key, address or user id. */
+export const ATTRIBUTES = {
+  limiter: 'sluice.limiter',
+  policy: 'sluice.policy',
+  result: 'sluice.result',
+  store: 'sluice.store',
+  errorType: 'error.type',
+  queueCompleted: 'sluice.queue.completed',
+  rulesSource: 'sluice.rules.source',
+} as const;

@@ -1,0 +1,134 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import {
+  type DecisionEvent,
+  type DecisionResult,
+  type Policy,
+  type QueueEvent,
+  type RulesReloadEvent,
+  SLUICE_CHANNELS,
+  type StoreErrorEvent,
+} from '@sluice/core';
+
+/**
+ * Envoy's `near_limit` share: an allowed decision counts as near the limit when its policy has
+ * more than ⌊capacity × 0.8⌋ units in use after it (envoyproxy/ratelimit's `NEAR_LIMIT_RATIO`).
+ */
+export const NEAR_LIMIT_RATIO = 0.8;
+
+const RESULTS: readonly DecisionResult[] = ['allowed', 'limited', 'soft', 'elastic', 'shadow', 'queued', 'store_error'];
+
+/** Counts of one policy of one limiter. */
+export interface PolicyTally {
+  readonly limiter: string;
+  readonly policy: string;
+  readonly decisions: Record<DecisionResult, number>;
+  /** Allowed or queued decisions that left fewer than `nearBelow` units. */
+  nearLimit: number;
+  /** `store_error` decisions that let the request through (`onStoreError: 'allow'`). */
+  failOpen: number;
+  readonly nearBelow: number;
+}
+
+/** Counts of one limiter. */
+export interface LimiterTally {
+  readonly limiter: string;
+  readonly policies: Map<string, PolicyTally>;
+  /** Store failures by store and error type. */
+  readonly storeErrors: Map<string, { store: string; errorType: string; count: number }>;
+  /** Requests the HTTP layer holds in its queue now. */
+  held: number;
+}
+
+export interface Hooks {
+  /** A decision timed by core (a store that answers with a promise). */
+  storeDuration(event: DecisionEvent, ms: number): void;
+  queueReleased(event: Extract<QueueEvent, { phase: 'released' }>): void;
+}
+
+/**
+ * Counts sluice's events in plain objects, the cheapest place to count: a decision costs two
+ * map reads and an increment. Exporters read the counts when they collect.
+ */
+export function createTally(hooks: Hooks) {
+  const limiters = new Map<string, LimiterTally>();
+  const reloads = new Map<string, { source: string; applied: number; rejected: number }>();
+
+  const limiterOf = (limiter: string): LimiterTally => {
+    let tally = limiters.get(limiter);
+    if (tally === undefined) {
+      tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0 };
+      limiters.set(limiter, tally);
+    }
+    return tally;
+  };
+
+  const policyOf = (tally: LimiterTally, name: string, policies: readonly Policy[]): PolicyTally => {
+    let counts = tally.policies.get(name);
+    if (counts === undefined) {
+      const capacity = policies.find((p) => p.name === name)?.capacity ?? 0;
+      const decisions = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<DecisionResult, number>;
+      const nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
+      counts = { limiter: tally.limiter, policy: name, decisions, nearLimit: 0, failOpen: 0, nearBelow };
+      tally.policies.set(name, counts);
+    }
+    return counts;
+  };
+
+  const onDecision = (message: unknown): void => {
+    const event = message as DecisionEvent;
+    const counts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
+    const { result, decision } = event;
+    counts.decisions[result]++;
+    if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
+    else if (result === 'store_error' && decision.allowed) counts.failOpen++;
+    if (event.storeDurationMs !== undefined) hooks.storeDuration(event, event.storeDurationMs);
+  };
+
+  const onStoreError = (message: unknown): void => {
+    const { limiter, store, errorType } = message as StoreErrorEvent;
+    const errors = limiterOf(limiter).storeErrors;
+    const key = `${store}\u0000${errorType}`;
+    const entry = errors.get(key);
+    if (entry === undefined) errors.set(key, { store, errorType, count: 1 });
+    else entry.count++;
+  };
+
+  const onQueue = (message: unknown): void => {
+    const event = message as QueueEvent;
+    const tally = limiterOf(event.limiter);
+    if (event.phase === 'held') tally.held++;
+    else {
+      tally.held--;
+      hooks.queueReleased(event);
+    }
+  };
+
+  const onReload = (message: unknown): void => {
+    const { source, ok } = message as RulesReloadEvent;
+    let entry = reloads.get(source);
+    if (entry === undefined) {
+      entry = { source, applied: 0, rejected: 0 };
+      reloads.set(source, entry);
+    }
+    if (ok) entry.applied++;
+    else entry.rejected++;
+  };
+
+  const listeners: [string, (message: unknown) => void][] = [
+    [SLUICE_CHANNELS.decision, onDecision],
+    [SLUICE_CHANNELS.storeError, onStoreError],
+    [SLUICE_CHANNELS.queue, onQueue],
+    [SLUICE_CHANNELS.rulesReload, onReload],
+  ];
+  for (const [name, listener] of listeners) subscribe(name, listener);
+
+  return {
+    limiters: limiters.values.bind(limiters),
+    reloads: reloads.values.bind(reloads),
+    close(): void {
+      for (const [name, listener] of listeners) unsubscribe(name, listener);
+    },
+  };
+}
+
+export type Tally = ReturnType<typeof createTally>;

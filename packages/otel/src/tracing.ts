@@ -1,0 +1,44 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { trace } from '@opentelemetry/api';
+import { type DecisionEvent, SLUICE_CHANNELS } from '@sluice/core';
+import { ATTRIBUTES } from './names.js';
+
+/** The span event added when a request is refused. */
+export const LIMITED_EVENT = 'sluice.limited';
+
+/**
+ * Adds each decision to the OpenTelemetry span active around `consume` (the HTTP server span
+ * of an instrumented app, say): `sluice.limiter`, `sluice.policy`, `sluice.result` and
+ * `sluice.remaining` as attributes, and an event `sluice.limited` with the wait when the
+ * request is refused. It creates no span of its own; with no span active, or one not
+ * recording, it does nothing. A request that meets several limiters keeps the attributes of
+ * the last one and an event per refusal. Returns `disable()`.
+ */
+export function enableTracing(): () => void {
+  const onDecision = (message: unknown): void => {
+    const span = trace.getActiveSpan();
+    if (span === undefined || !span.isRecording()) return;
+    const { limiter, policy, result, decision } = message as DecisionEvent;
+    span.setAttributes({
+      [ATTRIBUTES.limiter]: limiter,
+      [ATTRIBUTES.policy]: policy,
+      [ATTRIBUTES.result]: result,
+      'sluice.remaining': decision.remaining,
+    });
+    if (!decision.allowed) {
+      span.addEvent(LIMITED_EVENT, {
+        [ATTRIBUTES.limiter]: limiter,
+        [ATTRIBUTES.policy]: policy,
+        [ATTRIBUTES.result]: result,
+        // Infinity (a cost that can never pass) is no attribute value: it is left out.
+        ...(Number.isFinite(decision.retryAfterMs) ? { 'sluice.retry_after_ms': decision.retryAfterMs } : {}),
+      });
+    }
+  };
+  subscribe(SLUICE_CHANNELS.decision, onDecision);
+  let enabled = true;
+  return function disable() {
+    if (enabled) unsubscribe(SLUICE_CHANNELS.decision, onDecision);
+    enabled = false;
+  };
+}

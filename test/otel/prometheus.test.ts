@@ -1,0 +1,76 @@
+import type { AddressInfo } from 'node:net';
+import { createLimiter, publishRulesReload } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { createPrometheusMetrics, PROMETHEUS_CONTENT_TYPE } from '@sluice/otel/prometheus';
+import express from 'express';
+import parsePrometheusTextFormat from 'parse-prometheus-text-format';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0)) await cleanup();
+});
+
+describe('createPrometheusMetrics', () => {
+  it('serves the figures of enableMetrics on /metrics in Prometheus text', async () => {
+    const store = createMemoryStore({ maxKeys: 2 });
+    const prometheus = createPrometheusMetrics({ memoryStores: { main: store } });
+    cleanups.push(prometheus.disable);
+    const limiter = createLimiter({ name: 'api', limit: 2, window: '1m', prefix: 'web', store, clock: () => 0 });
+    for (const key of ['a', 'a', 'a', 'b', 'c']) await limiter.consume(key);
+    publishRulesReload({ source: 'rules.yaml', ok: false, error: new Error('bad') });
+
+    const app = express().get('/metrics', async (_req, res) => {
+      res.type(prometheus.contentType).send(await prometheus.render());
+    });
+    const server = app.listen(0, '127.0.0.1');
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    await new Promise((resolve) => server.once('listening', resolve));
+    const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`);
+    expect(response.headers.get('content-type')).toBe(PROMETHEUS_CONTENT_TYPE);
+
+    const families = parsePrometheusTextFormat(await response.text());
+    const family = (name: string) => families.find((f) => f.name === name);
+    expect(family('sluice_decisions_total')).toMatchObject({
+      type: 'COUNTER',
+      metrics: [
+        { labels: { sluice_limiter: 'web', sluice_policy: 'api', sluice_result: 'allowed' }, value: '4' },
+        { labels: { sluice_limiter: 'web', sluice_policy: 'api', sluice_result: 'limited' }, value: '1' },
+      ],
+    });
+    // Limit 2: Envoy's threshold is ⌊2 × 0.8⌋ = 1 in use, so only the hit that leaves none is near.
+    expect(family('sluice_near_limit_total')?.metrics).toEqual([
+      { labels: { sluice_limiter: 'web', sluice_policy: 'api' }, value: '1' },
+    ]);
+    expect(family('sluice_memory_keys')).toMatchObject({ type: 'GAUGE', metrics: [{ value: '2' }] });
+    expect(family('sluice_memory_evictions_total')?.metrics).toEqual([
+      { labels: { sluice_store: 'main' }, value: '1' },
+    ]);
+    expect(family('sluice_rules_reload_errors_total')?.metrics).toEqual([
+      { labels: { sluice_rules_source: 'rules.yaml' }, value: '1' },
+    ]);
+    // Only sluice's own series: no target_info or scope labels from the private provider.
+    expect(families.every((f) => f.name.startsWith('sluice_'))).toBe(true);
+  });
+
+  it('renders a store latency histogram in seconds with its buckets', async () => {
+    const prometheus = createPrometheusMetrics();
+    cleanups.push(prometheus.disable);
+    const inner = createMemoryStore();
+    const limiter = createLimiter({
+      limit: 10,
+      window: '1m',
+      prefix: 'remote',
+      store: { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund },
+    });
+    await limiter.consume('k');
+    await limiter.consume('k');
+    const text = await prometheus.render();
+    const histogram = parsePrometheusTextFormat(text).find((f) => f.name === 'sluice_store_duration_seconds');
+    expect(histogram?.type).toBe('HISTOGRAM');
+    // The parser folds a histogram's buckets into one sample and drops its labels, `_count` and
+    // `_sum`: those are read from the lines themselves.
+    expect(histogram?.metrics.map((m) => m.buckets)).toEqual([expect.objectContaining({ '1': '2', '+Inf': '2' })]);
+    expect(text).toContain('sluice_store_duration_seconds_count{sluice_limiter="remote",sluice_store="remote"} 2\n');
+  });
+});

@@ -1,0 +1,103 @@
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { createLimiter, type RateLimitStore } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { enableTracing, LIMITED_EVENT } from '@sluice/otel';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const exporter = new InMemorySpanExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+const tracer = provider.getTracer('test');
+const contextManager = new AsyncLocalStorageContextManager();
+let disable: () => void;
+
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+  disable = enableTracing();
+});
+afterAll(async () => {
+  disable();
+  context.disable();
+  await provider.shutdown();
+});
+afterEach(() => exporter.reset());
+
+/** The memory store behind a promise and a turn of the event loop, as a remote store answers. */
+const remote = (): RateLimitStore => {
+  const inner = createMemoryStore();
+  return {
+    name: 'remote',
+    consume: (request) => new Promise((resolve) => setImmediate(() => resolve(inner.consume(request)))),
+    reset: inner.reset,
+    refund: inner.refund,
+  };
+};
+
+describe('enableTracing', () => {
+  it('adds the decision to the active span, and an event when it refuses', async () => {
+    const limiter = createLimiter({
+      name: 'api',
+      limit: 1,
+      window: '1m',
+      algorithm: 'fixed-window',
+      prefix: 'web',
+      clock: () => 0,
+    });
+    for (const name of ['first', 'second']) {
+      await tracer.startActiveSpan(name, async (span) => {
+        await limiter.consume('client');
+        span.end();
+      });
+    }
+    const [first, second, ...others] = exporter.getFinishedSpans();
+    expect(others).toEqual([]); // sluice made no span of its own
+    expect(first?.attributes).toEqual({
+      'sluice.limiter': 'web',
+      'sluice.policy': 'api',
+      'sluice.result': 'allowed',
+      'sluice.remaining': 0,
+    });
+    expect(first?.events).toEqual([]);
+    expect(second?.attributes).toMatchObject({ 'sluice.result': 'limited' });
+    expect(second?.events.map((e) => [e.name, e.attributes])).toEqual([
+      [
+        LIMITED_EVENT,
+        {
+          'sluice.limiter': 'web',
+          'sluice.policy': 'api',
+          'sluice.result': 'limited',
+          'sluice.retry_after_ms': 60_000,
+        },
+      ],
+    ]);
+  });
+
+  it('finds the right span for decisions that wait on the store, interleaved', async () => {
+    const limiter = createLimiter({ limit: 1, window: '1m', store: remote(), prefix: 'r' });
+    await limiter.consume('taken');
+    await Promise.all(
+      ['taken', 'fresh', 'taken', 'fresh2'].map((key, i) =>
+        tracer.startActiveSpan(`request-${i}-${key}`, async (span) => {
+          await limiter.consume(key);
+          span.end();
+        }),
+      ),
+    );
+    const results = Object.fromEntries(exporter.getFinishedSpans().map((s) => [s.name, s.attributes['sluice.result']]));
+    expect(results).toEqual({
+      'request-0-taken': 'limited',
+      'request-1-fresh': 'allowed',
+      'request-2-taken': 'limited',
+      'request-3-fresh2': 'allowed',
+    });
+  });
+
+  it('does nothing without an active span, or with one that does not record', async () => {
+    const limiter = createLimiter({ limit: 1, window: '1m' });
+    await expect(limiter.consume('k')).resolves.toMatchObject({ allowed: true });
+    const unsampled = trace.wrapSpanContext({ traceId: '1'.repeat(32), spanId: '1'.repeat(16), traceFlags: 0 });
+    await context.with(trace.setSpan(context.active(), unsampled), () => limiter.consume('k'));
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+});
