@@ -6,8 +6,10 @@ import { rulesContenders } from './rules-contenders.js';
 import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
 
 /**
- * Contender ids: `sluice:<store>:<algorithm>[:3p|:ap]` for sluice (3p = the three-policy set,
- * ap = a Redis client with auto-pipelining), `<package>:<store>` for the peers, `floor-<map>:memory` for the floors.
+ * Contender ids: `sluice:<store>:<algorithm>[:3p|:ap|:subscriber|:metrics]` for sluice (3p = the
+ * three-policy set, ap = a Redis client with auto-pipelining, subscriber / metrics = the memory
+ * store's decisions watched: see `watchers.ts`), `<package>:<store>` for the peers,
+ * `floor-<map>:memory` for the floors.
  */
 export function contenderFor(id: string): ContenderFactory {
   const peerOrFloor = peerContenders[id] ?? floorContenders[id] ?? rulesContenders[id];
@@ -17,7 +19,8 @@ export function contenderFor(id: string): ContenderFactory {
     throw new Error(`unknown contender ${id}`);
   }
   const count = variant === '3p' ? 3 : 1;
-  if (store === 'memory') return (setup) => sluiceMemory(algorithm as AlgorithmName, setup, count);
+  const watcher = variant === 'subscriber' || variant === 'metrics' ? variant : 'none';
+  if (store === 'memory') return (setup) => sluiceMemory(algorithm as AlgorithmName, setup, count, watcher);
   if (store === 'redis') return (setup) => sluiceRedis(algorithm as AlgorithmName, setup, count, variant === 'ap');
   throw new Error(`unknown store in ${id}`);
 }

@@ -3,6 +3,7 @@ import { createLimiter } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { Redis } from 'ioredis';
 import { type Contender, exportOf, limitFor, type Setup, windowFor } from './contender.js';
+import { type Watcher, watch } from './watchers.js';
 
 export type CreateRedisStore = (options: { client: Redis; prefix?: string }) => RateLimitStore;
 
@@ -41,7 +42,7 @@ export const sluiceClientOptions = (autoPipelining: boolean): ClientSettings => 
   enableAutoPipelining: autoPipelining,
 });
 
-const decisionOf = (store: RateLimitStore, options: LimiterOptions, close: () => void): Contender => {
+const decisionOf = (store: RateLimitStore, options: LimiterOptions, close: () => Promise<void> | void): Contender => {
   const limiter = createLimiter({ ...options, store });
   return {
     call: (key) => limiter.consume(key),
@@ -53,12 +54,18 @@ const decisionOf = (store: RateLimitStore, options: LimiterOptions, close: () =>
   };
 };
 
-/** `createLimiter` over `createMemoryStore()`, the embedded default. */
-export async function sluiceMemory(algorithm: AlgorithmName, setup: Setup, policyCount: 1 | 3): Promise<Contender> {
+/** `createLimiter` over `createMemoryStore()`, the embedded default, with its decisions watched or not. */
+export async function sluiceMemory(
+  algorithm: AlgorithmName,
+  setup: Setup,
+  policyCount: 1 | 3,
+  watcher: Watcher = 'none',
+): Promise<Contender> {
+  const unwatch = await watch(watcher);
   return decisionOf(
     createMemoryStore({ maxKeys: setup.maxKeys }),
     sluiceOptions(algorithm, setup, policyCount),
-    () => {},
+    unwatch,
   );
 }
 

@@ -153,5 +153,17 @@ export function checkTargets(results: RunResults, http: readonly HttpRow[]): Tar
       });
     }
   }
+  const unwatched = cell(inproc, 'sluice:memory:gcra', 100_000, 1);
+  const watchCost = (id: string) => over(unwatched, cell(inproc, id, 100_000, 1));
+  const subscriberCost = watchCost('sluice:memory:gcra:subscriber');
+  const metricsCost = watchCost('sluice:memory:gcra:metrics');
+  checks.push({
+    target: 'memory gcra, 100k keys, seq: cost with enableMetrics ÷ cost with nobody watching',
+    value: metricsCost,
+    unit: 'ratio',
+    goal: '≤ 1.15',
+    context: subscriberCost === undefined ? '' : `a subscriber that does nothing ${subscriberCost.toFixed(2)}`,
+    met: atMost(metricsCost, 1.15),
+  });
   return checks;
 }
