@@ -60,6 +60,29 @@ function isFrameworkRequest(options: object): boolean {
   return typeof method === 'string' && typeof headers === 'object' && headers !== null;
 }
 
+/** Request functions must be functions: a value there would otherwise fail on every request. */
+export function checkHandlers(options: Record<string, unknown>, names: readonly string[]): void {
+  for (const name of names) {
+    if (options[name] !== undefined && typeof options[name] !== 'function') {
+      invalid('ERR_SLUICE_INVALID_HANDLER', name, options[name], 'a function of the request');
+    }
+  }
+}
+
+/** `cost`: a positive whole number, or a function of the request returning one. @default 1 */
+export function checkCost(value: unknown): unknown {
+  const cost = value ?? 1;
+  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
+    invalid(
+      'ERR_SLUICE_INVALID_COST',
+      'cost',
+      cost,
+      'a positive whole number, or a function of the request returning one',
+    );
+  }
+  return cost;
+}
+
 /** Validates what HTTP adds to the limiter options; the limiter options are left to `createLimiter`. */
 export function checkHttpOptions<Req>(options: unknown, extraNames: readonly string[]): CheckedHttpOptions<Req> {
   if (typeof options !== 'object' || options === null)
@@ -72,20 +95,8 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
   }
   checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...extraNames]);
   const all = options as Record<string, unknown>;
-  for (const name of ['key', 'skip', 'onLimited']) {
-    if (all[name] !== undefined && typeof all[name] !== 'function') {
-      invalid('ERR_SLUICE_INVALID_HANDLER', name, all[name], 'a function of the request');
-    }
-  }
-  const cost = all.cost ?? 1;
-  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
-    invalid(
-      'ERR_SLUICE_INVALID_COST',
-      'cost',
-      cost,
-      'a positive whole number, or a function of the request returning one',
-    );
-  }
+  checkHandlers(all, ['key', 'skip', 'onLimited']);
+  const cost = checkCost(all.cost);
   if (all.key !== undefined && all.ipv6Subnet !== undefined) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',

@@ -8,6 +8,7 @@ import { retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
 import type { AdapterBinding, HttpLimiter, Outcome } from '../http-limiter.js';
+import { checkCost, checkHandlers } from '../http-options.js';
 import { sfSeconds } from '../structured-fields.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
@@ -86,20 +87,9 @@ export function createRulesHttpLimiter<Req, Res>(
       `the rules' domain to use, one of ${JSON.stringify(domains)}`,
     );
   }
-  const { cost = 1, skip } = options as { cost?: unknown; skip?: unknown };
-  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
-    invalid(
-      'ERR_SLUICE_INVALID_COST',
-      'cost',
-      cost,
-      'a positive whole number, or a function of the request returning one',
-    );
-  }
-  for (const name of ['skip', 'onLimited']) {
-    if (options[name] !== undefined && typeof options[name] !== 'function') {
-      invalid('ERR_SLUICE_INVALID_HANDLER', name, options[name], 'a function of the request');
-    }
-  }
+  checkHandlers(options, ['skip', 'onLimited']);
+  const cost = checkCost(options.cost);
+  const { skip } = options;
   const headerOptions = checkHeaders(options.headers);
   const ipv6Subnet = checkIpv6Subnet(options.ipv6Subnet);
   const descriptorsOf = compileDescriptors<Req>(options.descriptors, options.fields);
