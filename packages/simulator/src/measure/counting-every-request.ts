@@ -12,8 +12,8 @@ export interface CountingEveryRequest extends ExactLogComparison {
 }
 
 /**
- * The sliding window counter scored as Cloudflare scored it: every request counts towards the
- * rate, refused or not (their limiter counts what a source sends), and each request's verdict
+ * The sliding window counter scored as Cloudflare scored it, against the real rate of what each
+ * source sent: every request counts towards the rate, refused or not, and each request's verdict
  * from core's counter estimate is checked against the exact count of the source's requests in
  * (now − W, now]. This isolates the estimate's error from sluice's rule that refusals spend
  * nothing, which `compareWithExactLog` measures on a real run.

@@ -1,5 +1,6 @@
 import type { Throttle } from '@sluice/core';
 import { formatNumber } from '../chart/ticks.js';
+import type { CountingEveryRequest } from '../measure/counting-every-request.js';
 import type { ExactLogComparison } from '../measure/exact-log.js';
 import type { Chart } from './charts.js';
 import type { RunResult, ScenarioResult } from './run-scenario.js';
@@ -131,8 +132,9 @@ function counterSection(results: readonly ScenarioResult[]): string[] {
     'The counter estimates a window’s usage from two fixed-window counts, assuming the previous window’s requests',
     'were spread evenly; the sliding log keeps every timestamp and is exact. Cloudflare measured their counter on',
     `400 million requests from 270,000 sources and found ${CLOUDFLARE_ERROR_PERCENT} % of requests wrongly allowed or`,
-    'limited. Their limiter counts every request a source sends, refused or not, so the first measure below does',
-    'the same: core’s counter estimate against the exact count of each client’s requests, request by request.',
+    'limited, comparing the estimate with the real rate of the requests each source sent. The first measure below',
+    'does the same: core’s counter estimate against the exact count of every request each client sent, refused or',
+    'not, request by request.',
     '',
     table(
       ['traffic', 'requests', 'clients', 'refused by the counter', 'wrongly allowed', 'wrongly refused', 'wrong'],
@@ -195,7 +197,10 @@ function counterSection(results: readonly ScenarioResult[]): string[] {
 function sensitivity(results: readonly ScenarioResult[], low: number, high: number): string[] {
   const withLimits = results.find((r) => (r.errorAtLimits?.length ?? 0) > 0);
   if (withLimits === undefined) return [];
-  const rows = withLimits.errorAtLimits ?? [];
+  const rows = [
+    { limit: withLimits.scenario.limit, result: withLimits.countingEveryRequest as CountingEveryRequest },
+    ...(withLimits.errorAtLimits ?? []),
+  ];
   return [
     table(
       [
