@@ -12,6 +12,7 @@ import {
 } from './client.js';
 import { defineScripts } from './commands.js';
 import { decisionArgs, type Operation, policySet } from './decision-args.js';
+import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
 import { scriptFor } from './scripts.js';
 
@@ -24,6 +25,11 @@ export interface RedisStoreOptions {
   prefix?: string;
   /** Receives the store's one warning about the client's settings. @default console */
   logger?: Logger;
+  /**
+   * Refuse a client refused moments ago in-process, without a Redis call, until its wait ends
+   * (README, "Deny cache"); `false` turns it off. @default { maxKeys: 10000 }
+   */
+  denyCache?: DenyCacheOptions | false;
 }
 
 export interface RedisStore extends RateLimitStore {
@@ -31,7 +37,7 @@ export interface RedisStore extends RateLimitStore {
   readonly prefix: string;
 }
 
-const optionNames = new Set(['client', 'prefix', 'logger']);
+const optionNames = new Set(['client', 'prefix', 'logger', 'denyCache']);
 
 /**
  * A store that decides in Redis: every decision is one script run over all the limiter's
@@ -55,7 +61,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     if (!optionNames.has(name)) {
       throw new SluiceError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\` and \`logger\`.`,
+        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\`, \`logger\` and \`denyCache\`.`,
       );
     }
   }
@@ -79,6 +85,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const batcher = createBatcher(defineScripts(client), onCluster ? calculateSlot : () => 0, () => notReady(client));
 
   watchReady(client);
+  const denyCache = denyCacheOf(options.denyCache);
 
   const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
     try {
@@ -102,9 +109,21 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     prefix,
     backing: backingOf(client, prefix),
     checkPolicies: policySet,
-    consume: (request) => run('consume', request),
+    consume(request) {
+      if (denyCache === undefined) return run('consume', request);
+      const cached = denyCache.lookup(request);
+      if (cached !== undefined) return Promise.resolve(cached);
+      const sentAt = request.now ?? Date.now();
+      return run('consume', request).then((reply) => {
+        denyCache.learn(request, sentAt, reply);
+        return reply;
+      });
+    },
     async refund(request) {
+      denyCache?.forget(request.namespace, request.key);
       await run('refund', request);
+      // A refusal that arrived while the refund was on its way was decided before it.
+      denyCache?.forget(request.namespace, request.key);
     },
     async reset(namespace, key, policies) {
       const unavailable = notReady(client);
@@ -114,9 +133,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         await opening;
       }
       const keys = decisionKeys(prefix, namespace, key, policies);
+      denyCache?.forget(namespace, key);
       // Decisions asked for before the reset go first, as they would without batching.
       batcher.flush();
       await client.del(...keys);
+      denyCache?.forget(namespace, key);
     },
   };
 }
@@ -133,6 +154,17 @@ function backingOf(client: RedisClient, prefix: string): object {
     byPrefix.set(prefix, backing);
   }
   return backing;
+}
+
+function denyCacheOf(option: DenyCacheOptions | false | undefined) {
+  if (option === false) return undefined;
+  if (option !== undefined && (typeof option !== 'object' || option === null)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Option \`denyCache\` must be \`false\` or an object such as \`{ maxKeys: 10000 }\`; received ${String(option)}.`,
+    );
+  }
+  return createDenyCache(option ?? {});
 }
 
 function checkPrefix(prefix: unknown): string {

@@ -1,0 +1,153 @@
+import {
+  algorithms,
+  type Policy,
+  type PolicyOutcome,
+  SluiceError,
+  type StoreReply,
+  type StoreRequest,
+} from '@sluice/core';
+import { LRUCache } from 'lru-cache';
+
+/** How many refused clients a store remembers by default (a few hundred bytes each). */
+export const DEFAULT_DENY_CACHE_KEYS = 10_000;
+
+export interface DenyCacheOptions {
+  /** Refused clients remembered at once; the least recently refused are dropped first. @default 10000 */
+  maxKeys?: number;
+}
+
+interface Refusal {
+  readonly policies: readonly Policy[];
+  readonly capacities: readonly number[];
+  readonly cost: number;
+  /** When the refused request was sent, on the clock its `now` came from (local or injected). */
+  readonly sentAt: number;
+  /** Redis's (or the injected) time of the decision. */
+  readonly decidedAt: number;
+  readonly outcomes: readonly PolicyOutcome[];
+  /** How long after `sentAt` every policy is sure to refuse the same request again. */
+  readonly spanMs: number;
+}
+
+/**
+ * Remembers refusals so that a client refused once is refused again in-process, without a
+ * Redis call, until the refusal's wait is over. It changes no decision: nothing but time,
+ * a refund or a reset makes a refused request pass, refusals charge nothing, and every charge,
+ * refund or reset made through this store forgets the client. Only a refund or reset made
+ * by another process meanwhile is missed, until the cached wait ends (README, "Deny cache").
+ *
+ * A refusal is kept only when its reply can be replayed exactly: the same cost, policies and
+ * capacities; every policy refused with `remaining = cost − 1`. A policy's remaining never
+ * falls while nothing is charged, and a refusal means it is below the cost, so it stays at
+ * `cost − 1` until the wait ends; waits and resets are instants, replayed by subtracting the
+ * time elapsed. Other refusals (one policy still allowing, a remaining below `cost − 1`) would
+ * show drifting figures, so they go to Redis as before.
+ */
+export interface DenyCache {
+  /** The refusal Redis would give, or undefined to ask Redis. */
+  lookup(request: StoreRequest): StoreReply | undefined;
+  /** Learns from a reply to a request sent at `sentAt`. */
+  learn(request: StoreRequest, sentAt: number, reply: StoreReply): void;
+  /** Forgets a client: its state is about to change through this store (refund, reset). */
+  forget(namespace: string, key: string): void;
+}
+
+export function createDenyCache(options: DenyCacheOptions): DenyCache {
+  for (const name of Object.keys(options)) {
+    if (name !== 'maxKeys') {
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `[sluice] Unknown deny cache option \`${name}\`; the only one is \`maxKeys\`.`,
+      );
+    }
+  }
+  const refusals = new LRUCache<string, Refusal>({ max: checkMaxKeys(options.maxKeys) });
+  const id = (namespace: string, key: string) => `${namespace}|${key}`;
+
+  return {
+    lookup(request) {
+      const name = id(request.namespace, request.key);
+      const refusal = refusals.get(name);
+      if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
+      const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
+      if (elapsed < 0 || elapsed >= refusal.spanMs) {
+        if (elapsed >= refusal.spanMs) refusals.delete(name);
+        return undefined;
+      }
+      return {
+        allowed: false,
+        now: refusal.decidedAt + elapsed,
+        outcomes: refusal.outcomes.map((outcome) => ({
+          allowed: false,
+          remaining: outcome.remaining,
+          resetAfterMs: Math.max(0, outcome.resetAfterMs - elapsed),
+          retryAfterMs: outcome.retryAfterMs - elapsed,
+          delayMs: 0,
+        })),
+      };
+    },
+
+    learn(request, sentAt, reply) {
+      const name = id(request.namespace, request.key);
+      if (reply.allowed) {
+        // A charge changes the state every remembered figure was read from.
+        if (request.cost > 0) refusals.delete(name);
+        return;
+      }
+      const spanMs = replayableFor(request, reply.outcomes);
+      if (spanMs > 0) {
+        const { policies, capacities, cost } = request;
+        refusals.set(name, {
+          policies,
+          capacities,
+          cost,
+          sentAt,
+          decidedAt: reply.now,
+          outcomes: reply.outcomes,
+          spanMs,
+        });
+      } else {
+        refusals.delete(name);
+      }
+    },
+
+    forget(namespace, key) {
+      refusals.delete(id(namespace, key));
+    },
+  };
+}
+
+/** How long a refusal can be replayed exactly: the shortest wait, or 0 if it cannot be. */
+function replayableFor({ policies, capacities, cost }: StoreRequest, outcomes: readonly PolicyOutcome[]): number {
+  let span = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < outcomes.length; i++) {
+    const outcome = outcomes[i] as PolicyOutcome;
+    if (outcome.allowed || outcome.remaining !== cost - 1) return 0;
+    // A cost even a fresh state refuses has no wait that is an instant: core reports it apart.
+    const policy = policies[i] as Policy;
+    if (!algorithms[policy.algorithm].evaluate(undefined, policy, capacities[i] as number, cost, 0).allowed) return 0;
+    span = Math.min(span, outcome.retryAfterMs);
+  }
+  return span;
+}
+
+function sameRequest(refusal: Refusal, request: StoreRequest): boolean {
+  if (refusal.cost !== request.cost) return false;
+  const { policies, capacities } = request;
+  if (policies.length !== refusal.policies.length) return false;
+  for (let i = 0; i < policies.length; i++) {
+    if (policies[i] !== refusal.policies[i] || capacities[i] !== refusal.capacities[i]) return false;
+  }
+  return true;
+}
+
+function checkMaxKeys(maxKeys: unknown): number {
+  if (maxKeys === undefined) return DEFAULT_DENY_CACHE_KEYS;
+  if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > 10_000_000) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Option \`denyCache.maxKeys\` must be a whole number from 1 to 10000000; received ${String(maxKeys)}.`,
+    );
+  }
+  return maxKeys;
+}

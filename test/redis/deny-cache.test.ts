@@ -1,0 +1,212 @@
+import { randomUUID } from 'node:crypto';
+import { type AlgorithmName, createLimiter, type Decision, type Limiter, type PolicyOptions } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { policyOptions } from '../conformance/arbitraries.js';
+import { manualClock } from '../helpers/clock.js';
+import { standaloneRedis } from '../helpers/redis-env.js';
+import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
+
+const target = await standaloneRedis();
+
+const algorithms: AlgorithmName[] = [
+  'token-bucket',
+  'leaky-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-counter',
+  'sliding-window-log',
+];
+
+type Step =
+  | { op: 'consume'; key: string; cost: number }
+  | { op: 'peek' | 'reset'; key: string }
+  | { op: 'refund'; key: string; cost: number }
+  | { op: 'advance'; ms: number };
+
+const costArbitrary = fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, fc.integer({ min: 2, max: 3 }));
+
+/** Mostly requests close together, so refusals repeat within their wait; now and then a long step. */
+const stepArbitrary = (windowMs: number): fc.Arbitrary<Step> =>
+  fc.oneof(
+    {
+      weight: 10,
+      arbitrary: fc.record({
+        op: fc.constant('consume' as const),
+        key: fc.constantFrom('a', 'b'),
+        cost: costArbitrary,
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constantFrom('peek' as const, 'reset' as const), key: fc.constantFrom('a', 'b') }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant('refund' as const), key: fc.constantFrom('a', 'b'), cost: costArbitrary }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        op: fc.constant('advance' as const),
+        ms: fc.integer({ min: 0, max: Math.ceil(windowMs / 50) }),
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ op: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: windowMs }) }),
+    },
+  );
+
+/** Runs one step on a limiter; what a caller sees (decisions) is returned for comparison. */
+async function play(limiter: Limiter, step: Step): Promise<Decision | undefined> {
+  switch (step.op) {
+    case 'consume':
+      return limiter.consume(step.key, { cost: step.cost });
+    case 'peek':
+      return limiter.peek(step.key);
+    case 'reset':
+      await limiter.reset(step.key);
+      return undefined;
+    case 'refund':
+      await limiter.refund(step.key, step.cost);
+      return undefined;
+    default:
+      return undefined;
+  }
+}
+
+describe.skipIf(target.skip)('Redis store deny cache', () => {
+  const redis = proxiedRedisForSuite(target);
+  let client: Redis;
+
+  beforeAll(async () => {
+    client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    await client.ping();
+  });
+  afterAll(() => client?.disconnect());
+
+  const scriptCalls = async (): Promise<number> => {
+    const stats = await redis.admin.info('commandstats');
+    let calls = 0;
+    for (const match of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(match[1]);
+    return calls;
+  };
+
+  it.each(algorithms)('decides a random sequence exactly as the store without it (%s)', async (algorithm) => {
+    const cached = createRedisStore({ client, prefix: `cached-${randomUUID()}:` });
+    const plain = createRedisStore({ client, prefix: `plain-${randomUUID()}:`, denyCache: false });
+    const policySets = fc.array(policyOptions(algorithm), { minLength: 1, maxLength: 2 });
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        policySets.chain((policies) =>
+          fc.tuple(
+            fc.constant(policies),
+            fc.array(stepArbitrary(windowOf(policies)), { minLength: 20, maxLength: 80 }),
+          ),
+        ),
+        async ([policies, steps]) => {
+          const clock = manualClock();
+          const prefix = `run${run++}`;
+          const named = policies.map((policy, i) => ({ ...policy, name: `p${i}` }));
+          const withCache = createLimiter({ policies: named, store: cached, clock, prefix });
+          const without = createLimiter({ policies: named, store: plain, clock, prefix });
+          for (const step of steps) {
+            if (step.op === 'advance') clock.advance(step.ms);
+            else expect(await play(withCache, step)).toEqual(await play(without, step));
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+
+  it('answers a refused client from memory: no script call reaches Redis until the wait ends', async () => {
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `count-${randomUUID()}:` });
+    const limiter = createLimiter({ limit: 2, window: '1m', algorithm: 'fixed-window', store, clock });
+    await limiter.consume('ip');
+    await limiter.consume('ip');
+    const refused = await limiter.consume('ip');
+    expect(refused).toMatchObject({ allowed: false, retryAfterMs: 60_000 - (clock() % 60_000) });
+
+    const before = await scriptCalls();
+    redis.proxy.hold(); // anything sent would wait here: cached answers must not need it
+    for (let i = 0; i < 100; i++) {
+      clock.advance(1);
+      const decision = await limiter.consume('ip');
+      expect(decision).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: refused.retryAfterMs - i - 1 });
+    }
+    expect(redis.proxy.heldBytes).toBe(0);
+    redis.proxy.release();
+    expect(await scriptCalls()).toBe(before);
+
+    // Another cost, a wait that has ended, or a reset through this store asks Redis again.
+    await limiter.consume('ip', { cost: 2 });
+    expect(await scriptCalls()).toBe(before + 1);
+    clock.advance(refused.retryAfterMs);
+    expect((await limiter.consume('ip')).allowed).toBe(true);
+    expect(await scriptCalls()).toBe(before + 2);
+  });
+
+  it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
+    const clock = manualClock();
+    const prefix = `other-${randomUUID()}:`;
+    const here = createLimiter({
+      limit: 1,
+      window: '10s',
+      algorithm: 'gcra',
+      store: createRedisStore({ client, prefix }),
+      clock,
+      prefix: 'x',
+    });
+    const other = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    try {
+      const elsewhere = createLimiter({
+        limit: 1,
+        window: '10s',
+        algorithm: 'gcra',
+        store: createRedisStore({ client: other, prefix }),
+        clock,
+        prefix: 'x',
+      });
+      await here.consume('k');
+      const refused = await here.consume('k');
+      expect(refused.allowed).toBe(false);
+      await elsewhere.reset('k');
+      expect((await here.consume('k')).allowed).toBe(false); // the documented miss
+      await here.reset('k'); // a reset through this store forgets at once
+      expect((await here.consume('k')).allowed).toBe(true);
+      const again = await here.consume('k');
+      await elsewhere.refund('k', 1);
+      clock.advance(again.retryAfterMs - 1);
+      expect((await here.consume('k')).allowed).toBe(false); // still within the miss's bound
+      clock.advance(1);
+      expect((await here.consume('k')).allowed).toBe(true);
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('refuses bad options at construction', () => {
+    expect(() => createRedisStore({ client, denyCache: { maxKeys: 0 } })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => createRedisStore({ client, denyCache: { maxKeys: 1.5 } })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => createRedisStore({ client, denyCache: true as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    expect(() => createRedisStore({ client, denyCache: { size: 5 } as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_OPTION' }),
+    );
+  });
+});
+
+function windowOf(policies: readonly PolicyOptions[]): number {
+  return Math.max(...policies.map((policy) => (typeof policy.window === 'number' ? policy.window : 60_000)));
+}
