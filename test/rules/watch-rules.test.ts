@@ -1,9 +1,10 @@
+import diagnostics from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isRulesError, type RulesError, type RulesWatcher, watchRules } from '@sluice/rules';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 
 const perIp = (domain: string, limit: number) =>
   `domain: ${domain}\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
@@ -98,6 +99,12 @@ describe('watchRules', () => {
   it('a broken edit keeps the last good set and reports it; the fix then loads', async () => {
     const file = join(dir, 'rules.yaml');
     await writeFile(file, perIp('edge', 10));
+    const published: { source: string; ok: boolean }[] = [];
+    const listen = (event: unknown) => published.push(event as { source: string; ok: boolean });
+    diagnostics.subscribe('sluice:rules-reload', listen);
+    onTestFinished(() => {
+      diagnostics.unsubscribe('sluice:rules-reload', listen);
+    });
     const errors: RulesError[] = [];
     const watcher = watch(file, { onError: (e) => errors.push(e) });
     const before = watcher.current;
@@ -114,6 +121,11 @@ describe('watchRules', () => {
     await writeFile(file, perIp('edge', 30));
     await eventually(() => expect(limitOf(watcher)).toBe(30));
     expect([watcher.reloads, watcher.errors]).toEqual([1, 1]);
+    // The counts metrics read (§9): one rejected, then one applied.
+    expect(published.map((e) => [e.source, e.ok])).toEqual([
+      [file, false],
+      [file, true],
+    ]);
   });
 
   it('a burst of writes makes one reload with the last text; an unchanged touch makes none', async () => {

@@ -95,7 +95,7 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
     );
   }
   const load = () => readRules(client, key);
-  const reloader = createReloader(await load(), load, { ...options, debounceMs: 0 });
+  const reloader = createReloader(await load(), load, { ...options, debounceMs: 0, source: `redis:${key}` });
   const subscriber = client.duplicate();
   // The subscriber reconnects on its own; meanwhile polling keeps the bound.
   subscriber.on('error', () => {});

@@ -1,3 +1,4 @@
+import { publishRulesReload } from '@sluice/core';
 import type { RulesError } from './errors.js';
 import type { RuleSet } from './types.js';
 
@@ -52,11 +53,12 @@ function safely<T>(callback: ((value: T) => void) | undefined, value: T): void {
  * Debounce, re-read everything, validate, swap one reference: the pattern envoyproxy/ratelimit
  * and its peers share. Reloads never overlap; a trigger during one runs another after it, so
  * the last change always wins. A failed reload keeps the set in force and reports the error.
+ * Every reload that swaps or fails is published on `sluice:rules-reload` for metrics (§9).
  */
 export function createReloader(
   initial: LoadedRules,
   load: () => Promise<LoadedRules>,
-  options: ReloadOptions & { debounceMs: number },
+  options: ReloadOptions & { debounceMs: number; source: string },
 ): Reloader {
   let loaded = initial;
   let reloads = 0;
@@ -73,10 +75,12 @@ export function createReloader(
       if (closed || next.text === loaded.text) return;
       loaded = next;
       reloads++;
+      publishRulesReload({ source: options.source, ok: true });
       safely(options.onReload, next.rules);
     } catch (error) {
       if (closed) return;
       errors++;
+      publishRulesReload({ source: options.source, ok: false, error });
       safely(options.onError ?? warn, error as RulesError);
     }
   };

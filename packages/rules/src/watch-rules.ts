@@ -67,6 +67,7 @@ export function watchRules(path: string, options: WatchRulesOptions = {}): Rules
   const reloader = createReloader(loadRulesTextSync(target), () => loadRulesText(target), {
     ...options,
     debounceMs: options.debounceMs ?? 100,
+    source: target,
   });
   // The directory itself, when `path` is one; it is watched again when a symlink swap makes
   // `path` another directory (envoyproxy/ratelimit's symlinked runtime root).
