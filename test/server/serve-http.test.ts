@@ -76,7 +76,7 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
     expect((await fetch(`${sluice.httpUrl}/json`)).status).toBe(405);
   });
 
-  it('GET /metrics exposes the calls answered in Prometheus text', async () => {
+  it('GET /metrics exposes the decisions and the calls answered in Prometheus text', async () => {
     const response = await fetch(`${sluice.httpUrl}/metrics`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/plain');
@@ -84,7 +84,16 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
     expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="ok"\} [1-9]\d*$/m);
     expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="over_limit"\} [1-9]\d*$/m);
     expect(text).toMatch(/^sluice_service_calls_total\{transport="http",result="invalid"\} [1-9]\d*$/m);
-    expect(text).toMatch(/^sluice_service_descriptors_total\{result="within_limit"\} [1-9]\d*$/m);
+    // The rules' decisions, from core's events through @sluice/otel: one series per rule,
+    // policy and result, never one per client.
+    expect(text).toMatch(
+      /^sluice_decisions_total\{sluice_limiter="r\.[^"]+",sluice_policy="per-ip",sluice_result="allowed"\} [1-9]\d*$/m,
+    );
+    expect(text).toMatch(
+      /^sluice_decisions_total\{sluice_limiter="r\.[^"]+",sluice_policy="per-ip",sluice_result="limited"\} [1-9]\d*$/m,
+    );
+    expect(text).not.toContain('json-');
+    expect(text).toMatch(/^sluice_memory_keys\{sluice_store="memory"\} [1-9]\d*$/m);
     expect(text).toMatch(/^sluice_service_store_up 1$/m);
     expect(text).toContain('sluice_service_call_duration_seconds_bucket');
   });

@@ -27,8 +27,8 @@ export function createCallHandler(
   return async function handleCall(transport: Transport, parse: () => RateLimitCall): Promise<CallOutcome> {
     const done = metrics.start(transport);
     try {
-      const { answer, verdicts } = await decide(parse());
-      done(answer.overallCode === 'OK' ? 'ok' : 'over_limit', verdicts);
+      const { answer } = await decide(parse());
+      done(answer.overallCode === 'OK' ? 'ok' : 'over_limit');
       return { kind: 'answer', answer };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

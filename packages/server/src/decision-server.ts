@@ -1,5 +1,6 @@
 import type { Server as HttpServer } from 'node:http';
 import { ServerCredentials } from '@grpc/grpc-js';
+import type { CountedStore } from '@sluice/otel';
 import { createCallHandler } from './call-handler.js';
 import { createDecider } from './decider.js';
 import { createGrpcServer } from './grpc-server.js';
@@ -33,7 +34,9 @@ export interface DecisionServer {
 export function createDecisionServer(options: DecisionServerOptions): DecisionServer {
   const settings = checkServerOptions(options);
   const { log } = settings;
-  const metrics = createServiceMetrics();
+  // The memory store's size and evictions go to /metrics too.
+  const counted = 'evictions' in settings.store ? (settings.store as unknown as CountedStore) : undefined;
+  const metrics = createServiceMetrics(counted);
   const decide = createDecider({ ...settings, logger: log });
   let storeUp = true;
   let closing = false;
@@ -59,7 +62,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     (error) => setStoreUp(false, error instanceof Error ? error.message : String(error)),
   );
   const grpc = createGrpcServer(handleCall);
-  const http: HttpServer = createHttpServer(handleCall, metrics.registry, serving);
+  const http: HttpServer = createHttpServer(handleCall, metrics, serving);
 
   const bindGrpc = (): Promise<number> =>
     new Promise((resolve, reject) => {
@@ -117,6 +120,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
       grpc.setServing(false);
       log.line('info', 'shutting down: finishing calls in flight');
       await Promise.all([stopGrpc(), stopHttp()]);
+      await metrics.close();
       log.line('info', 'stopped');
     },
     setServing(up) {

@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { parseJsonCall, toJsonResponse } from './json-codec.js';
 
@@ -42,7 +41,13 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
  * The HTTP front end, on envoyproxy/ratelimit's paths: `POST /json` (200 or 429 with the
  * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, and `GET /metrics`.
  */
-export function createHttpServer(handleCall: CallHandler, registry: Registry, serving: () => boolean) {
+/** What `/metrics` serves. */
+export interface MetricsText {
+  readonly contentType: string;
+  render(): Promise<string>;
+}
+
+export function createHttpServer(handleCall: CallHandler, metrics: MetricsText, serving: () => boolean) {
   const json = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req);
     if (body === undefined) {
@@ -60,7 +65,7 @@ export function createHttpServer(handleCall: CallHandler, registry: Registry, se
     'POST /json': json,
     'GET /healthcheck': (_, res) =>
       serving() ? send(res, 200, 'text/plain', 'OK') : send(res, 503, 'text/plain', 'NOT_SERVING'),
-    'GET /metrics': async (_, res) => send(res, 200, registry.contentType, await registry.metrics()),
+    'GET /metrics': async (_, res) => send(res, 200, metrics.contentType, await metrics.render()),
   };
 
   return createServer((req, res) => {

@@ -1,27 +1,25 @@
-import type { RuleVerdict } from '@sluice/core';
+import type { CountedStore } from '@sluice/otel';
+import { createPrometheusMetrics } from '@sluice/otel/prometheus';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Transport = 'grpc' | 'http';
 export type CallResult = 'ok' | 'over_limit' | 'invalid' | 'unavailable';
 
 /**
- * The service's own figures in Prometheus text (`GET /metrics`), in envoyproxy/ratelimit's
- * vocabulary where it has one (`within_limit`, `over_limit`, `shadow_mode`, config loads).
- * Labels never carry a client key or descriptor value: only bounded sets.
+ * `GET /metrics` in Prometheus text: the decisions of the rules' limiters as `@sluice/otel`
+ * exports them from core's events (`sluice_decisions_total` by limiter, policy and result,
+ * store latency and errors, …), then the service's own figures (`sluice_service_*`: calls by
+ * transport and result, call latency, calls in flight, store up, config loads) and the
+ * process's. Labels never carry a client key or descriptor value: only bounded sets.
  */
-export function createServiceMetrics() {
+export function createServiceMetrics(memoryStore: CountedStore | undefined) {
+  const decisions = createPrometheusMetrics(memoryStore === undefined ? {} : { memoryStores: { memory: memoryStore } });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'sluice_service_' });
   const calls = new Counter({
     name: 'sluice_service_calls_total',
     help: 'ShouldRateLimit calls answered, by transport and result.',
     labelNames: ['transport', 'result'],
-    registers: [registry],
-  });
-  const descriptors = new Counter({
-    name: 'sluice_service_descriptors_total',
-    help: 'Limited descriptors decided, by result (within_limit, over_limit, shadow_mode, soft, elastic).',
-    labelNames: ['result'],
     registers: [registry],
   });
   const duration = new Histogram({
@@ -49,25 +47,23 @@ export function createServiceMetrics() {
     registers: [registry],
   });
 
-  const resultOf = ({ decision }: RuleVerdict): string => {
-    if (decision.overLimit === 'shadow') return 'shadow_mode';
-    if (decision.overLimit !== undefined) return decision.overLimit;
-    return decision.allowed ? 'within_limit' : 'over_limit';
-  };
-
   return {
     registry,
     /** Starts timing a call; the returned function records its end. */
-    start(transport: Transport): (result: CallResult, decided?: readonly RuleVerdict[]) => void {
+    start(transport: Transport): (result: CallResult) => void {
       inFlight.inc();
       const stop = duration.startTimer({ transport });
-      return (result, decided = []) => {
+      return (result) => {
         inFlight.dec();
         stop();
         calls.inc({ transport, result });
-        for (const item of decided) descriptors.inc({ result: resultOf(item) });
       };
     },
+    contentType: registry.contentType,
+    async render(): Promise<string> {
+      return `${await decisions.render()}${await registry.metrics()}`;
+    },
+    close: () => decisions.disable(),
     configLoad: (result: 'success' | 'error') => reloads.inc({ result }),
     storeUp: (up: boolean) => storeUp.set(up ? 1 : 0),
   };
