@@ -24,6 +24,15 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 describe('the simulate report', () => {
+  it('refuses a trace with no requests instead of drawing empty charts', async () => {
+    const path = join(dir, 'empty.txt');
+    await writeFile(path, '# nothing yet\n');
+    const recorded = scenarios({ path, limit: 5, windowMs: 10_000 }).find((s) => s.id === 'recorded-trace');
+    await expect(runScenario(recorded as NonNullable<typeof recorded>)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+    });
+  });
+
   it('replays a trace given with --trace through every algorithm', () => {
     expect(result).toMatchObject({ requests: 11, clients: 2, busiestKey: 'attacker' });
     const worst = Object.fromEntries(result.runs.map((r) => [r.name, r.worst.admitted]));

@@ -54,6 +54,14 @@ describe('parseTrace', () => {
     expect((caught as Error).message).toContain(`my.log line ${line}:`);
   });
 
+  it('refuses a format it does not know, and reads a forced format', () => {
+    expect(() => parseTrace('1 a', { format: 'csv' as 'plain' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining('format') }),
+    );
+    const line = '192.0.2.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1';
+    expect(() => parseTrace(line, { format: 'plain' })).toThrow(expect.objectContaining({ line: 1 }));
+  });
+
   it('reads the shipped sample access log', async () => {
     const traffic = await readTrace(sample);
     expect(traffic.length).toBeGreaterThan(1_000);

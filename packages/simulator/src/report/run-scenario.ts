@@ -13,7 +13,7 @@ import {
 import { type Totals, totals } from '../measure/totals.js';
 import { trailingWindowSeries, type WorstWindow, worstWindow } from '../measure/window-excess.js';
 import { simulate } from '../simulate.js';
-import type { Traffic } from '../traffic/arrival.js';
+import { type Traffic, trafficError } from '../traffic/arrival.js';
 import type { Scenario } from './scenarios.js';
 
 /** What one limiter did to a scenario's traffic: figures and the series its charts need. */
@@ -67,6 +67,7 @@ export const ALGORITHMS: readonly AlgorithmName[] = [
 /** Runs every algorithm (and queue mode where the scenario asks) on the scenario's traffic, under `throttle`. */
 export async function runScenario(scenario: Scenario, throttle?: Throttle): Promise<ScenarioResult> {
   const traffic = await scenario.traffic();
+  if (traffic.length === 0) throw trafficError(`The ${scenario.id} scenario has no requests to simulate.`);
   const first = traffic[0]?.at ?? 0;
   const last = traffic[traffic.length - 1]?.at ?? 0;
   const bucketMs = scenario.bucketMs ?? roundBucket((last - first) / 120);

@@ -43,6 +43,12 @@ export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] 
   const source = options.source ?? 'trace';
   const lines = text.split(/\r?\n/);
   let format = options.format;
+  if (format !== undefined && format !== 'plain' && format !== 'access-log') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_TRACE',
+      `[sluice] Trace option \`format\` must be 'plain' or 'access-log'; received ${JSON.stringify(format)}.`,
+    );
+  }
   const arrivals: Arrival[] = [];
   lines.forEach((raw, index) => {
     const line = raw.trim();
