@@ -1,4 +1,5 @@
 import { SluiceError } from './errors.js';
+import { PEER_OPTION_NAMES } from './peer-option-names.js';
 
 /** The options of one policy, given at the top level of a single-policy limiter or inside `policies`. */
 export const POLICY_OPTION_NAMES = [
@@ -27,18 +28,28 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
 
 /**
  * A misspelt option (`windowMs`, `max`) would otherwise be ignored and the limiter would
- * silently run on defaults, so unknown names fail at start-up with a suggestion.
+ * silently run on defaults, so unknown names fail at start-up, all of them in one error, each
+ * with a suggestion: sluice's name for a peer library's option, or the closest known name.
  */
 export function checkKnownOptions(options: object, known: readonly string[] = LIMITER_OPTION_NAMES): void {
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
-    const hint = closestName(name, known);
+  const unknown = Object.keys(options).filter((name) => !known.includes(name));
+  if (unknown.length === 0) return;
+  const described = unknown.map((name) => {
+    const hint = PEER_OPTION_NAMES[name] ?? quoted(closestName(name, known));
+    return { name, hint };
+  });
+  if (described.length === 1) {
+    const { name, hint } = described[0] as { name: string; hint: string | undefined };
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
-      `[sluice] Unknown option \`${name}\`${hint ? `; did you mean \`${hint}\`?` : '.'}`,
+      `[sluice] Unknown option \`${name}\`${hint ? `; did you mean ${hint}?` : '.'}`,
     );
   }
+  const list = described.map(({ name, hint }) => `\`${name}\`${hint ? ` (did you mean ${hint}?)` : ''}`);
+  throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown options: ${list.join(', ')}.`);
 }
+
+const quoted = (name: string | undefined): string | undefined => (name === undefined ? undefined : `\`${name}\``);
 
 /** The known name a misspelt one most likely meant (at most two edits away), for "did you mean" hints. */
 export function closestName(name: string, known: readonly string[]): string | undefined {

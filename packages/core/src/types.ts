@@ -164,8 +164,8 @@ export interface PolicyDecision {
   allowed: boolean;
 }
 
-/** Why a store did not decide, or why a request can never pass. */
-export type DecisionReason = 'store-unavailable' | 'cost-exceeds-limit';
+/** Why a store did not decide, why a request can never pass, or that the client is banned (an adapter's `ban`). */
+export type DecisionReason = 'store-unavailable' | 'cost-exceeds-limit' | 'banned';
 
 /** The result of `consume` or `peek` (SPEC §3). Top-level figures describe the policy closest to exhaustion. */
 export interface Decision {

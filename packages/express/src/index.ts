@@ -4,9 +4,7 @@ import {
   type Decision,
   type HttpLimiterOptions,
   type Outcome,
-  PROBLEM_CONTENT_TYPE,
-  problemJson,
-  problemStatus,
+  type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
@@ -21,7 +19,7 @@ declare global {
   }
 }
 
-export type RateLimitOptions = (HttpLimiterOptions<Request> | RulesHttpOptions<Request>) & {
+export type RateLimitOptions = (HttpLimiterOptions<Request, Response> | RulesHttpOptions<Request>) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
   onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
 };
@@ -53,12 +51,13 @@ const binding: AdapterBinding<Request, Response> = {
 /**
  * Express middleware: `app.use(rateLimit(options))`, or per route
  * `app.post('/login', rateLimit(options), handler)`. Each call has its own limiter and, unless
- * `store` is given, its own memory store.
+ * `store` is given, its own memory store. The middleware carries that limiter (`.limiter`,
+ * `.limiterFor(policies)`) so application code can peek, reset or refund a client's quota.
  *
  * @example
  * app.use(rateLimit({ limit: 100, window: '1m' }));
  */
-export function rateLimit(options: RateLimitOptions): RequestHandler {
+export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimitHandle {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
 
@@ -66,19 +65,19 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
     if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
     if (outcome.action === 'next') next();
     else if (outcome.action === 'limited') {
-      const { decision } = outcome;
-      if (onLimited === undefined) {
-        res.status(problemStatus(decision)).setHeader('Content-Type', PROBLEM_CONTENT_TYPE).end(problemJson(decision));
-      } else {
+      if (outcome.refusal === undefined) {
         // An async handler's rejection goes to `next`: dropped, it would leave the client
         // waiting and the rejection unhandled.
-        const handled = onLimited(req, res, next, decision);
+        const handled = onLimited?.(req, res, next, outcome.decision);
         if (isThenable(handled)) handled.then(undefined, next);
+      } else {
+        const { status, contentType, body } = outcome.refusal;
+        res.status(status).setHeader('Content-Type', contentType).end(body);
       }
     }
   };
 
-  return function sluiceRateLimit(req, res, next) {
+  const sluiceRateLimit: RequestHandler = function sluiceRateLimit(req, res, next) {
     // Store errors (`onStoreError: 'throw'`) go to `next`: Express 4 ignores a rejected promise.
     try {
       const outcome = limiter.handle(req, res);
@@ -88,7 +87,8 @@ export function rateLimit(options: RateLimitOptions): RequestHandler {
       next(error);
     }
   };
+  return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
 }
 
-export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';

@@ -1,25 +1,23 @@
 import {
   type AdapterBinding,
-  createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
   type HttpRouteOptions,
+  inRoute,
   mergeRouteOptions,
-  type Outcome,
-  PROBLEM_CONTENT_TYPE,
-  problemJson,
-  problemStatus,
+  type RateLimitHandle,
   type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { createRateLimitHook, type OnLimited, type RateLimitHook } from './rate-limit-hook.js';
 
-type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
-type HookDone = Parameters<onRequestHookHandler>[2];
-
-export type RateLimitPluginOptions = (HttpLimiterOptions<FastifyRequest> | RulesHttpOptions<FastifyRequest>) & {
+export type RateLimitPluginOptions = (
+  | HttpLimiterOptions<FastifyRequest, FastifyReply>
+  | RulesHttpOptions<FastifyRequest>
+) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
   onLimited?: OnLimited;
   /** `false` limits only routes with `config.rateLimit`; these options are then their defaults. @default true */
@@ -29,15 +27,34 @@ export type RateLimitPluginOptions = (HttpLimiterOptions<FastifyRequest> | Rules
    * these options, so a scanner probing paths is limited too. @default the value of `global`
    */
   notFound?: boolean;
+  /** The hook the limit runs in: `preHandler` to key by a user your auth hook sets. @default 'onRequest' */
+  hook?: RateLimitHook;
 };
 
 /** A route's own limit: any option, each falling back to the plugin's. */
-export type RouteRateLimitOptions = HttpRouteOptions<FastifyRequest> & { onLimited?: OnLimited };
+export type RouteRateLimitOptions = HttpRouteOptions<FastifyRequest, FastifyReply> & {
+  onLimited?: OnLimited;
+  hook?: RateLimitHook;
+};
+
+/** The plugin-wide limiter, and each route's own, for application code (reset, peek, refund). */
+export interface RateLimiterHandle {
+  /** The plugin-wide limiter; undefined with `global: false` or when `policies` or `limit` is a function. */
+  limiter: RateLimitHandle['limiter'];
+  /** The plugin-wide limiter of one tier of a `policies` function; undefined with `global: false`. */
+  limiterFor: RateLimitHandle['limiterFor'] | undefined;
+  /** The handle of the route with its own `config.rateLimit`, by method and URL as registered. */
+  route(method: string, url: string): RateLimitHandle | undefined;
+}
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** The decision of the last sluice limiter that counted this request. */
     rateLimit?: Decision;
+  }
+  interface FastifyInstance {
+    /** The limiters of the first `rateLimitPlugin` registered in this context or above. */
+    rateLimiter: RateLimiterHandle;
   }
   interface FastifyContextConfig {
     /** This route's own limit, replacing the plugin-wide one; `false` turns limiting off here. */
@@ -90,12 +107,6 @@ const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, Fastify
   },
 });
 
-/**
- * The Content-Type Fastify sends for `PROBLEM_CONTENT_TYPE`: it gives JSON types a charset.
- * Given whole, it spares Fastify parsing and rebuilding the type on every refusal.
- */
-const PROBLEM_CONTENT_TYPE_UTF8 = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
-
 /** Routes whose own `config.rateLimit` was applied: a second registration must not count them again. */
 const ownLimitApplied = new WeakSet<object>();
 
@@ -113,36 +124,9 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   const appOptions: Record<string, unknown> = { ...options, store: options.store ?? createMemoryStore() };
   delete appOptions.global;
   delete appOptions.notFound;
+  const routes = new Map<string, RateLimitHandle>();
 
-  const hookFor = (hookOptions: Record<string, unknown>): onRequestHookHandler => {
-    const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding);
-    const onLimited = hookOptions.onLimited as OnLimited | undefined;
-    const apply = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
-      if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
-      if (outcome.action === 'next') done();
-      else if (outcome.action === 'gone') reply.hijack();
-      else if (onLimited !== undefined) {
-        // A handler that sends nothing lets the request go on, as it would from an async hook.
-        Promise.resolve(onLimited(request, reply, outcome.decision)).then(() => reply.sent || done(), done);
-      } else {
-        const { decision } = outcome;
-        reply.code(problemStatus(decision)).type(PROBLEM_CONTENT_TYPE_UTF8).send(problemJson(decision));
-      }
-    };
-    // A callback hook, not an async one: with an in-process store the decision is ready at
-    // once, and Fastify then goes on without a promise. Replying ends the hook without `done`.
-    return function sluiceRateLimit(request, reply, done) {
-      let outcome: Outcome | Promise<Outcome>;
-      try {
-        outcome = limiter.handle(request, reply);
-      } catch (error) {
-        done(error as Error);
-        return;
-      }
-      if (outcome instanceof Promise) outcome.then((settled) => apply(settled, request, reply, done)).catch(done);
-      else apply(outcome, request, reply, done);
-    };
-  };
+  const hookFor = (hookOptions: Record<string, unknown>) => createRateLimitHook(app, binding, hookOptions);
 
   const globalHook = global ? hookFor(appOptions) : undefined;
   if (notFound) {
@@ -150,22 +134,32 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     // every route of the context runs too: routes go on here, they have their limit already.
     const notFoundHook = globalHook ?? hookFor(appOptions);
     app.addHook('onRequest', function sluiceNotFoundLimit(request, reply, done) {
-      if (request.is404) notFoundHook.call(this, request, reply, done);
+      if (request.is404) notFoundHook.onRequest.call(this, request, reply, done);
       else done();
     });
   }
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
+  if (!app.hasDecorator('rateLimiter')) {
+    const handle: RateLimiterHandle = {
+      limiter: globalHook?.limiter.limiter,
+      limiterFor: globalHook?.limiter.limiterFor,
+      route: (method, url) => routes.get(`${method.toUpperCase()} ${url}`),
+    };
+    app.decorate('rateLimiter', handle);
+  }
   app.addHook('onRoute', (route) => {
     const own = route.config?.rateLimit;
     if (own === false || ownLimitApplied.has(route)) return;
     let hook = globalHook;
     if (own !== undefined) {
       ownLimitApplied.add(route);
-      hook = hookFor(mergeRouteOptions(appOptions, own, `config.rateLimit of ${route.method} ${route.url}`));
+      const label = `config.rateLimit of ${[route.method].flat().join(',')} ${route.url}`;
+      hook = inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
+      for (const method of [route.method].flat()) routes.set(`${method.toUpperCase()} ${route.url}`, hook.limiter);
     }
     if (hook === undefined) return;
-    const existing = route.onRequest === undefined ? [] : [route.onRequest].flat();
-    route.onRequest = [...existing, hook];
+    const existing = route[hook.name] === undefined ? [] : [route[hook.name]].flat();
+    (route as unknown as Record<string, unknown>)[hook.name] = [...existing, hook.handler];
   });
 };
 
@@ -177,5 +171,6 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
  */
 export const rateLimitPlugin = fp(plugin, { fastify: '5.x', name: '@sluice/fastify' });
 
-export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';
+export type { RateLimitHook } from './rate-limit-hook.js';

@@ -4,9 +4,7 @@ import {
   type Decision,
   type HttpLimiterOptions,
   type Outcome,
-  PROBLEM_CONTENT_TYPE,
-  problemJson,
-  problemStatus,
+  type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
@@ -47,13 +45,14 @@ const binding: AdapterBinding<Context, Context> = {
 
 /**
  * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
- * own limiter and, unless `store` is given, its own memory store. Store errors under
+ * own limiter and, unless `store` is given, its own memory store, which it carries (`.limiter`,
+ * `.limiterFor(policies)`) for application code to peek, reset or refund a client's quota. Store errors under
  * `onStoreError: 'throw'` propagate to Koa's error handling.
  *
  * @example
  * app.use(rateLimit({ limit: 100, window: '1m' }));
  */
-export function rateLimit(options: RateLimitOptions): Middleware {
+export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHandle {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
   const apply = (ctx: Context, next: Next, outcome: Outcome): unknown => {
@@ -63,23 +62,25 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       ctx.respond = false;
       return undefined;
     }
-    if (onLimited !== undefined) return onLimited(ctx, outcome.decision);
-    ctx.status = problemStatus(outcome.decision);
+    if (outcome.refusal === undefined) return onLimited?.(ctx, outcome.decision);
+    const { status, contentType, body } = outcome.refusal;
+    ctx.status = status;
     // Set as is: `ctx.type` would look the type up in the MIME database on every refusal.
-    ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
-    ctx.body = problemJson(outcome.decision);
+    ctx.set('Content-Type', contentType);
+    ctx.body = body;
     return undefined;
   };
   // Not an async function: when the outcome is ready at once (an in-process store, with no
   // async key, cost, skip or tier function), the middleware hands Koa `next()`'s own promise
   // instead of wrapping it in another.
-  return function sluiceRateLimit(ctx, next) {
+  const sluiceRateLimit: Middleware = function sluiceRateLimit(ctx, next) {
     const outcome = limiter.handle(ctx, ctx);
     return outcome instanceof Promise
       ? outcome.then((settled) => apply(ctx, next, settled))
       : apply(ctx, next, outcome);
   };
+  return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
 }
 
-export type { Decision, HeadersOptions, PolicyOptions, RulesHttpOptions } from '@sluice/core';
+export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';

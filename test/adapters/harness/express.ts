@@ -15,11 +15,11 @@ export const expressHarness: Harness = {
     let hits = 0;
     const handler = (req: Request, res: Response) => {
       hits++;
-      res.json({ decision: req.rateLimit ?? null });
+      res.status(Number(req.get('x-status') ?? 200)).json({ decision: req.rateLimit ?? null });
     };
     const router = express.Router();
-    for (const options of spec.limits ?? []) {
-      const limit = rateLimit(asOptions(options));
+    const limits = (spec.limits ?? []).map((options) => rateLimit(asOptions(options)));
+    for (const limit of limits) {
       app.use(limit);
       if (spec.mountTwice) router.use(limit);
     }
@@ -27,6 +27,9 @@ export const expressHarness: Harness = {
     for (const [path, options] of Object.entries(spec.routeLimits ?? {}))
       app.get(path, rateLimit(asOptions(options)), handler);
     app.get(['/', '/other'], handler);
+    app.get('/hang', () => {
+      hits++;
+    });
     const errors: unknown[] = [];
     app.use((error: unknown, _req: Request, res: Response, next: NextFunction) => {
       errors.push(error);
@@ -37,6 +40,7 @@ export const expressHarness: Harness = {
       app,
       () => hits,
       () => errors,
+      limits[0],
     );
   },
   header: (req, name) => (req as Request).get(name),

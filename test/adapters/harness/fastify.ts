@@ -17,8 +17,9 @@ export const fastifyHarness: Harness = {
       errors.push(error);
       return reply.code(500).send();
     });
-    const handler = async (request: FastifyRequest) => {
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
       hits++;
+      reply.code(Number(request.headers['x-status'] ?? 200));
       return { decision: request.rateLimit ?? null };
     };
     for (const options of spec.limits ?? []) await app.register(rateLimitPlugin, asOptions(options));
@@ -31,9 +32,21 @@ export const fastifyHarness: Harness = {
     }
     app.get('/', handler);
     app.get('/other', handler);
+    app.get('/hang', () => {
+      hits++;
+      return new Promise(() => {});
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;
-    return { url: `http://127.0.0.1:${port}`, hits: () => hits, errors: () => errors, close: () => app.close() };
+    const handle = app.hasDecorator('rateLimiter') ? app.rateLimiter : undefined;
+    const limiterFor = handle?.limiterFor;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      hits: () => hits,
+      errors: () => errors,
+      close: () => app.close(),
+      ...(limiterFor === undefined ? {} : { handle: { limiter: handle?.limiter, limiterFor } }),
+    };
   },
   header: (req, name) => {
     const value = (req as FastifyRequest).headers[name.toLowerCase()];

@@ -16,8 +16,8 @@ export const koaHarness: Harness = {
     if (spec.trust !== undefined && spec.trust !== 'none') app.proxy = true;
     if (spec.trust === 'loopback') app.maxIpsCount = 1;
     let hits = 0;
-    for (const options of spec.limits ?? []) {
-      const limit = rateLimit(asOptions(options));
+    const limits = (spec.limits ?? []).map((options) => rateLimit(asOptions(options)));
+    for (const limit of limits) {
       app.use(limit);
       if (spec.mountTwice) app.use(limit);
     }
@@ -28,14 +28,22 @@ export const koaHarness: Harness = {
     }
     const paths = new Set(['/', '/other', ...Object.keys(spec.routeLimits ?? {})]);
     app.use((ctx) => {
-      if (ctx.method !== 'GET' || !paths.has(ctx.path)) return;
+      if (ctx.method !== 'GET') return undefined;
+      if (ctx.path === '/hang') {
+        hits++;
+        return new Promise(() => {});
+      }
+      if (!paths.has(ctx.path)) return undefined;
       hits++;
+      ctx.status = Number(ctx.get('x-status') || 200);
       ctx.body = { decision: ctx.state.rateLimit ?? null };
+      return undefined;
     });
     return listen(
       app.callback(),
       () => hits,
       () => errors,
+      limits[0],
     );
   },
   header: (req, name) => (req as Context).get(name) || undefined,

@@ -8,6 +8,7 @@ export async function listen(
   listener: RequestListener,
   hits: () => number,
   errors: () => unknown[],
+  handle?: RunningApp['handle'],
 ): Promise<RunningApp> {
   const server: Server = createServer(listener);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -16,6 +17,7 @@ export async function listen(
     url: `http://127.0.0.1:${port}`,
     hits,
     errors,
+    ...(handle === undefined ? {} : { handle }),
     close: () =>
       new Promise((resolve) => {
         server.closeAllConnections();

@@ -1,3 +1,5 @@
+import type { RateLimitHandle } from '@sluice/core';
+
 /** Adapter options as the suite writes them; request functions get the framework's own request. */
 export type SuiteOptions = Record<string, unknown>;
 
@@ -18,6 +20,8 @@ export interface AppSpec {
 
 export interface RunningApp {
   url: string;
+  /** The handle (`.limiter`) of the first app-wide limit. */
+  handle?: RateLimitHandle;
   /** Requests that reached a route handler. */
   hits(): number;
   /** Errors that reached the framework's error handling, which answered each with a 500. */
@@ -27,7 +31,8 @@ export interface RunningApp {
 
 /**
  * One framework behind the conformance suite. Every app serves `GET /`, `GET /other` and each
- * `routeLimits` path, answering `{ decision }` from the framework's decision property.
+ * `routeLimits` path, answering `{ decision }` from the framework's decision property with the
+ * status the request's `x-status` header asks for (200 without it); `GET /hang` never answers.
  */
 export interface Harness {
   name: 'express' | 'koa' | 'fastify';

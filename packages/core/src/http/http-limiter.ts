@@ -1,12 +1,18 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { SluiceError } from '../errors.js';
 import { consumeNow, createLimiter } from '../limiter.js';
-import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
+import type { Decision, Limiter, LimiterOptions, PolicyOptions, RateLimitStore } from '../types.js';
+import { checkAllowList } from './allow-list.js';
+import { createBan } from './ban.js';
 import { clientAddressKey, type ProxyTrust } from './client-address.js';
+import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
+import { checkNotifications } from './notifications.js';
+import { createRefuse, type Refusal } from './refusal.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
@@ -34,18 +40,38 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
 }
 
 /**
- * - `next`: go on (`decision` is undefined when `skip` matched or this limiter already
- *   counted the request);
- * - `limited`: refused; headers and `Retry-After` are set, the adapter sends the response
- *   (`problemJson(decision)`) or calls the user's `onLimited`;
+ * - `next`: go on (`decision` is undefined when `skip` or `allowList` matched or this limiter
+ *   already counted the request);
+ * - `limited`: refused (over the quota, or banned: `decision.reason === 'banned'`); headers and
+ *   `Retry-After` are set, the adapter sends `refusal`, or calls the user's `onLimited`
+ *   (then `refusal` is undefined);
  * - `gone`: the client left while its queued request was held; send nothing.
  */
 export type Outcome =
   | { readonly action: 'next'; readonly decision: Decision | undefined }
-  | { readonly action: 'limited'; readonly decision: Decision }
+  | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: Refusal | undefined }
   | { readonly action: 'gone'; readonly decision: Decision };
 
-export interface HttpLimiter<Req, Res> {
+/** What a middleware carries besides itself: the limiter it counts in, for application code. */
+export interface RateLimitHandle {
+  /** The limiter behind the middleware (same store and namespace); undefined when `policies` or `limit` is a function. */
+  readonly limiter: Limiter | undefined;
+  /** The limiter of one tier of a `policies` (or `limit`) function: the one its requests count in. */
+  limiterFor(policies: readonly PolicyOptions[]): Limiter;
+}
+
+/** The handle of a middleware without one limiter of its own (rules mode: one per rule). */
+export const NO_LIMITER_HANDLE: RateLimitHandle = Object.freeze({
+  limiter: undefined,
+  limiterFor(): never {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      '[sluice] `limiterFor` is for a middleware whose `policies` or `limit` is a function; this one has fixed policies or rules.',
+    );
+  },
+});
+
+export interface HttpLimiter<Req, Res> extends RateLimitHandle {
   /**
    * An outcome at once when nothing needs waiting for (an in-process store, no async `key`,
    * `cost`, `skip` or tier function, no queue hold), else a promise of one. Adapters take
@@ -59,33 +85,26 @@ interface Entry {
   headers: HeaderWriter;
 }
 
-function tierResolver<Req>(
-  policiesFor: PoliciesFor<Req> | undefined,
-  base: Record<string, unknown>,
-  wrap: (limiter: Limiter) => Entry,
-): ((req: Req) => Promise<Entry>) | undefined {
-  if (policiesFor === undefined) return undefined;
-  const entryFor = createTierLimiters(base, wrap);
-  return async (req) => tierFromUser(await policiesFor(req), entryFor);
-}
-
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 const ignore = (): void => {};
 
 /**
  * The one implementation of the HTTP semantics behind every adapter (SPEC §5): options are
- * validated here at construction, then per request it resolves the policies (per tier when
- * `policies` is a function), the key and the cost, asks the limiter, writes the headers, and
- * holds a queued request. Store failures surface as the limiter's `onStoreError` decides; with
+ * validated here at construction, then per request it resolves the key and the policies (per
+ * tier when `policies` is a function), the cost, asks the limiter, writes the headers, tells
+ * the notification hooks, holds a queued request, and arranges the refund of a request its
+ * outcome does not count. Store failures surface as the limiter's `onStoreError` decides; with
  * `'throw'` the returned promise rejects and the adapter hands the error to its framework.
  */
 export function createHttpLimiter<Req, Res>(
-  options: HttpLimiterOptions<Req> | RulesHttpOptions<Req>,
+  // `never`: the adapter's own options type fixes what `requestWasSuccessful` receives.
+  options: HttpLimiterOptions<Req, never> | RulesHttpOptions<Req>,
   binding: AdapterBinding<Req, Res>,
   extraOptionNames: readonly string[] = [],
 ): HttpLimiter<Req, Res> {
   if (isRulesMode(options)) return createRulesHttpLimiter(options, binding, extraOptionNames);
   const checked = checkHttpOptions<Req>(options, extraOptionNames);
+  const all = options as unknown as Record<string, unknown>;
   const { key, skip, ipv6Subnet, policiesFor } = checked;
   const base: Record<string, unknown> = {
     ...checked.limiterOptions,
@@ -97,19 +116,31 @@ export function createHttpLimiter<Req, Res>(
     limiter,
     headers: createHeaderWriter(limiter.policies, checked.headers, clock),
   });
-  // The common case (fixed policies, fixed cost) awaits nothing but the store.
-  const tierOf = tierResolver(policiesFor, base, wrap);
-  const fixedEntry = tierOf === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
+  const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
+  const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
+  const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;
+  const refuse = createRefuse<Req>(all);
+  const afterResponse = checkCountByOutcome<Req, Res>(all, warn);
+  const notify = checkNotifications<Req>(all, warn);
+  const isAllowed = checkAllowList<Req>(all.allowList);
+  const ban = createBan(all.ban, base, namespace);
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
   const keyOf = (req: Req, request: IncomingMessage): string =>
     clientAddressKey(binding.clientIp(req), binding.proxyTrust(req), binding.trustAdvice, request, ipv6Subnet, warn);
 
-  /** Headers, then the outcome: at once, or after the queue hold. */
+  const banned = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
+    binding.setHeader(res, 'Retry-After', sfSeconds(decision.retryAfterMs));
+    notify?.(req, decision);
+    return refuse(req, decision, ban?.status);
+  };
+
+  /** Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. */
   const finish = (
     entry: Entry,
     decision: Decision,
+    req: Req,
     res: Res,
     request: IncomingMessage,
     clientKey: string,
@@ -119,28 +150,54 @@ export function createHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      return { action: 'limited', decision };
+      const quotaRefusal = (): Outcome | Promise<Outcome> => {
+        notify?.(req, decision);
+        return refuse(req, decision);
+      };
+      if (ban === undefined || decision.reason !== undefined) return quotaRefusal();
+      return ban.strike(clientKey).then((started) => (started ? banned(req, res, started) : quotaRefusal()));
     }
-    if (decision.delayMs === 0) return { action: 'next', decision };
+    notify?.(req, decision);
+    const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
+    const refund = () => entry.limiter.refund(clientKey, units);
+    if (decision.delayMs === 0) {
+      if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      return { action: 'next', decision };
+    }
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
-      if (heldToTheEnd) return { action: 'next', decision };
-      // The reserved slot was never used: give it back to the queue.
-      entry.limiter.refund(clientKey, units).catch(ignore);
-      return { action: 'gone', decision };
+      if (!heldToTheEnd) {
+        // The reserved slot was never used: give it back to the queue.
+        refund().catch(ignore);
+        return { action: 'gone', decision };
+      }
+      if (afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      return { action: 'next', decision };
     });
   };
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
     if (skip !== undefined && (await skip(req))) return SKIPPED;
-    const entry = tierOf === undefined ? (fixedEntry as Entry) : await tierOf(req);
     const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
+    if (isAllowed !== undefined && (await isAllowed(req, clientKey))) return SKIPPED;
+    const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
+    if (bannedNow !== undefined) return banned(req, res, bannedNow);
+    const entry =
+      tiers === undefined
+        ? (fixedEntry as Entry)
+        : tierFromUser(await (policiesFor as PoliciesFor<Req>)(req, clientKey), tiers.entryFor);
     const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
     const decision = await entry.limiter.consume(clientKey, { cost: units });
-    return finish(entry, decision, res, request, clientKey, units);
+    return finish(entry, decision, req, res, request, clientKey, units);
   };
 
   // Fixed policies, the default key and a fixed cost: nothing to await but, perhaps, the store.
-  const simple = fixedEntry !== undefined && skip === undefined && key === undefined && fixedUnits !== undefined;
+  const simple =
+    fixedEntry !== undefined &&
+    skip === undefined &&
+    key === undefined &&
+    fixedUnits !== undefined &&
+    isAllowed === undefined &&
+    ban === undefined;
 
   // Requests this limiter has seen: one mounted twice on a request's way (`app.use(limit)` and
   // `router.use(limit)`) counts it once; the second pass goes on and keeps the first decision.
@@ -157,10 +214,12 @@ export function createHttpLimiter<Req, Res>(
       const units = (fixedUnits as { cost: number }).cost;
       const clientKey = keyOf(req, request);
       const decision = consumeNow(entry.limiter, clientKey, units);
-      if (decision !== undefined) return finish(entry, decision, res, request, clientKey, units);
+      if (decision !== undefined) return finish(entry, decision, req, res, request, clientKey, units);
       return entry.limiter
         .consume(clientKey, fixedUnits)
-        .then((asked) => finish(entry, asked, res, request, clientKey, units));
+        .then((asked) => finish(entry, asked, req, res, request, clientKey, units));
     },
+    limiter: fixedEntry?.limiter,
+    limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,
   };
 }

@@ -1,15 +1,28 @@
 import { invalid, SluiceError } from '../errors.js';
 import { checkKnownOptions, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
 import type { LimiterBaseOptions, PolicyOptions } from '../types.js';
+import type { AllowList } from './allow-list.js';
+import type { BanOptions } from './ban.js';
 import { checkIpv6Subnet } from './client-key.js';
+import type { CountByOutcomeOptions } from './count-by-outcome.js';
 import { checkHeaders, type HeadersOptions, type ResolvedHeaders } from './headers/index.js';
+import { limitFunctionPolicies } from './limit-function.js';
+import type { NotificationOptions } from './notifications.js';
+import type { RefusalOptions } from './refusal.js';
 
 type Awaitable<T> = T | Promise<T>;
 
-/** Per-tier quotas: the policies for this request, e.g. by the caller's plan. */
-export type PoliciesFor<Req> = (req: Req) => Awaitable<readonly PolicyOptions[]>;
+/** Per-tier quotas: the policies for this request and client key, e.g. by the caller's plan. */
+export type PoliciesFor<Req> = (req: Req, key: string) => Awaitable<readonly PolicyOptions[]>;
 
-export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
+/** A limit per request and client key, with the other policy options fixed. */
+export type LimitFor<Req> = (req: Req, key: string) => Awaitable<number>;
+
+export interface HttpOptionsBase<Req, Res = Req>
+  extends LimiterBaseOptions,
+    RefusalOptions<Req>,
+    CountByOutcomeOptions<Req, Res>,
+    NotificationOptions<Req> {
   /**
    * The client key, e.g. a user or API key id after auth; a whole number (a numeric user id) is
    * taken as its decimal string. @default the client IP (see `ipv6Subnet`)
@@ -19,6 +32,10 @@ export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
   cost?: number | ((req: Req) => Awaitable<number>);
   /** Requests for which this returns true are neither counted nor limited. */
   skip?: (req: Req) => Awaitable<boolean>;
+  /** Clients neither counted nor limited: their keys, or a function of the request and key. */
+  allowList?: AllowList<Req>;
+  /** Refuse a client outright for a while after too many refusals. */
+  ban?: BanOptions;
   /** @default { standard: 'draft-11', legacy: false } */
   headers?: HeadersOptions;
   /** Prefix length IPv6 clients are keyed by, or `false` for the whole address. @default 56 */
@@ -28,13 +45,29 @@ export interface HttpOptionsBase<Req> extends LimiterBaseOptions {
 type PolicyFields = (typeof POLICY_OPTION_NAMES)[number];
 
 /** The options every adapter takes: the limiter's, and what HTTP adds (SPEC §5). */
-export type HttpLimiterOptions<Req> = HttpOptionsBase<Req> &
+export type HttpLimiterOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
   (
-    | (PolicyOptions & { policies?: never })
+    | (Omit<PolicyOptions, 'limit'> & { limit: number | LimitFor<Req>; policies?: never })
     | ({ policies: readonly PolicyOptions[] | PoliciesFor<Req> } & { [K in PolicyFields]?: never })
   );
 
-const HTTP_ONLY_OPTIONS = ['key', 'cost', 'skip', 'headers', 'ipv6Subnet', 'onLimited'] as const;
+const HTTP_ONLY_OPTIONS = [
+  'key',
+  'cost',
+  'skip',
+  'headers',
+  'ipv6Subnet',
+  'onLimited',
+  'message',
+  'statusCode',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'onExceeding',
+  'onExceeded',
+  'allowList',
+  'ban',
+] as const;
 
 /** Every option name an adapter accepts, for the unknown-option check and its suggestions. */
 export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
@@ -103,16 +136,21 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
       '[sluice] Options `key` and `ipv6Subnet` exclude each other: `ipv6Subnet` shapes the default IP key only. Use `ipKey(ip, subnet)` inside `key`.',
     );
   }
-  const policiesFor = typeof all.policies === 'function' ? (all.policies as PoliciesFor<Req>) : undefined;
+  const policiesFor =
+    typeof all.policies === 'function'
+      ? (all.policies as PoliciesFor<Req>)
+      : typeof all.limit === 'function'
+        ? limitFunctionPolicies<Req>(all)
+        : undefined;
   const stray = POLICY_OPTION_NAMES.find((name) => all[name] !== undefined);
-  if (policiesFor !== undefined && stray !== undefined) {
+  if (typeof all.policies === 'function' && stray !== undefined) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
       `[sluice] Option \`${stray}\` cannot be given with \`policies\`; put it in the policies the function returns.`,
     );
   }
   const excluded = new Set<string>([...HTTP_ONLY_OPTIONS, ...extraNames]);
-  if (policiesFor !== undefined) excluded.add('policies');
+  if (policiesFor !== undefined) for (const name of [...POLICY_OPTION_NAMES, 'policies']) excluded.add(name);
   const limiterOptions: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(all)) if (!excluded.has(name)) limiterOptions[name] = value;
   return {

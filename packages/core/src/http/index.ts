@@ -1,14 +1,18 @@
+export type { AllowList } from './allow-list.js';
+export type { BanOptions } from './ban.js';
 export type { ProxyTrust } from './client-address.js';
 export { UNKNOWN_IP_KEY } from './client-address.js';
 export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
+export type { CountByOutcomeOptions } from './count-by-outcome.js';
 export { retryAfterMs as retryAfterFieldMs } from './headers/effective-window.js';
 export type { HeadersOptions, HeaderTarget, HeaderWriter, ResolvedHeaders, StandardHeaders } from './headers/index.js';
 export { checkHeaders, createHeaderWriter } from './headers/index.js';
 export { hold } from './hold.js';
-export type { AdapterBinding, HttpLimiter, Outcome } from './http-limiter.js';
+export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './http-limiter.js';
 export { createHttpLimiter } from './http-limiter.js';
-export type { HttpLimiterOptions, HttpOptionsBase, PoliciesFor } from './http-options.js';
+export type { HttpLimiterOptions, HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
 export { HTTP_OPTION_NAMES } from './http-options.js';
+export type { NotificationOptions } from './notifications.js';
 export type { RateLimitProblem } from './problem.js';
 export {
   PROBLEM_CONTENT_TYPE,
@@ -18,8 +22,9 @@ export {
   QUOTA_EXCEEDED_TYPE,
   TEMPORARY_REDUCED_CAPACITY_TYPE,
 } from './problem.js';
+export type { LimitedMessage, Refusal, RefusalOptions } from './refusal.js';
 export type { HttpRouteOptions } from './route-options.js';
-export { mergeRouteOptions } from './route-options.js';
+export { inRoute, mergeRouteOptions } from './route-options.js';
 export type { DescriptorField } from './rules/request-descriptors.js';
 export { DEFAULT_DESCRIPTORS } from './rules/request-descriptors.js';
 export type { DescriptorEntryLike, RuleLike, RuleMatchLike, RuleSetLike, RulesOption } from './rules/rule-like.js';

@@ -22,6 +22,14 @@ const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.'
 const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
 const restoredDetail = (decision: Decision): string =>
   `Quota restored for this request in ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
+const bannedDetail = (decision: Decision): string =>
+  `Too many refused requests: this client is refused for ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
+const detailOf = (decision: Decision): string =>
+  decision.reason === 'cost-exceeds-limit'
+    ? NEVER_DETAIL
+    : decision.reason === 'banned'
+      ? bannedDetail(decision)
+      : restoredDetail(decision);
 
 /** 503 when the store could not decide, else 429. */
 export const problemStatus = (decision: Decision): 429 | 503 => (decision.reason === 'store-unavailable' ? 503 : 429);
@@ -46,7 +54,7 @@ export function problemFor(decision: Decision): RateLimitProblem {
     type: QUOTA_EXCEEDED_TYPE,
     title: QUOTA_TITLE,
     status: 429,
-    detail: decision.reason === 'cost-exceeds-limit' ? NEVER_DETAIL : restoredDetail(decision),
+    detail: detailOf(decision),
     'violated-policies': violated,
   };
 }

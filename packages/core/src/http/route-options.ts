@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
-import { invalid } from '../errors.js';
+import { invalid, isSluiceError, SluiceError } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
-import type { HttpOptionsBase, PoliciesFor } from './http-options.js';
+import type { HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
 
 /** Per-route options: any option, each falling back to the one set for the whole app. */
-export type HttpRouteOptions<Req> = HttpOptionsBase<Req> &
+export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
   (
-    | (Partial<PolicyOptions> & { policies?: never })
+    | (Partial<Omit<PolicyOptions, 'limit'>> & { limit?: number | LimitFor<Req>; policies?: never })
     | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: never; window?: never }
   );
 
@@ -15,9 +15,10 @@ export type HttpRouteOptions<Req> = HttpOptionsBase<Req> &
  * The options of a route's own limiter: the route's, over the app-wide ones. Options that
  * only make sense together are replaced as a group, never mixed: a route that sets any policy
  * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
- * and a route's `key` drops the app-wide `ipv6Subnet` (and the reverse). The app-wide `prefix`
- * is never inherited: the route's limiter needs its own namespace, so without a `prefix` of
- * its own it gets one from `option`, which names the route, the same in every process.
+ * a route's `key` drops the app-wide `ipv6Subnet` (and the reverse), and its `onLimited` the
+ * app-wide `message` and `statusCode` (and the reverse). The app-wide `prefix` is never
+ * inherited: the route's limiter needs its own namespace, so without a `prefix` of its own it
+ * gets one from `option`, which names the route, the same in every process.
  */
 export function mergeRouteOptions(
   appOptions: Record<string, unknown>,
@@ -33,8 +34,24 @@ export function mergeRouteOptions(
   if ('policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
     for (const name of [...POLICY_OPTION_NAMES, 'policies']) delete merged[name];
   }
+  if ('onLimited' in own) for (const name of ['message', 'statusCode']) delete merged[name];
+  if ('message' in own || 'statusCode' in own) delete merged.onLimited;
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
   merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
   return Object.assign(merged, own);
+}
+
+/**
+ * Runs `create` for the route `label` names, so that a configuration error says which route's
+ * options it is about; the code stays the same.
+ */
+export function inRoute<T>(label: string, create: () => T): T {
+  try {
+    return create();
+  } catch (error) {
+    if (!isSluiceError(error)) throw error;
+    const message = error.message.replace(/^\[sluice\] /, `[sluice] ${label}: `);
+    throw new SluiceError(error.code, message, { cause: error });
+  }
 }

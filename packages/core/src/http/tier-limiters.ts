@@ -20,7 +20,7 @@ const digest = (text: string): string => createHash('sha256').update(text).diges
 export function createTierLimiters<Entry>(
   base: Record<string, unknown>,
   wrap: (limiter: Limiter) => Entry,
-): (list: readonly PolicyOptions[]) => Entry {
+): { namespace: string; entryFor: (list: readonly PolicyOptions[]) => Entry } {
   const root = createLimiter({
     ...base,
     policies: [{ name: 'tiers', limit: 1, window: 1000 }],
@@ -28,7 +28,7 @@ export function createTierLimiters<Entry>(
   const byIdentity = new WeakMap<object, Entry>();
   const byText = new Map<string, Entry>();
 
-  return function entryFor(list) {
+  const entryFor = (list: readonly PolicyOptions[]): Entry => {
     const known = byIdentity.get(list);
     if (known !== undefined) return known;
     const text = JSON.stringify(list);
@@ -45,4 +45,5 @@ export function createTierLimiters<Entry>(
     if (typeof list === 'object' && list !== null) byIdentity.set(list, entry);
     return entry;
   };
+  return { namespace: root, entryFor };
 }

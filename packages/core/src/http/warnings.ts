@@ -7,7 +7,8 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR'
   | 'WRN_SLUICE_UNDEFINED_IP'
   | 'WRN_SLUICE_INVALID_IP'
-  | 'WRN_SLUICE_CREATED_IN_REQUEST';
+  | 'WRN_SLUICE_CREATED_IN_REQUEST'
+  | 'WRN_SLUICE_CALLBACK_FAILED';
 
 export type WarnOnce = (code: SluiceWarningCode, message: string) => void;
 

@@ -7,8 +7,9 @@ import { checkIpv6Subnet } from '../client-key.js';
 import { retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
-import type { AdapterBinding, HttpLimiter, Outcome } from '../http-limiter.js';
+import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../http-limiter.js';
 import { checkCost, checkHandlers } from '../http-options.js';
+import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
@@ -27,6 +28,8 @@ export const RULES_OPTION_NAMES: readonly string[] = [
   'headers',
   'ipv6Subnet',
   'onLimited',
+  'message',
+  'statusCode',
   'store',
   'clock',
   'onStoreError',
@@ -133,8 +136,11 @@ export function createRulesHttpLimiter<Req, Res>(
     for (const [name, values] of lists) binding.appendHeader(res, name, values.join(', '));
   };
 
+  const refuse = createRefuse<Req>(options);
+
   const finish = (
     verdicts: RuleVerdict[],
+    req: Req,
     res: Res,
     request: IncomingMessage,
     units: number,
@@ -145,7 +151,7 @@ export function createRulesHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      return { action: 'limited', decision };
+      return refuse(req, decision);
     }
     if (decision.delayMs === 0) return { action: 'next', decision };
     return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
@@ -186,8 +192,8 @@ export function createRulesHttpLimiter<Req, Res>(
       );
     }
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock);
-    return finish(verdicts, res, request, units);
+    return finish(verdicts, req, res, request, units);
   };
 
-  return { handle };
+  return { handle, ...NO_LIMITER_HANDLE };
 }

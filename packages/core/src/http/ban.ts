@@ -1,0 +1,83 @@
+import type { Duration } from '../duration.js';
+import { toMs } from '../duration.js';
+import { invalid, SluiceError } from '../errors.js';
+import { createLimiter } from '../limiter.js';
+import type { Decision, Limiter, LimiterOptions } from '../types.js';
+
+/**
+ * After more than `after` refusals within `window`, refuse the client outright for `duration`
+ * (as @fastify/rate-limit's `ban`, rate-limiter-flexible's `blockDuration`).
+ */
+export interface BanOptions {
+  /** Refusals allowed within `window`; the next one bans. */
+  after: number;
+  /** The span refusals are counted over. @default duration */
+  window?: Duration;
+  /** How long a ban lasts. */
+  duration: Duration;
+  /** Status of the response to a banned client. @default 403 */
+  status?: 403 | 429;
+}
+
+export interface Ban {
+  readonly status: 403 | 429;
+  /** The ban in force for this key, as a refused decision with `reason: 'banned'`; else undefined. */
+  check(key: string): Promise<Decision | undefined>;
+  /** Counts a refusal; resolves to the new ban when this refusal was one too many. */
+  strike(key: string): Promise<Decision | undefined>;
+}
+
+const NAMES = ['after', 'window', 'duration', 'status'];
+
+/**
+ * Both counts live in the limiter's own store, under namespaces derived from its own, so a
+ * ban holds across every process sharing a Redis: refusals are counted by a
+ * sliding-window-counter policy of `after` per `window`, and a ban is a GCRA cell of one
+ * request per `duration`, spent when the ban starts and so refused until it ends.
+ */
+export function createBan(value: unknown, base: Record<string, unknown>, namespace: string): Ban | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'ban', value, "an object such as `{ after: 10, duration: '15m' }`");
+  }
+  const options = value as Record<string, unknown>;
+  const stray = Object.keys(options).find((name) => !NAMES.includes(name));
+  if (stray !== undefined)
+    throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown option \`ban.${stray}\`.`);
+  const { after, duration, status = 403 } = options;
+  if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'ban.after', after, 'a whole number of refusals ≥ 0');
+  }
+  if (status !== 403 && status !== 429) invalid('ERR_SLUICE_INVALID_OPTION', 'ban.status', status, '403 or 429');
+  if (duration === undefined) invalid('ERR_SLUICE_INVALID_OPTION', 'ban.duration', duration, 'a duration');
+  const durationMs = toMs(duration as Duration, 'ban.duration');
+  const windowMs = toMs((options.window ?? duration) as Duration, 'ban.window');
+  const shared = { ...base };
+  for (const name of ['limit', 'window', 'algorithm', 'burst', 'queue', 'refillAmount', 'refillInterval', 'name'])
+    delete shared[name];
+  const make = (suffix: string, policy: Record<string, unknown>): Limiter =>
+    createLimiter({
+      ...shared,
+      throttle: undefined,
+      prefix: `${namespace.slice(0, 60)}.${suffix}`,
+      policies: [policy],
+    } as unknown as LimiterOptions);
+  const refusals = make('bn', { name: 'refusals', limit: after + 1, window: windowMs });
+  const bans = make('bd', { name: 'ban', limit: 1, window: durationMs, algorithm: 'gcra' });
+  const banned = (decision: Decision): Decision => ({ ...decision, allowed: false, reason: 'banned' });
+  return {
+    status,
+    async check(key) {
+      const decision = await bans.peek(key);
+      // A peek asks for no units, so its wait is the cell's: until the ban is fully over.
+      if (decision.allowed || decision.reason !== undefined) return undefined;
+      return banned({ ...decision, retryAfterMs: decision.resetAfterMs });
+    },
+    async strike(key) {
+      const counted = await refusals.consume(key);
+      if (counted.reason !== undefined || counted.remaining > 0) return undefined;
+      const started = await bans.consume(key);
+      return started.reason === undefined ? banned({ ...started, retryAfterMs: durationMs }) : undefined;
+    },
+  };
+}

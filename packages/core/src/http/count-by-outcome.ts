@@ -1,0 +1,75 @@
+import type { ServerResponse } from 'node:http';
+import { SluiceError } from '../errors.js';
+import type { WarnOnce } from './warnings.js';
+
+type Awaitable<T> = T | Promise<T>;
+
+/** express-rate-limit's names and meaning: decide after the response whether it counted. */
+export interface CountByOutcomeOptions<Req, Res> {
+  /** Give the quota back when the request failed (status ≥ 400, or the client left early). */
+  skipFailedRequests?: boolean;
+  /** Give the quota back when the request succeeded. */
+  skipSuccessfulRequests?: boolean;
+  /** What success means. @default status below 400 */
+  requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
+}
+
+/** Watches one counted request's response and refunds it when its outcome says so. */
+export type AfterResponse<Req, Res> = (req: Req, res: Res, raw: ServerResponse, refund: () => Promise<void>) => void;
+
+const ignore = (): void => {};
+
+/**
+ * The refund waits for the response's `close`: a response that was fully sent is judged by
+ * `requestWasSuccessful`; one the client aborted first (or that failed) counts as failed, as
+ * in express-rate-limit. The refund is the store's own atomic one, so it is exact under
+ * concurrency; one that arrives after the window has moved on gives nothing back.
+ */
+export function checkCountByOutcome<Req, Res>(
+  options: Record<string, unknown>,
+  warn: WarnOnce,
+): AfterResponse<Req, Res> | undefined {
+  const { skipFailedRequests = false, skipSuccessfulRequests = false, requestWasSuccessful } = options;
+  for (const [name, value] of Object.entries({ skipFailedRequests, skipSuccessfulRequests })) {
+    if (typeof value !== 'boolean') {
+      throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`${name}\` must be true or false.`);
+    }
+  }
+  if (requestWasSuccessful !== undefined && typeof requestWasSuccessful !== 'function') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_HANDLER',
+      '[sluice] Option `requestWasSuccessful` must be a function of the request and the response.',
+    );
+  }
+  if (skipFailedRequests && skipSuccessfulRequests) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      '[sluice] Options `skipFailedRequests` and `skipSuccessfulRequests` together would count nothing; use `skip` or no limiter.',
+    );
+  }
+  if (!skipFailedRequests && !skipSuccessfulRequests) {
+    if (requestWasSuccessful === undefined) return undefined;
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      '[sluice] Option `requestWasSuccessful` is used only with `skipFailedRequests` or `skipSuccessfulRequests`.',
+    );
+  }
+  const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];
+  return (req, res, raw, refund) => {
+    raw.once('close', () => {
+      const sent = raw.writableFinished;
+      Promise.resolve()
+        .then(() => sent && (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
+        .then(
+          (success) => {
+            if (success ? skipSuccessfulRequests : skipFailedRequests) refund().catch(ignore);
+          },
+          (error: unknown) =>
+            warn(
+              'WRN_SLUICE_CALLBACK_FAILED',
+              `\`requestWasSuccessful\` threw, so the request stays counted: ${String(error)}`,
+            ),
+        );
+    });
+  };
+}

@@ -1,0 +1,94 @@
+import { invalid, SluiceError } from '../errors.js';
+import type { Decision } from '../types.js';
+import type { Outcome } from './http-limiter.js';
+import { PROBLEM_CONTENT_TYPE, problemFor, problemJson, problemStatus } from './problem.js';
+
+type Awaitable<T> = T | Promise<T>;
+type Body = string | Record<string, unknown>;
+
+/** The body of a refusal without writing `onLimited`, as express-rate-limit's `message`. */
+export type LimitedMessage<Req> = Body | ((req: Req, decision: Decision) => Awaitable<Body>);
+
+export interface RefusalOptions<Req> {
+  /** Body of the refusal: text as `text/plain`, an object as JSON. @default an RFC 9457 problem document */
+  message?: LimitedMessage<Req>;
+  /** Status of a refusal over the quota. @default 429 */
+  statusCode?: number;
+}
+
+/** What the adapter sends for a refused request when there is no `onLimited`. */
+export interface Refusal {
+  status: number;
+  contentType: string;
+  body: string;
+}
+
+export type RefusalFor<Req> = (req: Req, decision: Decision, status?: number) => Awaitable<Refusal>;
+
+const TEXT = 'text/plain; charset=utf-8';
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+const render = (status: number, body: Body): Refusal =>
+  typeof body === 'string'
+    ? { status, contentType: TEXT, body }
+    : { status, contentType: JSON_TYPE, body: JSON.stringify(body) };
+
+/**
+ * Validates `message` and `statusCode` and returns how a refusal is answered. A refusal
+ * because the store could not decide keeps its 503 problem document whatever these say, so an
+ * outage is never reported as abuse. `status` overrides the status (a ban's).
+ */
+export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<Req> {
+  const { message, statusCode, onLimited } = options;
+  if (onLimited !== undefined && (message !== undefined || statusCode !== undefined)) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      '[sluice] Options `message` and `statusCode` shape the default response; with `onLimited` you send your own. Give one or the other.',
+    );
+  }
+  if (
+    statusCode !== undefined &&
+    (typeof statusCode !== 'number' || !Number.isInteger(statusCode) || statusCode < 400 || statusCode > 599)
+  ) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'statusCode', statusCode, 'an HTTP error status from 400 to 599');
+  }
+  const kind = typeof message;
+  if (message !== undefined && kind !== 'string' && kind !== 'function' && (kind !== 'object' || message === null)) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'message', message, 'a string, an object to send as JSON, or a function');
+  }
+  const quotaStatus = (statusCode as number | undefined) ?? 429;
+  return (req, decision, status) => {
+    if (decision.reason === 'store-unavailable') {
+      return { status: problemStatus(decision), contentType: PROBLEM_CONTENT_TYPE, body: problemJson(decision) };
+    }
+    const sent = status ?? quotaStatus;
+    if (message === undefined) {
+      const body =
+        sent === 429 && decision.reason !== 'banned'
+          ? problemJson(decision)
+          : JSON.stringify({ ...problemFor(decision), status: sent });
+      return { status: sent, contentType: PROBLEM_CONTENT_TYPE, body };
+    }
+    if (typeof message !== 'function') return render(sent, message as Body);
+    const made = (message as (req: Req, decision: Decision) => Awaitable<Body>)(req, decision);
+    return made instanceof Promise ? made.then((body) => render(sent, body)) : render(sent, made);
+  };
+}
+
+/**
+ * The `limited` outcome for a refused decision: with `onLimited` the adapter calls it (no
+ * `refusal`); otherwise the refusal `message` and `statusCode` shape, at once or, for an async
+ * `message`, once it is made.
+ */
+export function createRefuse<Req>(
+  options: Record<string, unknown>,
+): (req: Req, decision: Decision, status?: number) => Outcome | Promise<Outcome> {
+  const refusalFor = checkRefusal<Req>(options);
+  if (options.onLimited !== undefined) return (_req, decision) => ({ action: 'limited', decision, refusal: undefined });
+  return (req, decision, status) => {
+    const refusal = refusalFor(req, decision, status);
+    return refusal instanceof Promise
+      ? refusal.then((made): Outcome => ({ action: 'limited', decision, refusal: made }))
+      : { action: 'limited', decision, refusal };
+  };
+}

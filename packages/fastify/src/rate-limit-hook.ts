@@ -1,0 +1,92 @@
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiter,
+  type Outcome,
+  PROBLEM_CONTENT_TYPE,
+  SluiceError,
+} from '@sluice/core';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
+import type { RateLimitPluginOptions } from './index.js';
+
+export type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
+type HookDone = Parameters<onRequestHookHandler>[2];
+
+/** The request hooks a limit can run in; a later one sees what earlier hooks set, such as the authenticated user. */
+export type RateLimitHook = 'onRequest' | 'preParsing' | 'preValidation' | 'preHandler';
+const HOOKS: readonly unknown[] = ['onRequest', 'preParsing', 'preValidation', 'preHandler'];
+
+/**
+ * The Content-Type Fastify sends for `PROBLEM_CONTENT_TYPE`: it gives JSON types a charset.
+ * Given whole, it spares Fastify parsing and rebuilding the type on every refusal.
+ */
+const PROBLEM_CONTENT_TYPE_UTF8 = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
+
+/** One limit as a Fastify request hook: its name (from `hook`), the handler, and its limiter. */
+export interface RateLimitHookEntry {
+  name: RateLimitHook;
+  handler: unknown;
+  /** The same limit as an `onRequest` hook, whatever `hook` says. */
+  onRequest: onRequestHookHandler;
+  limiter: HttpLimiter<FastifyRequest, FastifyReply>;
+}
+
+/**
+ * The limit of the plugin or of one route, to run in the request hook its `hook` option names
+ * (`onRequest` unless told otherwise).
+ */
+export function createRateLimitHook(
+  app: FastifyInstance,
+  binding: AdapterBinding<FastifyRequest, FastifyReply>,
+  hookOptions: Record<string, unknown>,
+): RateLimitHookEntry {
+  const hook = hookOptions.hook ?? 'onRequest';
+  if (!HOOKS.includes(hook)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Option \`hook\` must be 'onRequest', 'preParsing', 'preValidation' or 'preHandler'; received ${JSON.stringify(hook)}.`,
+    );
+  }
+  const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding, ['hook']);
+  const onLimited = hookOptions.onLimited as OnLimited | undefined;
+  const apply = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
+    if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
+    if (outcome.action === 'next') done();
+    else if (outcome.action === 'gone') reply.hijack();
+    else if (outcome.refusal === undefined) {
+      // A handler that sends nothing lets the request go on, as it would from an async hook.
+      Promise.resolve(onLimited?.(request, reply, outcome.decision)).then(() => reply.sent || done(), done);
+    } else {
+      const { status, contentType, body } = outcome.refusal;
+      reply
+        .code(status)
+        .type(contentType === PROBLEM_CONTENT_TYPE ? PROBLEM_CONTENT_TYPE_UTF8 : contentType)
+        .send(body);
+    }
+  };
+  // A callback hook, not an async one: with an in-process store the decision is ready at
+  // once, and Fastify then goes on without a promise. Replying ends the hook without `done`.
+  const handler: onRequestHookHandler = function sluiceRateLimit(request, reply, done) {
+    let outcome: Outcome | Promise<Outcome>;
+    try {
+      outcome = limiter.handle(request, reply);
+    } catch (error) {
+      done(error as Error);
+      return;
+    }
+    if (outcome instanceof Promise) outcome.then((settled) => apply(settled, request, reply, done)).catch(done);
+    else apply(outcome, request, reply, done);
+  };
+  // preParsing hooks pass the payload stream on.
+  const wrapped =
+    hook === 'preParsing'
+      ? (
+          request: FastifyRequest,
+          reply: FastifyReply,
+          payload: unknown,
+          done: (e?: Error | null, p?: unknown) => void,
+        ) => handler.call(app, request, reply, (error?: Error) => done(error ?? null, payload))
+      : handler;
+  return { name: hook as RateLimitHook, handler: wrapped, onRequest: handler, limiter };
+}
