@@ -127,5 +127,8 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(Object.isFrozen(rules.rules)).toBe(true);
     expect(Object.isFrozen(rules.rules[0])).toBe(true);
     expect(Object.isFrozen(rules.rules[0]?.policies[0])).toBe(true);
+    const withMetadata = fixture('envoy-features.yaml').rules.find((r) => r.metadata !== undefined);
+    expect(withMetadata?.metadata).toEqual({ team: 'payments' });
+    expect(Object.isFrozen(withMetadata?.metadata)).toBe(true);
   });
 });

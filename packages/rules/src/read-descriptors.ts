@@ -30,6 +30,15 @@ export interface TreeNode {
   readonly children: readonly TreeNode[];
 }
 
+/** Free-form metadata, frozen all the way down like the rest of a rule. */
+function frozen<T>(value: T): T {
+  if (typeof value === 'object' && value !== null) {
+    for (const inner of Object.values(value)) frozen(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
 /** The namespace of a rule: from where it sits, never from what it limits. */
 const ruleId = (domain: string, path: readonly RulePathEntry[]): string =>
   `r.${createHash('sha256')
@@ -160,7 +169,7 @@ function readRule(
     shareThreshold,
     replaces: Object.freeze(rateLimit?.replaces ?? []),
     rateLimit: rateLimit?.limit && Object.freeze(rateLimit.limit),
-    metadata: fields.get('metadata')?.value?.toJSON(),
+    metadata: frozen(fields.get('metadata')?.value?.toJSON()),
     location: reader.locate(at),
   });
 }

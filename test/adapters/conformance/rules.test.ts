@@ -114,6 +114,23 @@ descriptors:
     expect(refused.body['violated-policies']).toEqual(['quota-a', 'quota-b']);
   });
 
+  it('a field giving something other than a string fails that request with a code, and counts nothing', async () => {
+    app = await harness.start({
+      limits: [
+        {
+          rules: layered,
+          descriptors: [['remote_address'], ['header.x-user']],
+          fields: { 'header.x-user': () => 42 },
+          clock: clockAt(0),
+          logger,
+        },
+      ],
+    });
+    const res = await request(app.url).get('/');
+    expect(res.status).toBe(500);
+    expect(res.headers.ratelimit).toBeUndefined();
+  });
+
   it('bad rules options fail at construction with a code', async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ rules: {} }, 'ERR_SLUICE_INVALID_OPTION'],

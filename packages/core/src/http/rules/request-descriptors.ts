@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { invalid } from '../../errors.js';
+import { describe, invalid, SluiceError } from '../../errors.js';
 import type { DescriptorEntryLike } from './rule-like.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -92,6 +92,15 @@ export function compileDescriptors<Req>(
     return (_req, facts) => builtin(facts);
   });
   const assemble = (values: readonly (string | undefined)[]): DescriptorEntryLike[][] => {
+    values.forEach((value, i) => {
+      // A field's bug must not turn into a silent key such as "42" or "[object Object]".
+      if (value !== undefined && typeof value !== 'string') {
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_KEY',
+          `[sluice] The descriptor field \`${keys[i]}\` must give a string or undefined; received ${describe(value)}.`,
+        );
+      }
+    });
     const byKey = new Map(keys.map((key, i) => [key, values[i]]));
     const out: DescriptorEntryLike[][] = [];
     for (const list of lists as string[][]) {
