@@ -31,4 +31,18 @@ describe('limit as a function of the request and key', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_ALGORITHM' }),
     );
   });
+
+  it('rejects a request whose limit is not a positive whole number, naming the function', async () => {
+    const policiesFor = limitFunctionPolicies({
+      limit: (_req: unknown, key: string) => (key === 'bad' ? 0.5 : 3),
+      window: '1m',
+    });
+    expect(() => policiesFor({}, 'bad')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_LIMIT',
+        message: expect.stringMatching(/`limit` function returned 0\.5/),
+      }),
+    );
+    expect(await policiesFor({}, 'good')).toEqual([{ limit: 3, window: '1m' }]);
+  });
 });
