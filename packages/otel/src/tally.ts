@@ -74,9 +74,24 @@ export function createTally(hooks: Hooks) {
     return counts;
   };
 
+  // Decisions come in runs from one limiter and policy: the last counts found are tried first.
+  let lastPolicies: readonly Policy[] | undefined;
+  let lastLimiter = '';
+  let lastPolicy = '';
+  let lastCounts: PolicyTally | undefined;
+  const countsOf = (event: DecisionEvent): PolicyTally => {
+    if (event.policies === lastPolicies && event.limiter === lastLimiter && event.policy === lastPolicy)
+      return lastCounts as PolicyTally;
+    lastCounts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
+    lastPolicies = event.policies;
+    lastLimiter = event.limiter;
+    lastPolicy = event.policy;
+    return lastCounts;
+  };
+
   const onDecision = (message: unknown): void => {
     const event = message as DecisionEvent;
-    const counts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
+    const counts = countsOf(event);
     const { result, decision } = event;
     counts.decisions[result]++;
     if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
