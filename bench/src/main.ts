@@ -5,7 +5,7 @@ import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmar
 import { captureScript, RANDOM } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
 import { runHttp } from './http/run.js';
-import { fullPlan, quickPlan } from './inproc/plan.js';
+import { fullPlan, quickPlan, watchPlan } from './inproc/plan.js';
 import { runInproc } from './inproc/run.js';
 import { killAll, sourceFile } from './lib/children.js';
 import { createProgress } from './lib/progress.js';
@@ -21,6 +21,9 @@ const resultsDir = sourceFile('../results');
 const quick = options.quick;
 /** The full run measures the cells the targets read this many times more (the quick run once). */
 const TARGET_CELL_EXTRA_ROUNDS = 2;
+/** The watch section's rounds of its three cells, run in turn so that drift touches all three alike. */
+const WATCH_ROUNDS = 5;
+const WATCH_ROUNDS_QUICK = 3;
 const settings = {
   inprocTimeMs: quick ? 500 : 800,
   inprocWarmupMs: quick ? 200 : 300,
@@ -131,6 +134,15 @@ async function measure(): Promise<RunResults> {
         redis,
         progress,
       );
+    }
+    if (run('watch')) {
+      const rounds = quick ? WATCH_ROUNDS_QUICK : WATCH_ROUNDS;
+      const inprocSettings = {
+        timeMs: settings.inprocTimeMs,
+        warmupMs: settings.inprocWarmupMs,
+        quietWaitMs: settings.quietWaitMs,
+      };
+      results.inproc.push(...(await runInproc(watchPlan(rounds), inprocSettings, redis, progress)));
     }
     if (run('heap')) results.heap = await runHeap([...heapContenders, ...heapPeers], settings.heapKeys, progress);
     if (run('redis')) {

@@ -1,6 +1,6 @@
 import { parseArgs } from './lib/args.js';
 
-export const SECTIONS = ['inproc', 'heap', 'redis', 'http', 'service'] as const;
+export const SECTIONS = ['inproc', 'watch', 'heap', 'redis', 'http', 'service'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Options {
@@ -11,7 +11,7 @@ export interface Options {
   report: string | undefined;
 }
 
-const usage = `pnpm bench [--quick] [--only inproc,heap,redis,http,service] [--rounds N] [--report results/raw/<file>.json]`;
+const usage = `pnpm bench [--quick] [--only inproc,watch,heap,redis,http,service] [--rounds N] [--report results/raw/<file>.json]`;
 
 export function readOptions(argv: readonly string[]): Options {
   const args = parseArgs(argv);

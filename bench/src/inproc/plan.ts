@@ -42,13 +42,18 @@ const targetCell = (contender: string, keys = 100_000, mode: Mode = 'pass'): Cel
 const threePolicyCells = (): Cell[] =>
   TARGET_ALGORITHMS.flatMap((a) => [targetCell(`sluice:memory:${a}:3p`), targetCell(`sluice:redis:${a}:3p`)]);
 
-/** The cost of watching decisions: gcra on the memory store with nobody, a subscriber, or `enableMetrics` listening. */
-export const WATCHED_CELLS = ['sluice:memory:gcra:subscriber', 'sluice:memory:gcra:metrics'];
+/**
+ * The cost of watching decisions: gcra on the memory store with nobody, a subscriber, or
+ * `enableMetrics` listening, in turn, `rounds` times; the targets read the medians.
+ */
+export function watchPlan(rounds: number): Cell[] {
+  const ids = ['sluice:memory:gcra', 'sluice:memory:gcra:subscriber', 'sluice:memory:gcra:metrics'];
+  return Array.from({ length: rounds }, () => ids.map((id) => targetCell(id))).flat();
+}
 
 /** The cells the targets read, once each: sluice's targeted algorithms and the peers and floors they are read against. */
 function targetCells(): Cell[] {
   return [
-    ...WATCHED_CELLS.map((id) => targetCell(id)),
     ...TARGET_ALGORITHMS.flatMap((a) => [
       targetCell(`sluice:memory:${a}`),
       targetCell(`sluice:redis:${a}`),
@@ -75,14 +80,12 @@ export function fullPlan(extraRounds: number): Cell[] {
   const floors = memoryFloors.flatMap((id) => grid(id, MODES));
   const autoPipelined = TARGET_ALGORITHMS.map((a) => targetCell(`sluice:redis:${a}:ap`));
   const repeats = Array.from({ length: extraRounds }, () => targetCells()).flat();
-  const watched = WATCHED_CELLS.map((id) => targetCell(id));
-  return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...watched, ...repeats];
+  return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
 /** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
 export function quickPlan(): Cell[] {
   return [
-    ...WATCHED_CELLS.map((id) => targetCell(id)),
     ...TARGET_ALGORITHMS.flatMap((a) => [
       targetCell(`sluice:memory:${a}`),
       targetCell(`sluice:memory:${a}`, 1, 'deny'),
