@@ -17,6 +17,7 @@ import { createMemoryStore } from '@sluice/memory';
 import express from 'express';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { failingStore, promiseStore } from '../helpers/stores.js';
 
 const listeners: [string, (message: unknown) => void][] = [];
 function listen<T>(name: string): T[] {
@@ -31,25 +32,12 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-/** The memory store without its synchronous paths: every decision takes the promise path, as a remote store's does. */
-const asyncStore = (): RateLimitStore => {
-  const inner = createMemoryStore();
-  return { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund };
-};
-
-const failingStore = (error: unknown): RateLimitStore => ({
-  name: 'down',
-  consume: () => Promise.reject(error),
-  reset: () => Promise.reject(error),
-  refund: () => Promise.reject(error),
-});
-
 const quiet = { warn: () => {} };
 
 describe('sluice:decision', () => {
   it.each([
     ['memory', () => createMemoryStore()],
-    ['remote', asyncStore],
+    ['remote', () => promiseStore()],
   ])('publishes one event per consume on the %s path, naming limiter, policy and result', async (store, makeStore) => {
     const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
     const limiter = createLimiter({

@@ -1,7 +1,8 @@
-import { createLimiter, type RateLimitStore } from '@sluice/core';
+import { createLimiter } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics } from '@sluice/otel';
 import { afterEach, describe, expect, it } from 'vitest';
+import { failingStore } from '../helpers/stores.js';
 import { sdkMetrics } from './sdk.js';
 
 const KEYS = 10_000;
@@ -16,12 +17,6 @@ describe('series per instrument', () => {
       disable();
       await sdk.shutdown();
     };
-    const failing: RateLimitStore = {
-      name: 'down',
-      consume: () => Promise.reject(new Error('down')),
-      reset: () => Promise.reject(new Error('down')),
-      refund: () => Promise.reject(new Error('down')),
-    };
     const login = createLimiter({ name: 'login', limit: 1, window: '1h', prefix: 'login', store: createMemoryStore() });
     const api = createLimiter({
       policies: [
@@ -31,7 +26,13 @@ describe('series per instrument', () => {
       prefix: 'api',
       store: createMemoryStore(),
     });
-    const fragile = createLimiter({ limit: 5, window: '1m', prefix: 'fragile', store: failing, logger: { warn() {} } });
+    const fragile = createLimiter({
+      limit: 5,
+      window: '1m',
+      prefix: 'fragile',
+      store: failingStore(new Error('down')),
+      logger: { warn() {} },
+    });
     const keys = Array.from({ length: KEYS }, (_, i) => `user-${i}@example.com|203.0.113.${i % 256}`);
     for (const key of keys) {
       await login.consume(key);

@@ -3,10 +3,11 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { metrics } from '@opentelemetry/api';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
-import { createLimiter, hold, publishRulesReload, type RateLimitStore, SLUICE_CHANNELS } from '@sluice/core';
+import { createLimiter, hold, publishRulesReload, SLUICE_CHANNELS } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics, METRICS } from '@sluice/otel';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { failingStore, promiseStore } from '../helpers/stores.js';
 import { pointsOf, sdkMetrics, seriesOf } from './sdk.js';
 
 const cleanups: (() => unknown)[] = [];
@@ -23,16 +24,6 @@ function setup(options: Parameters<typeof enableMetrics>[0] = {}) {
 }
 
 const quiet = { warn: () => {} };
-const remote = (): RateLimitStore => {
-  const inner = createMemoryStore();
-  return { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund };
-};
-const refusing = (error: Error): RateLimitStore => ({
-  name: 'down',
-  consume: () => Promise.reject(error),
-  reset: () => Promise.reject(error),
-  refund: () => Promise.reject(error),
-});
 const decisionSeries = (limiter: string, policy: string, counts: Record<string, number>) =>
   Object.entries(counts).map(([result, n]) => [
     { 'sluice.limiter': limiter, 'sluice.policy': policy, 'sluice.result': result },
@@ -71,7 +62,7 @@ describe('enableMetrics', () => {
 
   it('times a store that answers with a promise, in seconds, by limiter and store', async () => {
     const { collect } = setup();
-    const limiter = createLimiter({ limit: 100, window: '1m', store: remote(), prefix: 'r' });
+    const limiter = createLimiter({ limit: 100, window: '1m', store: promiseStore(), prefix: 'r' });
     for (let i = 0; i < 4; i++) await limiter.consume(`k${i}`);
     const [point, ...others] = pointsOf(await collect(), METRICS.storeDuration);
     expect(others).toEqual([]);
@@ -89,7 +80,7 @@ describe('enableMetrics', () => {
       name: 'p',
       limit: 5,
       window: '1m',
-      store: refusing(refused),
+      store: failingStore(refused),
       prefix: 'f',
       logger: quiet,
     });

@@ -5,6 +5,7 @@ import { createPrometheusMetrics, PROMETHEUS_CONTENT_TYPE } from '@sluice/otel/p
 import express from 'express';
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, describe, expect, it } from 'vitest';
+import { promiseStore } from '../helpers/stores.js';
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -56,13 +57,7 @@ describe('createPrometheusMetrics', () => {
   it('renders a store latency histogram in seconds with its buckets', async () => {
     const prometheus = createPrometheusMetrics();
     cleanups.push(prometheus.disable);
-    const inner = createMemoryStore();
-    const limiter = createLimiter({
-      limit: 10,
-      window: '1m',
-      prefix: 'remote',
-      store: { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund },
-    });
+    const limiter = createLimiter({ limit: 10, window: '1m', prefix: 'remote', store: promiseStore() });
     await limiter.consume('k');
     await limiter.consume('k');
     const text = await prometheus.render();

@@ -1,6 +1,7 @@
 import { type Attributes, type MeterProvider, metrics } from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { ATTRIBUTES, METRICS } from './names.js';
+import { createInstruments } from './instruments.js';
+import { ATTRIBUTES } from './names.js';
 import { createTally } from './tally.js';
 
 /** What `enableMetrics` reads from a memory store: `createMemoryStore()` has both. */
@@ -17,9 +18,6 @@ export interface MetricsOptions {
 }
 
 const OPTION_NAMES = new Set(['meterProvider', 'memoryStores']);
-/** Seconds; the store's default timeout is 100 ms. */
-const STORE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-const QUEUE_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /**
  * Exports sluice's decisions through OpenTelemetry (SPEC §9). Counts are kept in plain
@@ -34,16 +32,7 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
   const { meterProvider, memoryStores } = checkOptions(options);
   const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter('@sluice/otel');
 
-  const storeDuration = meter.createHistogram(METRICS.storeDuration, {
-    description: 'Time a store took to decide, for stores that answer over the network.',
-    unit: 's',
-    advice: { explicitBucketBoundaries: STORE_BUCKETS },
-  });
-  const queueDuration = meter.createHistogram(METRICS.queueDuration, {
-    description: 'Time a queued request was held before it went on or its client left.',
-    unit: 's',
-    advice: { explicitBucketBoundaries: QUEUE_BUCKETS },
-  });
+  const { observed, storeDuration, queueDuration } = createInstruments(meter);
   const attributeCache = new Map<string, Attributes>();
   const cached = (key: string, make: () => Attributes): Attributes => {
     let attributes = attributeCache.get(key);
@@ -72,53 +61,9 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     },
   });
 
-  const decisions = meter.createObservableCounter(METRICS.decisions, {
-    description: 'Decisions by limiter, policy and result.',
-    unit: '{decision}',
-  });
-  const nearLimit = meter.createObservableCounter(METRICS.nearLimit, {
-    description: 'Allowed decisions that left the policy more than 80 % used (Envoy near_limit).',
-    unit: '{decision}',
-  });
-  const storeErrors = meter.createObservableCounter(METRICS.storeErrors, {
-    description: 'Failed or timed-out store calls, by error type.',
-    unit: '{error}',
-  });
-  const failOpen = meter.createObservableCounter(METRICS.storeFailOpen, {
-    description: 'Requests let through because the store failed (onStoreError: allow).',
-    unit: '{decision}',
-  });
-  const queueHeld = meter.createObservableUpDownCounter(METRICS.queueHeld, {
-    description: 'Requests held in a queue now.',
-    unit: '{request}',
-  });
-  const memoryKeys = meter.createObservableGauge(METRICS.memoryKeys, {
-    description: 'Client keys a memory store tracks now.',
-    unit: '{key}',
-  });
-  const memoryEvictions = meter.createObservableCounter(METRICS.memoryEvictions, {
-    description: 'Keys a memory store evicted to stay within maxKeys.',
-    unit: '{key}',
-  });
-  const reloads = meter.createObservableCounter(METRICS.rulesReloads, {
-    description: 'Reloads of rules applied.',
-    unit: '{reload}',
-  });
-  const reloadErrors = meter.createObservableCounter(METRICS.rulesReloadErrors, {
-    description: 'Reloads of rules rejected (the previous rules stay in force).',
-    unit: '{reload}',
-  });
-  const observables = [
-    decisions,
-    nearLimit,
-    storeErrors,
-    failOpen,
-    queueHeld,
-    memoryKeys,
-    memoryEvictions,
-    reloads,
-    reloadErrors,
-  ];
+  const { decisions, nearLimit, storeErrors, failOpen, queueHeld, memoryKeys, memoryEvictions, reloads, reloadErrors } =
+    observed;
+  const observables = Object.values(observed);
 
   const collect = (observer: Parameters<Parameters<typeof meter.addBatchObservableCallback>[0]>[0]): void => {
     for (const limiter of tally.limiters()) {
