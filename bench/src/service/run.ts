@@ -26,7 +26,10 @@ const bin = join(dirname(createRequire(import.meta.url).resolve('@sluice/server/
 /** Starts `sluice serve` from its built bin, pinned to one core; resolves with its gRPC port. */
 async function startService(redis: BenchRedis | undefined): Promise<{ child: ChildProcess; port: number }> {
   const store = redis === undefined ? [] : ['--redis', `redis://127.0.0.1:${redis.port}`];
+  // A store timeout well above the default 100 ms: on a loaded machine a slow call must count
+  // as slow, not fail and skew the rate.
   const args = ['serve', '--rules', sourceFile('service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
+  args.push('--store-timeout-ms', '2000');
   const child = spawnPinned(SERVICE_CPU, process.execPath, [bin, ...args, '--http-port', '0', ...store]);
   const port = await new Promise<number>((resolve, reject) => {
     let text = '';
