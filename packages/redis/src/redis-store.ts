@@ -14,6 +14,8 @@ import { defineScripts } from './commands.js';
 import { decisionArgs, type Operation, policySet } from './decision-args.js';
 import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
+import { createLocalFirst, type LocalFirstParts } from './local-first/local-first-store.js';
+import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.js';
 import { scriptFor } from './scripts.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
@@ -30,14 +32,25 @@ export interface RedisStoreOptions {
    * (README, "Deny cache"); `false` turns it off. @default { maxKeys: 10000 }
    */
   denyCache?: DenyCacheOptions | false;
+  /**
+   * Decide from this process's counts and reconcile with Redis every `syncIntervalMs` in the
+   * background: no round trip per decision, a bounded excess over the limit (README,
+   * "Local-first"). Window algorithms only.
+   */
+  localFirst?: LocalFirstOptions;
 }
+
+/** A local-first store's reconciliation, for tests and shutdown. */
+export type LocalFirstControl = Pick<LocalFirstParts, 'sync' | 'close'>;
 
 export interface RedisStore extends RateLimitStore {
   readonly name: 'redis';
   readonly prefix: string;
+  /** Present in local-first mode: `sync()` reconciles now; `close()` stops the timer after a last sync. */
+  readonly localFirst?: LocalFirstControl;
 }
 
-const optionNames = new Set(['client', 'prefix', 'logger', 'denyCache']);
+const optionNames = new Set(['client', 'prefix', 'logger', 'denyCache', 'localFirst']);
 
 /**
  * A store that decides in Redis: every decision is one script run over all the limiter's
@@ -61,7 +74,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     if (!optionNames.has(name)) {
       throw new SluiceError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\`, \`logger\` and \`denyCache\`.`,
+        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\`, \`logger\`, \`denyCache\` and \`localFirst\`.`,
       );
     }
   }
@@ -81,11 +94,28 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, so a decision a master already made can be counted twice. Create it with `retryDelayOnFailover: 0`.',
     );
   }
+  const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
   const batcher = createBatcher(defineScripts(client), onCluster ? calculateSlot : () => 0, () => notReady(client));
 
   watchReady(client);
   const denyCache = denyCacheOf(options.denyCache);
+  if (localFirst !== undefined) {
+    const local = createLocalFirst(client, prefix, localFirst, logger);
+    return {
+      name: 'redis',
+      prefix,
+      backing: backingOf(client, prefix),
+      checkPolicies(policies) {
+        policySet(policies);
+        local.checkPolicies(policies);
+      },
+      consume: local.consume,
+      refund: local.refund,
+      reset: local.reset,
+      localFirst: { sync: local.sync, close: local.close },
+    };
+  }
 
   const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
     try {

@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger, Policy, StoreReply, StoreRequest } from '@sluice/core';
+import calculateSlot from 'cluster-key-slot';
+import { firstConnection, notReady, type RedisClient } from '../client.js';
+import {
+  applySync,
+  type ClientCounts,
+  decideLocally,
+  newClientCounts,
+  type PolicyCounts,
+  refundLocally,
+  windowOf,
+} from './client-counts.js';
+import { type CheckedLocalFirst, checkLocalFirstPolicies } from './options.js';
+import { defineSyncScript } from './sync-script.js';
+
+/** Keys per sync call: a slot with more clients takes several calls. */
+const KEYS_PER_CALL = 512;
+
+export interface LocalFirstParts {
+  consume(request: StoreRequest): Promise<StoreReply>;
+  refund(request: StoreRequest): Promise<void>;
+  reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
+  checkPolicies(policies: readonly Policy[]): void;
+  /** Reconciles with Redis now: writes every count, reads the fleet's back. */
+  sync(): Promise<void>;
+  /** Stops the sync timer after one last sync. */
+  close(): Promise<void>;
+}
+
+interface Slice {
+  client: ClientCounts;
+  policy: number;
+  window: number;
+  sent: [number, number];
+}
+
+/**
+ * Local-first counting: decisions come from this process's counts, and a timer reconciles
+ * them with Redis every `syncIntervalMs` (see README, "Local-first"). A first request for a
+ * client waits for one sync of that client, so a process never starts from nothing.
+ */
+export function createLocalFirst(
+  client: RedisClient,
+  prefix: string,
+  { syncIntervalMs, outageShare }: CheckedLocalFirst,
+  logger: Logger,
+): LocalFirstParts {
+  const run = defineSyncScript(client);
+  const onCluster = (client as { isCluster?: boolean }).isCluster === true;
+  const processId = randomUUID();
+  // Per limiter (its policies), so two versions of a limiter side by side keep their own counts.
+  const limiters = new Map<readonly Policy[], Map<string, ClientCounts>>();
+  const loading = new Map<ClientCounts, Promise<void>>();
+  let reachable = true;
+  let running: Promise<void> | undefined;
+  /** The latest time any decision used: a client whose windows are all older is forgotten. */
+  let latestNow = 0;
+  // A sync that hangs (a silent Redis) must not stop the next ones: it counts as failed.
+  const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
+
+  const windowKey = (namespace: string, key: string, policy: Policy, window: number) =>
+    `${prefix}lf:{${namespace}|${key}}:${policy.slot}@${policy.version}:${window}`;
+
+  /** One script call per slot (and per 512 keys), all in parallel; each settles its clients. */
+  const reconcile = async (targets: ClientCounts[]): Promise<void> => {
+    const unavailable = notReady(client);
+    if (unavailable) {
+      const opening = firstConnection(client);
+      if (opening === undefined) return settle(targets, unavailable);
+      await opening;
+    }
+    const bySlot = new Map<number, { keys: string[]; args: string[]; slices: Slice[] }>();
+    for (const counts of targets) {
+      counts.touched = false;
+      counts.policies.forEach((policy, i) => {
+        const own = (counts.counts[i] as PolicyCounts).own;
+        const window = windowOf(policy, counts.lastNow);
+        const sent: [number, number] = [own.get(window) ?? 0, own.get(window - 1) ?? 0];
+        const current = windowKey(counts.namespace, counts.key, policy, window);
+        const slot = onCluster ? calculateSlot(current) : 0;
+        const call = bySlot.get(slot) ?? { keys: [], args: [], slices: [] };
+        bySlot.set(slot, call);
+        // A window's count matters until the end of the next one (a sliding counter's previous).
+        const ttl = String(2 * policy.windowMs + 1000);
+        call.keys.push(current, windowKey(counts.namespace, counts.key, policy, window - 1));
+        call.args.push(String(sent[0]), ttl, String(sent[1]), ttl);
+        call.slices.push({ client: counts, policy: i, window, sent });
+      });
+    }
+    const calls: Promise<void>[] = [];
+    for (const { keys, args, slices } of bySlot.values()) {
+      for (let start = 0; start < keys.length; start += KEYS_PER_CALL) {
+        const part = slices.slice(start / 2, (start + KEYS_PER_CALL) / 2);
+        calls.push(
+          run(keys.slice(start, start + KEYS_PER_CALL), [
+            processId,
+            ...args.slice(start * 2, (start + KEYS_PER_CALL) * 2),
+          ]).then((sums) => {
+            part.forEach(({ client: counts, policy, window, sent }, j) => {
+              const policyCounts = counts.counts[policy] as PolicyCounts;
+              applySync(
+                counts.policies[policy] as Policy,
+                policyCounts,
+                window,
+                [sums[2 * j] as number, sums[2 * j + 1] as number],
+                sent,
+              );
+            });
+          }),
+        );
+      }
+    }
+    const results = await Promise.allSettled(calls.map((call) => withTimeout(call, syncTimeoutMs)));
+    const failed = results.find((result) => result.status === 'rejected');
+    return settle(targets, failed === undefined ? undefined : (failed as PromiseRejectedResult).reason);
+  };
+
+  const settle = (targets: ClientCounts[], failure: unknown): void => {
+    if (failure !== undefined) {
+      // Totals are kept and written again at the next sync, which counts them once.
+      for (const counts of targets) counts.touched = true;
+      if (reachable) {
+        logger.warn(
+          `[sluice] WRN_SLUICE_LOCAL_FIRST_OFFLINE: a local-first sync failed (${String(failure)}); each process limits alone at ${outageShare} of each limit until Redis answers.`,
+        );
+      }
+      reachable = false;
+      throw failure;
+    }
+    if (!reachable)
+      logger.warn('[sluice] WRN_SLUICE_LOCAL_FIRST_ONLINE: Redis answers again; local-first counts are reconciled.');
+    reachable = true;
+  };
+
+  const sync = (): Promise<void> => {
+    if (running !== undefined) return running;
+    const targets: ClientCounts[] = [];
+    for (const [policies, clients] of limiters) {
+      for (const [id, counts] of clients) {
+        if (loading.has(counts)) continue; // its own read is on the way
+        if (counts.touched) targets.push(counts);
+        // Every window it counted in is over: the next request starts afresh.
+        else if (isOver(counts, latestNow)) clients.delete(id);
+        // Idle: kept for its totals, but read again before it decides.
+        else counts.stale = true;
+      }
+      if (clients.size === 0) limiters.delete(policies);
+    }
+    if (targets.length === 0) return Promise.resolve();
+    running = reconcile(targets).finally(() => {
+      running = undefined;
+    });
+    return running;
+  };
+
+  const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
+  timer.unref();
+
+  const clientOf = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
+    const clients = limiters.get(request.policies) ?? new Map<string, ClientCounts>();
+    limiters.set(request.policies, clients);
+    const id = `${request.namespace}|${request.key}`;
+    let counts = clients.get(id);
+    if (counts !== undefined && !counts.stale) return counts;
+    if (counts === undefined) {
+      counts = newClientCounts(request, now);
+      clients.set(id, counts);
+    }
+    // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
+    // from what this process knows.
+    let refresh = loading.get(counts);
+    if (refresh === undefined) {
+      const target = counts;
+      refresh = reconcile([target])
+        .catch(() => {})
+        .finally(() => {
+          target.stale = false;
+          loading.delete(target);
+        });
+      loading.set(target, refresh);
+    }
+    await refresh;
+    return counts;
+  };
+
+  const share = () => (reachable ? 1 : outageShare);
+
+  return {
+    checkPolicies: checkLocalFirstPolicies,
+    async consume(request) {
+      const now = request.now ?? Date.now();
+      if (now > latestNow) latestNow = now;
+      const counts = await clientOf(request, now);
+      return decideLocally(counts, request, now, share());
+    },
+    async refund(request) {
+      const now = request.now ?? Date.now();
+      refundLocally(await clientOf(request, now), request, now);
+    },
+    async reset(namespace, key, policies) {
+      const id = `${namespace}|${key}`;
+      const counts = limiters.get(policies)?.get(id);
+      limiters.get(policies)?.delete(id);
+      const now = counts?.lastNow ?? Date.now();
+      const keys = policies.flatMap((policy) => {
+        const window = windowOf(policy, now);
+        return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
+      });
+      await client.del(...keys);
+    },
+    sync,
+    async close() {
+      clearInterval(timer);
+      await running?.catch(() => {});
+      await sync();
+    },
+  };
+}
+
+/** True when no window this process counted in can matter any more (its totals included). */
+function isOver(counts: ClientCounts, now: number): boolean {
+  return counts.policies.every((policy, i) => {
+    const latest = Math.max(-1, ...(counts.counts[i] as PolicyCounts).own.keys());
+    return latest < windowOf(policy, now) - 1;
+  });
+}
+
+function withTimeout(call: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms`)), ms);
+  });
+  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+}

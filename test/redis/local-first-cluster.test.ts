@@ -1,0 +1,61 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter, type Logger } from '@sluice/core';
+import { createRedisStore, type RedisStore } from '@sluice/redis';
+import type { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { clusterTarget, connectCluster, type RedisClusterHandle } from '../helpers/redis-cluster.js';
+import { deleteKeys } from '../helpers/redis-env.js';
+
+const target = clusterTarget();
+const quiet: Logger = { warn() {} };
+
+describe.skipIf(target.skip)('Redis store, local-first mode, on a Redis Cluster', () => {
+  const prefix = `sluice-lf:${randomUUID()}:`;
+  let handle: RedisClusterHandle | undefined;
+  const clusters: Cluster[] = [];
+  const stores: RedisStore[] = [];
+
+  beforeAll(async () => {
+    handle = await target.require()();
+    for (let i = 0; i < 2; i++) {
+      const cluster = await connectCluster(handle.nodes);
+      clusters.push(cluster);
+      stores.push(createRedisStore({ client: cluster, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } }));
+    }
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const store of stores) await store.localFirst?.close().catch(() => {});
+    const [first] = clusters;
+    if (first !== undefined) await Promise.all(first.nodes('master').map((node) => deleteKeys(node, prefix)));
+    for (const cluster of clusters) cluster.disconnect();
+    await handle?.stop();
+  });
+
+  it('syncs clients spread over every master, one call per slot, and both processes see the sum', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const options = { limit: 5, window: '1m', algorithm: 'sliding-window-counter', clock, prefix: 'spread' } as const;
+    const [a, b] = stores as [RedisStore, RedisStore];
+    const onA = createLimiter({ ...options, store: a });
+    const onB = createLimiter({ ...options, store: b });
+    const keys = Array.from({ length: 40 }, (_, i) => `client-${i}`);
+    const [cluster] = clusters as [Cluster];
+    const slots = await Promise.all(keys.map((key) => cluster.cluster('KEYSLOT', `{spread|${key}}`)));
+    expect(new Set(slots).size).toBeGreaterThan(30);
+
+    for (const key of keys) for (let i = 0; i < 3; i++) expect((await onA.consume(key)).allowed).toBe(true);
+    for (const key of keys) for (let i = 0; i < 3; i++) expect((await onB.consume(key)).allowed).toBe(true);
+    await a.localFirst?.sync();
+    await b.localFirst?.sync();
+    const window = Math.floor(clock() / 60_000);
+    for (const key of keys) {
+      const hash = await cluster.hgetall(`${prefix}lf:{spread|${key}}:_0@${onA.policies[0]?.version}:${window}`);
+      expect(Object.values(hash).map(Number).sort()).toEqual([3, 3]);
+    }
+    // A was idle through B's sync: it reads again before deciding, and finds 6 of 5 spent.
+    clock.advance(1);
+    await a.localFirst?.sync();
+    for (const key of keys) expect((await onA.consume(key)).allowed).toBe(false);
+  });
+});

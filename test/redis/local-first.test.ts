@@ -1,0 +1,202 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter, type Logger } from '@sluice/core';
+import { createRedisStore, type RedisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
+
+const target = await standaloneRedis();
+const quiet: Logger = { warn() {} };
+
+/** Units admitted out of `tries` single requests. */
+async function admitted(limiter: ReturnType<typeof createLimiter>, key: string, tries: number): Promise<number> {
+  let passed = 0;
+  for (let i = 0; i < tries; i++) if ((await limiter.consume(key)).allowed) passed++;
+  return passed;
+}
+
+/** Syncs as soon as the client has reconnected (bounded: 2 s). */
+async function syncWhenBack(store: RedisStore): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await store.localFirst?.sync();
+    } catch (error) {
+      if (attempt === 100) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Redis', () => {
+  const prefix = `sluice-lf:${randomUUID()}:`;
+  const clients: Redis[] = [];
+  const stores: RedisStore[] = [];
+  let admin: Redis;
+
+  beforeAll(async () => {
+    admin = await connectRedis(target.require());
+  });
+  afterAll(async () => {
+    for (const store of stores) await store.localFirst?.close().catch(() => {});
+    for (const client of clients) client.disconnect();
+    if (admin === undefined) return;
+    await deleteKeys(admin, prefix);
+    admin.disconnect();
+  });
+
+  /** One app process: its own connection and its own store (the timer never fires in a test). */
+  const appProcess = async () => {
+    const client = await connectRedis(target.require());
+    clients.push(client);
+    const store = createRedisStore({ client, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
+    stores.push(store);
+    return store;
+  };
+
+  it.each(['fixed-window', 'sliding-window-counter'] as const)(
+    '%s: decides locally, and each sync adds every process count to the others (exactly once)',
+    async (algorithm) => {
+      const clock = manualClock(1_700_000_000_000 - (1_700_000_000_000 % 60_000));
+      const [a, b] = [await appProcess(), await appProcess()];
+      const options = { limit: 10, window: '1m', algorithm, clock, prefix: `both-${algorithm}` } as const;
+      const onA = createLimiter({ ...options, store: a });
+      const onB = createLimiter({ ...options, store: b });
+
+      expect(await admitted(onA, 'k', 6)).toBe(6);
+      // B has not heard of A's 6 yet: between syncs the fleet can exceed the limit (the bound).
+      expect(await admitted(onB, 'k', 6)).toBe(6);
+      await a.localFirst?.sync();
+      await b.localFirst?.sync();
+      await a.localFirst?.sync(); // again: a total written twice counts once
+      const windowKey = `${prefix}lf:{both-${algorithm}|k}:_0@${onA.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      const perProcess = Object.values(await admin.hgetall(windowKey)).map(Number);
+      expect(perProcess.sort()).toEqual([6, 6]);
+      // Both now see 12 of 10 and refuse, with the figures the algorithm gives for that count.
+      const refusedA = await onA.consume('k');
+      expect(refusedA).toMatchObject({ allowed: false, remaining: 0 });
+      expect((await onB.consume('k')).allowed).toBe(false);
+
+      clock.advance(algorithm === 'fixed-window' ? 60_000 : 120_000);
+      expect(await admitted(onA, 'k', 10)).toBe(10);
+      expect((await onA.consume('k')).allowed).toBe(false);
+    },
+  );
+
+  it('waits for one read of the fleet before a client first request in this process', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const [a, b] = [await appProcess(), await appProcess()];
+    const options = { limit: 5, window: '1m', algorithm: 'fixed-window', clock, prefix: 'first' } as const;
+    const onA = createLimiter({ ...options, store: a });
+    expect(await admitted(onA, 'k', 5)).toBe(5);
+    await a.localFirst?.sync();
+    // B starts late: its first request reads A's 5 and is refused without any sync of its own.
+    const onB = createLimiter({ ...options, store: b });
+    expect(await onB.consume('k')).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  it('refund and reset through a process reach the shared count', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const [a, b] = [await appProcess(), await appProcess()];
+    const options = { limit: 3, window: '1m', algorithm: 'fixed-window', clock, prefix: 'undo' } as const;
+    const onA = createLimiter({ ...options, store: a });
+    const onB = createLimiter({ ...options, store: b });
+    expect(await admitted(onA, 'k', 3)).toBe(3);
+    await onA.refund('k', 2);
+    await a.localFirst?.sync();
+    expect(await admitted(onB, 'k', 3)).toBe(2);
+    await b.localFirst?.sync();
+    await onB.reset('k');
+    expect(await admitted(onB, 'k', 4)).toBe(3);
+  });
+
+  it('refuses at construction what it cannot do well', async () => {
+    const store = await appProcess();
+    for (const algorithm of ['token-bucket', 'leaky-bucket', 'gcra', 'sliding-window-log'] as const) {
+      expect(() => createLimiter({ limit: 5, window: '1s', algorithm, store, prefix: `no-${algorithm}` })).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_POLICIES' }),
+      );
+    }
+    const client = clients[0] as Redis;
+    for (const localFirst of [
+      {},
+      { syncIntervalMs: 1 },
+      { syncIntervalMs: 2.5 },
+      { syncIntervalMs: 50, outageShare: 0 },
+      null,
+    ]) {
+      expect(() => createRedisStore({ client, localFirst: localFirst as never })).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+      );
+    }
+    expect(() => createRedisStore({ client, localFirst: { syncIntervalMs: 50, sync: 1 } as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_OPTION' }),
+    );
+  });
+});
+
+describe.skipIf(target.skip)('Redis store, local-first mode, through an outage', () => {
+  const redis = proxiedRedisForSuite(target);
+
+  it('limits locally at its share while Redis is away, and reconciles without double counting', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const warnings: string[] = [];
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    client.on('error', () => {});
+    const store = createRedisStore({
+      client,
+      prefix: 'outage:',
+      logger: { warn: (message) => warnings.push(message) },
+      localFirst: { syncIntervalMs: 60_000, outageShare: 0.25 },
+    });
+    try {
+      const limiter = createLimiter({ limit: 40, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'o' });
+      expect(await admitted(limiter, 'k', 4)).toBe(4);
+      await store.localFirst?.sync();
+
+      // Redis runs the sync but its reply is lost: the process cannot know it was counted.
+      redis.proxy.loseReplies();
+      expect(await admitted(limiter, 'k', 2)).toBe(2);
+      await expect(store.localFirst?.sync()).rejects.toThrow();
+      expect(warnings.join('\n')).toMatch(/WRN_SLUICE_LOCAL_FIRST_OFFLINE/);
+      // Away from Redis: a quarter of 40 is 10, of which 6 are spent.
+      expect(await admitted(limiter, 'k', 10)).toBe(4);
+
+      await redis.server.kill();
+      await expect(store.localFirst?.sync()).rejects.toThrow();
+      await redis.server.start();
+      redis.proxy.forward();
+      await syncWhenBack(store);
+      // Redis lost the counts in the crash (no persistence): the next sync writes them again,
+      // once, and the full limit is back.
+      expect(warnings.join('\n')).toMatch(/WRN_SLUICE_LOCAL_FIRST_ONLINE/);
+      const windowKey = `lf:{o|k}:_0@${limiter.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      expect(Object.values(await redis.admin.hgetall(`outage:${windowKey}`))).toEqual(['10']);
+      expect(await admitted(limiter, 'k', 40)).toBe(30);
+    } finally {
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    }
+  });
+
+  it('counts a lost reply once when Redis stays up', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    client.on('error', () => {});
+    const store = createRedisStore({ client, prefix: 'lost:', logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
+    try {
+      const limiter = createLimiter({ limit: 40, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'l' });
+      expect(await admitted(limiter, 'k', 3)).toBe(3);
+      redis.proxy.loseReplies();
+      await expect(store.localFirst?.sync()).rejects.toThrow();
+      redis.proxy.forward();
+      await syncWhenBack(store);
+      const windowKey = `lost:lf:{l|k}:_0@${limiter.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      expect(Object.values(await redis.admin.hgetall(windowKey))).toEqual(['3']);
+    } finally {
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    }
+  });
+});
