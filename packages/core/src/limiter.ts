@@ -26,6 +26,7 @@ import type {
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
+const derivedPattern = /^rl-[A-Za-z0-9_-]{8}$/;
 const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
@@ -227,7 +228,10 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
   if (prefix !== undefined && owner === 'derived') {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', prefix, 'other than a namespace a limiter without a prefix derived');
   }
-  claimed.set(namespace, prefix === undefined ? 'derived' : 'prefix');
+  // An explicit prefix needs remembering only where a derived namespace could meet it: kept
+  // all, one claim per tier of a `policies(req)` function would grow without bound.
+  if (prefix === undefined || derivedPattern.test(prefix))
+    claimed.set(namespace, prefix === undefined ? 'derived' : 'prefix');
   return namespace;
 }
 

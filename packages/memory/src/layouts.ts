@@ -8,15 +8,15 @@ export interface Layout {
   readonly id: number;
   readonly namespace: string;
   readonly policies: readonly Policy[];
-  /** Policy index by slot. */
-  readonly slots: ReadonlyMap<string, number>;
 }
 
 /**
- * Layouts known at once. Beyond it the one unused longest is forgotten: a segment of a
- * forgotten layout reads as no state, as an evicted key does. Limiters keep theirs.
+ * Layouts known at once. Beyond it the one created (or looked up by a new limiter) longest ago
+ * is forgotten: a segment of a forgotten layout reads as no state, as an evicted key does, and
+ * is dropped when its client is next decided on. This bounds what per-request policy sets
+ * (`policies(req)`) cost, however many distinct ones arrive.
  */
-export const MAX_LAYOUTS = 2 ** 15;
+export const MAX_LAYOUTS = 4096;
 
 export interface Layouts {
   /** The layout of a limiter's policies under its namespace; cached per policy list. */
@@ -47,7 +47,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
       const key = `${namespace}\n${policies.map((p) => `${p.slot} ${p.version}`).join('\n')}`;
       let layout = byKey.get(key);
       if (layout === undefined) {
-        layout = { id: nextId++, namespace, policies, slots: new Map(policies.map((p, i) => [p.slot, i])) };
+        layout = { id: nextId++, namespace, policies };
         byId.set(layout.id, layout);
         if (byKey.size >= max) {
           const [oldest, old] = byKey.entries().next().value as [string, Layout];

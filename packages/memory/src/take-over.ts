@@ -1,5 +1,5 @@
 import { convertState, type Policy, type State } from '@sluice/core';
-import { type Entry, readStates, segmentsOf } from './entry.js';
+import { type Entry, readStates, removeSegment, segmentsOf } from './entry.js';
 import type { Layout, Layouts } from './layouts.js';
 
 /** What another version of a limiter left for one client, read by this version. */
@@ -16,9 +16,10 @@ export interface TakenOver {
 /**
  * The client has no segment of this layout: read what other versions of the limiter left
  * under the same namespace (SPEC §4: state is kept per policy name), converting the states of
- * another limit, window or algorithm. Segments of forgotten layouts go too. Nothing changes
- * until this version writes, so a refused request leaves the other version's state as it is.
- * `undefined` when no other version left anything.
+ * another limit, window or algorithm. Nothing else changes until this version writes, so a
+ * refused request leaves the other version's state as it is. Segments of forgotten layouts
+ * can never be read again and are dropped at once. `undefined` when no other version left
+ * anything.
  */
 export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: number): TakenOver | undefined {
   const mine = layout.policies;
@@ -27,16 +28,16 @@ export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: nu
   const extraStates: State[] = [];
   const offsets: number[] = [];
   let found = false;
+  for (const [at, id] of segmentsOf(entry).reverse()) if (layouts.byId(id) === undefined) removeSegment(entry, at);
   for (const [at, id] of segmentsOf(entry).reverse()) {
-    const other = layouts.byId(id);
-    if (other !== undefined && other.namespace !== layout.namespace) continue;
+    const other = layouts.byId(id) as Layout;
+    if (other.namespace !== layout.namespace) continue;
     offsets.push(at);
-    if (other === undefined) continue;
     found = true;
     const read = readStates(entry, at, other.policies);
     other.policies.forEach((from, j) => {
-      const i = layout.slots.get(from.slot);
-      if (i === undefined) {
+      const i = mine.findIndex((p) => p.slot === from.slot);
+      if (i < 0) {
         extras.push(from);
         extraStates.push(read[j] as State);
       } else if (states[i] === undefined) {
