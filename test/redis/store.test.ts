@@ -46,12 +46,12 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect((await keysOf('{layout|*')).sort()).toEqual([clientKey, `${clientKey}:log`]);
     const windowEnd = (Math.floor(NOW / 60_000) + 1) * 60_000;
     // Per slot: its version, its state, then the units spent and when it fully resets. Three
-    // requests of 12 s each put the TAT 36 s ahead; the log's list has a key of its own.
+    // requests of 12 s each put the TAT 36 s ahead; the log keeps its total here, its list apart.
     const records = ((await client.get(clientKey)) ?? '').trim().split(' ').sort();
     expect(records).toEqual([
       `cell@gc.5.60000.5.0.0=${NOW + 36_000},0;3,${NOW + 36_000}`,
       `count@fw.5.60000.5.0.0=${Math.floor(NOW / 60_000)},3;3,${windowEnd}`,
-      `log@sl.5.60000.5.0.0=0,0;3,${NOW + 60_000}`,
+      `log@sl.5.60000.5.0.0=3,0;3,${NOW + 60_000}`,
     ]);
     expect(await client.lrange(`${clientKey}:log`, 0, -1)).toEqual([String(NOW), '3']);
   });

@@ -99,15 +99,19 @@ end
 
 -- The policy's state as this version reads it (SPEC 4: state is kept per policy name). Its
 -- own version's state as it is; another version's (another limit, window or algorithm) as
--- the units it had spent when written, until it would have fully reset. A log's list is
--- read only when its version wrote it. Second value: whether a log's list must be replaced.
+-- the units it had spent when written, until it would have fully reset. A log's list is kept
+-- only by its own version.
 local function current_state(p, record, log_key, now)
-  if record ~= nil and record.version == p.version then
-    if log_key ~= nil then return p.algorithm.load(log_key), false end
-    return record.state, false
+  local own = record ~= nil and record.version == p.version
+  local used = 0
+  if not own and record ~= nil and now < record.reset_at then used = record.used end
+  if log_key ~= nil then
+    if own then return p.algorithm.load(log_key, record.state[1]) end
+    return p.algorithm.take_over(log_key, used, now)
   end
-  if record ~= nil and now < record.reset_at then return p.algorithm.seed(record.used, p, now), true end
-  return nil, true
+  if own then return record.state end
+  if used > 0 then return p.algorithm.seed(used, p, now) end
+  return nil
 end
 
 local function ttl_of(reset, min_ttl)
@@ -117,7 +121,7 @@ end
 
 -- Puts a policy's next state in place, with the units it has spent and when it fully
 -- resets, which another version of it reads; returns the TTL its reset asks for.
-local function store(p, by_slot, log_key, stored, next, outcome, capacity, now, min_ttl)
+local function store(p, by_slot, log_key, next, outcome, capacity, now, min_ttl)
   local reset = outcome.reset
   local ttl = ttl_of(reset, min_ttl)
   if ttl <= 0 then
@@ -127,9 +131,9 @@ local function store(p, by_slot, log_key, stored, next, outcome, capacity, now, 
   end
   local record = { version = p.version, used = max(1, capacity - outcome.remaining), reset_at = now + reset }
   if log_key ~= nil then
-    p.algorithm.save(log_key, stored, next)
+    p.algorithm.save(log_key, next)
     redis.call('PEXPIRE', log_key, format('%d', ttl))
-    record.state = { 0, 0 }
+    record.state = { next.total, 0 }
   else
     record.state = next
   end
@@ -147,10 +151,10 @@ for d = 1, decisions do
   local by_slot = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
   -- Scratch tables per policy set, reused by every decision of the batch that has that set.
-  local current, log_keys, outcomes, replaced = set.current, set.log_keys, set.outcomes, set.replaced
+  local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
   if current == nil then
-    current, log_keys, outcomes, replaced = {}, {}, {}, {}
-    set.current, set.log_keys, set.outcomes, set.replaced = current, log_keys, outcomes, replaced
+    current, log_keys, outcomes = {}, {}, {}
+    set.current, set.log_keys, set.outcomes = current, log_keys, outcomes
   end
   local log_at = client_key_at[d]
   for i = 1, count do
@@ -161,7 +165,7 @@ for d = 1, decisions do
       log_key = KEYS[log_at]
     end
     log_keys[i] = log_key
-    current[i], replaced[i] = current_state(p, by_slot[p.slot], log_key, now)
+    current[i] = current_state(p, by_slot[p.slot], log_key, now)
   end
 
   local allowed, ttl, changed = true, 0, false
@@ -172,9 +176,7 @@ for d = 1, decisions do
       if current[i] ~= nil then
         local next = algorithm.refund(current[i], p, capacities[i], cost, now)
         outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
-        local stored = current[i]
-        if replaced[i] then stored = nil end
-        ttl = max(ttl, store(p, by_slot, log_keys[i], stored, next, outcomes[i], capacities[i], now, min_ttl))
+        ttl = max(ttl, store(p, by_slot, log_keys[i], next, outcomes[i], capacities[i], now, min_ttl))
         changed = true
       else
         outcomes[i] = algorithm.evaluate(nil, p, capacities[i], 0, now)
@@ -186,9 +188,7 @@ for d = 1, decisions do
   end
   if allowed and cost > 0 and not refunding then
     for i = 1, count do
-      local stored = current[i]
-      if replaced[i] then stored = nil end
-      ttl = max(ttl, store(set[i], by_slot, log_keys[i], stored, outcomes[i].next, outcomes[i], capacities[i], now, min_ttl))
+      ttl = max(ttl, store(set[i], by_slot, log_keys[i], outcomes[i].next, outcomes[i], capacities[i], now, min_ttl))
     end
     changed = true
   elseif cost > 0 and not refunding then
@@ -199,6 +199,17 @@ for d = 1, decisions do
         local p = set[i]
         local as_is = p.algorithm.evaluate(current[i], p, capacities[i], 0, now)
         o.remaining, o.reset, o.delay = as_is.remaining, as_is.reset, 0
+      end
+    end
+  end
+  -- A log trimmed of expired entries keeps its total in step, charged or not.
+  if not changed then
+    for i = 1, count do
+      local p, state = set[i], current[i]
+      local record = by_slot[p.slot]
+      if log_keys[i] ~= nil and state.trimmed and record ~= nil and record.version == p.version then
+        record.state = { state.total, 0 }
+        changed = true
       end
     end
   end

@@ -1,96 +1,117 @@
-/** Mirrors core's `slidingWindowLog` line for line. */
+/**
+ * Mirrors core's `slidingWindowLog` decision for decision, at a cost that does not grow with
+ * the log: the client's string keeps the log's running total, expired entries are trimmed
+ * from the head as time passes (each read once, then gone), a charge appends at the tail, and
+ * only a refused request reads further, as far as the entries that must leave before it fits.
+ */
 export const slidingWindowLogLua = `
 -- sliding-window-log: list { t1, c1, t2, c2, ... } oldest first: the time (epoch ms) and cost (units) of
 -- every allowed request in (now - windowMs, now]; requests allowed in the same ms share one entry.
--- The log grows with the limit, so it lives in a key of its own rather than in the client's state string.
+-- The list lives in a key of its own; the client's string keeps its running total. A state is
+-- { key, total } read lazily: a decision reads the list's head only to trim what has expired,
+-- and its tail to append or to tell when it resets.
 local sliding_log = { own_key = true }
-sliding_log.load = function(key)
-  local values = redis.call('LRANGE', key, 0, -1)
-  if #values == 0 then return nil end
-  for i = 1, #values do values[i] = tonumber(values[i]) end
-  return values
+local LOG_CHUNK = 128
+local min = math.min
+local function log_number(key, index) return tonumber(redis.call('LINDEX', key, index)) end
+-- A version's own state: the list as it is, with the total the string kept.
+sliding_log.load = function(key, total) return { key = key, total = total } end
+-- Another version's state taken over: a list of one entry, used units spent now. The old
+-- list (the same key for the same slot) is rewritten at once: it is a summary that counts
+-- no less, so the other version, still reading it, never admits more.
+sliding_log.take_over = function(key, used, now)
+  redis.call('DEL', key)
+  if used > 0 then redis.call('RPUSH', key, now, used) end
+  return { key = key, total = used }
 end
--- next is the stored list without its first next.drop values, then changed at the tail only, so
--- it is written by trimming and appending rather than rewriting the whole list. Without a
--- stored list to build on (another version's state taken over), the list is written anew.
-sliding_log.save = function(key, stored, next)
-  if stored == nil then
-    redis.call('DEL', key)
-    for i = 1, #next, 512 do redis.call('RPUSH', key, unpack(next, i, math.min(i + 511, #next))) end
-    return
+-- Drops entries at or before boundary from the head: they are outside (now - windowMs, now].
+-- Each entry is read once on its way out; the reads grow while whole chunks expire, so a
+-- mass expiry (a client back after a quiet window) takes few calls.
+local function log_trim(state, boundary)
+  local size = LOG_CHUNK
+  while state.total > 0 do
+    local head = redis.call('LRANGE', state.key, 0, size * 2 - 1)
+    if #head == 0 then
+      state.total, state.trimmed = 0, true
+      return
+    end
+    local drop, gone = 0, 0
+    for i = 1, #head - 1, 2 do
+      if tonumber(head[i]) > boundary then break end
+      drop, gone = drop + 2, gone + tonumber(head[i + 1])
+    end
+    if drop > 0 then
+      redis.call('LTRIM', state.key, drop, -1)
+      state.total, state.trimmed = state.total - gone, true
+    end
+    if drop < #head then return end
+    size = min(size * 2, LOG_CHUNK * 512)
   end
-  if next.drop > 0 then redis.call('LTRIM', key, next.drop, -1) end
-  local kept = (stored and #stored or 0) - next.drop
-  local same = 0
-  while same < kept and same < #next and stored[next.drop + same + 1] == next[same + 1] do same = same + 1 end
-  if same < kept then
-    if same == 0 then redis.call('DEL', key) else redis.call('LTRIM', key, 0, same - 1) end
-  end
-  for i = same + 1, #next, 512 do redis.call('RPUSH', key, unpack(next, i, math.min(i + 511, #next))) end
 end
--- Drops entries at or before boundary: they are outside (now - windowMs, now].
-local function log_prune(state, boundary)
-  local live = { drop = 0 }
-  if state == nil then return live end
-  local start = 1
-  while start <= #state and state[start] <= boundary do start = start + 2 end
-  live.drop = start - 1
-  for i = start, #state do live[#live + 1] = state[i] end
-  return live
-end
--- Entry i leaves the window at t_i + windowMs: wait until enough of the oldest have left.
-local function log_retry(live, used, capacity, cost, window, now)
-  local left = used
-  for i = 1, #live, 2 do
-    left = left - live[i + 1]
-    if left + cost <= capacity then return live[i] + window - now end
+-- Entry i leaves the window at t_i + windowMs: wait until enough of the oldest have left,
+-- reading from the head only as far as that.
+local function log_retry(state, capacity, cost, window, now)
+  if cost > capacity then return window end
+  local left, from = state.total, 0
+  while true do
+    local chunk = redis.call('LRANGE', state.key, from, from + LOG_CHUNK * 2 - 1)
+    if #chunk == 0 then return window end
+    for i = 1, #chunk - 1, 2 do
+      left = left - tonumber(chunk[i + 1])
+      if left + cost <= capacity then return tonumber(chunk[i]) + window - now end
+    end
+    from = from + LOG_CHUNK * 2
   end
-  return window
+end
+local function log_reset(state, window, now)
+  if state.total <= 0 then return 0 end
+  return log_number(state.key, -2) + window - now
 end
 sliding_log.evaluate = function(state, p, capacity, cost, now)
   local window = p.window
-  local live = log_prune(state, now - window)
-  local used = 0
-  for i = 2, #live, 2 do used = used + live[i] end
+  if state == nil then state = { total = 0 } else log_trim(state, now - window) end
+  local used = state.total
   if used + cost <= capacity then
     -- A peek (cost 0) logs nothing, so its reset time is that of the entries already there.
-    local n = #live
-    if cost > 0 and n > 0 and live[n - 1] == now then
-      live[n] = live[n] + cost
-    elseif cost > 0 then
-      live[n + 1] = now
-      live[n + 2] = cost
-    end
-    local reset = 0
-    if #live > 0 then reset = live[#live - 1] + window - now end
-    return { allowed = true, remaining = capacity - used - cost, reset = reset, retry = 0, delay = 0, next = live }
+    local reset = window
+    if cost == 0 then reset = log_reset(state, window, now) end
+    return {
+      allowed = true, remaining = capacity - used - cost, reset = reset, retry = 0, delay = 0,
+      next = { key = state.key, total = used + cost, append = cost, at = now },
+    }
   end
-  local reset = 0
-  if #live > 0 then reset = live[#live - 1] + window - now end
   return {
-    allowed = false, remaining = max(0, capacity - used), reset = reset,
-    retry = log_retry(live, used, capacity, cost, window, now), delay = 0,
+    allowed = false, remaining = max(0, capacity - used), reset = log_reset(state, window, now),
+    retry = log_retry(state, capacity, cost, window, now), delay = 0,
   }
 end
-sliding_log.seed = function(used, _, now)
-  if used > 0 then return { now, used } end
-  return {}
+-- Writes what a charge appended: onto the newest entry when it is from the same ms.
+sliding_log.save = function(key, next)
+  if next.append == nil or next.append <= 0 then return end
+  local tail = redis.call('LRANGE', key, -2, -1)
+  if #tail == 2 and tonumber(tail[1]) == next.at then
+    redis.call('LSET', key, -1, tonumber(tail[2]) + next.append)
+  else
+    redis.call('RPUSH', key, next.at, next.append)
+  end
 end
+-- Gives cost back from the newest entries, never beyond an empty log.
 sliding_log.refund = function(state, p, _, cost, now)
-  local next = log_prune(state, now - p.window)
+  log_trim(state, now - p.window)
   local left = cost
-  while left > 0 and #next > 0 do
-    local newest = next[#next]
+  while left > 0 and state.total > 0 do
+    local newest = log_number(state.key, -1)
+    if newest == nil then break end
     if newest > left then
-      next[#next] = newest - left
-      left = 0
+      redis.call('LSET', state.key, -1, newest - left)
+      state.total, left = state.total - left, 0
     else
-      left = left - newest
-      next[#next] = nil
-      next[#next] = nil
+      redis.call('RPOP', state.key)
+      redis.call('RPOP', state.key)
+      state.total, left = state.total - newest, left - newest
     end
   end
-  return next
+  return { key = state.key, total = state.total }
 end
 ALGORITHMS['sliding-window-log'] = sliding_log
 `;
