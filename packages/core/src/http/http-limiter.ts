@@ -136,6 +136,9 @@ export function createHttpLimiter<Req, Res>(
     return refuse(req, decision, ban?.status);
   };
 
+  /** Requests held in queue mode right now, bounded by `maxQueued`. */
+  let held = 0;
+
   /** Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. */
   const finish = (
     entry: Entry,
@@ -146,6 +149,11 @@ export function createHttpLimiter<Req, Res>(
     clientKey: string,
     units: number,
   ): Outcome | Promise<Outcome> => {
+    // A queue with no room left: refused, not held, and its reserved slot given back.
+    if (decision.delayMs > 0 && held >= checked.maxQueued) {
+      entry.limiter.refund(clientKey, units).catch(ignore);
+      decision = { ...decision, allowed: false, retryAfterMs: decision.delayMs, delayMs: 0 };
+    }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
@@ -164,7 +172,9 @@ export function createHttpLimiter<Req, Res>(
       if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
       return { action: 'next', decision };
     }
+    held++;
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
+      held--;
       if (!heldToTheEnd) {
         // The reserved slot was never used: give it back to the queue.
         refund().catch(ignore);

@@ -40,6 +40,11 @@ export interface HttpOptionsBase<Req, Res = Req>
   headers?: HeadersOptions;
   /** Prefix length IPv6 clients are keyed by, or `false` for the whole address. @default 56 */
   ipv6Subnet?: number | false;
+  /**
+   * Queue mode: most requests this middleware holds at once, over every client. Beyond it a
+   * request is refused (429, its charge given back) instead of held. @default 1024
+   */
+  maxQueued?: number;
 }
 
 type PolicyFields = (typeof POLICY_OPTION_NAMES)[number];
@@ -51,12 +56,16 @@ export type HttpLimiterOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
     | ({ policies: readonly PolicyOptions[] | PoliciesFor<Req> } & { [K in PolicyFields]?: never })
   );
 
+/** Requests one middleware holds at once in queue mode, unless `maxQueued` says otherwise. */
+export const DEFAULT_MAX_QUEUED = 1024;
+
 const HTTP_ONLY_OPTIONS = [
   'key',
   'cost',
   'skip',
   'headers',
   'ipv6Subnet',
+  'maxQueued',
   'onLimited',
   'message',
   'statusCode',
@@ -78,6 +87,7 @@ export interface CheckedHttpOptions<Req> {
   skip: ((req: Req) => Awaitable<boolean>) | undefined;
   headers: ResolvedHeaders;
   ipv6Subnet: number | false;
+  maxQueued: number;
   policiesFor: PoliciesFor<Req> | undefined;
   /** What is left for `createLimiter`, which validates it. */
   limiterOptions: Record<string, unknown>;
@@ -104,7 +114,7 @@ export function checkHandlers(options: Record<string, unknown>, names: readonly 
 
 /** `cost`: a positive whole number, or a function of the request returning one. @default 1 */
 export function checkCost(value: unknown): unknown {
-  const cost = value ?? 1;
+  const cost = value === undefined ? 1 : value;
   if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0)) {
     invalid(
       'ERR_SLUICE_INVALID_COST',
@@ -136,6 +146,10 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
       '[sluice] Options `key` and `ipv6Subnet` exclude each other: `ipv6Subnet` shapes the default IP key only. Use `ipKey(ip, subnet)` inside `key`.',
     );
   }
+  const maxQueued = all.maxQueued === undefined ? DEFAULT_MAX_QUEUED : all.maxQueued;
+  if (typeof maxQueued !== 'number' || !Number.isSafeInteger(maxQueued) || maxQueued <= 0) {
+    invalid('ERR_SLUICE_INVALID_QUEUE', 'maxQueued', maxQueued, 'a positive whole number of requests');
+  }
   const policiesFor =
     typeof all.policies === 'function'
       ? (all.policies as PoliciesFor<Req>)
@@ -159,6 +173,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
     skip: all.skip as CheckedHttpOptions<Req>['skip'],
     headers: checkHeaders(all.headers),
     ipv6Subnet: checkIpv6Subnet(all.ipv6Subnet),
+    maxQueued,
     policiesFor,
     limiterOptions,
   };

@@ -11,7 +11,7 @@ export { hold } from './hold.js';
 export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './http-limiter.js';
 export { createHttpLimiter } from './http-limiter.js';
 export type { HttpLimiterOptions, HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
-export { HTTP_OPTION_NAMES } from './http-options.js';
+export { DEFAULT_MAX_QUEUED, HTTP_OPTION_NAMES } from './http-options.js';
 export type { NotificationOptions } from './notifications.js';
 export type { RateLimitProblem } from './problem.js';
 export {
