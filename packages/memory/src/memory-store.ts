@@ -12,6 +12,7 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import { LRUCache } from 'lru-cache';
+import { checkPolicies, nowOf } from './checks.js';
 import {
   type Entry,
   findSegment,
@@ -194,6 +195,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     },
     consumeSync,
     consumeOneSync: (request) => decideOne(request, nowOf(request)),
+    checkPolicies,
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
@@ -225,19 +227,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return Promise.resolve();
     },
   };
-}
-
-/** The request's time; one that is not whole epoch ms is refused, as the Redis store does. */
-function nowOf(request: StoreRequest): number {
-  const { now } = request;
-  if (now === undefined) return Date.now();
-  if (!Number.isSafeInteger(now) || now < 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_CLOCK',
-      `[sluice] Memory store: the clock must return whole epoch milliseconds; received ${String(now)}.`,
-    );
-  }
-  return now;
 }
 
 const fresh = (policy: Policy, capacity: number, now: number): State =>
