@@ -1,6 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
-  type AdapterBinding,
   createHttpLimiter,
   type HttpLimiterOptions,
   MAX_TIER_LIMITERS,
@@ -10,29 +8,15 @@ import {
 import { createMemoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { clockAt, collectingLogger } from '../helpers.js';
+import { type FakeRequest, fakeBinding } from './fake-binding.js';
 
-interface FakeRequest {
-  ip: string | undefined;
+interface TieredRequest extends FakeRequest {
   tier?: string;
-  headers: Record<string, string>;
 }
 
-const binding: AdapterBinding<FakeRequest, Record<string, string>> = {
-  rawRequest: (req) => req as unknown as IncomingMessage,
-  rawResponse: () => ({}) as ServerResponse,
-  clientIp: (req) => req.ip,
-  proxyTrust: () => 'none',
-  trustAdvice: 'trust your proxy.',
-  defaultStore: () => createMemoryStore(),
-  setHeader: (res, name, value) => {
-    res[name] = value;
-  },
-  appendHeader: (res, name, value) => {
-    res[name] = value;
-  },
-};
+const binding = fakeBinding<TieredRequest>();
 
-const from = (ip: string | undefined, tier?: string): FakeRequest => ({ ip, headers: {}, ...(tier ? { tier } : {}) });
+const from = (ip: string | undefined, tier?: string): TieredRequest => ({ ip, headers: {}, ...(tier ? { tier } : {}) });
 
 /** A memory store that records the namespace of every decision. */
 function recordingStore(): RateLimitStore & { namespaces: string[] } {
@@ -75,7 +59,7 @@ describe('createHttpLimiter', () => {
   });
 
   it('reuses one limiter for equal tiers returned as fresh objects', async () => {
-    const options: HttpLimiterOptions<FakeRequest> = {
+    const options: HttpLimiterOptions<TieredRequest> = {
       policies: () => [{ name: 'tier', limit: 1, window: '1m' }],
       clock: clockAt(0),
     };
@@ -101,7 +85,7 @@ describe('createHttpLimiter', () => {
   });
 
   it('keeps counting a tier after its limiter object was dropped from the cache', async () => {
-    const limiter = createHttpLimiter<FakeRequest, Record<string, string>>(
+    const limiter = createHttpLimiter<TieredRequest, Record<string, string>>(
       { policies: (req) => [{ limit: 1 + Number(req.tier), window: '1m' }], clock: clockAt(0) },
       binding,
     );

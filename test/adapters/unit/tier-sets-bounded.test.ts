@@ -1,30 +1,19 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { type AdapterBinding, createHttpLimiter, toPolicy } from '@sluice/core';
+import { createHttpLimiter, toPolicy } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { clockAt } from '../helpers.js';
+import { type FakeRequest, fakeBinding } from './fake-binding.js';
 
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
-interface TierRequest {
-  ip: string;
+interface TierRequest extends FakeRequest {
   limit: number;
-  headers: Record<string, string>;
 }
 
-const binding: AdapterBinding<TierRequest, Record<string, string>> = {
-  rawRequest: (req) => req as unknown as IncomingMessage,
-  rawResponse: () => ({}) as ServerResponse,
-  clientIp: (req) => req.ip,
-  proxyTrust: () => 'none',
-  trustAdvice: 'trust your proxy.',
-  defaultStore: () => createMemoryStore(),
-  setHeader: () => {},
-  appendHeader: () => {},
-};
+const binding = fakeBinding<TierRequest>();
 
 const heapAfterGc = () => {
   collectGarbage();

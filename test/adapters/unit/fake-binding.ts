@@ -1,0 +1,27 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AdapterBinding } from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+
+/** A request as the unit tests make it: an address and headers, plus whatever a test adds. */
+export interface FakeRequest {
+  ip: string | undefined;
+  headers: Record<string, string>;
+}
+
+/** A framework binding over plain objects: headers are written into the response object. */
+export function fakeBinding<Req extends FakeRequest>(): AdapterBinding<Req, Record<string, string>> {
+  return {
+    rawRequest: (req) => req as unknown as IncomingMessage,
+    rawResponse: () => ({}) as ServerResponse,
+    clientIp: (req) => req.ip,
+    proxyTrust: () => 'none',
+    trustAdvice: 'trust your proxy.',
+    defaultStore: () => createMemoryStore(),
+    setHeader: (res, name, value) => {
+      res[name] = value;
+    },
+    appendHeader: (res, name, value) => {
+      res[name] = value;
+    },
+  };
+}
