@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type AlgorithmName, algorithmNames, createLimiter, type RateLimitStore } from '@sluice/core';
+import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 
@@ -28,6 +29,30 @@ export function limiterRegressions(store: () => RateLimitStore) {
       expect(admitted).toBeLessThanOrEqual(10);
     },
   );
+
+  it('two versions taking turns in any order never admit more than the larger limit (property)', async () => {
+    const version = fc.record({
+      algorithm: fc.constantFrom(...algorithmNames),
+      limit: fc.integer({ min: 1, max: 12 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        version,
+        version,
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
+        async (a, b, turns) => {
+          // The clock stands still, so nothing refills: every admission spends quota for good.
+          const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS, window: '1m' as const };
+          const first = createLimiter({ ...shared, ...a });
+          const second = createLimiter({ ...shared, ...b });
+          let admitted = 0;
+          for (const turn of turns) if ((await (turn ? first : second).consume('k')).allowed) admitted++;
+          expect(admitted).toBeLessThanOrEqual(Math.max(a.limit, b.limit));
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
 
   it.each(pairs)('a changed algorithm %s → %s never resets a client to a fresh quota', async (from, to) => {
     const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS };
