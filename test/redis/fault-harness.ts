@@ -5,6 +5,7 @@ import {
   isSluiceError,
   type Limiter,
   type OnStoreError,
+  OUTAGE_QUIET_MS,
   type RateLimitStore,
   type StoreReply,
 } from '@sluice/core';
@@ -18,6 +19,16 @@ export const STORE_TIMEOUT_MS = 100;
 export const LATENCY_MARGIN_MS = 100;
 export const NOW = 1_700_000_000_000;
 export const KEY = 'hot';
+
+/**
+ * The outage is over once the store has answered for OUTAGE_QUIET_MS without a failure: after
+ * the load, let that pass and ask once more, so the recovery is logged.
+ */
+export async function confirmRecovery(limiter: Limiter): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, OUTAGE_QUIET_MS));
+  const decision = await limiter.consume(KEY);
+  if (decision.reason !== undefined) throw new Error(`the store did not answer after the outage: ${decision.reason}`);
+}
 export const LIMIT = 1_000_000;
 
 /** One call as a client saw it. */
