@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Unavailable } from '../inproc/contender.js';
 import { contenderFor } from '../inproc/contenders.js';
 import { parseArgs } from '../lib/args.js';
 import { reportAndExit } from '../lib/child-main.js';
 import { buildKeys } from '../lib/keys.js';
+import { settledMemory } from '../lib/settled-memory.js';
 
 /**
  * Memory per tracked key, in a fresh process per contender (run with --expose-gc): the key
@@ -15,20 +15,9 @@ const args = parseArgs(process.argv.slice(2));
 const id = args.get('contender') as string;
 const keyCount = Number(args.get('keys') ?? 1_000_000);
 
-const gc = (globalThis as { gc?: () => void }).gc;
-
-async function settled(): Promise<NodeJS.MemoryUsage> {
-  if (gc === undefined) throw new Error('run with --expose-gc');
-  for (let i = 0; i < 4; i++) {
-    gc();
-    await sleep(20);
-  }
-  return process.memoryUsage();
-}
-
 async function main() {
   const keys = buildKeys(keyCount);
-  const before = await settled();
+  const before = await settledMemory();
   let contender: Awaited<ReturnType<ReturnType<typeof contenderFor>>>;
   try {
     contender = await contenderFor(id)({ mode: 'pass', redisPort: undefined, maxKeys: keyCount });
@@ -39,7 +28,7 @@ async function main() {
   const start = performance.now();
   for (const key of keys) await contender.call(key);
   const fillSeconds = (performance.now() - start) / 1000;
-  const after = await settled();
+  const after = await settledMemory();
   const result = {
     heapBytesPerKey: (after.heapUsed - before.heapUsed) / keyCount,
     // Typed arrays live outside the V8 heap (lru-cache keeps its links there): counted apart.

@@ -3,6 +3,7 @@ import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js
 import { describe, invalid, SluiceError } from './errors.js';
 import { limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
+import { defaultMemoryStore } from './memory-store/index.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
@@ -75,7 +76,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
-  const store = options.store === undefined ? createDefaultStore() : options.store;
+  const store = options.store === undefined ? defaultMemoryStore() : options.store;
   if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
     invalid(
       'ERR_SLUICE_INVALID_STORE',
@@ -275,32 +276,4 @@ function checkCost(cost: unknown): number {
     );
   }
   return cost;
-}
-
-/**
- * The embedded default. `@sluice/memory` depends on core, so core loads it on first use
- * instead of importing it; the store is created once the module is in.
- */
-function createDefaultStore(): RateLimitStore {
-  const specifier = '@sluice/memory';
-  let inner: RateLimitStore | undefined;
-  let loading: Promise<RateLimitStore> | undefined;
-  const store: RateLimitStore = {
-    name: 'memory',
-    local: true,
-    consume: (request) => (inner ? inner.consume(request) : load().then((s) => s.consume(request))),
-    reset: (...args) => (inner ? inner.reset(...args) : load().then((s) => s.reset(...args))),
-    refund: (request) => (inner ? inner.refund(request) : load().then((s) => s.refund(request))),
-  };
-  const load = (): Promise<RateLimitStore> => {
-    loading ??= (import(specifier) as Promise<{ createMemoryStore(): RateLimitStore }>).then((m) => {
-      inner = m.createMemoryStore();
-      // From now on the limiter takes the synchronous path.
-      if (inner.consumeSync !== undefined) store.consumeSync = inner.consumeSync;
-      if (inner.consumeOneSync !== undefined) store.consumeOneSync = inner.consumeOneSync;
-      return inner;
-    });
-    return loading;
-  };
-  return store;
 }

@@ -101,7 +101,7 @@ export interface StoreReply {
 
 /**
  * A store runs the algorithms atomically: a decision over several policies charges all of
- * them or none. Implemented by `@sluice/memory` and `@sluice/redis`.
+ * them or none. Implemented by the memory store (`createMemoryStore`) and `@sluice/redis`.
  */
 export interface RateLimitStore {
   /** Used in log and error messages. */

@@ -7,7 +7,6 @@ import {
   type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
-import { createMemoryStore } from '@sluice/memory';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 
 declare global {
@@ -39,7 +38,6 @@ const binding: AdapterBinding<Request, Response> = {
   },
   trustAdvice:
     "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
-  defaultStore: () => createMemoryStore(),
   // Express 5's router and Express 4's call a handler from these.
   dispatchFrame: /\bat Layer\.handle(?:Request\b| \[as handle_request\])/,
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
@@ -51,8 +49,9 @@ const binding: AdapterBinding<Request, Response> = {
 /**
  * Express middleware: `app.use(rateLimit(options))`, or per route
  * `app.post('/login', rateLimit(options), handler)`. Each call has its own limiter and, unless
- * `store` is given, its own memory store. The middleware carries that limiter (`.limiter`,
- * `.limiterFor(policies)`) so application code can peek, reset or refund a client's quota.
+ * `store` is given, its own memory store (over the process's one LRU index). The middleware
+ * carries that limiter (`.limiter`, `.limiterFor(policies)`) so application code can peek,
+ * reset or refund a client's quota.
  *
  * @example
  * app.use(rateLimit({ limit: 100, window: '1m' }));

@@ -9,7 +9,6 @@ import {
   type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
-import { createMemoryStore } from '@sluice/memory';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { createRateLimitHook, type OnLimited, type RateLimitHook } from './rate-limit-hook.js';
@@ -96,7 +95,6 @@ const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, Fastify
   proxyTrust: proxyTrustFor(trustProxy),
   trustAdvice:
     "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`.",
-  defaultStore: () => createMemoryStore(),
   routePattern: (request) => request.routeOptions.url,
   setHeader: (reply, name, value) => reply.header(name, value),
   appendHeader(reply, name, value) {
@@ -121,7 +119,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     }
   }
   const binding = bindingFor(trustProxyOf(app));
-  const appOptions: Record<string, unknown> = { ...options, store: options.store ?? createMemoryStore() };
+  const appOptions: Record<string, unknown> = { ...options };
   delete appOptions.global;
   delete appOptions.notFound;
   const routes = new Map<string, RateLimitHandle>();

@@ -7,7 +7,6 @@ import {
   type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
-import { createMemoryStore } from '@sluice/memory';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -34,7 +33,6 @@ const binding: AdapterBinding<Context, Context> = {
   proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all'),
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
-  defaultStore: () => createMemoryStore(),
   // koa-compose calls each middleware from `dispatch`.
   dispatchFrame: /\bat dispatch \([^)]*koa-compose/,
   // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
@@ -45,9 +43,10 @@ const binding: AdapterBinding<Context, Context> = {
 
 /**
  * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
- * own limiter and, unless `store` is given, its own memory store, which it carries (`.limiter`,
- * `.limiterFor(policies)`) for application code to peek, reset or refund a client's quota. Store errors under
- * `onStoreError: 'throw'` propagate to Koa's error handling.
+ * own limiter and, unless `store` is given, its own memory store (over the process's one LRU
+ * index). It carries the limiter (`.limiter`, `.limiterFor(policies)`) for application code to
+ * peek, reset or refund a client's quota. Store errors under `onStoreError: 'throw'`
+ * propagate to Koa's error handling.
  *
  * @example
  * app.use(rateLimit({ limit: 100, window: '1m' }));

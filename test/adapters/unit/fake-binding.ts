@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AdapterBinding } from '@sluice/core';
-import { createMemoryStore } from '@sluice/memory';
 
 /** A request as the unit tests make it: an address and headers, plus whatever a test adds. */
 export interface FakeRequest {
@@ -16,7 +15,6 @@ export function fakeBinding<Req extends FakeRequest>(): AdapterBinding<Req, Reco
     clientIp: (req) => req.ip,
     proxyTrust: () => 'none',
     trustAdvice: 'trust your proxy.',
-    defaultStore: () => createMemoryStore(),
     setHeader: (res, name, value) => {
       res[name] = value;
     },

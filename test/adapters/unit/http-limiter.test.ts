@@ -93,4 +93,17 @@ describe('createHttpLimiter', () => {
     for (let tier = 1; tier <= MAX_TIER_LIMITERS; tier++) await limiter.handle(from('9.9.9.9', String(tier)), {});
     expect((await limiter.handle(from('1.2.3.4', '0'), {})).action).toBe('limited');
   });
+
+  it('middleware given no store count apart, as with a store each, even with the same policies', async () => {
+    // Regression: on one shared store the second would be ERR_SLUICE_NAMESPACE_TAKEN.
+    const options = { limit: 1, window: '1m', clock: clockAt(0) } as const;
+    const first = createHttpLimiter(options, binding);
+    const second = createHttpLimiter(options, binding);
+    const login = createHttpLimiter({ ...options, prefix: 'login' }, binding);
+    const loginAgain = createHttpLimiter({ ...options, prefix: 'login' }, binding);
+    for (const limiter of [first, second, login, loginAgain]) {
+      expect((await limiter.handle(from('192.0.2.1'), {})).action).toBe('next');
+      expect((await limiter.handle(from('192.0.2.1'), {})).action).toBe('limited');
+    }
+  });
 });

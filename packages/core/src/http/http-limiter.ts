@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SluiceError } from '../errors.js';
 import { consumeNow, createLimiter } from '../limiter.js';
-import type { Decision, Limiter, LimiterOptions, PolicyOptions, RateLimitStore } from '../types.js';
+import { defaultMemoryStore } from '../memory-store/index.js';
+import type { Decision, Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
 import { clientAddressKey, type ProxyTrust } from './client-address.js';
@@ -31,8 +32,6 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
   proxyTrust(req: Req): ProxyTrust;
   /** How to set proxy trust in this framework, quoted by the proxy warnings. */
   trustAdvice: string;
-  /** The store when none is given: each middleware gets its own. */
-  defaultStore(): RateLimitStore;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
   routePattern?(req: Req): string | undefined;
   /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
@@ -108,7 +107,7 @@ export function createHttpLimiter<Req, Res>(
   const { key, skip, ipv6Subnet, policiesFor } = checked;
   const base: Record<string, unknown> = {
     ...checked.limiterOptions,
-    store: checked.limiterOptions.store === undefined ? binding.defaultStore() : checked.limiterOptions.store,
+    store: checked.limiterOptions.store === undefined ? defaultMemoryStore() : checked.limiterOptions.store,
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
+import { defaultMemoryStore } from '../../memory-store/index.js';
 import type { LimiterOptions } from '../../types.js';
 import { clientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
@@ -97,7 +98,7 @@ export function createRulesHttpLimiter<Req, Res>(
   const ipv6Subnet = checkIpv6Subnet(options.ipv6Subnet);
   const descriptorsOf = compileDescriptors<Req>(options.descriptors, options.fields);
   const base: Record<string, unknown> = {
-    store: options.store ?? binding.defaultStore(),
+    store: options.store ?? defaultMemoryStore(),
     ...Object.fromEntries(
       ['clock', 'onStoreError', 'storeTimeoutMs', 'logger'].flatMap((k) =>
         options[k] === undefined ? [] : [[k, options[k]]],

@@ -1,4 +1,5 @@
-import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
+import { SluiceError } from '../errors.js';
+import type { Policy, StoreRequest } from '../types.js';
 
 /**
  * The largest sliding-window-log limit this store takes. Its log lives inline in the client's

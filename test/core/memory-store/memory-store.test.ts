@@ -1,7 +1,6 @@
-import { createLimiter, type StoreRequest, toPolicy } from '@sluice/core';
-import { createMemoryStore, DEFAULT_MAX_KEYS } from '@sluice/memory';
+import { createLimiter, createMemoryStore, DEFAULT_MAX_KEYS, type StoreRequest, toPolicy } from '@sluice/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { manualClock } from '../helpers/clock.js';
+import { manualClock } from '../../helpers/clock.js';
 
 const START = 1_700_000_000_000;
 const policy = toPolicy({ limit: 1_000, window: '1h', algorithm: 'fixed-window' }, 'policy');

@@ -1,4 +1,5 @@
-import { convertState, type Policy, type State } from '@sluice/core';
+import { convertState, type State } from '../algorithms/index.js';
+import type { Policy } from '../types.js';
 import { type Entry, readStates, removeSegment, segmentsOf } from './entry.js';
 import type { Layout, Layouts } from './layouts.js';
 

@@ -1,9 +1,8 @@
-import { createLimiter, decide, type Policy, refundStates, type State } from '@sluice/core';
-import { createMemoryStore } from '@sluice/memory';
+import { createLimiter, createMemoryStore, decide, type Policy, refundStates, type State } from '@sluice/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { anyPolicyArb, optionsOf, START } from '../core/support/meter.js';
-import { manualClock } from '../helpers/clock.js';
+import { manualClock } from '../../helpers/clock.js';
+import { anyPolicyArb, optionsOf, START } from '../support/meter.js';
 
 // The memory store packs every limiter's states for one client key into one flat array and
 // rewrites, grows and shrinks its segments in place. Whatever the interleaving, each limiter

@@ -1,17 +1,7 @@
-import {
-  algorithms,
-  decide,
-  type Evaluation,
-  type Policy,
-  type PolicyOutcome,
-  type RateLimitStore,
-  refundStates,
-  SluiceError,
-  type State,
-  type StoreReply,
-  type StoreRequest,
-} from '@sluice/core';
 import { LRUCache } from 'lru-cache';
+import { algorithms, decide, type Evaluation, refundStates, type State } from '../algorithms/index.js';
+import { SluiceError } from '../errors.js';
+import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { checkPolicies, nowOf } from './checks.js';
 import {
   type Entry,
@@ -24,7 +14,7 @@ import {
   segmentsOf,
   writeSegment,
 } from './entry.js';
-import { createLayouts, type Layout } from './layouts.js';
+import { createLayouts, type Layout, type Layouts } from './layouts.js';
 import { type TakenOver, takeOver } from './take-over.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
@@ -37,7 +27,7 @@ export interface MemoryStoreOptions {
 export interface MemoryStore extends RateLimitStore {
   /** Client keys tracked now; never more than `maxKeys`. */
   readonly size: number;
-  /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`). */
+  /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
   readonly evictions: number;
   consumeSync(request: StoreRequest): StoreReply;
   consumeOneSync(request: StoreRequest): PolicyOutcome;
@@ -69,7 +59,29 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       `[sluice] Option \`maxKeys\` must be a whole number from 1 to 2^30; received ${String(maxKeys)}.`,
     );
   }
-  const cache = new LRUCache<string, Entry>({ max: maxKeys });
+  return memoryStoreOver(createMemoryTable(maxKeys));
+}
+
+/** What memory stores over one LRU index share: the client keys, the layouts of their segments, and evictions. */
+export interface MemoryTable {
+  readonly cache: LRUCache<string, Entry>;
+  readonly layouts: Layouts;
+  evictions: number;
+}
+
+export const createMemoryTable = (maxKeys: number): MemoryTable => ({
+  cache: new LRUCache<string, Entry>({ max: maxKeys }),
+  layouts: createLayouts(),
+  evictions: 0,
+});
+
+/**
+ * A memory store over `table`. Stores over one table share its keys and its `maxKeys` bound;
+ * each files its namespaces under its own `scope`, so a limiter's namespace in one store never
+ * meets the same namespace in another: each counts as if it had a store to itself.
+ */
+export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
+  const { cache } = table;
   // Without options of its own, every `get` allocates them and gives them a new shape: a
   // reused object makes the lookup markedly cheaper. lru-cache writes a diagnostics `status`
   // into it when its metrics channel has subscribers; clearing it keeps that per call.
@@ -79,8 +91,20 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     getOptions.status = undefined;
     return entry;
   };
-  const layouts = createLayouts();
-  let evictions = 0;
+  const { layouts } = table;
+  // A namespace as this store files it in the table: its own, when stores share one.
+  let lastNamespace = '';
+  let lastFiled = '';
+  const filed =
+    scope === ''
+      ? (namespace: string) => namespace
+      : (namespace: string) => {
+          if (namespace !== lastNamespace) {
+            lastNamespace = namespace;
+            lastFiled = `${namespace}/${scope}`;
+          }
+          return lastFiled;
+        };
 
   /** Writes the client's segment, keeping the entry in the cache if it had to be replaced. */
   const write = (
@@ -94,7 +118,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     const kept = writeSegment(entry, at, id, states, policies);
     if (kept === entry) return;
     // A key not held yet pushes the least recently used one out of a full cache.
-    if (entry === undefined && cache.size === maxKeys) evictions++;
+    if (entry === undefined && cache.size === cache.max) table.evictions++;
     cache.set(key, kept);
   };
 
@@ -138,7 +162,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const decideOne = (request: StoreRequest, now: number): Evaluation => {
     const { key, policies, cost } = request;
     const policy = policies[0] as Policy;
-    const layout = layouts.of(request.namespace, policies);
+    const layout = layouts.of(filed(request.namespace), policies);
     const { id } = layout;
     const entry = lookUp(key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
@@ -163,7 +187,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       const evaluation = decideOne(request, now);
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
     }
-    const layout = layouts.of(request.namespace, request.policies);
+    const layout = layouts.of(filed(request.namespace), request.policies);
     const { id } = layout;
     const entry = lookUp(request.key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
@@ -191,7 +215,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       return cache.size;
     },
     get evictions() {
-      return evictions;
+      return table.evictions;
     },
     consumeSync,
     consumeOneSync: (request) => decideOne(request, nowOf(request)),
@@ -200,7 +224,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
     refund(request) {
       const now = nowOf(request);
-      const layout = layouts.of(request.namespace, request.policies);
+      const layout = layouts.of(filed(request.namespace), request.policies);
       const { id } = layout;
       const { policies, capacities } = request;
       const entry = lookUp(request.key);
@@ -221,7 +245,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       // Every version's states under the namespace, and any a forgotten layout left.
       for (const [at, id] of segmentsOf(entry).reverse()) {
         const layout = layouts.byId(id);
-        if (layout === undefined || layout.namespace === namespace) removeSegment(entry, at);
+        if (layout === undefined || layout.namespace === filed(namespace)) removeSegment(entry, at);
       }
       if (entry.length === 0) cache.delete(key);
       return Promise.resolve();

@@ -1,4 +1,5 @@
-import type { AlgorithmName, Policy, State } from '@sluice/core';
+import type { State } from '../algorithms/index.js';
+import type { AlgorithmName, Policy } from '../types.js';
 
 /**
  * One LRU entry holds every limiter's state for one client key, as a flat array of numbers:

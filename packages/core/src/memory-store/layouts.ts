@@ -1,4 +1,4 @@
-import type { Policy } from '@sluice/core';
+import type { Policy } from '../types.js';
 
 /**
  * What one segment of an entry holds: the namespace, and the policies whose states follow in
