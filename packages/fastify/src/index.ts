@@ -1,6 +1,7 @@
 import {
   type AdapterBinding,
   type Decision,
+  defaultMemoryStore,
   type HttpLimiterOptions,
   type HttpRouteOptions,
   inRoute,
@@ -119,7 +120,9 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     }
   }
   const binding = bindingFor(trustProxyOf(app));
-  const appOptions: Record<string, unknown> = { ...options };
+  // One store per registration, so routes that give the same `prefix` share a count.
+  const store = options.store === undefined ? defaultMemoryStore() : options.store;
+  const appOptions: Record<string, unknown> = { ...options, store };
   delete appOptions.global;
   delete appOptions.notFound;
   const routes = new Map<string, RateLimitHandle>();
