@@ -11,6 +11,13 @@ const MINUTE = 60_000;
 const freshPrefix = () => `t-${randomUUID().slice(0, 13)}`;
 
 /**
+ * A slow store call must fail the test, never count as a pass: on a loaded machine the
+ * default 100 ms timeout with `onStoreError: 'allow'` would admit the request and read as
+ * an over-admission.
+ */
+const strict = { onStoreError: 'throw', storeTimeoutMs: 10_000 } as const;
+
+/**
  * Defects found by hostile testing, each reproduced through a limiter on every store: declare
  * it inside a store's `describe`, next to `storeConformance`.
  */
@@ -20,7 +27,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
   it.each(pairs)(
     'rolling deploy %s → %s, limit 5 → 10 under one prefix: taking turns admits at most 10 (was 40 of 40)',
     async (from, to) => {
-      const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS };
+      const shared = { ...strict, store: store(), prefix: freshPrefix(), clock: () => START_MS };
       const old = createLimiter({ ...shared, limit: 5, window: '1m', algorithm: from });
       const next = createLimiter({ ...shared, limit: 10, window: '1m', algorithm: to });
       let admitted = 0;
@@ -42,7 +49,13 @@ export function limiterRegressions(store: () => RateLimitStore) {
         fc.array(fc.boolean(), { minLength: 1, maxLength: 40 }),
         async (a, b, turns) => {
           // The clock stands still, so nothing refills: every admission spends quota for good.
-          const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS, window: '1m' as const };
+          const shared = {
+            ...strict,
+            store: store(),
+            prefix: freshPrefix(),
+            clock: () => START_MS,
+            window: '1m' as const,
+          };
           const first = createLimiter({ ...shared, ...a });
           const second = createLimiter({ ...shared, ...b });
           let admitted = 0;
@@ -55,7 +68,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
   });
 
   it.each(pairs)('a changed algorithm %s → %s never resets a client to a fresh quota', async (from, to) => {
-    const shared = { store: store(), prefix: freshPrefix(), clock: () => START_MS };
+    const shared = { ...strict, store: store(), prefix: freshPrefix(), clock: () => START_MS };
     const policy = (algorithm: AlgorithmName) => [{ name: 'minute', limit: 5, window: '1m' as const, algorithm }];
     const old = createLimiter({ ...shared, policies: policy(from) });
     for (let i = 0; i < 5; i++) expect((await old.consume('k')).allowed).toBe(true);
@@ -66,7 +79,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
 
   it('a changed window or limit keeps what was spent; a slot the new version lacks is kept for the old one', async () => {
     const clock = manualClock(START_MS);
-    const shared = { store: store(), prefix: freshPrefix(), clock };
+    const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
     const old = createLimiter({
       ...shared,
       policies: [
@@ -88,6 +101,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
     const limiter = createLimiter({
       limit: 1,
       window: '1m',
+      ...strict,
       store: store(),
       prefix: freshPrefix(),
       clock: () => START_MS,
@@ -106,6 +120,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
         limit: 3,
         window: '1m',
         algorithm,
+        ...strict,
         store: store(),
         prefix: freshPrefix(),
         clock,

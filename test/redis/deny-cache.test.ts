@@ -112,8 +112,10 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
           const clock = manualClock();
           const prefix = `run${run++}`;
           const named = policies.map((policy, i) => ({ ...policy, name: `p${i}` }));
-          const withCache = createLimiter({ policies: named, store: cached, clock, prefix });
-          const without = createLimiter({ policies: named, store: plain, clock, prefix });
+          // A slow call must fail the run, not pass as a fail-open decision on one side only.
+          const strict = { onStoreError: 'throw', storeTimeoutMs: 10_000 } as const;
+          const withCache = createLimiter({ ...strict, policies: named, store: cached, clock, prefix });
+          const without = createLimiter({ ...strict, policies: named, store: plain, clock, prefix });
           for (const step of steps) {
             if (step.op === 'advance') clock.advance(step.ms);
             else expect(await play(withCache, step)).toEqual(await play(without, step));
