@@ -1,6 +1,7 @@
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
 import { invalid, SluiceError } from '../errors.js';
+import { POLICY_OPTION_NAMES } from '../known-options.js';
 import { createLimiter } from '../limiter.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
 
@@ -53,8 +54,7 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
   const durationMs = toMs(duration as Duration, 'ban.duration');
   const windowMs = toMs((options.window ?? duration) as Duration, 'ban.window');
   const shared = { ...base };
-  for (const name of ['limit', 'window', 'algorithm', 'burst', 'queue', 'refillAmount', 'refillInterval', 'name'])
-    delete shared[name];
+  for (const name of POLICY_OPTION_NAMES) delete shared[name];
   const make = (suffix: string, policy: Record<string, unknown>): Limiter =>
     createLimiter({
       ...shared,
