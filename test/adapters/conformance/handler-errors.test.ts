@@ -1,3 +1,4 @@
+import { parseRules } from '@sluice/rules';
 import request from 'supertest';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
@@ -56,6 +57,20 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
 
   it('a cost function that returns 0 fails the request with an error naming that function', async () => {
     app = await harness.start({ limits: [{ ...oneEach, cost: () => 0, clock: clockAt(0) }] });
+    expect(await failure()).toMatchObject({
+      code: 'ERR_SLUICE_INVALID_COST',
+      message: expect.stringMatching(/Your `cost` function returned 0 for this request/),
+    });
+  });
+
+  it('in rules mode too, a cost function that returns 0 fails the request with an error naming that function', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 5, window: 1m, algorithm: fixed-window }]
+`);
+    app = await harness.start({ limits: [{ rules, cost: () => 0, clock: clockAt(0), logger: collectingLogger() }] });
     expect(await failure()).toMatchObject({
       code: 'ERR_SLUICE_INVALID_COST',
       message: expect.stringMatching(/Your `cost` function returned 0 for this request/),

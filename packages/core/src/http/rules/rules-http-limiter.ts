@@ -12,6 +12,7 @@ import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome 
 import { checkCost, checkHandlers } from '../http-options.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
+import { costFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike, RuleSetLike } from './rule-like.js';
@@ -185,13 +186,7 @@ export function createRulesHttpLimiter<Req, Res>(
     };
     const rules = current();
     const descriptors = await descriptorsOf(req, facts);
-    const units = typeof cost === 'number' ? cost : await (cost as (req: Req) => unknown)(req);
-    if (typeof units !== 'number' || !Number.isSafeInteger(units) || units <= 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_COST',
-        `[sluice] A cost must be a positive whole number; received ${String(units)}.`,
-      );
-    }
+    const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock);
     return finish(verdicts, req, res, request, units);
   };
