@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { finish, sourceFile, spawnNode } from '../lib/children.js';
+import { median } from '../lib/stats.js';
 import { CASES } from './cases.js';
 
 /**
@@ -16,7 +17,6 @@ interface Sample {
   externalBytes: number;
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number;
 const mb = (bytes: number) => (bytes / 1e6).toFixed(bytes < 1e6 ? 2 : 1);
 
 const rows: string[] = [];
