@@ -1,6 +1,7 @@
 import { createLimiter, type RateLimitStore } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
+import { promiseStore } from '../helpers/stores.js';
 import { base, type ConfigCase, expectConfigError } from './support/config-error.js';
 
 /**
@@ -103,9 +104,7 @@ describe('a clock that goes bad after start-up', () => {
 
   it('on a remote-looking store too (no synchronous path)', async () => {
     let reading: number = 1_700_000_000_000;
-    const inner = createMemoryStore();
-    const store: RateLimitStore = { name: 'remote', consume: inner.consume, reset: inner.reset, refund: inner.refund };
-    const limiter = createLimiter({ ...base, clock: () => reading, store, onStoreError: 'allow' });
+    const limiter = createLimiter({ ...base, clock: () => reading, store: promiseStore(), onStoreError: 'allow' });
     reading = Number.NaN;
     await expect(limiter.consume('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_CLOCK' });
   });
