@@ -17,7 +17,8 @@ export interface Buckets {
   endMs?: number;
 }
 
-function frame(decisions: readonly Arrival[], buckets: Buckets) {
+/** The buckets' first start, their number, and the bucket a time falls in, defaults taken from the decisions. */
+export function frame(decisions: readonly Arrival[], buckets: Buckets) {
   const { bucketMs } = buckets;
   const first = decisions[0]?.at ?? 0;
   const last = decisions[decisions.length - 1]?.at ?? 0;

@@ -1,5 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
-import type { Buckets, Series } from './series.js';
+import { type Buckets, frame, type Series } from './series.js';
 
 export interface WorstWindow {
   /** The most cost admitted for one key within any window (t − W, t]. */
@@ -64,10 +64,7 @@ export function trailingWindowSeries(
   const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
   passed.sort((a, b) => a.at - b.at);
   const { bucketMs } = buckets;
-  const first = decisions[0]?.at ?? 0;
-  const startMs = buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs;
-  const endMs = buckets.endMs ?? (decisions[decisions.length - 1]?.at ?? 0) + 1;
-  const count = Math.max(1, Math.ceil((endMs - startMs) / bucketMs));
+  const { startMs, count } = frame(decisions, buckets);
   const values = new Array<number>(count).fill(0);
   // Walk request times and bucket ends together; the sum at each is the trailing window's.
   let sum = 0;
