@@ -72,17 +72,17 @@ export async function runService(
   progress: Progress,
 ): Promise<{ service: ServiceResult[]; clientCost: ServiceClientCost | undefined }> {
   const seconds = (settings.warmupMs + settings.durationMs) / 1000;
+  const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
   progress.plan(IN_FLIGHT.length * 2 + 1, seconds + 1);
   const service: ServiceResult[] = [];
   let clientCost: ServiceClientCost | undefined;
   for (const store of ['memory', 'redis'] as const) {
     await redis.flush();
     const { child, port } = await startService(store === 'redis' ? redis : undefined);
+    const own = { service: child.pid, redis: redis.pid };
     try {
       for (const inFlight of IN_FLIGHT) {
         const load = ['service/load.ts', '--address', `127.0.0.1:${port}`, '--inflight', String(inFlight)];
-        const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
-        const own = { service: child.pid, redis: redis.pid };
         const result = await measured(
           own,
           async (): Promise<{
@@ -105,10 +105,9 @@ export async function runService(
       }
       if (store === 'redis') {
         const args = ['service/client-cost.ts', '--address', `127.0.0.1:${port}`, '--redis-port', String(redis.port)];
-        const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
         const label = 'service client vs Redis store';
         try {
-          const { output } = await runLoad([...args, ...timing], seconds * 4, { service: child.pid, redis: redis.pid });
+          const { output } = await runLoad([...args, ...timing], seconds * 4, own);
           clientCost = lastJson<ServiceClientCost>(output);
           const added = clientCost.service.sequentialP50Us - clientCost.redis.sequentialP50Us;
           progress.done(label, `+${Math.round(added)} µs per decision`, seconds + 1);
