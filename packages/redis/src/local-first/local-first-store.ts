@@ -158,8 +158,11 @@ export function createLocalFirst(
   timer.unref();
 
   const clientOf = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
-    const clients = limiters.get(request.policies) ?? new Map<string, ClientCounts>();
-    limiters.set(request.policies, clients);
+    let clients = limiters.get(request.policies);
+    if (clients === undefined) {
+      clients = new Map<string, ClientCounts>();
+      limiters.set(request.policies, clients);
+    }
     const id = `${request.namespace}|${request.key}`;
     let counts = clients.get(id);
     if (counts !== undefined && !counts.stale) return counts;
@@ -200,8 +203,9 @@ export function createLocalFirst(
     },
     async reset(namespace, key, policies) {
       const id = `${namespace}|${key}`;
-      const counts = limiters.get(policies)?.get(id);
-      limiters.get(policies)?.delete(id);
+      const clients = limiters.get(policies);
+      const counts = clients?.get(id);
+      clients?.delete(id);
       const now = counts?.lastNow ?? Date.now();
       const keys = policies.flatMap((policy) => {
         const window = windowOf(policy, now);
