@@ -89,6 +89,18 @@ export function firstConnection(client: RedisClient): Promise<void> | undefined 
 }
 
 /**
+ * What a store call does before it sends: `undefined` on a ready client, the first connection
+ * to wait for while the client opens it, and the unavailable error thrown during an outage.
+ */
+export function untilReady(client: RedisClient): Promise<void> | undefined {
+  const unavailable = notReady(client);
+  if (unavailable === undefined) return undefined;
+  const opening = firstConnection(client);
+  if (opening === undefined) throw unavailable;
+  return opening;
+}
+
+/**
  * One error per client status, made once: during an outage every request gets one, and a
  * fresh error (with its stack) for each would cost more than the decision it replaces.
  */

@@ -4,10 +4,10 @@ import { createBatcher } from './batcher.js';
 import {
   checkClient,
   clusterResendsOnFailover,
-  firstConnection,
   notReady,
   type RedisClient,
   resendsInFlight,
+  untilReady,
   watchReady,
 } from './client.js';
 import { defineScripts } from './commands.js';
@@ -119,12 +119,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
 
   const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
     try {
-      const unavailable = notReady(client);
-      if (unavailable) {
-        const opening = firstConnection(client);
-        if (opening === undefined) throw unavailable;
-        return opening.then(() => run(operation, request));
-      }
+      const opening = untilReady(client);
+      if (opening) return opening.then(() => run(operation, request));
       const { policies } = request;
       const args = decisionArgs(operation, request);
       const keys = decisionKeys(prefix, request.namespace, request.key, policies);
@@ -156,12 +152,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       denyCache?.forget(request.namespace, request.key);
     },
     async reset(namespace, key, policies) {
-      const unavailable = notReady(client);
-      if (unavailable) {
-        const opening = firstConnection(client);
-        if (opening === undefined) throw unavailable;
-        await opening;
-      }
+      // Awaited only while opening: a ready client flushes the batch in this same turn.
+      const opening = untilReady(client);
+      if (opening) await opening;
       const keys = decisionKeys(prefix, namespace, key, policies);
       denyCache?.forget(namespace, key);
       // Decisions asked for before the reset go first, as they would without batching.
