@@ -10,6 +10,15 @@ export interface RuleProblem {
   readonly column: number;
 }
 
+/** A problem with reading the rules (a file, a directory, Redis) rather than with their text: it has no line. */
+export const readProblem = (source: string, message: string): RuleProblem => ({
+  code: 'ERR_SLUICE_RULES_READ',
+  message,
+  source,
+  line: 0,
+  column: 0,
+});
+
 /**
  * Every problem of a rules document at once, so an operator fixes a file in one pass. The
  * error's own `code` is the first problem's; `problems` holds them all in file order.

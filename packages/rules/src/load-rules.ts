@@ -1,21 +1,13 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
-import { type RuleProblem, RulesError } from './errors.js';
+import { type RuleProblem, RulesError, readProblem } from './errors.js';
 import { checkDistinct, type ReadDomain, readDomains } from './parse-rules.js';
 import type { LoadedRules } from './reloader.js';
 import { createRuleSet } from './rule-set.js';
 import type { RuleSet } from './types.js';
 
 const RULE_FILE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
-
-const readProblem = (source: string, message: string): RuleProblem => ({
-  code: 'ERR_SLUICE_RULES_READ',
-  message,
-  source,
-  line: 0,
-  column: 0,
-});
 
 /**
  * A directory's rules files in name order: `.yaml`, `.yml` and `.json`. Names starting with a

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SluiceError } from '@sluice/core';
-import { RulesError } from './errors.js';
+import { RulesError, readProblem } from './errors.js';
 import { parseRules } from './parse-rules.js';
 import { createReloader, type LoadedRules, type ReloadOptions, type RulesWatcher } from './reloader.js';
 
@@ -64,12 +64,12 @@ async function readRules(client: RedisRulesClient, key: string): Promise<LoadedR
     fields = await client.hgetall(key);
   } catch (error) {
     const message = `Cannot read the rules from Redis: ${(error as Error).message}.`;
-    throw new RulesError([{ code: 'ERR_SLUICE_RULES_READ', message, source, line: 0, column: 0 }], { cause: error });
+    throw new RulesError([readProblem(source, message)], { cause: error });
   }
   const { document } = fields;
   if (document === undefined) {
     const message = `The hash ${JSON.stringify(key)} has no \`document\` field; store one with publishRules.`;
-    throw new RulesError([{ code: 'ERR_SLUICE_RULES_READ', message, source, line: 0, column: 0 }]);
+    throw new RulesError([readProblem(source, message)]);
   }
   return { rules: parseRules(document, { source }), text: document };
 }

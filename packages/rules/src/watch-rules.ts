@@ -1,7 +1,7 @@
 import { type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SluiceError } from '@sluice/core';
-import { RulesError } from './errors.js';
+import { RulesError, readProblem } from './errors.js';
 import { loadRulesText, loadRulesTextSync } from './load-rules.js';
 import { createReloader, type Reloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
 
@@ -85,15 +85,7 @@ export function watchRules(path: string, options: WatchRulesOptions = {}): Rules
     reloader.schedule();
   });
   if (outer === undefined) {
-    throw new RulesError([
-      {
-        code: 'ERR_SLUICE_RULES_READ',
-        message: 'Cannot watch the directory.',
-        source: dirname(target),
-        line: 0,
-        column: 0,
-      },
-    ]);
+    throw new RulesError([readProblem(dirname(target), 'Cannot watch the directory.')]);
   }
   const poll =
     options.pollIntervalMs === undefined ? undefined : setInterval(reloader.schedule, options.pollIntervalMs);
