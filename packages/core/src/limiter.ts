@@ -1,21 +1,18 @@
 import { createHash } from 'node:crypto';
 import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
-import { describe, invalid, SluiceError } from './errors.js';
+import { invalid, SluiceError } from './errors.js';
 import { limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
-import { defaultMemoryStore } from './memory-store/index.js';
+import { limiterSettings } from './limiter-settings.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
-import { MAX_TIMER_MS } from './timer.js';
 import type {
   ConsumeOptions,
   Decision,
   Limiter,
   LimiterOptions,
-  Logger,
-  OnStoreError,
   Policy,
   PolicyOutcome,
   RateLimitStore,
@@ -25,7 +22,6 @@ import type {
 
 /** How long a client is told to wait when `onStoreError: 'deny'` refuses it. */
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
-const DEFAULT_STORE_TIMEOUT_MS = 100;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
 const derivedPattern = /^rl-[A-Za-z0-9_-]{8}$/;
 const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
@@ -57,33 +53,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   checkKnownOptions(options);
   const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
-  const clock = checkedClock(options.clock);
-  // `undefined` alone means "the default": a `null` is a mistake to report, not to paper over.
-  const onStoreError: OnStoreError = options.onStoreError === undefined ? 'allow' : options.onStoreError;
-  if (!['allow', 'deny', 'throw'].includes(onStoreError))
-    invalid('ERR_SLUICE_INVALID_ON_STORE_ERROR', 'onStoreError', onStoreError, "'allow', 'deny' or 'throw'");
-  const timeoutMs = options.storeTimeoutMs === undefined ? DEFAULT_STORE_TIMEOUT_MS : options.storeTimeoutMs;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS)
-    invalid(
-      'ERR_SLUICE_INVALID_STORE_TIMEOUT',
-      'storeTimeoutMs',
-      timeoutMs,
-      'a whole number of milliseconds from 1 to 2^31 − 1 (the longest timer Node keeps)',
-    );
-  const logger: Logger = options.logger === undefined ? console : options.logger;
-  if (typeof logger?.warn !== 'function')
-    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  const { clock, onStoreError, timeoutMs, logger, store } = limiterSettings(options);
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
-  }
-  const store = options.store === undefined ? defaultMemoryStore() : options.store;
-  if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
-    invalid(
-      'ERR_SLUICE_INVALID_STORE',
-      'store',
-      store,
-      'a store such as createMemoryStore() or createRedisStore({ client })',
-    );
   }
   store.checkPolicies?.(policies);
   const namespace = claimNamespace(store, options.prefix, policies);
@@ -242,25 +214,6 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
  * store: a store that refused it would count as failing, and the fail policy would then let
  * every request through.
  */
-function checkedClock(clock: unknown): (() => number) | undefined {
-  if (clock === undefined) return undefined;
-  if (typeof clock !== 'function')
-    invalid('ERR_SLUICE_INVALID_CLOCK', 'clock', clock, 'a function returning whole epoch milliseconds');
-  const read = clock as () => unknown;
-  const checked = (): number => {
-    const now = read();
-    if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
-      throw new SluiceError(
-        'ERR_SLUICE_INVALID_CLOCK',
-        `[sluice] Option \`clock\` must return whole epoch milliseconds; it returned ${describe(now)}.`,
-      );
-    }
-    return now;
-  };
-  checked();
-  return checked;
-}
-
 function checkKey(key: unknown): string {
   if (typeof key !== 'string') {
     throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
-import { defaultMemoryStore } from '../../memory-store/index.js';
-import type { LimiterOptions } from '../../types.js';
+import { limiterSettings } from '../../limiter-settings.js';
+import type { LimiterBaseOptions, LimiterOptions } from '../../types.js';
 import { clientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { retryAfterMs } from '../headers/effective-window.js';
@@ -99,7 +99,8 @@ export function createRulesHttpLimiter<Req, Res>(
   const ipv6Subnet = checkIpv6Subnet(options.ipv6Subnet);
   const descriptorsOf = compileDescriptors<Req>(options.descriptors, options.fields);
   const base: Record<string, unknown> = {
-    store: options.store ?? defaultMemoryStore(),
+    // Checked here because each rule's limiter is created on first use: bad settings fail at start-up.
+    store: limiterSettings(options as LimiterBaseOptions).store,
     ...Object.fromEntries(
       ['clock', 'onStoreError', 'storeTimeoutMs', 'logger'].flatMap((k) =>
         options[k] === undefined ? [] : [[k, options[k]]],

@@ -1,0 +1,67 @@
+import { describe, invalid, SluiceError } from './errors.js';
+import { defaultMemoryStore } from './memory-store/index.js';
+import { MAX_TIMER_MS } from './timer.js';
+import type { LimiterBaseOptions, Logger, OnStoreError, RateLimitStore } from './types.js';
+
+const DEFAULT_STORE_TIMEOUT_MS = 100;
+
+export interface LimiterSettings {
+  clock: (() => number) | undefined;
+  onStoreError: OnStoreError;
+  timeoutMs: number;
+  logger: Logger;
+  store: RateLimitStore;
+}
+
+/**
+ * Checks the settings every limiter shares, with their defaults. `createLimiter` calls it, and
+ * so does the rules middleware, whose limiters are created per rule on first use: a bad
+ * setting must fail at start-up there too, not at the first request.
+ */
+export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
+  const clock = checkedClock(options.clock);
+  // `undefined` alone means "the default": a `null` is a mistake to report, not to paper over.
+  const onStoreError: OnStoreError = options.onStoreError === undefined ? 'allow' : options.onStoreError;
+  if (!['allow', 'deny', 'throw'].includes(onStoreError))
+    invalid('ERR_SLUICE_INVALID_ON_STORE_ERROR', 'onStoreError', onStoreError, "'allow', 'deny' or 'throw'");
+  const timeoutMs = options.storeTimeoutMs === undefined ? DEFAULT_STORE_TIMEOUT_MS : options.storeTimeoutMs;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS)
+    invalid(
+      'ERR_SLUICE_INVALID_STORE_TIMEOUT',
+      'storeTimeoutMs',
+      timeoutMs,
+      'a whole number of milliseconds from 1 to 2^31 − 1 (the longest timer Node keeps)',
+    );
+  const logger: Logger = options.logger === undefined ? console : options.logger;
+  if (typeof logger?.warn !== 'function')
+    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  const store = options.store === undefined ? defaultMemoryStore() : options.store;
+  if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
+    invalid(
+      'ERR_SLUICE_INVALID_STORE',
+      'store',
+      store,
+      'a store such as createMemoryStore() or createRedisStore({ client })',
+    );
+  }
+  return { clock, onStoreError, timeoutMs, logger, store };
+}
+
+function checkedClock(clock: unknown): (() => number) | undefined {
+  if (clock === undefined) return undefined;
+  if (typeof clock !== 'function')
+    invalid('ERR_SLUICE_INVALID_CLOCK', 'clock', clock, 'a function returning whole epoch milliseconds');
+  const read = clock as () => unknown;
+  const checked = (): number => {
+    const now = read();
+    if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_CLOCK',
+        `[sluice] Option \`clock\` must return whole epoch milliseconds; it returned ${describe(now)}.`,
+      );
+    }
+    return now;
+  };
+  checked();
+  return checked;
+}
