@@ -131,17 +131,6 @@ descriptors:
     expect(res.headers.ratelimit).toBeUndefined();
   });
 
-  it('a cost function returning 0 fails the request with the same error as in policies mode', async () => {
-    app = await harness.start({
-      limits: [{ rules: layered, descriptors: [['remote_address']], cost: () => 0, clock: clockAt(0), logger }],
-    });
-    await request(app.url).get('/').expect(500);
-    expect(app.errors().at(-1)).toMatchObject({
-      code: 'ERR_SLUICE_INVALID_COST',
-      message: expect.stringMatching(/Your `cost` function returned 0 for this request/),
-    });
-  });
-
   it('bad rules options fail at construction with a code', async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ rules: {} }, 'ERR_SLUICE_INVALID_OPTION'],
