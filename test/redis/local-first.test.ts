@@ -84,6 +84,22 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     },
   );
 
+  it('a request one policy refuses reports the others as they stand, as every other store does', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const policies = [
+      { name: 'burst', limit: 2, window: '1m', algorithm: 'fixed-window' },
+      { name: 'minute', limit: 10, window: '1m', algorithm: 'fixed-window' },
+    ] as const;
+    const local = createLimiter({ policies, clock, prefix: 'partial', store: await appProcess() });
+    const reference = createLimiter({ policies, clock, prefix: 'partial' });
+    for (let i = 0; i < 3; i++) {
+      const [got, expected] = [await local.consume('k'), await reference.consume('k')];
+      expect(got.policies).toEqual(expected.policies);
+    }
+    // The refused third request charged nothing: `minute` still has 8, not 7.
+    expect((await local.peek('k')).policies.map((p) => p.remaining)).toEqual([0, 8]);
+  });
+
   it('waits for one read of the fleet before a client first request in this process', async () => {
     const clock = manualClock(1_700_000_040_000);
     const [a, b] = [await appProcess(), await appProcess()];

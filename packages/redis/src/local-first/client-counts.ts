@@ -1,11 +1,4 @@
-import {
-  algorithms,
-  type Policy,
-  type PolicyOutcome,
-  type State,
-  type StoreReply,
-  type StoreRequest,
-} from '@sluice/core';
+import { algorithms, decide, type Policy, type State, type StoreReply, type StoreRequest } from '@sluice/core';
 
 /**
  * What one process knows of one policy of one client in local-first mode: the algorithm's
@@ -44,38 +37,24 @@ export function newClientCounts(request: StoreRequest, now: number): ClientCount
 }
 
 /**
- * Decides from local counts, all or nothing, exactly as the algorithm decides on that state;
- * `share` scales the capacities while Redis is out of reach.
+ * Decides from local counts with core's `decide`, so the reply is the one any store gives on
+ * that state; `share` scales the capacities while Redis is out of reach.
  */
 export function decideLocally(client: ClientCounts, request: StoreRequest, now: number, share: number): StoreReply {
   const { policies, capacities, cost } = request;
-  const outcomes: PolicyOutcome[] = [];
-  const nexts: State[] = [];
-  let allowed = true;
-  for (let i = 0; i < policies.length; i++) {
-    const policy = policies[i] as Policy;
-    const capacity = Math.floor((capacities[i] as number) * share);
-    const { next, ...outcome } = algorithms[policy.algorithm].evaluate(
-      (client.counts[i] as PolicyCounts).view,
-      policy,
-      capacity,
-      cost,
-      now,
-    );
-    outcomes.push(outcome);
-    nexts.push(next);
-    if (!outcome.allowed) allowed = false;
-  }
-  if (allowed && cost > 0) {
+  const scaled = share === 1 ? capacities : capacities.map((capacity) => Math.floor(capacity * share));
+  const views = client.counts.map((counts) => counts.view);
+  const { next, ...reply } = decide(views, policies, scaled, cost, now);
+  if (next !== undefined) {
     for (let i = 0; i < policies.length; i++) {
       const counts = client.counts[i] as PolicyCounts;
-      counts.view = nexts[i];
+      counts.view = next[i];
       charge(counts.own, windowOf(policies[i] as Policy, now), cost);
     }
   }
   client.lastNow = Math.max(client.lastNow, now);
   client.touched = true;
-  return { allowed, now, outcomes };
+  return reply;
 }
 
 /** Gives units back to this process's count of the current window (never below zero). */
