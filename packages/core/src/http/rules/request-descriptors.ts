@@ -91,6 +91,8 @@ export function compileDescriptors<Req>(
     const builtin = builtins[key] ?? headerField(key.slice('header.'.length));
     return (_req, facts) => builtin(facts);
   });
+  // Each list as positions in `keys`, found once here rather than looked up per request.
+  const positions = (lists as string[][]).map((list) => list.map((key) => keys.indexOf(key)));
   const assemble = (values: readonly (string | undefined)[]): DescriptorEntryLike[][] => {
     values.forEach((value, i) => {
       // A field's bug must not turn into a silent key such as "42" or "[object Object]".
@@ -101,11 +103,10 @@ export function compileDescriptors<Req>(
         );
       }
     });
-    const byKey = new Map(keys.map((key, i) => [key, values[i]]));
     const out: DescriptorEntryLike[][] = [];
-    for (const list of lists as string[][]) {
-      if (list.some((key) => byKey.get(key) === undefined)) continue;
-      out.push(list.map((key) => ({ key, value: byKey.get(key) as string })));
+    for (const list of positions) {
+      if (list.some((at) => values[at] === undefined)) continue;
+      out.push(list.map((at) => ({ key: keys[at] as string, value: values[at] as string })));
     }
     return out;
   };
