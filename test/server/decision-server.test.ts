@@ -36,6 +36,37 @@ describe('createDecisionServer', () => {
   });
 });
 
+describe('quota_mode over the wire', () => {
+  it('refuses only when every quota_mode rule refuses, as the adapters decide', async () => {
+    const quota = parseRules(`
+domain: d
+descriptors:
+  - key: a
+    quota_mode: true
+    policies: [{ name: quota-a, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: b
+    quota_mode: true
+    policies: [{ name: quota-b, limit: 2, window: 1m, algorithm: fixed-window }]
+`);
+    const server = createDecisionServer({ rules: quota, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog });
+    const { httpPort } = await server.listen();
+    try {
+      const body = JSON.stringify({
+        domain: 'd',
+        descriptors: [{ entries: [{ key: 'a', value: 'x' }] }, { entries: [{ key: 'b', value: 'x' }] }],
+      });
+      const ask = async () => (await fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body })).status;
+      expect(await ask()).toBe(200);
+      // quota-a is spent, quota-b is not: the request passes.
+      expect(await ask()).toBe(200);
+      // Now both refuse.
+      expect(await ask()).toBe(429);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('createServiceClient', () => {
   it.each([
     [{ domain: 'd' }, '`address`'],

@@ -1,4 +1,4 @@
-import { type Decision, decideRules, type Limiter, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
+import { type Decision, decideRules, type Limiter, passes, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
 import type { Rule, RuleSet } from '@sluice/rules';
 import { createHeaderFields } from './header-fields.js';
 import { createOverridableLimiters, type LimiterSettings } from './rule-limiters.js';
@@ -44,7 +44,8 @@ export function createDecider(options: DeciderOptions) {
     const limiterOf = (rule: unknown, index: number): Limiter =>
       limiterFor(rule as Rule, call.descriptors[index]?.limit);
     const verdicts = await decideRules(matches, limiterOf, costs, clock);
-    const refused = verdicts.some((v) => !v.decision.allowed);
+    // As the adapters decide: `quota_mode` rules refuse a request only when all of them refuse.
+    const refused = !passes(verdicts);
     const statuses = call.descriptors.map((): DescriptorAnswer => noLimit);
     for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
     const answer: RateLimitAnswer = {
