@@ -1,5 +1,5 @@
 import type { Mode } from '../inproc/contender.js';
-import { FIXED_HEADERS, REDIS_ROUND_TRIP } from './apps/app.js';
+import { FIXED_HEADERS, LOCAL_FIRST_REDIS, REDIS_ROUND_TRIP } from './apps/app.js';
 
 export interface HttpJob {
   framework: string;
@@ -17,7 +17,13 @@ const limiters: Record<string, string[]> = {
     'rate-limiter-flexible:memory',
     'rate-limiter-flexible:redis',
   ],
-  fastify: ['sluice:memory', 'sluice:redis', '@fastify/rate-limit:memory', '@fastify/rate-limit:redis'],
+  fastify: [
+    'sluice:memory',
+    'sluice:redis',
+    LOCAL_FIRST_REDIS,
+    '@fastify/rate-limit:memory',
+    '@fastify/rate-limit:redis',
+  ],
   koa: ['sluice:memory', 'sluice:redis', 'koa-ratelimit:memory', 'koa-ratelimit:redis'],
 };
 

@@ -2,6 +2,7 @@ import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 import { median } from '../lib/stats.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
+import { redisStoreTargets } from './local-first-targets.js';
 
 export interface TargetCheck {
   target: string;
@@ -165,5 +166,6 @@ export function checkTargets(results: RunResults, http: readonly HttpRow[]): Tar
     context: subscriberCost === undefined ? '' : `a subscriber that does nothing ${subscriberCost.toFixed(2)}`,
     met: atMost(metricsCost, 1.15),
   });
+  checks.push(...redisStoreTargets(http));
   return checks;
 }

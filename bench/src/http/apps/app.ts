@@ -32,6 +32,9 @@ export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
  */
 export const REDIS_ROUND_TRIP = 'round-trip:redis';
 
+/** sluice's Redis store in local-first mode: decided in-process, synced every 50 ms. */
+export const LOCAL_FIRST_REDIS = 'sluice:local-first:redis';
+
 /** The limit and window every limiter of a job gets (see `windowFor`). */
 export const limits = (mode: Mode) => ({ max: limitFor(mode), windowMs: windowFor(mode) });
 

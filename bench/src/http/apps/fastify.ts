@@ -10,13 +10,13 @@ import {
   type StartApp,
   sluiceLimit,
 } from './app.js';
-import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
+import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores.js';
 
 export const startFastify: StartApp = async (setup, port) => {
   const app = Fastify({ logger: false });
   let close = () => {};
   const { max, windowMs } = limits(setup.mode);
-  if (setup.variant === 'sluice:memory' || setup.variant === 'sluice:redis') {
+  if (isSluiceStore(setup.variant)) {
     const plugin = await exportOf<FastifyPluginAsync<Record<string, unknown>>>('@sluice/fastify', 'rateLimitPlugin');
     const store = await sluiceStore(setup);
     await app.register(plugin, { ...sluiceLimit(setup.mode), store: store.store });

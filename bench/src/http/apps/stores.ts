@@ -1,9 +1,10 @@
 import type { RateLimitStore } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
+import type { createRedisStore as CreateRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { exportOf } from '../../inproc/contender.js';
-import { type ClientSettings, type CreateRedisStore, sluiceClientOptions } from '../../inproc/sluice-contenders.js';
-import type { AppSetup } from './app.js';
+import { type ClientSettings, sluiceClientOptions } from '../../inproc/sluice-contenders.js';
+import { type AppSetup, LOCAL_FIRST_REDIS } from './app.js';
 
 /** An ioredis client on the private benchmark server; the app closes it on shutdown. */
 export function benchRedis(setup: AppSetup, settings: ClientSettings = {}): Redis {
@@ -11,14 +12,19 @@ export function benchRedis(setup: AppSetup, settings: ClientSettings = {}): Redi
   return new Redis(setup.redisPort, '127.0.0.1', settings);
 }
 
+/** The sluice variants: memory, exact Redis, local-first Redis. */
+export const isSluiceStore = (variant: string): boolean =>
+  variant === 'sluice:memory' || variant === 'sluice:redis' || variant === LOCAL_FIRST_REDIS;
+
 /** The sluice store a variant names, with a closer for what it opened. */
 export async function sluiceStore(setup: AppSetup): Promise<{ store: RateLimitStore; close: () => void }> {
   if (setup.variant === 'sluice:memory') return { store: createMemoryStore(), close: () => {} };
-  const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
+  const createRedisStore = await exportOf<typeof CreateRedisStore>('@sluice/redis', 'createRedisStore');
   const client = benchRedis(setup, sluiceClientOptions(false));
   // A decision asked before the connection is ready would fail open and measure nothing.
   await client.ping();
-  return { store: createRedisStore({ client }), close: () => client.disconnect() };
+  const localFirst = setup.variant === LOCAL_FIRST_REDIS ? { localFirst: { syncIntervalMs: 50 } } : {};
+  return { store: createRedisStore({ client, ...localFirst }), close: () => client.disconnect() };
 }
 
 /** The `round-trip:redis` control's one command per request, and a closer for its client. */

@@ -1,0 +1,63 @@
+import { LOCAL_FIRST_REDIS } from '../http/apps/app.js';
+import { findHttp, type HttpRow } from './http-summary.js';
+import type { TargetCheck } from './targets.js';
+
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) ? undefined : a / b;
+const meets = (value: number | undefined, ok: (v: number) => boolean) =>
+  value === undefined || Number.isNaN(value) ? undefined : ok(value);
+
+/** Redis CPU per 1,000 decisions of a row, in core-ms (one decision per request). */
+const redisMsPer1000 = (row: HttpRow | undefined) =>
+  row?.redisCores === undefined || !(row.rps > 0) ? undefined : (1e6 * row.redisCores) / row.rps;
+
+/**
+ * The Redis store's targets against the memory store and against itself: local-first Fastify
+ * near the memory store, local-first Redis CPU a tenth of exact mode's, and the deny cache's
+ * 429 path at least as fast as the memory store's. All read from this run's HTTP rows.
+ */
+export function redisStoreTargets(http: readonly HttpRow[]): TargetCheck[] {
+  const memory = findHttp(http, 'fastify', 'sluice:memory');
+  const exact = findHttp(http, 'fastify', 'sluice:redis');
+  const localFirst = findHttp(http, 'fastify', LOCAL_FIRST_REDIS);
+  const speed = ratio(localFirst?.ratio, memory?.ratio);
+  const [exactCpu, localCpu] = [redisMsPer1000(exact), redisMsPer1000(localFirst)];
+  const cpu = ratio(localCpu, exactCpu);
+  const checks: TargetCheck[] = [
+    {
+      target: 'HTTP fastify + sluice local-first Redis ÷ fastify + sluice memory',
+      value: speed,
+      unit: 'ratio',
+      goal: '≥ 0.90',
+      context:
+        exact === undefined || memory === undefined ? '' : `exact Redis ${(exact.ratio / memory.ratio).toFixed(2)}`,
+      met: meets(speed, (v) => v >= 0.9),
+    },
+    {
+      target: 'Redis CPU per 1,000 decisions: local-first ÷ exact (fastify, 200 path)',
+      value: cpu,
+      unit: 'ratio',
+      goal: '≤ 0.10',
+      context:
+        exactCpu === undefined || localCpu === undefined
+          ? ''
+          : `core-ms per 1,000: exact ${exactCpu.toFixed(2)}, local-first ${localCpu.toFixed(3)}`,
+      met: meets(cpu, (v) => v <= 0.1),
+    },
+  ];
+  for (const framework of ['express', 'fastify', 'koa']) {
+    const v = ratio(
+      findHttp(http, framework, 'sluice:redis', 'deny')?.rps,
+      findHttp(http, framework, 'sluice:memory', 'deny')?.rps,
+    );
+    checks.push({
+      target: `HTTP ${framework} + sluice Redis 429 path (deny cache) ÷ sluice memory 429 path`,
+      value: v,
+      unit: 'ratio',
+      goal: '≥ 1.00',
+      context: 'req/s ratio',
+      met: meets(v, (x) => x >= 1),
+    });
+  }
+  return checks;
+}
