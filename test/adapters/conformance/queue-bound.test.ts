@@ -1,6 +1,7 @@
 import { type ClientRequest, request as httpRequest } from 'node:http';
 import { createLimiter } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
+import { parseRules } from '@sluice/rules';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
@@ -52,11 +53,59 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     expect(app.hits()).toBe(6);
   });
 
+  // Rules mode held queued requests with no bound at all.
+  it('rules mode: beyond maxQueued a request is refused, and every matched rule gets its charge back', async () => {
+    const store = createMemoryStore();
+    const clock = clockAt(0);
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: queued, limit: 1, window: 10s, algorithm: gcra, burst: 1, queue: { maxDelayMs: 15s } }]
+`);
+    app = await harness.start({
+      limits: [{ rules, descriptors: [['header.x-client']], maxQueued: 2, store, clock, logger: collectingLogger() }],
+    });
+    const url = app.url;
+    for (let i = 0; i < 4; i++) await request(url).get('/').set('x-client', `c${i}`).expect(200);
+    const answers: { client: string; status: number; retryAfter: string | undefined }[] = [];
+    for (let i = 0; i < 4; i++) {
+      const client = httpRequest(`${url}/`, { headers: { 'x-client': `c${i}` } }, (res) => {
+        answers.push({ client: `c${i}`, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
+        res.resume();
+      });
+      client.on('error', () => {});
+      client.end();
+      clients.push(client);
+      if (i >= 2) await vi.waitFor(() => expect(answers).toHaveLength(i - 1));
+    }
+    expect(answers.map((a) => [a.client, a.status])).toEqual([
+      ['c2', 429],
+      ['c3', 429],
+    ]);
+    for (const answer of answers) expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(10);
+    // The refused clients spent nothing: once the held clients leave, c2's next request is
+    // queued 10 s (held, so a short wait gives up first). Had its refusal been charged, it would
+    // wait 20 s, past maxDelayMs, and be refused.
+    for (const client of clients.splice(0, 2)) client.destroy();
+    await vi.waitFor(async () => {
+      const next = await fetch(`${url}/`, { headers: { 'x-client': 'c2' }, signal: AbortSignal.timeout(100) }).catch(
+        (error: Error) => error,
+      );
+      expect(next).toBeInstanceOf(Error);
+    }, 3000);
+    expect(app.hits()).toBe(4);
+  });
+
   it('refuses a maxQueued that is not a positive whole number, at start-up', async () => {
+    const rules = parseRules(
+      'domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
     for (const maxQueued of [0, -1, 1.5, null, '10']) {
       await expect(harness.configure({ limit: 1, window: '1s', maxQueued })).rejects.toMatchObject({
         code: 'ERR_SLUICE_INVALID_QUEUE',
       });
+      await expect(harness.configure({ rules, maxQueued })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_QUEUE' });
     }
   });
 });

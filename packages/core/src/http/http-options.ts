@@ -59,6 +59,15 @@ export type HttpLimiterOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
 /** Requests one middleware holds at once in queue mode, unless `maxQueued` says otherwise. */
 export const DEFAULT_MAX_QUEUED = 1024;
 
+/** The `maxQueued` option, or its default. */
+export function checkMaxQueued(value: unknown): number {
+  const maxQueued = value === undefined ? DEFAULT_MAX_QUEUED : value;
+  if (typeof maxQueued !== 'number' || !Number.isSafeInteger(maxQueued) || maxQueued <= 0) {
+    invalid('ERR_SLUICE_INVALID_QUEUE', 'maxQueued', maxQueued, 'a positive whole number of requests');
+  }
+  return maxQueued;
+}
+
 const HTTP_ONLY_OPTIONS = [
   'key',
   'cost',
@@ -146,10 +155,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
       '[sluice] Options `key` and `ipv6Subnet` exclude each other: `ipv6Subnet` shapes the default IP key only. Use `ipKey(ip, subnet)` inside `key`.',
     );
   }
-  const maxQueued = all.maxQueued === undefined ? DEFAULT_MAX_QUEUED : all.maxQueued;
-  if (typeof maxQueued !== 'number' || !Number.isSafeInteger(maxQueued) || maxQueued <= 0) {
-    invalid('ERR_SLUICE_INVALID_QUEUE', 'maxQueued', maxQueued, 'a positive whole number of requests');
-  }
+  const maxQueued = checkMaxQueued(all.maxQueued);
   const policiesFor =
     typeof all.policies === 'function'
       ? (all.policies as PoliciesFor<Req>)

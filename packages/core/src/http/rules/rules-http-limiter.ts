@@ -9,7 +9,7 @@ import { retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../http-limiter.js';
-import { checkCost, checkHandlers } from '../http-options.js';
+import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser } from '../user-functions.js';
@@ -30,6 +30,7 @@ export const RULES_OPTION_NAMES: readonly string[] = [
   'headers',
   'ipv6Subnet',
   'onLimited',
+  'maxQueued',
   'message',
   'statusCode',
   'store',
@@ -94,6 +95,7 @@ export function createRulesHttpLimiter<Req, Res>(
   }
   checkHandlers(options, ['skip', 'onLimited']);
   const cost = checkCost(options.cost);
+  const maxQueued = checkMaxQueued(options.maxQueued);
   const { skip } = options;
   const headerOptions = checkHeaders(options.headers);
   const ipv6Subnet = checkIpv6Subnet(options.ipv6Subnet);
@@ -140,6 +142,12 @@ export function createRulesHttpLimiter<Req, Res>(
   };
 
   const refuse = createRefuse<Req>(options);
+  const refundAll = (verdicts: readonly RuleVerdict[], units: number): void => {
+    for (const v of verdicts) v.limiter?.refund(v.key, units).catch(() => {});
+  };
+
+  /** Requests held in queue mode right now, bounded by `maxQueued`. */
+  let held = 0;
 
   const finish = (
     verdicts: RuleVerdict[],
@@ -148,8 +156,13 @@ export function createRulesHttpLimiter<Req, Res>(
     request: IncomingMessage,
     units: number,
   ): Outcome | Promise<Outcome> => {
-    const decision = combinedDecision(verdicts);
+    let decision = combinedDecision(verdicts);
     if (decision === undefined) return SKIPPED;
+    // A queue with no room left: refused, not held, and every rule's reserved slot given back.
+    if (decision.delayMs > 0 && held >= maxQueued) {
+      refundAll(verdicts, units);
+      decision = { ...decision, allowed: false, retryAfterMs: decision.delayMs, delayMs: 0 };
+    }
     writeAll(verdicts, res, request);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
@@ -157,9 +170,11 @@ export function createRulesHttpLimiter<Req, Res>(
       return refuse(req, decision);
     }
     if (decision.delayMs === 0) return { action: 'next', decision };
+    held++;
     return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
+      held--;
       if (heldToTheEnd) return { action: 'next', decision };
-      for (const v of verdicts) v.limiter?.refund(v.key, units).catch(() => {});
+      refundAll(verdicts, units);
       return { action: 'gone', decision };
     });
   };

@@ -25,6 +25,8 @@ export interface RulesHttpOptions<Req> extends Omit<LimiterBaseOptions, 'prefix'
   /** Quota units this request spends in every matched rule. @default 1 */
   cost?: number | ((req: Req) => Awaitable<number>);
   skip?: (req: Req) => Awaitable<boolean>;
+  /** Requests this middleware holds at once in queue mode; beyond it a request is refused. @default 1024 */
+  maxQueued?: number;
   headers?: HeadersOptions;
   /** Prefix length IPv6 clients are keyed by in `remote_address`, or `false`. @default 56 */
   ipv6Subnet?: number | false;
