@@ -56,6 +56,27 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(await client.lrange(`${clientKey}:log`, 0, -1)).toEqual([String(NOW), '3']);
   });
 
+  // With an injected clock the client's string was kept only as long as its states lived on
+  // that clock (here 1 ms), not the 60 s floor, when a refusal only trimmed a log: a Redis
+  // slower than 1 ms between two calls then forgot the refusing log and admitted again.
+  it('keeps the state string for at least 60 s on an injected clock when a refusal only trims a log', async () => {
+    const clock = manualClock(NOW);
+    const limiter = createLimiter({
+      policies: [
+        { name: 'short', limit: 1, window: 1, algorithm: 'sliding-window-log' },
+        { name: 'long', limit: 1, window: 2, algorithm: 'sliding-window-log' },
+      ],
+      store,
+      prefix: 'trim-ttl',
+      clock,
+    });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.advance(1);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    expect(await client.pttl(`${prefix}{trim-ttl|k}`)).toBeGreaterThan(59_000);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+
   it('reads states by slot, starts a new slot afresh, and keeps the slots of another version', async () => {
     const clientKey = `${prefix}{changed|k}`;
     const index = Math.floor(NOW / 60_000);

@@ -69,7 +69,7 @@ for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
 local texts = redis.call('MGET', unpack(client_keys))
 
 -- Decoded on first use: states[key][slot] = { version, state = { n, n[, n] }, used, reset_at }.
-local states, write_sets, write_ttls, write_nows = {}, {}, {}, {}
+local states, write_sets, write_ttls, write_nows, write_floors = {}, {}, {}, {}, {}
 -- Decodes a client's string, on a miss in states.
 local function decode_states(key, text)
   local by_slot = {}
@@ -218,6 +218,7 @@ for d = 1, decisions do
     write_sets[client_key] = true
     write_ttls[client_key] = ttl
     write_nows[client_key] = now
+    write_floors[client_key] = min_ttl
   end
 
   for i = 1, count do
@@ -238,7 +239,7 @@ reply[1] = redis_now or 0
 local formats = { [2] = ' %s@%s=%d,%d;%d,%d', [3] = ' %s@%s=%d,%d,%d;%d,%d' }
 for key in pairs(write_sets) do
   -- Every version's states go back, each kept as long as it has not fully reset.
-  local text, ttl, now = '', write_ttls[key], write_nows[key]
+  local text, ttl, now, floor_ttl = '', write_ttls[key], write_nows[key], write_floors[key]
   for slot, record in pairs(states[key]) do
     if record.reset_at > now then
       local state = record.state
@@ -247,7 +248,8 @@ for key in pairs(write_sets) do
       else
         text = text .. format(formats[3], slot, record.version, state[1], state[2], state[3], record.used, record.reset_at)
       end
-      ttl = max(ttl, record.reset_at - now)
+      -- On an injected clock, at least min_ttl: Redis cannot relate that clock to its own.
+      ttl = max(ttl, record.reset_at - now, floor_ttl)
     end
   end
   if text == '' or ttl <= 0 then
