@@ -435,6 +435,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       'backing',
       'checkPolicies',
       'consume',
+      'consumeAll',
       'name',
       'prefix',
       'refund',

@@ -44,6 +44,35 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
     }
   });
 
+  it('decides all descriptors of a call at once: a refused call spends nothing, not even for a moment', async () => {
+    for (const store of [[], ['--redis', redis.url]]) {
+      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '5000', ...store]);
+      const clients = Array.from({ length: 5 }, () => createEnvoyClient(sluice.grpcAddress));
+      try {
+        const shared = { entries: [{ key: 'exact', value: `atomic-${store.length}-${process.pid}` }] };
+        const spent = { entries: [{ key: 'remote_address', value: `spent-${store.length}-${process.pid}` }] };
+        for (let i = 0; i < 3; i++) await clients[0]?.shouldRateLimit({ domain: 'edge', descriptors: [spent] });
+        // Half the calls are refused by the spent counter; the shared one (limit 100) decides
+        // beside it. A charge they made there, even one given back later, would refuse others.
+        const calls = clients.flatMap((client) =>
+          Array.from({ length: 100 }, (_, i) =>
+            outcome(client.shouldRateLimit({ domain: 'edge', descriptors: i % 2 ? [shared, spent] : [shared] })).then(
+              (code) => ({ refusable: i % 2 === 1, code }),
+            ),
+          ),
+        );
+        const answers = await Promise.all(calls);
+        expect(answers.filter((a) => a.refusable && a.code !== 'OVER_LIMIT')).toHaveLength(0);
+        expect(answers.filter((a) => !a.refusable && a.code === 'OK')).toHaveLength(100);
+        const left = await clients[0]?.shouldRateLimit({ domain: 'edge', descriptors: [shared], hits_addend: 0 });
+        expect(left?.statuses?.[0]?.limit_remaining).toBe(0);
+      } finally {
+        for (const client of clients) client.close();
+        await sluice.kill();
+      }
+    }
+  });
+
   it('keeps running when Redis dies: NOT_SERVING and UNAVAILABLE, then serving again when it is back', async () => {
     const sluice = await startSluice(['--rules', rules, '--redis', redis.url]);
     const envoy = createEnvoyClient(sluice.grpcAddress);

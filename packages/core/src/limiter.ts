@@ -29,6 +29,26 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
 const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
 
+/** What deciding several limiters' requests in one store call (`consumeAll`) needs of one. */
+export interface JointPart {
+  readonly store: RateLimitStore;
+  /** The request `consume(key, { cost })` would send. */
+  readonly request: StoreRequest;
+  /** Runs the store call under this limiter's timeout and fail policy. */
+  guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED>;
+  /** Reads this request's reply, or the call's failure, as `consume` would, and reports it. */
+  settle(reply: Promise<StoreReply | typeof STORE_FAILED>): Promise<Decision>;
+}
+const jointParts = new WeakMap<Limiter, (key: string, cost: number) => JointPart | undefined>();
+
+/**
+ * The limiter's part in a joint decision, or `undefined` when its store cannot decide jointly
+ * or its throttle is shadow (a shadow refusal must not hold the others back).
+ */
+export function jointPart(limiter: Limiter, key: string, cost: number): JointPart | undefined {
+  return jointParts.get(limiter)?.(key, cost);
+}
+
 /**
  * Decides at once when the limiter's store can (an in-process store): the HTTP layer's fast
  * path, which then needs no promise at all. `undefined` means ask `consume` instead. Throws
@@ -172,6 +192,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await guarded(() => store.refund(refund));
     },
   };
+  jointParts.set(limiter, (key, cost) => {
+    if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
+    const caps = capacities();
+    const asked = request(checkKey(key), checkCost(cost), caps);
+    const read = (reply: StoreReply | typeof STORE_FAILED): Decision =>
+      reply === STORE_FAILED ? unavailable(key) : toDecision(key, reply, policies, caps, throttle.mode, cost);
+    return {
+      store,
+      request: asked,
+      guarded,
+      settle: (reply) => (events.watched ? events.observe(key, cost, () => reply.then(read)) : reply.then(read)),
+    };
+  });
   synchronousPaths.set(limiter, (key, cost) => (events.watched ? events.observe(key, cost, now) : now(key, cost)));
   return limiter;
 }

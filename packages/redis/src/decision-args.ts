@@ -1,7 +1,8 @@
 import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
 
-export type Operation = 'consume' | 'refund';
+/** `all`: one of a call's decisions that are charged all or none (see the scripts' header). */
+export type Operation = 'consume' | 'refund' | 'all';
 
 /**
  * Text forms built once per list: a limiter passes the same policy list every time, and the

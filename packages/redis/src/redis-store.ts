@@ -10,13 +10,14 @@ import {
   untilReady,
   watchReady,
 } from './client.js';
-import { defineScripts } from './commands.js';
+import { defineScripts, MAX_KEYS_PER_CALL } from './commands.js';
 import { decisionArgs, type Operation, policySet } from './decision-args.js';
 import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
 import { createLocalFirst, type LocalFirstParts } from './local-first/local-first-store.js';
 import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.js';
-import { scriptFor } from './scripts.js';
+import { parseReplies } from './reply.js';
+import { mixedScript, scriptFor } from './scripts.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
 
@@ -96,7 +97,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
   const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
-  const batcher = createBatcher(defineScripts(client), onCluster ? calculateSlot : () => 0, () => notReady(client));
+  const callScript = defineScripts(client);
+  const batcher = createBatcher(callScript, onCluster ? calculateSlot : () => 0, () => notReady(client));
 
   watchReady(client);
   const denyCache = denyCacheOf(options.denyCache);
@@ -130,11 +132,36 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     }
   };
 
+  /**
+   * Several decisions in one script call of their own, all or nothing. `undefined` when one
+   * call cannot hold them: more keys than a call takes, or keys in several Cluster slots.
+   */
+  const consumeAll = (requests: readonly StoreRequest[]): Promise<StoreReply[]> | undefined => {
+    const keys: string[] = [];
+    const args: string[] = [];
+    for (const request of requests) {
+      keys.push(...decisionKeys(prefix, request.namespace, request.key, request.policies));
+      args.push('1', ...decisionArgs('all', request));
+    }
+    if (keys.length > MAX_KEYS_PER_CALL) return undefined;
+    if (onCluster && keys.some((key) => calculateSlot(key) !== calculateSlot(keys[0] as string))) return undefined;
+    const first = scriptFor((requests[0] as StoreRequest).policies);
+    const script = requests.every((r) => scriptFor(r.policies) === first) ? first : mixedScript;
+    const asked = requests.map((r) => ({ policyCount: r.policies.length, now: r.now }));
+    const send = async (): Promise<StoreReply[]> => {
+      const opening = untilReady(client);
+      if (opening) await opening;
+      return parseReplies(await callScript(script, keys, args), asked);
+    };
+    return send();
+  };
+
   return {
     name: 'redis',
     prefix,
     backing: backingOf(client, prefix),
     checkPolicies: policySet,
+    consumeAll,
     consume(request) {
       if (denyCache === undefined) return run('consume', request);
       const cached = denyCache.lookup(request);

@@ -38,11 +38,12 @@ function assemble(label: string, algorithmSources: readonly string[]): Script {
 const byAlgorithm = new Map<AlgorithmName, Script>(
   (Object.entries(sources) as [AlgorithmName, string][]).map(([name, source]) => [name, assemble(name, [source])]),
 );
-const mixed = assemble('mixed', Object.values(sources));
+/** The script holding every algorithm, for a call whose decisions mix them. */
+export const mixedScript = assemble('mixed', Object.values(sources));
 
-export const scripts: readonly Script[] = [...byAlgorithm.values(), mixed];
+export const scripts: readonly Script[] = [...byAlgorithm.values(), mixedScript];
 
 export function scriptFor(policies: readonly Policy[]): Script {
   const first = (policies[0] as Policy).algorithm;
-  return policies.every((p) => p.algorithm === first) ? (byAlgorithm.get(first) as Script) : mixed;
+  return policies.every((p) => p.algorithm === first) ? (byAlgorithm.get(first) as Script) : mixedScript;
 }

@@ -142,20 +142,21 @@ local function store(p, by_slot, log_key, next, outcome, capacity, now, min_ttl)
 end
 
 local reply, n = { 0 }, 1
-for d = 1, decisions do
+-- One decision's states and outcomes: a decision on its own reuses one table per policy set
+-- (decided at once, so free again for the next), a decision of a group gets its own.
+local function evaluate_decision(d, own_tables)
   local run = decision_runs[d]
-  local now, min_ttl, refunding, cost, set, capacities =
-    run.now, run.min_ttl, run.refunding, run.cost, run.set, run.capacities
+  local now, refunding, cost, set, capacities = run.now, run.refunding, run.cost, run.set, run.capacities
   local client_key = client_keys[d]
   -- Cache lookups inline and calls only on a miss: this loop is most of the script's time.
   local by_slot = states[client_key] or decode_states(client_key, texts[d])
   local count = #set
-  -- Scratch tables per policy set, reused by every decision of the batch that has that set.
-  local current, log_keys, outcomes = set.current, set.log_keys, set.outcomes
-  if current == nil then
-    current, log_keys, outcomes = {}, {}, {}
-    set.current, set.log_keys, set.outcomes = current, log_keys, outcomes
+  local decided = set.decided
+  if own_tables or decided == nil then
+    decided = { current = {}, log_keys = {}, outcomes = {} }
+    if not own_tables then set.decided = decided end
   end
+  local current, log_keys, outcomes = decided.current, decided.log_keys, decided.outcomes
   local log_at = client_key_at[d]
   for i = 1, count do
     local p = set[i]
@@ -176,7 +177,7 @@ for d = 1, decisions do
       if current[i] ~= nil then
         local next = algorithm.refund(current[i], p, capacities[i], cost, now)
         outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
-        ttl = max(ttl, store(p, by_slot, log_keys[i], next, outcomes[i], capacities[i], now, min_ttl))
+        ttl = max(ttl, store(p, by_slot, log_keys[i], next, outcomes[i], capacities[i], now, run.min_ttl))
         changed = true
       else
         outcomes[i] = algorithm.evaluate(nil, p, capacities[i], 0, now)
@@ -186,6 +187,20 @@ for d = 1, decisions do
     end
     allowed = allowed and outcomes[i].allowed
   end
+  decided.by_slot, decided.allowed, decided.ttl, decided.changed = by_slot, allowed, ttl, changed
+  return decided
+end
+
+-- Charges a decision if it passes (on its own, or with every decision of its group), records
+-- what to write, and appends its outcomes to the reply.
+local function finish_decision(d, decided, allowed)
+  local run = decision_runs[d]
+  local now, min_ttl, refunding, cost, set, capacities =
+    run.now, run.min_ttl, run.refunding, run.cost, run.set, run.capacities
+  local client_key = client_keys[d]
+  local count = #set
+  local by_slot, current, log_keys, outcomes = decided.by_slot, decided.current, decided.log_keys, decided.outcomes
+  local ttl, changed = decided.ttl, decided.changed
   if allowed and cost > 0 and not refunding then
     for i = 1, count do
       ttl = max(ttl, store(set[i], by_slot, log_keys[i], outcomes[i].next, outcomes[i], capacities[i], now, min_ttl))
@@ -232,6 +247,22 @@ for d = 1, decisions do
     reply[n + 2] = o.remaining
     reply[n + 3] = o.reset
     n = n + 4
+  end
+end
+
+if ARGV[3] == 'all' then
+  -- One group: every decision is decided first, then all are charged or none is. The caller
+  -- gives each decision a client key of its own, so no decision changes what another reads.
+  local decided, every = {}, true
+  for d = 1, decisions do
+    decided[d] = evaluate_decision(d, true)
+    every = every and decided[d].allowed
+  end
+  for d = 1, decisions do finish_decision(d, decided[d], every) end
+else
+  for d = 1, decisions do
+    local decided = evaluate_decision(d, false)
+    finish_decision(d, decided, decided.allowed)
   end
 end
 reply[1] = redis_now or 0

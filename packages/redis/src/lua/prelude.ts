@@ -13,6 +13,9 @@ export const preludeLua = `
 --   now    epoch ms, or '' to read the Redis clock (TIME, once per call)
 --   op     'consume': decide, and charge every policy only if all allow and cost > 0
 --          'refund': give cost back to every policy that has state (never beyond a fresh state)
+--          'all'    every decision of the call has this op: decide them all, then charge every
+--                   one only if all allow (all or nothing over the call); each names its own
+--                   client key
 --   cost   units, an integer >= 0 (0 decides without charging)
 --   set    the limiter's policies, each 'slot version algorithm limit windowMs maxDelayMs
 --          refillAmount refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 =

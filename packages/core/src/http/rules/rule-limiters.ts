@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { consumeNow, createLimiter } from '../../limiter.js';
+import { consumeNow, createLimiter, type JointPart, jointPart } from '../../limiter.js';
 import { toPolicies } from '../../policy.js';
-import type { Decision, Limiter, LimiterOptions, PolicyDecision } from '../../types.js';
+import { STORE_FAILED } from '../../store-guard.js';
+import type { Decision, Limiter, LimiterOptions, PolicyDecision, StoreReply } from '../../types.js';
 import type { RuleLike, RuleMatchLike } from './rule-like.js';
 
 /** One matched rule's part of a request's decision. */
@@ -102,11 +103,14 @@ function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<De
 }
 
 /**
- * Every matched rule decides; the request passes as `passes` says. When it does not, the
- * charges made are given back (`refund`), so a refused request spends nothing anywhere.
- * With an in-process store that all happens in one tick, so it is atomic; with Redis a
- * concurrent request may briefly see a charge that is then refunded. `cost` is one for
- * every match or one per match (the decision service's per-descriptor `hits_addend`), and
+ * Every matched rule decides; the request passes as `passes` says, and a refused request
+ * spends nothing anywhere. Where the store can (`consumeAll`: Redis, every key in one slot),
+ * all are decided in one store call, charged all or none. Otherwise each decides on its own
+ * and, when the request is refused, the charges made are given back (`refund`). When every
+ * rule decided at once (an in-process store, no descriptor that only looks) the refunds are
+ * made in the same turn as the charges, before any other request can see them; otherwise a
+ * concurrent request may briefly see a charge that is then refunded. `cost` is one for every
+ * match or one per match (the decision service's per-descriptor `hits_addend`), and
  * `limiterOf` is told the match's position (the service's per-descriptor `limit` override).
  */
 export async function decideRules(
@@ -115,23 +119,76 @@ export async function decideRules(
   cost: number | readonly number[],
   now: () => number,
 ): Promise<RuleVerdict[]> {
-  const pending: Promise<RuleVerdict>[] = [];
+  const joint = decideJointly(matches, limiterOf, cost);
+  if (joint !== undefined) return joint;
+  const decided: (RuleVerdict | Promise<RuleVerdict>)[] = [];
+  let waiting = false;
   matches.forEach((match, index) => {
     if (match === undefined || match.rule.unlimited) return;
     const { rule, key } = match;
     const units = typeof cost === 'number' ? cost : (cost[index] as number);
     if (rule.blocked) {
       const decision = blockedDecision(rule, key, now());
-      pending.push(Promise.resolve({ index, rule, key, cost: units, limiter: undefined, decision }));
+      decided.push({ index, rule, key, cost: units, limiter: undefined, decision });
       return;
     }
     const limiter = limiterOf(rule, index);
-    const decided = ask(limiter, key, units);
-    pending.push(Promise.resolve(decided).then((decision) => ({ index, rule, key, cost: units, limiter, decision })));
+    const decision = ask(limiter, key, units);
+    if (decision instanceof Promise) {
+      waiting = true;
+      decided.push(decision.then((d) => ({ index, rule, key, cost: units, limiter, decision: d })));
+    } else {
+      decided.push({ index, rule, key, cost: units, limiter, decision });
+    }
   });
-  const verdicts = await Promise.all(pending);
+  // No await before the refunds when nothing was waited for: they land in this turn.
+  const verdicts = waiting ? await Promise.all(decided) : (decided as RuleVerdict[]);
   if (passes(verdicts)) return verdicts;
   return Promise.all(verdicts.map((v) => (charged(v) ? refunded(v) : v)));
+}
+
+/**
+ * Every match decided in one `consumeAll` call, or `undefined` when that cannot be: fewer
+ * than two matches to charge, a blocked, `quota_mode` or shadow rule (whose refusals do not
+ * simply refuse the request), a match that only looks (cost 0), two matches on one client
+ * key, limiters on different stores, or a store that cannot take these keys in one call.
+ */
+function decideJointly(
+  matches: readonly (RuleMatchLike | undefined)[],
+  limiterOf: (rule: RuleLike, index: number) => Limiter,
+  cost: number | readonly number[],
+): Promise<RuleVerdict[]> | undefined {
+  const charged = matches.filter((m) => m !== undefined && !m.rule.unlimited);
+  if (charged.length < 2 || charged.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
+  const parts: { index: number; match: RuleMatchLike; limiter: Limiter; part: JointPart }[] = [];
+  const clients = new Set<string>();
+  for (const [index, match] of matches.entries()) {
+    if (match === undefined || match.rule.unlimited) continue;
+    const units = typeof cost === 'number' ? cost : (cost[index] as number);
+    if (units === 0) return undefined;
+    const limiter = limiterOf(match.rule, index);
+    const part = jointPart(limiter, match.key, units);
+    if (part === undefined || (parts.length > 0 && part.store !== parts[0]?.part.store)) return undefined;
+    const client = `${part.request.namespace}|${part.request.key}`;
+    if (clients.has(client)) return undefined;
+    clients.add(client);
+    parts.push({ index, match, limiter, part });
+  }
+  const { store, guarded } = (parts[0] as (typeof parts)[number]).part;
+  let sending: Promise<StoreReply[]> | undefined;
+  try {
+    sending = store.consumeAll?.(parts.map((p) => p.part.request));
+  } catch (error) {
+    sending = Promise.reject(error);
+  }
+  if (sending === undefined) return undefined;
+  const replies = guarded(() => sending);
+  return Promise.all(
+    parts.map(async ({ index, match, limiter, part }, i) => {
+      const decision = await part.settle(replies.then((r) => (r === STORE_FAILED ? r : (r[i] as StoreReply))));
+      return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
+    }),
+  );
 }
 
 /** Gives a charge back and shows the figures as they stand after it. */
