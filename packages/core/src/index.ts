@@ -10,7 +10,7 @@ export * from './http/index.js';
 export { checkKnownOptions, closestName, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
-export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore, MAX_MEMORY_LOG_LIMIT } from './memory-store/index.js';
+export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, toPolicies, toPolicy } from './policy.js';
 export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { storeKey } from './store-key.js';

@@ -1,4 +1,4 @@
 // The memory store lives in core, beside the limiter whose default it is, so that core alone
 // limits correctly; this package stays its documented entry point.
 export type { MemoryStore, MemoryStoreOptions } from '@sluice/core';
-export { createMemoryStore, DEFAULT_MAX_KEYS, MAX_MEMORY_LOG_LIMIT } from '@sluice/core';
+export { createMemoryStore, DEFAULT_MAX_KEYS } from '@sluice/core';

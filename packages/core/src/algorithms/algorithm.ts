@@ -1,4 +1,4 @@
-import type { Policy, PolicyOutcome } from '../types.js';
+import type { AlgorithmName, Policy, PolicyOutcome } from '../types.js';
 
 /**
  * A store keeps one state per (client key, policy): a short list of integers whose layout
@@ -6,9 +6,9 @@ import type { Policy, PolicyOutcome } from '../types.js';
  */
 export type State = readonly number[];
 
-export interface Evaluation extends PolicyOutcome {
+export interface Evaluation<S = State> extends PolicyOutcome {
   /** The state to store if every policy of the decision allows (it is ignored otherwise). */
-  next: State;
+  next: S;
 }
 
 /**
@@ -16,18 +16,22 @@ export interface Evaluation extends PolicyOutcome {
  * script mirrors it line for line, and the conformance suite proves they agree.
  *
  * `capacity` is the effective capacity (soft and elastic throttling raise it above
- * `policy.capacity`); `now` is integer epoch ms.
+ * `policy.capacity`); `now` is integer epoch ms. A store may keep a state of its own shape `S`
+ * with an algorithm that decides exactly as the reference does (the memory store's log).
  */
-export interface Algorithm {
-  evaluate(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation;
+export interface Algorithm<S = State> {
+  evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
   /** The state after giving `cost` units back, never beyond a fresh state. */
-  refund(state: State | undefined, policy: Policy, capacity: number, cost: number, now: number): State | undefined;
+  refund(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): S | undefined;
   /**
    * A state with `used` units spent at `now` and nothing else known: how a policy takes over
    * from another version of itself (another limit, window or algorithm) without a fresh quota.
    */
-  seed(used: number, policy: Policy, now: number): State;
+  seed(used: number, policy: Policy, now: number): S;
 }
+
+/** One algorithm per name, over states of shape `S`. */
+export type Algorithms<S = State> = Readonly<Record<AlgorithmName, Algorithm<S>>>;
 
 /** Exact for non-negative integers below 2^53, which validation guarantees. */
 export const ceilDiv = (a: number, b: number): number => Math.ceil(a / b);

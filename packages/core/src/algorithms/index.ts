@@ -1,5 +1,5 @@
 import type { AlgorithmName, Policy, PolicyOutcome, StoreReply } from '../types.js';
-import type { Algorithm, State } from './algorithm.js';
+import type { Algorithms, State } from './algorithm.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { leakyBucket } from './leaky-bucket.js';
@@ -7,12 +7,12 @@ import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
 
-export type { Algorithm, Evaluation, State } from './algorithm.js';
+export type { Algorithm, Algorithms, Evaluation, State } from './algorithm.js';
 
 /** Soft and elastic throttling raise a capacity at most this many times (1000 % overage). */
 const MAX_CAPACITY_FACTOR = 11;
 
-export const algorithms: Readonly<Record<AlgorithmName, Algorithm>> = {
+export const algorithms: Algorithms = {
   'token-bucket': tokenBucket,
   'leaky-bucket': leakyBucket,
   gcra,
@@ -26,21 +26,23 @@ export const algorithmNames = Object.keys(algorithms) as AlgorithmName[];
 /**
  * One all-or-nothing decision over several policies: every policy is evaluated on the
  * current state; only when all allow (and the cost is positive) are the new states returned
- * for storing. This is the reference every store must match.
+ * for storing. This is the reference every store must match; a store keeping states of its own
+ * shape passes its own `table` of algorithms that decide as the reference ones do.
  */
-export function decide(
-  states: readonly (State | undefined)[],
+export function decide<S = State>(
+  states: readonly (S | undefined)[],
   policies: readonly Policy[],
   capacities: readonly number[],
   cost: number,
   now: number,
-): StoreReply & { next: State[] | undefined } {
+  table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
+): StoreReply & { next: S[] | undefined } {
   const outcomes: PolicyOutcome[] = [];
-  const next: State[] = [];
+  const next: S[] = [];
   let allowed = true;
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
-    const evaluation = algorithms[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, cost, now);
+    const evaluation = table[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, cost, now);
     allowed &&= evaluation.allowed;
     next.push(evaluation.next);
     outcomes.push({
@@ -58,7 +60,7 @@ export function decide(
       const outcome = outcomes[i] as PolicyOutcome;
       if (!outcome.allowed) continue;
       const policy = policies[i] as Policy;
-      const current = algorithms[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, 0, now);
+      const current = table[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, 0, now);
       outcome.remaining = current.remaining;
       outcome.resetAfterMs = current.resetAfterMs;
       outcome.delayMs = 0;
@@ -73,24 +75,31 @@ export function decide(
  * else is trusted, so a changed limit, window or algorithm never grants a fresh quota, and
  * two versions taking turns admit no more than the larger limit.
  */
-export function convertState(state: State | undefined, from: Policy, policy: Policy, now: number): State | undefined {
+export function convertState<S = State>(
+  state: S | undefined,
+  from: Policy,
+  policy: Policy,
+  now: number,
+  table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
+): S | undefined {
   // Evaluated at the largest capacity throttling can give, so that units spent beyond the
   // base capacity (soft or elastic overage, a queue) are counted, not cut off at zero left.
   const ceiling = from.capacity * MAX_CAPACITY_FACTOR;
-  const as = algorithms[from.algorithm].evaluate(state, from, ceiling, 0, now);
+  const as = table[from.algorithm].evaluate(state, from, ceiling, 0, now);
   if (as.resetAfterMs === 0) return undefined;
-  return algorithms[policy.algorithm].seed(Math.max(1, ceiling - as.remaining), policy, now);
+  return table[policy.algorithm].seed(Math.max(1, ceiling - as.remaining), policy, now);
 }
 
 /** The states after a refund; `undefined` entries stay fresh. */
-export function refundStates(
-  states: readonly (State | undefined)[],
+export function refundStates<S = State>(
+  states: readonly (S | undefined)[],
   policies: readonly Policy[],
   capacities: readonly number[],
   cost: number,
   now: number,
-): (State | undefined)[] {
+  table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
+): (S | undefined)[] {
   return policies.map((policy, i) =>
-    algorithms[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now),
+    table[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now),
   );
 }

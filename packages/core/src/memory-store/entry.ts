@@ -1,5 +1,6 @@
 import type { State } from '../algorithms/index.js';
 import type { AlgorithmName, Policy } from '../types.js';
+import { type LogBuffer, LogCharge, type MemoryState } from './sliding-log.js';
 
 /**
  * One LRU entry holds every limiter's state for one client key, as a flat array of numbers:
@@ -9,24 +10,24 @@ import type { AlgorithmName, Policy } from '../types.js';
  * Layout: segments back to back, one per limiter namespace:
  *   [layout id, length, …state of policy 0, …state of policy 1, …]
  * `length` counts the values after it; the layout (see `Layout`) names the namespace and the
- * policies in order. Every algorithm's state has a fixed size except the sliding log, stored
- * as [entryCount, t1, cost1, …].
+ * policies in order. Every algorithm's state has a fixed size except the sliding log's, which
+ * takes no values there: its log lives in `logs`, under the segment's layout id, at the
+ * policy's index, so that a decision appends to it instead of copying it. The logs go with
+ * the entry when it is evicted.
  */
-export type Entry = number[];
+export type Entry = number[] & { logs?: Map<number, LogBuffer[]> };
 
 /** Values before a segment's states. */
 export const HEAD = 2;
 
-const fixedSize: Record<Exclude<AlgorithmName, 'sliding-window-log'>, number> = {
+const fixedSize: Record<AlgorithmName, number> = {
   'token-bucket': 2,
   'leaky-bucket': 2,
   gcra: 2,
   'fixed-window': 2,
   'sliding-window-counter': 3,
+  'sliding-window-log': 0,
 };
-
-const sizeAt = (entry: Entry, at: number, algorithm: AlgorithmName): number =>
-  algorithm === 'sliding-window-log' ? 1 + 2 * (entry[at] as number) : fixedSize[algorithm];
 
 /** The number of values after the segment's head at `at`. */
 const lengthAt = (entry: Entry, at: number): number => entry[at + 1] as number;
@@ -47,20 +48,28 @@ export function segmentsOf(entry: Entry): [at: number, layoutId: number][] {
 }
 
 /** The policies' states from the segment at `at`. */
-export function readStates(entry: Entry, at: number, policies: readonly Policy[]): State[] {
-  const states: State[] = [];
+export function readStates(entry: Entry, at: number, policies: readonly Policy[]): MemoryState[] {
+  const states: MemoryState[] = [];
   let offset = at + HEAD;
-  for (const policy of policies) {
-    states.push(readState(entry, offset, policy.algorithm));
-    offset += sizeAt(entry, offset, policy.algorithm);
+  for (let i = 0; i < policies.length; i++) {
+    const { algorithm } = policies[i] as Policy;
+    // Every write of a segment files its logs, so each is there.
+    states.push(readState(entry, at, i, offset, algorithm) as MemoryState);
+    offset += fixedSize[algorithm];
   }
   return states;
 }
 
-/** The state stored at `offset`: the first policy's state is at `at + 2`. */
-export function readState(entry: Entry, offset: number, algorithm: AlgorithmName): State {
-  const end = offset + sizeAt(entry, offset, algorithm);
-  return algorithm === 'sliding-window-log' ? entry.slice(offset + 1, end) : entry.slice(offset, end);
+/** The state of policy `index` of the segment at `at`, stored at `offset` (the first at `at + HEAD`). */
+export function readState(
+  entry: Entry,
+  at: number,
+  index: number,
+  offset: number,
+  algorithm: AlgorithmName,
+): MemoryState | undefined {
+  if (algorithm === 'sliding-window-log') return entry.logs?.get(entry[at] as number)?.[index];
+  return entry.slice(offset, offset + fixedSize[algorithm]);
 }
 
 /** Writes the segment, in place when its length is unchanged; returns the entry to keep. */
@@ -68,55 +77,87 @@ export function writeSegment(
   entry: Entry | undefined,
   at: number,
   layoutId: number,
-  states: readonly State[],
+  states: readonly MemoryState[],
   policies: readonly Policy[],
 ): Entry {
   let length = 0;
-  for (let i = 0; i < policies.length; i++)
-    length += storedLength((policies[i] as Policy).algorithm, states[i] as State);
+  for (const policy of policies) length += fixedSize[policy.algorithm];
   if (entry !== undefined && at >= 0 && lengthAt(entry, at) === length) {
-    put(entry, at + HEAD, states, policies);
+    put(entry, at, states, policies);
     return entry;
   }
   // Sized up front: an array grown one index at a time reserves many spare slots per key.
   const segment: Entry = new Array<number>(HEAD + length);
   segment[0] = layoutId;
   segment[1] = length;
-  put(segment, HEAD, states, policies);
-  if (entry === undefined) return segment;
-  if (at < 0) entry.push(...segment);
-  else entry.splice(at, HEAD + lengthAt(entry, at), ...segment);
-  return entry;
+  let kept = segment;
+  if (entry !== undefined) {
+    if (at < 0) entry.push(...segment);
+    else entry.splice(at, HEAD + lengthAt(entry, at), ...segment);
+    kept = entry;
+    at = at < 0 ? entry.length - segment.length : at;
+  } else {
+    at = 0;
+  }
+  put(kept, at, states, policies);
+  return kept;
 }
 
 /**
  * Writes a one-policy segment's state in place, as `writeSegment` would but without its
  * arrays: the usual case of a charged request. False when the entry must be reshaped instead.
  */
-export function overwriteState(entry: Entry | undefined, at: number, state: State, algorithm: AlgorithmName): boolean {
-  if (entry === undefined || at < 0 || lengthAt(entry, at) !== storedLength(algorithm, state)) return false;
-  putState(entry, at + HEAD, state, algorithm);
+export function overwriteState(
+  entry: Entry | undefined,
+  at: number,
+  state: MemoryState,
+  algorithm: AlgorithmName,
+): boolean {
+  if (entry === undefined || at < 0 || lengthAt(entry, at) !== fixedSize[algorithm]) return false;
+  putState(entry, at, 0, at + HEAD, state, algorithm);
   return true;
 }
 
-const storedLength = (algorithm: AlgorithmName, state: State): number =>
-  algorithm === 'sliding-window-log' ? 1 + state.length : state.length;
-
-function put(entry: Entry, offset: number, states: readonly State[], policies: readonly Policy[]): void {
+function put(entry: Entry, at: number, states: readonly MemoryState[], policies: readonly Policy[]): void {
+  let offset = at + HEAD;
   for (let i = 0; i < policies.length; i++) {
-    offset = putState(entry, offset, states[i] as State, (policies[i] as Policy).algorithm);
+    const { algorithm } = policies[i] as Policy;
+    putState(entry, at, i, offset, states[i] as MemoryState, algorithm);
+    offset += fixedSize[algorithm];
   }
 }
 
-/** Writes one state at `offset`; returns the offset after it. */
-function putState(entry: Entry, offset: number, state: State, algorithm: AlgorithmName): number {
-  if (algorithm === 'sliding-window-log') entry[offset++] = state.length / 2;
-  for (let j = 0; j < state.length; j++) entry[offset++] = state[j] as number;
-  return offset;
+/** Writes policy `index`'s state at `offset`, or files its log (applying a charge) under the segment. */
+function putState(
+  entry: Entry,
+  at: number,
+  index: number,
+  offset: number,
+  state: MemoryState,
+  algorithm: AlgorithmName,
+): void {
+  if (algorithm === 'sliding-window-log') {
+    const log = state instanceof LogCharge ? state.apply() : (state as LogBuffer);
+    entry.logs ??= new Map<number, LogBuffer[]>();
+    const layoutId = entry[at] as number;
+    const filed = entry.logs.get(layoutId);
+    if (filed === undefined) entry.logs.set(layoutId, logsAt(index, log));
+    else filed[index] = log;
+    return;
+  }
+  const values = state as State;
+  for (let j = 0; j < values.length; j++) entry[offset + j] = values[j] as number;
 }
 
-/** Removes the segment; returns false when the entry is left empty. */
+const logsAt = (index: number, log: LogBuffer): LogBuffer[] => {
+  const logs: LogBuffer[] = [];
+  logs[index] = log;
+  return logs;
+};
+
+/** Removes the segment, and its logs; returns false when the entry is left empty. */
 export function removeSegment(entry: Entry, at: number): boolean {
+  entry.logs?.delete(entry[at] as number);
   entry.splice(at, HEAD + lengthAt(entry, at));
   return entry.length > 0;
 }

@@ -1,4 +1,3 @@
-export { MAX_MEMORY_LOG_LIMIT } from './checks.js';
 export { defaultMemoryStore } from './default-store.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS } from './memory-store.js';

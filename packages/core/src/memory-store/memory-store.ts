@@ -1,8 +1,8 @@
 import { LRUCache } from 'lru-cache';
-import { algorithms, decide, type Evaluation, refundStates, type State } from '../algorithms/index.js';
+import { decide, type Evaluation, refundStates } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
-import { checkPolicies, nowOf } from './checks.js';
+import { nowOf } from './checks.js';
 import {
   type Entry,
   findSegment,
@@ -15,6 +15,7 @@ import {
   writeSegment,
 } from './entry.js';
 import { createLayouts, type Layout, type Layouts } from './layouts.js';
+import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 import { type TakenOver, takeOver } from './take-over.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
@@ -33,10 +34,11 @@ export interface MemoryStore extends RateLimitStore {
   consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
 
-const noStates: readonly State[] = [];
+const noStates: readonly MemoryState[] = [];
 
 /**
- * The embedded default store: decisions run in-process on core's reference algorithms.
+ * The embedded default store: decisions run in-process on core's reference algorithms; the
+ * sliding log on a mirror of its reference that appends to the log instead of copying it.
  *
  * Eviction: least recently used first, and only when `maxKeys` keys are held. A key is
  * evicted only after `maxKeys` other keys have been used since its own last use, so a client
@@ -112,7 +114,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     entry: Entry | undefined,
     at: number,
     id: number,
-    states: readonly State[],
+    states: readonly MemoryState[],
     policies: readonly Policy[],
   ) => {
     const kept = writeSegment(entry, at, id, states, policies);
@@ -123,7 +125,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   };
 
   /** Replaces what other versions left with this layout's states, and the slots it lacks. */
-  const replace = (key: string, entry: Entry, layout: Layout, taken: TakenOver, states: readonly State[]) => {
+  const replace = (key: string, entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[]) => {
     for (const at of taken.offsets) removeSegment(entry, at);
     write(key, entry, -1, layout.id, states, layout.policies);
     if (taken.extras.length > 0) {
@@ -133,7 +135,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /** A decision on states another version of the limiter left; written only when charged. */
   const decideTakenOver = (request: StoreRequest, entry: Entry, layout: Layout, taken: TakenOver, now: number) => {
-    const reply = decide(taken.states, request.policies, request.capacities, request.cost, now);
+    const reply = decide(taken.states, request.policies, request.capacities, request.cost, now, memoryAlgorithms);
     if (reply.next !== undefined) replace(request.key, entry, layout, taken, reply.next);
     return reply;
   };
@@ -144,7 +146,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     entry: Entry | undefined,
     at: number,
     id: number,
-    states: readonly State[],
+    states: readonly MemoryState[],
     request: StoreRequest,
     outcomes: readonly PolicyOutcome[],
   ): void => {
@@ -159,7 +161,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
    * A one-policy request decided as `decide` would, without its arrays and copies: the
    * limiter's fast path. The evaluation is returned as it is; callers read its outcome fields.
    */
-  const decideOne = (request: StoreRequest, now: number): Evaluation => {
+  const decideOne = (request: StoreRequest, now: number): Evaluation<MemoryState> => {
     const { key, policies, cost } = request;
     const policy = policies[0] as Policy;
     const layout = layouts.of(filed(request.namespace), policies);
@@ -168,15 +170,17 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     const at = entry === undefined ? -1 : findSegment(entry, id);
     if (at < 0 && entry !== undefined) {
       const taken = takeOver(entry, layout, layouts, now);
-      if (taken !== undefined) return decideTakenOver(request, entry, layout, taken, now).outcomes[0] as Evaluation;
+      if (taken !== undefined)
+        return decideTakenOver(request, entry, layout, taken, now).outcomes[0] as Evaluation<MemoryState>;
     }
-    const state = at < 0 ? undefined : readState(entry as Entry, at + HEAD, policy.algorithm);
-    const evaluation = algorithms[policy.algorithm].evaluate(state, policy, request.capacities[0] as number, cost, now);
+    const state = at < 0 ? undefined : readState(entry as Entry, at, 0, at + HEAD, policy.algorithm);
+    const algorithm = memoryAlgorithms[policy.algorithm];
+    const evaluation = algorithm.evaluate(state, policy, request.capacities[0] as number, cost, now);
     if (evaluation.allowed && cost > 0) {
       if (!overwriteState(entry, at, evaluation.next, policy.algorithm))
         write(key, entry, at, id, [evaluation.next], policies);
     } else if (at >= 0 && cost === 0) {
-      keep(key, entry, at, id, [state as State], request, [evaluation]);
+      keep(key, entry, at, id, [state as MemoryState], request, [evaluation]);
     }
     return evaluation;
   };
@@ -199,7 +203,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       }
     }
     const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
-    const reply = decide(states, request.policies, request.capacities, request.cost, now);
+    const reply = decide(states, request.policies, request.capacities, request.cost, now, memoryAlgorithms);
     if (reply.next !== undefined) {
       write(request.key, entry, at, id, reply.next, request.policies);
     } else if (at >= 0 && request.cost === 0) {
@@ -219,7 +223,6 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     },
     consumeSync,
     consumeOneSync: (request) => decideOne(request, nowOf(request)),
-    checkPolicies,
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
@@ -232,10 +235,13 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const taken = at < 0 && entry !== undefined ? takeOver(entry, layout, layouts, now) : undefined;
       if (at < 0 && taken === undefined) return Promise.resolve();
       const current = taken === undefined ? readStates(entry as Entry, at, policies) : taken.states;
-      const refunded = refundStates(current, policies, capacities, request.cost, now);
+      const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
       const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
       if (taken !== undefined) replace(request.key, entry as Entry, layout, taken, states);
-      else keep(request.key, entry, at, id, states, request, decide(states, policies, capacities, 0, now).outcomes);
+      else {
+        const { outcomes } = decide(states, policies, capacities, 0, now, memoryAlgorithms);
+        keep(request.key, entry, at, id, states, request, outcomes);
+      }
       return Promise.resolve();
     },
 
@@ -253,8 +259,8 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   };
 }
 
-const fresh = (policy: Policy, capacity: number, now: number): State =>
-  algorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
+const fresh = (policy: Policy, capacity: number, now: number): MemoryState =>
+  memoryAlgorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
 
 /** The outcome fields alone: a reply carries no algorithm's private state. */
 const outcomeOf = ({ allowed, remaining, resetAfterMs, retryAfterMs, delayMs }: PolicyOutcome): PolicyOutcome => ({

@@ -1,15 +1,16 @@
-import { convertState, type State } from '../algorithms/index.js';
+import { convertState } from '../algorithms/index.js';
 import type { Policy } from '../types.js';
 import { type Entry, readStates, removeSegment, segmentsOf } from './entry.js';
 import type { Layout, Layouts } from './layouts.js';
+import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 
 /** What another version of a limiter left for one client, read by this version. */
 export interface TakenOver {
   /** This layout's states, slot by slot; `undefined` where no version had state. */
-  readonly states: readonly (State | undefined)[];
+  readonly states: readonly (MemoryState | undefined)[];
   /** Slots this layout lacks, kept as they are for the version that has them. */
   readonly extras: readonly Policy[];
-  readonly extraStates: readonly State[];
+  readonly extraStates: readonly MemoryState[];
   /** Segments to drop once this version writes: last first, so offsets stay valid. */
   readonly offsets: readonly number[];
 }
@@ -24,9 +25,9 @@ export interface TakenOver {
  */
 export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: number): TakenOver | undefined {
   const mine = layout.policies;
-  const states: (State | undefined)[] = mine.map(() => undefined);
+  const states: (MemoryState | undefined)[] = mine.map(() => undefined);
   const extras: Policy[] = [];
-  const extraStates: State[] = [];
+  const extraStates: MemoryState[] = [];
   const offsets: number[] = [];
   let found = false;
   for (const [at, id] of segmentsOf(entry).reverse()) if (layouts.byId(id) === undefined) removeSegment(entry, at);
@@ -40,10 +41,10 @@ export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: nu
       const i = mine.findIndex((p) => p.slot === from.slot);
       if (i < 0) {
         extras.push(from);
-        extraStates.push(read[j] as State);
+        extraStates.push(read[j] as MemoryState);
       } else if (states[i] === undefined) {
         const to = mine[i] as Policy;
-        states[i] = from.version === to.version ? read[j] : convertState(read[j], from, to, now);
+        states[i] = from.version === to.version ? read[j] : convertState(read[j], from, to, now, memoryAlgorithms);
       }
     });
   }
