@@ -58,7 +58,8 @@ export interface RedisBenchResult extends Disturbance {
 
 /** One load cell against `sluice serve` (one core) over one gRPC channel. */
 export interface ServiceResult extends Disturbance {
-  store: 'memory' | 'redis';
+  /** `control`: a gRPC server that answers OK without deciding, under the same load. */
+  store: 'control' | 'memory' | 'redis';
   inFlight: number;
   callsPerSec?: number;
   p50Us?: number;
@@ -75,6 +76,14 @@ export interface ServiceResult extends Disturbance {
 export interface ServiceClientCost {
   redis: { sequentialP50Us: number; sequentialPerSec: number; parallelPerSec: number };
   service: { sequentialP50Us: number; sequentialPerSec: number; parallelPerSec: number };
+  /** A Fastify app with the sluice plugin over each, asked over HTTP one at a time and 50 at a time. */
+  fastify?: { redis: FastifyCost; service: FastifyCost };
+}
+
+export interface FastifyCost {
+  sequentialP50Us: number;
+  sequentialP99Us: number;
+  parallelPerSec: number;
 }
 
 export interface RunResults {

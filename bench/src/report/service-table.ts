@@ -40,7 +40,7 @@ export function serviceSection(results: RunResults): string {
     ),
   );
   const note =
-    'The load generator (one `@grpc/grpc-js` client process) shares the other core with Redis; when the service uses well under a core, the generator is the bottleneck and its queueing shows in the latencies. "calls/s per service core" divides the rate by the share of its core the service used: what the service would answer with its core to itself.';
+    'The load generator (one `@grpc/grpc-js` client process, pinned with `taskset`) shares the other core with Redis; the server under test has its core to itself. `control` is a `@grpc/grpc-js` server that answers OK without deciding, under the same generator: its figures are what gRPC and the generator alone cost, and the gap to `memory` and `redis` is the decision. When the service uses well under a core, the generator is the bottleneck and its queueing shows in the latencies. "calls/s per service core" divides the rate by the share of its core the server used: what it would answer with its core to itself.';
   const cost = results.serviceClientCost;
   if (cost === undefined) return `${cells}\n\n${note}`;
   const clientRows = [
@@ -62,8 +62,31 @@ export function serviceSection(results: RunResults): string {
     '',
     note,
     '',
-    `What the Node client adds to each HTTP request next to an in-process Redis store: **${int(added)} µs** at the median (one more hop: app → service → Redis).`,
+    `What the Node client adds to each decision next to an in-process Redis store: **${int(added)} µs** at the median (one more hop: app → service → Redis).`,
     '',
     client,
+    ...(cost.fastify === undefined ? [] : ['', fastifyTable(cost.fastify)]),
+  ].join('\n');
+}
+
+/** Fastify with the sluice plugin over the service client and over the Redis store. */
+function fastifyTable(fastify: NonNullable<RunResults['serviceClientCost']>['fastify'] & object): string {
+  const added = fastify.service.sequentialP50Us - fastify.redis.sequentialP50Us;
+  const rows = [
+    ['Fastify + sluice, in-process Redis store', fastify.redis],
+    ['Fastify + sluice, service client → `sluice serve` on Redis', fastify.service],
+  ] as const;
+  return [
+    table(
+      [
+        'app (HTTP, keep-alive, generator in the app process)',
+        'p50 µs, 1 at a time',
+        'p99 µs, 1 at a time',
+        'requests/s, 50 at a time',
+      ],
+      rows.map(([name, c]) => [name, int(c.sequentialP50Us), int(c.sequentialP99Us), rate(c.parallelPerSec)]),
+    ),
+    '',
+    `The service client adds **${int(added)} µs** to each Fastify request at the median.`,
   ].join('\n');
 }

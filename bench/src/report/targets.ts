@@ -1,6 +1,7 @@
 import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 import { median } from '../lib/stats.js';
 import type { InprocResult, RunResults } from '../results.js';
+import { serviceTargets } from '../service/targets.js';
 import { findHttp, type HttpRow } from './http-summary.js';
 import { redisStoreTargets } from './local-first-targets.js';
 
@@ -167,5 +168,6 @@ export function checkTargets(results: RunResults, http: readonly HttpRow[]): Tar
     met: atMost(metricsCost, 1.15),
   });
   checks.push(...redisStoreTargets(http));
+  checks.push(...serviceTargets(results));
   return checks;
 }

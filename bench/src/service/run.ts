@@ -17,23 +17,27 @@ export interface ServiceSettings {
   durationMs: number;
 }
 
-/** The service runs alone on core 0; load generators and Redis share core 1. */
+/**
+ * The service runs alone on core 0; load generators and Redis share core 1, so what the
+ * generator costs never lands on the service's core (`taskset`).
+ */
 const SERVICE_CPU = 0;
 const LOAD_CPU = 1;
 const IN_FLIGHT = [1, 10, 100];
+/** `control` answers OK without deciding: what gRPC and the generator alone cost. */
+const SERVERS = ['control', 'memory', 'redis'] as const;
 const bin = join(dirname(createRequire(import.meta.url).resolve('@sluice/server/package.json')), 'bin', 'sluice.js');
 
-/** Starts `sluice serve` from its built bin, pinned to one core; resolves with its gRPC port. */
-async function startService(redis: BenchRedis | undefined): Promise<{ child: ChildProcess; port: number }> {
-  const store = redis === undefined ? [] : ['--redis', `redis://127.0.0.1:${redis.port}`];
-  // A store timeout well above the default 100 ms: on a loaded machine a slow call must count
-  // as slow, not fail and skew the rate.
-  const args = ['serve', '--rules', sourceFile('service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
-  args.push('--store-timeout-ms', '2000');
-  const child = spawnPinned(SERVICE_CPU, process.execPath, [bin, ...args, '--http-port', '0', ...store]);
+/** Starts one server under test pinned to its core; resolves with its gRPC port. */
+async function startServer(
+  kind: ServiceResult['store'],
+  redis: BenchRedis,
+): Promise<{ child: ChildProcess; port: number }> {
+  const child =
+    kind === 'control' ? spawnNode(SERVICE_CPU, 'service/control-server.ts', []) : startService(kind, redis);
   const port = await new Promise<number>((resolve, reject) => {
     let text = '';
-    const timer = setTimeout(() => reject(new Error(`sluice serve did not start: ${text}`)), 15_000);
+    const timer = setTimeout(() => reject(new Error(`${kind} server did not start: ${text}`)), 15_000);
     child.stderr?.on('data', (chunk: Buffer) => {
       text += chunk.toString();
       const match = /"msg":"listening","grpcPort":(\d+)/.exec(text);
@@ -42,9 +46,19 @@ async function startService(redis: BenchRedis | undefined): Promise<{ child: Chi
         resolve(Number(match[1]));
       }
     });
-    child.once('exit', (code) => reject(new Error(`sluice serve exited with ${code}: ${text}`)));
+    child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}: ${text}`)));
   });
   return { child, port };
+}
+
+/** `sluice serve` from its built bin. */
+function startService(store: 'memory' | 'redis', redis: BenchRedis): ChildProcess {
+  const args = ['serve', '--rules', sourceFile('service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
+  // A store timeout well above the default 100 ms: on a loaded machine a slow call must count
+  // as slow, not fail and skew the rate.
+  args.push('--store-timeout-ms', '2000', '--http-port', '0');
+  if (store === 'redis') args.push('--redis', `redis://127.0.0.1:${redis.port}`);
+  return spawnPinned(SERVICE_CPU, process.execPath, [bin, ...args]);
 }
 
 const rssMb = (pid: number | undefined): number | undefined => {
@@ -63,8 +77,9 @@ async function runLoad(args: string[], seconds: number, pids: Record<string, num
 
 /**
  * Decisions per second of one `sluice serve` process on one core, over one gRPC channel at
- * 1, 10 and 100 calls in flight, with the memory store and with Redis; then what the Node
- * client adds per decision next to an in-process Redis store.
+ * 1, 10 and 100 calls in flight, with the memory store and with Redis, beside a control
+ * server that answers without deciding; then what the Node client adds per decision and per
+ * Fastify request next to an in-process Redis store.
  */
 export async function runService(
   settings: ServiceSettings,
@@ -73,12 +88,12 @@ export async function runService(
 ): Promise<{ service: ServiceResult[]; clientCost: ServiceClientCost | undefined }> {
   const seconds = (settings.warmupMs + settings.durationMs) / 1000;
   const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
-  progress.plan(IN_FLIGHT.length * 2 + 1, seconds + 1);
+  progress.plan(IN_FLIGHT.length * SERVERS.length + 1, seconds + 1);
   const service: ServiceResult[] = [];
   let clientCost: ServiceClientCost | undefined;
-  for (const store of ['memory', 'redis'] as const) {
+  for (const store of SERVERS) {
     await redis.flush();
-    const { child, port } = await startService(store === 'redis' ? redis : undefined);
+    const { child, port } = await startServer(store, redis);
     const own = { service: child.pid, redis: redis.pid };
     try {
       for (const inFlight of IN_FLIGHT) {
@@ -107,7 +122,7 @@ export async function runService(
         const args = ['service/client-cost.ts', '--address', `127.0.0.1:${port}`, '--redis-port', String(redis.port)];
         const label = 'service client vs Redis store';
         try {
-          const { output } = await runLoad([...args, ...timing], seconds * 4, own);
+          const { output } = await runLoad([...args, ...timing], seconds * 8, own);
           clientCost = lastJson<ServiceClientCost>(output);
           const added = clientCost.service.sequentialP50Us - clientCost.redis.sequentialP50Us;
           progress.done(label, `+${Math.round(added)} µs per decision`, seconds + 1);

@@ -8,11 +8,15 @@ import type { OverrideUnit, ReportedUnit } from './wire-types.js';
 export const overrideWindowMs = (unit: Exclude<OverrideUnit, 'UNKNOWN'>): number =>
   UNIT_MS[unit.toLowerCase() as RateLimitUnit];
 
+/** Each whole unit's length, looked up once per status rather than searched. */
+const unitOfWindow = new Map(
+  Object.entries(UNIT_MS).map(([unit, ms]) => [ms, unit.toUpperCase() as ReportedUnit] as const),
+);
+
 /**
  * The unit Envoy is told for a policy's window. A sluice window need not be a whole unit
  * (`'10s'`); then the unit is UNKNOWN and `dynamic_metadata` carries the exact figures.
  */
 export function reportedUnit(windowMs: number): ReportedUnit {
-  for (const [unit, ms] of Object.entries(UNIT_MS)) if (ms === windowMs) return unit.toUpperCase() as ReportedUnit;
-  return 'UNKNOWN';
+  return unitOfWindow.get(windowMs) ?? 'UNKNOWN';
 }
