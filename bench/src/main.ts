@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
+import { floorCases } from './ceiling/floor.js';
 import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
 import { captureScript, RANDOM } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
@@ -49,7 +50,10 @@ const heapPeers = ['express-rate-limit:memory', '@fastify/rate-limit:memory'].co
 );
 
 async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[]; missing: RedisBenchResult[] }> {
-  const cases: RedisBenchCase[] = [{ label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] }];
+  const cases: RedisBenchCase[] = [
+    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
+    ...floorCases(),
+  ];
   const missing: RedisBenchResult[] = [];
   const wanted: Array<[Parameters<typeof captureScript>[1], 1 | 3, (1 | 32)?]> = quick
     ? [

@@ -52,6 +52,8 @@ export interface RedisBenchResult extends Disturbance {
   p50Ms?: number;
   p99Ms?: number;
   redisCores?: number;
+  /** Redis's own time per call from `INFO commandstats` (absent in older runs). */
+  usecPerCall?: number;
   unavailable?: string;
   error?: string;
 }

@@ -29,6 +29,18 @@ interface Row {
   p99Ms: number;
 }
 
+/**
+ * Redis's own time per call of a command since the last `CONFIG RESETSTAT`, from
+ * `INFO commandstats`: time spent inside Redis, which the machine's load changes little.
+ */
+export async function usecPerCall(admin: Redis, command: string): Promise<number> {
+  const name = command.toLowerCase();
+  const line = (await admin.info('commandstats')).split('\n').find((l) => l.startsWith(`cmdstat_${name}:`));
+  const usec = Number(/usec_per_call=([\d.]+)/.exec(line ?? '')?.[1]);
+  if (!(usec > 0)) throw new Error(`no commandstats for ${command}`);
+  return usec;
+}
+
 /** One redis-benchmark run on core 0 (nothing else runs there meanwhile); Redis is on core 1. */
 async function once(redis: BenchRedis, command: string[], pipeline: number, requests: number) {
   const child = spawnPinned(0, 'redis-benchmark', [
@@ -71,14 +83,19 @@ export async function runRedisBenchmark(
           if (sha !== benchCase.script.sha)
             throw new Error(`SCRIPT LOAD gave ${sha}, the store uses ${benchCase.script.sha}`);
         }
-        const runs: Array<Row & Disturbance & { redisCores: number }> = [];
+        const runs: Array<Row & Disturbance & { redisCores: number; usecPerCall: number }> = [];
         for (let i = 0; i < settings.repeats; i++) {
           // A short calibration run sizes the measured one to about `seconds`.
           const probe = await once(redis, benchCase.command, pipeline, pipeline === 1 ? 20_000 : 100_000);
           const requests = Math.max(10_000, Math.round(probe.result.opsPerSec * settings.seconds));
           const run = await measured(
             { redis: redis.pid },
-            () => once(redis, benchCase.command, pipeline, requests),
+            async () => {
+              await admin.config('RESETSTAT');
+              const ran = await once(redis, benchCase.command, pipeline, requests);
+              const usec = await usecPerCall(admin, benchCase.command[0] as string);
+              return { ...ran, result: { ...ran.result, usecPerCall: usec } };
+            },
             settings.quietWaitMs,
           );
           runs.push(run);
@@ -92,6 +109,7 @@ export async function runRedisBenchmark(
           p50Ms: pick((r) => r.p50Ms),
           p99Ms: pick((r) => r.p99Ms),
           redisCores: pick((r) => r.redisCores),
+          usecPerCall: pick((r) => r.usecPerCall),
           foreign: Math.max(...runs.map((r) => r.foreign)),
           retried: runs.some((r) => r.retried),
           waitedMs: runs.reduce((sum, r) => sum + r.waitedMs, 0),

@@ -15,7 +15,7 @@ export interface BenchRedis {
 }
 
 /** A port the OS says is free now; never 6379, which the test suite uses. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   for (let i = 0; i < 10; i++) {
     const port = await new Promise<number>((resolve, reject) => {
       const server = createServer();

@@ -70,7 +70,7 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
   const incr = results.redisBench.find((r) => r.command.startsWith('INCR') && r.pipeline === 16)?.opsPerSec;
   const redisRows = results.redisBench.map((r) =>
     r.unavailable
-      ? [r.command, `-P ${r.pipeline}`, 'not available yet', '', '', '', '', '']
+      ? [r.command, `-P ${r.pipeline}`, 'not available yet', '', '', '', '', '', '']
       : [
           r.command,
           `-P ${r.pipeline}`,
@@ -82,6 +82,7 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
           r.pipeline === 16 && incr && r.opsPerSec
             ? `${fixed((1e6 * (r.redisCores ?? 1)) / (r.opsPerSec * (r.decisions ?? 1)), 2)} µs`
             : '–',
+          r.usecPerCall === undefined ? '–' : `${fixed(r.usecPerCall / (r.decisions ?? 1), 2)} µs`,
         ],
   );
   return [
@@ -92,7 +93,17 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
     "### Redis ceiling: `redis-benchmark`, 50 clients, 100k random keys, sluice's own scripts via EVALSHA",
     '',
     table(
-      ['command', 'pipeline', 'calls/s', 'p50 ms', 'p99 ms', 'redis cores', 'Redis CPU per call', 'per decision'],
+      [
+        'command',
+        'pipeline',
+        'calls/s',
+        'p50 ms',
+        'p99 ms',
+        'redis cores',
+        'Redis CPU per call',
+        'per decision',
+        'commandstats µs per decision',
+      ],
       redisRows,
     ),
   ].join('\n');
