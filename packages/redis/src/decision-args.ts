@@ -72,7 +72,7 @@ function describe(policy: Policy): string {
       `[sluice] Redis store: policy ${JSON.stringify(policy.name)} is not one core built; make policies with createLimiter or toPolicy.`,
     );
   }
-  return `${policy.slot} ${policy.version} ${policy.algorithm} ${numbers.join(' ')};`;
+  return ` ${policy.slot}@${policy.version}=${policy.algorithm} ${numbers.join(' ')};`;
 }
 
 const safeText = /^[A-Za-z0-9._-]+$/;

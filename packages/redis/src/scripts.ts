@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { AlgorithmName, Policy } from '@sluice/core';
 import { decideLua } from './lua/decide.js';
+import { fastLua, fastPreludeLua } from './lua/fast.js';
 import { fixedWindowLua } from './lua/fixed-window.js';
-import { gcraLua } from './lua/gcra.js';
+import { gcraFastLua, gcraLua } from './lua/gcra.js';
 import { leakyBucketLua } from './lua/leaky-bucket.js';
 import { preludeLua } from './lua/prelude.js';
-import { slidingWindowCounterLua } from './lua/sliding-window-counter.js';
+import { slidingWindowCounterFastLua, slidingWindowCounterLua } from './lua/sliding-window-counter.js';
 import { slidingWindowLogLua } from './lua/sliding-window-log.js';
 import { tokenBucketLua } from './lua/token-bucket.js';
 
@@ -25,8 +26,21 @@ const sources: Readonly<Record<AlgorithmName, string>> = {
   'sliding-window-counter': slidingWindowCounterLua,
 };
 
-function assemble(label: string, algorithmSources: readonly string[]): Script {
-  const lua = [`-- sluice ${label}`, preludeLua, ...algorithmSources, decideLua].join('\n');
+/** The algorithms with a straight-line path (`lua/fast.ts`), each its decision in numbers. */
+const fastSources: Partial<Readonly<Record<AlgorithmName, string>>> = {
+  gcra: gcraFastLua,
+  'sliding-window-counter': slidingWindowCounterFastLua,
+};
+
+function assemble(label: string, algorithmSources: readonly string[], fastSource?: string): Script {
+  const general = [preludeLua, ...algorithmSources, decideLua];
+  // With a straight-line path, the general body is one function, run only when that path
+  // cannot decide the call: its tables and closures are then built only when needed.
+  const parts =
+    fastSource === undefined
+      ? general
+      : ['local function general()', ...general, 'end', fastPreludeLua, fastSource, fastLua];
+  const lua = [`-- sluice ${label}`, ...parts].join('\n');
   return { label, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
 
@@ -36,7 +50,10 @@ function assemble(label: string, algorithmSources: readonly string[]): Script {
  * that algorithm's script; a set mixing algorithms runs the script holding them all.
  */
 const byAlgorithm = new Map<AlgorithmName, Script>(
-  (Object.entries(sources) as [AlgorithmName, string][]).map(([name, source]) => [name, assemble(name, [source])]),
+  (Object.entries(sources) as [AlgorithmName, string][]).map(([name, source]) => [
+    name,
+    assemble(name, [source], fastSources[name]),
+  ]),
 );
 /** The script holding every algorithm, for a call whose decisions mix them. */
 export const mixedScript = assemble('mixed', Object.values(sources));

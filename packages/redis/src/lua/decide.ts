@@ -24,7 +24,7 @@ local function policies_of(text)
   if set ~= nil then return set end
   set = { logs = 0 }
   for slot, version, name, limit, window, max_delay, amount, interval in
-      string.gmatch(text, '(%S+) (%S+) (%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
+      string.gmatch(text, ' ([^@ ]+)@([^= ]+)=(%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
     local algorithm = ALGORITHMS[name]
     if algorithm == nil then error('sluice: no algorithm ' .. name .. ' in this script') end
     if algorithm.own_key then set.logs = set.logs + 1 end

@@ -34,3 +34,22 @@ gcra.refund = function(state, p, _, cost, now)
 end
 ALGORITHMS['gcra'] = gcra
 `;
+
+/** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
+export const gcraFastLua = `
+local FAST_ALGORITHM, FAST_FORMAT = 'gcra', '%s%d,%d;%d,%d'
+local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat, fraction)
+  local ahead = 0
+  if tat ~= nil and tat >= now then ahead = (tat - now) * limit + fraction end
+  local next_ahead = ahead + cost * window
+  local late = next_ahead - capacity * window
+  if late <= max_delay * limit then
+    local delay = 0
+    if late > 0 then delay = ceil(late / limit) end
+    return true, max(0, floor(-late / window)), ceil(next_ahead / limit), delay,
+      now + floor(next_ahead / limit), fmod(next_ahead, limit)
+  end
+  return false, max(0, floor((capacity * window - ahead) / window)), ceil(ahead / limit),
+    ceil((late - max_delay * limit) / limit)
+end
+`;

@@ -17,9 +17,10 @@ export const preludeLua = `
 --                   one only if all allow (all or nothing over the call); each names its own
 --                   client key
 --   cost   units, an integer >= 0 (0 decides without charging)
---   set    the limiter's policies, each 'slot version algorithm limit windowMs maxDelayMs
+--   set    the limiter's policies, each ' slot@version=algorithm limit windowMs maxDelayMs
 --          refillAmount refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 =
---          continuous; version names the algorithm and every figure its state depends on)
+--          continuous; version names the algorithm and every figure its state depends on; the
+--          head ' slot@version=' is the policy's state head in the client's string)
 --   caps   effective capacity per policy in units, comma-separated
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining

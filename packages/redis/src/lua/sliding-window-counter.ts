@@ -57,3 +57,44 @@ sliding_counter.refund = function(state, p, _, cost, now)
 end
 ALGORITHMS['sliding-window-counter'] = sliding_counter
 `;
+
+/** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
+export const slidingWindowCounterFastLua = `
+local FAST_ALGORITHM, FAST_FORMAT = 'sliding-window-counter', '%s%d,%d,%d;%d,%d'
+local function fast_counter_reset(current, previous, window, elapsed, lag)
+  if current > 0 then return 2 * window - elapsed + lag end
+  if previous > 0 then return window - elapsed + lag end
+  return 0
+end
+local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state_index, state_current, state_previous)
+  local lag = 0
+  if state_index ~= nil then lag = max(0, state_index * window - at) end
+  local now = at + lag
+  local index = floor(now / window)
+  local elapsed = now - index * window
+  local current, previous = 0, 0
+  if state_index == index then
+    current, previous = state_current, state_previous
+  elseif state_index == index - 1 then
+    previous = state_current
+  end
+  local used = previous * (window - elapsed) + current * window
+  local budget = capacity * window
+  if used + cost * window <= budget then
+    local after = current + cost
+    return true, floor((budget - used - cost * window) / window),
+      fast_counter_reset(after, previous, window, elapsed, lag), 0, index, after, previous
+  end
+  -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
+  local retry
+  local spare_now = (capacity - current - cost) * window
+  if spare_now >= 0 and previous > 0 and window - floor(spare_now / previous) < window then
+    retry = window - floor(spare_now / previous) - elapsed
+  else
+    local at_next = 0
+    if current > 0 then at_next = max(0, window - floor((capacity - cost) * window / current)) end
+    retry = window - elapsed + at_next
+  end
+  return false, max(0, floor((budget - used) / window)), fast_counter_reset(current, previous, window, elapsed, lag), retry + lag
+end
+`;

@@ -1,0 +1,70 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter, type Decision } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+
+const target = await standaloneRedis();
+const NOW = 1_700_000_000_000;
+
+/** A state string's entries, in any order: the general body writes them in table order. */
+const entries = (text: string | null) => (text ?? '').split(' ').filter(Boolean).sort();
+
+/**
+ * A one-policy limiter of gcra or sliding-window-counter is decided by its script's
+ * straight-line path while the client's string holds only its own state, and by the general
+ * body otherwise (here: the string also holds the state of a policy the limiter no longer
+ * has). Both must decide alike and write the same state, or a client moving between them (a
+ * deploy that drops a policy, a batch, a refund) would see its quota change.
+ */
+describe.skipIf(target.skip)('Redis store: the straight-line path and the general body agree', () => {
+  const prefix = `sluice-test:${randomUUID()}:`;
+  let client: Redis;
+
+  beforeAll(async () => {
+    client = await connectRedis(target.require());
+  });
+
+  afterAll(async () => {
+    if (client === undefined) return;
+    await deleteKeys(client, prefix);
+    client.disconnect();
+  });
+
+  for (const algorithm of ['gcra', 'sliding-window-counter'] as const) {
+    it(`${algorithm}: same decisions and same state with or without a dropped policy's state beside it`, async () => {
+      let now = NOW;
+      const limiter = createLimiter({
+        limit: 3,
+        window: 1000,
+        algorithm,
+        store: createRedisStore({ client, prefix }),
+        prefix: algorithm,
+        clock: () => now,
+        storeTimeoutMs: 10_000,
+      });
+      // Still within its window at every step below, so the general body keeps it.
+      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
+      await client.set(`${prefix}{${algorithm}|general}`, dropped);
+      const seen: Array<[Decision, Decision]> = [];
+      for (const step of [0, 0, 0, 0, 10, 340, 1, 500, 999, 1500]) {
+        now += step;
+        const straight = await limiter.consume('straight');
+        const general = await limiter.consume('general');
+        seen.push([straight, general]);
+        const [own, beside] = await Promise.all([
+          client.get(`${prefix}{${algorithm}|straight}`),
+          client.get(`${prefix}{${algorithm}|general}`),
+        ]);
+        expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+      }
+      for (const [straight, general] of seen) {
+        expect(straight.reason).toBeUndefined();
+        expect({ ...straight, key: '' }).toEqual({ ...general, key: '' });
+      }
+      // Both paths were walked: charged, refused, and a state that expired.
+      expect(new Set(seen.map(([d]) => d.allowed))).toEqual(new Set([true, false]));
+    });
+  }
+});
