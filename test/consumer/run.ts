@@ -13,7 +13,7 @@ import { build } from 'esbuild';
 import { checkApp } from './http-check.js';
 import { packAll } from './pack.js';
 import { run } from './shell.js';
-import { compile, type Resolution, writeEveryPackage, writeTsconfigs } from './typescript.js';
+import { compile, RESOLUTIONS, type Resolution, writeEveryPackage, writeTsconfigs } from './typescript.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const workspace = join(here, '../..');
@@ -68,7 +68,7 @@ try {
     app,
     packed.map((p) => p.name),
   );
-  for (const resolution of ['nodenext', 'node10', 'bundler'] satisfies Resolution[]) {
+  for (const resolution of Object.keys(RESOLUTIONS) as Resolution[]) {
     const problem = await compile(app, resolution);
     if (problem !== undefined) problems.push(problem);
   }
