@@ -196,6 +196,35 @@ describe.skipIf(target.skip)('Redis store, local-first mode, through an outage',
     }
   });
 
+  it('decides a new client on local counts when its first read gets no reply, instead of failing the request', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    client.on('error', () => {});
+    await client.ping();
+    const store = createRedisStore({
+      client,
+      prefix: 'silent:',
+      logger: quiet,
+      localFirst: { syncIntervalMs: 60_000, outageShare: 0.25 },
+    });
+    try {
+      const limiter = createLimiter({
+        ...{ limit: 40, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 's' },
+        // Shorter than the read's own bound (200 ms): the limiter must not cut it short.
+        ...{ storeTimeoutMs: 20, onStoreError: 'deny' },
+      });
+      redis.proxy.loseReplies();
+      const first = await limiter.consume('k');
+      expect(first).toMatchObject({ allowed: true, remaining: 9 });
+      // Decided alone, at a quarter of 40.
+      expect(await admitted(limiter, 'k', 20)).toBe(9);
+    } finally {
+      redis.proxy.forward();
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    }
+  });
+
   it('counts a lost reply once when Redis stays up', async () => {
     const clock = manualClock(1_700_000_040_000);
     const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });

@@ -106,6 +106,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     const local = createLocalFirst(client, prefix, localFirst, logger);
     return {
       name: 'redis',
+      // Decided in-process; a new client's one read has its own timeout and never fails.
+      local: true,
       prefix,
       backing: backingOf(client, prefix),
       checkPolicies(policies) {

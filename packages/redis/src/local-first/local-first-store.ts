@@ -157,7 +157,14 @@ export function createLocalFirst(
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
   timer.unref();
 
-  const clientOf = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
+  /** The client's counts when they can decide now: known here and read since it was idle. */
+  const freshClient = (request: StoreRequest): ClientCounts | undefined => {
+    const counts = limiters.get(request.policies)?.get(`${request.namespace}|${request.key}`);
+    return counts === undefined || counts.stale ? undefined : counts;
+  };
+
+  /** A new or idle client's counts, once the fleet's have been read (or could not be). */
+  const loadClient = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
     let clients = limiters.get(request.policies);
     if (clients === undefined) {
       clients = new Map<string, ClientCounts>();
@@ -165,7 +172,6 @@ export function createLocalFirst(
     }
     const id = `${request.namespace}|${request.key}`;
     let counts = clients.get(id);
-    if (counts !== undefined && !counts.stale) return counts;
     if (counts === undefined) {
       counts = newClientCounts(request, now);
       clients.set(id, counts);
@@ -187,15 +193,26 @@ export function createLocalFirst(
     return counts;
   };
 
+  const clientOf = (request: StoreRequest, now: number): ClientCounts | Promise<ClientCounts> =>
+    freshClient(request) ?? loadClient(request, now);
+
   const share = () => (reachable ? 1 : outageShare);
 
   return {
     checkPolicies: checkLocalFirstPolicies,
-    async consume(request) {
+    consume(request) {
       const now = request.now ?? Date.now();
       if (now > latestNow) latestNow = now;
-      const counts = await clientOf(request, now);
-      return decideLocally(counts, request, now, share());
+      // A known client decides at once: no promise but the one the store contract returns.
+      const counts = freshClient(request);
+      if (counts !== undefined) {
+        try {
+          return Promise.resolve(decideLocally(counts, request, now, share()));
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
+      return loadClient(request, now).then((loaded) => decideLocally(loaded, request, now, share()));
     },
     async refund(request) {
       const now = request.now ?? Date.now();
