@@ -81,6 +81,17 @@ describe('sluice serve over gRPC, called with the official Envoy protos', () => 
     expect((await ask(one('remote_address', ip))).statuses?.[0]?.limit_remaining).toBe(2);
   });
 
+  it('leaves dynamic_metadata out of a plain pass, and carries the exact wait on a refusal', async () => {
+    const ip = fresh('metadata');
+    const first = await ask(one('remote_address', ip));
+    expect(first.overall_code).toBe('OK');
+    expect(first.dynamic_metadata).toBeUndefined();
+    await ask(one('remote_address', ip), { hits_addend: 2 });
+    const refused = await ask(one('remote_address', ip));
+    expect(refused.overall_code).toBe('OVER_LIMIT');
+    expect(sluiceMetadata(refused)).toMatch(/"retryAfterMs":\{"numberValue":[1-9]/);
+  });
+
   it('answers OK in shadow mode over the limit, and says so in the metadata', async () => {
     const value = fresh('shadow');
     expect((await ask(one('shadowed', value))).overall_code).toBe('OK');

@@ -33,10 +33,12 @@ const toStatus = (status: DescriptorAnswer) => ({
 
 /** The `RateLimitResponse` object for `@grpc/grpc-js` (loader options in proto.ts). */
 export function toGrpcResponse(answer: RateLimitAnswer): object {
-  return {
+  const response: Record<string, unknown> = {
     overallCode: answer.overallCode,
     statuses: answer.statuses.map(toStatus),
     responseHeadersToAdd: answer.responseHeaders,
-    dynamicMetadata: { fields: { sluice: toStructValue(sluiceMetadata(answer.statuses)) } },
   };
+  const metadata = sluiceMetadata(answer.statuses);
+  if (metadata !== undefined) response.dynamicMetadata = { fields: { sluice: toStructValue(metadata) } };
+  return response;
 }

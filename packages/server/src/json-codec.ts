@@ -54,6 +54,7 @@ function statusJson(status: DescriptorAnswer): Record<string, unknown> {
 export function toJsonResponse(answer: RateLimitAnswer): Record<string, unknown> {
   const json: Record<string, unknown> = { overallCode: answer.overallCode, statuses: answer.statuses.map(statusJson) };
   if (answer.responseHeaders.length > 0) json.responseHeadersToAdd = answer.responseHeaders;
-  json.dynamicMetadata = { sluice: sluiceMetadata(answer.statuses) };
+  const metadata = sluiceMetadata(answer.statuses);
+  if (metadata !== undefined) json.dynamicMetadata = { sluice: metadata };
   return json;
 }

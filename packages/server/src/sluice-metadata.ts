@@ -12,7 +12,16 @@ export interface SluiceStatusMetadata {
   overLimit?: 'soft' | 'elastic' | 'shadow';
 }
 
-export function sluiceMetadata(statuses: readonly DescriptorAnswer[]): { statuses: SluiceStatusMetadata[] } {
+/**
+ * `undefined` when every status is a plain answer (no wait, no queue delay, no overage mark):
+ * its figures would all be zero, which the Node client reads from an absent entry anyway, and
+ * building and encoding a `google.protobuf.Struct` for them was a third of the service's own
+ * CPU per call.
+ */
+export function sluiceMetadata(
+  statuses: readonly DescriptorAnswer[],
+): { statuses: SluiceStatusMetadata[] } | undefined {
+  if (statuses.every((s) => s.retryAfterMs === 0 && s.delayMs === 0 && s.overLimit === undefined)) return undefined;
   return {
     statuses: statuses.map(({ retryAfterMs, delayMs, overLimit }) =>
       overLimit === undefined ? { retryAfterMs, delayMs } : { retryAfterMs, delayMs, overLimit },
