@@ -46,8 +46,8 @@ export const floorLabels: Record<string, string> = {
 };
 
 /**
- * Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, the bounded LRU
- * map sluice's memory store is built on.
+ * Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, lru-cache, a
+ * bounded LRU map (sluice's memory store keeps a strict LRU of its own).
  */
 export const floorContenders: Record<string, ContenderFactory> = {
   'floor-map:memory': async ({ mode }) => {

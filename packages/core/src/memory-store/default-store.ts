@@ -11,10 +11,9 @@ let stores = 0;
 
 /**
  * The store of a limiter or middleware given no `store`: a new memory store, over the one LRU
- * index of this process. A memory store allocates its index for `maxKeys` slots up front
- * (about 2.8 MB and 15 ms at the default), so an index each made hundreds of per-route
- * limiters cost hundreds of MB and seconds. Over one index they cost a few kB each, and still
- * count apart: each store files its namespaces under a scope of its own, so two limiters with
+ * index of this process. With an index each, hundreds of per-route limiters could hold
+ * hundreds × `maxKeys` client keys between them, and a client one entry per limiter. Over one
+ * index they cost a few kB each, and still count apart: each store files its namespaces under a scope of its own, so two limiters with
  * the same policies never share a count (as with a store each), and one entry per client
  * holds them all. The index's `maxKeys` bound (100 000 client keys) is shared between them.
  */

@@ -61,7 +61,7 @@ export function readStates(entry: Entry, at: number, policies: readonly Policy[]
 }
 
 /** The state of policy `index` of the segment at `at`, stored at `offset` (the first at `at + HEAD`). */
-export function readState(
+function readState(
   entry: Entry,
   at: number,
   index: number,
@@ -70,6 +70,25 @@ export function readState(
 ): MemoryState | undefined {
   if (algorithm === 'sliding-window-log') return entry.logs?.get(entry[at] as number)?.[index];
   return entry.slice(offset, offset + fixedSize[algorithm]);
+}
+
+/**
+ * `readState` for one decision's evaluation only: a fixed-size state is copied into `scratch`
+ * (one reused array per size), not into a new array. Algorithms read it and may hand it back
+ * as a refusal's `next`, which is never stored; a peek's write copies it into the entry.
+ */
+export function readStateOnce(
+  entry: Entry,
+  at: number,
+  offset: number,
+  algorithm: AlgorithmName,
+  scratch: readonly number[][],
+): MemoryState | undefined {
+  if (algorithm === 'sliding-window-log') return entry.logs?.get(entry[at] as number)?.[0];
+  const size = fixedSize[algorithm];
+  const into = scratch[size] as number[];
+  for (let j = 0; j < size; j++) into[j] = entry[offset + j] as number;
+  return into;
 }
 
 /** Writes the segment, in place when its length is unchanged; returns the entry to keep. */

@@ -1,4 +1,3 @@
-import { LRUCache } from 'lru-cache';
 import { decide, type Evaluation, refundStates } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
@@ -8,13 +7,14 @@ import {
   findSegment,
   HEAD,
   overwriteState,
-  readState,
+  readStateOnce,
   readStates,
   removeSegment,
   segmentsOf,
   writeSegment,
 } from './entry.js';
 import { createLayouts, type Layout, type Layouts } from './layouts.js';
+import { LruMap } from './lru.js';
 import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 import { type TakenOver, takeOver } from './take-over.js';
 
@@ -66,13 +66,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 
 /** What memory stores over one LRU index share: the client keys, the layouts of their segments, and evictions. */
 export interface MemoryTable {
-  readonly cache: LRUCache<string, Entry>;
+  readonly cache: LruMap<Entry>;
   readonly layouts: Layouts;
   evictions: number;
 }
 
 export const createMemoryTable = (maxKeys: number): MemoryTable => ({
-  cache: new LRUCache<string, Entry>({ max: maxKeys }),
+  cache: new LruMap<Entry>(maxKeys),
   layouts: createLayouts(),
   evictions: 0,
 });
@@ -84,15 +84,8 @@ export const createMemoryTable = (maxKeys: number): MemoryTable => ({
  */
 export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const { cache } = table;
-  // Without options of its own, every `get` allocates them and gives them a new shape: a
-  // reused object makes the lookup markedly cheaper. lru-cache writes a diagnostics `status`
-  // into it when its metrics channel has subscribers; clearing it keeps that per call.
-  const getOptions: { status?: LRUCache.Status<string, Entry> | undefined } = {};
-  const lookUp = (key: string): Entry | undefined => {
-    const entry = cache.get(key, getOptions as LRUCache.GetOptions<string, Entry, unknown>);
-    getOptions.status = undefined;
-    return entry;
-  };
+  // One reused state array per size, for the one-policy path's evaluation (see readStateOnce).
+  const scratch = [[], [0], [0, 0], [0, 0, 0]];
   const { layouts } = table;
   // A namespace as this store files it in the table: its own, when stores share one.
   let lastNamespace = '';
@@ -166,14 +159,14 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     const policy = policies[0] as Policy;
     const layout = layouts.of(filed(request.namespace), policies);
     const { id } = layout;
-    const entry = lookUp(key);
+    const entry = cache.get(key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
     if (at < 0 && entry !== undefined) {
       const taken = takeOver(entry, layout, layouts, now);
       if (taken !== undefined)
         return decideTakenOver(request, entry, layout, taken, now).outcomes[0] as Evaluation<MemoryState>;
     }
-    const state = at < 0 ? undefined : readState(entry as Entry, at, 0, at + HEAD, policy.algorithm);
+    const state = at < 0 ? undefined : readStateOnce(entry as Entry, at, at + HEAD, policy.algorithm, scratch);
     const algorithm = memoryAlgorithms[policy.algorithm];
     const evaluation = algorithm.evaluate(state, policy, request.capacities[0] as number, cost, now);
     if (evaluation.allowed && cost > 0) {
@@ -193,7 +186,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     }
     const layout = layouts.of(filed(request.namespace), request.policies);
     const { id } = layout;
-    const entry = lookUp(request.key);
+    const entry = cache.get(request.key);
     const at = entry === undefined ? -1 : findSegment(entry, id);
     if (at < 0 && entry !== undefined) {
       const taken = takeOver(entry, layout, layouts, now);
@@ -230,7 +223,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const layout = layouts.of(filed(request.namespace), request.policies);
       const { id } = layout;
       const { policies, capacities } = request;
-      const entry = lookUp(request.key);
+      const entry = cache.get(request.key);
       const at = entry === undefined ? -1 : findSegment(entry, id);
       const taken = at < 0 && entry !== undefined ? takeOver(entry, layout, layouts, now) : undefined;
       if (at < 0 && taken === undefined) return Promise.resolve();
