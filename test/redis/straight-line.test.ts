@@ -66,5 +66,46 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
       // Both paths were walked: charged, refused, and a state that expired.
       expect(new Set(seen.map(([d]) => d.allowed))).toEqual(new Set([true, false]));
     });
+
+    it(`${algorithm}: a batch decides alike whether it runs straight or, for one client's dropped policy, all in the general body`, async () => {
+      let now = NOW;
+      const limiterUnder = (prefixOfRun: string) =>
+        createLimiter({
+          limit: 2,
+          window: 1000,
+          algorithm,
+          store: createRedisStore({ client, prefix: `${prefix}${prefixOfRun}` }),
+          prefix: `batch-${algorithm}`,
+          clock: () => now,
+          storeTimeoutMs: 10_000,
+        });
+      const straight = limiterUnder('straight:');
+      const general = limiterUnder('general:');
+      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
+      await client.set(`${prefix}general:{batch-${algorithm}|k0}`, dropped);
+      const clients = ['k0', 'k1', 'k2', 'k3'];
+      const allowed = new Set<boolean>();
+      for (const step of [0, 0, 0, 400, 700]) {
+        now += step;
+        // Asked in one turn, each set of four travels as one call.
+        const [ofStraight, ofGeneral] = await Promise.all([
+          Promise.all(clients.map((k) => straight.consume(k))),
+          Promise.all(clients.map((k) => general.consume(k))),
+        ]);
+        for (const [i, decision] of ofStraight.entries()) {
+          expect(decision.reason).toBeUndefined();
+          expect(decision).toEqual(ofGeneral[i]);
+          allowed.add(decision.allowed);
+        }
+        for (const k of clients) {
+          const [own, beside] = await Promise.all([
+            client.get(`${prefix}straight:{batch-${algorithm}|${k}}`),
+            client.get(`${prefix}general:{batch-${algorithm}|${k}}`),
+          ]);
+          expect(entries(beside)).toEqual(entries(`${own ?? ''}${k === 'k0' ? dropped : ''}`));
+        }
+      }
+      expect(allowed).toEqual(new Set([true, false]));
+    });
   }
 });
