@@ -29,9 +29,9 @@ const settings = {
   inprocTimeMs: quick ? 500 : 800,
   inprocWarmupMs: quick ? 200 : 300,
   heapKeys: 1_000_000,
-  httpRounds: options.rounds,
-  httpWarmupS: quick ? 0.4 : 0.75,
-  httpDurationS: quick ? 1 : 3,
+  httpCycles: options.cycles,
+  httpWarmupS: quick ? 0.3 : 1,
+  httpRunS: quick ? 0.25 : 0.5,
   quietWaitMs: quick ? 2000 : 5000,
   redisBenchSeconds: quick ? 1 : 2.5,
   redisBenchRepeats: quick ? 1 : 2,
@@ -160,9 +160,9 @@ async function measure(): Promise<RunResults> {
     }
     if (run('http')) {
       const http = {
-        rounds: settings.httpRounds,
+        cycles: settings.httpCycles,
         warmupS: settings.httpWarmupS,
-        durationS: settings.httpDurationS,
+        runS: settings.httpRunS,
         quietWaitMs: settings.quietWaitMs,
         quick,
       };

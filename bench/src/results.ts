@@ -26,7 +26,10 @@ export interface HeapResult {
 }
 
 export interface HttpResult extends Disturbance {
+  /** The cycle (1, 2, …; 0 for a contender that could not be measured). */
   round: number;
+  /** The run's place in its framework's sequence: the runs either side are its neighbours. */
+  seq: number;
   framework: string;
   variant: string;
   mode: 'pass' | 'deny';

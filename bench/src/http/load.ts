@@ -1,13 +1,14 @@
 import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
 import { parseArgs } from '../lib/args.js';
-import { reportAndExit } from '../lib/child-main.js';
 import { Histogram } from '../lib/stats.js';
 
 /**
- * The load generator, in its own process on the other core: a warm-up run, then a measured
- * run against the same server process. Latency is recorded per response as a float (the
- * built-in histogram has whole-millisecond resolution and skips non-2xx responses, which
- * would hide the 429 path).
+ * The load generator, one process on the other core for a whole framework group: it loads one
+ * server at a time, for as long as the harness asks, and answers each run with one JSON line.
+ * Commands, one JSON line each on stdin: `{"port": 3917, "seconds": 0.5, "expect": 200}`.
+ * Latency is recorded per response as a float (the built-in histogram has whole-millisecond
+ * resolution and skips non-2xx responses, which would hide the 429 path).
  */
 interface Instance {
   on(event: 'response', listener: (client: unknown, status: number, bytes: number, ms: number) => void): void;
@@ -17,67 +18,80 @@ type Autocannon = (
   done: (error: Error | null, result: { errors: number; timeouts: number }) => void,
 ) => Instance;
 
+export interface LoadCommand {
+  port: number;
+  seconds: number;
+  expect: 200 | 429;
+}
+
+export interface LoadRun {
+  responses: number;
+  seconds: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Share of responses with the expected status. */
+  expectedShare: number;
+  errors: number;
+}
+
 const require = createRequire(import.meta.url);
 const autocannon = require('autocannon') as Autocannon;
 
 const args = parseArgs(process.argv.slice(2));
-const url = `http://127.0.0.1:${args.get('port')}/`;
 const connections = Number(args.get('connections') ?? 50);
+/**
+ * autocannon checks for the end of a run at each sample (every second by default), so a short
+ * run would last a whole second: sampling often ends it on time.
+ */
+const STOP_CHECK_MS = 20;
 
-function run(seconds: number, histogram?: Histogram) {
-  const statuses = new Map<number, number>();
-  return new Promise<{ seconds: number; responses: number; statuses: Map<number, number>; errors: number }>(
-    (resolve, reject) => {
-      const start = performance.now();
-      let responses = 0;
-      const instance = autocannon({ url, connections, pipelining: 1, duration: seconds }, (error, result) => {
-        if (error) reject(error);
-        else
-          resolve({
-            seconds: (performance.now() - start) / 1000,
-            responses,
-            statuses,
-            errors: result.errors + result.timeouts,
-          });
-      });
-      if (histogram === undefined) return;
-      instance.on('response', (_client, status, _bytes, ms) => {
-        responses++;
-        histogram.record(ms);
-        statuses.set(status, (statuses.get(status) ?? 0) + 1);
-      });
-    },
-  );
-}
-
-/** Started alongside the server to save its start-up time; the harness says `go` once the probes passed. */
-function go(): Promise<void> {
+function run({ port, seconds, expect }: LoadCommand): Promise<LoadRun> {
+  const histogram = new Histogram();
+  let expected = 0;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('no go within 60 s')), 60_000);
-    process.stdin.setEncoding('utf8').on('data', (chunk: string) => {
-      if (!chunk.includes('go')) return;
-      clearTimeout(timer);
-      process.stdin.pause();
-      resolve();
+    const start = performance.now();
+    const url = `http://127.0.0.1:${port}/`;
+    const instance = autocannon(
+      { url, connections, pipelining: 1, duration: seconds, sampleInt: STOP_CHECK_MS },
+      (error, result) => {
+        if (error) {
+          reject(error);
+          return;
+        }
+        resolve({
+          responses: histogram.count,
+          seconds: (performance.now() - start) / 1000,
+          p50Ms: histogram.quantile(0.5),
+          p99Ms: histogram.quantile(0.99),
+          expectedShare: expected / Math.max(1, histogram.count),
+          errors: result.errors + result.timeouts,
+        });
+      },
+    );
+    instance.on('response', (_client, status, _bytes, ms) => {
+      histogram.record(ms);
+      if (status === expect) expected++;
     });
   });
 }
 
-async function main() {
-  if (args.has('wait-go')) await go();
-  await run(Number(args.get('warmup') ?? 1));
-  const histogram = new Histogram();
-  process.stdout.write('measuring\n');
-  const measured = await run(Number(args.get('duration') ?? 5), histogram);
-  process.stdout.write('measured\n');
-  const expected = args.get('expect') === '429' ? 429 : 200;
-  return {
-    rps: measured.responses / measured.seconds,
-    p50Ms: histogram.quantile(0.5),
-    p99Ms: histogram.quantile(0.99),
-    expectedShare: (measured.statuses.get(expected) ?? 0) / Math.max(1, measured.responses),
-    errors: measured.errors,
-  };
-}
-
-reportAndExit(main());
+// One command at a time, in order: the harness waits for each answer before the next.
+const lines = createInterface({ input: process.stdin });
+let queue = Promise.resolve();
+lines.on('line', (line) => {
+  queue = queue.then(async () => {
+    try {
+      process.stdout.write(`${JSON.stringify(await run(JSON.parse(line) as LoadCommand))}\n`);
+    } catch (error) {
+      process.stdout.write(`${JSON.stringify({ error: (error as Error).message })}\n`);
+    }
+  });
+});
+lines.once('close', () => {
+  queue.then(() => process.exit(0));
+});
+// Never outlive the harness.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(2);
+}, 1000).unref();

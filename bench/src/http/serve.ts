@@ -1,17 +1,16 @@
 import { Unavailable } from '../inproc/contender.js';
 import { parseArgs } from '../lib/args.js';
 import type { StartApp } from './apps/app.js';
-import { startExpress } from './apps/express.js';
-import { startFastify } from './apps/fastify.js';
-import { startKoa } from './apps/koa.js';
-import { startNode } from './apps/node.js';
 
-/** The server under test, in its own process: prints `ready` once listening, stops on SIGTERM. */
-const starters: Record<string, StartApp> = {
-  node: startNode,
-  express: startExpress,
-  fastify: startFastify,
-  koa: startKoa,
+/**
+ * The server under test, in its own process: prints `ready` once listening, stops on SIGTERM.
+ * Only its own framework's app is loaded: a group starts a dozen servers at once.
+ */
+const starters: Record<string, () => Promise<StartApp>> = {
+  node: async () => (await import('./apps/node.js')).startNode,
+  express: async () => (await import('./apps/express.js')).startExpress,
+  fastify: async () => (await import('./apps/fastify.js')).startFastify,
+  koa: async () => (await import('./apps/koa.js')).startKoa,
 };
 
 const args = parseArgs(process.argv.slice(2));
@@ -21,13 +20,15 @@ const lifetimeMs = Number(args.get('lifetime') ?? 120_000);
 const parent = process.ppid;
 
 async function main() {
-  const start = starters[framework];
-  if (start === undefined) throw new Error(`unknown framework ${framework}`);
+  const load = starters[framework];
+  if (load === undefined) throw new Error(`unknown framework ${framework}`);
+  const start = await load();
   const close = await start(
     {
       variant: args.get('variant') ?? 'bare',
       mode: args.get('mode') === 'deny' ? 'deny' : 'pass',
       redisPort: args.has('redis-port') ? Number(args.get('redis-port')) : undefined,
+      redisDb: Number(args.get('redis-db') ?? 0),
     },
     port,
   );

@@ -16,11 +16,11 @@ export const nodeFlags = ['--import', tsxLoader];
 export const sourceFile = (relative: string): string => fileURLToPath(new URL(`../${relative}`, import.meta.url));
 
 /**
- * Starts `command` on one CPU only. `taskset` execs the command, so the child's pid is the
- * measured process itself, which is what the CPU accounting in `cpu.ts` reads.
+ * Starts `command` on one CPU only (or a list, `'0,1'`). `taskset` execs the command, so the
+ * child's pid is the measured process itself, which is what the CPU accounting in `cpu.ts` reads.
  */
 export function spawnPinned(
-  cpu: number,
+  cpu: number | string,
   command: string,
   args: readonly string[],
   stdin: 'ignore' | 'pipe' = 'ignore',
@@ -33,7 +33,7 @@ export function spawnPinned(
 
 /** Runs a TypeScript entry point of this package pinned to `cpu`. */
 export const spawnNode = (
-  cpu: number,
+  cpu: number | string,
   file: string,
   args: readonly string[],
   flags: readonly string[] = [],

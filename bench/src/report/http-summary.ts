@@ -1,5 +1,6 @@
 import { cv, median } from '../lib/stats.js';
 import type { HttpResult } from '../results.js';
+import { type Spread, spreadOf } from './target-check.js';
 
 export interface HttpRow {
   framework: string;
@@ -10,8 +11,15 @@ export interface HttpRow {
   minRps: number;
   maxRps: number;
   cv: number;
-  /** Median over rounds of rps ÷ the bare framework's rps in the same round (its 200 path). */
+  /**
+   * Median over cycles of rps ÷ the bare framework's rps in the neighbouring runs (the mean
+   * of the bare runs just before and just after; bare's 200 path).
+   */
   ratio: number;
+  ratioMin: number;
+  ratioMax: number;
+  /** Each cycle's ratio, by cycle: targets pair two contenders' ratios of the same cycle. */
+  ratios: ReadonlyMap<number, number>;
   p50Ms: number;
   p99Ms: number;
   serverCores: number;
@@ -29,12 +37,29 @@ const key = (r: { framework: string; variant: string; mode: string }) => `${r.fr
 const finite = (values: (number | undefined)[]) =>
   values.filter((v): v is number => v !== undefined && Number.isFinite(v));
 
-/** Medians over rounds, with every ratio taken against the bare framework of the same round. */
-export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
-  const bare = new Map<string, number>();
+/** rps ÷ the mean of the bare runs either side of it in its framework's sequence. */
+function neighbourRatios(results: readonly HttpResult[]): Map<HttpResult, number> {
+  const ratios = new Map<HttpResult, number>();
+  const byFramework = new Map<string, HttpResult[]>();
   for (const r of results) {
-    if (r.variant === 'bare' && r.rps !== undefined) bare.set(`${r.framework}|${r.round}`, r.rps);
+    if (r.rps !== undefined) byFramework.set(r.framework, [...(byFramework.get(r.framework) ?? []), r]);
   }
+  for (const runs of byFramework.values()) {
+    const sorted = [...runs].sort((a, b) => a.seq - b.seq);
+    sorted.forEach((r, i) => {
+      if (r.variant === 'bare') return;
+      const before = sorted.slice(0, i).findLast((b) => b.variant === 'bare');
+      const after = sorted.slice(i + 1).find((b) => b.variant === 'bare');
+      const bare = finite([before?.rps, after?.rps]);
+      if (bare.length > 0) ratios.set(r, (r.rps as number) / (bare.reduce((a, b) => a + b) / bare.length));
+    });
+  }
+  return ratios;
+}
+
+/** Medians over cycles, every ratio taken against the bare framework's neighbouring runs. */
+export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
+  const neighbours = neighbourRatios(results);
   const groups = new Map<string, HttpResult[]>();
   for (const r of results) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
   const rows: HttpRow[] = [];
@@ -42,7 +67,9 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
     const first = group[0] as HttpResult;
     const ok = group.filter((r) => r.rps !== undefined);
     const rps = ok.map((r) => r.rps as number);
-    const ratios = finite(ok.map((r) => (r.rps as number) / (bare.get(`${r.framework}|${r.round}`) ?? Number.NaN)));
+    const ratios = new Map<number, number>();
+    for (const r of ok) ratios.set(r.round, first.variant === 'bare' ? 1 : (neighbours.get(r) ?? Number.NaN));
+    const ratioList = finite([...ratios.values()]);
     const usPerReq = (r: HttpResult) => ((r.serverCores ?? 1) * 1e6) / (r.rps as number);
     const bareUs = finite(
       results.filter((b) => b.framework === first.framework && b.variant === 'bare' && b.rps).map(usPerReq),
@@ -56,7 +83,10 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
       minRps: Math.min(...rps),
       maxRps: Math.max(...rps),
       cv: cv(rps),
-      ratio: median(ratios),
+      ratio: median(ratioList),
+      ratioMin: Math.min(...ratioList),
+      ratioMax: Math.max(...ratioList),
+      ratios,
       p50Ms: median(finite(ok.map((r) => r.p50Ms))),
       p99Ms: median(finite(ok.map((r) => r.p99Ms))),
       serverCores: median(finite(ok.map((r) => r.serverCores))),
@@ -70,6 +100,20 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
     });
   }
   return rows;
+}
+
+/**
+ * `a`'s ratio ÷ `b`'s, cycle by cycle (only cycles that measured both): the median and range
+ * of a comparison whose two sides ran seconds apart.
+ */
+export function pairedRatio(a: HttpRow | undefined, b: HttpRow | undefined): Spread | undefined {
+  if (a === undefined || b === undefined) return undefined;
+  const quotients: number[] = [];
+  for (const [cycle, value] of a.ratios) {
+    const other = b.ratios.get(cycle);
+    if (other !== undefined && Number.isFinite(value) && Number.isFinite(other)) quotients.push(value / other);
+  }
+  return spreadOf(quotients);
 }
 
 export const findHttp = (

@@ -4,7 +4,7 @@ import { rulesLabels } from '../inproc/rules-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { table } from './table.js';
-import { cell } from './targets.js';
+import { cell } from './target-check.js';
 
 const COLUMNS: Array<[number, number, 'pass' | 'deny', string]> = [
   [100_000, 1, 'pass', '100k keys, seq'],

@@ -5,7 +5,7 @@ import { findHttp, type HttpRow } from './http-summary.js';
 import { inprocTable, policyTable } from './inproc-tables.js';
 import { serviceSection } from './service-table.js';
 import { limiterName, table, verdict } from './table.js';
-import type { TargetCheck } from './targets.js';
+import type { TargetCheck } from './target-check.js';
 
 function httpTable(rows: readonly HttpRow[], mode: 'pass' | 'deny'): string {
   const shown = rows.filter((r) => r.mode === mode && r.framework !== 'node');
@@ -19,6 +19,7 @@ function httpTable(rows: readonly HttpRow[], mode: 'pass' | 'deny'): string {
       'p50 ms',
       'p99 ms',
       mode === 'pass' ? 'ratio vs bare' : 'ratio vs bare 200',
+      'ratio min–max',
       'server µs/req (Δ)',
       'redis cores',
       'expected status',
@@ -37,6 +38,7 @@ function httpTable(rows: readonly HttpRow[], mode: 'pass' | 'deny'): string {
             '',
             '',
             '',
+            '',
           ]
         : [
             r.framework,
@@ -47,11 +49,33 @@ function httpTable(rows: readonly HttpRow[], mode: 'pass' | 'deny'): string {
             fixed(r.p50Ms, 2),
             fixed(r.p99Ms, 2),
             r.variant === 'bare' ? '1.00' : `**${ratio(r.ratio)}**`,
+            r.variant === 'bare' || !Number.isFinite(r.ratio) ? '–' : `${ratio(r.ratioMin)}–${ratio(r.ratioMax)}`,
             `${fixed((r.serverCores * 1e6) / r.rps, 1)} (${r.variant === 'bare' ? '–' : `${r.addedUs >= 0 ? '+' : ''}${fixed(r.addedUs, 1)}`})`,
             r.redisCores === undefined ? '–' : fixed(r.redisCores, 2),
             percent(r.worstExpectedShare),
           ],
     ),
+  );
+}
+
+const measuredValue = (c: TargetCheck) =>
+  c.unit === 'bytes' ? fixed(c.value, 0) : c.unit === 'µs' ? `${fixed(c.value, 2)} µs` : fixed(c.value, 3);
+
+/** Each target's median with its range over pairs, and the control or floor beside it. */
+function targetsTable(checks: readonly TargetCheck[]): string {
+  return table(
+    ['target', 'measured', 'range (pairs)', 'goal', 'control / floor', 'context', 'verdict'],
+    checks.map((c) => [
+      c.target,
+      measuredValue(c),
+      c.spread === undefined || c.spread.count < 2
+        ? '–'
+        : `${fixed(c.spread.min, 3)}–${fixed(c.spread.max, 3)} (${c.spread.count})`,
+      c.goal,
+      c.bound ?? '',
+      c.context,
+      verdict(c.met),
+    ]),
   );
 }
 
@@ -173,26 +197,17 @@ function repeated(results: RunResults): string {
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;
   const s = results.settings;
-  const rounds = Math.max(0, ...results.http.map((r) => r.round));
+  const cycles = Math.max(0, ...results.http.map((r) => r.round));
   return [
     '# sluice benchmark results',
     '',
     `Run of ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC${results.quick ? ' (**--quick**: fewer cells, shorter runs; indicative only)' : ''}, ${Math.round(results.seconds)} s. ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}. Method and how to read the ratios: [../README.md](../README.md). Chart: [latest.svg](latest.svg).`,
     '',
-    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${rounds} round(s) of ${s.httpDurationS} s after ${s.httpWarmupS} s warm-up, 50 connections, medians over rounds; memory at ${int(s.heapKeys)} keys.`,
+    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${cycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles; memory at ${int(s.heapKeys)} keys.`,
     '',
     '## Targets',
     '',
-    table(
-      ['target', 'measured', 'goal', 'context', 'verdict'],
-      checks.map((c) => [
-        c.target,
-        c.unit === 'bytes' ? fixed(c.value, 0) : fixed(c.value, 3),
-        c.goal,
-        c.context,
-        verdict(c.met),
-      ]),
-    ),
+    targetsTable(checks),
     '',
     '## HTTP: pass path (every request allowed)',
     '',

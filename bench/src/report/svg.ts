@@ -1,9 +1,10 @@
+import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 import { floorLabels } from '../inproc/floor-contenders.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
-import type { HttpRow } from './http-summary.js';
+import { findHttp, type HttpRow } from './http-summary.js';
 import { limiterName } from './table.js';
-import { cell } from './targets.js';
+import { cell } from './target-check.js';
 
 interface Bar {
   label: string;
@@ -50,18 +51,24 @@ function drawPanel(panel: Panel, top: number): { svg: string; height: number } {
   return { svg: parts.join('\n'), height: 40 + panel.bars.length * ROW };
 }
 
-const httpGoals: Record<string, number> = {
-  'fastify|sluice:memory': 0.93,
-  'fastify|sluice:redis': 0.75,
-  'koa|sluice:memory': 0.85,
-  'express|sluice:memory': 0.97,
-};
+/**
+ * The HTTP goals, drawn on sluice's bars: 0.95 × the fields control's ratio for the memory
+ * store, the INCR control's for Redis.
+ */
+function httpGoal(http: readonly HttpRow[], row: HttpRow): number | undefined {
+  const control = (variant: string) => findHttp(http, row.framework, variant)?.ratio;
+  if (row.variant === 'sluice:memory') return mul(0.95, control(FIXED_HEADERS));
+  if (row.variant === 'sluice:redis') return control(REDIS_ROUND_TRIP);
+  return undefined;
+}
+
+const mul = (a: number, b: number | undefined) => (b === undefined || !Number.isFinite(b) ? undefined : a * b);
 
 function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
   const httpBars = http
     .filter((r) => r.mode === 'pass' && r.variant !== 'bare' && r.framework !== 'node')
     .map((r): Bar => {
-      const goal = httpGoals[`${r.framework}|${r.variant}`];
+      const goal = httpGoal(http, r);
       const bar: Bar = {
         label: `${r.framework} · ${limiterName(r.variant)}`,
         value: r.unavailable ? undefined : r.ratio,
@@ -103,18 +110,18 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
         return bar;
       });
   };
-  const erl = cell(results.inproc, 'express-rate-limit:memory', 100_000, 1);
+  const lru = cell(results.inproc, 'floor-lru-cache:memory', 100_000, 1);
   const rlfRedis = cell(results.inproc, 'rate-limiter-flexible:redis', 100_000, 100);
   const targeted = (id: string) => id.endsWith(':gcra') || id.endsWith(':sliding-window-counter');
   return [
     {
-      title: 'HTTP req/s ÷ bare framework, pass path (median of rounds; tick = target)',
+      title: 'HTTP req/s ÷ bare framework, pass path (median of cycles; tick = target)',
       bars: httpBars,
       format: ratio,
     },
     {
-      title: 'Memory store, decisions/s, 100k keys, sequential (tick = 1.5× express-rate-limit)',
-      bars: inprocBars('memory', 1, (id) => (targeted(id) && erl ? 1.5 * erl : undefined)),
+      title: 'Memory store, decisions/s, 100k keys, sequential (tick = 0.9× the lru-cache floor)',
+      bars: inprocBars('memory', 1, (id) => (targeted(id) && lru ? 0.9 * lru : undefined)),
       format: (v) => `${rate(v)}/s`,
     },
     {
@@ -123,12 +130,12 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
       format: (v) => `${rate(v)}/s`,
     },
     {
-      title: 'Heap bytes per tracked key at 1M keys (tick = 120 B target)',
+      title: 'Heap bytes per tracked key at 1M keys (tick = 96 B target)',
       bars: results.heap.map((h) => ({
         label: h.contender.replace(/^sluice:memory:/, 'sluice ').replace(/:memory$/, ''),
         value: h.heapBytesPerKey,
         sluice: h.contender.startsWith('sluice'),
-        ...(h.contender.startsWith('sluice') ? { goal: 120 } : {}),
+        ...(h.contender.startsWith('sluice') ? { goal: 96 } : {}),
       })),
       format: (v) => `${fixed(v, 0)} B`,
     },

@@ -5,6 +5,11 @@ export interface AppSetup {
   variant: string;
   mode: Mode;
   redisPort: number | undefined;
+  /**
+   * The Redis database the app's clients select: every server of a framework's group has its
+   * own, so that no two share a key (a 429 path's spent key, a pass path's count).
+   */
+  redisDb: number;
 }
 
 /** Starts the app listening on 127.0.0.1:port; resolves with a function that closes it. */

@@ -9,7 +9,7 @@ import { type AppSetup, LOCAL_FIRST_REDIS } from './app.js';
 /** An ioredis client on the private benchmark server; the app closes it on shutdown. */
 export function benchRedis(setup: AppSetup, settings: ClientSettings = {}): Redis {
   if (setup.redisPort === undefined) throw new Error('a Redis variant needs --redis-port');
-  return new Redis(setup.redisPort, '127.0.0.1', settings);
+  return new Redis(setup.redisPort, '127.0.0.1', { ...settings, db: setup.redisDb });
 }
 
 /** The sluice variants: memory, exact Redis, local-first Redis. */

@@ -1,0 +1,78 @@
+import { median } from '../lib/stats.js';
+import type { InprocResult, RunResults } from '../results.js';
+import type { HttpRow } from './http-summary.js';
+
+/** The median of several paired measurements, with their range. */
+export interface Spread {
+  median: number;
+  min: number;
+  max: number;
+  /** How many pairs (or runs) the median is taken over. */
+  count: number;
+}
+
+export interface TargetCheck {
+  target: string;
+  /** The measured value: a ratio, bytes, or µs. */
+  value: number | undefined;
+  /** Range of the paired measurements `value` is the median of; absent for a single figure. */
+  spread?: Spread | undefined;
+  unit: 'ratio' | 'bytes' | 'µs';
+  goal: string;
+  /**
+   * The control or floor this target is read against, measured in the same run: what any
+   * implementation could reach on this machine. Absent or empty when nothing bounds it.
+   */
+  bound?: string;
+  /** Other figures worth reading beside it: the peers, the raw rates. */
+  context: string;
+  met: boolean | undefined;
+}
+
+/** One section's targets, read from one run. Sections are listed in `targets.ts`. */
+export type TargetSection = (results: RunResults, http: readonly HttpRow[]) => TargetCheck[];
+
+/** Each run of a cell, in the order measured (the full run measures the target cells three times). */
+export const cellRuns = (
+  results: readonly InprocResult[],
+  contender: string,
+  keys: number,
+  concurrency: number,
+  mode: 'pass' | 'deny' = 'pass',
+): number[] =>
+  results
+    .filter((r) => r.contender === contender && r.keys === keys && r.concurrency === concurrency && r.mode === mode)
+    .map((r) => r.opsPerSec)
+    .filter((ops): ops is number => ops !== undefined);
+
+/** A cell's decisions per second: the median when the run measured it more than once. */
+export const cell = (
+  results: readonly InprocResult[],
+  contender: string,
+  keys: number,
+  concurrency: number,
+  mode: 'pass' | 'deny' = 'pass',
+): number | undefined => {
+  const runs = cellRuns(results, contender, keys, concurrency, mode);
+  return runs.length === 0 ? undefined : median(runs);
+};
+
+/** The spread of quotients a[i] ÷ b[i], pairing the i-th run of each (measured in the same pass). */
+export const pairedSpread = (a: readonly number[], b: readonly number[]): Spread | undefined =>
+  spreadOf(a.slice(0, b.length).map((value, i) => value / (b[i] as number)));
+
+/** Median and range of some finite values; undefined for none. */
+export function spreadOf(values: readonly number[]): Spread | undefined {
+  const finite = values.filter(Number.isFinite);
+  if (finite.length === 0) return undefined;
+  return { median: median(finite), min: Math.min(...finite), max: Math.max(...finite), count: finite.length };
+}
+
+export const atLeast = (value: number | undefined, goal: number) =>
+  value === undefined || Number.isNaN(value) ? undefined : value >= goal;
+export const atMost = (value: number | undefined, goal: number) =>
+  value === undefined || Number.isNaN(value) ? undefined : value <= goal;
+export const above = (value: number | undefined, goal: number) =>
+  value === undefined || Number.isNaN(value) ? undefined : value > goal;
+export const over = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? undefined : a / b;

@@ -1,0 +1,165 @@
+import { fixed, rate, ratio } from '../lib/format.js';
+import type { RunResults } from '../results.js';
+import { atLeast, atMost, cell, cellRuns, over, pairedSpread, type Spread, type TargetCheck } from './target-check.js';
+
+const TARGETED = ['gcra', 'sliding-window-counter'] as const;
+/** The `redis-benchmark` row of the floor script (`ceiling/floor.ts`). */
+const FLOOR_SCRIPT = 'floor: EVALSHA that GETs and SETs one string';
+const SEQ_100K = [100_000, 1] as const;
+
+/** sluice ÷ a reference cell, paired run by run: the target cells are measured in the same passes. */
+function versus(results: RunResults, contender: string, reference: string, concurrency = 1): Spread | undefined {
+  return pairedSpread(
+    cellRuns(results.inproc, contender, 100_000, concurrency),
+    cellRuns(results.inproc, reference, 100_000, concurrency),
+  );
+}
+
+/** The memory store through `createLimiter`, against the lru-cache floor and, the stretch, express-rate-limit. */
+export function memoryTargets(results: RunResults): TargetCheck[] {
+  const inproc = results.inproc;
+  const lru = cell(inproc, 'floor-lru-cache:memory', ...SEQ_100K);
+  const map = cell(inproc, 'floor-map:memory', ...SEQ_100K);
+  const erl = cell(inproc, 'express-rate-limit:memory', ...SEQ_100K);
+  const checks: TargetCheck[] = [];
+  for (const algorithm of TARGETED) {
+    const id = `sluice:memory:${algorithm}`;
+    const floor = versus(results, id, 'floor-lru-cache:memory');
+    const stretch = versus(results, id, 'express-rate-limit:memory');
+    checks.push(
+      {
+        target: `memory ${algorithm} via createLimiter, 100k keys, seq ÷ lru-cache floor`,
+        value: floor?.median,
+        spread: floor,
+        unit: 'ratio',
+        goal: '≥ 0.90',
+        bound: `the floor is 1.00; a plain Map floor ${ratio(over(map, lru))}`,
+        context: `sluice ${rate(cell(inproc, id, ...SEQ_100K))}/s, lru-cache floor ${rate(lru)}/s`,
+        met: atLeast(floor?.median, 0.9),
+      },
+      {
+        target: `memory ${algorithm} via createLimiter, 100k keys, seq ÷ express-rate-limit MemoryStore (stretch)`,
+        value: stretch?.median,
+        spread: stretch,
+        unit: 'ratio',
+        goal: '≥ 1.00',
+        bound: `lru-cache floor ${ratio(over(lru, erl))}, Map floor ${ratio(over(map, erl))}`,
+        context: `express-rate-limit ${rate(erl)}/s, unbounded`,
+        met: atLeast(stretch?.median, 1),
+      },
+    );
+  }
+  return checks;
+}
+
+/** Heap per tracked key at 1M keys, against the lightest peer. */
+export function heapTargets(results: RunResults): TargetCheck[] {
+  const peers = results.heap.filter((h) => !h.contender.startsWith('sluice') && h.heapBytesPerKey !== undefined);
+  const lightest = peers.sort((a, b) => (a.heapBytesPerKey as number) - (b.heapBytesPerKey as number))[0];
+  return TARGETED.map((algorithm) => {
+    const bytes = results.heap.find((h) => h.contender === `sluice:memory:${algorithm}`)?.heapBytesPerKey;
+    return {
+      target: `heap bytes per key at 1M keys, ${algorithm}`,
+      value: bytes,
+      unit: 'bytes',
+      goal: '≤ 96',
+      bound: '',
+      context:
+        lightest === undefined
+          ? ''
+          : `lightest peer ${lightest.contender.replace(/:memory$/, '')} ${fixed(lightest.heapBytesPerKey, 0)} B`,
+      met: atMost(bytes, 96),
+    };
+  });
+}
+
+/**
+ * Redis's time per call of a `redis-benchmark` replay, 16 deep: `INFO commandstats` when the
+ * run read it (load changes it little), else Redis's CPU over the calls served.
+ */
+function redisUs(results: RunResults, command: string): number | undefined {
+  const row = results.redisBench.find((r) => r.command === command && r.pipeline === 16);
+  if (row?.usecPerCall !== undefined) return row.usecPerCall;
+  if (row?.opsPerSec === undefined || row.redisCores === undefined) return undefined;
+  return (1e6 * row.redisCores) / row.opsPerSec;
+}
+
+/** Redis CPU per decision, the cost of three policies, and decisions at 100 in flight. */
+export function redisTargets(results: RunResults): TargetCheck[] {
+  const inproc = results.inproc;
+  const incrUs = redisUs(results, 'INCR (reference)');
+  const floorUs = redisUs(results, FLOOR_SCRIPT);
+  const rlf = cell(inproc, 'rate-limiter-flexible:redis', 100_000, 100);
+  const incr = cell(inproc, 'ioredis-incr:redis', 100_000, 100);
+  const checks: TargetCheck[] = [];
+  for (const algorithm of TARGETED) {
+    const us = redisUs(results, `sluice ${algorithm}`);
+    checks.push({
+      target: `Redis CPU per single-policy decision, ${algorithm} (redis-benchmark replay, -P 16)`,
+      value: us,
+      unit: 'µs',
+      goal: '≤ 6.0',
+      bound: [
+        incrUs === undefined ? '' : `INCR ${fixed(incrUs, 2)} µs`,
+        floorUs === undefined ? '' : `a script that only GETs and SETs the string ${fixed(floorUs, 2)} µs`,
+      ]
+        .filter((s) => s !== '')
+        .join('; '),
+      context: '',
+      met: atMost(us, 6),
+    });
+  }
+  for (const algorithm of TARGETED) {
+    const id = `sluice:redis:${algorithm}`;
+    // Cost is time per decision: 3 policies' cost ÷ 1 policy's is 1 policy's rate ÷ 3 policies'.
+    const cost = versus(results, id, `${id}:3p`, 100);
+    const scriptCost = over(
+      redisUs(results, `sluice ${algorithm}, 3 policies`),
+      redisUs(results, `sluice ${algorithm}`),
+    );
+    checks.push({
+      target: `Redis ${algorithm}: cost of a 3-policy decision ÷ a 1-policy one, 100 in flight`,
+      value: cost?.median,
+      spread: cost,
+      unit: 'ratio',
+      goal: '≤ 1.30',
+      bound: '',
+      context: scriptCost === undefined ? '' : `Redis CPU per call, 3 ÷ 1: ${ratio(scriptCost)}`,
+      met: atMost(cost?.median, 1.3),
+    });
+  }
+  for (const algorithm of TARGETED) {
+    const id = `sluice:redis:${algorithm}`;
+    const v = versus(results, id, 'rate-limiter-flexible:redis', 100);
+    checks.push({
+      target: `Redis ${algorithm}, 100k keys, 100 in flight ÷ rate-limiter-flexible Redis`,
+      value: v?.median,
+      spread: v,
+      unit: 'ratio',
+      goal: '≥ 1.50',
+      bound: incr === undefined ? '' : `one ioredis INCR per decision ${ratio(over(incr, rlf))}`,
+      context: `rate-limiter-flexible ${rate(rlf)}/s`,
+      met: atLeast(v?.median, 1.5),
+    });
+  }
+  return checks;
+}
+
+/** What watching decisions costs on the memory store (issue 14). */
+export function watchTargets(results: RunResults): TargetCheck[] {
+  const unwatched = cell(results.inproc, 'sluice:memory:gcra', ...SEQ_100K);
+  const watchCost = (id: string) => over(unwatched, cell(results.inproc, id, ...SEQ_100K));
+  const subscriberCost = watchCost('sluice:memory:gcra:subscriber');
+  const metricsCost = watchCost('sluice:memory:gcra:metrics');
+  return [
+    {
+      target: 'memory gcra, 100k keys, seq: cost with enableMetrics ÷ cost with nobody watching',
+      value: metricsCost,
+      unit: 'ratio',
+      goal: '≤ 1.15',
+      bound: subscriberCost === undefined ? '' : `a subscriber that does nothing ${ratio(subscriberCost)}`,
+      context: '',
+      met: atMost(metricsCost, 1.15),
+    },
+  ];
+}
