@@ -1,5 +1,6 @@
+import diagnostics from 'node:diagnostics_channel';
 import { type ClientRequest, request as httpRequest } from 'node:http';
-import { createLimiter } from '@sluice/core';
+import { createLimiter, SLUICE_CHANNELS } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { parseRules } from '@sluice/rules';
 import request from 'supertest';
@@ -95,6 +96,60 @@ descriptors:
       expect(next).toBeInstanceOf(Error);
     }, 3000);
     expect(app.hits()).toBe(4);
+  });
+
+  // Giving back used to refund every matched rule, so a quota_mode rule that had refused
+  // (and was never charged) got a unit back and admitted past its limit.
+  it('rules mode: a full queue gives back only what was charged, never a quota_mode rule that refused', async () => {
+    const clock = clockAt(0);
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-q
+    policies: [{ name: queued, limit: 1, window: 10s, algorithm: gcra, burst: 1, queue: { maxDelayMs: 15s } }]
+  - key: header.x-a
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: header.x-b
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 100 }
+`);
+    app = await harness.start({
+      limits: [
+        {
+          rules,
+          descriptors: [['header.x-q'], ['header.x-a'], ['header.x-b']],
+          maxQueued: 1,
+          store: createMemoryStore(),
+          clock,
+          logger: collectingLogger(),
+        },
+      ],
+    });
+    const url = app.url;
+    const both = { 'x-q': 'c', 'x-a': 's', 'x-b': 's' };
+    await request(url).get('/').set(both).expect(200);
+    // A's one request an hour is spent; B still allows, so the request passes (quota mode).
+    await request(url)
+      .get('/')
+      .set({ ...both, 'x-q': 'a' })
+      .expect(200);
+    await request(url).get('/').set('x-a', 's').expect(429);
+    const held = new Promise<void>((resolve) => {
+      const onHold = () => {
+        diagnostics.unsubscribe(SLUICE_CHANNELS.queue, onHold);
+        resolve();
+      };
+      diagnostics.subscribe(SLUICE_CHANNELS.queue, onHold);
+    });
+    const holder = httpRequest(`${url}/`, { headers: { 'x-q': 'a' } });
+    holder.on('error', () => {});
+    holder.end();
+    clients.push(holder);
+    await held;
+    // c's second request would be queued, but the queue is full: refused, its charges given back.
+    await request(url).get('/').set(both).expect(429);
+    await request(url).get('/').set('x-a', 's').expect(429);
   });
 
   it('refuses a maxQueued that is not a positive whole number, at start-up', async () => {

@@ -144,6 +144,15 @@ export async function decideRules(
   // No await before the refunds when nothing was waited for: they land in this turn.
   const verdicts = waiting ? await Promise.all(decided) : (decided as RuleVerdict[]);
   if (passes(verdicts)) return verdicts;
+  return giveBack(verdicts);
+}
+
+/**
+ * Gives back what each verdict charged, and only that: a `quota_mode` rule that refused, a
+ * shadow rule over its limit and a look at cost 0 were never charged. The verdicts come back
+ * showing their figures as they stand after it.
+ */
+export function giveBack(verdicts: readonly RuleVerdict[]): Promise<RuleVerdict[]> {
   return Promise.all(verdicts.map((v) => (charged(v) ? refunded(v) : v)));
 }
 

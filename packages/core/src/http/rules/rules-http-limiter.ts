@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
-import type { LimiterBaseOptions, LimiterOptions } from '../../types.js';
+import type { Decision, LimiterBaseOptions, LimiterOptions } from '../../types.js';
 import { clientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { retryAfterMs } from '../headers/effective-window.js';
@@ -16,7 +16,7 @@ import { costFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike, RuleSetLike } from './rule-like.js';
-import { combinedDecision, createRuleLimiters, decideRules, type RuleVerdict } from './rule-limiters.js';
+import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
 import type { RulesHttpOptions } from './rules-options.js';
 
 /** What an adapter takes in rules mode, besides `rules` (SPEC §7). */
@@ -142,9 +142,6 @@ export function createRulesHttpLimiter<Req, Res>(
   };
 
   const refuse = createRefuse<Req>(options);
-  const refundAll = (verdicts: readonly RuleVerdict[], units: number): void => {
-    for (const v of verdicts) v.limiter?.refund(v.key, units).catch(() => {});
-  };
 
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
@@ -154,15 +151,27 @@ export function createRulesHttpLimiter<Req, Res>(
     req: Req,
     res: Res,
     request: IncomingMessage,
-    units: number,
   ): Outcome | Promise<Outcome> => {
-    let decision = combinedDecision(verdicts);
+    const decision = combinedDecision(verdicts);
     if (decision === undefined) return SKIPPED;
-    // A queue with no room left: refused, not held, and every rule's reserved slot given back.
     if (decision.delayMs > 0 && held >= maxQueued) {
-      refundAll(verdicts, units);
-      decision = { ...decision, allowed: false, retryAfterMs: decision.delayMs, delayMs: 0 };
+      // A queue with no room left: refused, not held, and what each rule charged given back.
+      return giveBack(verdicts).then((back) => {
+        const refused = { ...(combinedDecision(back) as Decision), allowed: false, retryAfterMs: decision.delayMs };
+        return answer(back, { ...refused, delayMs: 0 }, req, res, request);
+      });
     }
+    return answer(verdicts, decision, req, res, request);
+  };
+
+  /** Headers, then the outcome: refused, passed on, or passed on after the queue hold. */
+  const answer = (
+    verdicts: RuleVerdict[],
+    decision: Decision,
+    req: Req,
+    res: Res,
+    request: IncomingMessage,
+  ): Outcome | Promise<Outcome> => {
     writeAll(verdicts, res, request);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
@@ -174,7 +183,8 @@ export function createRulesHttpLimiter<Req, Res>(
     return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
       held--;
       if (heldToTheEnd) return { action: 'next', decision };
-      refundAll(verdicts, units);
+      // The reserved slots were never used: give them back.
+      void giveBack(verdicts);
       return { action: 'gone', decision };
     });
   };
@@ -204,7 +214,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const descriptors = await descriptorsOf(req, facts);
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock);
-    return finish(verdicts, req, res, request, units);
+    return finish(verdicts, req, res, request);
   };
 
   return { handle, ...NO_LIMITER_HANDLE };
