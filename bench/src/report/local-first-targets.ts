@@ -41,7 +41,7 @@ export function redisStoreTargets(http: readonly HttpRow[]): TargetCheck[] {
       context:
         exactCpu === undefined || localCpu === undefined
           ? ''
-          : `core-ms per 1,000: exact ${exactCpu.toFixed(2)}, local-first ${localCpu.toFixed(3)}`,
+          : `core-ms per 1,000: exact ${exactCpu.toFixed(2)}, local-first ${localCpu === 0 ? 'under one /proc tick' : localCpu.toFixed(3)}`,
       met: meets(cpu, (v) => v <= 0.1),
     },
   ];
