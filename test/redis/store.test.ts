@@ -77,6 +77,22 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect((await limiter.consume('k')).allowed).toBe(false);
   });
 
+  // A new version of a log policy rewrote the old version's list when it read it, and when
+  // the decision was then refused nothing set the list's expiry: the key lived forever.
+  it('a log taken over from another version expires with it, even when the decision is refused', async () => {
+    const log = (limit: number) => [{ name: 'log', limit, window: '1m', algorithm: 'sliding-window-log' } as const];
+    const v1 = createLimiter({ policies: log(2), store, prefix: 'log-takeover', clock: () => NOW });
+    const v2 = createLimiter({ policies: log(1), store, prefix: 'log-takeover', clock: () => NOW + 1 });
+    expect((await v1.consume('k')).allowed).toBe(true);
+    expect((await v1.consume('k')).allowed).toBe(true);
+    expect((await v2.consume('k')).allowed).toBe(false);
+    const logKey = `${prefix}{log-takeover|k}:log`;
+    expect(await client.lrange(logKey, 0, -1)).toEqual([String(NOW + 1), '2']);
+    const ttl = await client.pttl(logKey);
+    expect(ttl).toBeGreaterThan(59_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+
   it('reads states by slot, starts a new slot afresh, and keeps the slots of another version', async () => {
     const clientKey = `${prefix}{changed|k}`;
     const index = Math.floor(NOW / 60_000);

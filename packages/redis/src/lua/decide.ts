@@ -101,13 +101,15 @@ end
 -- own version's state as it is; another version's (another limit, window or algorithm) as
 -- the units it had spent when written, until it would have fully reset. A log's list is kept
 -- only by its own version.
-local function current_state(p, record, log_key, now)
+local function current_state(p, record, log_key, now, min_ttl)
   local own = record ~= nil and record.version == p.version
   local used = 0
   if not own and record ~= nil and now < record.reset_at then used = record.used end
   if log_key ~= nil then
     if own then return p.algorithm.load(log_key, record.state[1]) end
-    return p.algorithm.take_over(log_key, used, now)
+    local ttl = 0
+    if used > 0 then ttl = max(record.reset_at - now, min_ttl) end
+    return p.algorithm.take_over(log_key, used, now, ttl)
   end
   if own then return record.state end
   if used > 0 then return p.algorithm.seed(used, p, now) end
@@ -166,7 +168,7 @@ local function evaluate_decision(d, own_tables)
       log_key = KEYS[log_at]
     end
     log_keys[i] = log_key
-    current[i] = current_state(p, by_slot[p.slot], log_key, now)
+    current[i] = current_state(p, by_slot[p.slot], log_key, now, run.min_ttl)
   end
 
   local allowed, ttl, changed = true, 0, false

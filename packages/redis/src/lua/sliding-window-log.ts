@@ -18,10 +18,14 @@ local function log_number(key, index) return tonumber(redis.call('LINDEX', key, 
 sliding_log.load = function(key, total) return { key = key, total = total } end
 -- Another version's state taken over: a list of one entry, used units spent now. The old
 -- list (the same key for the same slot) is rewritten at once: it is a summary that counts
--- no less, so the other version, still reading it, never admits more.
-sliding_log.take_over = function(key, used, now)
+-- no less, so the other version, still reading it, never admits more. It expires with the
+-- state it summarises (ttl), whether or not this decision goes on to charge.
+sliding_log.take_over = function(key, used, now, ttl)
   redis.call('DEL', key)
-  if used > 0 then redis.call('RPUSH', key, now, used) end
+  if used > 0 then
+    redis.call('RPUSH', key, now, used)
+    redis.call('PEXPIRE', key, string.format('%d', ttl))
+  end
   return { key = key, total = used }
 end
 -- Drops entries at or before boundary from the head: they are outside (now - windowMs, now].
