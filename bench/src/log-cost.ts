@@ -21,7 +21,6 @@ const MEMORY_DECISIONS = 200_000;
 function memoryCostAt(entries: number): number {
   const options = { limit: entries, window: entries, algorithm: 'sliding-window-log' } as const;
   const store = createMemoryStore();
-  createLimiter({ ...options, store });
   const policies = [toPolicy(options, 'options')];
   const charge = { namespace: 'cost', key: 'k', policies, capacities: [entries], cost: 1, now: NOW - entries };
   for (let i = 0; i < entries; i++, charge.now++) store.consumeOneSync(charge);

@@ -27,8 +27,9 @@ const noLimit: DescriptorAnswer = {
 /**
  * Decides one `RateLimitRequest` with core's `decideRules`, as the adapters decide a request
  * over rules: every descriptor a rule limits is asked of its rule's limiter at its own cost
- * (`hits` 0 looks without charging); the request passes only if every one allows, and if any
- * refuses, those that charged are refunded, so a refused request spends nothing anywhere.
+ * (`hits` 0 looks without charging); the request passes only if every one allows, and a
+ * refused request spends nothing anywhere: decided in one store call, charged all or none,
+ * where the store can (`consumeAll`), else charged one by one and refunded on refusal.
  */
 export function createDecider(options: DeciderOptions) {
   const limiterFor = createOverridableLimiters(options);
