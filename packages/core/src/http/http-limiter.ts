@@ -8,6 +8,7 @@ import { createBan } from './ban.js';
 import { clientAddressKey, type ProxyTrust } from './client-address.js';
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
+import { createFirstVisit } from './first-visit.js';
 import { retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
@@ -208,16 +209,14 @@ export function createHttpLimiter<Req, Res>(
     isAllowed === undefined &&
     ban === undefined;
 
-  // Requests this limiter has seen: one mounted twice on a request's way (`app.use(limit)` and
-  // `router.use(limit)`) counts it once; the second pass goes on and keeps the first decision.
-  const seen = new WeakSet<IncomingMessage>();
+  // A request met a second time goes on and keeps the first decision.
+  const firstVisit = createFirstVisit();
   warnIfCreatedInRequest(binding.dispatchFrame, (base.logger as LimiterOptions['logger']) ?? console);
 
   return {
     handle(req, res) {
       const request = binding.rawRequest(req);
-      if (seen.has(request)) return SKIPPED;
-      seen.add(request);
+      if (!firstVisit(request)) return SKIPPED;
       if (!simple) return general(req, res, request);
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;

@@ -5,6 +5,7 @@ import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, LimiterBaseOptions, LimiterOptions } from '../../types.js';
 import { clientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
+import { createFirstVisit } from '../first-visit.js';
 import { retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
@@ -190,12 +191,11 @@ export function createRulesHttpLimiter<Req, Res>(
   };
 
   // A limiter reached twice by one request (mounted on the app and on a router) counts it once.
-  const seen = new WeakSet<IncomingMessage>();
+  const firstVisit = createFirstVisit();
 
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
-    if (seen.has(request)) return SKIPPED;
-    seen.add(request);
+    if (!firstVisit(request)) return SKIPPED;
     if (typeof skip === 'function' && (await skip(req))) return SKIPPED;
     const facts: RequestFacts = {
       request,
