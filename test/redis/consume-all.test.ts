@@ -52,6 +52,15 @@ describe.skipIf(standalone.skip)('Redis store consumeAll on a standalone Redis',
     expect(asIs.outcomes.map((o) => o.remaining)).toEqual([1, 4]);
     expect(await client.llen(`${prefix}{logged|client}:log`)).toBe(2);
   });
+
+  // The script reads a client's state once per call: two requests on one client would both
+  // be decided on the state before either charge, admitting twice on a quota of one.
+  it('declines two requests on one client, which the caller then decides one by one', async () => {
+    const twice = ask('twice', [bucket]);
+    expect(store.consumeAll?.([twice, twice])).toBeUndefined();
+    expect((await store.consume(twice)).allowed).toBe(true);
+    expect((await store.consume(twice)).allowed).toBe(false);
+  });
 });
 
 describe.skipIf(cluster.skip)('Redis store consumeAll on a Redis Cluster', () => {

@@ -134,8 +134,9 @@ export interface RateLimitStore {
    * Optional: decides several requests in one atomic step and charges every one only if all
    * allow, else none (a decision service's descriptors). Each request names its own
    * (namespace, key). Each reply's `allowed` says whether its own policies allowed. Returns
-   * `undefined` when this store cannot decide these requests together (a Redis Cluster whose
-   * keys fall in several slots): the caller then decides them one by one.
+   * `undefined` when this store cannot decide these requests together (two requests on one
+   * (namespace, key), or a Redis Cluster whose keys fall in several slots): the caller then
+   * decides them one by one.
    */
   consumeAll?(requests: readonly StoreRequest[]): Promise<StoreReply[]> | undefined;
   /** Forgets the client's state under every policy of the namespace. */

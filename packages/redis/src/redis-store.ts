@@ -141,8 +141,14 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const consumeAll = (requests: readonly StoreRequest[]): Promise<StoreReply[]> | undefined => {
     const keys: string[] = [];
     const args: string[] = [];
+    // The script reads each client's state once, before any charge: a client asked twice
+    // would be decided twice on the same state.
+    const clients = new Set<string>();
     for (const request of requests) {
-      keys.push(...decisionKeys(prefix, request.namespace, request.key, request.policies));
+      const own = decisionKeys(prefix, request.namespace, request.key, request.policies);
+      if (clients.has(own[0] as string)) return undefined;
+      clients.add(own[0] as string);
+      keys.push(...own);
       args.push('1', ...decisionArgs('all', request));
     }
     if (keys.length > MAX_KEYS_PER_CALL) return undefined;
