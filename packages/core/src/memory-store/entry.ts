@@ -11,11 +11,48 @@ import { type LogBuffer, LogCharge, type MemoryState } from './sliding-log.js';
  *   [layout id, length, …state of policy 0, …state of policy 1, …]
  * `length` counts the values after it; the layout (see `Layout`) names the namespace and the
  * policies in order. Every algorithm's state has a fixed size except the sliding log's, which
- * takes no values there: its log lives in `logs`, under the segment's layout id, at the
+ * takes no values there: its log lives in `logs`, filed under the segment's layout id and the
  * policy's index, so that a decision appends to it instead of copying it. The logs go with
  * the entry when it is evicted.
  */
-export type Entry = number[] & { logs?: Map<number, LogBuffer[]> };
+export type Entry = number[] & { logs?: FiledLogs };
+
+/**
+ * A client's logs: layout id, policy index and log, triple after triple. A client has a log
+ * or two, so a search is as quick as a map lookup, and a client pays for no map: its memory
+ * is what a sliding-window-log limiter costs per client.
+ */
+type FiledLogs = (number | LogBuffer)[];
+
+function logOf(entry: Entry, layoutId: number, index: number): LogBuffer | undefined {
+  const { logs } = entry;
+  if (logs === undefined) return undefined;
+  for (let i = 0; i < logs.length; i += 3) {
+    if (logs[i] === layoutId && logs[i + 1] === index) return logs[i + 2] as LogBuffer;
+  }
+  return undefined;
+}
+
+function fileLog(entry: Entry, layoutId: number, index: number, log: LogBuffer): void {
+  const { logs } = entry;
+  if (logs === undefined) {
+    entry.logs = [layoutId, index, log];
+    return;
+  }
+  for (let i = 0; i < logs.length; i += 3) {
+    if (logs[i] === layoutId && logs[i + 1] === index) {
+      logs[i + 2] = log;
+      return;
+    }
+  }
+  logs.push(layoutId, index, log);
+}
+
+function dropLogs(entry: Entry, layoutId: number): void {
+  const { logs } = entry;
+  if (logs === undefined) return;
+  for (let i = logs.length - 3; i >= 0; i -= 3) if (logs[i] === layoutId) logs.splice(i, 3);
+}
 
 /** Values before a segment's states. */
 export const HEAD = 2;
@@ -68,7 +105,7 @@ function readState(
   offset: number,
   algorithm: AlgorithmName,
 ): MemoryState | undefined {
-  if (algorithm === 'sliding-window-log') return entry.logs?.get(entry[at] as number)?.[index];
+  if (algorithm === 'sliding-window-log') return logOf(entry, entry[at] as number, index);
   return entry.slice(offset, offset + fixedSize[algorithm]);
 }
 
@@ -84,7 +121,7 @@ export function readStateOnce(
   algorithm: AlgorithmName,
   scratch: readonly number[][],
 ): MemoryState | undefined {
-  if (algorithm === 'sliding-window-log') return entry.logs?.get(entry[at] as number)?.[0];
+  if (algorithm === 'sliding-window-log') return logOf(entry, entry[at] as number, 0);
   const size = fixedSize[algorithm];
   const into = scratch[size] as number[];
   for (let j = 0; j < size; j++) into[j] = entry[offset + j] as number;
@@ -157,26 +194,16 @@ function putState(
 ): void {
   if (algorithm === 'sliding-window-log') {
     const log = state instanceof LogCharge ? state.apply() : (state as LogBuffer);
-    entry.logs ??= new Map<number, LogBuffer[]>();
-    const layoutId = entry[at] as number;
-    const filed = entry.logs.get(layoutId);
-    if (filed === undefined) entry.logs.set(layoutId, logsAt(index, log));
-    else filed[index] = log;
+    fileLog(entry, entry[at] as number, index, log);
     return;
   }
   const values = state as State;
   for (let j = 0; j < values.length; j++) entry[offset + j] = values[j] as number;
 }
 
-const logsAt = (index: number, log: LogBuffer): LogBuffer[] => {
-  const logs: LogBuffer[] = [];
-  logs[index] = log;
-  return logs;
-};
-
 /** Removes the segment, and its logs; returns false when the entry is left empty. */
 export function removeSegment(entry: Entry, at: number): boolean {
-  entry.logs?.delete(entry[at] as number);
+  dropLogs(entry, entry[at] as number);
   entry.splice(at, HEAD + lengthAt(entry, at));
   return entry.length > 0;
 }

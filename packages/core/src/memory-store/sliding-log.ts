@@ -1,18 +1,21 @@
 import { type Algorithm, type Algorithms, algorithms, type Evaluation, type State } from '../algorithms/index.js';
 import type { Policy } from '../types.js';
 
-const FIRST_CAPACITY = 8;
-const noValues = new Float64Array(0);
+// One entry: most clients of a log limiter have few requests in a window.
+const FIRST_CAPACITY = 2;
+// Shared by every empty log; never written: an append into it resizes first.
+const noValues: number[] = [];
 
 /**
  * One client's sliding-window log, held out of the entry so that a decision never copies it:
- * (time, cost) pairs oldest first in `values[head, tail)`, with their running total. Expired
+ * (time, cost) pairs oldest first in `values[head, tail)`, with their running total. A plain
+ * array of doubles, not a typed array: it costs a client a fraction of the memory. Expired
  * entries leave from the head, a charge appends at the tail, and the buffer is compacted or
  * resized only when it fills or empties to a quarter, so each entry is moved a bounded number
  * of times: a decision costs amortised O(1) however long the log.
  */
 export class LogBuffer {
-  values: Float64Array = noValues;
+  values: number[] = noValues;
   head = 0;
   tail = 0;
   /** Units in `[head, tail)`. */
@@ -103,8 +106,8 @@ export class LogBuffer {
     if (size <= this.values.length && size >= this.values.length / 2) {
       this.values.copyWithin(0, this.head, this.tail);
     } else {
-      const values = new Float64Array(Math.max(FIRST_CAPACITY, size));
-      values.set(this.values.subarray(this.head, this.tail));
+      const values = new Array<number>(Math.max(FIRST_CAPACITY, size)).fill(0);
+      for (let i = 0; i < live; i++) values[i] = this.values[shift + i] as number;
       this.values = values;
     }
     this.head = 0;
