@@ -154,6 +154,33 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(await scriptCalls()).toBe(before + 2);
   });
 
+  // The limiter used to ask the store's promise-returning consume even for a refusal the
+  // deny cache knew, so a refused client on Redis cost a promise and a timeout timer more than
+  // on the memory store; the HTTP layer decides at once what the store already knows.
+  it('a refusal the cache knows is decided without asking the store at all', async () => {
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `known-${randomUUID()}:` });
+    let asked = 0;
+    const counted = {
+      ...store,
+      consume: (request: Parameters<typeof store.consume>[0]) => {
+        asked++;
+        return store.consume(request);
+      },
+    };
+    const limiter = createLimiter({ limit: 1, window: '1m', algorithm: 'fixed-window', store: counted, clock });
+    expect((await limiter.consume('ip')).allowed).toBe(true);
+    const refused = await limiter.consume('ip');
+    expect(refused.allowed).toBe(false);
+    expect(asked).toBe(2);
+    clock.advance(1);
+    expect(await limiter.consume('ip')).toMatchObject({ allowed: false, retryAfterMs: refused.retryAfterMs - 1 });
+    expect(asked).toBe(2);
+    // Another client is not known: it is asked of Redis.
+    expect((await limiter.consume('another')).allowed).toBe(true);
+    expect(asked).toBe(3);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

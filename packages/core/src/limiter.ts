@@ -133,13 +133,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return oneDecision(key, outcome, policy, caps[0] as number, throttle.mode, cost);
   };
 
+  /** A refusal the store already knows (a deny cache), decided at once; else `undefined`. */
+  const refusedNow = (key: string, cost: number): Decision | undefined => {
+    if (store.knownRefusal === undefined) return undefined;
+    checkKey(key);
+    checkCost(cost);
+    const caps = capacities();
+    const reply = store.knownRefusal(request(key, cost, caps));
+    return reply === undefined ? undefined : toDecision(key, reply, policies, caps, throttle.mode, cost);
+  };
+
   /**
    * In-process stores decide synchronously: one promise per decision instead of several.
    * `undefined` when the store cannot, and `consume` asks it the usual way.
    */
   const now = (key: string, cost: number): Decision | undefined => {
     const consumeSync = store.consumeSync;
-    if (consumeSync === undefined) return undefined;
+    if (consumeSync === undefined) return refusedNow(key, cost);
     if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
     checkKey(key);
     checkCost(cost);

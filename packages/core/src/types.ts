@@ -131,6 +131,12 @@ export interface RateLimitStore {
    */
   consumeOneSync?(request: StoreRequest): PolicyOutcome;
   /**
+   * Optional: a refusal this store already knows without asking its backend (the Redis
+   * store's deny cache), or `undefined` to ask `consume`. Synchronous, so a client being
+   * refused costs the limiter no promise and no timer.
+   */
+  knownRefusal?(request: StoreRequest): StoreReply | undefined;
+  /**
    * Optional: decides several requests in one atomic step and charges every one only if all
    * allow, else none (a decision service's descriptors). Each request names its own
    * (namespace, key). Each reply's `allowed` says whether its own policies allowed. Returns

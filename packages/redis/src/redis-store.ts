@@ -170,6 +170,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     backing: backingOf(client, prefix),
     checkPolicies: policySet,
     consumeAll,
+    ...(denyCache && { knownRefusal: (request: StoreRequest) => denyCache.lookup(request) }),
     consume(request) {
       if (denyCache === undefined) return run('consume', request);
       const cached = denyCache.lookup(request);
