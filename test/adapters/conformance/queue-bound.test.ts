@@ -16,6 +16,27 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     await app?.close();
   });
 
+  /**
+   * Clients c0…c(count − 1) each send a request that passes, then a second that would be
+   * queued, one at a time so that which are held is known: the first `held`. Returns the
+   * answers to the others (the held ones stay open until the test ends).
+   */
+  const secondRequests = async (url: string, count: number, held: number) => {
+    for (let i = 0; i < count; i++) await request(url).get('/').set('x-client', `c${i}`).expect(200);
+    const answers: { client: string; status: number; retryAfter: string | undefined }[] = [];
+    for (let i = 0; i < count; i++) {
+      const client = httpRequest(`${url}/`, { headers: { 'x-client': `c${i}` } }, (res) => {
+        answers.push({ client: `c${i}`, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
+        res.resume();
+      });
+      client.on('error', () => {});
+      client.end();
+      clients.push(client);
+      if (i >= held) await vi.waitFor(() => expect(answers).toHaveLength(i - held + 1));
+    }
+    return answers;
+  };
+
   // 25 keys × 40 queued requests used to hold 501 responses at once: there was no bound.
   it('beyond maxQueued a request is refused with Retry-After, not held, and its charge given back', async () => {
     const store = createMemoryStore();
@@ -28,19 +49,7 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     const observer = createLimiter({ ...policy, prefix: 'bounded', store, clock });
     const url = app.url;
     // Each client's first request passes at once; its second is queued for 10 s.
-    for (let i = 0; i < 6; i++) await request(url).get('/').set('x-client', `c${i}`).expect(200);
-    const answers: { client: string; status: number; retryAfter: string | undefined }[] = [];
-    for (let i = 0; i < 6; i++) {
-      const client = httpRequest(`${url}/`, { headers: { 'x-client': `c${i}` } }, (res) => {
-        answers.push({ client: `c${i}`, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
-        res.resume();
-      });
-      client.on('error', () => {});
-      client.end();
-      clients.push(client);
-      // One at a time, so which are held is known: the first three.
-      if (i >= 3) await vi.waitFor(() => expect(answers).toHaveLength(i - 2));
-    }
+    const answers = await secondRequests(url, 6, 3);
     expect(answers.map((a) => [a.client, a.status])).toEqual([
       ['c3', 429],
       ['c4', 429],
@@ -68,18 +77,7 @@ descriptors:
       limits: [{ rules, descriptors: [['header.x-client']], maxQueued: 2, store, clock, logger: collectingLogger() }],
     });
     const url = app.url;
-    for (let i = 0; i < 4; i++) await request(url).get('/').set('x-client', `c${i}`).expect(200);
-    const answers: { client: string; status: number; retryAfter: string | undefined }[] = [];
-    for (let i = 0; i < 4; i++) {
-      const client = httpRequest(`${url}/`, { headers: { 'x-client': `c${i}` } }, (res) => {
-        answers.push({ client: `c${i}`, status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'] });
-        res.resume();
-      });
-      client.on('error', () => {});
-      client.end();
-      clients.push(client);
-      if (i >= 2) await vi.waitFor(() => expect(answers).toHaveLength(i - 1));
-    }
+    const answers = await secondRequests(url, 4, 2);
     expect(answers.map((a) => [a.client, a.status])).toEqual([
       ['c2', 429],
       ['c3', 429],
