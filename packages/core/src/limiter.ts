@@ -102,11 +102,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
     now: clock?.(),
   });
 
-  const ask = async (key: string, cost: number, caps: readonly number[]): Promise<Decision> => {
-    const asked = request(key, cost, caps);
+  /** The request `consume(key, { cost })` sends, checked. */
+  const consumeRequest = (key: string, cost: number): StoreRequest =>
+    request(checkKey(key), checkCost(cost), capacities());
+
+  const ask = async (key: string, asked: StoreRequest): Promise<Decision> => {
     const reply = await guarded(() => store.consume(asked));
     if (reply === STORE_FAILED) return unavailable(key);
-    return toDecision(key, reply, policies, caps, throttle.mode, cost);
+    return toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost);
+  };
+
+  /** A refusal the store already knows (a deny cache), decided at once; else `undefined`. */
+  const known = (key: string, asked: StoreRequest): Decision | undefined => {
+    const reply = store.knownRefusal?.(asked);
+    return reply === undefined
+      ? undefined
+      : toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost);
   };
 
   // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
@@ -133,23 +144,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return oneDecision(key, outcome, policy, caps[0] as number, throttle.mode, cost);
   };
 
-  /** A refusal the store already knows (a deny cache), decided at once; else `undefined`. */
-  const refusedNow = (key: string, cost: number): Decision | undefined => {
-    if (store.knownRefusal === undefined) return undefined;
-    checkKey(key);
-    checkCost(cost);
-    const caps = capacities();
-    const reply = store.knownRefusal(request(key, cost, caps));
-    return reply === undefined ? undefined : toDecision(key, reply, policies, caps, throttle.mode, cost);
-  };
-
   /**
-   * In-process stores decide synchronously: one promise per decision instead of several.
-   * `undefined` when the store cannot, and `consume` asks it the usual way.
+   * In-process stores decide synchronously: one promise per decision instead of several, and
+   * so does a store for a refusal it already knows. `undefined` when the store cannot, and
+   * `consume` asks it the usual way.
    */
   const now = (key: string, cost: number): Decision | undefined => {
     const consumeSync = store.consumeSync;
-    if (consumeSync === undefined) return refusedNow(key, cost);
+    if (consumeSync === undefined) {
+      return store.knownRefusal === undefined ? undefined : known(key, consumeRequest(key, cost));
+    }
     if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
     checkKey(key);
     checkCost(cost);
@@ -165,8 +169,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
-  const decide = (key: string, cost: number): Decision | Promise<Decision> =>
-    now(key, cost) ?? ask(checkKey(key), checkCost(cost), capacities());
+  // A store that decides in another process is asked with one request, read from the clock once.
+  const decide = (key: string, cost: number): Decision | Promise<Decision> => {
+    if (store.consumeSync !== undefined) return now(key, cost) as Decision;
+    const asked = consumeRequest(key, cost);
+    return known(key, asked) ?? ask(key, asked);
+  };
 
   const limiter: Limiter = {
     policies,
