@@ -24,13 +24,16 @@ export type Entry = number[] & { logs?: FiledLogs };
  */
 type FiledLogs = (number | LogBuffer)[];
 
+/** Where policy `index`'s log of layout `layoutId` is filed in `logs`, or -1. */
+function logAt(logs: FiledLogs, layoutId: number, index: number): number {
+  for (let i = 0; i < logs.length; i += 3) if (logs[i] === layoutId && logs[i + 1] === index) return i + 2;
+  return -1;
+}
+
 function logOf(entry: Entry, layoutId: number, index: number): LogBuffer | undefined {
   const { logs } = entry;
-  if (logs === undefined) return undefined;
-  for (let i = 0; i < logs.length; i += 3) {
-    if (logs[i] === layoutId && logs[i + 1] === index) return logs[i + 2] as LogBuffer;
-  }
-  return undefined;
+  const at = logs === undefined ? -1 : logAt(logs, layoutId, index);
+  return at < 0 ? undefined : ((logs as FiledLogs)[at] as LogBuffer);
 }
 
 function fileLog(entry: Entry, layoutId: number, index: number, log: LogBuffer): void {
@@ -39,13 +42,9 @@ function fileLog(entry: Entry, layoutId: number, index: number, log: LogBuffer):
     entry.logs = [layoutId, index, log];
     return;
   }
-  for (let i = 0; i < logs.length; i += 3) {
-    if (logs[i] === layoutId && logs[i + 1] === index) {
-      logs[i + 2] = log;
-      return;
-    }
-  }
-  logs.push(layoutId, index, log);
+  const at = logAt(logs, layoutId, index);
+  if (at < 0) logs.push(layoutId, index, log);
+  else logs[at] = log;
 }
 
 function dropLogs(entry: Entry, layoutId: number): void {
