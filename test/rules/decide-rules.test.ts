@@ -1,6 +1,14 @@
-import { createMemoryStore, createRuleLimiters, decideRules } from '@sluice/core';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import {
+  createMemoryStore,
+  createRuleLimiters,
+  decideRules,
+  SLUICE_CHANNELS,
+  type StoreErrorEvent,
+} from '@sluice/core';
 import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
+import { failingStore } from '../helpers/stores.js';
 
 const rules = parseRules(`
 domain: app
@@ -12,14 +20,15 @@ descriptors:
 `);
 const now = () => 1_700_000_000_000;
 
+const match = (...descriptors: [string, string][]) =>
+  rules.match(
+    'app',
+    descriptors.map(([key, value]) => [{ key, value }]),
+  );
+
 describe('decideRules on the memory store', () => {
   it('gives a refused request its charges back before a request asked in the same turn decides', async () => {
     const limiterOf = createRuleLimiters({ store: createMemoryStore(), clock: now });
-    const match = (...descriptors: [string, string][]) =>
-      rules.match(
-        'app',
-        descriptors.map(([key, value]) => [{ key, value }]),
-      );
     // The route is spent: a request for it and the user is refused and must spend nothing.
     await decideRules(match(['route', '/a']), limiterOf, 1, now);
     const refused = decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
@@ -27,5 +36,31 @@ describe('decideRules on the memory store', () => {
     const next = decideRules(match(['user', 'u']), limiterOf, 1, now);
     expect((await refused).map((v) => v.decision.allowed)).toEqual([true, false]);
     expect((await next).map((v) => v.decision.allowed)).toEqual([true]);
+  });
+});
+
+describe('decideRules in one store call', () => {
+  it("reports a failed call through every rule's limiter, as each would alone", async () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    const store = { ...failingStore(refused), consumeAll: () => Promise.reject(refused) };
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message) };
+    const limiterOf = createRuleLimiters({ store, clock: now, logger, onStoreError: 'deny' });
+    const failures: StoreErrorEvent[] = [];
+    const listener = (event: unknown) => failures.push(event as StoreErrorEvent);
+    subscribe(SLUICE_CHANNELS.storeError, listener);
+    try {
+      const verdicts = await decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
+      expect(verdicts.map((v) => [v.decision.allowed, v.decision.reason])).toEqual([
+        [false, 'store-unavailable'],
+        [false, 'store-unavailable'],
+      ]);
+      // One failure for each rule's limiter, named by its own namespace.
+      expect(failures).toHaveLength(2);
+      expect(new Set(failures.map((f) => f.limiter)).size).toBe(2);
+      expect(warnings.filter((w) => w.includes('WRN_SLUICE_STORE_UNAVAILABLE'))).toHaveLength(2);
+    } finally {
+      unsubscribe(SLUICE_CHANNELS.storeError, listener);
+    }
   });
 });

@@ -183,7 +183,7 @@ function decideJointly(
     clients.add(client);
     parts.push({ index, match, limiter, part });
   }
-  const { store, guarded } = (parts[0] as (typeof parts)[number]).part;
+  const { store } = (parts[0] as (typeof parts)[number]).part;
   let sending: Promise<StoreReply[]> | undefined;
   try {
     sending = store.consumeAll?.(parts.map((p) => p.part.request));
@@ -191,10 +191,13 @@ function decideJointly(
     sending = Promise.reject(error);
   }
   if (sending === undefined) return undefined;
-  const replies = guarded(() => sending);
+  const replies = sending;
   return Promise.all(
     parts.map(async ({ index, match, limiter, part }, i) => {
-      const decision = await part.settle(replies.then((r) => (r === STORE_FAILED ? r : (r[i] as StoreReply))));
+      // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
+      // errors and outage warning, as if it had asked alone.
+      const reply = part.guarded(() => replies).then((r) => (r === STORE_FAILED ? r : (r[i] as StoreReply)));
+      const decision = await part.settle(reply);
       return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
     }),
   );
