@@ -181,6 +181,41 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(asked).toBe(3);
   });
 
+  // The cache is keyed by client key, with one refusal per limiter under it: a limiter must
+  // never answer with another's refusal, and forgetting one must keep the others.
+  it('keeps the refusals of several limiters for one client apart', async () => {
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `apart-${randomUUID()}:` });
+    const strict = { algorithm: 'fixed-window', store, clock, onStoreError: 'throw' } as const;
+    const one = createLimiter({ ...strict, limit: 1, window: '1m', prefix: 'one' });
+    const two = createLimiter({ ...strict, limit: 2, window: '1m', prefix: 'two' });
+    const three = createLimiter({ ...strict, limit: 1, window: '1m', prefix: 'three' });
+    expect((await one.consume('ip')).allowed).toBe(true);
+    expect((await one.consume('ip')).allowed).toBe(false);
+    expect((await two.consume('ip')).allowed).toBe(true); // not `one`'s refusal
+    expect((await two.consume('ip')).allowed).toBe(true);
+    expect((await two.consume('ip')).allowed).toBe(false);
+    expect((await three.consume('ip')).allowed).toBe(true);
+    expect((await three.consume('ip')).allowed).toBe(false);
+
+    const before = await scriptCalls();
+    for (const limiter of [one, two, three]) expect((await limiter.consume('ip')).allowed).toBe(false);
+    expect(await scriptCalls()).toBe(before);
+
+    // A refund through `two` (in the middle of the client's refusals) forgets its refusal only.
+    await two.refund('ip', 1);
+    expect((await two.consume('ip')).allowed).toBe(true);
+    const afterRefund = await scriptCalls();
+    for (const limiter of [one, three]) expect((await limiter.consume('ip')).allowed).toBe(false);
+    expect(await scriptCalls()).toBe(afterRefund);
+    // A reset through `one` (the first learned) forgets its refusal, and `three` keeps its own.
+    await one.reset('ip');
+    expect((await one.consume('ip')).allowed).toBe(true);
+    const afterReset = await scriptCalls();
+    expect((await three.consume('ip')).allowed).toBe(false);
+    expect(await scriptCalls()).toBe(afterReset);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

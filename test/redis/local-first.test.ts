@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { createLimiter, type Logger } from '@sluice/core';
+import { createHttpLimiter, createLimiter, type Logger } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeBinding } from '../adapters/unit/fake-binding.js';
 import { manualClock } from '../helpers/clock.js';
 import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
 import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
@@ -110,6 +111,23 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     // B starts late: its first request reads A's 5 and is refused without any sync of its own.
     const onB = createLimiter({ ...options, store: b });
     expect(await onB.consume('k')).toMatchObject({ allowed: false, remaining: 0 });
+  });
+
+  // Local-first used to answer even a known client through the store's promise, so every
+  // request cost the HTTP layer a promise chain the memory store does not: it now decides at once.
+  it('decides a known client at once, with no promise, through the HTTP layer', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const store = await appProcess();
+    const options = { limit: 2, window: '1m', algorithm: 'fixed-window', clock, prefix: 'at-once', store } as const;
+    const limiter = createHttpLimiter(options, fakeBinding());
+    const request = () => ({ ip: '203.0.113.7', headers: {} });
+    const first = limiter.handle(request(), {});
+    expect(first).toBeInstanceOf(Promise); // a new client waits for one read of the fleet
+    expect((await first).action).toBe('next');
+    const second = limiter.handle(request(), {});
+    expect(second).not.toBeInstanceOf(Promise);
+    expect(second).toMatchObject({ action: 'next', decision: { remaining: 0 } });
+    expect(limiter.handle(request(), {})).toMatchObject({ action: 'limited', decision: { allowed: false } });
   });
 
   it('refund and reset through a process reach the shared count', async () => {

@@ -452,7 +452,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       'checkPolicies',
       'consume',
       'consumeAll',
-      'knownRefusal',
+      'decideAtOnce',
       'name',
       'prefix',
       'refund',

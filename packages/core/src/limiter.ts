@@ -27,7 +27,8 @@ const derivedPattern = /^rl-[A-Za-z0-9_-]{8}$/;
 const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
-const synchronousPaths = new WeakMap<Limiter, (key: string, cost: number) => Decision | undefined>();
+type SynchronousPath = (key: string, cost: number) => Decision | Promise<Decision>;
+const synchronousPaths = new WeakMap<Limiter, SynchronousPath>();
 
 /** What deciding several limiters' requests in one store call (`consumeAll`) needs of one. */
 export interface JointPart {
@@ -50,12 +51,14 @@ export function jointPart(limiter: Limiter, key: string, cost: number): JointPar
 }
 
 /**
- * Decides at once when the limiter's store can (an in-process store): the HTTP layer's fast
- * path, which then needs no promise at all. `undefined` means ask `consume` instead. Throws
- * what `consume` would reject with.
+ * `consume` without its promise when the store can decide at once (an in-process store, a
+ * refusal a deny cache knows, a local-first client): the HTTP layer's fast path, which then
+ * needs no promise at all. Otherwise the promise `consume` would give, from one store request:
+ * asking again through `consume` would look up the store's in-process state twice. Throws what
+ * `consume` would reject with.
  */
-export function consumeNow(limiter: Limiter, key: string, cost: number): Decision | undefined {
-  return synchronousPaths.get(limiter)?.(key, cost);
+export function consumeNow(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
+  return (synchronousPaths.get(limiter) as SynchronousPath)(key, cost);
 }
 
 /**
@@ -112,17 +115,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost);
   };
 
-  /** A refusal the store already knows (a deny cache), decided at once; else `undefined`. */
-  const known = (key: string, asked: StoreRequest): Decision | undefined => {
-    const reply = store.knownRefusal?.(asked);
-    return reply === undefined
-      ? undefined
-      : toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost);
-  };
-
   // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
   // lists, and one request object for every call, which the store reads during the call only.
   const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
+  /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
+  const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
+    const reply = store.decideAtOnce?.(asked);
+    if (reply === undefined) return undefined;
+    return single === undefined
+      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost)
+      : oneDecision(
+          key,
+          reply.outcomes[0] as PolicyOutcome,
+          single,
+          asked.capacities[0] as number,
+          throttle.mode,
+          asked.cost,
+        );
+  };
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   const nowOne = (policy: Policy, key: string, cost: number): Decision => {
     checkKey(key);
@@ -144,16 +154,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return oneDecision(key, outcome, policy, caps[0] as number, throttle.mode, cost);
   };
 
-  /**
-   * In-process stores decide synchronously: one promise per decision instead of several, and
-   * so does a store for a refusal it already knows. `undefined` when the store cannot, and
-   * `consume` asks it the usual way.
-   */
-  const now = (key: string, cost: number): Decision | undefined => {
-    const consumeSync = store.consumeSync;
-    if (consumeSync === undefined) {
-      return store.knownRefusal === undefined ? undefined : known(key, consumeRequest(key, cost));
-    }
+  /** In-process stores decide synchronously: one promise per decision instead of several. */
+  const now = (key: string, cost: number, consumeSync: NonNullable<RateLimitStore['consumeSync']>): Decision => {
     if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
     checkKey(key);
     checkCost(cost);
@@ -171,9 +173,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   // A store that decides in another process is asked with one request, read from the clock once.
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
-    if (store.consumeSync !== undefined) return now(key, cost) as Decision;
+    if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
     const asked = consumeRequest(key, cost);
-    return known(key, asked) ?? ask(key, asked);
+    return atOnce(key, asked) ?? ask(key, asked);
   };
 
   const limiter: Limiter = {
@@ -223,7 +225,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       settle: (reply) => (events.watched ? events.observe(key, cost, () => reply.then(read)) : reply.then(read)),
     };
   });
-  synchronousPaths.set(limiter, (key, cost) => (events.watched ? events.observe(key, cost, now) : now(key, cost)));
+  synchronousPaths.set(limiter, (key, cost) =>
+    events.watched ? events.observe(key, cost, decide) : decide(key, cost),
+  );
   return limiter;
 }
 

@@ -131,11 +131,13 @@ export interface RateLimitStore {
    */
   consumeOneSync?(request: StoreRequest): PolicyOutcome;
   /**
-   * Optional: a refusal this store already knows without asking its backend (the Redis
-   * store's deny cache), or `undefined` to ask `consume`. Synchronous, so a client being
-   * refused costs the limiter no promise and no timer.
+   * Optional, for a store whose backend is elsewhere: the decision `consume` would give, when
+   * the store can make it in-process at once (the Redis store's deny cache knows the refusal;
+   * local-first mode counts the client), charged as `consume` charges; `undefined` to ask
+   * `consume`, which the limiter then does with the same request object. Synchronous, so such
+   * a decision costs the limiter no promise and no timer.
    */
-  knownRefusal?(request: StoreRequest): StoreReply | undefined;
+  decideAtOnce?(request: StoreRequest): StoreReply | undefined;
   /**
    * Optional: decides several requests in one atomic step and charges every one only if all
    * allow, else none (a decision service's descriptors). Each request names its own

@@ -12,11 +12,13 @@ import { LRUCache } from 'lru-cache';
 export const DEFAULT_DENY_CACHE_KEYS = 10_000;
 
 export interface DenyCacheOptions {
-  /** Refused clients remembered at once; the least recently refused are dropped first. @default 10000 */
+  /** Refused client keys remembered at once; the least recently refused are dropped first. @default 10000 */
   maxKeys?: number;
 }
 
 interface Refusal {
+  /** The limiter's namespace: one client key may be refused by several limiters of one store. */
+  readonly namespace: string;
   readonly policies: readonly Policy[];
   readonly capacities: readonly number[];
   readonly cost: number;
@@ -27,6 +29,8 @@ interface Refusal {
   readonly outcomes: readonly PolicyOutcome[];
   /** How long after `sentAt` every policy is sure to refuse the same request again. */
   readonly spanMs: number;
+  /** The same client's refusal by another limiter (namespace), if any. */
+  next: Refusal | undefined;
 }
 
 /**
@@ -61,17 +65,40 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
       );
     }
   }
+  // Keyed by the client key alone, which is usually the very string object of the request's
+  // address, hashed once: a `namespace|key` string built per lookup cost more than the rest
+  // of a cached refusal. A client refused by several limiters has one entry per namespace.
   const refusals = new LRUCache<string, Refusal>({ max: checkMaxKeys(options.maxKeys) });
-  const id = (namespace: string, key: string) => `${namespace}|${key}`;
+
+  const find = (namespace: string, key: string): Refusal | undefined => {
+    let refusal = refusals.get(key);
+    while (refusal !== undefined && refusal.namespace !== namespace) refusal = refusal.next;
+    return refusal;
+  };
+
+  const forget = (namespace: string, key: string): void => {
+    const first = refusals.peek(key);
+    if (first === undefined) return;
+    if (first.namespace === namespace) {
+      if (first.next === undefined) refusals.delete(key);
+      else refusals.set(key, first.next);
+      return;
+    }
+    for (let before = first; before.next !== undefined; before = before.next) {
+      if (before.next.namespace === namespace) {
+        before.next = before.next.next;
+        return;
+      }
+    }
+  };
 
   return {
     lookup(request) {
-      const name = id(request.namespace, request.key);
-      const refusal = refusals.get(name);
+      const refusal = find(request.namespace, request.key);
       if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
       const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
       if (elapsed < 0 || elapsed >= refusal.spanMs) {
-        if (elapsed >= refusal.spanMs) refusals.delete(name);
+        if (elapsed >= refusal.spanMs) forget(request.namespace, request.key);
         return undefined;
       }
       return {
@@ -88,16 +115,19 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
     },
 
     learn(request, sentAt, reply) {
-      const name = id(request.namespace, request.key);
+      const { namespace, key } = request;
       if (reply.allowed) {
         // A charge changes the state every remembered figure was read from.
-        if (request.cost > 0) refusals.delete(name);
+        if (request.cost > 0) forget(namespace, key);
         return;
       }
+      forget(namespace, key);
       const spanMs = replayableFor(request, reply.outcomes);
       if (spanMs > 0) {
         const { policies, capacities, cost } = request;
-        refusals.set(name, {
+        const next = refusals.peek(key);
+        refusals.set(key, {
+          namespace,
           policies,
           capacities,
           cost,
@@ -105,15 +135,12 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
           decidedAt: reply.now,
           outcomes: reply.outcomes,
           spanMs,
+          next,
         });
-      } else {
-        refusals.delete(name);
       }
     },
 
-    forget(namespace, key) {
-      refusals.delete(id(namespace, key));
-    },
+    forget,
   };
 }
 

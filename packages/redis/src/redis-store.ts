@@ -114,6 +114,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         policySet(policies);
         local.checkPolicies(policies);
       },
+      decideAtOnce: local.decideAtOnce,
       consume: local.consume,
       refund: local.refund,
       reset: local.reset,
@@ -164,17 +165,29 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     return send();
   };
 
+  /** The last request the deny cache had no refusal for, asked of `consume` next. */
+  let missed: StoreRequest | undefined;
   return {
     name: 'redis',
     prefix,
     backing: backingOf(client, prefix),
     checkPolicies: policySet,
     consumeAll,
-    ...(denyCache && { knownRefusal: (request: StoreRequest) => denyCache.lookup(request) }),
+    ...(denyCache && {
+      decideAtOnce(request: StoreRequest) {
+        const cached = denyCache.lookup(request);
+        if (cached === undefined) missed = request;
+        return cached;
+      },
+    }),
     consume(request) {
       if (denyCache === undefined) return run('consume', request);
-      const cached = denyCache.lookup(request);
-      if (cached !== undefined) return Promise.resolve(cached);
+      // The limiter sends the request `decideAtOnce` just missed on straight here, in the same
+      // turn: nothing can have been learned since, so it goes to Redis without a second lookup.
+      // (Skipping a lookup is always safe: Redis decides exactly, the cache only saves a call.)
+      const known = request === missed ? undefined : denyCache.lookup(request);
+      missed = undefined;
+      if (known !== undefined) return Promise.resolve(known);
       const sentAt = request.now ?? Date.now();
       return run('consume', request).then((reply) => {
         denyCache.learn(request, sentAt, reply);

@@ -222,10 +222,8 @@ export function createHttpLimiter<Req, Res>(
       const units = (fixedUnits as { cost: number }).cost;
       const clientKey = keyOf(req, request);
       const decision = consumeNow(entry.limiter, clientKey, units);
-      if (decision !== undefined) return finish(entry, decision, req, res, request, clientKey, units);
-      return entry.limiter
-        .consume(clientKey, fixedUnits)
-        .then((asked) => finish(entry, asked, req, res, request, clientKey, units));
+      if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
+      return decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
     },
     limiter: fixedEntry?.limiter,
     limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,

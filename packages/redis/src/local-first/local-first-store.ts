@@ -18,6 +18,7 @@ import { defineSyncScript } from './sync-script.js';
 const KEYS_PER_CALL = 512;
 
 export interface LocalFirstParts {
+  decideAtOnce(request: StoreRequest): StoreReply | undefined;
   consume(request: StoreRequest): Promise<StoreReply>;
   refund(request: StoreRequest): Promise<void>;
   reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
@@ -200,10 +201,22 @@ export function createLocalFirst(
 
   return {
     checkPolicies: checkLocalFirstPolicies,
+    // A known client decides at once, with no promise at all; a new or idle one waits for its read.
+    decideAtOnce(request) {
+      const counts = freshClient(request);
+      if (counts === undefined) return undefined;
+      const now = request.now ?? Date.now();
+      if (now > latestNow) latestNow = now;
+      try {
+        return decideLocally(counts, request, now, share());
+      } catch {
+        // `consume` meets the same failure under the limiter's store-error policy.
+        return undefined;
+      }
+    },
     consume(request) {
       const now = request.now ?? Date.now();
       if (now > latestNow) latestNow = now;
-      // A known client decides at once: no promise but the one the store contract returns.
       const counts = freshClient(request);
       if (counts !== undefined) {
         try {

@@ -99,7 +99,7 @@ const charged = (verdict: RuleVerdict): boolean =>
 /** Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. */
 function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
   if (cost === 0) return limiter.peek(key);
-  return consumeNow(limiter, key, cost) ?? limiter.consume(key, { cost });
+  return consumeNow(limiter, key, cost);
 }
 
 /**
