@@ -16,7 +16,7 @@ import {
 } from './app.js';
 import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
 
-type Closer = () => void;
+type Closer = () => void | Promise<void>;
 
 /** The limiter middleware a variant names; each peer with its documented defaults. */
 async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
@@ -86,10 +86,11 @@ export const startExpress: StartApp = async (setup, port) => {
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(port, '127.0.0.1', () => resolve(listening));
   });
-  return () =>
-    new Promise((resolve) => {
+  return async () => {
+    await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
-      close();
     });
+    await close();
+  };
 };

@@ -14,7 +14,7 @@ import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores
 
 export const startFastify: StartApp = async (setup, port) => {
   const app = Fastify({ logger: false });
-  let close = () => {};
+  let close: () => void | Promise<void> = () => {};
   const { max, windowMs } = limits(setup.mode);
   if (isSluiceStore(setup.variant)) {
     const plugin = await exportOf<FastifyPluginAsync<Record<string, unknown>>>('@sluice/fastify', 'rateLimitPlugin');
@@ -45,6 +45,6 @@ export const startFastify: StartApp = async (setup, port) => {
   await app.listen({ port, host: '127.0.0.1' });
   return async () => {
     await app.close();
-    close();
+    await close();
   };
 };

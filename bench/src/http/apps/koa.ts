@@ -19,7 +19,7 @@ const koaRatelimit = require('koa-ratelimit') as (options: Record<string, unknow
 
 export const startKoa: StartApp = async (setup, port) => {
   const app = new Koa();
-  let close = () => {};
+  let close: () => void | Promise<void> = () => {};
   const { max, windowMs } = limits(setup.mode);
   if (setup.variant === 'sluice:memory' || setup.variant === 'sluice:redis') {
     const rateLimit = await exportOf<(o: object) => Middleware>('@sluice/koa', 'rateLimit');
@@ -55,10 +55,11 @@ export const startKoa: StartApp = async (setup, port) => {
   const server = await new Promise<Server>((resolve) => {
     const listening = app.listen(port, '127.0.0.1', () => resolve(listening));
   });
-  return () =>
-    new Promise((resolve) => {
+  return async () => {
+    await new Promise<void>((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();
-      close();
     });
+    await close();
+  };
 };

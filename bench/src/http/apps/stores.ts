@@ -17,14 +17,22 @@ export const isSluiceStore = (variant: string): boolean =>
   variant === 'sluice:memory' || variant === 'sluice:redis' || variant === LOCAL_FIRST_REDIS;
 
 /** The sluice store a variant names, with a closer for what it opened. */
-export async function sluiceStore(setup: AppSetup): Promise<{ store: RateLimitStore; close: () => void }> {
-  if (setup.variant === 'sluice:memory') return { store: createMemoryStore(), close: () => {} };
+export async function sluiceStore(setup: AppSetup): Promise<{ store: RateLimitStore; close: () => Promise<void> }> {
+  if (setup.variant === 'sluice:memory') return { store: createMemoryStore(), close: async () => {} };
   const createRedisStore = await exportOf<typeof CreateRedisStore>('@sluice/redis', 'createRedisStore');
   const client = benchRedis(setup, sluiceClientOptions(false));
   // A decision asked before the connection is ready would fail open and measure nothing.
   await client.ping();
   const localFirst = setup.variant === LOCAL_FIRST_REDIS ? { localFirst: { syncIntervalMs: 50 } } : {};
-  return { store: createRedisStore({ client, ...localFirst }), close: () => client.disconnect() };
+  const store = createRedisStore({ client, ...localFirst });
+  return {
+    store,
+    // Local-first: stop the sync timer, with its last sync, before the client goes.
+    close: async () => {
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    },
+  };
 }
 
 /** The `round-trip:redis` control's one command per request, and a closer for its client. */
