@@ -25,6 +25,12 @@ export interface HeapResult {
   error?: string;
 }
 
+/** What a store keeps per tracked key: V8 heap and external memory (typed arrays) together. */
+export const bytesPerKey = (h: HeapResult): number | undefined =>
+  h.heapBytesPerKey === undefined || h.externalBytesPerKey === undefined
+    ? undefined
+    : h.heapBytesPerKey + h.externalBytesPerKey;
+
 export interface HttpResult extends Disturbance {
   /** The cycle (1, 2, …; 0 for a contender that could not be measured). */
   round: number;

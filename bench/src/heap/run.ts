@@ -1,7 +1,7 @@
 import { finish, lastJson, spawnNode } from '../lib/children.js';
 import { fixed } from '../lib/format.js';
 import type { Progress } from '../lib/progress.js';
-import type { HeapResult } from '../results.js';
+import { bytesPerKey, type HeapResult } from '../results.js';
 
 /** One fresh process per contender, pinned to core 0, with a forced GC before each reading. */
 export async function runHeap(contenders: readonly string[], keys: number, progress: Progress): Promise<HeapResult[]> {
@@ -20,7 +20,7 @@ export async function runHeap(contenders: readonly string[], keys: number, progr
       done.code === 0
         ? { contender, keys, ...lastJson<Omit<HeapResult, 'contender' | 'keys'>>(done.stdout) }
         : { contender, keys, error: done.stderr.trim().split('\n').slice(-3).join(' ') };
-    const shown = result.unavailable ?? result.error ?? `${fixed(result.heapBytesPerKey, 0)} heap B/key`;
+    const shown = result.unavailable ?? result.error ?? `${fixed(bytesPerKey(result), 0)} heap + external B/key`;
     progress.done(`heap ${contender} (${keys.toLocaleString('en-US')} keys)`, shown, planned);
     results.push(result);
   }

@@ -1,6 +1,6 @@
 import { FOREIGN_LIMIT } from '../lib/cpu.js';
 import { fixed, int, percent, rate, ratio } from '../lib/format.js';
-import type { RunResults } from '../results.js';
+import { bytesPerKey, type RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
 import { inprocTable, policyTable } from './inproc-tables.js';
 import { serviceSection } from './service-table.js';
@@ -135,12 +135,13 @@ function ceilingSection(results: RunResults, http: readonly HttpRow[]): string {
 
 function heapTable(results: RunResults): string {
   return table(
-    ['store', 'heap B/key', 'external B/key', 'RSS B/key', 'fill time s', 'fill rate /s'],
+    ['store', 'heap + external B/key', 'heap B/key', 'external B/key', 'RSS B/key', 'fill time s', 'fill rate /s'],
     results.heap.map((h) =>
       h.unavailable || h.error
-        ? [h.contender, h.unavailable ?? `error: ${h.error}`, '', '', '', '']
+        ? [h.contender, h.unavailable ?? `error: ${h.error}`, '', '', '', '', '']
         : [
             h.contender.replace(/^sluice:memory:/, 'sluice memory, '),
+            fixed(bytesPerKey(h), 0),
             fixed(h.heapBytesPerKey, 0),
             fixed(h.externalBytesPerKey, 0),
             fixed(h.rssBytesPerKey, 0),

@@ -1,7 +1,7 @@
 import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 import { floorLabels } from '../inproc/floor-contenders.js';
 import { fixed, rate, ratio } from '../lib/format.js';
-import type { RunResults } from '../results.js';
+import { bytesPerKey, type RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
 import { limiterName } from './table.js';
 import { cell } from './target-check.js';
@@ -130,10 +130,10 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
       format: (v) => `${rate(v)}/s`,
     },
     {
-      title: 'Heap bytes per tracked key at 1M keys (tick = 96 B target)',
+      title: 'Heap + external bytes per tracked key at 1M keys (tick = 96 B target)',
       bars: results.heap.map((h) => ({
         label: h.contender.replace(/^sluice:memory:/, 'sluice ').replace(/:memory$/, ''),
-        value: h.heapBytesPerKey,
+        value: bytesPerKey(h),
         sluice: h.contender.startsWith('sluice'),
         ...(h.contender.startsWith('sluice') ? { goal: 96 } : {}),
       })),

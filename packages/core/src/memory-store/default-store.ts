@@ -1,10 +1,5 @@
-import {
-  createMemoryTable,
-  DEFAULT_MAX_KEYS,
-  type MemoryStore,
-  type MemoryTable,
-  memoryStoreOver,
-} from './memory-store.js';
+import { DEFAULT_MAX_KEYS, type MemoryStore, memoryStoreOver } from './memory-store.js';
+import { MemoryTable } from './table.js';
 
 let table: MemoryTable | undefined;
 let stores = 0;
@@ -18,7 +13,7 @@ let stores = 0;
  * holds them all. The index's `maxKeys` bound (100 000 client keys) is shared between them.
  */
 export function defaultMemoryStore(): MemoryStore {
-  table ??= createMemoryTable(DEFAULT_MAX_KEYS);
+  table ??= new MemoryTable(DEFAULT_MAX_KEYS);
   stores++;
   return memoryStoreOver(table, `default-${stores}`);
 }

@@ -3,9 +3,11 @@ import type { AlgorithmName, Policy } from '../types.js';
 import { type LogBuffer, LogCharge, type MemoryState } from './sliding-log.js';
 
 /**
- * One LRU entry holds every limiter's state for one client key, as a flat array of numbers:
- * V8 keeps it as a single array of unboxed doubles, which is what makes a tracked key cost
- * about 120 bytes and lets a decision update it in place without allocating.
+ * A client's entry in its general form: every limiter's state for one client key, as a flat
+ * array of numbers that V8 keeps as one array of unboxed doubles, updated in place. Most
+ * clients need less and sit in a row of the table instead (see `MemoryTable`); this form holds
+ * a client with several segments or a log, and is how every path but the one-policy one reads
+ * a client.
  *
  * Layout: segments back to back, one per limiter namespace:
  *   [layout id, length, …state of policy 0, …state of policy 1, …]
@@ -65,6 +67,13 @@ const fixedSize: Record<AlgorithmName, number> = {
   'sliding-window-log': 0,
 };
 
+/** The number of values after a segment's head for these policies: a log takes none. */
+export function segmentLength(policies: readonly Policy[]): number {
+  let length = 0;
+  for (const policy of policies) length += fixedSize[policy.algorithm];
+  return length;
+}
+
 /** The number of values after the segment's head at `at`. */
 const lengthAt = (entry: Entry, at: number): number => entry[at + 1] as number;
 
@@ -108,25 +117,6 @@ function readState(
   return entry.slice(offset, offset + fixedSize[algorithm]);
 }
 
-/**
- * `readState` for one decision's evaluation only: a fixed-size state is copied into `scratch`
- * (one reused array per size), not into a new array. Algorithms read it and may hand it back
- * as a refusal's `next`, which is never stored; a peek's write copies it into the entry.
- */
-export function readStateOnce(
-  entry: Entry,
-  at: number,
-  offset: number,
-  algorithm: AlgorithmName,
-  scratch: readonly number[][],
-): MemoryState | undefined {
-  if (algorithm === 'sliding-window-log') return logOf(entry, entry[at] as number, 0);
-  const size = fixedSize[algorithm];
-  const into = scratch[size] as number[];
-  for (let j = 0; j < size; j++) into[j] = entry[offset + j] as number;
-  return into;
-}
-
 /** Writes the segment, in place when its length is unchanged; returns the entry to keep. */
 export function writeSegment(
   entry: Entry | undefined,
@@ -135,8 +125,7 @@ export function writeSegment(
   states: readonly MemoryState[],
   policies: readonly Policy[],
 ): Entry {
-  let length = 0;
-  for (const policy of policies) length += fixedSize[policy.algorithm];
+  const length = segmentLength(policies);
   if (entry !== undefined && at >= 0 && lengthAt(entry, at) === length) {
     put(entry, at, states, policies);
     return entry;
@@ -156,21 +145,6 @@ export function writeSegment(
   }
   put(kept, at, states, policies);
   return kept;
-}
-
-/**
- * Writes a one-policy segment's state in place, as `writeSegment` would but without its
- * arrays: the usual case of a charged request. False when the entry must be reshaped instead.
- */
-export function overwriteState(
-  entry: Entry | undefined,
-  at: number,
-  state: MemoryState,
-  algorithm: AlgorithmName,
-): boolean {
-  if (entry === undefined || at < 0 || lengthAt(entry, at) !== fixedSize[algorithm]) return false;
-  putState(entry, at, 0, at + HEAD, state, algorithm);
-  return true;
 }
 
 function put(entry: Entry, at: number, states: readonly MemoryState[], policies: readonly Policy[]): void {

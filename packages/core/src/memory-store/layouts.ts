@@ -1,4 +1,5 @@
 import type { Policy } from '../types.js';
+import { segmentLength } from './entry.js';
 
 /**
  * What one segment of an entry holds: the namespace, and the policies whose states follow in
@@ -8,6 +9,10 @@ export interface Layout {
   readonly id: number;
   readonly namespace: string;
   readonly policies: readonly Policy[];
+  /** Values in a segment after its head. */
+  readonly length: number;
+  /** Whether a policy keeps a sliding log, held out of the segment's values. */
+  readonly logs: boolean;
 }
 
 /**
@@ -47,7 +52,13 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
       const key = `${namespace}\n${policies.map((p) => `${p.slot} ${p.version}`).join('\n')}`;
       let layout = byKey.get(key);
       if (layout === undefined) {
-        layout = { id: nextId++, namespace, policies };
+        layout = {
+          id: nextId++,
+          namespace,
+          policies,
+          length: segmentLength(policies),
+          logs: policies.some((p) => p.algorithm === 'sliding-window-log'),
+        };
         byId.set(layout.id, layout);
         if (byKey.size >= max) {
           const [oldest, old] = byKey.entries().next().value as [string, Layout];

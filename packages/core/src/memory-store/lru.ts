@@ -1,17 +1,19 @@
 const FIRST_SLOTS = 1024;
 
+/** What `get` and `peek` return for a key not held. */
+export const NO_SLOT = -1;
+
 /**
- * A strict least-recently-used map of at most `max` keys: the memory store's index. Only what
- * the store needs, so a lookup is one `Map.get` and, unless the key is already the newest, a
- * relink of two 32-bit links; no options, no TTL, no status objects. Each key has a slot: its
- * key, value and links sit at that index in flat arrays, which grow as keys arrive (not
- * reserved for `max` up front) and are reused after a delete.
+ * A strict least-recently-used index of at most `max` keys: the memory store's. Each key held
+ * has a slot, a small integer under which the store keeps its state in flat arrays of its own;
+ * a slot is reused after its key is deleted or evicted. A lookup is one `Map.get` and, unless
+ * the key is already the newest, a relink of two 32-bit links; no options, no TTL, no status
+ * objects. The arrays grow as keys arrive, by doubling up to `max` (not reserved up front), so
+ * a full index of `max` keys holds no spare slots.
  */
-export class LruMap<V> {
+export class LruIndex {
   private readonly slots = new Map<string, number>();
-  // Grown together, by doubling up to `max`: a full map of `max` keys holds no spare slots.
   private keys: (string | undefined)[] = new Array(FIRST_SLOTS);
-  private values: (V | undefined)[] = new Array(FIRST_SLOTS);
   private newer = new Uint32Array(FIRST_SLOTS);
   private older = new Uint32Array(FIRST_SLOTS);
   /** Slots handed out so far; those below it and not in `freed` are in use. */
@@ -26,34 +28,34 @@ export class LruMap<V> {
     return this.slots.size;
   }
 
-  /** The value, now the most recently used. */
-  get(key: string): V | undefined {
+  /** Slots the arrays hold now: every slot handed out is below it. */
+  get capacity(): number {
+    return this.newer.length;
+  }
+
+  /** The key's slot, the key now the most recently used; `NO_SLOT` when not held. */
+  get(key: string): number {
     const slot = this.slots.get(key);
-    if (slot === undefined) return undefined;
+    if (slot === undefined) return NO_SLOT;
     if (slot !== this.newest) {
       this.unlink(slot);
       this.linkNewest(slot);
     }
-    return this.values[slot];
+    return slot;
   }
 
-  /** The value, leaving its recency alone. */
-  peek(key: string): V | undefined {
-    const slot = this.slots.get(key);
-    return slot === undefined ? undefined : this.values[slot];
+  /** The key's slot, leaving its recency alone; `NO_SLOT` when not held. */
+  peek(key: string): number {
+    return this.slots.get(key) ?? NO_SLOT;
   }
 
-  /** Sets the value, now the most recently used; a new key pushes the least recently used one out of a full map. */
-  set(key: string, value: V): void {
-    let slot = this.slots.get(key);
-    if (slot !== undefined) {
-      this.values[slot] = value;
-      if (slot !== this.newest) {
-        this.unlink(slot);
-        this.linkNewest(slot);
-      }
-      return;
-    }
+  /**
+   * Takes in a key not held, as the most recently used, and returns its slot: in a full index
+   * the least recently used key's, whose key is pushed out. The slot's old state, if any, is
+   * the caller's to overwrite.
+   */
+  add(key: string): number {
+    let slot: number;
     if (this.slots.size === this.max) {
       slot = this.oldest;
       this.slots.delete(this.keys[slot] as string);
@@ -63,9 +65,9 @@ export class LruMap<V> {
     }
     if (slot >= this.newer.length) this.grow();
     this.keys[slot] = key;
-    this.values[slot] = value;
     this.slots.set(key, slot);
     this.linkNewest(slot);
+    return slot;
   }
 
   delete(key: string): void {
@@ -74,7 +76,6 @@ export class LruMap<V> {
     this.slots.delete(key);
     this.unlink(slot);
     this.keys[slot] = undefined;
-    this.values[slot] = undefined;
     this.freed.push(slot);
   }
 
@@ -105,14 +106,8 @@ export class LruMap<V> {
     older.set(this.older);
     this.newer = newer;
     this.older = older;
-    this.keys = copied(this.keys, size);
-    this.values = copied(this.values, size);
+    const keys = new Array<string | undefined>(size);
+    for (let i = 0; i < this.keys.length; i++) keys[i] = this.keys[i];
+    this.keys = keys;
   }
-}
-
-/** The array's values in a new one of `size` slots, allocated once at that size. */
-function copied<T>(from: readonly T[], size: number): T[] {
-  const to = new Array<T>(size);
-  for (let i = 0; i < from.length; i++) to[i] = from[i] as T;
-  return to;
 }

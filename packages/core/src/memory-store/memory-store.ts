@@ -1,21 +1,12 @@
-import { decide, type Evaluation, refundStates } from '../algorithms/index.js';
+import { decide, refundStates, type State } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
-import {
-  type Entry,
-  findSegment,
-  HEAD,
-  overwriteState,
-  readStateOnce,
-  readStates,
-  removeSegment,
-  segmentsOf,
-  writeSegment,
-} from './entry.js';
-import { createLayouts, type Layout, type Layouts } from './layouts.js';
-import { LruMap } from './lru.js';
+import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
+import type { Layout } from './layouts.js';
+import { NO_SLOT } from './lru.js';
 import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
+import { fitsRow, MemoryTable } from './table.js';
 import { type TakenOver, takeOver } from './take-over.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
@@ -61,21 +52,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       `[sluice] Option \`maxKeys\` must be a whole number from 1 to 2^30; received ${String(maxKeys)}.`,
     );
   }
-  return memoryStoreOver(createMemoryTable(maxKeys));
+  return memoryStoreOver(new MemoryTable(maxKeys));
 }
-
-/** What memory stores over one LRU index share: the client keys, the layouts of their segments, and evictions. */
-export interface MemoryTable {
-  readonly cache: LruMap<Entry>;
-  readonly layouts: Layouts;
-  evictions: number;
-}
-
-export const createMemoryTable = (maxKeys: number): MemoryTable => ({
-  cache: new LruMap<Entry>(maxKeys),
-  layouts: createLayouts(),
-  evictions: 0,
-});
 
 /**
  * A memory store over `table`. Stores over one table share its keys and its `maxKeys` bound;
@@ -83,10 +61,10 @@ export const createMemoryTable = (maxKeys: number): MemoryTable => ({
  * meets the same namespace in another: each counts as if it had a store to itself.
  */
 export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
-  const { cache } = table;
-  // One reused state array per size, for the one-policy path's evaluation (see readStateOnce).
+  const { index, layouts } = table;
+  // One reused state array per size, for the one-policy path's evaluation: algorithms only
+  // read it, and hand it back as a refusal's `next`, which is never stored.
   const scratch = [[], [0], [0, 0], [0, 0, 0]];
-  const { layouts } = table;
   // A namespace as this store files it in the table: its own, when stores share one.
   let lastNamespace = '';
   let lastFiled = '';
@@ -101,79 +79,60 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
           return lastFiled;
         };
 
-  /** Writes the client's segment, keeping the entry in the cache if it had to be replaced. */
-  const write = (
-    key: string,
-    entry: Entry | undefined,
-    at: number,
-    id: number,
-    states: readonly MemoryState[],
-    policies: readonly Policy[],
-  ) => {
-    const kept = writeSegment(entry, at, id, states, policies);
-    if (kept === entry) return;
-    // A key not held yet pushes the least recently used one out of a full cache.
-    if (entry === undefined && cache.size === cache.max) table.evictions++;
-    cache.set(key, kept);
-  };
-
   /** Replaces what other versions left with this layout's states, and the slots it lacks. */
-  const replace = (key: string, entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[]) => {
+  const replace = (entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[]) => {
     for (const at of taken.offsets) removeSegment(entry, at);
-    write(key, entry, -1, layout.id, states, layout.policies);
+    writeSegment(entry, -1, layout.id, states, layout.policies);
     if (taken.extras.length > 0) {
-      write(key, entry, -1, layouts.of(layout.namespace, taken.extras).id, taken.extraStates, taken.extras);
+      writeSegment(entry, -1, layouts.of(layout.namespace, taken.extras).id, taken.extraStates, taken.extras);
     }
-  };
-
-  /** A decision on states another version of the limiter left; written only when charged. */
-  const decideTakenOver = (request: StoreRequest, entry: Entry, layout: Layout, taken: TakenOver, now: number) => {
-    const reply = decide(taken.states, request.policies, request.capacities, request.cost, now, memoryAlgorithms);
-    if (reply.next !== undefined) replace(request.key, entry, layout, taken, reply.next);
-    return reply;
-  };
-
-  /** Stores the segment, or drops it when every state has gone back to fresh. */
-  const keep = (
-    key: string,
-    entry: Entry | undefined,
-    at: number,
-    id: number,
-    states: readonly MemoryState[],
-    request: StoreRequest,
-    outcomes: readonly PolicyOutcome[],
-  ): void => {
-    if (outcomes.every((o) => o.resetAfterMs === 0)) {
-      if (entry !== undefined && at >= 0 && !removeSegment(entry, at)) cache.delete(key);
-      return;
-    }
-    write(key, entry, at, id, states, request.policies);
   };
 
   /**
-   * A one-policy request decided as `decide` would, without its arrays and copies: the
-   * limiter's fast path. The evaluation is returned as it is; callers read its outcome fields.
+   * A decision on the client's entry in its general form: several segments, a log, another
+   * version's states, or several policies. The entry is kept as the decision leaves it: a
+   * charge written, a state a peek finds fresh dropped (SPEC §4: lazy expiry).
    */
-  const decideOne = (request: StoreRequest, now: number): Evaluation<MemoryState> => {
+  const decideOnEntry = (request: StoreRequest, layout: Layout, slot: number, now: number) => {
+    const { policies, capacities, cost } = request;
+    let entry = slot === NO_SLOT ? undefined : table.entryAt(slot);
+    const at = entry === undefined ? -1 : findSegment(entry, layout.id);
+    const taken = at < 0 && entry !== undefined ? takeOver(entry, layout, layouts, now) : undefined;
+    let reply: ReturnType<typeof decide<MemoryState>>;
+    if (taken !== undefined) {
+      // Written only when charged: a refusal leaves the other version's states as they are.
+      reply = decide(taken.states, policies, capacities, cost, now, memoryAlgorithms);
+      if (reply.next !== undefined) replace(entry as Entry, layout, taken, reply.next);
+    } else {
+      const states = at < 0 ? noStates : readStates(entry as Entry, at, policies);
+      reply = decide(states, policies, capacities, cost, now, memoryAlgorithms);
+      if (reply.next !== undefined) entry = writeSegment(entry, at, layout.id, reply.next, policies);
+      else if (at >= 0 && cost === 0 && allFresh(reply.outcomes)) removeSegment(entry as Entry, at);
+    }
+    if (entry !== undefined) table.keep(request.key, slot, entry);
+    return reply;
+  };
+
+  /**
+   * A one-policy request: the limiter's fast path. A client whose one state is this layout's
+   * (or who has none) is decided on its row, with no array but the evaluation's own; any other
+   * as `decideOnEntry` does. The evaluation is returned as it is; callers read its outcome fields.
+   */
+  const decideOne = (request: StoreRequest, now: number): PolicyOutcome => {
     const { key, policies, cost } = request;
     const policy = policies[0] as Policy;
     const layout = layouts.of(filed(request.namespace), policies);
-    const { id } = layout;
-    const entry = cache.get(key);
-    const at = entry === undefined ? -1 : findSegment(entry, id);
-    if (at < 0 && entry !== undefined) {
-      const taken = takeOver(entry, layout, layouts, now);
-      if (taken !== undefined)
-        return decideTakenOver(request, entry, layout, taken, now).outcomes[0] as Evaluation<MemoryState>;
+    const slot = index.get(key);
+    if (!fitsRow(layout) || (slot !== NO_SLOT && !table.holds(slot, layout.id))) {
+      return decideOnEntry(request, layout, slot, now).outcomes[0] as PolicyOutcome;
     }
-    const state = at < 0 ? undefined : readStateOnce(entry as Entry, at, at + HEAD, policy.algorithm, scratch);
+    const state = slot === NO_SLOT ? undefined : table.readRow(slot, scratch[layout.length] as number[]);
     const algorithm = memoryAlgorithms[policy.algorithm];
     const evaluation = algorithm.evaluate(state, policy, request.capacities[0] as number, cost, now);
     if (evaluation.allowed && cost > 0) {
-      if (!overwriteState(entry, at, evaluation.next, policy.algorithm))
-        write(key, entry, at, id, [evaluation.next], policies);
-    } else if (at >= 0 && cost === 0) {
-      keep(key, entry, at, id, [state as MemoryState], request, [evaluation]);
+      table.writeRow(slot === NO_SLOT ? table.add(key) : slot, layout.id, evaluation.next as State);
+    } else if (cost === 0 && slot !== NO_SLOT && evaluation.resetAfterMs === 0) {
+      table.drop(key, slot);
     }
     return evaluation;
   };
@@ -185,31 +144,15 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
     }
     const layout = layouts.of(filed(request.namespace), request.policies);
-    const { id } = layout;
-    const entry = cache.get(request.key);
-    const at = entry === undefined ? -1 : findSegment(entry, id);
-    if (at < 0 && entry !== undefined) {
-      const taken = takeOver(entry, layout, layouts, now);
-      if (taken !== undefined) {
-        const { allowed, outcomes } = decideTakenOver(request, entry, layout, taken, now);
-        return { allowed, now, outcomes };
-      }
-    }
-    const states = at < 0 ? noStates : readStates(entry as Entry, at, request.policies);
-    const reply = decide(states, request.policies, request.capacities, request.cost, now, memoryAlgorithms);
-    if (reply.next !== undefined) {
-      write(request.key, entry, at, id, reply.next, request.policies);
-    } else if (at >= 0 && request.cost === 0) {
-      keep(request.key, entry, at, id, states, request, reply.outcomes);
-    }
-    return { allowed: reply.allowed, now, outcomes: reply.outcomes };
+    const { allowed, outcomes } = decideOnEntry(request, layout, index.get(request.key), now);
+    return { allowed, now, outcomes };
   };
 
   return {
     name: 'memory',
     local: true,
     get size() {
-      return cache.size;
+      return index.size;
     },
     get evictions() {
       return table.evictions;
@@ -221,36 +164,42 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     refund(request) {
       const now = nowOf(request);
       const layout = layouts.of(filed(request.namespace), request.policies);
-      const { id } = layout;
       const { policies, capacities } = request;
-      const entry = cache.get(request.key);
-      const at = entry === undefined ? -1 : findSegment(entry, id);
-      const taken = at < 0 && entry !== undefined ? takeOver(entry, layout, layouts, now) : undefined;
-      if (at < 0 && taken === undefined) return Promise.resolve();
-      const current = taken === undefined ? readStates(entry as Entry, at, policies) : taken.states;
-      const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
-      const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
-      if (taken !== undefined) replace(request.key, entry as Entry, layout, taken, states);
-      else {
-        const { outcomes } = decide(states, policies, capacities, 0, now, memoryAlgorithms);
-        keep(request.key, entry, at, id, states, request, outcomes);
+      const slot = index.get(request.key);
+      if (slot === NO_SLOT) return Promise.resolve();
+      const entry = table.entryAt(slot);
+      const at = findSegment(entry, layout.id);
+      const taken = at < 0 ? takeOver(entry, layout, layouts, now) : undefined;
+      if (at >= 0 || taken !== undefined) {
+        const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
+        const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
+        const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
+        if (taken !== undefined) replace(entry, layout, taken, states);
+        else if (allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes))
+          removeSegment(entry, at);
+        else writeSegment(entry, at, layout.id, states, policies);
       }
+      table.keep(request.key, slot, entry);
       return Promise.resolve();
     },
 
     reset(namespace, key) {
-      const entry = cache.peek(key);
-      if (entry === undefined) return Promise.resolve();
+      const slot = index.peek(key);
+      if (slot === NO_SLOT) return Promise.resolve();
+      const entry = table.entryAt(slot);
       // Every version's states under the namespace, and any a forgotten layout left.
       for (const [at, id] of segmentsOf(entry).reverse()) {
         const layout = layouts.byId(id);
         if (layout === undefined || layout.namespace === filed(namespace)) removeSegment(entry, at);
       }
-      if (entry.length === 0) cache.delete(key);
+      table.keep(key, slot, entry);
       return Promise.resolve();
     },
   };
 }
+
+/** Whether every policy's state has gone back to fresh, so that keeping it would change nothing. */
+const allFresh = (outcomes: readonly PolicyOutcome[]): boolean => outcomes.every((o) => o.resetAfterMs === 0);
 
 const fresh = (policy: Policy, capacity: number, now: number): MemoryState =>
   memoryAlgorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;

@@ -1,0 +1,79 @@
+import { createLimiter, toPolicy } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { MAX_LAYOUTS } from '../../../packages/core/src/memory-store/layouts.js';
+import { memoryStoreOver } from '../../../packages/core/src/memory-store/memory-store.js';
+import { MemoryTable } from '../../../packages/core/src/memory-store/table.js';
+import { manualClock } from '../../helpers/clock.js';
+
+// A client known to one one-policy limiter sits in a row of the table; any other is spilled
+// into an entry of its own. Each move between the two forms must keep every count, and an
+// entry must go when its client does.
+const spilledOf = (table: MemoryTable) =>
+  (table as unknown as { spilled: unknown[] }).spilled.filter((entry) => entry !== undefined);
+
+function storeOver(maxKeys: number) {
+  const table = new MemoryTable(maxKeys);
+  return { table, store: memoryStoreOver(table) };
+}
+
+describe('clients kept in rows and spilled entries', () => {
+  it('a second limiter spills the client, its reset puts it back in its row, and no count is lost', async () => {
+    const { table, store } = storeOver(10);
+    const clock = manualClock();
+    const a = createLimiter({ limit: 5, window: '1m', algorithm: 'gcra', clock, store, prefix: 'a' });
+    const b = createLimiter({ limit: 3, window: '1m', clock, store, prefix: 'b' });
+    await a.consume('k', { cost: 2 });
+    expect(spilledOf(table).length).toBe(0);
+    await b.consume('k');
+    expect(spilledOf(table).length).toBe(1);
+    expect((await a.consume('k')).remaining).toBe(2);
+    await b.reset('k');
+    expect(spilledOf(table).length).toBe(0);
+    expect((await a.consume('k')).remaining).toBe(1);
+    expect((await b.peek('k')).remaining).toBe(3);
+    expect(store.size).toBe(1);
+  });
+
+  it('an evicted spilled client takes its entry with it; the next client on its slot starts fresh', async () => {
+    const { table, store } = storeOver(2);
+    const clock = manualClock();
+    const a = createLimiter({ limit: 5, window: '1m', clock, store, prefix: 'a' });
+    const b = createLimiter({ limit: 5, window: '1m', algorithm: 'sliding-window-log', clock, store, prefix: 'b' });
+    await a.consume('spilled', { cost: 4 });
+    await b.consume('spilled', { cost: 4 });
+    await a.consume('x');
+    await a.consume('y');
+    expect([store.size, store.evictions, spilledOf(table).length]).toEqual([2, 1, 0]);
+    expect((await a.consume('z')).remaining).toBe(4);
+    expect((await a.peek('spilled')).remaining).toBe(5);
+    expect((await b.peek('spilled')).remaining).toBe(5);
+  });
+
+  it('a refund or a peek that finds a row fresh lets go of its client', async () => {
+    const { table, store } = storeOver(10);
+    const clock = manualClock();
+    const limiter = createLimiter({ limit: 5, window: '1s', algorithm: 'gcra', clock, store });
+    await limiter.consume('refunded', { cost: 2 });
+    await limiter.refund('refunded', 2);
+    await limiter.consume('expired');
+    clock.advance(1_000);
+    await limiter.peek('expired');
+    expect([store.size, spilledOf(table).length]).toEqual([0, 0]);
+  });
+
+  it('a row of a forgotten layout reads as no state when another limiter decides on its client', () => {
+    const { store } = storeOver(10);
+    const decide = (namespace: string, limit: number, key = 'k') => {
+      const policies = [toPolicy({ name: 'p', limit, window: 60_000 }, 'policies[0]')];
+      const capacities = [limit];
+      return store.consumeSync({ namespace, key, policies, capacities, cost: 1, now: 0 }).outcomes[0]?.remaining;
+    };
+    expect(decide('first', 5)).toBe(4);
+    // Enough other layouts that the first is forgotten.
+    for (let n = 0; n < MAX_LAYOUTS; n++) decide(`other-${n}`, 1 + (n % 7), 'elsewhere');
+    expect(decide('second', 3)).toBe(2);
+    // The first limiter's state went with its layout: it starts again from a full quota.
+    expect(decide('first', 5)).toBe(4);
+    expect(store.size).toBe(2);
+  });
+});
