@@ -1,6 +1,9 @@
+import { fastManyLua } from './fast-many.js';
+
 /** What an algorithm's straight-line decision may use; it comes first. */
 export const fastPreludeLua = `
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
+local KEYS, ARGV, find, sub, format = KEYS, ARGV, string.find, string.sub, string.format
 `;
 
 /**
@@ -8,8 +11,9 @@ local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
  * run: the usual call, one decision or a batch of one limiter's), for a limiter of one policy
  * whose algorithm the script names, over distinct clients whose strings hold this version's
  * state of that policy or nothing. They are decided in scalars, without the general body's
- * tables and closures. It reads and writes exactly what the general body does, so any other
- * call (several runs, a refund, several policies, a client twice in one batch, another
+ * tables and closures; a limiter of several policies of that algorithm takes the block of
+ * `fast-many.ts` instead. It reads and writes exactly what the general body does, so any other
+ * call (several runs, a refund, a client twice in one batch, another
  * version's state, a slot this limiter no longer has) runs the general body instead, which has
  * by then nothing to undo: this path writes only once it knows it decides the whole call.
  *
@@ -22,12 +26,9 @@ local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
  * a, b, c)`, which returns allowed, remaining, reset, wait (delay if allowed, retry if not)
  * and, when allowed, the next state's numbers; `FAST_MARK`, '=<algorithm> ' as the set names
- * it; and `FAST_PATTERN`, the state's numbers after its ' slot@version=' head, anchored at
- * both ends.
+ * it; and `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
  */
 export const fastLua = `
-local KEYS, ARGV, find, sub, match, format = KEYS, ARGV, string.find, string.sub, string.match, string.format
-
 -- A client's string as this policy's state numbers: nothing for no string, false if it holds
 -- anything but this version's state of this one policy (' slot@version=a,b[,c];used,resetAt').
 -- One pattern checks the shape and cuts the numbers; arithmetic converts them, which costs
@@ -35,8 +36,8 @@ local KEYS, ARGV, find, sub, match, format = KEYS, ARGV, string.find, string.sub
 local function fast_read(text, head)
   if not text then return nil end
   if find(text, head, 1, true) ~= 1 then return false end
-  local a, b, c = match(text, FAST_PATTERN, #head + 1)
-  if a == nil then return false end
+  local _, stop, a, b, c = find(text, FAST_STATE, #head + 1)
+  if stop ~= #text then return false end
   if c then return a + 0, b + 0, c + 0 end
   return a + 0, b + 0
 end
@@ -64,19 +65,7 @@ local function fast_decide(key, a, b, c, head, limit, window, max_delay, capacit
 end
 
 if #ARGV ~= 6 or ARGV[3] ~= 'consume' then return general() end
--- The set: ' slot@version=algorithm limit windowMs maxDelayMs refillAmount refillIntervalMs;', once.
-local set = ARGV[5]
--- '=' ends the head (slot and version never hold one); a single policy has the only ';', last.
-local equals = find(set, FAST_MARK, 1, true)
-if equals == nil or find(set, ';', 1, true) ~= #set then return general() end
-local s1 = equals + #FAST_MARK - 1
-local s2 = find(set, ' ', s1 + 1, true)
-local s3 = find(set, ' ', s2 + 1, true)
-local s4 = find(set, ' ', s3 + 1, true)
-local head = sub(set, 1, equals)
-local limit, window, max_delay = sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0
-local capacity, cost, decisions = ARGV[6] + 0, ARGV[4] + 0, ARGV[1] + 0
-local now, min_ttl, redis_now = ARGV[2], 60000, 0
+local cost, decisions, now, min_ttl, redis_now = ARGV[4] + 0, ARGV[1] + 0, ARGV[2], 60000, 0
 if now == '' then
   local time = redis.call('TIME')
   redis_now = time[1] * 1000 + floor(time[2] / 1000)
@@ -84,6 +73,20 @@ if now == '' then
 else
   now = now + 0
 end
+-- The set: ' slot@version=algorithm limit windowMs maxDelayMs refillAmount refillIntervalMs;'
+-- per policy; a single policy has the only ';', last.
+local set = ARGV[5]
+if find(set, ';', 1, true) ~= #set then ${fastManyLua} end
+-- '=' ends the head (slot and version never hold one).
+local equals = find(set, FAST_MARK, 1, true)
+if equals == nil then return general() end
+local s1 = equals + #FAST_MARK - 1
+local s2 = find(set, ' ', s1 + 1, true)
+local s3 = find(set, ' ', s2 + 1, true)
+local s4 = find(set, ' ', s3 + 1, true)
+local head = sub(set, 1, equals)
+local limit, window, max_delay = sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0
+local capacity = ARGV[6] + 0
 
 if decisions == 1 then
   local a, b, c = fast_read(redis.call('GET', KEYS[1]), head)

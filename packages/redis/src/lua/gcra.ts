@@ -37,7 +37,7 @@ ALGORITHMS['gcra'] = gcra
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const gcraFastLua = `
-local FAST_MARK, FAST_PATTERN = '=gcra ', '^(%d+),(%d+);%d+,%d+$'
+local FAST_MARK, FAST_STATE = '=gcra ', '^(%d+),(%d+);%d+,%d+'
 local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat, fraction)
   local ahead = 0
   if tat ~= nil and tat >= now then ahead = (tat - now) * limit + fraction end

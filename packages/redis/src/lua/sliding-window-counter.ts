@@ -60,7 +60,7 @@ ALGORITHMS['sliding-window-counter'] = sliding_counter
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const slidingWindowCounterFastLua = `
-local FAST_MARK, FAST_PATTERN = '=sliding-window-counter ', '^(%d+),(%d+),(%d+);%d+,%d+$'
+local FAST_MARK, FAST_STATE = '=sliding-window-counter ', '^(%d+),(%d+),(%d+);%d+,%d+'
 local function fast_counter_reset(current, previous, window, elapsed, lag)
   if current > 0 then return 2 * window - elapsed + lag end
   if previous > 0 then return window - elapsed + lag end

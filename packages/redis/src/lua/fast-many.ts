@@ -1,0 +1,111 @@
+/**
+ * The straight-line path for a limiter of several policies, all of the algorithm the script
+ * names: decisions that consume, all with the same arguments, over distinct clients whose
+ * strings hold, in any order, this version's state of some of these policies and nothing else.
+ * One read and one write per client for the whole set, as the general body does, with the same
+ * rules: every policy is charged only if all allow, a refused decision reports each policy that
+ * would have allowed as it stands, and the string keeps each state with its units spent and
+ * when it fully resets. Anything else (another version's state, a dropped policy's, a client
+ * twice) runs the general body, before this path has written anything.
+ *
+ * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost,
+ * clock and policy set: a function here would be built on every call, one policy or several.
+ */
+export const fastManyLua = `
+do
+  local caps = ARGV[6]
+  -- Each policy's figures: its head, then limit, windowMs and maxDelayMs after the mark.
+  local heads, limits, windows, delays, capacities, count = {}, {}, {}, {}, {}, 0
+  local at, cap_at = 1, 1
+  while at < #set do
+    local equals, stop = find(set, FAST_MARK, at, true), find(set, ';', at, true)
+    if equals == nil or equals > stop then return general() end
+    local s1 = equals + #FAST_MARK - 1
+    local s2 = find(set, ' ', s1 + 1, true)
+    local s3 = find(set, ' ', s2 + 1, true)
+    local s4 = find(set, ' ', s3 + 1, true)
+    local comma = find(caps, ',', cap_at, true) or #caps + 1
+    count = count + 1
+    heads[count] = sub(set, at, equals)
+    limits[count], windows[count], delays[count] =
+      sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0
+    capacities[count] = sub(caps, cap_at, comma - 1) + 0
+    at, cap_at = stop + 1, comma + 1
+  end
+  if cap_at ~= #caps + 2 then return general() end
+
+  -- Every client's states, read and checked before the first decision writes: each head at
+  -- most once, its numbers in this version's shape, and together they fill the string.
+  local texts
+  if decisions == 1 then texts = { redis.call('GET', KEYS[1]) } else texts = redis.call('MGET', unpack(KEYS, 1, decisions)) end
+  local states, seen, width = {}, {}, 3 * count
+  for d = 1, decisions do
+    local key, text = KEYS[d], texts[d]
+    if seen[key] then return general() end
+    seen[key] = true
+    if text then
+      local base, length = (d - 1) * width, 0
+      for i = 1, count do
+        local head = heads[i]
+        local start = find(text, head, 1, true)
+        if start ~= nil then
+          local _, stop, a, b, c = find(text, FAST_STATE, start + #head)
+          if stop == nil then return general() end
+          states[base + 3 * i - 2], states[base + 3 * i - 1] = a + 0, b + 0
+          if c then states[base + 3 * i] = c + 0 end
+          length = length + stop - start + 1
+        end
+      end
+      if length ~= #text then return general() end
+    end
+  end
+
+  local allowed_of, remaining_of, reset_of, wait_of, x_of, y_of, z_of = {}, {}, {}, {}, {}, {}, {}
+  local reply, n = { redis_now }, 1
+  for d = 1, decisions do
+    local base, allowed = (d - 1) * width, true
+    for i = 1, count do
+      local at_state = base + 3 * i
+      local ok, remaining, reset, wait, x, y, z = fast_evaluate(limits[i], windows[i], delays[i], capacities[i], cost, now,
+        states[at_state - 2], states[at_state - 1], states[at_state])
+      allowed_of[i], remaining_of[i], reset_of[i], wait_of[i], x_of[i], y_of[i], z_of[i] = ok, remaining, reset, wait, x, y, z
+      allowed = allowed and ok
+    end
+    if allowed and cost > 0 then
+      local text, ttl = '', 0
+      for i = 1, count do
+        local reset = reset_of[i]
+        if reset > 0 then
+          local used = max(1, capacities[i] - remaining_of[i])
+          if z_of[i] == nil then
+            text = text .. heads[i] .. format('%d,%d;%d,%d', x_of[i], y_of[i], used, now + reset)
+          else
+            text = text .. heads[i] .. format('%d,%d,%d;%d,%d', x_of[i], y_of[i], z_of[i], used, now + reset)
+          end
+          ttl = max(ttl, reset, min_ttl)
+        end
+      end
+      if text == '' then
+        redis.call('DEL', KEYS[d])
+      else
+        redis.call('PSETEX', KEYS[d], format('%d', ttl), text)
+      end
+    elseif cost > 0 then
+      -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
+      for i = 1, count do
+        if allowed_of[i] then
+          local at_state = base + 3 * i
+          local _, remaining, reset = fast_evaluate(limits[i], windows[i], delays[i], capacities[i], 0, now,
+            states[at_state - 2], states[at_state - 1], states[at_state])
+          remaining_of[i], reset_of[i], wait_of[i] = remaining, reset, 0
+        end
+      end
+    end
+    for i = 1, count do
+      reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed_of[i] and 1 or 0, remaining_of[i], reset_of[i], wait_of[i]
+      n = n + 4
+    end
+  end
+  return struct.pack('<' .. string.rep('d', n), unpack(reply))
+end
+`;
