@@ -14,8 +14,9 @@
 export const fastManyLua = `
 do
   local caps = ARGV[6]
-  -- Each policy's figures: its head, then limit, windowMs and maxDelayMs after the mark.
-  local heads, limits, windows, delays, capacities, count = {}, {}, {}, {}, {}, 0
+  -- Every growing table reallocates as it doubles, so the figures share one: per policy its
+  -- head, limit, windowMs, maxDelayMs (after the mark) and capacity.
+  local policy, count = {}, 0
   local at, cap_at = 1, 1
   while at < #set do
     local equals, stop = find(set, FAST_MARK, at, true), find(set, ';', at, true)
@@ -25,11 +26,10 @@ do
     local s3 = find(set, ' ', s2 + 1, true)
     local s4 = find(set, ' ', s3 + 1, true)
     local comma = find(caps, ',', cap_at, true) or #caps + 1
+    local p = 5 * count
+    policy[p + 1], policy[p + 2], policy[p + 3], policy[p + 4], policy[p + 5] = sub(set, at, equals),
+      sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0, sub(caps, cap_at, comma - 1) + 0
     count = count + 1
-    heads[count] = sub(set, at, equals)
-    limits[count], windows[count], delays[count] =
-      sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0
-    capacities[count] = sub(caps, cap_at, comma - 1) + 0
     at, cap_at = stop + 1, comma + 1
   end
   if cap_at ~= #caps + 2 then return general() end
@@ -46,7 +46,7 @@ do
     if text then
       local base, length = (d - 1) * width, 0
       for i = 1, count do
-        local head = heads[i]
+        local head = policy[5 * i - 4]
         local start = find(text, head, 1, true)
         if start ~= nil then
           local _, stop, a, b, c = find(text, FAST_STATE, start + #head)
@@ -60,27 +60,30 @@ do
     end
   end
 
-  local allowed_of, remaining_of, reset_of, wait_of, x_of, y_of, z_of = {}, {}, {}, {}, {}, {}, {}
-  local reply, n = { redis_now }, 1
+  -- The reply holds each policy's outcome as it is decided; the next states wait beside it.
+  local reply, nexts, n = { redis_now }, {}, 1
   for d = 1, decisions do
     local base, allowed = (d - 1) * width, true
     for i = 1, count do
-      local at_state = base + 3 * i
-      local ok, remaining, reset, wait, x, y, z = fast_evaluate(limits[i], windows[i], delays[i], capacities[i], cost, now,
+      local p, at_state = 5 * i, base + 3 * i
+      local ok, remaining, reset, wait, x, y, z = fast_evaluate(policy[p - 3], policy[p - 2], policy[p - 1], policy[p], cost, now,
         states[at_state - 2], states[at_state - 1], states[at_state])
-      allowed_of[i], remaining_of[i], reset_of[i], wait_of[i], x_of[i], y_of[i], z_of[i] = ok, remaining, reset, wait, x, y, z
+      local r = n + 4 * i - 4
+      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = ok and 1 or 0, remaining, reset, wait
+      nexts[3 * i - 2], nexts[3 * i - 1], nexts[3 * i] = x, y, z
       allowed = allowed and ok
     end
     if allowed and cost > 0 then
       local text, ttl = '', 0
       for i = 1, count do
-        local reset = reset_of[i]
+        local r, p = n + 4 * i - 4, 5 * i
+        local reset = reply[r + 3]
         if reset > 0 then
-          local used = max(1, capacities[i] - remaining_of[i])
-          if z_of[i] == nil then
-            text = text .. heads[i] .. format('%d,%d;%d,%d', x_of[i], y_of[i], used, now + reset)
+          local used = max(1, policy[p] - reply[r + 2])
+          if nexts[3 * i] == nil then
+            text = text .. policy[p - 4] .. format('%d,%d;%d,%d', nexts[3 * i - 2], nexts[3 * i - 1], used, now + reset)
           else
-            text = text .. heads[i] .. format('%d,%d,%d;%d,%d', x_of[i], y_of[i], z_of[i], used, now + reset)
+            text = text .. policy[p - 4] .. format('%d,%d,%d;%d,%d', nexts[3 * i - 2], nexts[3 * i - 1], nexts[3 * i], used, now + reset)
           end
           ttl = max(ttl, reset, min_ttl)
         end
@@ -93,18 +96,15 @@ do
     elseif cost > 0 then
       -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
       for i = 1, count do
-        if allowed_of[i] then
-          local at_state = base + 3 * i
-          local _, remaining, reset = fast_evaluate(limits[i], windows[i], delays[i], capacities[i], 0, now,
+        local r, p, at_state = n + 4 * i - 4, 5 * i, base + 3 * i
+        if reply[r + 1] == 1 then
+          local _, remaining, reset = fast_evaluate(policy[p - 3], policy[p - 2], policy[p - 1], policy[p], 0, now,
             states[at_state - 2], states[at_state - 1], states[at_state])
-          remaining_of[i], reset_of[i], wait_of[i] = remaining, reset, 0
+          reply[r + 2], reply[r + 3], reply[r + 4] = remaining, reset, 0
         end
       end
     end
-    for i = 1, count do
-      reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = allowed_of[i] and 1 or 0, remaining_of[i], reset_of[i], wait_of[i]
-      n = n + 4
-    end
+    n = n + 4 * count
   end
   return struct.pack('<' .. string.rep('d', n), unpack(reply))
 end
