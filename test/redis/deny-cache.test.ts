@@ -181,6 +181,29 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(asked).toBe(3);
   });
 
+  // A refusal decided at once is written into objects the cache reuses; only the limiter,
+  // which copies the figures at once, may see them. Nothing handed out may change later.
+  it('never changes a decision or a reply it handed out when it answers the next refusal', async () => {
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `scratch-${randomUUID()}:` });
+    const limiter = createLimiter({ limit: 1, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'p' });
+    await limiter.consume('ip');
+    await limiter.consume('ip'); // refused by Redis, and learned
+    clock.advance(1);
+    const first = await limiter.consume('ip');
+    const firstCopy = structuredClone(first);
+    const request = { namespace: 'p', key: 'ip', policies: limiter.policies, capacities: [1], cost: 1, now: clock() };
+    const reply = await store.consume(request);
+    const replyCopy = structuredClone(reply);
+    clock.advance(1);
+    const second = await limiter.consume('ip');
+    await store.consume({ ...request, now: clock() });
+    expect(second.retryAfterMs).toBe(first.retryAfterMs - 1);
+    expect(first).toEqual(firstCopy);
+    expect(reply).toEqual(replyCopy);
+    expect(reply).toMatchObject({ allowed: false, outcomes: [{ allowed: false, remaining: 0 }] });
+  });
+
   // The cache is keyed by client key, with one refusal per limiter under it: a limiter must
   // never answer with another's refusal, and forgetting one must keep the others.
   it('keeps the refusals of several limiters for one client apart', async () => {

@@ -135,7 +135,8 @@ export interface RateLimitStore {
    * the store can make it in-process at once (the Redis store's deny cache knows the refusal;
    * local-first mode counts the client), charged as `consume` charges; `undefined` to ask
    * `consume`, which the limiter then does with the same request object. Synchronous, so such
-   * a decision costs the limiter no promise and no timer.
+   * a decision costs the limiter no promise and no timer. The store may reuse the reply's
+   * objects for its next call: the limiter reads it during this call only.
    */
   decideAtOnce?(request: StoreRequest): StoreReply | undefined;
   /**

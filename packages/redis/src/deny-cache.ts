@@ -48,8 +48,12 @@ interface Refusal {
  * show drifting figures, so they go to Redis as before.
  */
 export interface DenyCache {
-  /** The refusal Redis would give, or undefined to ask Redis. */
-  lookup(request: StoreRequest): StoreReply | undefined;
+  /**
+   * The refusal Redis would give, or undefined to ask Redis. With `scratch`, the reply is
+   * written into objects the cache reuses for its next such lookup: for a caller that reads
+   * it at once, so that a refused client costs no allocation here.
+   */
+  lookup(request: StoreRequest, scratch?: boolean): StoreReply | undefined;
   /** Learns from a reply to a request sent at `sentAt`. */
   learn(request: StoreRequest, sentAt: number, reply: StoreReply): void;
   /** Forgets a client: its state is about to change through this store (refund, reset). */
@@ -69,6 +73,8 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   // address, hashed once: a `namespace|key` string built per lookup cost more than the rest
   // of a cached refusal. A client refused by several limiters has one entry per namespace.
   const refusals = new LRUCache<string, Refusal>({ max: checkMaxKeys(options.maxKeys) });
+
+  const reused: StoreReply = { allowed: false, now: 0, outcomes: [] };
 
   const find = (namespace: string, key: string): Refusal | undefined => {
     let refusal = refusals.get(key);
@@ -93,7 +99,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   };
 
   return {
-    lookup(request) {
+    lookup(request, scratch = false) {
       const refusal = find(request.namespace, request.key);
       if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
       const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
@@ -101,17 +107,22 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
         if (elapsed >= refusal.spanMs) forget(request.namespace, request.key);
         return undefined;
       }
-      return {
-        allowed: false,
-        now: refusal.decidedAt + elapsed,
-        outcomes: refusal.outcomes.map((outcome) => ({
-          allowed: false,
-          remaining: outcome.remaining,
-          resetAfterMs: Math.max(0, outcome.resetAfterMs - elapsed),
-          retryAfterMs: outcome.retryAfterMs - elapsed,
-          delayMs: 0,
-        })),
-      };
+      const reply = scratch ? reused : { allowed: false, now: 0, outcomes: [] };
+      reply.now = refusal.decidedAt + elapsed;
+      const { outcomes } = reply;
+      outcomes.length = refusal.outcomes.length;
+      for (let i = 0; i < outcomes.length; i++) {
+        const cached = refusal.outcomes[i] as PolicyOutcome;
+        let outcome = outcomes[i];
+        if (outcome === undefined) {
+          outcome = { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
+          outcomes[i] = outcome;
+        }
+        outcome.remaining = cached.remaining;
+        outcome.resetAfterMs = Math.max(0, cached.resetAfterMs - elapsed);
+        outcome.retryAfterMs = cached.retryAfterMs - elapsed;
+      }
+      return reply;
     },
 
     learn(request, sentAt, reply) {

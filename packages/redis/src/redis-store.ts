@@ -175,7 +175,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     consumeAll,
     ...(denyCache && {
       decideAtOnce(request: StoreRequest) {
-        const cached = denyCache.lookup(request);
+        const cached = denyCache.lookup(request, true);
         if (cached === undefined) missed = request;
         return cached;
       },
