@@ -89,6 +89,21 @@ function proxyTrustFor(trustProxy: unknown): AdapterBinding<FastifyRequest, Fast
   return (request) => (request.ips === undefined ? 'none' : 'some');
 }
 
+/**
+ * Fastify lowercases every header name it is given (and sends them so): a mixed-case name costs
+ * a new string per call, then a string-table lookup at each use as a property key. sluice's
+ * names are a few constants, lowercased once here.
+ */
+const lowerNames = new Map<string, string>();
+const lowered = (name: string): string => {
+  let lower = lowerNames.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    lowerNames.set(name, lower);
+  }
+  return lower;
+};
+
 const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
   rawRequest: (request) => request.raw,
   rawResponse: (reply) => reply.raw,
@@ -97,12 +112,13 @@ const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, Fastify
   trustAdvice:
     "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`.",
   routePattern: (request) => request.routeOptions.url,
-  setHeader: (reply, name, value) => reply.header(name, value),
+  setHeader: (reply, name, value) => reply.header(lowered(name), value),
   appendHeader(reply, name, value) {
+    const lower = lowered(name);
     // Fastify has no append. Only a request an earlier sluice limiter decided can hold our
     // fields already, so the others skip the lookup.
-    const sent = reply.request.rateLimit === undefined ? undefined : reply.getHeader(name);
-    reply.header(name, sent === undefined ? value : `${String(sent)}, ${value}`);
+    const sent = reply.request.rateLimit === undefined ? undefined : reply.getHeader(lower);
+    reply.header(lower, sent === undefined ? value : `${String(sent)}, ${value}`);
   },
 });
 
