@@ -78,6 +78,9 @@ export interface RulesReloadEvent {
 }
 
 const decisions = channel(SLUICE_CHANNELS.decision);
+
+/** Whether anyone listens to `sluice:decision`: the one check a decision nobody watches pays. */
+export const decisionsWatched = (): boolean => decisions.hasSubscribers;
 const storeErrors = channel(SLUICE_CHANNELS.storeError);
 const queue = channel(SLUICE_CHANNELS.queue);
 const rulesReloads = channel(SLUICE_CHANNELS.rulesReload);
@@ -125,7 +128,7 @@ function reportedPolicy(decision: Decision): string {
 
 /**
  * The events of one limiter. `observe` wraps a decision only while someone listens to
- * `sluice:decision`, so a limiter nobody watches pays one property read per call.
+ * `sluice:decision` (`decisionsWatched`), so a limiter nobody watches pays one check per call.
  */
 export function limiterEvents(limiter: string, store: RateLimitStore, policies: readonly Policy[]) {
   let lastErrorType: string | undefined;
@@ -147,9 +150,6 @@ export function limiterEvents(limiter: string, store: RateLimitStore, policies: 
   };
 
   return {
-    get watched(): boolean {
-      return decisions.hasSubscribers;
-    },
     /**
      * Runs `decide` and publishes what it decided. Nothing is published for a rejection, nor
      * for `undefined` (the synchronous path declining: `consume` then decides, and publishes).

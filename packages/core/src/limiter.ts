@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
 import { invalid, SluiceError } from './errors.js';
-import { limiterEvents } from './events.js';
+import { decisionsWatched, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { limiterPolicies } from './policy.js';
@@ -178,13 +178,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return atOnce(key, asked) ?? ask(key, asked);
   };
 
+  // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call
+  // between: a shorter path from `consume` to the store lets the JIT inline all of it.
+  const decideNow =
+    single !== undefined && store.consumeSync !== undefined && store.consumeOneSync !== undefined
+      ? (key: string, cost: number) => nowOne(single, key, cost)
+      : decide;
+
   const limiter: Limiter = {
     policies,
     namespace,
     consume(key, consumeOptions?: ConsumeOptions) {
       try {
         const cost = consumeOptions?.cost ?? 1;
-        const decision = events.watched ? events.observe(key, cost, decide) : decide(key, cost);
+        const decision = decisionsWatched() ? events.observe(key, cost, decide) : decideNow(key, cost);
         return Promise.resolve(decision);
       } catch (error) {
         return Promise.reject(error);
@@ -222,11 +229,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       store,
       request: asked,
       guarded,
-      settle: (reply) => (events.watched ? events.observe(key, cost, () => reply.then(read)) : reply.then(read)),
+      settle: (reply) => (decisionsWatched() ? events.observe(key, cost, () => reply.then(read)) : reply.then(read)),
     };
   });
   synchronousPaths.set(limiter, (key, cost) =>
-    events.watched ? events.observe(key, cost, decide) : decide(key, cost),
+    decisionsWatched() ? events.observe(key, cost, decide) : decideNow(key, cost),
   );
   return limiter;
 }
