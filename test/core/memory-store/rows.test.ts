@@ -76,4 +76,25 @@ describe('clients kept in rows and spilled entries', () => {
     expect(decide('first', 5)).toBe(4);
     expect(store.size).toBe(2);
   });
+
+  it("a limiter whose layout the bound forgot while it was in use keeps its clients' counts", async () => {
+    const { store } = storeOver(100);
+    const clock = manualClock();
+    const limiter = createLimiter({ limit: 5, window: '1h', algorithm: 'fixed-window', clock, store, prefix: 'live' });
+    for (let i = 0; i < 4; i++) await limiter.consume('k');
+    // Per-request policy sets, tiers or rules reloads push the live limiter's layout out.
+    for (let n = 0; n < MAX_LAYOUTS; n++) {
+      const policies = [toPolicy({ name: 'p', limit: 1 + (n % 7), window: 60_000 }, 'policies[0]')];
+      store.consumeSync({
+        namespace: `other-${n}`,
+        key: 'elsewhere',
+        policies,
+        capacities: [1],
+        cost: 1,
+        now: clock(),
+      });
+    }
+    await limiter.refund('k', 1);
+    expect((await limiter.peek('k')).remaining).toBe(2);
+  });
 });

@@ -19,7 +19,9 @@ export interface Layout {
  * Layouts known at once. Beyond it the one created (or looked up by a new limiter) longest ago
  * is forgotten: a segment of a forgotten layout reads as no state, as an evicted key does, and
  * is dropped when its client is next decided on. This bounds what per-request policy sets
- * (`policies(req)`) cost, however many distinct ones arrive.
+ * (`policies(req)`) cost, however many distinct ones arrive. A limiter still in use keeps its
+ * layout object, and its next decision brings the layout back under the same id, so what its
+ * clients hold in the meantime is read again, not taken for fresh.
  */
 export const MAX_LAYOUTS = 4096;
 
@@ -31,23 +33,43 @@ export interface Layouts {
   readonly size: number;
 }
 
+/** A layout as the table keeps it: whether the bound has forgotten it, and its key in `byKey`. */
+interface KnownLayout extends Layout {
+  forgotten: boolean;
+  readonly key: string;
+}
+
 export function createLayouts(max = MAX_LAYOUTS): Layouts {
-  const byKey = new Map<string, Layout>();
-  const byId = new Map<number, Layout>();
-  const cached = new WeakMap<readonly Policy[], Layout>();
+  const byKey = new Map<string, KnownLayout>();
+  const byId = new Map<number, KnownLayout>();
+  const cached = new WeakMap<readonly Policy[], KnownLayout>();
   let nextId = 0;
   // The last one asked for: most calls in a row come from one limiter.
   let lastPolicies: readonly Policy[] | undefined;
-  let last: Layout | undefined;
+  let last: KnownLayout | undefined;
+
+  /** Files the layout as the newest, forgetting the oldest beyond `max`. */
+  const remember = (layout: KnownLayout): void => {
+    layout.forgotten = false;
+    byId.set(layout.id, layout);
+    byKey.set(layout.key, layout);
+    if (byKey.size > max) {
+      const old = byKey.values().next().value as KnownLayout;
+      byKey.delete(old.key);
+      byId.delete(old.id);
+      old.forgotten = true;
+    }
+  };
 
   return {
     of(namespace, policies) {
-      if (policies === lastPolicies && (last as Layout).namespace === namespace) return last as Layout;
-      const known = cached.get(policies);
-      if (known !== undefined && known.namespace === namespace) {
+      const hit = policies === lastPolicies ? last : cached.get(policies);
+      if (hit !== undefined && hit.namespace === namespace) {
+        // Forgotten while its limiter was still in use: it comes back under its id.
+        if (hit.forgotten) remember(hit);
         lastPolicies = policies;
-        last = known;
-        return known;
+        last = hit;
+        return hit;
       }
       const key = `${namespace}\n${policies.map((p) => `${p.slot} ${p.version}`).join('\n')}`;
       let layout = byKey.get(key);
@@ -58,17 +80,14 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
           policies,
           length: segmentLength(policies),
           logs: policies.some((p) => p.algorithm === 'sliding-window-log'),
+          forgotten: false,
+          key,
         };
-        byId.set(layout.id, layout);
-        if (byKey.size >= max) {
-          const [oldest, old] = byKey.entries().next().value as [string, Layout];
-          byKey.delete(oldest);
-          byId.delete(old.id);
-        }
       } else {
+        // A new limiter of known policies: filed again, as the newest.
         byKey.delete(key);
       }
-      byKey.set(key, layout);
+      remember(layout);
       cached.set(policies, layout);
       lastPolicies = policies;
       last = layout;
