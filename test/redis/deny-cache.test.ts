@@ -239,6 +239,27 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(await scriptCalls()).toBe(afterReset);
   });
 
+  // A key one limiter keeps refusing must not carry every other limiter's refusal for ever
+  // (per-user tiers, rules reloads): a key holds the latest few, and an older one asks Redis.
+  it('holds the latest 8 refusals of one client, and asks Redis for an older one', async () => {
+    const PER_KEY = 8; // README, "Deny cache"
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `bounded-${randomUUID()}:` });
+    const limiters = Array.from({ length: 3 * PER_KEY }, (_, i) =>
+      createLimiter({ limit: 1, window: '1h', algorithm: 'fixed-window', store, clock, prefix: `tier${i}` }),
+    );
+    for (const limiter of limiters) {
+      await limiter.consume('ip');
+      expect((await limiter.consume('ip')).allowed).toBe(false);
+    }
+    const before = await scriptCalls();
+    const latest = limiters.slice(-PER_KEY);
+    for (const limiter of latest) expect((await limiter.consume('ip')).allowed).toBe(false);
+    expect(await scriptCalls()).toBe(before);
+    expect((await limiters[0]?.consume('ip'))?.allowed).toBe(false);
+    expect(await scriptCalls()).toBe(before + 1);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

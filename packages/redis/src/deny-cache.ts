@@ -11,6 +11,13 @@ import { LRUCache } from 'lru-cache';
 /** How many refused clients a store remembers by default (a few hundred bytes each). */
 export const DEFAULT_DENY_CACHE_KEYS = 10_000;
 
+/**
+ * Refusals kept per client key, one per limiter: beyond it the oldest is dropped. Without it a
+ * key one limiter keeps refusing would carry every other limiter's refusal for ever (tiers,
+ * rules reloads), past what `maxKeys` promises. A dropped refusal only means asking Redis.
+ */
+export const DENY_CACHE_REFUSALS_PER_KEY = 8;
+
 export interface DenyCacheOptions {
   /** Refused client keys remembered at once; the least recently refused are dropped first. @default 10000 */
   maxKeys?: number;
@@ -137,7 +144,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
       if (spanMs > 0) {
         const { policies, capacities, cost } = request;
         const next = refusals.peek(key);
-        refusals.set(key, {
+        const refusal = {
           namespace,
           policies,
           capacities,
@@ -147,7 +154,11 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
           outcomes: reply.outcomes,
           spanMs,
           next,
-        });
+        };
+        refusals.set(key, refusal);
+        let last: Refusal = refusal;
+        for (let kept = 1; kept < DENY_CACHE_REFUSALS_PER_KEY && last.next !== undefined; kept++) last = last.next;
+        last.next = undefined;
       }
     },
 
