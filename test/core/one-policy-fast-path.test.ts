@@ -1,4 +1,4 @@
-import { createLimiter, type Decision, type RateLimitStore, type Throttle } from '@sluice/core';
+import { createLimiter, type Decision, type RateLimitStore, storeKey, type Throttle } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -18,9 +18,14 @@ const throttleArb: fc.Arbitrary<Throttle> = fc.oneof(
     .map(([p, load]): Throttle => ({ mode: 'elastic', maxOveragePercent: p, load: () => load })),
 );
 
+// The store makes a key safe itself on this path, skipping the check for a key it holds as
+// it is: a key too long to keep, and one that spells that key's made-safe form, must still
+// count apart.
+const LONG_KEY = 'k'.repeat(200);
+
 const stepArb = fc.record({
   advance: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5_000 })),
-  key: fc.constantFrom('a', 'b', 'c{d}'),
+  key: fc.constantFrom('a', 'b', 'c{d}', LONG_KEY, storeKey(LONG_KEY)),
   // Up to beyond every capacity the policies can have, so a cost that never passes comes up.
   cost: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 60 })),
   peek: fc.boolean(),
@@ -54,6 +59,16 @@ describe('the one-policy fast path', () => {
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("a key that spells another key's made-safe form does not share its count", async () => {
+    const limiter = createLimiter({ limit: 1, window: '1m', store: createMemoryStore(), clock: () => START });
+    expect((await limiter.consume(LONG_KEY)).allowed).toBe(true);
+    expect((await limiter.consume(storeKey(LONG_KEY))).allowed).toBe(true);
+    expect((await limiter.consume(LONG_KEY)).allowed).toBe(false);
+    expect((await limiter.peek(storeKey(LONG_KEY))).remaining).toBe(0);
+    await limiter.reset(LONG_KEY);
+    expect((await limiter.consume(LONG_KEY)).allowed).toBe(true);
   });
 
   it('is the path a one-policy limiter takes on the memory store', async () => {

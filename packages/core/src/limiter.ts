@@ -140,7 +140,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const caps = capacities();
     // Every value first: a user's clock may itself ask this limiter.
     const at = clock?.();
-    reused.key = storeKey(key);
+    // Made safe by the store: it can skip the check for a client key it already holds.
+    reused.key = key;
     reused.cost = cost;
     reused.capacities = caps;
     reused.now = at;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 
-const MAX_KEPT_LENGTH = 128;
+/** The longest client key kept as it is. */
+export const MAX_KEPT_LENGTH = 128;
 
 /**
  * Client keys are client-controlled bytes. A short key of safe characters

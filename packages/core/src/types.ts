@@ -127,7 +127,9 @@ export interface RateLimitStore {
    * Optional, alongside `consumeSync`, for a request with exactly one policy: that policy's
    * outcome alone, which is the whole decision (its `allowed` is the reply's). The limiter's
    * leanest path: it reuses `request` for its next call, so read it during this call only.
-   * The result may carry more fields than `PolicyOutcome`.
+   * Here `request.key` is the client key as given, not yet made safe: the store applies
+   * `storeKey` itself, and may skip the check for a key it holds as it is (which only a safe
+   * key can be). The result may carry more fields than `PolicyOutcome`.
    */
   consumeOneSync?(request: StoreRequest): PolicyOutcome;
   /**

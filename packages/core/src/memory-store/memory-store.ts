@@ -1,5 +1,6 @@
 import { decide, refundStates, type State } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
+import { MAX_KEPT_LENGTH, storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
 import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
@@ -10,6 +11,8 @@ import { fitsRow, MemoryTable } from './table.js';
 import { type TakenOver, takeOver } from './take-over.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
+/** `#`: how a key `storeKey` made safe starts. */
+const HASHED = 35;
 
 export interface MemoryStoreOptions {
   /** Most client keys tracked at once; one key holds the state of every limiter for that client. @default 100000 */
@@ -93,7 +96,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
    * version's states, or several policies. The entry is kept as the decision leaves it: a
    * charge written, a state a peek finds fresh dropped (SPEC §4: lazy expiry).
    */
-  const decideOnEntry = (request: StoreRequest, layout: Layout, slot: number, now: number) => {
+  const decideOnEntry = (request: StoreRequest, key: string, layout: Layout, slot: number, now: number) => {
     const { policies, capacities, cost } = request;
     let entry = slot === NO_SLOT ? undefined : table.entryAt(slot);
     const at = entry === undefined ? -1 : findSegment(entry, layout.id);
@@ -109,7 +112,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       if (reply.next !== undefined) entry = writeSegment(entry, at, layout.id, reply.next, policies);
       else if (at >= 0 && cost === 0 && allFresh(reply.outcomes)) removeSegment(entry as Entry, at);
     }
-    if (entry !== undefined) table.keep(request.key, slot, entry);
+    if (entry !== undefined) table.keep(key, slot, entry);
     return reply;
   };
 
@@ -118,13 +121,12 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
    * (or who has none) is decided on its row, with no array but the evaluation's own; any other
    * as `decideOnEntry` does. The evaluation is returned as it is; callers read its outcome fields.
    */
-  const decideOne = (request: StoreRequest, now: number): PolicyOutcome => {
-    const { key, policies, cost } = request;
+  const decideOne = (request: StoreRequest, key: string, slot: number, now: number): PolicyOutcome => {
+    const { policies, cost } = request;
     const policy = policies[0] as Policy;
     const layout = layouts.of(filed(request.namespace), policies);
-    const slot = index.get(key);
     if (!fitsRow(layout) || (slot !== NO_SLOT && !table.holds(slot, layout.id))) {
-      return decideOnEntry(request, layout, slot, now).outcomes[0] as PolicyOutcome;
+      return decideOnEntry(request, key, layout, slot, now).outcomes[0] as PolicyOutcome;
     }
     const state = slot === NO_SLOT ? undefined : table.readRow(slot, scratch[layout.length] as number[]);
     const algorithm = memoryAlgorithms[policy.algorithm];
@@ -140,11 +142,11 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const consumeSync = (request: StoreRequest): StoreReply => {
     const now = nowOf(request);
     if (request.policies.length === 1) {
-      const evaluation = decideOne(request, now);
+      const evaluation = decideOne(request, request.key, index.get(request.key), now);
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
     }
     const layout = layouts.of(filed(request.namespace), request.policies);
-    const { allowed, outcomes } = decideOnEntry(request, layout, index.get(request.key), now);
+    const { allowed, outcomes } = decideOnEntry(request, request.key, layout, index.get(request.key), now);
     return { allowed, now, outcomes };
   };
 
@@ -158,7 +160,18 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       return table.evictions;
     },
     consumeSync,
-    consumeOneSync: (request) => decideOne(request, nowOf(request)),
+    consumeOneSync(request) {
+      const now = nowOf(request);
+      const given = request.key;
+      // Held as it is, the key was safe when it was stored (a made-safe key starts with `#`,
+      // which no safe key does): `storeKey` would return it unchanged, so it is not run.
+      if (given.length <= MAX_KEPT_LENGTH && given.charCodeAt(0) !== HASHED) {
+        const slot = index.get(given);
+        if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
+      }
+      const key = storeKey(given);
+      return decideOne(request, key, key === given ? NO_SLOT : index.get(key), now);
+    },
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
