@@ -31,6 +31,26 @@ end
 redis.call('SET', KEYS[1], string.format(' _0@gc=%d,%d;%d,%d', now + a % 1000, b, cost, now + capacity), 'PX', string.format('%d', 60000))
 return struct.pack('<ddddd', now, decisions, capacity, cost, 0)`;
 
+/**
+ * What a one-policy decision on Redis's clock must do in sluice's layout, with none of the
+ * policy's figures read and no rate-limit arithmetic: TIME, GET, the state's two numbers read
+ * by one pattern when there is a state, the next state written as the string other limiter
+ * versions read (head, four numbers with `%d`) by PSETEX with a formatted TTL, and the packed
+ * reply of five numbers. The TTL is 1 ms, as in the replayed gcra call (a limit of 10^9 a
+ * minute resets 1 ms after a charge), so the GET finds a state as rarely as there. A decision
+ * costs at least this plus reading its figures and deciding.
+ */
+const layoutLua = `local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local head = ' _0@gc.100.60000.100.0.0='
+local text, a, b = redis.call('GET', KEYS[1]), 0, 0
+if text then
+  local _, stop, x, y = string.find(text, '^(%d+),(%d+);%d+,%d+', #head + 1)
+  if stop then a, b = x + 0, y + 0 end
+end
+redis.call('PSETEX', KEYS[1], string.format('%d', 1), head .. string.format('%d,%d;%d,%d', now + a % 2, b, 1, now + 1))
+return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
+
 const script = (label: string, lua: string) => ({
   label,
   lua,
@@ -39,9 +59,13 @@ const script = (label: string, lua: string) => ({
   decisions: 1,
 });
 
+/** The `redis-benchmark` row of the layout floor, which the report sets beside each decision's cost. */
+export const LAYOUT_FLOOR = 'floor: TIME, GET, PSETEX of the state in sluice layout, packed reply';
+
 export function floorCases(): RedisBenchCase[] {
   const getSet = script('floor: EVALSHA that GETs and SETs one string', getSetLua);
   const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
+  const layout = script(LAYOUT_FLOOR, layoutLua);
   const state = ' _0@gcra-60000-100=1700000000000,0;1,1700000000600';
   const gcraArgs = ['1', '', 'consume', '1', ' _0@gc.100.60000.100.0.0=gcra 100 60000 0 0 0;', '100'];
   return [
@@ -54,6 +78,11 @@ export function floorCases(): RedisBenchCase[] {
       label: reads.label,
       command: ['EVALSHA', reads.sha, '1', `rb:reads:{sluice|${RANDOM}}`, ...gcraArgs],
       script: reads,
+    },
+    {
+      label: layout.label,
+      command: ['EVALSHA', layout.sha, '1', `rb:layout:{sluice|${RANDOM}}`, ...gcraArgs],
+      script: layout,
     },
   ];
 }

@@ -1,3 +1,4 @@
+import { LAYOUT_FLOOR } from '../ceiling/floor.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import { bytesPerKey, type RunResults } from '../results.js';
 import { atLeast, atMost, cell, cellRuns, over, pairedSpread, type Spread, type TargetCheck } from './target-check.js';
@@ -101,6 +102,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
   const inproc = results.inproc;
   const incrUs = redisUs(results, 'INCR (reference)');
   const floorUs = redisUs(results, FLOOR_SCRIPT);
+  const layoutUs = redisUs(results, LAYOUT_FLOOR);
   const rlf = cell(inproc, 'rate-limiter-flexible:redis', 100_000, 100);
   const incr = cell(inproc, 'ioredis-incr:redis', 100_000, 100);
   const checks: TargetCheck[] = [];
@@ -114,6 +116,9 @@ export function redisTargets(results: RunResults): TargetCheck[] {
       bound: [
         incrUs === undefined ? '' : `INCR ${fixed(incrUs, 2)} µs`,
         floorUs === undefined ? '' : `a script that only GETs and SETs the string ${fixed(floorUs, 2)} µs`,
+        layoutUs === undefined
+          ? ''
+          : `one that adds TIME and the state in sluice's layout, without the policy's figures or arithmetic, ${fixed(layoutUs, 2)} µs`,
       ]
         .filter((s) => s !== '')
         .join('; '),
