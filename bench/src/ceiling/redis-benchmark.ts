@@ -59,6 +59,23 @@ async function once(redis: BenchRedis, command: string[], pipeline: number, requ
   return { result: { ...result, redisCores: cpu.cores.redis ?? 0 }, foreign: cpu.foreign };
 }
 
+/** Shortest probe that sizes a measured run well; a probe of a fixed count took 15 s on a slow script. */
+const PROBE_SECONDS = 0.2;
+
+/**
+ * Calls per second, from short probes that size the measured run to about its `seconds`: a
+ * first one of a few thousand calls, and a longer one when that was over too soon to go by.
+ */
+async function callsPerSec(redis: BenchRedis, command: string[], pipeline: number): Promise<number> {
+  let requests = 2_000;
+  for (;;) {
+    const { opsPerSec } = (await once(redis, command, pipeline, requests)).result;
+    const seconds = requests / opsPerSec;
+    if (seconds >= PROBE_SECONDS / 2 || requests >= 1_000_000) return opsPerSec;
+    requests = Math.min(1_000_000, Math.ceil((requests * PROBE_SECONDS) / seconds));
+  }
+}
+
 /**
  * The physical ceiling of Redis on this machine: each command unpipelined and 16-deep
  * pipelined, 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
@@ -85,9 +102,10 @@ export async function runRedisBenchmark(
         }
         const runs: Array<Row & Disturbance & { redisCores: number; usecPerCall: number }> = [];
         for (let i = 0; i < settings.repeats; i++) {
-          // A short calibration run sizes the measured one to about `seconds`.
-          const probe = await once(redis, benchCase.command, pipeline, pipeline === 1 ? 20_000 : 100_000);
-          const requests = Math.max(10_000, Math.round(probe.result.opsPerSec * settings.seconds));
+          const requests = Math.max(
+            10_000,
+            Math.round((await callsPerSec(redis, benchCase.command, pipeline)) * settings.seconds),
+          );
           const run = await measured(
             { redis: redis.pid },
             async () => {
