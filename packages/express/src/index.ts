@@ -43,7 +43,10 @@ const binding: AdapterBinding<Request, Response> = {
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
   routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
   setHeader: (res, name, value) => res.setHeader(name, value),
-  appendHeader: (res, name, value) => res.appendHeader(name, value),
+  // Only a request an earlier sluice limiter decided can hold our fields already: the others
+  // set them, which Node validates once where its append validates twice.
+  appendHeader: (res, name, value) =>
+    res.req.rateLimit === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
 };
 
 /**

@@ -38,7 +38,12 @@ const binding: AdapterBinding<Context, Context> = {
   // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
   routePattern: (ctx) => (typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined),
   setHeader: (ctx, name, value) => ctx.set(name, value),
-  appendHeader: (ctx, name, value) => ctx.append(name, value),
+  // Only a request an earlier sluice limiter decided can hold our fields already: the others
+  // set them on Node's response, sparing `ctx.append` its copy of every header to read one.
+  appendHeader(ctx, name, value) {
+    if (ctx.state.rateLimit === undefined && !ctx.headerSent) ctx.res.setHeader(name, value);
+    else ctx.append(name, value);
+  },
 };
 
 /**

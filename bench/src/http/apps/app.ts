@@ -20,7 +20,8 @@ export const body = { hello: 'world' };
 
 /**
  * The `fixed-headers` control: the bare app plus the two RateLimit fields with the values
- * sluice sends on the pass path, set as each adapter sets them but never computed. It
+ * sluice sends on the pass path, set as each adapter sets them but never computed (the first
+ * limiter of a request sets them on Node's response; Fastify gets lowercased names). It
  * measures what sending the fields costs on its own, which no limiter that sends them avoids.
  */
 export const FIXED_HEADERS = 'fixed-headers';

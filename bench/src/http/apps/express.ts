@@ -30,7 +30,7 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
     }
     case FIXED_HEADERS: {
       const fields: RequestHandler = (_req, res, next) => {
-        for (const [name, value] of fixedRateLimitFields) res.appendHeader(name, value);
+        for (const [name, value] of fixedRateLimitFields) res.setHeader(name, value);
         next();
       };
       return [fields, () => {}];

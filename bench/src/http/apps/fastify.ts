@@ -12,6 +12,9 @@ import {
 } from './app.js';
 import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores.js';
 
+/** As the sluice plugin hands them to Fastify: lowercased once (Fastify sends names lowercased). */
+const lowercaseFields = fixedRateLimitFields.map(([name, value]) => [name.toLowerCase(), value] as const);
+
 export const startFastify: StartApp = async (setup, port) => {
   const app = Fastify({ logger: false });
   let close: () => void | Promise<void> = () => {};
@@ -23,7 +26,7 @@ export const startFastify: StartApp = async (setup, port) => {
     close = store.close;
   } else if (setup.variant === FIXED_HEADERS) {
     app.addHook('onRequest', (_request, reply, done) => {
-      for (const [name, value] of fixedRateLimitFields) reply.header(name, value);
+      for (const [name, value] of lowercaseFields) reply.header(name, value);
       done();
     });
   } else if (setup.variant === REDIS_ROUND_TRIP) {

@@ -28,7 +28,7 @@ export const startKoa: StartApp = async (setup, port) => {
     close = store.close;
   } else if (setup.variant === FIXED_HEADERS) {
     app.use((ctx, next) => {
-      for (const [name, value] of fixedRateLimitFields) ctx.append(name, value);
+      for (const [name, value] of fixedRateLimitFields) ctx.res.setHeader(name, value);
       return next();
     });
   } else if (setup.variant === REDIS_ROUND_TRIP) {
