@@ -12,7 +12,8 @@ export const slidingWindowCounter: Algorithm = {
     const now = at + lag;
     const index = Math.floor(now / windowMs);
     const elapsed = now - index * windowMs;
-    const [current, previous] = counts(state, index);
+    const current = currentCount(state, index);
+    const previous = previousCount(state, index);
     // Usage scaled by W so that the weighted estimate stays an integer.
     const used = previous * (windowMs - elapsed) + current * windowMs;
     const budget = capacity * windowMs;
@@ -46,11 +47,18 @@ export const slidingWindowCounter: Algorithm = {
   },
 };
 
-function counts(state: readonly number[] | undefined, index: number): [current: number, previous: number] {
-  if (state === undefined) return [0, 0];
-  if (state[0] === index) return [state[1] as number, state[2] as number];
-  if (state[0] === index - 1) return [0, state[1] as number];
-  return [0, 0];
+// Two functions rather than one returning a pair: this runs on every decision, and the pair
+// was an array allocated and taken apart each time.
+/** The count of window `index` in the state. */
+function currentCount(state: readonly number[] | undefined, index: number): number {
+  return state !== undefined && state[0] === index ? (state[1] as number) : 0;
+}
+
+/** The count of the window before `index` in the state. */
+function previousCount(state: readonly number[] | undefined, index: number): number {
+  if (state === undefined) return 0;
+  if (state[0] === index) return state[2] as number;
+  return state[0] === index - 1 ? (state[1] as number) : 0;
 }
 
 /** A wait after a clock step back; no wait stays none. */

@@ -82,6 +82,21 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
           return lastFiled;
         };
 
+  // The layout of the last one-policy request, and what it was asked for: a limiter sends the
+  // same policies and namespace every time, and asking `layouts` cost a one-policy decision
+  // more than the rest of finding the client's state.
+  let lastPolicies: readonly Policy[] | undefined;
+  let lastAskedNamespace = '';
+  let lastLayout: Layout | undefined;
+  const layoutOf = (request: StoreRequest): Layout => {
+    if (request.policies !== lastPolicies || request.namespace !== lastAskedNamespace) {
+      lastPolicies = request.policies;
+      lastAskedNamespace = request.namespace;
+      lastLayout = layouts.of(filed(request.namespace), request.policies);
+    }
+    return lastLayout as Layout;
+  };
+
   /** Replaces what other versions left with this layout's states, and the slots it lacks. */
   const replace = (entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[]) => {
     for (const at of taken.offsets) removeSegment(entry, at);
@@ -124,7 +139,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const decideOne = (request: StoreRequest, key: string, slot: number, now: number): PolicyOutcome => {
     const { policies, cost } = request;
     const policy = policies[0] as Policy;
-    const layout = layouts.of(filed(request.namespace), policies);
+    const layout = layoutOf(request);
     if (!fitsRow(layout) || (slot !== NO_SLOT && !table.holds(slot, layout.id))) {
       return decideOnEntry(request, key, layout, slot, now).outcomes[0] as PolicyOutcome;
     }
