@@ -21,14 +21,12 @@ do
   while at < #set do
     local equals, stop = find(set, FAST_MARK, at, true), find(set, ';', at, true)
     if equals == nil or equals > stop then return general() end
-    local s1 = equals + #FAST_MARK - 1
-    local s2 = find(set, ' ', s1 + 1, true)
-    local s3 = find(set, ' ', s2 + 1, true)
-    local s4 = find(set, ' ', s3 + 1, true)
+    local limit, window, max_delay = match(set, FIGURES, equals + #FAST_MARK)
+    if max_delay == nil then return general() end
     local comma = find(caps, ',', cap_at, true) or #caps + 1
     local p = 5 * count
-    policy[p + 1], policy[p + 2], policy[p + 3], policy[p + 4], policy[p + 5] = sub(set, at, equals),
-      sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0, sub(caps, cap_at, comma - 1) + 0
+    policy[p + 1], policy[p + 2], policy[p + 3], policy[p + 4], policy[p + 5] =
+      sub(set, at, equals), limit + 0, window + 0, max_delay + 0, sub(caps, cap_at, comma - 1) + 0
     count = count + 1
     at, cap_at = stop + 1, comma + 1
   end

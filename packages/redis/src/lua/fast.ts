@@ -3,7 +3,9 @@ import { fastManyLua } from './fast-many.js';
 /** What an algorithm's straight-line decision may use; it comes first. */
 export const fastPreludeLua = `
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
-local KEYS, ARGV, find, sub, format = KEYS, ARGV, string.find, string.sub, string.format
+local KEYS, ARGV, find, sub, match, format = KEYS, ARGV, string.find, string.sub, string.match, string.format
+-- A policy's limit, windowMs and maxDelayMs, after its algorithm's name in the set.
+local FIGURES = '^(%d+) (%d+) (%d+)'
 `;
 
 /**
@@ -52,12 +54,9 @@ end
 -- One decision of one policy. '=' ends the head (slot and version never hold one).
 local equals = find(set, FAST_MARK, 1, true)
 if equals == nil then return general() end
-local s1 = equals + #FAST_MARK - 1
-local s2 = find(set, ' ', s1 + 1, true)
-local s3 = find(set, ' ', s2 + 1, true)
-local s4 = find(set, ' ', s3 + 1, true)
-local head = sub(set, 1, equals)
-local limit, window, max_delay = sub(set, s1 + 1, s2 - 1) + 0, sub(set, s2 + 1, s3 - 1) + 0, sub(set, s3 + 1, s4 - 1) + 0
+local head, limit, window, max_delay = sub(set, 1, equals), match(set, FIGURES, equals + #FAST_MARK)
+if max_delay == nil then return general() end
+limit, window, max_delay = limit + 0, window + 0, max_delay + 0
 local capacity, key = ARGV[6] + 0, KEYS[1]
 
 -- The client's string holds this policy's state in this version (' slot@version=a,b[,c];used,resetAt')
