@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createHttpLimiter, createLimiter, type Logger } from '@sluice/core';
+import { createHttpLimiter, createLimiter, type Logger, toPolicy } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -128,6 +128,21 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     expect(second).not.toBeInstanceOf(Promise);
     expect(second).toMatchObject({ action: 'next', decision: { remaining: 0 } });
     expect(limiter.handle(request(), {})).toMatchObject({ action: 'limited', decision: { allowed: false } });
+  });
+
+  // Counts are kept by policies, then namespace, then client key: a request for one policies
+  // array under another namespace is another client, and a reset forgets one of them only.
+  it('keeps one client apart per namespace, even for one policies array', async () => {
+    const store = await appProcess();
+    const policies = [toPolicy({ limit: 2, window: '1m', algorithm: 'fixed-window' }, 'p')];
+    const ask = (namespace: string) =>
+      store.consume({ namespace, key: 'k', policies, capacities: [2], cost: 1, now: 1_700_000_040_000 });
+    expect((await ask('ns-a')).outcomes[0]?.remaining).toBe(1);
+    expect((await ask('ns-a')).outcomes[0]?.remaining).toBe(0);
+    expect((await ask('ns-b')).outcomes[0]?.remaining).toBe(1);
+    await store.reset('ns-b', 'k', policies);
+    expect((await ask('ns-b')).outcomes[0]?.remaining).toBe(1);
+    expect((await ask('ns-a')).allowed).toBe(false);
   });
 
   it('refund and reset through a process reach the shared count', async () => {

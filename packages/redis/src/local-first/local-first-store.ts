@@ -50,8 +50,10 @@ export function createLocalFirst(
   const run = defineSyncScript(client);
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
   const processId = randomUUID();
-  // Per limiter (its policies), so two versions of a limiter side by side keep their own counts.
-  const limiters = new Map<readonly Policy[], Map<string, ClientCounts>>();
+  // Per limiter (its policies), so two versions of a limiter side by side keep their own counts;
+  // then by namespace and client key, in levels: a `namespace|key` string built per decision
+  // would cost the decision more than its count.
+  const limiters = new Map<readonly Policy[], Map<string, Map<string, ClientCounts>>>();
   const loading = new Map<ClientCounts, Promise<void>>();
   let reachable = true;
   let running: Promise<void> | undefined;
@@ -137,16 +139,19 @@ export function createLocalFirst(
   const sync = (): Promise<void> => {
     if (running !== undefined) return running;
     const targets: ClientCounts[] = [];
-    for (const [policies, clients] of limiters) {
-      for (const [id, counts] of clients) {
-        if (loading.has(counts)) continue; // its own read is on the way
-        if (counts.touched) targets.push(counts);
-        // Every window it counted in is over: the next request starts afresh.
-        else if (isOver(counts, latestNow)) clients.delete(id);
-        // Idle: kept for its totals, but read again before it decides.
-        else counts.stale = true;
+    for (const [policies, namespaces] of limiters) {
+      for (const [namespace, clients] of namespaces) {
+        for (const [key, counts] of clients) {
+          if (loading.has(counts)) continue; // its own read is on the way
+          if (counts.touched) targets.push(counts);
+          // Every window it counted in is over: the next request starts afresh.
+          else if (isOver(counts, latestNow)) clients.delete(key);
+          // Idle: kept for its totals, but read again before it decides.
+          else counts.stale = true;
+        }
+        if (clients.size === 0) namespaces.delete(namespace);
       }
-      if (clients.size === 0) limiters.delete(policies);
+      if (namespaces.size === 0) limiters.delete(policies);
     }
     if (targets.length === 0) return Promise.resolve();
     running = reconcile(targets).finally(() => {
@@ -160,22 +165,26 @@ export function createLocalFirst(
 
   /** The client's counts when they can decide now: known here and read since it was idle. */
   const freshClient = (request: StoreRequest): ClientCounts | undefined => {
-    const counts = limiters.get(request.policies)?.get(`${request.namespace}|${request.key}`);
+    const counts = limiters.get(request.policies)?.get(request.namespace)?.get(request.key);
     return counts === undefined || counts.stale ? undefined : counts;
   };
 
   /** A new or idle client's counts, once the fleet's have been read (or could not be). */
   const loadClient = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
-    let clients = limiters.get(request.policies);
+    let namespaces = limiters.get(request.policies);
+    if (namespaces === undefined) {
+      namespaces = new Map<string, Map<string, ClientCounts>>();
+      limiters.set(request.policies, namespaces);
+    }
+    let clients = namespaces.get(request.namespace);
     if (clients === undefined) {
       clients = new Map<string, ClientCounts>();
-      limiters.set(request.policies, clients);
+      namespaces.set(request.namespace, clients);
     }
-    const id = `${request.namespace}|${request.key}`;
-    let counts = clients.get(id);
+    let counts = clients.get(request.key);
     if (counts === undefined) {
       counts = newClientCounts(request, now);
-      clients.set(id, counts);
+      clients.set(request.key, counts);
     }
     // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
     // from what this process knows.
@@ -232,10 +241,9 @@ export function createLocalFirst(
       refundLocally(await clientOf(request, now), request, now);
     },
     async reset(namespace, key, policies) {
-      const id = `${namespace}|${key}`;
-      const clients = limiters.get(policies);
-      const counts = clients?.get(id);
-      clients?.delete(id);
+      const clients = limiters.get(policies)?.get(namespace);
+      const counts = clients?.get(key);
+      clients?.delete(key);
       const now = counts?.lastNow ?? Date.now();
       const keys = policies.flatMap((policy) => {
         const window = windowOf(policy, now);
