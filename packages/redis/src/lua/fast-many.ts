@@ -11,12 +11,20 @@
  * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost,
  * clock and policy set: a function here would be built on every call, one policy or several.
  */
+/**
+ * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
+ * constructor, and each doubling after that reallocates it. Sized for one decision of three
+ * policies; more grow as usual.
+ */
+const room = (size: number, first = 'nil') => `{ ${[first, ...Array<string>(size - 1).fill('nil')].join(', ')} }`;
+const POLICIES = 3;
+
 export const fastManyLua = `
 do
   local caps = ARGV[6]
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
   -- head, limit, windowMs, maxDelayMs (after the mark) and capacity.
-  local policy, count = {}, 0
+  local policy, count = ${room(5 * POLICIES)}, 0
   local at, cap_at = 1, 1
   while at < #set do
     local equals, stop = find(set, FAST_MARK, at, true), find(set, ';', at, true)
@@ -36,11 +44,14 @@ do
   -- most once, its numbers in this version's shape, and together they fill the string.
   local texts
   if decisions == 1 then texts = { redis.call('GET', KEYS[1]) } else texts = redis.call('MGET', unpack(KEYS, 1, decisions)) end
-  local states, seen, width = {}, {}, 3 * count
+  local states, seen, width = ${room(3 * POLICIES)}, nil, 3 * count
+  if decisions > 1 then seen = {} end
   for d = 1, decisions do
     local key, text = KEYS[d], texts[d]
-    if seen[key] then return general() end
-    seen[key] = true
+    if seen then
+      if seen[key] then return general() end
+      seen[key] = true
+    end
     if text then
       local base, length = (d - 1) * width, 0
       for i = 1, count do
@@ -59,7 +70,7 @@ do
   end
 
   -- The reply holds each policy's outcome as it is decided; the next states wait beside it.
-  local reply, nexts, n = { redis_now }, {}, 1
+  local reply, nexts, n = ${room(1 + 4 * POLICIES, 'redis_now')}, ${room(3 * POLICIES)}, 1
   for d = 1, decisions do
     local base, allowed = (d - 1) * width, true
     for i = 1, count do
