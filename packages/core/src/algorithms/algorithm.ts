@@ -19,8 +19,18 @@ export interface Evaluation<S = State> extends PolicyOutcome {
  * `policy.capacity`); `now` is integer epoch ms. A store may keep a state of its own shape `S`
  * with an algorithm that decides exactly as the reference does (the memory store's log).
  */
+/** An evaluation a caller owns and hands back for the next one: `next` is its own array, of the state's size. */
+export type Reused = Evaluation<number[]>;
+
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
+  /**
+   * For a state of fixed size, optional: `evaluate` without allocating, for the memory store's
+   * one-policy path. Writes the outcome into `into`, and when allowed the state to store into
+   * `into.next`; a refusal leaves `into.next` as it was. The algorithm's `evaluate` is made of
+   * it, so the two never differ.
+   */
+  evaluateInto?(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number, into: Reused): void;
   /** The state after giving `cost` units back, never beyond a fresh state. */
   refund(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): S | undefined;
   /**

@@ -1,4 +1,5 @@
-import { type Algorithm, clockLag, floorDiv } from './algorithm.js';
+import type { Policy } from '../types.js';
+import { type Algorithm, clockLag, floorDiv, type Reused, type State } from './algorithm.js';
 
 /**
  * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
@@ -7,36 +8,21 @@ import { type Algorithm, clockLag, floorDiv } from './algorithm.js';
  */
 export const slidingWindowCounter: Algorithm = {
   evaluate(state, policy, capacity, cost, at) {
-    const windowMs = policy.windowMs;
-    const lag = clockLag(state, windowMs, at);
-    const now = at + lag;
-    const index = Math.floor(now / windowMs);
-    const elapsed = now - index * windowMs;
-    const current = currentCount(state, index);
-    const previous = previousCount(state, index);
-    // Usage scaled by W so that the weighted estimate stays an integer.
-    const used = previous * (windowMs - elapsed) + current * windowMs;
-    const budget = capacity * windowMs;
-    if (used + cost * windowMs <= budget) {
-      const after = current + cost;
-      return {
-        allowed: true,
-        remaining: floorDiv(budget - used - cost * windowMs, windowMs),
-        resetAfterMs: lagged(resetAfter(after, previous, windowMs, elapsed), lag),
-        retryAfterMs: 0,
-        delayMs: 0,
-        next: [index, after, previous],
-      };
-    }
-    return {
+    const into = {
       allowed: false,
-      remaining: Math.max(0, floorDiv(budget - used, windowMs)),
-      resetAfterMs: lagged(resetAfter(current, previous, windowMs, elapsed), lag),
-      retryAfterMs: retryAfter(current, previous, capacity, cost, windowMs, elapsed) + lag,
+      remaining: 0,
+      resetAfterMs: 0,
+      retryAfterMs: 0,
       delayMs: 0,
-      next: state ?? [index, 0, 0],
+      next: [0, 0, 0] as State,
     };
+    evaluateInto(state, policy, capacity, cost, at, into as Reused);
+    // A key without state has no clock lag: its window is the one `at` falls in.
+    if (!into.allowed) into.next = state ?? [Math.floor(at / policy.windowMs), 0, 0];
+    return into;
   },
+
+  evaluateInto,
 
   seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
 
@@ -50,6 +36,42 @@ export const slidingWindowCounter: Algorithm = {
 // Two functions rather than one returning a pair: this runs on every decision, and the pair
 // was an array allocated and taken apart each time.
 /** The count of window `index` in the state. */
+function evaluateInto(
+  state: State | undefined,
+  policy: Policy,
+  capacity: number,
+  cost: number,
+  at: number,
+  into: Reused,
+): void {
+  const windowMs = policy.windowMs;
+  const lag = clockLag(state, windowMs, at);
+  const now = at + lag;
+  const index = Math.floor(now / windowMs);
+  const elapsed = now - index * windowMs;
+  const current = currentCount(state, index);
+  const previous = previousCount(state, index);
+  // Usage scaled by W so that the weighted estimate stays an integer.
+  const used = previous * (windowMs - elapsed) + current * windowMs;
+  const budget = capacity * windowMs;
+  into.delayMs = 0;
+  if (used + cost * windowMs <= budget) {
+    const after = current + cost;
+    into.allowed = true;
+    into.remaining = floorDiv(budget - used - cost * windowMs, windowMs);
+    into.resetAfterMs = lagged(resetAfter(after, previous, windowMs, elapsed), lag);
+    into.retryAfterMs = 0;
+    into.next[0] = index;
+    into.next[1] = after;
+    into.next[2] = previous;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, floorDiv(budget - used, windowMs));
+  into.resetAfterMs = lagged(resetAfter(current, previous, windowMs, elapsed), lag);
+  into.retryAfterMs = retryAfter(current, previous, capacity, cost, windowMs, elapsed) + lag;
+}
+
 function currentCount(state: readonly number[] | undefined, index: number): number {
   return state !== undefined && state[0] === index ? (state[1] as number) : 0;
 }

@@ -1,4 +1,4 @@
-import { decide, refundStates, type State } from '../algorithms/index.js';
+import { decide, type Evaluation, type Reused, refundStates, type State } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import { MAX_KEPT_LENGTH, storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
@@ -66,8 +66,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
 export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const { index, layouts } = table;
   // One reused state array per size, for the one-policy path's evaluation: algorithms only
-  // read it, and hand it back as a refusal's `next`, which is never stored.
+  // read it, and hand it back as a refusal's `next`, which is never stored. And one reused
+  // evaluation per size for an algorithm that can write into it: that path allocates nothing.
   const scratch = [[], [0], [0, 0], [0, 0, 0]];
+  const reused = scratch.map(
+    (next): Reused => ({
+      allowed: false,
+      remaining: 0,
+      resetAfterMs: 0,
+      retryAfterMs: 0,
+      delayMs: 0,
+      next: [...next],
+    }),
+  );
   // A namespace as this store files it in the table: its own, when stores share one.
   let lastNamespace = '';
   let lastFiled = '';
@@ -133,8 +144,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /**
    * A one-policy request: the limiter's fast path. A client whose one state is this layout's
-   * (or who has none) is decided on its row, with no array but the evaluation's own; any other
-   * as `decideOnEntry` does. The evaluation is returned as it is; callers read its outcome fields.
+   * (or who has none) is decided on its row, allocating nothing for an algorithm with
+   * `evaluateInto`; any other as `decideOnEntry` does. The evaluation is returned as it is,
+   * and may be reused by the next call: callers read its outcome fields at once.
    */
   const decideOne = (request: StoreRequest, key: string, slot: number, now: number): PolicyOutcome => {
     const { policies, cost } = request;
@@ -145,7 +157,14 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     }
     const state = slot === NO_SLOT ? undefined : table.readRow(slot, scratch[layout.length] as number[]);
     const algorithm = memoryAlgorithms[policy.algorithm];
-    const evaluation = algorithm.evaluate(state, policy, request.capacities[0] as number, cost, now);
+    const capacity = request.capacities[0] as number;
+    let evaluation: Evaluation<MemoryState>;
+    if (algorithm.evaluateInto === undefined) {
+      evaluation = algorithm.evaluate(state, policy, capacity, cost, now);
+    } else {
+      evaluation = reused[layout.length] as Reused;
+      algorithm.evaluateInto(state, policy, capacity, cost, now, evaluation as Reused);
+    }
     if (evaluation.allowed && cost > 0) {
       table.writeRow(slot === NO_SLOT ? table.add(key) : slot, layout.id, evaluation.next as State);
     } else if (cost === 0 && slot !== NO_SLOT && evaluation.resetAfterMs === 0) {
