@@ -67,11 +67,16 @@ local function fast_counter_reset(current, previous, window, elapsed, lag)
   return 0
 end
 local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state_index, state_current, state_previous)
+  -- Whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline) where the hot path
+  -- would call math's C functions.
   local lag = 0
-  if state_index ~= nil then lag = max(0, state_index * window - at) end
+  if state_index ~= nil then
+    lag = state_index * window - at
+    if lag < 0 then lag = 0 end
+  end
   local now = at + lag
-  local index = floor(now / window)
-  local elapsed = now - index * window
+  local elapsed = now % window
+  local index = (now - elapsed) / window
   local current, previous = 0, 0
   if state_index == index then
     current, previous = state_current, state_previous
@@ -81,8 +86,8 @@ local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state
   local used = previous * (window - elapsed) + current * window
   local budget = capacity * window
   if used + cost * window <= budget then
-    local after = current + cost
-    return true, floor((budget - used - cost * window) / window),
+    local after, spare = current + cost, budget - used - cost * window
+    return true, (spare - spare % window) / window,
       fast_counter_reset(after, previous, window, elapsed, lag), 0, index, after, previous
   end
   -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
