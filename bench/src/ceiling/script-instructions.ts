@@ -5,7 +5,7 @@
  * floor of any script) is replayed by redis-benchmark, 16 deep, over 300 random clients
  * filled by a first pass; then the second pass is counted. Reported: the instructions of the
  * whole server per call (with reading and writing the socket) and of the command alone.
- *   pnpm --dir bench exec tsc -b ../packages/redis && pnpm --dir bench exec tsx src/ceiling/script-instructions.ts
+ *   pnpm --dir bench exec tsx --conditions=@sluice/source src/ceiling/script-instructions.ts
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
