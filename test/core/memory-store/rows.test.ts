@@ -98,3 +98,32 @@ describe('clients kept in rows and spilled entries', () => {
     expect((await limiter.peek('k')).remaining).toBe(2);
   });
 });
+
+describe('the layout a store keeps for its last one-policy request', () => {
+  it('is asked for again once the bound forgot it, so another limiter on the client keeps its count', async () => {
+    const table = new MemoryTable(100);
+    const store = memoryStoreOver(table, 'one');
+    const other = memoryStoreOver(table, 'two');
+    const clock = manualClock();
+    const live = createLimiter({ limit: 5, window: '1h', algorithm: 'fixed-window', clock, store, prefix: 'live' });
+    const next = createLimiter({ limit: 5, window: '1h', clock, store, prefix: 'next' });
+    for (let i = 0; i < 3; i++) await live.consume('k');
+    // Another store over the same table pushes the live limiter's layout out of the bound.
+    for (let n = 0; n < MAX_LAYOUTS; n++) {
+      const policies = [toPolicy({ name: 'p', limit: 1 + (n % 7), window: 60_000 }, 'policies[0]')];
+      other.consumeSync({
+        namespace: `other-${n}`,
+        key: 'elsewhere',
+        policies,
+        capacities: [1],
+        cost: 1,
+        now: clock(),
+      });
+    }
+    await live.consume('k');
+    // Had the store decided on its kept layout, still forgotten, this would read the client's
+    // row as no state and drop it.
+    await next.consume('k');
+    expect((await live.peek('k')).remaining).toBe(1);
+  });
+});

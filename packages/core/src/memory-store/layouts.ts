@@ -13,6 +13,8 @@ export interface Layout {
   readonly length: number;
   /** Whether a policy keeps a sliding log, held out of the segment's values. */
   readonly logs: boolean;
+  /** Whether the bound has forgotten it: `of` brings it back. */
+  readonly forgotten: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export interface Layouts {
   readonly size: number;
 }
 
-/** A layout as the table keeps it: whether the bound has forgotten it, and its key in `byKey`. */
+/** A layout as the table keeps it: its key in `byKey`. */
 interface KnownLayout extends Layout {
   forgotten: boolean;
   readonly key: string;

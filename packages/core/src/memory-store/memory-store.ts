@@ -95,12 +95,13 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   // The layout of the last one-policy request, and what it was asked for: a limiter sends the
   // same policies and namespace every time, and asking `layouts` cost a one-policy decision
-  // more than the rest of finding the client's state.
+  // more than the rest of finding the client's state. One the bound has forgotten is asked for
+  // again, which brings it back (as a limiter's next call must: see `Layouts`).
   let lastPolicies: readonly Policy[] | undefined;
   let lastAskedNamespace = '';
   let lastLayout: Layout | undefined;
   const layoutOf = (request: StoreRequest): Layout => {
-    if (request.policies !== lastPolicies || request.namespace !== lastAskedNamespace) {
+    if (request.policies !== lastPolicies || request.namespace !== lastAskedNamespace || lastLayout?.forgotten) {
       lastPolicies = request.policies;
       lastAskedNamespace = request.namespace;
       lastLayout = layouts.of(filed(request.namespace), request.policies);
