@@ -1,4 +1,13 @@
-import { createLimiter, type Decision, type RateLimitStore, storeKey, type Throttle } from '@sluice/core';
+import {
+  createLimiter,
+  type Decision,
+  decide,
+  type PolicyOutcome,
+  type RateLimitStore,
+  type StoreRequest,
+  storeKey,
+  type Throttle,
+} from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -84,5 +93,40 @@ describe('the one-policy fast path', () => {
     const limiter = createLimiter({ limit: 2, window: '1s', store: counted });
     await limiter.consume('a');
     expect(asked).toBe(1);
+  });
+});
+
+// docs/stores.md: a store is handed client keys already made safe, fast paths included; only
+// core's memory store takes them as given on its one-policy path, to skip the check.
+describe("a custom in-process store's client keys", () => {
+  it('are made safe on every call, consumeOneSync included', async () => {
+    const seen: string[] = [];
+    const states = new Map<string, unknown[]>();
+    const decideOn = (request: StoreRequest) => {
+      seen.push(request.key);
+      const id = `${request.namespace}|${request.key}`;
+      const reply = decide(
+        (states.get(id) ?? [undefined]) as never,
+        request.policies,
+        request.capacities,
+        request.cost,
+        request.now ?? 0,
+      );
+      if (reply.next !== undefined) states.set(id, reply.next as unknown[]);
+      return { allowed: reply.allowed, now: request.now ?? 0, outcomes: reply.outcomes };
+    };
+    const store: RateLimitStore = {
+      name: 'custom',
+      local: true,
+      consumeSync: decideOn,
+      consumeOneSync: (request) => decideOn(request).outcomes[0] as PolicyOutcome,
+      consume: async (request) => decideOn(request),
+      reset: async () => {},
+      refund: async () => {},
+    };
+    const limiter = createLimiter({ limit: 3, window: '1m', store, clock: () => 1_700_000_000_000 });
+    const keys = ['1.2.3.4', 'user{a}\nb', 'x'.repeat(10_000)];
+    for (const key of keys) await limiter.consume(key);
+    expect(seen).toEqual(keys.map(storeKey));
   });
 });

@@ -6,7 +6,7 @@ import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
-import { storeKey } from './store-key.js';
+import { storeKey, storesTakingKeysAsGiven } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
@@ -133,6 +133,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.cost,
         );
   };
+  const keysAsGiven = storesTakingKeysAsGiven.has(store);
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   const nowOne = (policy: Policy, key: string, cost: number): Decision => {
     checkKey(key);
@@ -140,8 +141,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const caps = capacities();
     // Every value first: a user's clock may itself ask this limiter.
     const at = clock?.();
-    // Made safe by the store: it can skip the check for a client key it already holds.
-    reused.key = key;
+    // Core's memory store makes the key safe itself, skipping the check for a key it holds.
+    reused.key = keysAsGiven ? key : storeKey(key);
     reused.cost = cost;
     reused.capacities = caps;
     reused.now = at;

@@ -43,10 +43,10 @@ const binding: AdapterBinding<Request, Response> = {
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
   routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
   setHeader: (res, name, value) => res.setHeader(name, value),
-  // Only a request an earlier sluice limiter decided can hold our fields already: the others
-  // set them, which Node validates once where its append validates twice.
+  // A field nothing set yet is set, which Node validates once where its append validates
+  // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced.
   appendHeader: (res, name, value) =>
-    res.req.rateLimit === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
+    res.getHeader(name) === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
 };
 
 /**

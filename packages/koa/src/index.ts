@@ -38,10 +38,10 @@ const binding: AdapterBinding<Context, Context> = {
   // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
   routePattern: (ctx) => (typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined),
   setHeader: (ctx, name, value) => ctx.set(name, value),
-  // Only a request an earlier sluice limiter decided can hold our fields already: the others
-  // set them on Node's response, sparing `ctx.append` its copy of every header to read one.
+  // A field nothing set yet is set on Node's response, sparing `ctx.append` its copy of every
+  // header to read one; one an earlier limiter (sluice's or another's) set is appended to.
   appendHeader(ctx, name, value) {
-    if (ctx.state.rateLimit === undefined && !ctx.headerSent) ctx.res.setHeader(name, value);
+    if (!ctx.headerSent && ctx.res.getHeader(name) === undefined) ctx.res.setHeader(name, value);
     else ctx.append(name, value);
   },
 };

@@ -1,6 +1,6 @@
 import { createLimiter, toPolicy } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { MAX_LAYOUTS } from '../../../packages/core/src/memory-store/layouts.js';
+import { createLayouts, MAX_LAYOUTS } from '../../../packages/core/src/memory-store/layouts.js';
 import { memoryStoreOver } from '../../../packages/core/src/memory-store/memory-store.js';
 import { MemoryTable } from '../../../packages/core/src/memory-store/table.js';
 import { manualClock } from '../../helpers/clock.js';
@@ -125,5 +125,42 @@ describe('the layout a store keeps for its last one-policy request', () => {
     // row as no state and drop it.
     await next.consume('k');
     expect((await live.peek('k')).remaining).toBe(1);
+  });
+
+  it('a layout in use stays known while other limiters come and go on its clients', async () => {
+    const store = memoryStoreOver(new MemoryTable(1000));
+    const clock = manualClock();
+    const global = createLimiter({ limit: 9, window: '1h', algorithm: 'fixed-window', clock, store, prefix: 'global' });
+    await global.consume('ip');
+    // Per-tier limiters keyed by the same client address, twice the bound of them; the global
+    // limiter decides now and then, as it does on every request of a real app.
+    for (let n = 0; n < 2 * MAX_LAYOUTS; n++) {
+      const tier = createLimiter({ limit: 1 + n, window: '1m', clock, store, prefix: `tier-${n}` });
+      await tier.consume('ip');
+      if (n % 1000 === 999) await global.consume('ip');
+    }
+    expect((await global.peek('ip')).remaining).toBe(9 - 1 - Math.floor((2 * MAX_LAYOUTS) / 1000));
+  });
+
+  it('never knows more than its bound of layouts, whatever order limiters come in', () => {
+    const max = 4;
+    const layouts = createLayouts(max);
+    const policiesOf = () => [toPolicy({ name: 'p', limit: 5, window: 60_000 }, 'policies[0]')];
+    const ids: number[] = [];
+    let other = 0;
+    const flood = () => {
+      for (let i = 0; i < max; i++) layouts.of(`other-${other++}`, policiesOf());
+    };
+    for (let round = 0; round < 10; round++) {
+      const old = policiesOf();
+      layouts.of(`shared-${round}`, old); // a limiter in use
+      flood(); // its layout forgotten
+      ids.push(layouts.of(`shared-${round}`, policiesOf()).id); // a new limiter of the same prefix and policies
+      layouts.of(`shared-${round}`, old); // the old one decides again
+    }
+    flood();
+    flood();
+    expect(layouts.size).toBeLessThanOrEqual(max);
+    expect(ids.filter((id) => layouts.byId(id) !== undefined)).toEqual([]);
   });
 });

@@ -15,15 +15,20 @@ export interface Layout {
   readonly logs: boolean;
   /** Whether the bound has forgotten it: `of` brings it back. */
   readonly forgotten: boolean;
+  /** When it was last filed, counted in filings: see `Layouts.stale`. */
+  readonly filedAt: number;
 }
 
 /**
- * Layouts known at once. Beyond it the one created (or looked up by a new limiter) longest ago
- * is forgotten: a segment of a forgotten layout reads as no state, as an evicted key does, and
- * is dropped when its client is next decided on. This bounds what per-request policy sets
- * (`policies(req)`) cost, however many distinct ones arrive. A limiter still in use keeps its
- * layout object, and its next decision brings the layout back under the same id, so what its
- * clients hold in the meantime is read again, not taken for fresh.
+ * Layouts known at once. Beyond it the one used longest ago is forgotten: a segment of a
+ * forgotten layout reads as no state, as an evicted key does, and is dropped when its client
+ * is next decided on. This bounds what per-request policy sets (`policies(req)`) cost, however
+ * many distinct ones arrive. Use is tracked by filing: a layout asked for is filed again as the
+ * newest once half the bound has been filed since it was, so a layout is forgotten only after
+ * at least `MAX_LAYOUTS / 2` others were filed since its limiter last decided. A limiter that
+ * idled that long keeps its layout object, and its next decision brings the layout back under
+ * the same id: its clients' states are read again unless another limiter decided on them and
+ * dropped them meanwhile.
  */
 export const MAX_LAYOUTS = 4096;
 
@@ -32,12 +37,15 @@ export interface Layouts {
   of(namespace: string, policies: readonly Policy[]): Layout;
   /** A known layout by id. */
   byId(id: number): Layout | undefined;
+  /** Whether a caller that keeps a layout must ask `of` for it again: forgotten, or due to be filed again. */
+  stale(layout: Layout): boolean;
   readonly size: number;
 }
 
 /** A layout as the table keeps it: its key in `byKey`. */
 interface KnownLayout extends Layout {
   forgotten: boolean;
+  filedAt: number;
   readonly key: string;
 }
 
@@ -50,9 +58,21 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
   let lastPolicies: readonly Policy[] | undefined;
   let last: KnownLayout | undefined;
 
+  let filings = 0;
+  const stale = (layout: Layout): boolean => layout.forgotten || filings - layout.filedAt > max / 2;
+
   /** Files the layout as the newest, forgetting the oldest beyond `max`. */
-  const remember = (layout: KnownLayout): void => {
+  const file = (layout: KnownLayout): void => {
+    const current = byKey.get(layout.key);
+    if (current !== layout) {
+      // Another limiter of these policies made a layout of its own while this one was
+      // forgotten: that one stays, and this one's clients read as forgotten ones do.
+      if (current !== undefined) return;
+    } else {
+      byKey.delete(layout.key);
+    }
     layout.forgotten = false;
+    layout.filedAt = filings++;
     byId.set(layout.id, layout);
     byKey.set(layout.key, layout);
     if (byKey.size > max) {
@@ -65,36 +85,34 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
 
   return {
     of(namespace, policies) {
-      const hit = policies === lastPolicies ? last : cached.get(policies);
-      if (hit !== undefined && hit.namespace === namespace) {
-        // Forgotten while its limiter was still in use: it comes back under its id.
-        if (hit.forgotten) remember(hit);
-        lastPolicies = policies;
-        last = hit;
-        return hit;
-      }
-      const key = `${namespace}\n${policies.map((p) => `${p.slot} ${p.version}`).join('\n')}`;
-      let layout = byKey.get(key);
-      if (layout === undefined) {
-        layout = {
+      let layout = policies === lastPolicies ? last : cached.get(policies);
+      if (layout === undefined || layout.namespace !== namespace) {
+        const key = `${namespace}\n${policies.map((p) => `${p.slot} ${p.version}`).join('\n')}`;
+        layout = byKey.get(key) ?? {
           id: nextId++,
           namespace,
           policies,
           length: segmentLength(policies),
           logs: policies.some((p) => p.algorithm === 'sliding-window-log'),
-          forgotten: false,
+          forgotten: true,
+          filedAt: 0,
           key,
         };
-      } else {
-        // A new limiter of known policies: filed again, as the newest.
-        byKey.delete(key);
+        file(layout);
+        cached.set(policies, layout);
+      } else if (stale(layout)) {
+        file(layout);
+        // Replaced by another limiter's layout of these policies while forgotten: use that one.
+        if (layout.forgotten) {
+          layout = byKey.get(layout.key) as KnownLayout;
+          cached.set(policies, layout);
+        }
       }
-      remember(layout);
-      cached.set(policies, layout);
       lastPolicies = policies;
       last = layout;
       return layout;
     },
+    stale,
     byId: (id) => byId.get(id),
     get size() {
       return byKey.size;

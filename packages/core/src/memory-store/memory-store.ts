@@ -1,6 +1,6 @@
 import { decide, type Evaluation, type Reused, refundStates, type State } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
-import { MAX_KEPT_LENGTH, storeKey } from '../store-key.js';
+import { MAX_KEPT_LENGTH, storeKey, storesTakingKeysAsGiven } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
 import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
@@ -25,6 +25,7 @@ export interface MemoryStore extends RateLimitStore {
   /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
   readonly evictions: number;
   consumeSync(request: StoreRequest): StoreReply;
+  /** `RateLimitStore.consumeOneSync`, given the client key as it is: the store makes it safe (`storeKey`) itself. */
   consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
 
@@ -95,13 +96,17 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   // The layout of the last one-policy request, and what it was asked for: a limiter sends the
   // same policies and namespace every time, and asking `layouts` cost a one-policy decision
-  // more than the rest of finding the client's state. One the bound has forgotten is asked for
+  // more than the rest of finding the client's state. One that is stale (see `Layouts`) is asked for
   // again, which brings it back (as a limiter's next call must: see `Layouts`).
   let lastPolicies: readonly Policy[] | undefined;
   let lastAskedNamespace = '';
   let lastLayout: Layout | undefined;
   const layoutOf = (request: StoreRequest): Layout => {
-    if (request.policies !== lastPolicies || request.namespace !== lastAskedNamespace || lastLayout?.forgotten) {
+    if (
+      request.policies !== lastPolicies ||
+      request.namespace !== lastAskedNamespace ||
+      layouts.stale(lastLayout as Layout)
+    ) {
       lastPolicies = request.policies;
       lastAskedNamespace = request.namespace;
       lastLayout = layouts.of(filed(request.namespace), request.policies);
@@ -185,7 +190,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return { allowed, now, outcomes };
   };
 
-  return {
+  const store: MemoryStore = {
     name: 'memory',
     local: true,
     get size() {
@@ -244,6 +249,8 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       return Promise.resolve();
     },
   };
+  storesTakingKeysAsGiven.add(store);
+  return store;
 }
 
 /** Whether every policy's state has gone back to fresh, so that keeping it would change nothing. */
