@@ -190,8 +190,8 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       await limiter.refund('k0', 1);
       await limiter.reset('k1');
       const calls = await commandCalls(own);
-      // EVAL where this connection had not loaded the script yet, EVALSHA after. (The counts
-      // include what scripts call, which is never EVAL or DEL.)
+      // EVAL where this connection had not loaded the script yet, EVALSHA after. The counts
+      // include what scripts call: never EVAL, and no DEL here, as no call leaves a client fresh.
       expect({ scripts: (calls.eval ?? 0) + (calls.evalsha ?? 0), del: calls.del }).toEqual({ scripts: 4, del: 1 });
     } finally {
       own.disconnect();
