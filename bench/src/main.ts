@@ -24,19 +24,19 @@ const quick = options.quick;
 const TARGET_CELL_EXTRA_ROUNDS = 2;
 /** The watch section's rounds of its three cells, run in turn so that drift touches all three alike. */
 const WATCH_ROUNDS = 5;
-const WATCH_ROUNDS_QUICK = 3;
+const WATCH_ROUNDS_QUICK = 2;
 const settings = {
-  inprocTimeMs: quick ? 500 : 800,
-  inprocWarmupMs: quick ? 200 : 300,
+  inprocTimeMs: quick ? 300 : 800,
+  inprocWarmupMs: quick ? 150 : 300,
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
-  httpWarmupS: quick ? 0.3 : 1,
-  httpRunS: quick ? 0.25 : 0.5,
+  httpWarmupS: quick ? 0.2 : 1,
+  httpRunS: quick ? 0.15 : 0.5,
   quietWaitMs: quick ? 2000 : 5000,
-  redisBenchSeconds: quick ? 1 : 2.5,
+  redisBenchSeconds: quick ? 0.5 : 2.5,
   redisBenchRepeats: quick ? 1 : 2,
   serviceWarmupMs: quick ? 300 : 1000,
-  serviceDurationMs: quick ? 1000 : 3000,
+  serviceDurationMs: quick ? 500 : 3000,
 };
 
 const heapContenders = quick

@@ -41,19 +41,17 @@ const usesRedis = (variant: string) => variant.endsWith(':redis');
  * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control,
  * sluice on memory on both paths, the memory peers; then the INCR control, sluice on Redis on
  * both paths, the Redis peers; then the peers' 429 paths. The two sides of each target sit
- * close. The quick run keeps sluice's cells, the controls and the peers' pass path, the Redis
- * peers only on Fastify.
+ * close. The quick run keeps sluice's cells, the controls and the memory peers' pass path.
  */
 export function contendersFor(framework: string, quick: boolean): HttpContender[] {
   const variants = limiters[framework];
   if (variants === undefined) return [];
-  const keepRedisPeers = !quick || framework === 'fastify';
   const contenders: HttpContender[] = [];
   for (const redis of [false, true]) {
     contenders.push({ variant: redis ? REDIS_ROUND_TRIP : FIXED_HEADERS, mode: 'pass' });
     for (const variant of variants.filter((v) => usesRedis(v) === redis)) {
       if (isSluice(variant)) contenders.push(...bothPaths(variant));
-      else if (!redis || keepRedisPeers) contenders.push({ variant, mode: 'pass' });
+      else if (!redis || !quick) contenders.push({ variant, mode: 'pass' });
     }
   }
   if (!quick) {
