@@ -1,7 +1,7 @@
 import { createLimiter, toPolicy } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { createLayouts, MAX_LAYOUTS } from '../../../packages/core/src/memory-store/layouts.js';
-import { memoryStoreOver } from '../../../packages/core/src/memory-store/memory-store.js';
+import { type MemoryStore, memoryStoreOver } from '../../../packages/core/src/memory-store/memory-store.js';
 import { MemoryTable } from '../../../packages/core/src/memory-store/table.js';
 import { manualClock } from '../../helpers/clock.js';
 
@@ -14,6 +14,14 @@ const spilledOf = (table: MemoryTable) =>
 function storeOver(maxKeys: number) {
   const table = new MemoryTable(maxKeys);
   return { table, store: memoryStoreOver(table) };
+}
+
+/** Decides once under each of MAX_LAYOUTS new policy sets: enough to push every older layout out. */
+function pushLayoutsOut(store: MemoryStore, now: number): void {
+  for (let n = 0; n < MAX_LAYOUTS; n++) {
+    const policies = [toPolicy({ name: 'p', limit: 1 + (n % 7), window: 60_000 }, 'policies[0]')];
+    store.consumeSync({ namespace: `other-${n}`, key: 'elsewhere', policies, capacities: [1], cost: 1, now });
+  }
 }
 
 describe('clients kept in rows and spilled entries', () => {
@@ -83,17 +91,7 @@ describe('clients kept in rows and spilled entries', () => {
     const limiter = createLimiter({ limit: 5, window: '1h', algorithm: 'fixed-window', clock, store, prefix: 'live' });
     for (let i = 0; i < 4; i++) await limiter.consume('k');
     // Per-request policy sets, tiers or rules reloads push the live limiter's layout out.
-    for (let n = 0; n < MAX_LAYOUTS; n++) {
-      const policies = [toPolicy({ name: 'p', limit: 1 + (n % 7), window: 60_000 }, 'policies[0]')];
-      store.consumeSync({
-        namespace: `other-${n}`,
-        key: 'elsewhere',
-        policies,
-        capacities: [1],
-        cost: 1,
-        now: clock(),
-      });
-    }
+    pushLayoutsOut(store, clock());
     await limiter.refund('k', 1);
     expect((await limiter.peek('k')).remaining).toBe(2);
   });
@@ -109,17 +107,7 @@ describe('the layout a store keeps for its last one-policy request', () => {
     const next = createLimiter({ limit: 5, window: '1h', clock, store, prefix: 'next' });
     for (let i = 0; i < 3; i++) await live.consume('k');
     // Another store over the same table pushes the live limiter's layout out of the bound.
-    for (let n = 0; n < MAX_LAYOUTS; n++) {
-      const policies = [toPolicy({ name: 'p', limit: 1 + (n % 7), window: 60_000 }, 'policies[0]')];
-      other.consumeSync({
-        namespace: `other-${n}`,
-        key: 'elsewhere',
-        policies,
-        capacities: [1],
-        cost: 1,
-        now: clock(),
-      });
-    }
+    pushLayoutsOut(other, clock());
     await live.consume('k');
     // Had the store decided on its kept layout, still forgotten, this would read the client's
     // row as no state and drop it.
