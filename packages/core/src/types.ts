@@ -127,8 +127,8 @@ export interface RateLimitStore {
    * Optional, alongside `consumeSync`, for a request with exactly one policy: that policy's
    * outcome alone, which is the whole decision (its `allowed` is the reply's). The limiter's
    * leanest path: it reuses `request` for its next call, so read it during this call only.
-   * The result may carry more fields than `PolicyOutcome`, and the store may
-   * reuse it for its next call: the limiter reads it during this call only.
+   * The result may carry more fields than `PolicyOutcome`, and the store may reuse it for its
+   * next call: the limiter reads it during this call only.
    */
   consumeOneSync?(request: StoreRequest): PolicyOutcome;
   /**

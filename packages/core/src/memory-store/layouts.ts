@@ -64,13 +64,10 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
   /** Files the layout as the newest, forgetting the oldest beyond `max`. */
   const file = (layout: KnownLayout): void => {
     const current = byKey.get(layout.key);
-    if (current !== layout) {
-      // Another limiter of these policies made a layout of its own while this one was
-      // forgotten: that one stays, and this one's clients read as forgotten ones do.
-      if (current !== undefined) return;
-    } else {
-      byKey.delete(layout.key);
-    }
+    // Another limiter of these policies made a layout of its own while this one was forgotten:
+    // that one stays, and this one's clients read as forgotten ones do.
+    if (current !== undefined && current !== layout) return;
+    byKey.delete(layout.key);
     layout.forgotten = false;
     layout.filedAt = filings++;
     byId.set(layout.id, layout);
@@ -94,7 +91,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
           policies,
           length: segmentLength(policies),
           logs: policies.some((p) => p.algorithm === 'sliding-window-log'),
-          forgotten: true,
+          forgotten: false,
           filedAt: 0,
           key,
         };

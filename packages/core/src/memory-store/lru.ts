@@ -106,8 +106,13 @@ export class LruIndex {
     older.set(this.older);
     this.newer = newer;
     this.older = older;
-    const keys = new Array<string | undefined>(size);
-    for (let i = 0; i < this.keys.length; i++) keys[i] = this.keys[i];
-    this.keys = keys;
+    this.keys = grown(this.keys, size);
   }
+}
+
+/** The array's values in a new one of `size` slots, allocated once at that size. */
+export function grown<T>(from: readonly T[], size: number): T[] {
+  const to = new Array<T>(size);
+  for (let i = 0; i < from.length; i++) to[i] = from[i] as T;
+  return to;
 }

@@ -1,7 +1,7 @@
 import type { State } from '../algorithms/index.js';
 import { type Entry, HEAD } from './entry.js';
 import { createLayouts, type Layout, type Layouts } from './layouts.js';
-import { LruIndex, NO_SLOT } from './lru.js';
+import { grown, LruIndex, NO_SLOT } from './lru.js';
 
 /** State values a row holds: the most any one policy of fixed size needs (the sliding window counter's). */
 const ROW_VALUES = 3;
@@ -128,11 +128,4 @@ export class MemoryTable {
     rows.set(this.rows);
     this.rows = rows;
   }
-}
-
-/** The array's values in a new one of `size` slots, allocated once at that size. */
-function grown<T>(from: readonly T[], size: number): T[] {
-  const to = new Array<T>(size);
-  for (let i = 0; i < from.length; i++) to[i] = from[i] as T;
-  return to;
 }

@@ -208,24 +208,28 @@ export function createLocalFirst(
 
   const share = () => (reachable ? 1 : outageShare);
 
+  /** The decision's time, which also moves on the latest time a sync judges windows by. */
+  const decisionTime = (request: StoreRequest): number => {
+    const now = request.now ?? Date.now();
+    if (now > latestNow) latestNow = now;
+    return now;
+  };
+
   return {
     checkPolicies: checkLocalFirstPolicies,
     // A known client decides at once, with no promise at all; a new or idle one waits for its read.
     decideAtOnce(request) {
       const counts = freshClient(request);
       if (counts === undefined) return undefined;
-      const now = request.now ?? Date.now();
-      if (now > latestNow) latestNow = now;
       try {
-        return decideLocally(counts, request, now, share());
+        return decideLocally(counts, request, decisionTime(request), share());
       } catch {
         // `consume` meets the same failure under the limiter's store-error policy.
         return undefined;
       }
     },
     consume(request) {
-      const now = request.now ?? Date.now();
-      if (now > latestNow) latestNow = now;
+      const now = decisionTime(request);
       const counts = freshClient(request);
       if (counts !== undefined) {
         try {

@@ -2,7 +2,15 @@ import { createHash } from 'node:crypto';
 import { consumeNow, createLimiter, type JointPart, jointPart } from '../../limiter.js';
 import { toPolicies } from '../../policy.js';
 import { STORE_FAILED } from '../../store-guard.js';
-import type { Decision, Limiter, LimiterOptions, PolicyDecision, StoreReply } from '../../types.js';
+import type {
+  Decision,
+  Limiter,
+  LimiterOptions,
+  PolicyDecision,
+  RateLimitStore,
+  StoreReply,
+  StoreRequest,
+} from '../../types.js';
 import type { RuleLike, RuleMatchLike } from './rule-like.js';
 
 /** One matched rule's part of a request's decision. */
@@ -184,14 +192,11 @@ function decideJointly(
     parts.push({ index, match, limiter, part });
   }
   const { store } = (parts[0] as (typeof parts)[number]).part;
-  let sending: Promise<StoreReply[]> | undefined;
-  try {
-    sending = store.consumeAll?.(parts.map((p) => p.part.request));
-  } catch (error) {
-    sending = Promise.reject(error);
-  }
-  if (sending === undefined) return undefined;
-  const replies = sending;
+  const replies = askAll(
+    store,
+    parts.map((p) => p.part.request),
+  );
+  if (replies === undefined) return undefined;
   return Promise.all(
     parts.map(async ({ index, match, limiter, part }, i) => {
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
@@ -201,6 +206,15 @@ function decideJointly(
       return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
     }),
   );
+}
+
+/** The store's `consumeAll`, a throw turned into a rejection; `undefined` when it declines. */
+function askAll(store: RateLimitStore, requests: readonly StoreRequest[]): Promise<StoreReply[]> | undefined {
+  try {
+    return store.consumeAll?.(requests);
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 /** Gives a charge back and shows the figures as they stand after it. */
