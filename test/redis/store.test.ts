@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { createLimiter, isSluiceError, type Policy, type RateLimitStore, storeKey, toPolicy } from '@sluice/core';
+import {
+  createLimiter,
+  isSluiceError,
+  type Policy,
+  type PolicyOptions,
+  type RateLimitStore,
+  storeKey,
+  toPolicy,
+} from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
@@ -388,6 +396,45 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     const reference = createMemoryStore();
     const alone = [];
     for (const step of steps) alone.push(await run(reference)(step));
+    expect(together).toEqual(alone);
+  });
+
+  it('decides a batch of limiters with different policy counts, algorithms and capacities exactly as one by one', async () => {
+    // Asked in one turn: the gcra limiters share the gcra script's call, as runs of 1 and 2
+    // policies; the mixed ones share the mixed script's, with an interval refill and a log.
+    const policy = (options: PolicyOptions) => toPolicy(options, 'p');
+    const limiters = [
+      [policy({ limit: 3, window: 1000, algorithm: 'gcra' })],
+      [
+        policy({ name: 'a', limit: 2, window: 1000, algorithm: 'gcra' }),
+        policy({ name: 'b', limit: 4, window: 5000, algorithm: 'gcra' }),
+      ],
+      [
+        policy({ name: 'a', limit: 2, window: 1000, algorithm: 'fixed-window' }),
+        policy({ name: 'b', limit: 3, window: 2000, algorithm: 'gcra' }),
+      ],
+      [
+        policy({ name: 'a', limit: 4, window: 1000, algorithm: 'token-bucket', refillAmount: 2, refillInterval: 500 }),
+        policy({ name: 'b', limit: 3, window: 2000, algorithm: 'sliding-window-log' }),
+        policy({ name: 'c', limit: 5, window: 3000, algorithm: 'sliding-window-counter' }),
+      ],
+    ];
+    const request = (set: number, key: string, raised: boolean) => {
+      const policies = limiters[set] as Policy[];
+      return {
+        namespace: `mixed-runs-${set}`,
+        key,
+        policies,
+        capacities: policies.map((p) => p.capacity + (raised ? 1 : 0)),
+        cost: 1,
+        now: NOW,
+      };
+    };
+    const steps = Array.from({ length: 24 }, (_, i) => request(i % 4, `k${i % 3}`, i % 5 === 0));
+    const together = await Promise.all(steps.map((r) => store.consume(r)));
+    const reference = createMemoryStore();
+    const alone = [];
+    for (const r of steps) alone.push(await reference.consume(r));
     expect(together).toEqual(alone);
   });
 

@@ -20,7 +20,7 @@ return text`;
  */
 const readsLua = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local decisions, cost, capacity = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[6])
+local decisions, cost, capacity = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[11])
 local text = redis.call('GET', KEYS[1])
 local a, b = 0, 0
 if text then
@@ -67,7 +67,7 @@ export function floorCases(): RedisBenchCase[] {
   const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
   const state = ' _0@gcra-60000-100=1700000000000,0;1,1700000000600';
-  const gcraArgs = ['1', '', 'consume', '1', ' _0@gc.100.60000.100.0.0=gcra 100 60000 0 0 0;', '100'];
+  const gcraArgs = ['1', '', 'consume', '1', '1', ' _0@gc.100.60000.100.0.0=', 'gcra', '100', '60000', '0', '100'];
   return [
     {
       label: getSet.label,

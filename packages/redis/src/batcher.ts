@@ -77,7 +77,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     const args: string[] = [];
     // Decisions in a row with the same arguments (one limiter, one cost, Redis's clock: the
     // usual batch) send them once, after their count: Redis and the client each handle a few
-    // strings per call instead of five per decision.
+    // strings per call instead of a dozen per decision.
     let run: Pending | undefined;
     let countAt = -1;
     let count = 0;
@@ -184,6 +184,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
 }
 
 function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }

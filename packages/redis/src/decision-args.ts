@@ -5,16 +5,18 @@ import { MAX_POLICIES } from './commands.js';
 export type Operation = 'consume' | 'refund' | 'all';
 
 /**
- * Text forms built once per list: a limiter passes the same policy list every time, and the
+ * Argument forms built once per list: a limiter passes the same policy list every time, and the
  * same capacity list too unless elastic throttling computes a new one.
  */
-const policySets = new WeakMap<readonly Policy[], string>();
-const capacityLists = new WeakMap<readonly number[], string>();
+const policyArgs = new WeakMap<readonly Policy[], readonly string[]>();
+const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
 
 /**
- * One decision's five ARGV entries, as the scripts' header describes them. Every number is
- * checked to be a whole number below 2^53: the script stores state with `%d`, which would
- * truncate a fraction, and the decision would then differ from the reference instead of failing.
+ * One decision's ARGV entries, as the scripts' header describes them: now, op, cost, the policy
+ * count, five per policy, then one capacity per policy. A script converts each figure it
+ * needs once and cuts no text. Every number is checked to be a whole number
+ * below 2^53: the script stores state with `%d`, which would truncate a fraction, and the
+ * decision would then differ from the reference instead of failing.
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
   const { now, cost, policies, capacities } = request;
@@ -31,16 +33,22 @@ export function decisionArgs(operation: Operation, request: StoreRequest): strin
     );
   }
   if (capacities.length !== policies.length) throw badCapacities();
-  return [now === undefined ? '' : String(now), operation, String(cost), policySet(policies), capacityList(capacities)];
+  return [
+    now === undefined ? '' : String(now),
+    operation,
+    String(cost),
+    ...policyList(policies),
+    ...capacityList(capacities),
+  ];
 }
 
-function capacityList(capacities: readonly number[]): string {
-  let text = capacityLists.get(capacities);
-  if (text !== undefined) return text;
+function capacityList(capacities: readonly number[]): readonly string[] {
+  let args = capacityArgs.get(capacities);
+  if (args !== undefined) return args;
   if (!capacities.every(wholeNumber)) throw badCapacities();
-  text = capacities.join(',');
-  capacityLists.set(capacities, text);
-  return text;
+  args = capacities.map(String);
+  capacityArgs.set(capacities, args);
+  return args;
 }
 
 const badCapacities = () =>
@@ -49,30 +57,36 @@ const badCapacities = () =>
     '[sluice] Redis store: a request needs one whole capacity per policy.',
   );
 
-/** The policy list as the scripts read it; throws a coded error for a list they cannot run. */
-export function policySet(policies: readonly Policy[]): string {
-  let text = policySets.get(policies);
-  if (text !== undefined) return text;
+/**
+ * The policy count and each policy's entries as the scripts read them; throws a coded error for
+ * a list they cannot run.
+ */
+export function policyList(policies: readonly Policy[]): readonly string[] {
+  let args = policyArgs.get(policies);
+  if (args !== undefined) return args;
   if (policies.length === 0 || policies.length > MAX_POLICIES) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_POLICIES',
       `[sluice] The Redis store decides 1 to ${MAX_POLICIES} policies at once; this limiter has ${policies.length}.`,
     );
   }
-  text = policies.map(describe).join('');
-  policySets.set(policies, text);
-  return text;
+  args = [String(policies.length), ...policies.flatMap(describe)];
+  policyArgs.set(policies, args);
+  return args;
 }
 
-function describe(policy: Policy): string {
-  const numbers = [policy.limit, policy.windowMs, policy.maxDelayMs, policy.refillAmount, policy.refillIntervalMs];
+function describe(policy: Policy): string[] {
+  const { limit, windowMs, maxDelayMs, refillAmount, refillIntervalMs } = policy;
+  const numbers = [limit, windowMs, maxDelayMs, refillAmount, refillIntervalMs];
   if (!numbers.every(wholeNumber) || !safeText.test(policy.slot) || !safeText.test(policy.version)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_POLICIES',
       `[sluice] Redis store: policy ${JSON.stringify(policy.name)} is not one core built; make policies with createLimiter or toPolicy.`,
     );
   }
-  return ` ${policy.slot}@${policy.version}=${policy.algorithm} ${numbers.join(' ')};`;
+  // Only an interval refill adds figures to the name: every entry costs Redis a string.
+  const kind = refillIntervalMs > 0 ? `${policy.algorithm} ${refillAmount} ${refillIntervalMs}` : policy.algorithm;
+  return [` ${policy.slot}@${policy.version}=`, kind, String(limit), String(windowMs), String(maxDelayMs)];
 }
 
 const safeText = /^[A-Za-z0-9._-]+$/;

@@ -11,7 +11,7 @@ import {
   watchReady,
 } from './client.js';
 import { defineScripts, MAX_KEYS_PER_CALL } from './commands.js';
-import { decisionArgs, type Operation, policySet } from './decision-args.js';
+import { decisionArgs, type Operation, policyList } from './decision-args.js';
 import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
 import { createLocalFirst, type LocalFirstParts } from './local-first/local-first-store.js';
@@ -111,7 +111,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       prefix,
       backing: backingOf(client, prefix),
       checkPolicies(policies) {
-        policySet(policies);
+        policyList(policies);
         local.checkPolicies(policies);
       },
       decideAtOnce: local.decideAtOnce,
@@ -171,7 +171,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     name: 'redis',
     prefix,
     backing: backingOf(client, prefix),
-    checkPolicies: policySet,
+    checkPolicies: policyList,
     consumeAll,
     ...(denyCache && {
       decideAtOnce(request: StoreRequest) {

@@ -16,46 +16,41 @@ local function read_redis_now()
   return redis_now
 end
 
--- A batch usually repeats one limiter's policy set and capacities: each text is parsed once.
-local policy_sets, capacity_lists = {}, {}
--- The policy set a text names, parsed the first time the call meets it.
-local function policies_of(text)
-  local set = policy_sets[text]
-  if set ~= nil then return set end
-  set = { logs = 0 }
-  for slot, version, name, limit, window, max_delay, amount, interval in
-      string.gmatch(text, ' ([^@ ]+)@([^= ]+)=(%S+) (%d+) (%d+) (%d+) (%d+) (%d+);') do
+-- A run's policies, from the n policies' entries at ARGV[at] on and their capacities after.
+local function policies_of(at, n)
+  local set, capacities, capacities_at = { logs = 0 }, {}, at + 5 * n - 1
+  for i = 1, n do
+    local head, kind = ARGV[at], ARGV[at + 1]
+    local slot, version = string.match(head, '^ ([^@ ]+)@([^= ]+)=$')
+    local name, amount, interval = string.match(kind, '^(%S+) ?(%d*) ?(%d*)$')
     local algorithm = ALGORITHMS[name]
-    if algorithm == nil then error('sluice: no algorithm ' .. name .. ' in this script') end
+    if slot == nil then error('sluice: bad policy head ' .. head) end
+    if algorithm == nil then error('sluice: no algorithm ' .. kind .. ' in this script') end
     if algorithm.own_key then set.logs = set.logs + 1 end
-    set[#set + 1] = {
-      slot = slot, version = version, algorithm = algorithm, limit = tonumber(limit), window = tonumber(window),
-      max_delay = tonumber(max_delay), refill_amount = tonumber(amount), refill_interval = tonumber(interval),
+    set[i] = {
+      slot = slot, version = version, algorithm = algorithm, limit = tonumber(ARGV[at + 2]),
+      window = tonumber(ARGV[at + 3]), max_delay = tonumber(ARGV[at + 4]), refill_amount = tonumber(amount) or 0,
+      refill_interval = tonumber(interval) or 0,
     }
+    capacities[i] = tonumber(ARGV[capacities_at + i])
+    at = at + 5
   end
-  policy_sets[text] = set
-  return set
-end
--- The capacity list a text names, parsed the first time the call meets it.
-local function capacities_of(text)
-  local list = capacity_lists[text]
-  if list ~= nil then return list end
-  list = {}
-  for n in string.gmatch(text, '%d+') do list[#list + 1] = tonumber(n) end
-  capacity_lists[text] = list
-  return list
+  return set, capacities
 end
 
--- Each decision's run (ARGV holds runs: a count, then the five arguments that many decisions
--- in a row share, each parsed here once per run) and where its client key is; then every
--- client's state string in one read.
+-- Each decision's run (ARGV holds runs: a count, then the arguments that many decisions in a
+-- row share, each parsed here once per run) and where its client key is; then every client's
+-- state string in one read.
 local decision_runs, client_key_at, key_at, decisions = {}, {}, 1, 0
-for at = 1, #ARGV, 6 do
+local at = 1
+while at <= #ARGV do
   local now, min_ttl = tonumber(ARGV[at + 1]), 60000
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
+  local n = tonumber(ARGV[at + 4])
+  local set, capacities = policies_of(at + 5, n)
   local run = {
     now = now, min_ttl = min_ttl, refunding = ARGV[at + 2] == 'refund', cost = tonumber(ARGV[at + 3]),
-    set = policies_of(ARGV[at + 4]), capacities = capacities_of(ARGV[at + 5]),
+    set = set, capacities = capacities,
   }
   for _ = 1, tonumber(ARGV[at]) do
     decisions = decisions + 1
@@ -63,6 +58,7 @@ for at = 1, #ARGV, 6 do
     client_key_at[decisions] = key_at
     key_at = key_at + 1 + run.set.logs
   end
+  at = at + 5 + 6 * n
 end
 local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end

@@ -8,8 +8,9 @@
  * when it fully resets. Anything else (another version's state, a dropped policy's, a client
  * twice) runs the general body, before this path has written anything.
  *
- * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost,
- * clock and policy set: a function here would be built on every call, one policy or several.
+ * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost, clock,
+ * decision count and policy count: a function here would be built on every call, one policy or
+ * several.
  */
 /**
  * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
@@ -21,24 +22,15 @@ const POLICIES = 3;
 
 export const fastManyLua = `
 do
-  local caps = ARGV[6]
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
-  -- head, limit, windowMs, maxDelayMs (after the mark) and capacity.
-  local policy, count = ${room(5 * POLICIES)}, 0
-  local at, cap_at = 1, 1
-  while at < #set do
-    local equals, stop = find(set, FAST_MARK, at, true), find(set, ';', at, true)
-    if equals == nil or equals > stop then return general() end
-    local limit, window, max_delay = match(set, FIGURES, equals + #FAST_MARK)
-    if max_delay == nil then return general() end
-    local comma = find(caps, ',', cap_at, true) or #caps + 1
-    local p = 5 * count
-    policy[p + 1], policy[p + 2], policy[p + 3], policy[p + 4], policy[p + 5] =
-      sub(set, at, equals), limit + 0, window + 0, max_delay + 0, sub(caps, cap_at, comma - 1) + 0
-    count = count + 1
-    at, cap_at = stop + 1, comma + 1
+  -- head, limit, windowMs, maxDelayMs and capacity.
+  local policy, capacities_at = ${room(5 * POLICIES)}, 5 + 5 * count
+  for i = 1, count do
+    local at, p = 5 * i + 1, 5 * i
+    if ARGV[at + 1] ~= FAST_NAME then return general() end
+    policy[p - 4], policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
+      ARGV[at], ARGV[at + 2] + 0, ARGV[at + 3] + 0, ARGV[at + 4] + 0, ARGV[capacities_at + i] + 0
   end
-  if cap_at ~= #caps + 2 then return general() end
 
   -- Every client's states, read and checked before the first decision writes: each head at
   -- most once, its numbers in this version's shape, and together they fill the string.

@@ -3,9 +3,7 @@ import { fastManyLua } from './fast-many.js';
 /** What an algorithm's straight-line decision may use; it comes first. */
 export const fastPreludeLua = `
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
-local KEYS, ARGV, find, sub, match, format = KEYS, ARGV, string.find, string.sub, string.match, string.format
--- A policy's limit, windowMs and maxDelayMs, after its algorithm's name in the set.
-local FIGURES = '^(%d+) (%d+) (%d+)'
+local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
 `;
 
 /**
@@ -29,13 +27,16 @@ local FIGURES = '^(%d+) (%d+) (%d+)'
  * decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
- * a, b, c)`, which returns allowed, remaining, reset, wait (delay if allowed, retry if not)
- * and, when allowed, the next state's numbers; `FAST_MARK`, '=<algorithm> ' as the set names
+ * a, b, c)` (limit and max_delay may come as text, for it to convert if it reads them), which returns allowed, remaining, reset, wait (delay if allowed, retry if not)
+ * and, when allowed, the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives
  * it; and `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
  */
 export const fastLua = `
-if #ARGV ~= 6 or ARGV[3] ~= 'consume' then return general() end
-local cost, now, min_ttl, redis_now = ARGV[4] + 0, ARGV[2], 60000, 0
+-- One run of consuming decisions: 5 entries, then 6 per policy (see the header).
+if ARGV[3] ~= 'consume' then return general() end
+-- The usual cost, 1, is compared rather than converted: each conversion is a strtod.
+local cost, now, min_ttl, redis_now = 1, ARGV[2], 60000, 0
+if ARGV[4] ~= '1' then cost = ARGV[4] + 0 end
 if now == '' then
   local time = redis.call('TIME')
   redis_now = time[1] * 1000 + floor(time[2] / 1000)
@@ -43,21 +44,16 @@ if now == '' then
 else
   now = now + 0
 end
--- The set: ' slot@version=algorithm limit windowMs maxDelayMs refillAmount refillIntervalMs;'
--- per policy; a single policy has the only ';', last.
-local set = ARGV[5]
-if ARGV[1] ~= '1' or find(set, ';', 1, true) ~= #set then
-  local decisions = ARGV[1] + 0
+if #ARGV ~= 11 or ARGV[1] ~= '1' or ARGV[5] ~= '1' then
+  local decisions, count = ARGV[1] + 0, ARGV[5] + 0
+  if #ARGV ~= 5 + 6 * count then return general() end
   ${fastManyLua}
 end
 
--- One decision of one policy. '=' ends the head (slot and version never hold one).
-local equals = find(set, FAST_MARK, 1, true)
-if equals == nil then return general() end
-local head, limit, window, max_delay = sub(set, 1, equals), match(set, FIGURES, equals + #FAST_MARK)
-if max_delay == nil then return general() end
-limit, window, max_delay = limit + 0, window + 0, max_delay + 0
-local capacity, key = ARGV[6] + 0, KEYS[1]
+-- One decision of one policy.
+if ARGV[7] ~= FAST_NAME then return general() end
+-- limit and maxDelayMs stay text: an algorithm converts the figures it reads.
+local head, limit, window, max_delay, capacity, key = ARGV[6], ARGV[8], ARGV[9] + 0, ARGV[10], ARGV[11] + 0, KEYS[1]
 
 -- The client's string holds this policy's state in this version (' slot@version=a,b[,c];used,resetAt')
 -- or nothing: one pattern checks the shape and cuts the numbers.

@@ -37,8 +37,9 @@ ALGORITHMS['gcra'] = gcra
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const gcraFastLua = `
-local FAST_MARK, FAST_STATE = '=gcra ', '^(%d+),(%d+);%d+,%d+'
+local FAST_NAME, FAST_STATE = 'gcra', '^(%d+),(%d+);%d+,%d+'
 local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat, fraction)
+  limit, max_delay = limit + 0, max_delay + 0
   local ahead = 0
   if tat ~= nil and tat >= now then ahead = (tat - now) * limit + fraction end
   local next_ahead = ahead + cost * window

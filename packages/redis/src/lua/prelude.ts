@@ -9,7 +9,8 @@ export const preludeLua = `
 --          per sliding-window-log policy, in policy order; all keys of one call share a hash slot.
 --          Keys after the last decision's repeat its last key (padding) and are never read.
 -- ARGV     runs of decisions in a row that share their arguments: the run's length, then the
---          five arguments of each of its decisions:
+--          arguments of each of its decisions (figures as entries of their own, so a script
+--          converts only those it needs and cuts no text):
 --   now    epoch ms, or '' to read the Redis clock (TIME, once per call)
 --   op     'consume': decide, and charge every policy only if all allow and cost > 0
 --          'refund': give cost back to every policy that has state (never beyond a fresh state)
@@ -17,11 +18,14 @@ export const preludeLua = `
 --                   one only if all allow (all or nothing over the call); each names its own
 --                   client key
 --   cost   units, an integer >= 0 (0 decides without charging)
---   set    the limiter's policies, each ' slot@version=algorithm limit windowMs maxDelayMs
---          refillAmount refillIntervalMs;' (limit and refillAmount in units; refillIntervalMs 0 =
---          continuous; version names the algorithm and every figure its state depends on; the
---          head ' slot@version=' is the policy's state head in the client's string)
---   caps   effective capacity per policy in units, comma-separated
+--   n      the limiter's policy count, 1 to 16
+--   then per policy, five entries:
+--     head       ' slot@version=': the policy's state head in the client's string (version names
+--                the algorithm and every figure its state depends on)
+--     kind       the algorithm's name, e.g. 'gcra'; for a token bucket refilled at intervals,
+--                'token-bucket <refillAmount (units)> <refillIntervalMs>' (without, continuous)
+--     limit (units), windowMs, maxDelayMs
+--   then per policy its effective capacity in units
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not

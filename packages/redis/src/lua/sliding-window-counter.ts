@@ -60,12 +60,7 @@ ALGORITHMS['sliding-window-counter'] = sliding_counter
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const slidingWindowCounterFastLua = `
-local FAST_MARK, FAST_STATE = '=sliding-window-counter ', '^(%d+),(%d+),(%d+);%d+,%d+'
-local function fast_counter_reset(current, previous, window, elapsed, lag)
-  if current > 0 then return 2 * window - elapsed + lag end
-  if previous > 0 then return window - elapsed + lag end
-  return 0
-end
+local FAST_NAME, FAST_STATE = 'sliding-window-counter', '^(%d+),(%d+),(%d+);%d+,%d+'
 local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state_index, state_current, state_previous)
   -- Whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline) where the hot path
   -- would call math's C functions.
@@ -86,9 +81,10 @@ local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state
   local used = previous * (window - elapsed) + current * window
   local budget = capacity * window
   if used + cost * window <= budget then
-    local after, spare = current + cost, budget - used - cost * window
-    return true, (spare - spare % window) / window,
-      fast_counter_reset(after, previous, window, elapsed, lag), 0, index, after, previous
+    -- The reset written out (a local function would be a closure built on every call).
+    local after, spare, reset = current + cost, budget - used - cost * window, 0
+    if after > 0 then reset = 2 * window - elapsed + lag elseif previous > 0 then reset = window - elapsed + lag end
+    return true, (spare - spare % window) / window, reset, 0, index, after, previous
   end
   -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
   local retry
@@ -100,6 +96,8 @@ local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state
     if current > 0 then at_next = max(0, window - floor((capacity - cost) * window / current)) end
     retry = window - elapsed + at_next
   end
-  return false, max(0, floor((budget - used) / window)), fast_counter_reset(current, previous, window, elapsed, lag), retry + lag
+  local reset = 0
+  if current > 0 then reset = 2 * window - elapsed + lag elseif previous > 0 then reset = window - elapsed + lag end
+  return false, max(0, floor((budget - used) / window)), reset, retry + lag
 end
 `;
