@@ -38,6 +38,8 @@ const binding: AdapterBinding<Request, Response> = {
   },
   trustAdvice:
     "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
+  // `app.handle` sets the prototype of every request to the app's `request`.
+  swapsRequestPrototype: true,
   // Express 5's router and Express 4's call a handler from these.
   dispatchFrame: /\bat Layer\.handle(?:Request\b| \[as handle_request\])/,
   // Known once Express has routed: in a route's own middleware, not in `app.use`.

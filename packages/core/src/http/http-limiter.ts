@@ -37,6 +37,8 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
   routePattern?(req: Req): string | undefined;
   /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
   dispatchFrame?: RegExp;
+  /** The framework sets each request's prototype (Express): see `createFirstVisit`. */
+  swapsRequestPrototype?: boolean;
 }
 
 /**
@@ -210,7 +212,7 @@ export function createHttpLimiter<Req, Res>(
     ban === undefined;
 
   // A request met a second time goes on and keeps the first decision.
-  const firstVisit = createFirstVisit();
+  const firstVisit = createFirstVisit(binding.swapsRequestPrototype);
   warnIfCreatedInRequest(binding.dispatchFrame, (base.logger as LimiterOptions['logger']) ?? console);
 
   return {

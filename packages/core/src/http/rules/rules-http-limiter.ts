@@ -191,7 +191,7 @@ export function createRulesHttpLimiter<Req, Res>(
   };
 
   // A limiter reached twice by one request (mounted on the app and on a router) counts it once.
-  const firstVisit = createFirstVisit();
+  const firstVisit = createFirstVisit(binding.swapsRequestPrototype);
 
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
