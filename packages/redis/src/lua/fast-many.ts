@@ -23,13 +23,15 @@ const POLICIES = 3;
 export const fastManyLua = `
 do
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
-  -- head, limit, windowMs, maxDelayMs and capacity.
-  local policy, capacities_at = ${room(5 * POLICIES)}, 5 + 5 * count
+  -- head, limit, windowMs, maxDelayMs and capacity. A charged client's string is every
+  -- policy's head and state in order, so one format per write makes it (heads hold no '%').
+  local policy, capacities_at, state_format = ${room(5 * POLICIES)}, 5 + 5 * count, ''
   for i = 1, count do
     local at, p = 5 * i + 1, 5 * i
     if ARGV[at + 1] ~= FAST_NAME then return general() end
     policy[p - 4], policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
       ARGV[at], ARGV[at + 2] + 0, ARGV[at + 3] + 0, ARGV[at + 4] + 0, ARGV[capacities_at + i] + 0
+    state_format = state_format .. ARGV[at] .. FAST_FORMAT
   end
 
   -- Every client's states, read and checked before the first decision writes: each head at
@@ -61,43 +63,41 @@ do
     end
   end
 
-  -- The reply holds each policy's outcome as it is decided; the next states wait beside it.
-  local reply, nexts, n = ${room(1 + 4 * POLICIES, 'redis_now')}, ${room(3 * POLICIES)}, 1
+  -- The reply holds each policy's outcome as it is decided; the next states' numbers wait
+  -- beside it, in the order the write formats them. A charge leaves each policy of these
+  -- algorithms a reset above 0 (a gcra TAT ahead, a counter's unit in this window), so the
+  -- string keeps every state.
+  local reply, nexts, n = ${room(1 + 4 * POLICIES, 'redis_now')}, ${room(5 * POLICIES)}, 1
   for d = 1, decisions do
-    local base, allowed = (d - 1) * width, true
+    local base, allowed, v, ttl = (d - 1) * width, true, 0, min_ttl
     for i = 1, count do
       local p, at_state = 5 * i, base + 3 * i
       local ok, remaining, reset, wait, x, y, z = fast_evaluate(policy[p - 3], policy[p - 2], policy[p - 1], policy[p], cost, now,
         states[at_state - 2], states[at_state - 1], states[at_state])
-      local r = n + 4 * i - 4
-      reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = ok and 1 or 0, remaining, reset, wait
-      nexts[3 * i - 2], nexts[3 * i - 1], nexts[3 * i] = x, y, z
-      allowed = allowed and ok
+      if ok then
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 1, remaining, reset, wait
+        local used = policy[p] - remaining
+        if used < 1 then used = 1 end
+        if z == nil then
+          nexts[v + 1], nexts[v + 2], nexts[v + 3], nexts[v + 4] = x, y, used, now + reset
+          v = v + 4
+        else
+          nexts[v + 1], nexts[v + 2], nexts[v + 3], nexts[v + 4], nexts[v + 5] = x, y, z, used, now + reset
+          v = v + 5
+        end
+        if reset > ttl then ttl = reset end
+      else
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 0, remaining, reset, wait
+        allowed = false
+      end
+      n = n + 4
     end
     if allowed and cost > 0 then
-      local text, ttl = '', 0
-      for i = 1, count do
-        local r, p = n + 4 * i - 4, 5 * i
-        local reset = reply[r + 3]
-        if reset > 0 then
-          local used = max(1, policy[p] - reply[r + 2])
-          if nexts[3 * i] == nil then
-            text = text .. policy[p - 4] .. format('%d,%d;%d,%d', nexts[3 * i - 2], nexts[3 * i - 1], used, now + reset)
-          else
-            text = text .. policy[p - 4] .. format('%d,%d,%d;%d,%d', nexts[3 * i - 2], nexts[3 * i - 1], nexts[3 * i], used, now + reset)
-          end
-          ttl = max(ttl, reset, min_ttl)
-        end
-      end
-      if text == '' then
-        redis.call('DEL', KEYS[d])
-      else
-        redis.call('PSETEX', KEYS[d], format('%d', ttl), text)
-      end
+      redis.call('PSETEX', KEYS[d], format('%d', ttl), format(state_format, unpack(nexts, 1, v)))
     elseif cost > 0 then
       -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
       for i = 1, count do
-        local r, p, at_state = n + 4 * i - 4, 5 * i, base + 3 * i
+        local r, p, at_state = n - 4 * (count - i + 1), 5 * i, base + 3 * i
         if reply[r + 1] == 1 then
           local _, remaining, reset = fast_evaluate(policy[p - 3], policy[p - 2], policy[p - 1], policy[p], 0, now,
             states[at_state - 2], states[at_state - 1], states[at_state])
@@ -105,7 +105,6 @@ do
         end
       end
     end
-    n = n + 4 * count
   end
   return struct.pack('<' .. string.rep('d', n), unpack(reply))
 end

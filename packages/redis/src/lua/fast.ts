@@ -29,7 +29,8 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
  * a, b, c)` (limit and max_delay may come as text, for it to convert if it reads them), which returns allowed, remaining, reset, wait (delay if allowed, retry if not)
  * and, when allowed, the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives
- * it; and `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
+ * it; `FAST_FORMAT`, the format of a state's numbers (its own, then units spent and reset
+ * time); and `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
  */
 export const fastLua = `
 -- One run of consuming decisions: 5 entries, then 6 per policy (see the header).
@@ -74,9 +75,9 @@ if allowed and cost > 0 then
   if reset > 0 then
     local next
     if z == nil then
-      next = head .. format('%d,%d;%d,%d', x, y, max(1, capacity - remaining), now + reset)
+      next = head .. format(FAST_FORMAT, x, y, max(1, capacity - remaining), now + reset)
     else
-      next = head .. format('%d,%d,%d;%d,%d', x, y, z, max(1, capacity - remaining), now + reset)
+      next = head .. format(FAST_FORMAT, x, y, z, max(1, capacity - remaining), now + reset)
     end
     redis.call('PSETEX', key, format('%d', max(reset, min_ttl)), next)
   else
