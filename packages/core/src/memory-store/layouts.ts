@@ -1,5 +1,6 @@
 import type { Policy } from '../types.js';
 import { segmentLength } from './entry.js';
+import { withGetters } from './with-getters.js';
 
 /**
  * What one segment of an entry holds: the namespace, and the policies whose states follow in
@@ -42,6 +43,17 @@ export interface Layouts {
   readonly size: number;
 }
 
+const BY_KEY = Symbol('sluice.layouts-by-key');
+interface Keyed {
+  readonly [BY_KEY]: Map<string, KnownLayout>;
+}
+/** `size`, one getter for every `Layouts` (see `withGetters`). */
+const layoutsGetters = {
+  size(this: Keyed) {
+    return this[BY_KEY].size;
+  },
+};
+
 /** A layout as the table keeps it: its key in `byKey`. */
 interface KnownLayout extends Layout {
   forgotten: boolean;
@@ -80,7 +92,8 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
     }
   };
 
-  return {
+  const layouts: Omit<Layouts, 'size'> & Keyed = {
+    [BY_KEY]: byKey,
     of(namespace, policies) {
       let layout = policies === lastPolicies ? last : cached.get(policies);
       if (layout === undefined || layout.namespace !== namespace) {
@@ -111,8 +124,6 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
     },
     stale,
     byId: (id) => byId.get(id),
-    get size() {
-      return byKey.size;
-    },
   };
+  return withGetters(layouts, layoutsGetters);
 }

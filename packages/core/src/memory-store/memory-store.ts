@@ -9,6 +9,7 @@ import { NO_SLOT } from './lru.js';
 import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 import { fitsRow, MemoryTable } from './table.js';
 import { type TakenOver, takeOver } from './take-over.js';
+import { withGetters } from './with-getters.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
 /** `#`: how a key `storeKey` made safe starts. */
@@ -30,6 +31,20 @@ export interface MemoryStore extends RateLimitStore {
 }
 
 const noStates: readonly MemoryState[] = [];
+
+const TABLE = Symbol('sluice.memory-table');
+interface Tabled {
+  readonly [TABLE]: MemoryTable;
+}
+/** `size` and `evictions`, one getter each for every memory store (see `withGetters`). */
+const storeGetters = {
+  size(this: Tabled) {
+    return this[TABLE].index.size;
+  },
+  evictions(this: Tabled) {
+    return this[TABLE].evictions;
+  },
+};
 
 /**
  * The embedded default store: decisions run in-process on core's reference algorithms; the
@@ -190,15 +205,10 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return { allowed, now, outcomes };
   };
 
-  const store: MemoryStore = {
+  const methods: Omit<MemoryStore, 'size' | 'evictions'> & Tabled = {
     name: 'memory',
     local: true,
-    get size() {
-      return index.size;
-    },
-    get evictions() {
-      return table.evictions;
-    },
+    [TABLE]: table,
     consumeSync,
     consumeOneSync(request) {
       const now = nowOf(request);
@@ -249,6 +259,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       return Promise.resolve();
     },
   };
+  const store: MemoryStore = withGetters(methods, storeGetters);
   storesTakingKeysAsGiven.add(store);
   return store;
 }
