@@ -39,8 +39,10 @@ if ARGV[3] ~= 'consume' then return general() end
 local cost, now, min_ttl, redis_now = 1, ARGV[2], 60000, 0
 if ARGV[4] ~= '1' then cost = ARGV[4] + 0 end
 if now == '' then
+  -- Whole ms by % (inline), where floor is a C call.
   local time = redis.call('TIME')
-  redis_now = time[1] * 1000 + floor(time[2] / 1000)
+  local us = time[2] + 0
+  redis_now = time[1] * 1000 + (us - us % 1000) / 1000
   now, min_ttl = redis_now, 0
 else
   now = now + 0
@@ -70,19 +72,18 @@ end
 
 -- On a charge, the next state with the units spent and when it fully resets (what another
 -- version reads), the head joined rather than formatted: format copies a %s through sprintf.
+-- A charge leaves these algorithms a reset above 0 (see fast-many.ts): the state is kept.
 local allowed, remaining, reset, wait, x, y, z = fast_evaluate(limit, window, max_delay, capacity, cost, now, a, b, c)
 if allowed and cost > 0 then
-  if reset > 0 then
-    local next
-    if z == nil then
-      next = head .. format(FAST_FORMAT, x, y, max(1, capacity - remaining), now + reset)
-    else
-      next = head .. format(FAST_FORMAT, x, y, z, max(1, capacity - remaining), now + reset)
-    end
-    redis.call('PSETEX', key, format('%d', max(reset, min_ttl)), next)
+  local used, ttl, next = capacity - remaining, reset, nil
+  if used < 1 then used = 1 end
+  if ttl < min_ttl then ttl = min_ttl end
+  if z == nil then
+    next = head .. format(FAST_FORMAT, x, y, used, now + reset)
   else
-    redis.call('DEL', key)
+    next = head .. format(FAST_FORMAT, x, y, z, used, now + reset)
   end
+  redis.call('PSETEX', key, format('%d', ttl), next)
 end
 return struct.pack('<ddddd', redis_now, allowed and 1 or 0, remaining, reset, wait)
 `;
