@@ -10,6 +10,10 @@ export const NO_SLOT = -1;
  * the key is already the newest, a relink of two 32-bit links; no options, no TTL, no status
  * objects. The arrays grow as keys arrive, by doubling up to `max` (not reserved up front), so
  * a full index of `max` keys holds no spare slots.
+ *
+ * The recency list is a ring (the oldest key's older link is the newest, and the other way
+ * round): the oldest key becomes the newest by turning the ring, with no link written. That is
+ * every eviction, and every use of a key seen once per round of all the keys held.
  */
 export class LruIndex {
   private readonly slots = new Map<string, number>();
@@ -37,7 +41,8 @@ export class LruIndex {
   get(key: string): number {
     const slot = this.slots.get(key);
     if (slot === undefined) return NO_SLOT;
-    if (slot !== this.newest) {
+    if (slot === this.oldest) this.turn();
+    else if (slot !== this.newest) {
       this.unlink(slot);
       this.linkNewest(slot);
     }
@@ -59,10 +64,12 @@ export class LruIndex {
     if (this.slots.size === this.max) {
       slot = this.oldest;
       this.slots.delete(this.keys[slot] as string);
-      this.unlink(slot);
-    } else {
-      slot = this.freed.pop() ?? this.used++;
+      this.keys[slot] = key;
+      this.slots.set(key, slot);
+      this.turn();
+      return slot;
     }
+    slot = this.freed.pop() ?? this.used++;
     if (slot >= this.newer.length) this.grow();
     this.keys[slot] = key;
     this.slots.set(key, slot);
@@ -79,21 +86,33 @@ export class LruIndex {
     this.freed.push(slot);
   }
 
-  /** Takes the slot out of the recency list; the list may be left empty. */
-  private unlink(slot: number): void {
-    if (slot === this.oldest) this.oldest = this.newer[slot] as number;
-    else this.newer[this.older[slot] as number] = this.newer[slot] as number;
-    if (slot === this.newest) this.newest = this.older[slot] as number;
-    else this.older[this.newer[slot] as number] = this.older[slot] as number;
+  /** Makes the oldest key the newest: on a ring, only the ends move. */
+  private turn(): void {
+    this.newest = this.oldest;
+    this.oldest = this.newer[this.oldest] as number;
   }
 
-  /** Links the slot in as the newest; `slots` already counts it. */
+  /** Takes the slot out of the ring; the ring may be left empty. */
+  private unlink(slot: number): void {
+    const newer = this.newer[slot] as number;
+    const older = this.older[slot] as number;
+    this.newer[older] = newer;
+    this.older[newer] = older;
+    if (slot === this.oldest) this.oldest = newer;
+    if (slot === this.newest) this.newest = older;
+  }
+
+  /** Links the slot in as the newest, between the newest and the oldest; `slots` already counts it. */
   private linkNewest(slot: number): void {
     if (this.slots.size === 1) {
       this.oldest = slot;
+      this.newer[slot] = slot;
+      this.older[slot] = slot;
     } else {
       this.newer[this.newest] = slot;
       this.older[slot] = this.newest;
+      this.newer[slot] = this.oldest;
+      this.older[this.oldest] = slot;
     }
     this.newest = slot;
   }
