@@ -181,6 +181,25 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(asked).toBe(3);
   });
 
+  // The limiter asks the deny cache in one request object it reuses from call to call; a
+  // request that goes on to Redis must be its own, or the next call would rewrite it while
+  // the first is still waiting to be sent.
+  it('each request in flight keeps its own client while the next one is asked', async () => {
+    const store = createRedisStore({ client, prefix: `flight-${randomUUID()}:` });
+    const limiter = createLimiter({ limit: 2, window: '1m', algorithm: 'fixed-window', store });
+    await Promise.all([limiter.consume('a', { cost: 2 }), limiter.consume('b', { cost: 2 })]);
+    // Both are refused by Redis, and each refusal is learned once Redis answers: after both were asked.
+    const refused = await Promise.all([limiter.consume('a'), limiter.consume('b')]);
+    expect(refused.map((d) => [d.key, d.allowed])).toEqual([
+      ['a', false],
+      ['b', false],
+    ]);
+    const before = await scriptCalls();
+    expect(await limiter.consume('a')).toMatchObject({ key: 'a', allowed: false });
+    expect(await limiter.consume('b')).toMatchObject({ key: 'b', allowed: false });
+    expect(await scriptCalls()).toBe(before);
+  });
+
   // A refusal decided at once is written into objects the cache reuses; only the limiter,
   // which copies the figures at once, may see them. Nothing handed out may change later.
   it('never changes a decision or a reply it handed out when it answers the next refusal', async () => {

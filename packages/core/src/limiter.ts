@@ -120,7 +120,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
-    const reply = store.decideAtOnce?.(asked);
+    const reply = (store.decideAtOnce as NonNullable<RateLimitStore['decideAtOnce']>)(asked);
     if (reply === undefined) return undefined;
     return single === undefined
       ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost)
@@ -173,11 +173,24 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return toDecision(key, reply, policies, caps, throttle.mode, cost);
   };
 
-  // A store that decides in another process is asked with one request, read from the clock once.
+  // A store that decides in another process is asked with one request, read from the clock
+  // once. What the store may decide at once (a deny cache's refusal) it is asked in a request
+  // object reused from call to call, read during that call only; the request that goes on to
+  // the store, and is held until it answers, is a copy made on a miss alone.
+  const probe: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
     if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
-    const asked = consumeRequest(key, cost);
-    return atOnce(key, asked) ?? ask(key, asked);
+    if (store.decideAtOnce === undefined) return ask(key, consumeRequest(key, cost));
+    checkKey(key);
+    checkCost(cost);
+    const caps = capacities();
+    // Every value first: a user's clock may itself ask this limiter, and so reuse the probe.
+    const at = clock?.();
+    probe.key = storeKey(key);
+    probe.cost = cost;
+    probe.capacities = caps;
+    probe.now = at;
+    return atOnce(key, probe) ?? ask(key, { ...probe });
   };
 
   // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call

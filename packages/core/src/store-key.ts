@@ -15,13 +15,16 @@ export function storeKey(key: string): string {
   return isSafe(key) ? key : `#${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
 }
 
+/** 1 for each safe character code below 128: one load per character, where comparisons took seven. */
+const SAFE = new Uint8Array(128);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:/@+=-') SAFE[c.charCodeAt(0)] = 1;
+
 /** A character loop: this runs on every request and is several times cheaper than a RegExp. */
 function isSafe(key: string): boolean {
   if (key.length > MAX_KEPT_LENGTH) return false;
   for (let i = 0; i < key.length; i++) {
     const c = key.charCodeAt(i);
-    const alphanumeric = (c >= 48 && c <= 58) || (c >= 64 && c <= 90) || (c >= 97 && c <= 122); // 0-9 : @ A-Z a-z
-    if (!alphanumeric && c !== 46 && c !== 95 && c !== 47 && c !== 43 && c !== 61 && c !== 45) return false; // . _ / + = -
+    if (c >= 128 || SAFE[c] === 0) return false;
   }
   return true;
 }

@@ -135,9 +135,10 @@ export interface RateLimitStore {
    * Optional, for a store whose backend is elsewhere: the decision `consume` would give, when
    * the store can make it in-process at once (the Redis store's deny cache knows the refusal;
    * local-first mode counts the client), charged as `consume` charges; `undefined` to ask
-   * `consume`, which the limiter then does with the same request object. Synchronous, so such
-   * a decision costs the limiter no promise and no timer. The store may reuse the reply's
-   * objects for its next call: the limiter reads it during this call only.
+   * `consume`, which the limiter then does at once, in the same turn, with a copy of the
+   * request. Synchronous, so such a decision costs the limiter no promise and no timer. The
+   * limiter reuses `request` for its next call, so read it during this call only; the store
+   * may reuse the reply's objects for its next call: the limiter reads it during this call only.
    */
   decideAtOnce?(request: StoreRequest): StoreReply | undefined;
   /**

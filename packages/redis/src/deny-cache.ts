@@ -117,7 +117,8 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
       const reply = scratch ? reused : { allowed: false, now: 0, outcomes: [] };
       reply.now = refusal.decidedAt + elapsed;
       const { outcomes } = reply;
-      outcomes.length = refusal.outcomes.length;
+      // Written only when it changes: setting an array's length calls into the runtime.
+      if (outcomes.length !== refusal.outcomes.length) outcomes.length = refusal.outcomes.length;
       for (let i = 0; i < outcomes.length; i++) {
         const cached = refusal.outcomes[i] as PolicyOutcome;
         let outcome = outcomes[i];

@@ -165,8 +165,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     return send();
   };
 
-  /** The last request the deny cache had no refusal for, asked of `consume` next. */
-  let missed: StoreRequest | undefined;
+  /** The deny cache had no refusal for the last request: the limiter asks `consume` next. */
+  let justMissed = false;
   return {
     name: 'redis',
     prefix,
@@ -176,7 +176,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     ...(denyCache && {
       decideAtOnce(request: StoreRequest) {
         const cached = denyCache.lookup(request, true);
-        if (cached === undefined) missed = request;
+        if (cached === undefined) justMissed = true;
         return cached;
       },
     }),
@@ -185,8 +185,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       // The limiter sends the request `decideAtOnce` just missed on straight here, in the same
       // turn: nothing can have been learned since, so it goes to Redis without a second lookup.
       // (Skipping a lookup is always safe: Redis decides exactly, the cache only saves a call.)
-      const known = request === missed ? undefined : denyCache.lookup(request);
-      missed = undefined;
+      const known = justMissed ? undefined : denyCache.lookup(request);
+      justMissed = false;
       if (known !== undefined) return Promise.resolve(known);
       const sentAt = request.now ?? Date.now();
       return run('consume', request).then((reply) => {
