@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { charCodeAt } from './char-code.js';
 
 /** The longest client key kept as it is. */
 export const MAX_KEPT_LENGTH = 128;
@@ -23,7 +24,7 @@ for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789.
 function isSafe(key: string): boolean {
   if (key.length > MAX_KEPT_LENGTH) return false;
   for (let i = 0; i < key.length; i++) {
-    const c = key.charCodeAt(i);
+    const c = charCodeAt.call(key, i);
     if (c >= 128 || SAFE[c] === 0) return false;
   }
   return true;

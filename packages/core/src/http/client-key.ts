@@ -1,3 +1,4 @@
+import { charCodeAt } from '../char-code.js';
 import { invalid } from '../errors.js';
 import { carriesIpv4, formatIpv4, formatIpv6, maskGroups, parseIp } from './ip-address.js';
 
@@ -39,7 +40,7 @@ function isCanonicalIpv4(text: string): boolean {
   let value = 0;
   let digits = 0;
   for (let i = 0; i <= text.length; i++) {
-    const c = i < text.length ? text.charCodeAt(i) : 46;
+    const c = i < text.length ? charCodeAt.call(text, i) : 46;
     if (c === 46) {
       if (digits === 0 || value > 255) return false;
       parts++;

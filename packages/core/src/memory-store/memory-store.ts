@@ -1,4 +1,5 @@
 import { decide, type Evaluation, type Reused, refundStates, type State } from '../algorithms/index.js';
+import { charCodeAt } from '../char-code.js';
 import { SluiceError } from '../errors.js';
 import { MAX_KEPT_LENGTH, storeKey, storesTakingKeysAsGiven } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
@@ -215,7 +216,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const given = request.key;
       // Held as it is, the key was safe when it was stored (a made-safe key starts with `#`,
       // which no safe key does): `storeKey` would return it unchanged, so it is not run.
-      if (given.length <= MAX_KEPT_LENGTH && given.charCodeAt(0) !== HASHED) {
+      if (given.length <= MAX_KEPT_LENGTH && charCodeAt.call(given, 0) !== HASHED) {
         const slot = index.get(given);
         if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
       }
