@@ -1,0 +1,62 @@
+import { ipKey } from '@sluice/core';
+import { rateLimit } from '@sluice/koa';
+import Koa from 'koa';
+import request from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { collectingLogger } from './helpers.js';
+
+/** A Koa app whose route answers with the key its request counted under. */
+function appWith(setup: (app: Koa) => void): Koa {
+  const app = new Koa();
+  setup(app);
+  app.use(rateLimit({ limit: 100, window: '1m', logger: collectingLogger() }));
+  app.use((ctx) => {
+    ctx.body = { key: ctx.state.rateLimit?.key, fromCtxIp: ipKey(ctx.ip) };
+  });
+  return app;
+}
+
+describe('koa: the client address is the one ctx.ip gives', () => {
+  it('trusting no proxy, the socket address, whatever X-Forwarded-For says', async () => {
+    const server = appWith(() => {}).listen(0, '127.0.0.1');
+    try {
+      for (const forwarded of [undefined, '203.0.113.9']) {
+        const call = request(server).get('/');
+        const res = await (forwarded === undefined ? call : call.set('X-Forwarded-For', forwarded)).expect(200);
+        expect(res.body).toEqual({ key: '127.0.0.1', fromCtxIp: '127.0.0.1' });
+      }
+    } finally {
+      server.close();
+    }
+  });
+
+  it('trusting no proxy, the address an earlier middleware set on ctx.request.ip', async () => {
+    const app = appWith((koa) =>
+      koa.use((ctx, next) => {
+        ctx.request.ip = '198.51.100.4';
+        return next();
+      }),
+    );
+    const server = app.listen(0, '127.0.0.1');
+    try {
+      const res = await request(server).get('/').expect(200);
+      expect(res.body).toEqual({ key: '198.51.100.4', fromCtxIp: '198.51.100.4' });
+    } finally {
+      server.close();
+    }
+  });
+
+  it('trusting one proxy, the address it forwarded', async () => {
+    const app = appWith((koa) => {
+      koa.proxy = true;
+      koa.maxIpsCount = 1;
+    });
+    const server = app.listen(0, '127.0.0.1');
+    try {
+      const res = await request(server).get('/').set('X-Forwarded-For', '203.0.113.9').expect(200);
+      expect(res.body).toEqual({ key: '203.0.113.9', fromCtxIp: '203.0.113.9' });
+    } finally {
+      server.close();
+    }
+  });
+});
