@@ -141,47 +141,7 @@ export function createHttpLimiter<Req, Res>(
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
-  /** Gives back what a request was charged, for an outcome that does not count it. */
-  const refunder = (entry: Entry, clientKey: string, units: number) => () => entry.limiter.refund(clientKey, units);
-
-  /** `Retry-After`, then the refusal, or the ban a refusal starts. */
-  const refused = (decision: Decision, req: Req, res: Res, clientKey: string): Outcome | Promise<Outcome> => {
-    const waitMs = retryAfterMs(decision);
-    if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-    const quotaRefusal = (): Outcome | Promise<Outcome> => {
-      notify?.(req, decision);
-      return refuse(req, decision);
-    };
-    if (ban === undefined || decision.reason !== undefined) return quotaRefusal();
-    return ban.strike(clientKey).then((started) => (started ? banned(req, res, started) : quotaRefusal()));
-  };
-
-  /** Holds a queued request, then lets it go on or, if the client left, gives its slot back. */
-  const queued = (
-    entry: Entry,
-    decision: Decision,
-    req: Req,
-    res: Res,
-    refund: () => Promise<void>,
-  ): Promise<Outcome> => {
-    held++;
-    return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
-      held--;
-      if (!heldToTheEnd) {
-        // The reserved slot was never used: give it back to the queue.
-        refund().catch(ignore);
-        return { action: 'gone', decision };
-      }
-      if (afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
-      return { action: 'next', decision };
-    });
-  };
-
-  /**
-   * Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. The
-   * paths that need a closure live in their own functions, so a request that passes allocates
-   * none (a closure here would cost every call a context for the variables it captures).
-   */
+  /** Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. */
   const finish = (
     entry: Entry,
     decision: Decision,
@@ -197,26 +157,35 @@ export function createHttpLimiter<Req, Res>(
       decision = { ...decision, allowed: false, retryAfterMs: decision.delayMs, delayMs: 0 };
     }
     entry.headers.write(decision, res, binding, request);
-    if (!decision.allowed) return refused(decision, req, res, clientKey);
+    if (!decision.allowed) {
+      const waitMs = retryAfterMs(decision);
+      if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+      const quotaRefusal = (): Outcome | Promise<Outcome> => {
+        notify?.(req, decision);
+        return refuse(req, decision);
+      };
+      if (ban === undefined || decision.reason !== undefined) return quotaRefusal();
+      return ban.strike(clientKey).then((started) => (started ? banned(req, res, started) : quotaRefusal()));
+    }
     notify?.(req, decision);
     const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
-    if (decision.delayMs > 0) return queued(entry, decision, req, res, refunder(entry, clientKey, units));
-    if (charged && afterResponse !== undefined) {
-      afterResponse(req, res, binding.rawResponse(res), refunder(entry, clientKey, units));
+    const refund = () => entry.limiter.refund(clientKey, units);
+    if (decision.delayMs === 0) {
+      if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      return { action: 'next', decision };
     }
-    return { action: 'next', decision };
+    held++;
+    return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
+      held--;
+      if (!heldToTheEnd) {
+        // The reserved slot was never used: give it back to the queue.
+        refund().catch(ignore);
+        return { action: 'gone', decision };
+      }
+      if (afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      return { action: 'next', decision };
+    });
   };
-
-  /** A store that answers later: the outcome once it has. */
-  const finishLater = (
-    entry: Entry,
-    decision: Promise<Decision>,
-    req: Req,
-    res: Res,
-    request: IncomingMessage,
-    clientKey: string,
-    units: number,
-  ): Promise<Outcome> => decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
     if (skip !== undefined && (await skip(req))) return SKIPPED;
@@ -256,7 +225,7 @@ export function createHttpLimiter<Req, Res>(
       const clientKey = keyOf(req, request);
       const decision = consumeNow(entry.limiter, clientKey, units);
       if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
-      return finishLater(entry, decision, req, res, request, clientKey, units);
+      return decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
     },
     limiter: fixedEntry?.limiter,
     limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,
