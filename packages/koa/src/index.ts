@@ -22,39 +22,6 @@ export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<C
 };
 
 /**
- * Where Koa keeps `ctx.request.ip` once read or set (a private symbol), found once per Koa
- * copy by setting `ip` on a throwaway object behind the request; undefined if Koa changes.
- */
-let ipProto: object | undefined;
-let ipSymbol: symbol | undefined;
-function koaIpSymbol(request: object): symbol | undefined {
-  const proto = Object.getPrototypeOf(request) as object;
-  if (proto === ipProto) return ipSymbol;
-  ipProto = proto;
-  const probe = Object.create(proto) as { ip: string };
-  try {
-    probe.ip = '';
-    ipSymbol = Object.getOwnPropertySymbols(probe)[0];
-  } catch {
-    ipSymbol = undefined;
-  }
-  return ipSymbol;
-}
-
-/**
- * Trusting no proxy, `ctx.ip` is the address an earlier middleware set, else the socket's; Koa
- * finds it only after reading X-Forwarded-For (a lowercased copy of the name, a header lookup
- * and a new array) on every request.
- */
-function clientIp(ctx: Context): string {
-  if (ctx.app.proxy) return ctx.ip;
-  const { request } = ctx;
-  const symbol = koaIpSymbol(request);
-  if (symbol === undefined) return ctx.ip;
-  return (request as unknown as Record<symbol, string | undefined>)[symbol] || ctx.req.socket.remoteAddress || '';
-}
-
-/**
  * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default
  * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
  * `maxIpsCount` makes the address one the proxies vouch for.
@@ -62,7 +29,7 @@ function clientIp(ctx: Context): string {
 const binding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
   rawResponse: (ctx) => ctx.res,
-  clientIp,
+  clientIp: (ctx) => ctx.ip,
   proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all'),
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
