@@ -1,0 +1,60 @@
+/**
+ * The loop `http-layer-instructions.ts` counts: `createHttpLimiter().handle` on one client,
+ * `count` times, every decision at once (no promise), for one case:
+ *   memory-pass   the memory store, every request allowed;
+ *   memory-429    the memory store, every request refused;
+ *   deny-cache-429  the Redis store, every request refused by its deny cache.
+ * ioredis is loaded in every case, as in every bench HTTP app and every app on the Redis store.
+ * Fails unless every decision was at once and had the case's outcome.
+ */
+import { createHttpLimiter, type HttpLimiterOptions } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+
+type Request = { headers: Record<string, string> };
+type Response = Record<string, string>;
+
+const [name = '', countArg = ''] = process.argv.slice(2);
+const count = Number(countArg);
+const refused = name.endsWith('-429');
+const client = name === 'deny-cache-429' ? new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
+const prefix = `sluice-bench-http-layer-${process.pid}`;
+
+const limiter = createHttpLimiter<Request, Response>(
+  {
+    ...(refused ? { limit: 1, window: '1h' } : { limit: 100_000_000, window: '1s' }),
+    algorithm: 'gcra',
+    // Under callgrind a Redis reply takes far longer than the default 100 ms.
+    storeTimeoutMs: 60_000,
+    ...(client && { store: createRedisStore({ client, prefix }) }),
+  } as HttpLimiterOptions<Request, never>,
+  {
+    rawRequest: (req) => req as never,
+    rawResponse: (res) => res as never,
+    clientIp: () => '10.0.0.1',
+    proxyTrust: () => 'none',
+    trustAdvice: '',
+    setHeader: (res, field, value) => {
+      res[field] = String(value);
+    },
+    appendHeader: (res, field, value) => {
+      res[field] = String(value);
+    },
+  },
+);
+
+// The first refusal comes from Redis (and is learned); after it, each one from the cache.
+for (let i = 0; i < 2; i++) await limiter.handle({ headers: {} }, {});
+const expected = refused ? 'limited' : 'next';
+let matched = 0;
+for (let i = 0; i < count; i++) {
+  const outcome = limiter.handle({ headers: {} }, {});
+  if (outcome instanceof Promise) throw new Error(`${name}: a decision was not made at once`);
+  if (outcome.action === expected) matched++;
+}
+if (matched !== count) throw new Error(`${name}: ${count - matched} decisions were not '${expected}'`);
+if (client) {
+  const keys = await client.keys(`${prefix}*`);
+  if (keys.length > 0) await client.del(...keys);
+  client.disconnect();
+}
