@@ -11,6 +11,9 @@ export interface Evaluation<S = State> extends PolicyOutcome {
   next: S;
 }
 
+/** An evaluation a caller owns and hands back for the next one: `next` is its own array, of the state's size. */
+export type Reused = Evaluation<number[]>;
+
 /**
  * A pure reference implementation of one algorithm. The memory store runs it; each Redis
  * script mirrors it line for line, and the conformance suite proves they agree.
@@ -19,9 +22,6 @@ export interface Evaluation<S = State> extends PolicyOutcome {
  * `policy.capacity`); `now` is integer epoch ms. A store may keep a state of its own shape `S`
  * with an algorithm that decides exactly as the reference does (the memory store's log).
  */
-/** An evaluation a caller owns and hands back for the next one: `next` is its own array, of the state's size. */
-export type Reused = Evaluation<number[]>;
-
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
   /**

@@ -33,9 +33,6 @@ export const slidingWindowCounter: Algorithm = {
   },
 };
 
-// Two functions rather than one returning a pair: this runs on every decision, and the pair
-// was an array allocated and taken apart each time.
-/** The count of window `index` in the state. */
 function evaluateInto(
   state: State | undefined,
   policy: Policy,
@@ -72,6 +69,9 @@ function evaluateInto(
   into.retryAfterMs = retryAfter(current, previous, capacity, cost, windowMs, elapsed) + lag;
 }
 
+// Two functions rather than one returning a pair: this runs on every decision, and the pair
+// was an array allocated and taken apart each time.
+/** The count of window `index` in the state. */
 function currentCount(state: readonly number[] | undefined, index: number): number {
   return state !== undefined && state[0] === index ? (state[1] as number) : 0;
 }

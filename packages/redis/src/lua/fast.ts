@@ -27,10 +27,11 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
- * a, b, c)` (limit and max_delay may come as text, for it to convert if it reads them), which returns allowed, remaining, reset, wait (delay if allowed, retry if not)
- * and, when allowed, the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives
- * it; `FAST_FORMAT`, the format of a state's numbers (its own, then units spent and reset
- * time); and `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
+ * a, b, c)` (limit and max_delay may come as text, for it to convert if it reads them), which
+ * returns allowed, remaining, reset, wait (delay if allowed, retry if not) and, when allowed,
+ * the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives it; `FAST_FORMAT`,
+ * the format of a state's numbers (its own, then units spent and reset time); and
+ * `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
  */
 export const fastLua = `
 -- One run of consuming decisions: 5 entries, then 6 per policy (see the header).
