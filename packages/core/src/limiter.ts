@@ -133,27 +133,35 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.cost,
         );
   };
+  // One request object for every call of the two paths whose store reads it during the call
+  // only: an in-process store's one-policy decision, and what a remote store may decide at once
+  // (a deny cache's refusal). A limiter's store takes one of them, never both.
   const keysAsGiven = storesTakingKeysAsGiven.has(store);
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
-  const nowOne = (policy: Policy, key: string, cost: number): Decision => {
+  /** The reused request, filled for this call. */
+  const reuse = (key: string, cost: number): StoreRequest => {
     checkKey(key);
     checkCost(cost);
     const caps = capacities();
-    // Every value first: a user's clock may itself ask this limiter.
+    // Every value first: a user's clock may itself ask this limiter, and so fill it again.
     const at = clock?.();
     // Core's memory store makes the key safe itself, skipping the check for a key it holds.
     reused.key = keysAsGiven ? key : storeKey(key);
     reused.cost = cost;
     reused.capacities = caps;
     reused.now = at;
+    return reused;
+  };
+  const nowOne = (policy: Policy, key: string, cost: number): Decision => {
+    const asked = reuse(key, cost);
     let outcome: PolicyOutcome;
     try {
-      outcome = succeed((store.consumeOneSync as ConsumeOneSync)(reused));
+      outcome = succeed((store.consumeOneSync as ConsumeOneSync)(asked));
     } catch (cause) {
       fail(cause);
       return unavailable(key);
     }
-    return oneDecision(key, outcome, policy, caps[0] as number, throttle.mode, cost);
+    return oneDecision(key, outcome, policy, asked.capacities[0] as number, throttle.mode, cost);
   };
 
   /** In-process stores decide synchronously: one promise per decision instead of several. */
@@ -174,23 +182,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
 
   // A store that decides in another process is asked with one request, read from the clock
-  // once. What the store may decide at once (a deny cache's refusal) it is asked in a request
-  // object reused from call to call, read during that call only; the request that goes on to
-  // the store, and is held until it answers, is a copy made on a miss alone.
-  const probe: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
+  // once: what it may decide at once in the reused request, and on a miss a copy of it, which
+  // the store holds until it answers.
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
     if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
     if (store.decideAtOnce === undefined) return ask(key, consumeRequest(key, cost));
-    checkKey(key);
-    checkCost(cost);
-    const caps = capacities();
-    // Every value first: a user's clock may itself ask this limiter, and so reuse the probe.
-    const at = clock?.();
-    probe.key = storeKey(key);
-    probe.cost = cost;
-    probe.capacities = caps;
-    probe.now = at;
-    return atOnce(key, probe) ?? ask(key, { ...probe });
+    return atOnce(key, reuse(key, cost)) ?? ask(key, { ...reused });
   };
 
   // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call
