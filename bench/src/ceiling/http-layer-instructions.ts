@@ -11,10 +11,10 @@
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts
  */
 import { finish, nodeFlags, sourceFile, spawnPinned } from '../lib/children.js';
+import { httpLayerCases } from './http-layer-cases.js';
 
 const SHORT = 200_000;
 const LONG = 1_000_000;
-const cases = ['memory-pass', 'memory-429', 'deny-cache-429'];
 
 /** The instructions callgrind counted in one run of the loop. */
 async function instructions(name: string, count: number): Promise<number> {
@@ -29,7 +29,7 @@ async function instructions(name: string, count: number): Promise<number> {
 }
 
 console.log('| case | instructions per decision |\n| --- | ---: |');
-for (const name of cases) {
+for (const name of httpLayerCases) {
   const perDecision = ((await instructions(name, LONG)) - (await instructions(name, SHORT))) / (LONG - SHORT);
   console.log(`| ${name} | ${Math.round(perDecision).toLocaleString('en-US')} |`);
 }

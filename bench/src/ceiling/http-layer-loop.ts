@@ -1,21 +1,22 @@
 /**
  * The loop `http-layer-instructions.ts` counts: `createHttpLimiter().handle` on one client,
- * `count` times, every decision at once (no promise), for one case:
- *   memory-pass   the memory store, every request allowed;
- *   memory-429    the memory store, every request refused;
- *   deny-cache-429  the Redis store, every request refused by its deny cache.
+ * `count` times, every decision at once (no promise), for one case of `httpLayerCases`.
  * ioredis is loaded in every case, as in every bench HTTP app and every app on the Redis store.
  * Fails unless every decision was at once and had the case's outcome.
  */
 import { createHttpLimiter, type HttpLimiterOptions } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
+import { httpLayerCases } from './http-layer-cases.js';
 
 type Request = { headers: Record<string, string> };
 type Response = Record<string, string>;
 
 const [name = '', countArg = ''] = process.argv.slice(2);
 const count = Number(countArg);
+if (!(httpLayerCases as readonly string[]).includes(name) || !Number.isSafeInteger(count) || count < 1) {
+  throw new Error(`usage: http-layer-loop.ts <${httpLayerCases.join('|')}> <decisions>`);
+}
 const refused = name.endsWith('-429');
 const client = name === 'deny-cache-429' ? new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
 const prefix = `sluice-bench-http-layer-${process.pid}`;
