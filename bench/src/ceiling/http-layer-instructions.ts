@@ -7,8 +7,8 @@
  * background compiler and collector threads, which land at different moments in each run,
  * out of the count; what is left moves by about 100 between runs. Runs the compiled
  * packages, as users do: `pnpm build` first. The deny-cache case needs Redis (REDIS_URL, by
- * default 127.0.0.1:6379). About 4 minutes.
- *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts
+ * default 127.0.0.1:6379). About a minute a case; name cases to count only those.
+ *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts [case…]
  */
 import { finish, nodeFlags, sourceFile, spawnPinned } from '../lib/children.js';
 import { httpLayerCases } from './http-layer-cases.js';
@@ -28,8 +28,11 @@ async function instructions(name: string, count: number): Promise<number> {
   return Number(collected[1]);
 }
 
+const asked = process.argv.slice(2);
+const unknown = asked.filter((name) => !(httpLayerCases as readonly string[]).includes(name));
+if (unknown.length > 0) throw new Error(`unknown case ${unknown.join(', ')}; the cases: ${httpLayerCases.join(', ')}`);
 console.log('| case | instructions per decision |\n| --- | ---: |');
-for (const name of httpLayerCases) {
+for (const name of asked.length > 0 ? asked : httpLayerCases) {
   const perDecision = ((await instructions(name, LONG)) - (await instructions(name, SHORT))) / (LONG - SHORT);
   console.log(`| ${name} | ${Math.round(perDecision).toLocaleString('en-US')} |`);
 }

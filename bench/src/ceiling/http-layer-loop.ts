@@ -18,16 +18,23 @@ if (!(httpLayerCases as readonly string[]).includes(name) || !Number.isSafeInteg
   throw new Error(`usage: http-layer-loop.ts <${httpLayerCases.join('|')}> <decisions>`);
 }
 const refused = name.endsWith('-429');
-const client = name === 'deny-cache-429' ? new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
+const onRedis = name === 'deny-cache-429' || name === 'local-first-pass';
+const client = onRedis ? new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
 const prefix = `sluice-bench-http-layer-${process.pid}`;
 
+const store = client
+  ? createRedisStore({
+      client,
+      prefix,
+      ...(name === 'local-first-pass' && { localFirst: { syncIntervalMs: 50 } }),
+    })
+  : undefined;
 const limiter = createHttpLimiter<Request, Response>(
   {
     ...(refused ? { limit: 1, window: '1h' } : { limit: 100_000_000, window: '1s' }),
-    algorithm: 'gcra',
     // Under callgrind a Redis reply takes far longer than the default 100 ms.
     storeTimeoutMs: 60_000,
-    ...(client && { store: createRedisStore({ client, prefix }) }),
+    ...(store && { store }),
   } as HttpLimiterOptions<Request, never>,
   {
     rawRequest: (req) => req as never,
@@ -55,6 +62,7 @@ for (let i = 0; i < count; i++) {
 }
 if (matched !== count) throw new Error(`${name}: ${count - matched} decisions were not '${expected}'`);
 if (client) {
+  await store?.localFirst?.close();
   const keys = await client.keys(`${prefix}*`);
   if (keys.length > 0) await client.del(...keys);
   client.disconnect();
