@@ -96,8 +96,9 @@ describe('the one-policy fast path', () => {
   });
 });
 
-// docs/stores.md: a store is handed client keys already made safe, fast paths included; only
-// core's memory store takes them as given on its one-policy path, to skip the check.
+// docs/stores.md: a store is handed client keys already made safe, fast paths included, unless
+// it says it takes them as given (`takesKeysAsGiven`, as core's memory store does, to skip the
+// check for a key it holds).
 describe("a custom in-process store's client keys", () => {
   it('are made safe on every call, consumeOneSync included', async () => {
     const seen: string[] = [];

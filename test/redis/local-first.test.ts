@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createHttpLimiter, createLimiter, type Logger, toPolicy } from '@sluice/core';
+import { createHttpLimiter, createLimiter, type Logger, storeKey, toPolicy } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -128,6 +128,36 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     expect(second).not.toBeInstanceOf(Promise);
     expect(second).toMatchObject({ action: 'next', decision: { remaining: 0 } });
     expect(limiter.handle(request(), {})).toMatchObject({ action: 'limited', decision: { allowed: false } });
+  });
+
+  // Decided at once, a client key comes as the caller gave it, and the store makes it safe
+  // itself, skipping that for a key it holds as it is: a key it must hash is still decided at
+  // once, and a key that spells another key's made-safe form is another client.
+  it('decides keys it must make safe at once, each apart, and as the memory store does', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const store = await appProcess();
+    let atOnce = 0;
+    const counted: RedisStore = {
+      ...store,
+      decideAtOnce(request) {
+        const reply = store.decideAtOnce?.(request);
+        if (reply !== undefined) atOnce++;
+        return reply;
+      },
+    };
+    const longKey = 'k'.repeat(200);
+    const keys = ['c{d}', longKey, storeKey(longKey), 'plain'];
+    const options = { limit: 2, window: '1m', algorithm: 'sliding-window-counter', clock, prefix: 'given' } as const;
+    const limiter = createLimiter({ ...options, store: counted });
+    const reference = createLimiter(options);
+    for (const round of [1, 2, 3]) {
+      for (const key of keys) {
+        const [got, expected] = [await limiter.consume(key), await reference.consume(key)];
+        expect(got, `${key.slice(0, 12)}, round ${round}`).toEqual(expected);
+      }
+    }
+    // The first round waited for each client's read of the fleet; every later one was at once.
+    expect(atOnce).toBe(2 * keys.length);
   });
 
   // Counts are kept by policies, then namespace, then client key: a request for one policies

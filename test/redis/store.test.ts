@@ -505,6 +505,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       'prefix',
       'refund',
       'reset',
+      'takesKeysAsGiven',
     ]);
   });
 });

@@ -1,4 +1,4 @@
-export type { Algorithm, Evaluation, State } from './algorithms/index.js';
+export type { Algorithm, Evaluation, Reused, State } from './algorithms/index.js';
 export { algorithmNames, algorithms, convertState, decide, refundStates } from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
@@ -13,6 +13,6 @@ export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, toPolicies, toPolicy } from './policy.js';
 export { OUTAGE_QUIET_MS } from './store-guard.js';
-export { storeKey } from './store-key.js';
+export { safeWhenHeld, storeKey } from './store-key.js';
 export { eventLoopLoad, toThrottle } from './throttle.js';
 export type * from './types.js';

@@ -6,7 +6,7 @@ import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
-import { storeKey, storesTakingKeysAsGiven } from './store-key.js';
+import { storeKey } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
@@ -136,7 +136,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // One request object for every call of the two paths whose store reads it during the call
   // only: an in-process store's one-policy decision, and what a remote store may decide at once
   // (a deny cache's refusal). A limiter's store takes one of them, never both.
-  const keysAsGiven = storesTakingKeysAsGiven.has(store);
+  const keysAsGiven = store.takesKeysAsGiven === true;
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   /** The reused request, filled for this call. */
   const reuse = (key: string, cost: number): StoreRequest => {
@@ -145,7 +145,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const caps = capacities();
     // Every value first: a user's clock may itself ask this limiter, and so fill it again.
     const at = clock?.();
-    // Core's memory store makes the key safe itself, skipping the check for a key it holds.
+    // A store that takes keys as given makes them safe itself, skipping that for a key it holds.
     reused.key = keysAsGiven ? key : storeKey(key);
     reused.cost = cost;
     reused.capacities = caps;
@@ -183,11 +183,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   // A store that decides in another process is asked with one request, read from the clock
   // once: what it may decide at once in the reused request, and on a miss a copy of it, which
-  // the store holds until it answers.
+  // the store holds until it answers (`consume` gets safe keys from every limiter).
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
     if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
     if (store.decideAtOnce === undefined) return ask(key, consumeRequest(key, cost));
-    return atOnce(key, reuse(key, cost)) ?? ask(key, { ...reused });
+    return atOnce(key, reuse(key, cost)) ?? ask(key, keysAsGiven ? { ...reused, key: storeKey(key) } : { ...reused });
   };
 
   // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call

@@ -3,6 +3,8 @@ import { charCodeAt } from './char-code.js';
 
 /** The longest client key kept as it is. */
 export const MAX_KEPT_LENGTH = 128;
+/** `#`: how a key made safe by hashing starts, which no key kept as it is does. */
+const HASHED = 35;
 
 /**
  * Client keys are client-controlled bytes. A short key of safe characters
@@ -31,8 +33,11 @@ function isSafe(key: string): boolean {
 }
 
 /**
- * Stores whose `consumeOneSync` takes the client key as given and makes it safe itself (core's
- * memory store, which skips the check for a key it holds). Every other store is handed keys
- * already made safe, as the store contract says.
+ * Whether `key`, once found among keys made safe, is itself safe, so that `storeKey` would
+ * return it unchanged: a store that takes keys as given (`RateLimitStore.takesKeysAsGiven`)
+ * and holds only safe keys skips `storeKey` for such a key it holds. A hashed key starts with
+ * `#`, which a given key may too; one longer than a kept key is never held as it is.
  */
-export const storesTakingKeysAsGiven = new WeakSet<object>();
+export function safeWhenHeld(key: string): boolean {
+  return key.length <= MAX_KEPT_LENGTH && charCodeAt.call(key, 0) !== HASHED;
+}

@@ -142,6 +142,12 @@ export interface RateLimitStore {
    */
   decideAtOnce?(request: StoreRequest): StoreReply | undefined;
   /**
+   * True when `consumeOneSync` and `decideAtOnce` get the client key as the caller gave it,
+   * not made safe: the store makes it safe itself (`storeKey`), and may skip that for a key it
+   * finds among the safe keys it holds (`safeWhenHeld`). Every other call gets safe keys.
+   */
+  readonly takesKeysAsGiven?: boolean;
+  /**
    * Optional: decides several requests in one atomic step and charges every one only if all
    * allow, else none (a decision service's descriptors). Each request names its own
    * (namespace, key). Each reply's `allowed` says whether its own policies allowed. Returns

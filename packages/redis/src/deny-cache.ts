@@ -5,6 +5,8 @@ import {
   SluiceError,
   type StoreReply,
   type StoreRequest,
+  safeWhenHeld,
+  storeKey,
 } from '@sluice/core';
 import { LRUCache } from 'lru-cache';
 
@@ -26,6 +28,8 @@ export interface DenyCacheOptions {
 interface Refusal {
   /** The limiter's namespace: one client key may be refused by several limiters of one store. */
   readonly namespace: string;
+  /** The client key, made safe: what the refusal is kept under. */
+  readonly key: string;
   readonly policies: readonly Policy[];
   readonly capacities: readonly number[];
   readonly cost: number;
@@ -55,12 +59,14 @@ interface Refusal {
  * show drifting figures, so they go to Redis as before.
  */
 export interface DenyCache {
+  /** The refusal Redis would give, or undefined to ask Redis. */
+  lookup(request: StoreRequest): StoreReply | undefined;
   /**
-   * The refusal Redis would give, or undefined to ask Redis. With `scratch`, the reply is
-   * written into objects the cache reuses for its next such lookup: for a caller that reads
-   * it at once, so that a refused client costs no allocation here.
+   * `lookup` for `decideAtOnce`: the client key as the caller gave it (made safe here unless
+   * held as it is), and the reply written into objects the cache reuses for its next such
+   * lookup, for a caller that reads it at once: a refused client costs no allocation here.
    */
-  lookup(request: StoreRequest, scratch?: boolean): StoreReply | undefined;
+  lookupGiven(request: StoreRequest): StoreReply | undefined;
   /** Learns from a reply to a request sent at `sentAt`. */
   learn(request: StoreRequest, sentAt: number, reply: StoreReply): void;
   /** Forgets a client: its state is about to change through this store (refund, reset). */
@@ -89,6 +95,40 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
     return refusal;
   };
 
+  /** The refusal kept for a client key as the caller gave it. */
+  const findGiven = (namespace: string, given: string): Refusal | undefined => {
+    const held = safeWhenHeld(given) ? find(namespace, given) : undefined;
+    if (held !== undefined) return held;
+    const key = storeKey(given);
+    return key === given ? undefined : find(namespace, key);
+  };
+
+  /** `refusal`'s reply to `request`, written into `reply`; undefined once its wait is over. */
+  const replay = (refusal: Refusal | undefined, request: StoreRequest, reply: StoreReply) => {
+    if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
+    const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
+    if (elapsed < 0 || elapsed >= refusal.spanMs) {
+      if (elapsed >= refusal.spanMs) forget(refusal.namespace, refusal.key);
+      return undefined;
+    }
+    reply.now = refusal.decidedAt + elapsed;
+    const { outcomes } = reply;
+    // Written only when it changes: setting an array's length calls into the runtime.
+    if (outcomes.length !== refusal.outcomes.length) outcomes.length = refusal.outcomes.length;
+    for (let i = 0; i < outcomes.length; i++) {
+      const cached = refusal.outcomes[i] as PolicyOutcome;
+      let outcome = outcomes[i];
+      if (outcome === undefined) {
+        outcome = { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
+        outcomes[i] = outcome;
+      }
+      outcome.remaining = cached.remaining;
+      outcome.resetAfterMs = Math.max(0, cached.resetAfterMs - elapsed);
+      outcome.retryAfterMs = cached.retryAfterMs - elapsed;
+    }
+    return reply;
+  };
+
   const forget = (namespace: string, key: string): void => {
     const first = refusals.peek(key);
     if (first === undefined) return;
@@ -106,31 +146,13 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   };
 
   return {
-    lookup(request, scratch = false) {
-      const refusal = find(request.namespace, request.key);
-      if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
-      const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
-      if (elapsed < 0 || elapsed >= refusal.spanMs) {
-        if (elapsed >= refusal.spanMs) forget(request.namespace, request.key);
-        return undefined;
-      }
-      const reply = scratch ? reused : { allowed: false, now: 0, outcomes: [] };
-      reply.now = refusal.decidedAt + elapsed;
-      const { outcomes } = reply;
-      // Written only when it changes: setting an array's length calls into the runtime.
-      if (outcomes.length !== refusal.outcomes.length) outcomes.length = refusal.outcomes.length;
-      for (let i = 0; i < outcomes.length; i++) {
-        const cached = refusal.outcomes[i] as PolicyOutcome;
-        let outcome = outcomes[i];
-        if (outcome === undefined) {
-          outcome = { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
-          outcomes[i] = outcome;
-        }
-        outcome.remaining = cached.remaining;
-        outcome.resetAfterMs = Math.max(0, cached.resetAfterMs - elapsed);
-        outcome.retryAfterMs = cached.retryAfterMs - elapsed;
-      }
-      return reply;
+    lookup(request) {
+      const reply = { allowed: false, now: 0, outcomes: [] };
+      return replay(find(request.namespace, request.key), request, reply);
+    },
+
+    lookupGiven(request) {
+      return replay(findGiven(request.namespace, request.key), request, reused);
     },
 
     learn(request, sentAt, reply) {
@@ -147,6 +169,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
         const next = refusals.peek(key);
         const refusal = {
           namespace,
+          key,
           policies,
           capacities,
           cost,

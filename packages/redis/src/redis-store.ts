@@ -108,6 +108,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       name: 'redis',
       // Decided in-process; a new client's one read has its own timeout and never fails.
       local: true,
+      takesKeysAsGiven: true,
       prefix,
       backing: backingOf(client, prefix),
       checkPolicies(policies) {
@@ -174,8 +175,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     checkPolicies: policyList,
     consumeAll,
     ...(denyCache && {
+      takesKeysAsGiven: true,
       decideAtOnce(request: StoreRequest) {
-        const cached = denyCache.lookup(request, true);
+        const cached = denyCache.lookupGiven(request);
         if (cached === undefined) justMissed = true;
         return cached;
       },

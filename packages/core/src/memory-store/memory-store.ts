@@ -1,7 +1,6 @@
 import { decide, type Evaluation, type Reused, refundStates, type State } from '../algorithms/index.js';
-import { charCodeAt } from '../char-code.js';
 import { SluiceError } from '../errors.js';
-import { MAX_KEPT_LENGTH, storeKey, storesTakingKeysAsGiven } from '../store-key.js';
+import { safeWhenHeld, storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
 import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
@@ -13,8 +12,6 @@ import { type TakenOver, takeOver } from './take-over.js';
 import { withGetters } from './with-getters.js';
 
 export const DEFAULT_MAX_KEYS = 100_000;
-/** `#`: how a key `storeKey` made safe starts. */
-const HASHED = 35;
 
 export interface MemoryStoreOptions {
   /** Most client keys tracked at once; one key holds the state of every limiter for that client. @default 100000 */
@@ -27,7 +24,7 @@ export interface MemoryStore extends RateLimitStore {
   /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
   readonly evictions: number;
   consumeSync(request: StoreRequest): StoreReply;
-  /** `RateLimitStore.consumeOneSync`, given the client key as it is: the store makes it safe (`storeKey`) itself. */
+  /** `RateLimitStore.consumeOneSync`: the store takes keys as given (`takesKeysAsGiven`). */
   consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
 
@@ -209,14 +206,14 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const methods: Omit<MemoryStore, 'size' | 'evictions'> & Tabled = {
     name: 'memory',
     local: true,
+    takesKeysAsGiven: true,
     [TABLE]: table,
     consumeSync,
     consumeOneSync(request) {
       const now = nowOf(request);
       const given = request.key;
-      // Held as it is, the key was safe when it was stored (a made-safe key starts with `#`,
-      // which no safe key does): `storeKey` would return it unchanged, so it is not run.
-      if (given.length <= MAX_KEPT_LENGTH && charCodeAt.call(given, 0) !== HASHED) {
+      // Held as it is, the key was safe when it was stored: `storeKey` is not run.
+      if (safeWhenHeld(given)) {
         const slot = index.get(given);
         if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
       }
@@ -261,7 +258,6 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     },
   };
   const store: MemoryStore = withGetters(methods, storeGetters);
-  storesTakingKeysAsGiven.add(store);
   return store;
 }
 

@@ -1,13 +1,25 @@
-import { algorithms, decide, type Policy, type State, type StoreReply, type StoreRequest } from '@sluice/core';
+import {
+  algorithms,
+  decide,
+  type Policy,
+  type Reused,
+  type State,
+  type StoreReply,
+  type StoreRequest,
+} from '@sluice/core';
 
 /**
  * What one process knows of one policy of one client in local-first mode: the algorithm's
  * state as of the last sync plus this process's own charges since (`view`), and this
- * process's cumulative count per window (`own`), which the sync writes to Redis.
+ * process's cumulative count of the latest window it charged (`current`, for `window`) and of
+ * the window before (`previous`), which the sync writes to Redis. Older windows no longer
+ * count for any algorithm local-first runs, and no sync writes them.
  */
 export interface PolicyCounts {
   view: State | undefined;
-  own: Map<number, number>;
+  window: number;
+  current: number;
+  previous: number;
 }
 
 /** One client of one limiter, as this process sees it. */
@@ -29,11 +41,17 @@ export function newClientCounts(request: StoreRequest, now: number): ClientCount
     namespace: request.namespace,
     key: request.key,
     policies: request.policies,
-    counts: request.policies.map(() => ({ view: undefined, own: new Map() })),
+    counts: request.policies.map(() => ({ view: undefined, window: -1, current: 0, previous: 0 })),
     lastNow: now,
     touched: false,
     stale: true,
   };
+}
+
+/** This process's count of `window`. */
+export function ownCount(counts: PolicyCounts, window: number): number {
+  if (window === counts.window) return counts.current;
+  return window === counts.window - 1 ? counts.previous : 0;
 }
 
 /**
@@ -42,19 +60,82 @@ export function newClientCounts(request: StoreRequest, now: number): ClientCount
  */
 export function decideLocally(client: ClientCounts, request: StoreRequest, now: number, share: number): StoreReply {
   const { policies, capacities, cost } = request;
-  const scaled = share === 1 ? capacities : capacities.map((capacity) => Math.floor(capacity * share));
+  const scaled = share === 1 ? capacities : capacities.map((capacity) => scaledCapacity(capacity, share));
   const views = client.counts.map((counts) => counts.view);
-  const { next, ...reply } = decide(views, policies, scaled, cost, now);
+  const { allowed, outcomes, next } = decide(views, policies, scaled, cost, now);
   if (next !== undefined) {
     for (let i = 0; i < policies.length; i++) {
       const counts = client.counts[i] as PolicyCounts;
       counts.view = next[i];
-      charge(counts.own, windowOf(policies[i] as Policy, now), cost);
+      charge(counts, windowOf(policies[i] as Policy, now), cost);
     }
   }
-  client.lastNow = Math.max(client.lastNow, now);
+  seen(client, now);
+  return { allowed, now, outcomes };
+}
+
+/** A reply `decideOneLocally` fills in place: read at once, before the next decision. */
+export interface ReusedReply {
+  allowed: boolean;
+  now: number;
+  readonly outcomes: [Reused];
+}
+
+export function reusedReply(): ReusedReply {
+  const evaluation: Reused = {
+    allowed: false,
+    remaining: 0,
+    resetAfterMs: 0,
+    retryAfterMs: 0,
+    delayMs: 0,
+    next: [0, 0, 0],
+  };
+  return { allowed: false, now: 0, outcomes: [evaluation] };
+}
+
+/**
+ * `decideLocally` for a client of one policy, deciding as it does, into `into`: a client with
+ * a view is decided with nothing allocated, its view written in place.
+ */
+export function decideOneLocally(
+  client: ClientCounts,
+  request: StoreRequest,
+  now: number,
+  share: number,
+  into: ReusedReply,
+): StoreReply {
+  const policy = request.policies[0] as Policy;
+  const counts = client.counts[0] as PolicyCounts;
+  const capacity = scaledCapacity(request.capacities[0] as number, share);
+  const { cost } = request;
+  const evaluation = into.outcomes[0];
+  const algorithm = algorithms[policy.algorithm];
+  const view = counts.view as number[] | undefined;
+  if (view === undefined || algorithm.evaluateInto === undefined) {
+    const fresh = algorithm.evaluate(view, policy, capacity, cost, now);
+    evaluation.allowed = fresh.allowed;
+    evaluation.remaining = fresh.remaining;
+    evaluation.resetAfterMs = fresh.resetAfterMs;
+    evaluation.retryAfterMs = fresh.retryAfterMs;
+    evaluation.delayMs = fresh.delayMs;
+    if (fresh.allowed && cost > 0) counts.view = fresh.next;
+  } else {
+    algorithm.evaluateInto(view, policy, capacity, cost, now, evaluation);
+    if (evaluation.allowed && cost > 0) for (let j = 0; j < view.length; j++) view[j] = evaluation.next[j] as number;
+  }
+  if (evaluation.allowed && cost > 0) charge(counts, windowOf(policy, now), cost);
+  seen(client, now);
+  into.allowed = evaluation.allowed;
+  into.now = now;
+  return into;
+}
+
+const scaledCapacity = (capacity: number, share: number): number =>
+  share === 1 ? capacity : Math.floor(capacity * share);
+
+function seen(client: ClientCounts, now: number): void {
+  if (now > client.lastNow) client.lastNow = now;
   client.touched = true;
-  return reply;
 }
 
 /** Gives units back to this process's count of the current window (never below zero). */
@@ -63,8 +144,8 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
     const policy = client.policies[i] as Policy;
     const counts = client.counts[i] as PolicyCounts;
     const window = windowOf(policy, now);
-    const given = Math.min(request.cost, counts.own.get(window) ?? 0);
-    if (given > 0) counts.own.set(window, (counts.own.get(window) as number) - given);
+    const given = Math.min(request.cost, ownCount(counts, window));
+    if (given > 0) charge(counts, window, -given);
     counts.view = algorithms[policy.algorithm].refund(counts.view, policy, request.capacities[i] as number, given, now);
   }
   client.touched = true;
@@ -72,10 +153,15 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
 
 export const windowOf = (policy: Policy, now: number): number => Math.floor(now / policy.windowMs);
 
-function charge(own: Map<number, number>, window: number, cost: number): void {
-  own.set(window, (own.get(window) ?? 0) + cost);
-  // Only the current window and the one before it still count.
-  for (const old of own.keys()) if (old < window - 1) own.delete(old);
+/** Adds `units` to this process's count of `window`; a window older than the one before the latest is not kept. */
+function charge(counts: PolicyCounts, window: number, units: number): void {
+  if (window === counts.window) counts.current += units;
+  else if (window === counts.window - 1) counts.previous += units;
+  else if (window > counts.window) {
+    counts.previous = window === counts.window + 1 ? counts.current : 0;
+    counts.current = units;
+    counts.window = window;
+  }
 }
 
 /**
@@ -89,8 +175,8 @@ export function applySync(
   sums: readonly [number, number],
   sent: readonly [number, number],
 ): void {
-  const current = sums[0] - sent[0] + (counts.own.get(window) ?? 0);
-  const previous = sums[1] - sent[1] + (counts.own.get(window - 1) ?? 0);
+  const current = sums[0] - sent[0] + ownCount(counts, window);
+  const previous = sums[1] - sent[1] + ownCount(counts, window - 1);
   const viewWindow = counts.view === undefined ? window : Math.max(window, counts.view[0] as number);
   if (viewWindow === window) {
     counts.view = policy.algorithm === 'fixed-window' ? [window, current] : [window, current, previous];

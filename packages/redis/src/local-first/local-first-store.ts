@@ -1,14 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger, Policy, StoreReply, StoreRequest } from '@sluice/core';
+import { type Logger, type Policy, type StoreReply, type StoreRequest, safeWhenHeld, storeKey } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { firstConnection, notReady, type RedisClient } from '../client.js';
 import {
   applySync,
   type ClientCounts,
   decideLocally,
+  decideOneLocally,
   newClientCounts,
+  ownCount,
   type PolicyCounts,
   refundLocally,
+  reusedReply,
   windowOf,
 } from './client-counts.js';
 import { type CheckedLocalFirst, checkLocalFirstPolicies } from './options.js';
@@ -18,6 +21,7 @@ import { defineSyncScript } from './sync-script.js';
 const KEYS_PER_CALL = 512;
 
 export interface LocalFirstParts {
+  /** Gets the client key as the caller gave it: the store takes keys as given (`takesKeysAsGiven`). */
   decideAtOnce(request: StoreRequest): StoreReply | undefined;
   consume(request: StoreRequest): Promise<StoreReply>;
   refund(request: StoreRequest): Promise<void>;
@@ -77,9 +81,9 @@ export function createLocalFirst(
     for (const counts of targets) {
       counts.touched = false;
       counts.policies.forEach((policy, i) => {
-        const own = (counts.counts[i] as PolicyCounts).own;
+        const own = counts.counts[i] as PolicyCounts;
         const window = windowOf(policy, counts.lastNow);
-        const sent: [number, number] = [own.get(window) ?? 0, own.get(window - 1) ?? 0];
+        const sent: [number, number] = [ownCount(own, window), ownCount(own, window - 1)];
         const current = windowKey(counts.namespace, counts.key, policy, window);
         const slot = onCluster ? calculateSlot(current) : 0;
         const call = bySlot.get(slot) ?? { keys: [], args: [], slices: [] };
@@ -153,6 +157,8 @@ export function createLocalFirst(
       }
       if (namespaces.size === 0) limiters.delete(policies);
     }
+    // A map deleted above may be the one `freshClient` remembers; it is found again when next asked.
+    lastPolicies = undefined;
     if (targets.length === 0) return Promise.resolve();
     running = reconcile(targets).finally(() => {
       running = undefined;
@@ -163,10 +169,39 @@ export function createLocalFirst(
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
   timer.unref();
 
-  /** The client's counts when they can decide now: known here and read since it was idle. */
-  const freshClient = (request: StoreRequest): ClientCounts | undefined => {
-    const counts = limiters.get(request.policies)?.get(request.namespace)?.get(request.key);
-    return counts === undefined || counts.stale ? undefined : counts;
+  // The clients of the last limiter and namespace asked for: an app's limiter asks with the
+  // same two every time, and two map lookups cost a decision more than its count does.
+  let lastPolicies: readonly Policy[] | undefined;
+  let lastNamespace = '';
+  let lastClients: Map<string, ClientCounts> | undefined;
+
+  /** The limiter's clients under the request's namespace, if any are known here. */
+  const clientsOf = (request: StoreRequest): Map<string, ClientCounts> | undefined => {
+    if (request.policies !== lastPolicies || request.namespace !== lastNamespace) {
+      const clients = limiters.get(request.policies)?.get(request.namespace);
+      if (clients === undefined) return undefined;
+      lastPolicies = request.policies;
+      lastNamespace = request.namespace;
+      lastClients = clients;
+    }
+    return lastClients;
+  };
+
+  /** Counts that can decide now: known here and read since the client was idle. */
+  const ready = (counts: ClientCounts | undefined) => (counts === undefined || counts.stale ? undefined : counts);
+
+  /** The client's counts when they can decide now, for a request whose key is safe. */
+  const freshClient = (request: StoreRequest): ClientCounts | undefined => ready(clientsOf(request)?.get(request.key));
+
+  /** `freshClient` for a key as the caller gave it (`decideAtOnce`): made safe unless held as it is. */
+  const freshGivenClient = (request: StoreRequest): ClientCounts | undefined => {
+    const clients = clientsOf(request);
+    if (clients === undefined) return undefined;
+    const given = request.key;
+    const held = safeWhenHeld(given) ? clients.get(given) : undefined;
+    if (held !== undefined) return ready(held);
+    const key = storeKey(given);
+    return key === given ? undefined : ready(clients.get(key));
   };
 
   /** A new or idle client's counts, once the fleet's have been read (or could not be). */
@@ -215,14 +250,20 @@ export function createLocalFirst(
     return now;
   };
 
+  // The limiter reads a reply decided at once before it asks again: one-policy clients are
+  // decided into this one, allocating nothing.
+  const atOnce = reusedReply();
+
   return {
     checkPolicies: checkLocalFirstPolicies,
     // A known client decides at once, with no promise at all; a new or idle one waits for its read.
     decideAtOnce(request) {
-      const counts = freshClient(request);
+      const counts = freshGivenClient(request);
       if (counts === undefined) return undefined;
       try {
-        return decideLocally(counts, request, decisionTime(request), share());
+        const now = decisionTime(request);
+        if (request.policies.length === 1) return decideOneLocally(counts, request, now, share(), atOnce);
+        return decideLocally(counts, request, now, share());
       } catch {
         // `consume` meets the same failure under the limiter's store-error policy.
         return undefined;
@@ -266,10 +307,7 @@ export function createLocalFirst(
 
 /** True when no window this process counted in can matter any more (its totals included). */
 function isOver(counts: ClientCounts, now: number): boolean {
-  return counts.policies.every((policy, i) => {
-    const latest = Math.max(-1, ...(counts.counts[i] as PolicyCounts).own.keys());
-    return latest < windowOf(policy, now) - 1;
-  });
+  return counts.policies.every((policy, i) => (counts.counts[i] as PolicyCounts).window < windowOf(policy, now) - 1);
 }
 
 function withTimeout(call: Promise<void>, ms: number): Promise<void> {
