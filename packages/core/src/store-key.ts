@@ -3,8 +3,6 @@ import { charCodeAt } from './char-code.js';
 
 /** The longest client key kept as it is. */
 export const MAX_KEPT_LENGTH = 128;
-/** `#`: how a key made safe by hashing starts, which no key kept as it is does. */
-const HASHED = 35;
 
 /**
  * Client keys are client-controlled bytes. A short key of safe characters
@@ -39,5 +37,7 @@ function isSafe(key: string): boolean {
  * `#`, which a given key may too; one longer than a kept key is never held as it is.
  */
 export function safeWhenHeld(key: string): boolean {
-  return key.length <= MAX_KEPT_LENGTH && charCodeAt.call(key, 0) !== HASHED;
+  // An element read, not a `charCodeAt` call: the builtin is called, not inlined (about 85
+  // instructions per decision on the memory store with ioredis loaded).
+  return key.length <= MAX_KEPT_LENGTH && key[0] !== '#';
 }
