@@ -1,6 +1,8 @@
-import { charCodeAt } from '../char-code.js';
 import { invalid } from '../errors.js';
 import { carriesIpv4, formatIpv4, formatIpv6, maskGroups, parseIp } from './ip-address.js';
+
+/** Called through this module's own constant: see `charCodeAt` in `store-key.ts`. */
+const charCodeAt = String.prototype.charCodeAt;
 
 /**
  * ISPs hand a customer a whole IPv6 prefix, commonly a /56, so keying on the full address
