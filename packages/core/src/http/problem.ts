@@ -73,8 +73,10 @@ const UNAVAILABLE_MIDDLE = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILAB
  */
 export function problemJson(decision: Decision): string {
   let violated = '[';
+  // Quoted as they are: a policy name is letters, digits, `.`, `_` and `-` (policy.ts), none
+  // of which JSON escapes.
   for (const p of decision.policies) {
-    if (!p.allowed) violated += `${violated === '[' ? '' : ','}${JSON.stringify(p.name)}`;
+    if (!p.allowed) violated += `${violated === '[' ? '' : ','}"${p.name}"`;
   }
   violated += ']}';
   if (decision.reason === 'store-unavailable') return UNAVAILABLE_MIDDLE + violated;
