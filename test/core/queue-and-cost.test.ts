@@ -1,4 +1,4 @@
-import { createLimiter, type Policy } from '@sluice/core';
+import { algorithms, createLimiter, type Policy } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -86,6 +86,18 @@ const impossibleCost = (p: Policy): number =>
   p.capacity + (p.maxDelayMs > 0 ? Math.floor((p.maxDelayMs * p.limit) / p.windowMs) : 0) + 1;
 
 describe('a cost larger than the capacity', () => {
+  // A refusal asks whether its cost could ever pass only when the cost exceeds the capacity.
+  it.each(VARIANTS)('%s: any cost up to the capacity, raised or not, passes a fresh state', (variant) => {
+    fc.assert(
+      fc.property(policyArb(variant), fc.integer({ min: 0, max: 10 }), fc.nat(), (policy, raise, seed) => {
+        const capacity = policy.capacity + Math.floor((policy.capacity * raise) / 10);
+        const cost = 1 + (seed % capacity);
+        expect(algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, START).allowed).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it.each(VARIANTS)('%s: is refused for good, spends nothing, and says so', async (variant) => {
     await fc.assert(
       fc.asyncProperty(policyArb(variant), fc.nat({ max: 3 }), async (policy, extra) => {

@@ -146,9 +146,13 @@ function longestWait(list: PolicyDecision[]): PolicyDecision {
   return worst ?? (list[0] as PolicyDecision);
 }
 
-/** A request that even a fresh state refuses can never pass: it is told so instead of a wait. */
+/**
+ * A request that even a fresh state refuses can never pass: it is told so instead of a wait.
+ * A fresh state passes any cost up to the capacity under every algorithm, so only a larger
+ * one is tried: a refusal then costs no second evaluation.
+ */
 const neverPasses = (policy: Policy, capacity: number, cost: number): boolean =>
-  !algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, 0).allowed;
+  cost > capacity && !algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, 0).allowed;
 
 /** The decision when the store could not decide and the fail policy lets the request through or not. */
 export function storeUnavailableDecision(
