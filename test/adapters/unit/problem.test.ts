@@ -1,4 +1,4 @@
-import { createLimiter, type Decision, problemFor, problemJson, problemStatus } from '@sluice/core';
+import { type Decision, problemFor, problemJson, problemStatus } from '@sluice/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
@@ -15,8 +15,15 @@ const decision = (reason: Decision['reason'], retryAfterMs: number, refused: [st
     policies: refused.map(([name, allowed]) => ({ name, allowed })),
   }) as unknown as Decision;
 
-// problemJson quotes policy names as they are: a name is letters, digits, `.`, `_` and `-`.
-const policyName = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/);
+// Names as limiters accept them, and names JSON must escape (a Decision is public: anyone
+// may build one).
+const policyName = fc.oneof(
+  fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/),
+  fc.string({
+    unit: fc.constantFrom('a', '-', '1', '"', '\\', 'é', ' ', '\n', '\ud800', '~', '\u007f'),
+    maxLength: 12,
+  }),
+);
 
 describe('problemJson', () => {
   it('is the problem document, serialised, for every kind of refusal', () => {
@@ -33,13 +40,5 @@ describe('problemJson', () => {
       ),
       { numRuns: 2000 },
     );
-  });
-
-  it('never meets a name JSON would escape: such a name fails at construction', () => {
-    for (const name of ['a"b', 'a\\b', 'é', 'a b', 'a\nb', '\u0007']) {
-      expect(() => createLimiter({ policies: [{ name, limit: 1, window: '1s' }] }), name).toThrow(
-        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_POLICY_NAME' }),
-      );
-    }
   });
 });
