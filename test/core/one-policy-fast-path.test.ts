@@ -131,3 +131,47 @@ describe("a custom in-process store's client keys", () => {
     expect(seen).toEqual(keys.map(storeKey));
   });
 });
+
+describe('a store that takes keys as given', () => {
+  it('gets them as given in decideAtOnce only, and safe in every other call', async () => {
+    const seen: [string, string][] = [];
+    const passed = {
+      allowed: true,
+      now: 0,
+      outcomes: [{ allowed: true, remaining: 1, resetAfterMs: 1, retryAfterMs: 0, delayMs: 0 }],
+    };
+    const store: RateLimitStore = {
+      name: 'given',
+      takesKeysAsGiven: true,
+      // Decides nothing at once, so every decision goes on to `consume`.
+      decideAtOnce: (request) => {
+        seen.push(['decideAtOnce', request.key]);
+        return undefined;
+      },
+      consume: async (request) => {
+        seen.push(['consume', request.key]);
+        return passed;
+      },
+      reset: async (_namespace, key) => {
+        seen.push(['reset', key]);
+      },
+      refund: async (request) => {
+        seen.push(['refund', request.key]);
+      },
+    };
+    const limiter = createLimiter({ limit: 3, window: '1m', store });
+    const key = 'user{a}\nb';
+    await limiter.consume(key);
+    await limiter.peek(key);
+    await limiter.refund(key, 1);
+    await limiter.reset(key);
+    const safe = storeKey(key);
+    expect(seen).toEqual([
+      ['decideAtOnce', key],
+      ['consume', safe],
+      ['consume', safe],
+      ['refund', safe],
+      ['reset', safe],
+    ]);
+  });
+});

@@ -137,12 +137,17 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     const clock = manualClock(1_700_000_040_000);
     const store = await appProcess();
     let atOnce = 0;
+    const consumed: string[] = [];
     const counted: RedisStore = {
       ...store,
       decideAtOnce(request) {
         const reply = store.decideAtOnce?.(request);
         if (reply !== undefined) atOnce++;
         return reply;
+      },
+      consume(request) {
+        consumed.push(request.key);
+        return store.consume(request);
       },
     };
     const longKey = 'k'.repeat(200);
@@ -156,7 +161,9 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
         expect(got, `${key.slice(0, 12)}, round ${round}`).toEqual(expected);
       }
     }
-    // The first round waited for each client's read of the fleet; every later one was at once.
+    // The first round waited for each client's read of the fleet, asked with the key made
+    // safe; every later one was at once.
+    expect(consumed).toEqual(keys.map(storeKey));
     expect(atOnce).toBe(2 * keys.length);
   });
 

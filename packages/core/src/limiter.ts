@@ -135,7 +135,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
   // One request object for every call of the two paths whose store reads it during the call
   // only: an in-process store's one-policy decision, and what a remote store may decide at once
-  // (a deny cache's refusal). A limiter's store takes one of them, never both.
+  // (a deny cache's refusal, a local-first count). A limiter's store takes one of them, never both.
   const keysAsGiven = store.takesKeysAsGiven === true;
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   /** The reused request, filled for this call. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 /** The longest client key kept as it is. */
-export const MAX_KEPT_LENGTH = 128;
+const MAX_KEPT_LENGTH = 128;
 
 /**
  * Client keys are client-controlled bytes. A short key of safe characters

@@ -80,7 +80,7 @@ export interface PolicyOutcome {
 export interface StoreRequest {
   /** The limiter's namespace: safe characters only, chosen by core. */
   readonly namespace: string;
-  /** The client key, already made safe by core (see `storeKey`). */
+  /** The client key, made safe by core (see `storeKey`), except as `RateLimitStore.takesKeysAsGiven` says. */
   readonly key: string;
   readonly policies: readonly Policy[];
   /** Effective capacity per policy (raised by soft or elastic throttling). */
@@ -144,7 +144,9 @@ export interface RateLimitStore {
   /**
    * True when `consumeOneSync` and `decideAtOnce` get the client key as the caller gave it,
    * not made safe: the store makes it safe itself (`storeKey`), and may skip that for a key it
-   * finds among the safe keys it holds (`safeWhenHeld`). Every other call gets safe keys.
+   * finds among the safe keys it holds (`safeWhenHeld`). Every other call gets safe keys. A
+   * store that wraps another (`{ ...store, consumeOneSync }`) copies the flag: its own
+   * methods then get keys as given too, unless it sets the flag to false.
    */
   readonly takesKeysAsGiven?: boolean;
   /**

@@ -95,7 +95,8 @@ export function reusedReply(): ReusedReply {
 
 /**
  * `decideLocally` for a client of one policy, deciding as it does, into `into`: a client with
- * a view is decided with nothing allocated, its view written in place.
+ * a view, under an algorithm with `evaluateInto` (the sliding window counter), is decided with
+ * nothing allocated, its view written in place.
  */
 export function decideOneLocally(
   client: ClientCounts,

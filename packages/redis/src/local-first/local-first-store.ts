@@ -157,7 +157,7 @@ export function createLocalFirst(
       }
       if (namespaces.size === 0) limiters.delete(policies);
     }
-    // A map deleted above may be the one `freshClient` remembers; it is found again when next asked.
+    // A map deleted above may be the one `clientsOf` remembers; it is found again when next asked.
     lastPolicies = undefined;
     if (targets.length === 0) return Promise.resolve();
     running = reconcile(targets).finally(() => {
@@ -251,7 +251,7 @@ export function createLocalFirst(
   };
 
   // The limiter reads a reply decided at once before it asks again: one-policy clients are
-  // decided into this one, allocating nothing.
+  // decided into this one.
   const atOnce = reusedReply();
 
   return {
