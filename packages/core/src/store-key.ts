@@ -3,6 +3,12 @@ import { createHash } from 'node:crypto';
 /** The longest client key kept as it is. */
 const MAX_KEPT_LENGTH = 128;
 
+// The last key made safe, and what it became. A store that takes keys as given makes a key it
+// does not hold safe to look it up, and the limiter then makes the same key safe again for
+// `consume`: the second time costs a comparison, not a loop or a SHA-256.
+let lastGiven = '';
+let lastSafe = '';
+
 /**
  * Client keys are client-controlled bytes. A short key of safe characters
  * (`A–Z a–z 0–9 . _ : / @ + = -`) is kept as it is; anything else (braces, newlines, long
@@ -10,9 +16,13 @@ const MAX_KEPT_LENGTH = 128;
  * equal a kept one, and no key can break out of its namespace or a Redis `{hash tag}`.
  */
 export function storeKey(key: string): string {
-  // Hashed as UTF-16 code units: as UTF-8, every lone surrogate would become U+FFFD, and
-  // '\ud800', '\udc00' and '\ufffd' would share one counter.
-  return isSafe(key) ? key : `#${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
+  if (key !== lastGiven) {
+    // Hashed as UTF-16 code units: as UTF-8, every lone surrogate would become U+FFFD, and
+    // '\ud800', '\udc00' and '\ufffd' would share one counter.
+    lastSafe = isSafe(key) ? key : `#${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
+    lastGiven = key;
+  }
+  return lastSafe;
 }
 
 /**
