@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SluiceError } from '../errors.js';
-import { consumeNow, createLimiter } from '../limiter.js';
+import { createLimiter, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 import { checkAllowList } from './allow-list.js';
@@ -120,6 +120,7 @@ export function createHttpLimiter<Req, Res>(
   });
   const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
+  const consumeFixed = fixedEntry === undefined ? undefined : synchronousPathOf(fixedEntry.limiter);
   const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;
   const refuse = createRefuse<Req>(all);
   const afterResponse = checkCountByOutcome<Req, Res>(all, warn);
@@ -223,7 +224,7 @@ export function createHttpLimiter<Req, Res>(
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;
       const clientKey = keyOf(req, request);
-      const decision = consumeNow(entry.limiter, clientKey, units);
+      const decision = (consumeFixed as SynchronousPath)(clientKey, units);
       if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
       return decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
     },

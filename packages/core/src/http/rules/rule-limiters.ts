@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { consumeNow, createLimiter, type JointPart, jointPart } from '../../limiter.js';
+import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
 import { toPolicies } from '../../policy.js';
 import { STORE_FAILED } from '../../store-guard.js';
 import type {
@@ -107,7 +107,7 @@ const charged = (verdict: RuleVerdict): boolean =>
 /** Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. */
 function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
   if (cost === 0) return limiter.peek(key);
-  return consumeNow(limiter, key, cost);
+  return synchronousPathOf(limiter)(key, cost);
 }
 
 /**
