@@ -23,6 +23,24 @@ export const DEFAULT_IPV6_SUBNET = 56;
  */
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false = DEFAULT_IPV6_SUBNET): string | undefined {
   if (ip === undefined) return undefined;
+  if (ip === lastIp && ipv6Subnet === lastSubnet) return lastKey;
+  const key = keyOfAddress(ip, ipv6Subnet);
+  if (key !== undefined) {
+    lastIp = ip;
+    lastSubnet = ipv6Subnet;
+    lastKey = key;
+  }
+  return key;
+}
+
+// The last address keyed, and its key: a client that sends many requests in a row (a flood
+// most of all) is keyed once, not once per request. Requests on one connection bring the
+// same string, which compares at once; any other compares in a few instructions.
+let lastIp: string | undefined;
+let lastSubnet: number | false = DEFAULT_IPV6_SUBNET;
+let lastKey = '';
+
+function keyOfAddress(ip: string, ipv6Subnet: number | false): string | undefined {
   if (isCanonicalIpv4(ip)) return ip;
   const groups = parseIp(ip);
   if (groups === undefined) return undefined;
