@@ -55,8 +55,8 @@ export function jointPart(limiter: Limiter, key: string, cost: number): JointPar
  * store, a refusal a deny cache knows, a local-first client): the HTTP layer's fast path, which
  * then needs no promise at all. Otherwise it gives the promise `consume` would give, from one
  * store request: asking again through `consume` would look up the store's in-process state
- * twice. It throws what `consume` would reject with. Looked up once per limiter by its caller:
- * a lookup on every request cost about 2 % of the HTTP layer's time.
+ * twice. It throws what `consume` would reject with. The HTTP layer's fixed limiter keeps it
+ * from construction: looked up on every request, it cost about 2 % of that layer's time.
  */
 export function synchronousPathOf(limiter: Limiter): SynchronousPath {
   return synchronousPaths.get(limiter) as SynchronousPath;

@@ -10,6 +10,13 @@ const charCodeAt = String.prototype.charCodeAt;
  */
 export const DEFAULT_IPV6_SUBNET = 56;
 
+// The last address keyed, and its key: a client that sends many requests in a row (a flood
+// most of all) is keyed once, not once per request. Requests on one connection bring the
+// same string, which compares at once; any other compares in a few instructions.
+let lastIp: string | undefined;
+let lastSubnet: number | false = DEFAULT_IPV6_SUBNET;
+let lastKey = '';
+
 /**
  * The rate-limit key for a client address: IPv4 as dotted decimal; IPv6 that carries an IPv4
  * address (mapped `::ffff:1.2.3.4`, also written `::ffff:102:304`; translated
@@ -32,13 +39,6 @@ export function ipKey(ip: string | undefined, ipv6Subnet: number | false = DEFAU
   }
   return key;
 }
-
-// The last address keyed, and its key: a client that sends many requests in a row (a flood
-// most of all) is keyed once, not once per request. Requests on one connection bring the
-// same string, which compares at once; any other compares in a few instructions.
-let lastIp: string | undefined;
-let lastSubnet: number | false = DEFAULT_IPV6_SUBNET;
-let lastKey = '';
 
 function keyOfAddress(ip: string, ipv6Subnet: number | false): string | undefined {
   if (isCanonicalIpv4(ip)) return ip;
