@@ -20,12 +20,17 @@ const options = readOptions(process.argv.slice(2));
 const resultsDir = sourceFile('../results');
 
 const quick = options.quick;
-/** The full run measures the cells the targets read this many times more (the quick run once). */
-const TARGET_CELL_EXTRA_ROUNDS = 2;
+/**
+ * The rounds of the cells the targets read, each sluice cell beside its references, after the
+ * full run's matrix (the quick run has one round and no matrix): a target's ratio is the median
+ * of one quotient per round.
+ */
+const TARGET_ROUNDS = quick ? 1 : 5;
 /** The watch section's rounds of its three cells, run in turn so that drift touches all three alike. */
 const WATCH_ROUNDS = 5;
 const WATCH_ROUNDS_QUICK = 2;
 const settings = {
+  targetRounds: TARGET_ROUNDS,
   inprocTimeMs: quick ? 300 : 800,
   inprocWarmupMs: quick ? 150 : 300,
   heapKeys: 1_000_000,
@@ -131,7 +136,7 @@ async function measure(): Promise<RunResults> {
   try {
     const run = (section: string) => options.sections.includes(section as never);
     if (run('inproc')) {
-      const plan = quick ? quickPlan() : fullPlan(TARGET_CELL_EXTRA_ROUNDS);
+      const plan = quick ? quickPlan() : fullPlan(TARGET_ROUNDS);
       results.inproc = await runInproc(
         plan,
         { timeMs: settings.inprocTimeMs, warmupMs: settings.inprocWarmupMs, quietWaitMs: settings.quietWaitMs },

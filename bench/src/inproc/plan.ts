@@ -51,50 +51,54 @@ export function watchPlan(rounds: number): Cell[] {
   return Array.from({ length: rounds }, () => ids.map((id) => targetCell(id))).flat();
 }
 
-/** The cells the targets read, once each: sluice's targeted algorithms and the peers and floors they are read against. */
+/**
+ * One round of the cells the targets read: each sluice cell between the two cells its ratios
+ * divide it by (the lru-cache floor and express-rate-limit for the memory store;
+ * rate-limiter-flexible and three policies for Redis), so that a ratio's two runs are a few
+ * seconds apart; the references so run once per targeted algorithm. Then the other floor and
+ * peer the tables show beside them, and the rules matchers.
+ */
 function targetCells(): Cell[] {
   return [
     ...TARGET_ALGORITHMS.flatMap((a) => [
+      targetCell('floor-lru-cache:memory'),
       targetCell(`sluice:memory:${a}`),
+      targetCell('express-rate-limit:memory'),
+    ]),
+    ...TARGET_ALGORITHMS.flatMap((a) => [
+      targetCell('rate-limiter-flexible:redis'),
       targetCell(`sluice:redis:${a}`),
       targetCell(`sluice:redis:${a}:3p`),
     ]),
-    ...['express-rate-limit:memory', 'rate-limiter-flexible:memory', 'rate-limiter-flexible:redis'].map((id) =>
-      targetCell(id),
-    ),
-    ...memoryFloors.map((id) => targetCell(id)),
+    ...memoryFloors.filter((id) => id !== 'floor-lru-cache:memory').map((id) => targetCell(id)),
+    targetCell('rate-limiter-flexible:memory'),
     ...rulesMatchers.map((id) => targetCell(id)),
   ];
 }
 
 /**
  * The full matrix of the issue: every algorithm, both stores, both key sets, both concurrencies,
- * both paths; then the target cells `extraRounds` times more, after the matrix, so that each
- * target reads the median of several runs instead of one.
+ * both paths; then `rounds` rounds of the target cells, so that each target reads the median of
+ * several quotients of neighbouring runs instead of one.
  */
-export function fullPlan(extraRounds: number): Cell[] {
+export function fullPlan(rounds: number): Cell[] {
   const sluice = (['memory', 'redis'] as const).flatMap((store) =>
     algorithmNames.flatMap((a) => grid(`sluice:${store}:${a}`, MODES)),
   );
   const peers = [...memoryPeers, ...redisPeers].flatMap((id) => grid(id, denyingPeers.has(id) ? MODES : ['pass']));
   const floors = memoryFloors.flatMap((id) => grid(id, MODES));
   const autoPipelined = TARGET_ALGORITHMS.map((a) => targetCell(`sluice:redis:${a}:ap`));
-  const repeats = Array.from({ length: extraRounds }, () => targetCells()).flat();
+  const repeats = Array.from({ length: rounds }, () => targetCells()).flat();
   return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
 /** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
 export function quickPlan(): Cell[] {
+  const round = targetCells();
+  const inRound = new Set(round.map((c) => c.contender));
   return [
-    ...TARGET_ALGORITHMS.flatMap((a) => [
-      targetCell(`sluice:memory:${a}`),
-      targetCell(`sluice:memory:${a}`, 1, 'deny'),
-      targetCell(`sluice:redis:${a}`),
-    ]),
-    ...memoryPeers.map((id) => targetCell(id)),
-    ...memoryFloors.map((id) => targetCell(id)),
-    ...rulesMatchers.map((id) => targetCell(id)),
-    ...redisPeers.map((id) => targetCell(id)),
-    ...threePolicyCells().filter((c) => c.store === 'redis'),
+    ...round,
+    ...TARGET_ALGORITHMS.map((a) => targetCell(`sluice:memory:${a}`, 1, 'deny')),
+    ...[...memoryPeers, ...redisPeers].filter((id) => !inRound.has(id)).map((id) => targetCell(id)),
   ];
 }

@@ -187,12 +187,12 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
   return lines;
 }
 
-/** Says how often the cells the targets read were measured, when more than once. */
+/** Says how many rounds of the cells the targets read the run measured, when more than one. */
 function repeated(results: RunResults): string {
-  const runs = results.inproc.filter(
-    (r) => r.contender === 'express-rate-limit:memory' && r.keys === 100_000 && r.concurrency === 1,
-  ).length;
-  return runs > 1 ? `, the cells the targets read ${runs} times each (medians)` : '';
+  const rounds = results.settings.targetRounds ?? 1;
+  return rounds > 1
+    ? `, then ${rounds} rounds of the cells the targets read, each sluice cell between its references (medians)`
+    : '';
 }
 
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {

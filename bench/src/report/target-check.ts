@@ -32,8 +32,8 @@ export interface TargetCheck {
 /** One section's targets, read from one run. Sections are listed in `targets.ts`. */
 export type TargetSection = (results: RunResults, http: readonly HttpRow[]) => TargetCheck[];
 
-/** Each run of a cell, in the order measured (the full run measures the target cells three times). */
-export const cellRuns = (
+/** Each run of a cell, in the order measured. */
+const cellRuns = (
   results: readonly InprocResult[],
   contender: string,
   keys: number,
@@ -57,9 +57,33 @@ export const cell = (
   return runs.length === 0 ? undefined : median(runs);
 };
 
-/** The spread of quotients a[i] ÷ b[i], pairing the i-th run of each (measured in the same pass). */
-export const pairedSpread = (a: readonly number[], b: readonly number[]): Spread | undefined =>
-  spreadOf(a.slice(0, b.length).map((value, i) => value / (b[i] as number)));
+/**
+ * The spread of a cell's runs each divided by its neighbour: the run of the reference cell
+ * measured right before or right after it (results are in the order they were measured). A
+ * run with no such neighbour (the matrix's, the watch section's) makes no quotient: a ratio of
+ * runs minutes apart would carry the machine's drift.
+ */
+export function neighbourSpread(
+  results: readonly InprocResult[],
+  contender: string,
+  reference: string,
+  keys: number,
+  concurrency: number,
+): Spread | undefined {
+  const runsOf = (id: string) =>
+    results.flatMap((r, at) =>
+      r.contender === id && r.keys === keys && r.concurrency === concurrency && r.mode === 'pass' && r.opsPerSec
+        ? [{ at, ops: r.opsPerSec }]
+        : [],
+    );
+  const references = runsOf(reference);
+  return spreadOf(
+    runsOf(contender).flatMap(({ at, ops }) => {
+      const neighbour = references.find((r) => Math.abs(r.at - at) === 1);
+      return neighbour === undefined ? [] : [ops / neighbour.ops];
+    }),
+  );
+}
 
 /** Median and range of some finite values; undefined for none. */
 export function spreadOf(values: readonly number[]): Spread | undefined {

@@ -1,20 +1,16 @@
 import { LAYOUT_FLOOR } from '../ceiling/floor.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import { bytesPerKey, type RunResults } from '../results.js';
-import { atLeast, atMost, cell, cellRuns, over, pairedSpread, type Spread, type TargetCheck } from './target-check.js';
+import { atLeast, atMost, cell, neighbourSpread, over, type Spread, type TargetCheck } from './target-check.js';
 
 const TARGETED = ['gcra', 'sliding-window-counter'] as const;
 /** The `redis-benchmark` row of the floor script (`ceiling/floor.ts`). */
 const FLOOR_SCRIPT = 'floor: EVALSHA that GETs and SETs one string';
 const SEQ_100K = [100_000, 1] as const;
 
-/** sluice ÷ a reference cell, paired run by run: the target cells are measured in the same passes. */
-function versus(results: RunResults, contender: string, reference: string, concurrency = 1): Spread | undefined {
-  return pairedSpread(
-    cellRuns(results.inproc, contender, 100_000, concurrency),
-    cellRuns(results.inproc, reference, 100_000, concurrency),
-  );
-}
+/** sluice ÷ a reference cell, each run against the reference's run beside it in the plan. */
+const versus = (results: RunResults, contender: string, reference: string, concurrency = 1): Spread | undefined =>
+  neighbourSpread(results.inproc, contender, reference, 100_000, concurrency);
 
 /** The memory store through `createLimiter`, against the lru-cache floor and, the stretch, express-rate-limit. */
 export function memoryTargets(results: RunResults): TargetCheck[] {
