@@ -1,8 +1,10 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
+  type ConsumeOptions,
   createMemoryStore,
   createRuleLimiters,
   decideRules,
+  type Limiter,
   SLUICE_CHANNELS,
   type StoreErrorEvent,
 } from '@sluice/core';
@@ -36,6 +38,28 @@ describe('decideRules on the memory store', () => {
     const next = decideRules(match(['user', 'u']), limiterOf, 1, now);
     expect((await refused).map((v) => v.decision.allowed)).toEqual([true, false]);
     expect((await next).map((v) => v.decision.allowed)).toEqual([true]);
+  });
+});
+
+describe("decideRules with limiters of the caller's own", () => {
+  it('asks a limiter createLimiter did not make through its consume', async () => {
+    const made = createRuleLimiters({ store: createMemoryStore(), clock: now });
+    const asked: string[] = [];
+    const limiterOf = (rule: Parameters<typeof made>[0]): Limiter => {
+      const inner = made(rule);
+      return {
+        ...inner,
+        consume: (key: string, options?: ConsumeOptions) => {
+          asked.push(key);
+          return inner.consume(key, options);
+        },
+      };
+    };
+    const verdicts = await decideRules(match(['user', 'u']), limiterOf, 1, now);
+    expect(verdicts.map((v) => v.decision.allowed)).toEqual([true]);
+    expect(asked).toHaveLength(1);
+    const again = await decideRules(match(['user', 'u']), limiterOf, 1, now);
+    expect(again.map((v) => v.decision.allowed)).toEqual([false]);
   });
 });
 

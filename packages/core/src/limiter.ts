@@ -57,9 +57,10 @@ export function jointPart(limiter: Limiter, key: string, cost: number): JointPar
  * store request: asking again through `consume` would look up the store's in-process state
  * twice. It throws what `consume` would reject with. The HTTP layer's fixed limiter keeps it
  * from construction: looked up on every request, it cost about 2 % of that layer's time.
+ * `undefined` for a limiter `createLimiter` did not make.
  */
-export function synchronousPathOf(limiter: Limiter): SynchronousPath {
-  return synchronousPaths.get(limiter) as SynchronousPath;
+export function synchronousPathOf(limiter: Limiter): SynchronousPath | undefined {
+  return synchronousPaths.get(limiter);
 }
 
 /**

@@ -120,6 +120,7 @@ export function createHttpLimiter<Req, Res>(
   });
   const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
+  // The fixed limiter is `createLimiter`'s own, so it has a synchronous path.
   const consumeFixed = fixedEntry === undefined ? undefined : synchronousPathOf(fixedEntry.limiter);
   const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;
   const refuse = createRefuse<Req>(all);

@@ -104,10 +104,15 @@ export function passes(verdicts: readonly RuleVerdict[]): boolean {
 const charged = (verdict: RuleVerdict): boolean =>
   verdict.cost > 0 && verdict.decision.allowed && verdict.decision.overLimit !== 'shadow';
 
-/** Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. */
+/**
+ * Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. A limiter `createLimiter`
+ * did not make (one a caller of `decideRules` wrapped, say) has no synchronous path: it is
+ * asked through `consume`.
+ */
 function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
   if (cost === 0) return limiter.peek(key);
-  return synchronousPathOf(limiter)(key, cost);
+  const now = synchronousPathOf(limiter);
+  return now === undefined ? limiter.consume(key, { cost }) : now(key, cost);
 }
 
 /**
