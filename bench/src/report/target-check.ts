@@ -32,6 +32,15 @@ export interface TargetCheck {
 /** One section's targets, read from one run. Sections are listed in `targets.ts`. */
 export type TargetSection = (results: RunResults, http: readonly HttpRow[]) => TargetCheck[];
 
+/** Whether a result is a run of the cell. */
+const isRunOf = (
+  r: InprocResult,
+  contender: string,
+  keys: number,
+  concurrency: number,
+  mode: 'pass' | 'deny' = 'pass',
+): boolean => r.contender === contender && r.keys === keys && r.concurrency === concurrency && r.mode === mode;
+
 /** Each run of a cell, in the order measured. */
 const cellRuns = (
   results: readonly InprocResult[],
@@ -41,7 +50,7 @@ const cellRuns = (
   mode: 'pass' | 'deny' = 'pass',
 ): number[] =>
   results
-    .filter((r) => r.contender === contender && r.keys === keys && r.concurrency === concurrency && r.mode === mode)
+    .filter((r) => isRunOf(r, contender, keys, concurrency, mode))
     .map((r) => r.opsPerSec)
     .filter((ops): ops is number => ops !== undefined);
 
@@ -71,11 +80,7 @@ export function neighbourSpread(
   concurrency: number,
 ): Spread | undefined {
   const runsOf = (id: string) =>
-    results.flatMap((r, at) =>
-      r.contender === id && r.keys === keys && r.concurrency === concurrency && r.mode === 'pass' && r.opsPerSec
-        ? [{ at, ops: r.opsPerSec }]
-        : [],
-    );
+    results.flatMap((r, at) => (isRunOf(r, id, keys, concurrency) && r.opsPerSec ? [{ at, ops: r.opsPerSec }] : []));
   const references = runsOf(reference);
   return spreadOf(
     runsOf(contender).flatMap(({ at, ops }) => {

@@ -6,15 +6,15 @@ import { findHttp, type HttpRow, pairedRatio } from './http-summary.js';
 import { limiterName } from './table.js';
 import { above, atLeast, type Spread, type TargetCheck } from './target-check.js';
 
+const withRange = (value: number, min: number, max: number): string => `${ratio(value)} (${ratio(min)}–${ratio(max)})`;
+
 /** A row's ratio to bare with its range over cycles, as the bound or context of a target. */
 const shown = (row: HttpRow | undefined): string =>
-  row === undefined || !Number.isFinite(row.ratio)
-    ? '–'
-    : `${ratio(row.ratio)} (${ratio(row.ratioMin)}–${ratio(row.ratioMax)})`;
+  row === undefined || !Number.isFinite(row.ratio) ? '–' : withRange(row.ratio, row.ratioMin, row.ratioMax);
 
 /** A paired quotient's median and range, as a bound. */
 const spreadShown = (spread: Spread | undefined): string =>
-  spread === undefined ? '–' : `${ratio(spread.median)} (${ratio(spread.min)}–${ratio(spread.max)})`;
+  spread === undefined ? '–' : withRange(spread.median, spread.min, spread.max);
 
 /**
  * The HTTP pass path of each framework: sluice on memory against the fields control and every
