@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AlgorithmName, Policy } from '@sluice/core';
 import { decideLua } from './lua/decide.js';
 import { fastLua, fastPreludeLua } from './lua/fast.js';
+import type { FastShape } from './lua/fast-shape.js';
 import { fixedWindowLua } from './lua/fixed-window.js';
 import { gcraFastLua, gcraLua } from './lua/gcra.js';
 import { leakyBucketLua } from './lua/leaky-bucket.js';
@@ -26,20 +27,25 @@ const sources: Readonly<Record<AlgorithmName, string>> = {
   'sliding-window-counter': slidingWindowCounterLua,
 };
 
-/** The algorithms with a straight-line path (`lua/fast.ts`), each its decision in numbers. */
-const fastSources: Partial<Readonly<Record<AlgorithmName, string>>> = {
-  gcra: gcraFastLua,
-  'sliding-window-counter': slidingWindowCounterFastLua,
+/** The algorithms with a straight-line path (`lua/fast.ts`): each its decision in numbers, and its state's shape. */
+const fastSources: Partial<Readonly<Record<AlgorithmName, FastSource>>> = {
+  gcra: { lua: gcraFastLua, shape: { size: 2, keepsTtl: false } },
+  'sliding-window-counter': { lua: slidingWindowCounterFastLua, shape: { size: 3, keepsTtl: true } },
 };
 
-function assemble(label: string, algorithmSources: readonly string[], fastSource?: string): Script {
+interface FastSource {
+  readonly lua: string;
+  readonly shape: FastShape;
+}
+
+function assemble(label: string, algorithmSources: readonly string[], fast?: FastSource): Script {
   const general = [preludeLua, ...algorithmSources, decideLua];
   // With a straight-line path, the general body is one function, run only when that path
   // cannot decide the call: its tables and closures are then built only when needed.
   const parts =
-    fastSource === undefined
+    fast === undefined
       ? general
-      : ['local function general()', ...general, 'end', fastPreludeLua, fastSource, fastLua];
+      : ['local function general()', ...general, 'end', fastPreludeLua, fast.lua, fastLua(fast.shape)];
   const lua = [`-- sluice ${label}`, ...parts].join('\n');
   return { label, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }

@@ -1,3 +1,5 @@
+import { captures, chargeWrite, converted, type FastShape } from './fast-shape.js';
+
 /**
  * The straight-line path for a limiter of several policies, all of the algorithm the script
  * names: decisions that consume, all with the same arguments, over distinct clients whose
@@ -20,7 +22,31 @@
 const room = (size: number, first = 'nil') => `{ ${[first, ...Array<string>(size - 1).fill('nil')].join(', ')} }`;
 const POLICIES = 3;
 
-export const fastManyLua = `
+/** A read state's numbers, converted, into its slots in `states`. */
+const stateSlots = ({ size }: FastShape): string =>
+  size === 3
+    ? 'states[base + 3 * i - 2], states[base + 3 * i - 1], states[base + 3 * i]'
+    : 'states[base + 3 * i - 2], states[base + 3 * i - 1]';
+
+/**
+ * For an algorithm whose charge may keep the key's TTL (`FastShape.keepsTtl`): each policy's
+ * stored reset time, kept as read, and the check that the charge resets each no later.
+ */
+const storedResets = (shape: FastShape): string =>
+  shape.keepsTtl ? `\n  local stored_resets = ${room(POLICIES)}` : '';
+const storedReset = (shape: FastShape): string =>
+  shape.keepsTtl ? '\n          stored_resets[(d - 1) * count + i] = stored_reset_at' : '';
+const keepsTtlStart = (shape: FastShape): string => (shape.keepsTtl ? '\n    local keeps_ttl = min_ttl == 0' : '');
+const keepsTtlCheck = (shape: FastShape): string =>
+  shape.keepsTtl
+    ? `
+        if keeps_ttl then
+          local stored_reset_at = stored_resets[(d - 1) * count + i]
+          keeps_ttl = stored_reset_at ~= nil and stored_reset_at + 0 >= now + reset
+        end`
+    : '';
+
+export const fastManyLua = (shape: FastShape): string => `
 do
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
   -- head, limit, windowMs, maxDelayMs and capacity. A charged client's string is every
@@ -38,7 +64,7 @@ do
   -- most once, its numbers in this version's shape, and together they fill the string.
   local texts
   if decisions == 1 then texts = { redis.call('GET', KEYS[1]) } else texts = redis.call('MGET', unpack(KEYS, 1, decisions)) end
-  local states, seen, width = ${room(3 * POLICIES)}, nil, 3 * count
+  local states, seen, width = ${room(3 * POLICIES)}, nil, 3 * count${storedResets(shape)}
   if decisions > 1 then seen = {} end
   for d = 1, decisions do
     local key, text = KEYS[d], texts[d]
@@ -52,10 +78,9 @@ do
         local head = policy[5 * i - 4]
         local start = find(text, head, 1, true)
         if start ~= nil then
-          local _, stop, a, b, c = find(text, FAST_STATE, start + #head)
+          local _, stop, ${captures(shape)} = find(text, FAST_STATE, start + #head)
           if stop == nil then return general() end
-          states[base + 3 * i - 2], states[base + 3 * i - 1] = a + 0, b + 0
-          if c then states[base + 3 * i] = c + 0 end
+          ${stateSlots(shape)} = ${converted(shape)}${storedReset(shape)}
           length = length + stop - start + 1
         end
       end
@@ -69,7 +94,7 @@ do
   -- string keeps every state.
   local reply, nexts, n = ${room(1 + 4 * POLICIES, 'redis_now')}, ${room(5 * POLICIES)}, 1
   for d = 1, decisions do
-    local base, allowed, v, ttl = (d - 1) * width, true, 0, min_ttl
+    local base, allowed, v, ttl = (d - 1) * width, true, 0, min_ttl${keepsTtlStart(shape)}
     for i = 1, count do
       local p, at_state = 5 * i, base + 3 * i
       local ok, remaining, reset, wait, x, y, z = fast_evaluate(policy[p - 3], policy[p - 2], policy[p - 1], policy[p], cost, now,
@@ -85,7 +110,7 @@ do
           nexts[v + 1], nexts[v + 2], nexts[v + 3], nexts[v + 4], nexts[v + 5] = x, y, z, used, now + reset
           v = v + 5
         end
-        if reset > ttl then ttl = reset end
+        if reset > ttl then ttl = reset end${keepsTtlCheck(shape)}
       else
         reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 0, remaining, reset, wait
         allowed = false
@@ -93,7 +118,7 @@ do
       n = n + 4
     end
     if allowed and cost > 0 then
-      redis.call('PSETEX', KEYS[d], format('%d', ttl), format(state_format, unpack(nexts, 1, v)))
+      ${chargeWrite(shape, 'KEYS[d]', 'format(state_format, unpack(nexts, 1, v))', '      ')}
     elseif cost > 0 then
       -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
       for i = 1, count do

@@ -1,4 +1,5 @@
 import { fastManyLua } from './fast-many.js';
+import { captures, chargeWrite, converted, type FastShape, nextNumbers, stateNumbers } from './fast-shape.js';
 
 /** What an algorithm's straight-line decision may use; it comes first. */
 export const fastPreludeLua = `
@@ -13,7 +14,8 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * this version's states of those policies, or nothing. The usual call, one decision of one
  * policy, is decided here in scalars; a batch or several policies take the block of
  * `fast-many.ts`. Neither builds the general body's tables and closures. They read and write
- * exactly what the general body does, so any other call (several runs, a refund, a client
+ * exactly the strings the general body does, with a TTL at least as long (a charge may keep
+ * the key's TTL: see `chargeWrite` in fast-shape.ts), so any other call (several runs, a refund, a client
  * twice in one batch, another version's state, a slot this limiter no longer has) runs the
  * general body instead, which has by then nothing to undo: this path writes only once it
  * knows it decides the whole call.
@@ -27,13 +29,15 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
- * a, b, c)` (limit and max_delay may come as text, for it to convert if it reads them), which
+ * a, b[, c])` (limit and max_delay may come as text, for it to convert if it reads them), which
  * returns allowed, remaining, reset, wait (delay if allowed, retry if not) and, when allowed,
  * the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives it; `FAST_FORMAT`,
  * the format of a state's numbers (its own, then units spent and reset time); and
- * `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head.
+ * `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head, capturing
+ * its own numbers and, for an algorithm whose usual charge resets no later than the last
+ * (the sliding window counter's, within one window), its reset time; `shape` says which.
  */
-export const fastLua = `
+export const fastLua = (shape: FastShape): string => `
 -- One run of consuming decisions: 5 entries, then 6 per policy (see the header).
 if ARGV[3] ~= 'consume' then return general() end
 -- The usual cost, 1, is compared rather than converted: each conversion is a strtod.
@@ -51,7 +55,7 @@ end
 if #ARGV ~= 11 or ARGV[1] ~= '1' or ARGV[5] ~= '1' then
   local decisions, count = ARGV[1] + 0, ARGV[5] + 0
   if #ARGV ~= 5 + 6 * count then return general() end
-  ${fastManyLua}
+  ${fastManyLua(shape)}
 end
 
 -- One decision of one policy.
@@ -61,30 +65,31 @@ local head, limit, window, max_delay, capacity, key = ARGV[6], ARGV[8], ARGV[9] 
 
 -- The client's string holds this policy's state in this version (' slot@version=a,b[,c];used,resetAt')
 -- or nothing: one pattern checks the shape and cuts the numbers.
-local text, a, b, c = redis.call('GET', key), nil, nil, nil
+local text, ${captures(shape)} = redis.call('GET', key)
 if text then
   if find(text, head, 1, true) ~= 1 then return general() end
   local _, stop
-  _, stop, a, b, c = find(text, FAST_STATE, #head + 1)
+  _, stop, ${captures(shape)} = find(text, FAST_STATE, #head + 1)
   if stop ~= #text then return general() end
-  a, b = a + 0, b + 0
-  if c then c = c + 0 end
+  ${stateNumbers(shape)} = ${converted(shape)}
 end
 
 -- On a charge, the next state with the units spent and when it fully resets (what another
 -- version reads), the head joined rather than formatted: format copies a %s through sprintf.
 -- A charge leaves these algorithms a reset above 0 (see fast-many.ts): the state is kept.
-local allowed, remaining, reset, wait, x, y, z = fast_evaluate(limit, window, max_delay, capacity, cost, now, a, b, c)
+local allowed, remaining, reset, wait, ${nextNumbers(shape)} = fast_evaluate(limit, window, max_delay, capacity, cost, now, ${stateNumbers(shape)})
 if allowed and cost > 0 then
-  local used, ttl, next = capacity - remaining, reset, nil
+  local used, ttl, reset_at = capacity - remaining, reset, now + reset
   if used < 1 then used = 1 end
   if ttl < min_ttl then ttl = min_ttl end
-  if z == nil then
-    next = head .. format(FAST_FORMAT, x, y, used, now + reset)
-  else
-    next = head .. format(FAST_FORMAT, x, y, z, used, now + reset)
-  end
-  redis.call('PSETEX', key, format('%d', ttl), next)
+  local next = head .. format(FAST_FORMAT, ${nextNumbers(shape)}, used, reset_at)
+  ${keepsTtlOfOne(shape)}${chargeWrite(shape, 'key', 'next', '  ')}
 end
 return struct.pack('<ddddd', redis_now, allowed and 1 or 0, remaining, reset, wait)
 `;
+
+/** For an algorithm whose charge may keep the key's TTL: whether this one does (see `chargeWrite`). */
+const keepsTtlOfOne = (shape: FastShape): string =>
+  shape.keepsTtl
+    ? 'local keeps_ttl = min_ttl == 0 and stored_reset_at ~= nil and stored_reset_at + 0 >= reset_at\n  '
+    : '';

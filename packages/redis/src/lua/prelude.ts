@@ -31,7 +31,8 @@ export const preludeLua = `
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
 -- The client's state key holds one string, ' <slot>@<version>=<n>,<n>[,<n>];<used>,<resetAt>' per
 -- policy slot with state, whichever version of the limiter wrote it (a log's numbers are 0,0: its
--- list has a key of its own), and a PEXPIRE of the longest reset among them. <used> is the units
+-- list has a key of its own), and a TTL that lasts at least until the latest <resetAt> among them
+-- (a charge that resets no later keeps the TTL the key has; see fast-shape.ts). <used> is the units
 -- spent and <resetAt> when the state fully resets: what another version reads (SPEC 4). A state
 -- past its reset reads as fresh, so expiry never changes a decision. With an injected now the
 -- TTL is at least 60 s: Redis cannot relate that clock to its own.

@@ -1,0 +1,43 @@
+/** What the straight-line paths (`fast.ts`, `fast-many.ts`) write differently for each algorithm. */
+export interface FastShape {
+  /** How many numbers of its own a state has, besides its units spent and reset time. */
+  readonly size: 2 | 3;
+  /**
+   * Whether a charge may reset no later than the stored state (the sliding window counter's,
+   * in the window of its last charge), so that its write may keep the key's TTL. Its
+   * `FAST_STATE` then captures the reset time after the state's own numbers.
+   */
+  readonly keepsTtl: boolean;
+}
+
+/** The names a read state's captures go to: its numbers, then the stored reset time if kept. */
+export const captures = ({ size, keepsTtl }: FastShape): string =>
+  `${size === 3 ? 'a, b, c' : 'a, b'}${keepsTtl ? ', stored_reset_at' : ''}`;
+
+/** A read state's own numbers (a, b[, c]) and the next state's (x, y[, z]). */
+export const stateNumbers = ({ size }: FastShape): string => (size === 3 ? 'a, b, c' : 'a, b');
+export const nextNumbers = ({ size }: FastShape): string => (size === 3 ? 'x, y, z' : 'x, y');
+
+/** The read numbers converted from text, each once. */
+export const converted = ({ size }: FastShape): string => (size === 3 ? 'a + 0, b + 0, c + 0' : 'a + 0, b + 0');
+
+/**
+ * The write of a charged state `value` to `key`, with the locals `ttl` and, for an algorithm
+ * whose charge may reset no later than the stored state (`keepsTtl`), `keeps_ttl`: whether
+ * this one does, on Redis's own clock, for every policy. A key written on Redis's clock lasts
+ * at least until the latest reset time it holds (every write sees to it), so the key then
+ * keeps its TTL and Redis sets no expiry. (A key written on an injected clock that runs ahead
+ * of Redis's expires that much early, and keeps doing so: the README's Expiry says so.)
+ * KEEPTTL came in Redis 6.0; REDIS_VERSION_NUM, in 7.0, tells a script it is there.
+ */
+export const chargeWrite = (shape: FastShape, key: string, value: string, indent: string): string => {
+  const write = `redis.call('PSETEX', ${key}, format('%d', ttl), ${value})`;
+  if (!shape.keepsTtl) return write;
+  return [
+    'if keeps_ttl and redis.REDIS_VERSION_NUM then',
+    `  redis.call('SET', ${key}, ${value}, 'KEEPTTL')`,
+    'else',
+    `  ${write}`,
+    'end',
+  ].join(`\n${indent}`);
+};
