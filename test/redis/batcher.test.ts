@@ -10,7 +10,7 @@ import { type Script, scripts } from '../../packages/redis/src/scripts.js';
  * the end of a turn of the event loop (`setImmediate`).
  */
 const script = scripts[0] as Script;
-const ARGS = ['', 'consume', '1', '1', ' p@gc.10.1000.10.0.0=', 'gcra', '10', '1000', '0', '10'];
+const ARGS = ['consume 1 1', ' p@gc.10.1000.10.0.0=', 'gcra', '10', '1000', '0', '10'];
 
 interface Call {
   readonly keys: readonly string[];

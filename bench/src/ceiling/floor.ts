@@ -20,7 +20,7 @@ return text`;
  */
 const readsLua = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local decisions, cost, capacity = tonumber(ARGV[1]), tonumber(ARGV[4]), tonumber(ARGV[11])
+local limit, window, capacity = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[7])
 local text = redis.call('GET', KEYS[1])
 local a, b = 0, 0
 if text then
@@ -28,8 +28,8 @@ if text then
   local comma = string.find(text, ',', equals, true)
   a, b = tonumber(string.sub(text, equals + 1, comma - 1)), tonumber(string.sub(text, comma + 1, comma + 1))
 end
-redis.call('SET', KEYS[1], string.format(' _0@gc=%d,%d;%d,%d', now + a % 1000, b, cost, now + capacity), 'PX', string.format('%d', 60000))
-return struct.pack('<ddddd', now, decisions, capacity, cost, 0)`;
+redis.call('SET', KEYS[1], string.format(' _0@gc=%d,%d;%d,%d', now + a % 1000, b, limit, now + capacity), 'PX', string.format('%d', 60000))
+return struct.pack('<ddddd', now, limit, capacity, window, 0)`;
 
 /**
  * What a one-policy decision on Redis's clock must do in sluice's layout, with none of the
@@ -67,7 +67,7 @@ export function floorCases(): RedisBenchCase[] {
   const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
   const state = ' _0@gcra-60000-100=1700000000000,0;1,1700000000600';
-  const gcraArgs = ['1', '', 'consume', '1', '1', ' _0@gc.100.60000.100.0.0=', 'gcra', '100', '60000', '0', '100'];
+  const gcraArgs = ['1 consume 1 1', ' _0@gc.100.60000.100.0.0=', 'gcra', '100', '60000', '0', '100'];
   return [
     {
       label: getSet.label,

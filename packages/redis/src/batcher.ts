@@ -1,5 +1,6 @@
 import type { StoreReply } from '@sluice/core';
 import { MAX_KEYS_PER_CALL, type ScriptCall } from './commands.js';
+import { runHeader } from './decision-args.js';
 import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
 
@@ -76,8 +77,8 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     const keys: string[] = [];
     const args: string[] = [];
     // Decisions in a row with the same arguments (one limiter, one cost, Redis's clock: the
-    // usual batch) send them once, after their count: Redis and the client each handle a few
-    // strings per call instead of a dozen per decision.
+    // usual batch) send them once, their count in the run's header: Redis and the client each
+    // handle a few strings per call instead of a dozen per decision.
     let run: Pending | undefined;
     let countAt = -1;
     let count = 0;
@@ -87,13 +88,13 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
         count++;
         continue;
       }
-      if (run !== undefined) args[countAt] = String(count);
+      if (run !== undefined) args[countAt] = runHeader(count, run.args);
       countAt = args.length;
-      args.push('', ...p.args);
+      for (const arg of p.args) args.push(arg);
       run = p;
       count = 1;
     }
-    if (run !== undefined) args[countAt] = String(count);
+    if (run !== undefined) args[countAt] = runHeader(count, run.args);
     let sent: Promise<unknown>;
     try {
       sent = call(lane.script, keys, args);

@@ -12,11 +12,12 @@ const policyArgs = new WeakMap<readonly Policy[], readonly string[]>();
 const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
 
 /**
- * One decision's ARGV entries, as the scripts' header describes them: now, op, cost, the policy
- * count, five per policy, then one capacity per policy. A script converts each figure it
- * needs once and cuts no text. Every number is checked to be a whole number
- * below 2^53: the script stores state with `%d`, which would truncate a fraction, and the
- * decision would then differ from the reference instead of failing.
+ * One decision's ARGV entries, as the scripts' header describes them: the run's header without
+ * its count ('<op> <cost> <policy count>[ <now>]', see `runHeader`), five per policy, then one
+ * capacity per policy. The figures are entries of their own: a script converts each it needs
+ * once and cuts no text. Every number is checked to be a whole number below 2^53: the script
+ * stores state with `%d`, which would truncate a fraction, and the decision would then differ
+ * from the reference instead of failing.
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
   const { now, cost, policies, capacities } = request;
@@ -33,13 +34,18 @@ export function decisionArgs(operation: Operation, request: StoreRequest): strin
     );
   }
   if (capacities.length !== policies.length) throw badCapacities();
-  return [
-    now === undefined ? '' : String(now),
-    operation,
-    String(cost),
-    ...policyList(policies),
-    ...capacityList(capacities),
-  ];
+  const entries = policyList(policies);
+  const header = `${operation} ${cost} ${policies.length}`;
+  return [now === undefined ? header : `${header} ${now}`, ...entries, ...capacityList(capacities)];
+}
+
+/**
+ * A run's ARGV: `count` decisions in a row that share the arguments `decisionArgs` made, which
+ * the script receives once, the count first in their header: '<count> <op> <cost> <policy
+ * count>[ <now>]', one entry where it used to be five, each a string Redis makes per call.
+ */
+export function runHeader(count: number, args: readonly string[]): string {
+  return `${count} ${args[0] as string}`;
 }
 
 function capacityList(capacities: readonly number[]): readonly string[] {
@@ -57,10 +63,7 @@ const badCapacities = () =>
     '[sluice] Redis store: a request needs one whole capacity per policy.',
   );
 
-/**
- * The policy count and each policy's entries as the scripts read them; throws a coded error for
- * a list they cannot run.
- */
+/** Each policy's entries as the scripts read them; throws a coded error for a list they cannot run. */
 export function policyList(policies: readonly Policy[]): readonly string[] {
   let args = policyArgs.get(policies);
   if (args !== undefined) return args;
@@ -70,7 +73,7 @@ export function policyList(policies: readonly Policy[]): readonly string[] {
       `[sluice] The Redis store decides 1 to ${MAX_POLICIES} policies at once; this limiter has ${policies.length}.`,
     );
   }
-  args = [String(policies.length), ...policies.flatMap(describe)];
+  args = policies.flatMap(describe);
   policyArgs.set(policies, args);
   return args;
 }

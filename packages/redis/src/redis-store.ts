@@ -11,7 +11,7 @@ import {
   watchReady,
 } from './client.js';
 import { defineScripts, MAX_KEYS_PER_CALL } from './commands.js';
-import { decisionArgs, type Operation, policyList } from './decision-args.js';
+import { decisionArgs, type Operation, policyList, runHeader } from './decision-args.js';
 import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
 import { createLocalFirst, type LocalFirstParts } from './local-first/local-first-store.js';
@@ -151,7 +151,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       if (clients.has(own[0] as string)) return undefined;
       clients.add(own[0] as string);
       keys.push(...own);
-      args.push('1', ...decisionArgs('all', request));
+      const shared = decisionArgs('all', request);
+      args.push(runHeader(1, shared), ...shared.slice(1));
     }
     if (keys.length > MAX_KEYS_PER_CALL) return undefined;
     if (onCluster && keys.some((key) => calculateSlot(key) !== calculateSlot(keys[0] as string))) return undefined;

@@ -38,27 +38,30 @@ local function policies_of(at, n)
   return set, capacities
 end
 
--- Each decision's run (ARGV holds runs: a count, then the arguments that many decisions in a
--- row share, each parsed here once per run) and where its client key is; then every client's
--- state string in one read.
-local decision_runs, client_key_at, key_at, decisions = {}, {}, 1, 0
+-- Each decision's run (ARGV holds runs: a header with their count, then the arguments that many
+-- decisions in a row share, each parsed here once per run) and where its client key is; then
+-- every client's state string in one read.
+local decision_runs, client_key_at, key_at, decisions, op = {}, {}, 1, 0, nil
 local at = 1
 while at <= #ARGV do
-  local now, min_ttl = tonumber(ARGV[at + 1]), 60000
+  local _, _, count, run_op, cost, n, now = find(ARGV[at], '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
+  if count == nil then error('sluice: bad run header ' .. ARGV[at]) end
+  op = op or run_op
+  local min_ttl = 60000
+  now, n = tonumber(now), tonumber(n)
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
-  local n = tonumber(ARGV[at + 4])
-  local set, capacities = policies_of(at + 5, n)
+  local set, capacities = policies_of(at + 1, n)
   local run = {
-    now = now, min_ttl = min_ttl, refunding = ARGV[at + 2] == 'refund', cost = tonumber(ARGV[at + 3]),
+    now = now, min_ttl = min_ttl, refunding = run_op == 'refund', cost = tonumber(cost),
     set = set, capacities = capacities,
   }
-  for _ = 1, tonumber(ARGV[at]) do
+  for _ = 1, tonumber(count) do
     decisions = decisions + 1
     decision_runs[decisions] = run
     client_key_at[decisions] = key_at
     key_at = key_at + 1 + run.set.logs
   end
-  at = at + 5 + 6 * n
+  at = at + 1 + 6 * n
 end
 local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
@@ -248,7 +251,7 @@ local function finish_decision(d, decided, allowed)
   end
 end
 
-if ARGV[3] == 'all' then
+if op == 'all' then
   -- One group: every decision is decided first, then all are charged or none is. The caller
   -- gives each decision a client key of its own, so no decision changes what another reads.
   local decided, every = {}, true

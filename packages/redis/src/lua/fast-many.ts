@@ -51,9 +51,9 @@ do
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
   -- head, limit, windowMs, maxDelayMs and capacity. A charged client's string is every
   -- policy's head and state in order, so one format per write makes it (heads hold no '%').
-  local policy, capacities_at, state_format = ${room(5 * POLICIES)}, 5 + 5 * count, ''
+  local policy, capacities_at, state_format = ${room(5 * POLICIES)}, 1 + 5 * count, ''
   for i = 1, count do
-    local at, p = 5 * i + 1, 5 * i
+    local at, p = 5 * i - 3, 5 * i
     if ARGV[at + 1] ~= FAST_NAME then return general() end
     policy[p - 4], policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
       ARGV[at], ARGV[at + 2] + 0, ARGV[at + 3] + 0, ARGV[at + 4] + 0, ARGV[capacities_at + i] + 0

@@ -8,10 +8,12 @@ export const preludeLua = `
 -- KEYS     per decision: the client's state key <prefix>{<namespace>|<client key>}, then one key
 --          per sliding-window-log policy, in policy order; all keys of one call share a hash slot.
 --          Keys after the last decision's repeat its last key (padding) and are never read.
--- ARGV     runs of decisions in a row that share their arguments: the run's length, then the
+-- ARGV     runs of decisions in a row that share their arguments, each run its header, then the
 --          arguments of each of its decisions (figures as entries of their own, so a script
---          converts only those it needs and cuts no text):
---   now    epoch ms, or '' to read the Redis clock (TIME, once per call)
+--          converts only those it needs and cuts no text). The header is one entry,
+--          '<count> <op> <cost> <n>[ <now>]' (the usual one is '1 consume 1 1'): each entry is a
+--          string Redis makes on every call.
+--   count  how many decisions in a row the run holds
 --   op     'consume': decide, and charge every policy only if all allow and cost > 0
 --          'refund': give cost back to every policy that has state (never beyond a fresh state)
 --          'all'    every decision of the call has this op: decide them all, then charge every
@@ -19,6 +21,7 @@ export const preludeLua = `
 --                   client key
 --   cost   units, an integer >= 0 (0 decides without charging)
 --   n      the limiter's policy count, 1 to 16
+--   now    epoch ms; absent to read the Redis clock (TIME, once per call)
 --   then per policy, five entries:
 --     head       ' slot@version=': the policy's state head in the client's string (version names
 --                the algorithm and every figure its state depends on)
