@@ -14,6 +14,7 @@ const ARGS = ['consume 1 1', ' p@gc.10.1000.10.0.0=', 'gcra', '10', '1000', '0',
 
 interface Call {
   readonly keys: readonly string[];
+  readonly args: readonly string[];
   resolve(raw: unknown): void;
   reject(error: unknown): void;
 }
@@ -30,15 +31,15 @@ function replyFor(count: number): Buffer {
 function harness(notReady?: Error) {
   const calls: Call[] = [];
   const batcher = createBatcher(
-    (_script, keys) =>
+    (_script, keys, args) =>
       new Promise((resolve, reject) => {
-        calls.push({ keys: [...keys], resolve, reject });
+        calls.push({ keys: [...keys], args: [...args], resolve, reject });
       }),
     () => 0,
     () => notReady,
   );
-  const ask = (key: string): Promise<StoreReply> =>
-    batcher.decide(script, [key], ARGS, { policyCount: 1, now: undefined });
+  const ask = (key: string, args: readonly string[] = ARGS): Promise<StoreReply> =>
+    batcher.decide(script, [key], args, { policyCount: 1, now: undefined });
   /** Answers call `i` as the script would. */
   const land = async (i: number) => {
     const call = calls[i] as Call;
@@ -67,6 +68,24 @@ describe('Redis store batching: when a script call leaves', () => {
     expect(keysOf(0)).toEqual(['a', 'b', 'c']);
     calls[0]?.resolve(replyFor(3));
     expect((await Promise.all(asked)).map((reply) => reply.allowed)).toEqual([true, true, true]);
+  });
+
+  it('sends each run of decisions in a row with the same arguments once, its count first in its header', async () => {
+    const { calls, ask } = harness();
+    const costly = ['consume 3 1', ...ARGS.slice(1)];
+    const asked = [ask('a'), ask('b'), ask('c', costly), ask('d')];
+    await turn();
+    const policy = ARGS.slice(1);
+    expect(calls[0]?.args).toEqual([
+      '2 consume 1 1',
+      ...policy,
+      '1 consume 3 1',
+      ...policy,
+      '1 consume 1 1',
+      ...policy,
+    ]);
+    calls[0]?.resolve(replyFor(4));
+    await Promise.all(asked);
   });
 
   it('holds a batch while a call of its lane is in flight, and sends it, with all asked meanwhile, when that call lands', async () => {

@@ -168,4 +168,73 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
       expect([...outcomes].some((o) => o.includes('true') && o.includes('false'))).toBe(true);
     });
   }
+  // On Redis's own clock the straight-line entry compares the usual run headers instead of
+  // cutting them: one decision of cost 1 over 1 policy, or over 2 to 9. Other headers (10
+  // policies, a cost of 10, a batch of 10) are cut. Windows of hours keep every charge of a
+  // test in one window of every policy, so the counter's strings match to the character, and
+  // on Redis 7 a straight-line charge keeps a TTL stretched by hand, which the general body
+  // sets anew: that tells which ran.
+  for (const [label, policyCount, cost, batch] of [
+    ['one policy', 1, 1, 1],
+    ['three policies', 3, 1, 1],
+    ['ten policies', 10, 1, 1],
+    ['a cost of 10', 1, 10, 1],
+    ['a batch of 10', 1, 1, 10],
+  ] as const) {
+    it(`sliding-window-counter on Redis's clock, ${label}: the same decisions and states either way`, async () => {
+      const run = `clock-${policyCount}-${cost}-${batch}`;
+      const limiterUnder = (prefixOfRun: string) =>
+        createLimiter({
+          policies: Array.from({ length: policyCount }, (_, i) => ({
+            name: `p${i}`,
+            limit: 1_000,
+            window: `${i + 1}h` as const,
+            algorithm: 'sliding-window-counter' as const,
+          })),
+          store: createRedisStore({ client, prefix: `${prefix}${prefixOfRun}` }),
+          prefix: run,
+          storeTimeoutMs: 10_000,
+        });
+      const straight = limiterUnder('clock-straight:');
+      const general = limiterUnder('clock-general:');
+      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${Date.now() + 36_000_000}`;
+      const clients = Array.from({ length: batch }, (_, i) => `k${i}`);
+      for (const k of clients) await client.set(`${prefix}clock-general:{${run}|${k}}`, dropped);
+      const keeps = Number(/redis_version:(\d+)/.exec(await client.info('server'))?.[1]) >= 7;
+      const stretched = 100 * 3_600_000;
+      for (let step = 0; step < 3; step++) {
+        if (step > 0) {
+          for (const k of clients) {
+            await client.pexpire(`${prefix}clock-straight:{${run}|${k}}`, stretched);
+            await client.pexpire(`${prefix}clock-general:{${run}|${k}}`, stretched);
+          }
+        }
+        // Asked in one turn, a batch travels as one call.
+        const [ofStraight, ofGeneral] = await Promise.all([
+          Promise.all(clients.map((k) => straight.consume(k, { cost }))),
+          Promise.all(clients.map((k) => general.consume(k, { cost }))),
+        ]);
+        for (const [i, decision] of ofStraight.entries()) {
+          const other = ofGeneral[i] as Decision;
+          expect(decision.reason).toBeUndefined();
+          expect(decision.policies.map((p) => p.remaining)).toEqual(other.policies.map((p) => p.remaining));
+          expect(decision.remaining).toBe(1_000 - cost * (step + 1));
+        }
+        for (const k of clients) {
+          const [own, beside] = await Promise.all([
+            client.get(`${prefix}clock-straight:{${run}|${k}}`),
+            client.get(`${prefix}clock-general:{${run}|${k}}`),
+          ]);
+          expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+          if (step === 0) continue;
+          const [ownTtl, besideTtl] = await Promise.all([
+            client.pttl(`${prefix}clock-straight:{${run}|${k}}`),
+            client.pttl(`${prefix}clock-general:{${run}|${k}}`),
+          ]);
+          expect(ownTtl > stretched - 60_000).toBe(keeps);
+          expect(besideTtl).toBeLessThan(stretched - 60_000);
+        }
+      }
+    });
+  }
 });

@@ -16,7 +16,7 @@ return text`;
  * The same, plus part of what every decision on Redis's clock with text arguments does
  * besides the rate-limit arithmetic: TIME, three numbers from ARGV and two from the string,
  * the state formatted back with `%d`, and a packed reply of five numbers. The arguments are
- * those of a one-policy gcra call (whose policy figures it does not even read).
+ * those of a one-policy gcra call; the three numbers are its limit, window and capacity.
  */
 const readsLua = `local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)

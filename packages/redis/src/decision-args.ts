@@ -14,8 +14,8 @@ const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
 /**
  * One decision's ARGV entries, as the scripts' header describes them: the run's header without
  * its count ('<op> <cost> <policy count>[ <now>]', see `runHeader`), five per policy, then one
- * capacity per policy. The figures are entries of their own: a script converts each it needs
- * once and cuts no text. Every number is checked to be a whole number below 2^53: the script
+ * capacity per policy. The policies' figures are entries of their own: a script converts each
+ * it needs once and cuts no text but the header, once per run. Every number is checked to be a whole number below 2^53: the script
  * stores state with `%d`, which would truncate a fraction, and the decision would then differ
  * from the reference instead of failing.
  */

@@ -45,7 +45,7 @@ local decision_runs, client_key_at, key_at, decisions, op = {}, {}, 1, 0, nil
 local at = 1
 while at <= #ARGV do
   local _, _, count, run_op, cost, n, now = find(ARGV[at], '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
-  if count == nil then error('sluice: bad run header ' .. ARGV[at]) end
+  if count == nil then error('sluice: bad run header at ARGV[' .. at .. ']: ' .. ARGV[at]) end
   op = op or run_op
   local min_ttl = 60000
   now, n = tonumber(now), tonumber(n)

@@ -47,6 +47,7 @@ local header = ARGV[1]
 if header ~= '1 consume 1 1' then
   if #header == 13 and find(header, '1 consume 1 ', 1, true) == 1 then
     count = byte(header, 13) - 48
+    if count < 2 then return general() end
   else
     local _, op
     _, _, decisions, op, cost, count, now = find(header, '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
@@ -54,6 +55,8 @@ if header ~= '1 consume 1 1' then
     decisions, cost, count = decisions + 0, cost + 0, count + 0
   end
 end
+-- One run only: several (limiters, costs or clocks in one call) are the general body's.
+if #ARGV ~= 1 + 6 * count then return general() end
 if now == '' then
   -- Whole ms by % (inline), where floor is a C call.
   local time = redis.call('TIME')
@@ -63,7 +66,6 @@ if now == '' then
 else
   now = now + 0
 end
-if #ARGV ~= 1 + 6 * count then return general() end
 if decisions ~= 1 or count ~= 1 then
   ${fastManyLua(shape)}
 end

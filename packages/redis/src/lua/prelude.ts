@@ -10,7 +10,7 @@ export const preludeLua = `
 --          Keys after the last decision's repeat its last key (padding) and are never read.
 -- ARGV     runs of decisions in a row that share their arguments, each run its header, then the
 --          arguments of each of its decisions (figures as entries of their own, so a script
---          converts only those it needs and cuts no text). The header is one entry,
+--          converts only those it needs and cuts no text but the header). The header is one entry,
 --          '<count> <op> <cost> <n>[ <now>]' (the usual one is '1 consume 1 1'): each entry is a
 --          string Redis makes on every call.
 --   count  how many decisions in a row the run holds
