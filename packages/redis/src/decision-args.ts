@@ -15,9 +15,9 @@ const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
  * One decision's ARGV entries, as the scripts' header describes them: the run's header without
  * its count ('<op> <cost> <policy count>[ <now>]', see `runHeader`), five per policy, then one
  * capacity per policy. The policies' figures are entries of their own: a script converts each
- * it needs once and cuts no text but the header, once per run. Every number is checked to be a whole number below 2^53: the script
- * stores state with `%d`, which would truncate a fraction, and the decision would then differ
- * from the reference instead of failing.
+ * it needs once and cuts no text but the header, once per run. Every number is checked to be
+ * a whole number below 2^53: the script stores state with `%d`, which would truncate a
+ * fraction, and the decision would then differ from the reference instead of failing.
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
   const { now, cost, policies, capacities } = request;
@@ -40,9 +40,9 @@ export function decisionArgs(operation: Operation, request: StoreRequest): strin
 }
 
 /**
- * A run's ARGV: `count` decisions in a row that share the arguments `decisionArgs` made, which
- * the script receives once, the count first in their header: '<count> <op> <cost> <policy
- * count>[ <now>]', one entry where it used to be five, each a string Redis makes per call.
+ * The header of a run of `count` decisions in a row that share the arguments `decisionArgs`
+ * made ('<count> <op> <cost> <policy count>[ <now>]'): the script gets those arguments once,
+ * and the header is one entry where five would each be a string Redis makes per call.
  */
 export function runHeader(count: number, args: readonly string[]): string {
   return `${count} ${args[0] as string}`;

@@ -46,6 +46,7 @@ local at = 1
 while at <= #ARGV do
   local _, _, count, run_op, cost, n, now = find(ARGV[at], '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
   if count == nil then error('sluice: bad run header at ARGV[' .. at .. ']: ' .. ARGV[at]) end
+  -- The call's operation is its first run's: a call of 'all' holds nothing else.
   op = op or run_op
   local min_ttl = 60000
   now, n = tonumber(now), tonumber(n)

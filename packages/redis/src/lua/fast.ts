@@ -15,10 +15,10 @@ local KEYS, ARGV, find, format, byte = KEYS, ARGV, string.find, string.format, s
  * policy, is decided here in scalars; a batch or several policies take the block of
  * `fast-many.ts`. Neither builds the general body's tables and closures. They read and write
  * exactly the strings the general body does, with a TTL at least as long (a charge may keep
- * the key's TTL: see `chargeWrite` in fast-shape.ts), so any other call (several runs, a refund, a client
- * twice in one batch, another version's state, a slot this limiter no longer has) runs the
- * general body instead, which has by then nothing to undo: this path writes only once it
- * knows it decides the whole call.
+ * the key's TTL: see `chargeWrite` in fast-shape.ts), so any other call (several runs, a
+ * refund, a client twice in one batch, another version's state, a slot this limiter no longer
+ * has) runs the general body instead, which has by then nothing to undo: this path writes
+ * only once it knows it decides the whole call.
  *
  * Inside Redis a script pays for every C function it calls and every object it allocates
  * (a `tonumber` parses its text twice, arithmetic on a numeric string once; `format` copies a
