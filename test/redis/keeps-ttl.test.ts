@@ -3,7 +3,7 @@ import { createLimiter, type Duration, type Limiter, type PolicyOptions } from '
 import { createRedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { connectRedis, deleteKeys, scriptsKeepTtl, standaloneRedis } from '../helpers/redis-env.js';
 
 const target = await standaloneRedis();
 
@@ -35,8 +35,7 @@ describe.skipIf(target.skip)(
 
     beforeAll(async () => {
       client = await connectRedis(target.require());
-      const version = /redis_version:(\d+)/.exec(await client.info('server'))?.[1];
-      keeps = Number(version) >= 7;
+      keeps = await scriptsKeepTtl(client);
     });
 
     afterAll(async () => {

@@ -3,7 +3,7 @@ import { createLimiter, type Decision } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { connectRedis, deleteKeys, scriptsKeepTtl, standaloneRedis } from '../helpers/redis-env.js';
 
 const target = await standaloneRedis();
 const NOW = 1_700_000_000_000;
@@ -200,7 +200,7 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
       const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${Date.now() + 36_000_000}`;
       const clients = Array.from({ length: batch }, (_, i) => `k${i}`);
       for (const k of clients) await client.set(`${prefix}clock-general:{${run}|${k}}`, dropped);
-      const keeps = Number(/redis_version:(\d+)/.exec(await client.info('server'))?.[1]) >= 7;
+      const keeps = await scriptsKeepTtl(client);
       const stretched = 100 * 3_600_000;
       for (let step = 0; step < 3; step++) {
         if (step > 0) {

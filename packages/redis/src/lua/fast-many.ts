@@ -1,4 +1,4 @@
-import { captures, chargeWrite, converted, type FastShape } from './fast-shape.js';
+import { captures, chargeWrite, converted, type FastShape, resetsNoLater } from './fast-shape.js';
 
 /**
  * The straight-line path for a limiter of several policies, all of the algorithm the script
@@ -42,7 +42,7 @@ const keepsTtlCheck = (shape: FastShape): string =>
     ? `
         if keeps_ttl then
           local stored_reset_at = stored_resets[(d - 1) * count + i]
-          keeps_ttl = stored_reset_at ~= nil and stored_reset_at + 0 >= now + reset
+          keeps_ttl = ${resetsNoLater('stored_reset_at', 'now + reset')}
         end`
     : '';
 

@@ -10,13 +10,20 @@ export interface FastShape {
   readonly keepsTtl: boolean;
 }
 
-/** The names a read state's captures go to: its numbers, then the stored reset time if kept. */
-export const captures = ({ size, keepsTtl }: FastShape): string =>
-  `${size === 3 ? 'a, b, c' : 'a, b'}${keepsTtl ? ', stored_reset_at' : ''}`;
-
 /** A read state's own numbers (a, b[, c]) and the next state's (x, y[, z]). */
 export const stateNumbers = ({ size }: FastShape): string => (size === 3 ? 'a, b, c' : 'a, b');
 export const nextNumbers = ({ size }: FastShape): string => (size === 3 ? 'x, y, z' : 'x, y');
+
+/** The names a read state's captures go to: its numbers, then the stored reset time if kept. */
+export const captures = (shape: FastShape): string =>
+  `${stateNumbers(shape)}${shape.keepsTtl ? ', stored_reset_at' : ''}`;
+
+/**
+ * Whether a charge resetting at `resetAt` resets no later than the stored reset time
+ * (`stored`, text or nil): what each policy must meet for the write to keep the key's TTL.
+ */
+export const resetsNoLater = (stored: string, resetAt: string): string =>
+  `${stored} ~= nil and ${stored} + 0 >= ${resetAt}`;
 
 /** The read numbers converted from text, each once. */
 export const converted = ({ size }: FastShape): string => (size === 3 ? 'a + 0, b + 0, c + 0' : 'a + 0, b + 0');

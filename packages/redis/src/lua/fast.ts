@@ -1,5 +1,13 @@
 import { fastManyLua } from './fast-many.js';
-import { captures, chargeWrite, converted, type FastShape, nextNumbers, stateNumbers } from './fast-shape.js';
+import {
+  captures,
+  chargeWrite,
+  converted,
+  type FastShape,
+  nextNumbers,
+  resetsNoLater,
+  stateNumbers,
+} from './fast-shape.js';
 
 /** What an algorithm's straight-line decision may use; it comes first. */
 export const fastPreludeLua = `
@@ -102,6 +110,4 @@ return struct.pack('<ddddd', redis_now, allowed and 1 or 0, remaining, reset, wa
 
 /** For an algorithm whose charge may keep the key's TTL: whether this one does (see `chargeWrite`). */
 const keepsTtlOfOne = (shape: FastShape): string =>
-  shape.keepsTtl
-    ? 'local keeps_ttl = min_ttl == 0 and stored_reset_at ~= nil and stored_reset_at + 0 >= reset_at\n  '
-    : '';
+  shape.keepsTtl ? `local keeps_ttl = min_ttl == 0 and ${resetsNoLater('stored_reset_at', 'reset_at')}\n  ` : '';
