@@ -1,6 +1,6 @@
 /**
  * Instructions per decision of the in-process memory cells the issue-21 targets read (sluice's
- * gcra and sliding window counter through `createLimiter`, the lru-cache and Map floors,
+ * gcra and sliding window counter through `createLimiter`, the lru-cache, decision and Map floors,
  * express-rate-limit's `MemoryStore`), on 100k keys, sequential: the same ratios as the
  * `100k keys, seq` column, in a count the machine's load does not move. It counts work, not
  * time: the floors' cache misses weigh more in time than here. Each contender runs under
@@ -14,6 +14,7 @@ const contenders = [
   'sluice:memory:gcra',
   'sluice:memory:sliding-window-counter',
   'floor-lru-cache:memory',
+  'floor-decision:memory',
   'floor-map:memory',
   'express-rate-limit:memory',
 ];

@@ -74,7 +74,7 @@ function targetsTable(checks: readonly TargetCheck[]): string {
       c.goal,
       c.bound ?? '',
       c.context,
-      verdict(c.met),
+      verdict(c.met, c.boundMisses),
     ]),
   );
 }

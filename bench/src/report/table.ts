@@ -7,9 +7,12 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
   return [line(headers), line(align), ...rows.map(line)].join('\n');
 }
 
-/** Marks for the targets table. */
-export const verdict = (met: boolean | undefined): string =>
-  met === undefined ? 'not measured' : met ? '**met**' : '**missed**';
+/** Marks for the targets table: a miss whose control or floor misses too is out of reach on this machine. */
+export const verdict = (met: boolean | undefined, boundMisses = false): string => {
+  if (met === undefined) return 'not measured';
+  if (met) return '**met**';
+  return boundMisses ? '**out of reach**: the control misses too' : '**missed**';
+};
 
 /** `sluice:memory` → `sluice (memory)`. */
 export const limiterName = (variant: string): string => {

@@ -27,6 +27,11 @@ export interface TargetCheck {
   /** Other figures worth reading beside it: the peers, the raw rates. */
   context: string;
   met: boolean | undefined;
+  /**
+   * Whether the control or floor itself misses the goal, measured the same way in the same
+   * run: then no implementation could meet it on this machine, and the verdict says so.
+   */
+  boundMisses?: boolean;
 }
 
 /** One section's targets, read from one run. Sections are listed in `targets.ts`. */

@@ -61,6 +61,7 @@ export function httpTargets(_results: RunResults, http: readonly HttpRow[]): Tar
       bound: `fields alone ÷ bare ${shown(fields)}; fields alone ÷ that peer ${spreadShown(fieldsVsBest)}`,
       context: peers.map((p) => `${limiterName(p.variant)} ${shown(p)}`).join('; '),
       met: above(vsBest?.median, 1),
+      boundMisses: above(fieldsVsBest?.median, 1) === false,
     });
 
     const vsIncr = pairedRatio(redis, incr);
