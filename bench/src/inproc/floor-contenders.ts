@@ -73,8 +73,19 @@ function bindingDecision(mode: Mode): Answer {
 export const floorLabels: Record<string, string> = {
   'floor-map:memory': 'floor: a Map and the clock, no limiter',
   'floor-lru-cache:memory': 'floor: lru-cache and the clock, no limiter',
-  'floor-decision:memory': "floor: lru-cache, the clock and a decision's binding fields",
+  'floor-decision:memory': "floor: a Map, the clock and a decision's binding fields",
 };
+
+/** The fixed-window floor over a plain Map, unbounded: the cheapest map there is. */
+function overMap(mode: Mode, answer?: Answer): Contender {
+  const counts = new Map<string, Count>();
+  return fixedWindowOver(
+    (key) => counts.get(key),
+    (key, count) => counts.set(key, count),
+    mode,
+    answer,
+  );
+}
 
 /** The fixed-window floor over lru-cache, bounded to `maxKeys`. */
 function overLruCache(maxKeys: number, mode: Mode, answer?: Answer): Contender {
@@ -92,18 +103,11 @@ function overLruCache(maxKeys: number, mode: Mode, answer?: Answer): Contender {
 /**
  * Floors, listed with the peers: `floor-map`, a plain Map; `floor-lru-cache`, lru-cache, a
  * bounded LRU map (sluice's memory store keeps a strict LRU of its own); `floor-decision`, the
- * lru-cache floor answering with a decision's binding fields, what any limiter with sluice's
- * API returns.
+ * Map floor answering with a decision's binding fields: the least any limiter with sluice's
+ * API can cost, whatever map it bounds its keys with.
  */
 export const floorContenders: Record<string, ContenderFactory> = {
-  'floor-map:memory': async ({ mode }) => {
-    const counts = new Map<string, Count>();
-    return fixedWindowOver(
-      (key) => counts.get(key),
-      (key, count) => counts.set(key, count),
-      mode,
-    );
-  },
+  'floor-map:memory': async ({ mode }) => overMap(mode),
   'floor-lru-cache:memory': async ({ mode, maxKeys }) => overLruCache(maxKeys, mode),
-  'floor-decision:memory': async ({ mode, maxKeys }) => overLruCache(maxKeys, mode, bindingDecision(mode)),
+  'floor-decision:memory': async ({ mode }) => overMap(mode, bindingDecision(mode)),
 };

@@ -61,7 +61,9 @@ export function httpTargets(_results: RunResults, http: readonly HttpRow[]): Tar
       bound: `fields alone ÷ bare ${shown(fields)}; fields alone ÷ that peer ${spreadShown(fieldsVsBest)}`,
       context: peers.map((p) => `${limiterName(p.variant)} ${shown(p)}`).join('; '),
       met: above(vsBest?.median, 1),
-      boundMisses: above(fieldsVsBest?.median, 1) === false,
+      // Out of reach only if the fields alone lost to that peer in every cycle, not by the median:
+      // one noisy cycle must not declare a target unreachable.
+      boundMisses: above(fieldsVsBest?.max, 1) === false,
     });
 
     const vsIncr = pairedRatio(redis, incr);
