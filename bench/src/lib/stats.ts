@@ -24,16 +24,23 @@ export function quantileSorted(sorted: ArrayLike<number>, q: number): number {
 }
 
 /**
- * Fixed-bucket latency histogram: 1 µs buckets up to 100 ms, one overflow bucket. Recording
- * is an array increment, cheap enough to run per response inside the load generator.
+ * Fixed-bucket latency histogram: 1 µs buckets up to 100 ms, then 1 ms buckets up to a minute
+ * (the last one holding anything slower), so a slow tail is measured rather than cut at
+ * 100 ms. Recording is an array increment, cheap enough to run per response inside the load
+ * generator.
  */
 export class Histogram {
-  private readonly counts = new Uint32Array(100_001);
+  private readonly fine = new Uint32Array(100_001);
+  private readonly coarse = new Uint32Array(60_001);
   count = 0;
 
   record(ms: number): void {
-    const bucket = Math.min(100_000, Math.max(0, Math.round(ms * 1000)));
-    this.counts[bucket] = (this.counts[bucket] as number) + 1;
+    const us = Math.max(0, Math.round(ms * 1000));
+    if (us <= 100_000) this.fine[us] = (this.fine[us] as number) + 1;
+    else {
+      const bucket = Math.min(60_000, Math.round(ms));
+      this.coarse[bucket] = (this.coarse[bucket] as number) + 1;
+    }
     this.count++;
   }
 
@@ -41,9 +48,13 @@ export class Histogram {
   quantile(q: number): number {
     const target = Math.max(1, Math.ceil(q * this.count));
     let seen = 0;
-    for (let i = 0; i < this.counts.length; i++) {
-      seen += this.counts[i] as number;
+    for (let i = 0; i < this.fine.length; i++) {
+      seen += this.fine[i] as number;
       if (seen >= target) return i / 1000;
+    }
+    for (let i = 0; i < this.coarse.length; i++) {
+      seen += this.coarse[i] as number;
+      if (seen >= target) return i;
     }
     return Number.NaN;
   }
