@@ -43,11 +43,12 @@ const threePolicyCells = (): Cell[] =>
   TARGET_ALGORITHMS.flatMap((a) => [targetCell(`sluice:memory:${a}:3p`), targetCell(`sluice:redis:${a}:3p`)]);
 
 /**
- * The cost of watching decisions: gcra on the memory store with nobody, a subscriber, or
- * `enableMetrics` listening, in turn, `rounds` times; the targets read the medians.
+ * The cost of watching decisions: gcra on the memory store with a subscriber, nobody, or
+ * `enableMetrics` listening, in turn, `rounds` times. The unwatched cell sits between the two
+ * watched ones, so each cost is read from runs a second apart, as the issue-21 targets are.
  */
 export function watchPlan(rounds: number): Cell[] {
-  const ids = ['sluice:memory:gcra', 'sluice:memory:gcra:subscriber', 'sluice:memory:gcra:metrics'];
+  const ids = ['sluice:memory:gcra:subscriber', 'sluice:memory:gcra', 'sluice:memory:gcra:metrics'];
   return Array.from({ length: rounds }, () => ids.map((id) => targetCell(id))).flat();
 }
 

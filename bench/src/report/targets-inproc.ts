@@ -126,6 +126,9 @@ export function redisTargets(results: RunResults): TargetCheck[] {
         .join('; '),
       context: '',
       met: atMost(us, 6),
+      // A decision is one Lua script that reads and writes the client's state (SPEC §4); the
+      // floor script does only that. Where it alone costs more, no such store meets the goal.
+      boundMisses: atMost(floorUs, 6) === false,
     });
   }
   for (const algorithm of TARGETED) {
@@ -166,19 +169,20 @@ export function redisTargets(results: RunResults): TargetCheck[] {
 
 /** What watching decisions costs on the memory store (issue 14). */
 export function watchTargets(results: RunResults): TargetCheck[] {
-  const unwatched = cell(results.inproc, 'sluice:memory:gcra', ...SEQ_100K);
-  const watchCost = (id: string) => over(unwatched, cell(results.inproc, id, ...SEQ_100K));
+  // Cost is time per decision: watched ÷ unwatched is the unwatched run's rate ÷ its neighbour's.
+  const watchCost = (id: string) => versus(results, 'sluice:memory:gcra', id);
   const subscriberCost = watchCost('sluice:memory:gcra:subscriber');
   const metricsCost = watchCost('sluice:memory:gcra:metrics');
   return [
     {
       target: 'memory gcra, 100k keys, seq: cost with enableMetrics ÷ cost with nobody watching',
-      value: metricsCost,
+      value: metricsCost?.median,
+      spread: metricsCost,
       unit: 'ratio',
       goal: '≤ 1.15',
-      bound: subscriberCost === undefined ? '' : `a subscriber that does nothing ${ratio(subscriberCost)}`,
+      bound: subscriberCost === undefined ? '' : `a subscriber that does nothing ${ratio(subscriberCost.median)}`,
       context: '',
-      met: atMost(metricsCost, 1.15),
+      met: atMost(metricsCost?.median, 1.15),
     },
   ];
 }
