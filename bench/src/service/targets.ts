@@ -1,3 +1,4 @@
+import { atMost } from '../report/target-check.js';
 import type { TargetCheck } from '../report/targets.js';
 import type { RunResults } from '../results.js';
 
@@ -28,7 +29,7 @@ export function serviceTargets(results: RunResults): TargetCheck[] {
       bound: control === undefined ? '' : `control (no decision): p99 ÷ 20 ms ${control.toFixed(3)}`,
       context: '',
       met: value === undefined ? undefined : value <= P99_GOAL,
-      boundMisses: control !== undefined && control > P99_GOAL,
+      boundMisses: atMost(control, P99_GOAL) === false,
     };
   });
 }
