@@ -9,10 +9,15 @@ import {
   stateNumbers,
 } from './fast-shape.js';
 
-/** What an algorithm's straight-line decision may use; it comes first. */
+/**
+ * What an algorithm's straight-line decision may use; it comes first. Only what that path
+ * reads on every call is made local: \`fast_evaluate\` reads math's functions from the globals,
+ * where it calls them at all, since each local of this chunk it named would be an upvalue,
+ * an object Redis's Lua allocates, closes and collects on every call (3 of them were some
+ * 2,200 of the 60,000 instructions of a one-policy gcra call).
+ */
 export const fastPreludeLua = `
-local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
-local KEYS, ARGV, find, format, byte = KEYS, ARGV, string.find, string.format, string.byte
+local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
 `;
 
 /**
@@ -54,7 +59,7 @@ local decisions, cost, count, now, min_ttl, redis_now = 1, 1, 1, '', 60000, 0
 local header = ARGV[1]
 if header ~= '1 consume 1 1' then
   if #header == 13 and find(header, '1 consume 1 ', 1, true) == 1 then
-    count = byte(header, 13) - 48
+    count = string.byte(header, 13) - 48
     if count < 2 then return general() end
   else
     local _, op

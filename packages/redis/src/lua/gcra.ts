@@ -49,13 +49,13 @@ local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat,
     -- The same whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline), without a
     -- call of math's C functions each.
     local delay, remaining, below = 0, 0, next_ahead % limit
-    if late > 0 then delay = ceil(late / limit) end
+    if late > 0 then delay = math.ceil(late / limit) end
     if late < 0 then remaining = (-late - -late % window) / window end
     local whole = (next_ahead - below) / limit
     if below > 0 then return true, remaining, whole + 1, delay, now + whole, below end
     return true, remaining, whole, delay, now + whole, below
   end
-  return false, max(0, floor((capacity * window - ahead) / window)), ceil(ahead / limit),
-    ceil((late - max_delay * limit) / limit)
+  return false, math.max(0, math.floor((capacity * window - ahead) / window)), math.ceil(ahead / limit),
+    math.ceil((late - max_delay * limit) / limit)
 end
 `;

@@ -91,15 +91,15 @@ local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state
   -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
   local retry
   local spare_now = (capacity - current - cost) * window
-  if spare_now >= 0 and previous > 0 and window - floor(spare_now / previous) < window then
-    retry = window - floor(spare_now / previous) - elapsed
+  if spare_now >= 0 and previous > 0 and window - math.floor(spare_now / previous) < window then
+    retry = window - math.floor(spare_now / previous) - elapsed
   else
     local at_next = 0
-    if current > 0 then at_next = max(0, window - floor((capacity - cost) * window / current)) end
+    if current > 0 then at_next = math.max(0, window - math.floor((capacity - cost) * window / current)) end
     retry = window - elapsed + at_next
   end
   local reset = 0
   if current > 0 then reset = 2 * window - elapsed + lag elseif previous > 0 then reset = window - elapsed + lag end
-  return false, max(0, floor((budget - used) / window)), reset, retry + lag
+  return false, math.max(0, math.floor((budget - used) / window)), reset, retry + lag
 end
 `;
