@@ -10,11 +10,11 @@ import {
 } from './fast-shape.js';
 
 /**
- * What an algorithm's straight-line decision may use; it comes first. Only what that path
- * reads on every call is made local: `fast_evaluate` reads math's functions from the globals,
- * where it calls them at all, since each local of this chunk it named would be an upvalue,
- * an object Redis's Lua allocates, closes and collects on every call (3 of them were some
- * 2,400 of the 60,000 instructions of a one-policy gcra call).
+ * What the straight-line path's own body reads, made local; it comes first. An algorithm's
+ * `fast_evaluate` reads math's functions from the globals instead, where it calls them at
+ * all: each local of this chunk it named would be an upvalue, an object Redis's Lua
+ * allocates, closes and collects on every call (3 of them were some 2,400 of the 60,000
+ * instructions of a one-policy gcra call).
  */
 export const fastPreludeLua = `
 local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
