@@ -51,6 +51,31 @@ end
 redis.call('PSETEX', KEYS[1], string.format('%d', 1), head .. string.format('%d,%d;%d,%d', now + a % 2, b, 1, now + 1))
 return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
 
+/**
+ * The layout floor in the sliding window counter's case, where the replayed state outlives
+ * the calls (a counter's charge resets a window or two later): TIME, GET, the state's three
+ * numbers and reset time read by one pattern, the state written back in sluice's layout (head,
+ * five numbers with `%d`) keeping the key's TTL when there was one and by PSETEX for a window
+ * when there was none, and the packed reply of five numbers. No policy figures are read and
+ * nothing is decided; the numbers are carried over as read. The string starts as the
+ * counter's, so the reads and writes are of the size the counter's are.
+ */
+const layoutKeptLua = `local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local head = ' _0@sc.100.60000.100.0.0='
+local text, a, b, c, reset_at = redis.call('GET', KEYS[1]), 0, 1, 0, nil
+if text then
+  local _, stop, x, y, z, r = string.find(text, '^(%d+),(%d+),(%d+);%d+,(%d+)', #head + 1)
+  if stop then a, b, c, reset_at = x + 0, y + 0, z + 0, r + 0 end
+end
+local next = head .. string.format('%d,%d,%d;%d,%d', a, b, c, 1, reset_at or now + 60000)
+if reset_at then
+  redis.call('SET', KEYS[1], next, 'KEEPTTL')
+else
+  redis.call('PSETEX', KEYS[1], string.format('%d', 60000), next)
+end
+return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
+
 const script = (label: string, lua: string) => ({
   label,
   lua,
@@ -59,15 +84,18 @@ const script = (label: string, lua: string) => ({
   decisions: 1,
 });
 
-/** The `redis-benchmark` row of the layout floor, which the report sets beside each decision's cost. */
+/** The `redis-benchmark` rows of the layout floors, which the report sets beside each decision's cost. */
 export const LAYOUT_FLOOR = 'floor: TIME, GET, PSETEX of the state in sluice layout, packed reply';
+export const LAYOUT_KEPT_FLOOR = 'floor: the same with the state kept, read by one pattern, its TTL kept';
 
 export function floorCases(): RedisBenchCase[] {
   const getSet = script('floor: EVALSHA that GETs and SETs one string', getSetLua);
   const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
+  const kept = script(LAYOUT_KEPT_FLOOR, layoutKeptLua);
   const state = ' _0@gcra-60000-100=1700000000000,0;1,1700000000600';
   const gcraArgs = ['1 consume 1 1', ' _0@gc.100.60000.100.0.0=', 'gcra', '100', '60000', '0', '100'];
+  const counterArgs = ['1 consume 1 1', ' _0@sc.100.60000.100.0.0=', 'sliding-window-counter', ...gcraArgs.slice(3)];
   return [
     {
       label: getSet.label,
@@ -83,6 +111,11 @@ export function floorCases(): RedisBenchCase[] {
       label: layout.label,
       command: ['EVALSHA', layout.sha, '1', `rb:layout:{sluice|${RANDOM}}`, ...gcraArgs],
       script: layout,
+    },
+    {
+      label: kept.label,
+      command: ['EVALSHA', kept.sha, '1', `rb:kept:{sluice|${RANDOM}}`, ...counterArgs],
+      script: kept,
     },
   ];
 }
