@@ -69,6 +69,9 @@ async function capturedCases(): Promise<RedisBenchCase[]> {
       ['gcra', 3, 1],
       ['sliding-window-counter', 3, 1],
       ['gcra', 1, 32],
+      ['gcra', 3, 32],
+      ['sliding-window-counter', 1, 32],
+      ['sliding-window-counter', 3, 32],
     ] as const) {
       const script = await captureScript(plain.port, algorithm, count, decisions);
       cases.push({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script });
