@@ -38,8 +38,8 @@ const settings = {
   httpWarmupS: quick ? 0.2 : 1,
   httpRunS: quick ? 0.15 : 0.5,
   quietWaitMs: quick ? 2000 : 5000,
-  redisBenchSeconds: quick ? 0.5 : 2.5,
-  redisBenchRepeats: quick ? 1 : 2,
+  redisBenchSeconds: quick ? 0.5 : 2,
+  redisBenchRepeats: quick ? 1 : 3,
   serviceWarmupMs: quick ? 300 : 1000,
   serviceDurationMs: quick ? 500 : 3000,
 };

@@ -41,11 +41,14 @@ export async function usecPerCall(admin: Redis, command: string): Promise<number
   return usec;
 }
 
+/** Client keys the replays draw from (redis-benchmark's `-r`). */
+const KEYS = 100_000;
+
 /** One redis-benchmark run on core 0 (nothing else runs there meanwhile); Redis is on core 1. */
 async function once(redis: BenchRedis, command: string[], pipeline: number, requests: number) {
   const child = spawnPinned(0, 'redis-benchmark', [
     ...['-h', '127.0.0.1', '-p', String(redis.port), '-c', '50', '-n', String(requests)],
-    ...['-P', String(pipeline), '-r', '100000', '--csv', ...command],
+    ...['-P', String(pipeline), '-r', String(KEYS), '--csv', ...command],
   ]);
   const meter = startCpuMeter({ benchmark: child.pid, redis: redis.pid });
   const done = await finish(child, 60_000);
@@ -76,10 +79,17 @@ async function callsPerSec(redis: BenchRedis, command: string[], pipeline: numbe
   }
 }
 
+type Run = Row & Disturbance & { redisCores: number; usecPerCall: number };
+
 /**
  * The physical ceiling of Redis on this machine: each command unpipelined and 16-deep
  * pipelined, 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
  * captured source first, and the load must return the SHA the store itself uses.
+ *
+ * The repeats run in rounds, each round every case once, so that a drift of the machine's
+ * speed during the section falls alike on every case: the floors and sluice's scripts are read
+ * against each other. Each run starts from an empty Redis, warmed by its sizing probes, so every
+ * round replays a case in the same state.
  */
 export async function runRedisBenchmark(
   cases: readonly RedisBenchCase[],
@@ -87,57 +97,73 @@ export async function runRedisBenchmark(
   redis: BenchRedis,
   progress: Progress,
 ): Promise<RedisBenchResult[]> {
-  const planned = settings.repeats * (settings.seconds + 0.6);
-  progress.plan(cases.length * 2, planned);
+  const planned = settings.seconds + 0.6;
+  progress.plan(cases.length * 2 * settings.repeats, planned);
   const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
-  const results: RedisBenchResult[] = [];
+  const cells = cases.flatMap((benchCase) => [1, 16].map((pipeline) => ({ benchCase, pipeline, runs: [] as Run[] })));
   try {
-    for (const benchCase of cases) {
-      for (const pipeline of [1, 16]) {
-        await redis.flush();
-        if (benchCase.script !== undefined) {
-          const sha = await admin.script('LOAD', benchCase.script.lua);
-          if (sha !== benchCase.script.sha)
-            throw new Error(`SCRIPT LOAD gave ${sha}, the store uses ${benchCase.script.sha}`);
-        }
-        const runs: Array<Row & Disturbance & { redisCores: number; usecPerCall: number }> = [];
-        for (let i = 0; i < settings.repeats; i++) {
-          const requests = Math.max(
-            10_000,
-            Math.round((await callsPerSec(redis, benchCase.command, pipeline)) * settings.seconds),
-          );
-          const run = await measured(
-            { redis: redis.pid },
-            async () => {
-              await admin.config('RESETSTAT');
-              const ran = await once(redis, benchCase.command, pipeline, requests);
-              const usec = await usecPerCall(admin, benchCase.command[0] as string);
-              return { ...ran, result: { ...ran.result, usecPerCall: usec } };
-            },
-            settings.quietWaitMs,
-          );
-          runs.push(run);
-        }
-        const pick = (f: (r: (typeof runs)[number]) => number) => median(runs.map(f));
-        const result: RedisBenchResult = {
-          command: benchCase.label,
-          pipeline,
-          decisions: benchCase.script?.decisions ?? 1,
-          opsPerSec: pick((r) => r.opsPerSec),
-          p50Ms: pick((r) => r.p50Ms),
-          p99Ms: pick((r) => r.p99Ms),
-          redisCores: pick((r) => r.redisCores),
-          usecPerCall: pick((r) => r.usecPerCall),
-          foreign: Math.max(...runs.map((r) => r.foreign)),
-          retried: runs.some((r) => r.retried),
-          waitedMs: runs.reduce((sum, r) => sum + r.waitedMs, 0),
-        };
-        results.push(result);
-        progress.done(`redis-benchmark ${benchCase.label} -P ${pipeline}`, `${rate(result.opsPerSec)}/s`, planned);
+    for (let round = 1; round <= settings.repeats; round++) {
+      for (const { benchCase, pipeline, runs } of cells) {
+        const run = await measuredRun(admin, redis, benchCase, pipeline, settings);
+        runs.push(run);
+        const label = `redis-benchmark ${benchCase.label} -P ${pipeline}`;
+        progress.done(
+          settings.repeats > 1 ? `${label} (${round}/${settings.repeats})` : label,
+          `${rate(run.opsPerSec)}/s`,
+          planned,
+        );
       }
     }
   } finally {
     admin.disconnect();
   }
-  return results;
+  return cells.map(({ benchCase, pipeline, runs }) => {
+    const pick = (f: (r: Run) => number) => median(runs.map(f));
+    return {
+      command: benchCase.label,
+      pipeline,
+      decisions: benchCase.script?.decisions ?? 1,
+      opsPerSec: pick((r) => r.opsPerSec),
+      p50Ms: pick((r) => r.p50Ms),
+      p99Ms: pick((r) => r.p99Ms),
+      redisCores: pick((r) => r.redisCores),
+      usecPerCall: pick((r) => r.usecPerCall),
+      foreign: Math.max(...runs.map((r) => r.foreign)),
+      retried: runs.some((r) => r.retried),
+      waitedMs: runs.reduce((sum, r) => sum + r.waitedMs, 0),
+    };
+  });
+}
+
+/** One measured run of a case, on an empty Redis with its script loaded, sized to about `seconds`. */
+async function measuredRun(
+  admin: Redis,
+  redis: BenchRedis,
+  benchCase: RedisBenchCase,
+  pipeline: number,
+  settings: RedisBenchSettings,
+): Promise<Run> {
+  await redis.flush();
+  if (benchCase.script !== undefined) {
+    const sha = await admin.script('LOAD', benchCase.script.lua);
+    if (sha !== benchCase.script.sha)
+      throw new Error(`SCRIPT LOAD gave ${sha}, the store uses ${benchCase.script.sha}`);
+  }
+  // Every client key once on average before the measure, so that a state that outlives its
+  // call (the sliding window counter's) is mostly there to be read, as in a long replay.
+  await once(redis, benchCase.command, pipeline, Math.ceil(KEYS / (benchCase.script?.decisions ?? 1)));
+  const requests = Math.max(
+    10_000,
+    Math.round((await callsPerSec(redis, benchCase.command, pipeline)) * settings.seconds),
+  );
+  return measured(
+    { redis: redis.pid },
+    async () => {
+      await admin.config('RESETSTAT');
+      const ran = await once(redis, benchCase.command, pipeline, requests);
+      const usec = await usecPerCall(admin, benchCase.command[0] as string);
+      return { ...ran, result: { ...ran.result, usecPerCall: usec } };
+    },
+    settings.quietWaitMs,
+  );
 }

@@ -195,6 +195,12 @@ function repeated(results: RunResults): string {
     : '';
 }
 
+/** How the Redis ceiling's runs were taken, for a run that records it. */
+const redisRounds = (s: Record<string, number>): string =>
+  s.redisBenchRepeats === undefined
+    ? ''
+    : ` Redis ceiling ${s.redisBenchRepeats} ${s.redisBenchRepeats === 1 ? 'run' : 'rounds of runs'} of ${s.redisBenchSeconds} s per case, medians;`;
+
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;
   const s = results.settings;
@@ -204,7 +210,7 @@ export function renderMarkdown(results: RunResults, http: readonly HttpRow[], ch
     '',
     `Run of ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC${results.quick ? ' (**--quick**: fewer cells, shorter runs; indicative only)' : ''}, ${Math.round(results.seconds)} s. ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}. Method and how to read the ratios: [../README.md](../README.md). Chart: [latest.svg](latest.svg).`,
     '',
-    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${cycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles; memory at ${int(s.heapKeys)} keys.`,
+    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${cycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles;${redisRounds(s)} memory at ${int(s.heapKeys)} keys.`,
     '',
     '## Targets',
     '',
