@@ -199,7 +199,9 @@ function repeated(results: RunResults): string {
 const redisRounds = (s: Record<string, number>): string =>
   s.redisBenchRepeats === undefined
     ? ''
-    : ` Redis ceiling ${s.redisBenchRepeats} ${s.redisBenchRepeats === 1 ? 'run' : 'rounds of runs'} of ${s.redisBenchSeconds} s per case, medians;`;
+    : s.redisBenchRepeats === 1
+      ? ` Redis ceiling one run of ${s.redisBenchSeconds} s per case and depth;`
+      : ` Redis ceiling ${s.redisBenchRepeats} rounds of runs of ${s.redisBenchSeconds} s per case and depth, medians;`;
 
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;
