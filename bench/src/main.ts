@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { floorCases } from './ceiling/floor.js';
 import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
-import { captureScript, RANDOM } from './ceiling/scripts.js';
+import { type CapturedScript, captureScript, RANDOM } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
 import { runHttp } from './http/run.js';
 import { fullPlan, quickPlan, watchPlan } from './inproc/plan.js';
@@ -55,10 +55,7 @@ const heapPeers = ['express-rate-limit:memory', '@fastify/rate-limit:memory'].co
 );
 
 async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[]; missing: RedisBenchResult[] }> {
-  const cases: RedisBenchCase[] = [
-    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...floorCases(),
-  ];
+  const captured: CapturedScript[] = [];
   const missing: RedisBenchResult[] = [];
   const wanted: Array<[Parameters<typeof captureScript>[1], 1 | 3, (1 | 32)?]> = quick
     ? [
@@ -86,8 +83,7 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
       ];
   for (const [algorithm, count, decisions] of wanted) {
     try {
-      const script = await captureScript(redis.port, algorithm, count, decisions);
-      cases.push({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script });
+      captured.push(await captureScript(redis.port, algorithm, count, decisions));
     } catch (error) {
       const label = `sluice ${algorithm}${count === 3 ? ', 3 policies' : ''}${decisions ? `, ${decisions} decisions per call` : ''}`;
       for (const pipeline of [1, 16]) {
@@ -103,6 +99,15 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
       }
     }
   }
+  // The floors replay the one-policy gcra and counter calls' keys and arguments; both are in every run.
+  const oneDecision = (label: string) => captured.find((c) => c.label === label);
+  const gcra = oneDecision('sluice gcra');
+  const counter = oneDecision('sluice sliding-window-counter');
+  const cases: RedisBenchCase[] = [
+    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
+    ...(gcra && counter ? floorCases(gcra, counter) : []),
+    ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
+  ];
   return { cases, missing };
 }
 

@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { RedisBenchCase } from './redis-benchmark.js';
-import { RANDOM } from './scripts.js';
+import type { CapturedScript } from './scripts.js';
 
 /**
  * The least any script deciding from one string can cost: it GETs the string and SETs it
- * back with a TTL, and does nothing else. Replayed with the same key shape as sluice's calls,
+ * back with a TTL, and does nothing else. Replayed with the client key of sluice's gcra call,
  * its Redis time per call is what EVALSHA itself costs on this machine, so a script's figure
  * can be read against it.
  */
@@ -42,7 +42,7 @@ return struct.pack('<ddddd', now, limit, capacity, window, 0)`;
  */
 const layoutLua = `local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local head = ' _0@gc.100.60000.100.0.0='
+local head = ARGV[2]
 local text, a, b = redis.call('GET', KEYS[1]), 0, 0
 if text then
   local _, stop, x, y = string.find(text, '^(%d+),(%d+);%d+,%d+', #head + 1)
@@ -57,18 +57,19 @@ return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
  * numbers and reset time read by one pattern, the state written back in sluice's layout (head,
  * five numbers with `%d`) keeping the key's TTL when there was one and by PSETEX for a window
  * when there was none, and the packed reply of five numbers. No policy figures are read and
- * nothing is decided; the numbers are carried over as read. The string starts as the
- * counter's, so the reads and writes are of the size the counter's are.
+ * nothing is decided; the numbers are carried over as read, so the ones written on a
+ * first call (the counter's window index and reset time) have as many digits as the
+ * counter's.
  */
 const layoutKeptLua = `local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
-local head = ' _0@sc.100.60000.100.0.0='
-local text, a, b, c, reset_at = redis.call('GET', KEYS[1]), 0, 1, 0, nil
+local head = ARGV[2]
+local text, a, b, c, reset_at = redis.call('GET', KEYS[1]), nil, 1, 0, nil
 if text then
   local _, stop, x, y, z, r = string.find(text, '^(%d+),(%d+),(%d+);%d+,(%d+)', #head + 1)
   if stop then a, b, c, reset_at = x + 0, y + 0, z + 0, r + 0 end
 end
-local next = head .. string.format('%d,%d,%d;%d,%d', a, b, c, 1, reset_at or now + 60000)
+local next = head .. string.format('%d,%d,%d;%d,%d', a or (now - now % 60000) / 60000, b, c, 1, reset_at or now + 60000)
 if reset_at then
   redis.call('SET', KEYS[1], next, 'KEEPTTL')
 else
@@ -88,34 +89,24 @@ const script = (label: string, lua: string) => ({
 export const LAYOUT_FLOOR = 'floor: TIME, GET, PSETEX of the state in sluice layout, packed reply';
 export const LAYOUT_KEPT_FLOOR = 'floor: the same with the state kept, read by one pattern, its TTL kept';
 
-export function floorCases(): RedisBenchCase[] {
+/**
+ * The floors, each replayed with the client key and arguments of the sluice call it is read
+ * against (`gcra` and `counter`: the captured one-policy calls), so that a floor's strings,
+ * and Redis's memory per client, are of the sizes the call's are: with 100k clients kept, a
+ * key 18 bytes longer cost the counter's call 0.5 µs.
+ */
+export function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCase[] {
   const getSet = script('floor: EVALSHA that GETs and SETs one string', getSetLua);
   const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
   const kept = script(LAYOUT_KEPT_FLOOR, layoutKeptLua);
-  const state = ' _0@gcra-60000-100=1700000000000,0;1,1700000000600';
-  const gcraArgs = ['1 consume 1 1', ' _0@gc.100.60000.100.0.0=', 'gcra', '100', '60000', '0', '100'];
-  const counterArgs = ['1 consume 1 1', ' _0@sc.100.60000.100.0.0=', 'sliding-window-counter', ...gcraArgs.slice(3)];
+  // EVALSHA arguments after the SHA: key count, client key, header, head, ...
+  const [, gcraKey, , gcraHead] = gcra.args;
+  const state = `${gcraHead}1700000000000,0;1,1700000000600`;
   return [
-    {
-      label: getSet.label,
-      command: ['EVALSHA', getSet.sha, '1', `rb:floor:{sluice|${RANDOM}}`, state],
-      script: getSet,
-    },
-    {
-      label: reads.label,
-      command: ['EVALSHA', reads.sha, '1', `rb:reads:{sluice|${RANDOM}}`, ...gcraArgs],
-      script: reads,
-    },
-    {
-      label: layout.label,
-      command: ['EVALSHA', layout.sha, '1', `rb:layout:{sluice|${RANDOM}}`, ...gcraArgs],
-      script: layout,
-    },
-    {
-      label: kept.label,
-      command: ['EVALSHA', kept.sha, '1', `rb:kept:{sluice|${RANDOM}}`, ...counterArgs],
-      script: kept,
-    },
+    { label: getSet.label, command: ['EVALSHA', getSet.sha, '1', gcraKey as string, state], script: getSet },
+    { label: reads.label, command: ['EVALSHA', reads.sha, ...gcra.args], script: reads },
+    { label: layout.label, command: ['EVALSHA', layout.sha, ...gcra.args], script: layout },
+    { label: kept.label, command: ['EVALSHA', kept.sha, ...counter.args], script: kept },
   ];
 }

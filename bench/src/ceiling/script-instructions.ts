@@ -85,10 +85,16 @@ async function capturedCases(): Promise<RedisBenchCase[]> {
 await untilListening(port, 60_000);
 const admin = new Redis({ port, host: '127.0.0.1' });
 try {
+  const captured = await capturedCases();
+  const oneDecision = (label: string) => {
+    const script = captured.find((c) => c.label === label)?.script;
+    if (script === undefined) throw new Error(`no captured call ${label}`);
+    return script;
+  };
   const cases: RedisBenchCase[] = [
     { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...floorCases(),
-    ...(await capturedCases()),
+    ...floorCases(oneDecision('sluice gcra'), oneDecision('sluice sliding-window-counter')),
+    ...captured,
   ];
   for (const benchCase of cases) {
     await admin.flushall();

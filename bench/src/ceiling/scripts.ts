@@ -48,7 +48,10 @@ export async function captureScript(
     await client.ping();
     const store: RateLimitStore = createRedisStore({ client });
     const options = sluiceOptions(algorithm, { mode: 'pass', redisPort: port, maxKeys: 0 }, policyCount);
-    const limiter = createLimiter({ ...options, store, prefix: `rb-${algorithm}-${policyCount}p`, logger: quiet });
+    // One prefix for every replayed call: a key that named its algorithm would be longer for
+    // some (18 bytes more for the sliding window counter than for gcra), and with 100k clients
+    // kept that alone moved a call's Redis time by 0.5 µs. Every replay starts from an empty Redis.
+    const limiter = createLimiter({ ...options, store, prefix: 'rb', logger: quiet });
     // Asked in one tick, a batch of decisions travels in one call; each gets its own random key.
     const asked = Array.from({ length: decisions }, (_, i) => limiter.consume(`${RANDOM}-${i}`));
     for (const decision of await Promise.all(asked)) {
