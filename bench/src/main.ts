@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
-import { floorCases } from './ceiling/floor.js';
+import { FLOOR_LABELS, floorCases } from './ceiling/floor.js';
 import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
 import { type CapturedScript, captureScript, RANDOM } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
@@ -86,30 +86,37 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
       captured.push(await captureScript(redis.port, algorithm, count, decisions));
     } catch (error) {
       const label = `sluice ${algorithm}${count === 3 ? ', 3 policies' : ''}${decisions ? `, ${decisions} decisions per call` : ''}`;
-      for (const pipeline of [1, 16]) {
-        missing.push({
-          command: label,
-          pipeline,
-          decisions: decisions ?? 1,
-          unavailable: (error as Error).message,
-          foreign: 0,
-          retried: false,
-          waitedMs: 0,
-        });
-      }
+      missing.push(...unavailable(label, decisions ?? 1, (error as Error).message));
     }
   }
   // The floors replay the one-policy gcra and counter calls' keys and arguments; both are in every run.
   const oneDecision = (label: string) => captured.find((c) => c.label === label);
   const gcra = oneDecision('sluice gcra');
   const counter = oneDecision('sluice sliding-window-counter');
+  const floors = gcra && counter ? floorCases(gcra, counter) : [];
+  if (floors.length === 0) {
+    for (const label of FLOOR_LABELS)
+      missing.push(...unavailable(label, 1, 'the one-policy gcra or counter call was not captured'));
+  }
   const cases: RedisBenchCase[] = [
     { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...(gcra && counter ? floorCases(gcra, counter) : []),
+    ...floors,
     ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
   ];
   return { cases, missing };
 }
+
+/** The report's rows, at both depths, for a case that could not run. */
+const unavailable = (command: string, decisions: number, reason: string): RedisBenchResult[] =>
+  [1, 16].map((pipeline) => ({
+    command,
+    pipeline,
+    decisions,
+    unavailable: reason,
+    foreign: 0,
+    retried: false,
+    waitedMs: 0,
+  }));
 
 function machine(): RunResults['machine'] {
   const redisVersion = execFileSync('redis-server', ['--version'], { encoding: 'utf8' }).match(/v=(\S+)/)?.[1] ?? '?';

@@ -88,6 +88,9 @@ const script = (label: string, lua: string) => ({
 /** The `redis-benchmark` rows of the layout floors, which the report sets beside each decision's cost. */
 export const LAYOUT_FLOOR = 'floor: TIME, GET, PSETEX of the state in sluice layout, packed reply';
 export const LAYOUT_KEPT_FLOOR = 'floor: the same with the state kept, read by one pattern, its TTL kept';
+export const GET_SET_FLOOR = 'floor: EVALSHA that GETs and SETs one string';
+const READS_FLOOR = 'floor: TIME, GET, SET, a few numbers read and written';
+export const FLOOR_LABELS = [GET_SET_FLOOR, READS_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR];
 
 /**
  * The floors, each replayed with the client key and arguments of the sluice call it is read
@@ -96,8 +99,8 @@ export const LAYOUT_KEPT_FLOOR = 'floor: the same with the state kept, read by o
  * key 26 bytes longer cost the counter's call 0.5 µs.
  */
 export function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCase[] {
-  const getSet = script('floor: EVALSHA that GETs and SETs one string', getSetLua);
-  const reads = script('floor: TIME, GET, SET, a few numbers read and written', readsLua);
+  const getSet = script(GET_SET_FLOOR, getSetLua);
+  const reads = script(READS_FLOOR, readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
   const kept = script(LAYOUT_KEPT_FLOOR, layoutKeptLua);
   // EVALSHA arguments after the SHA: key count, client key, header, head, ...

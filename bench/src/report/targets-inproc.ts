@@ -1,11 +1,9 @@
-import { LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR } from '../ceiling/floor.js';
+import { GET_SET_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR } from '../ceiling/floor.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import { bytesPerKey, type RunResults } from '../results.js';
 import { atLeast, atMost, cell, neighbourSpread, over, type Spread, type TargetCheck } from './target-check.js';
 
 const TARGETED = ['gcra', 'sliding-window-counter'] as const;
-/** The `redis-benchmark` row of the floor script (`ceiling/floor.ts`). */
-const FLOOR_SCRIPT = 'floor: EVALSHA that GETs and SETs one string';
 const SEQ_100K = [100_000, 1] as const;
 
 /** sluice ÷ a reference cell, each run against the reference's run beside it in the plan. */
@@ -113,7 +111,7 @@ const layoutFloorOf: Record<(typeof TARGETED)[number], { row: string; says: stri
 export function redisTargets(results: RunResults): TargetCheck[] {
   const inproc = results.inproc;
   const incrUs = redisUs(results, 'INCR (reference)');
-  const floorUs = redisUs(results, FLOOR_SCRIPT);
+  const floorUs = redisUs(results, GET_SET_FLOOR);
   const rlf = cell(inproc, 'rate-limiter-flexible:redis', 100_000, 100);
   const incr = cell(inproc, 'ioredis-incr:redis', 100_000, 100);
   const checks: TargetCheck[] = [];
