@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
-import { FLOOR_LABELS, floorCases } from './ceiling/floor.js';
+import { FLOOR_LABELS, replayCases } from './ceiling/floor.js';
 import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
-import { type CapturedScript, captureScript, RANDOM } from './ceiling/scripts.js';
+import { type CapturedScript, captureScript } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
 import { runHttp } from './http/run.js';
 import { fullPlan, quickPlan, watchPlan } from './inproc/plan.js';
@@ -89,20 +89,11 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
       missing.push(...unavailable(label, decisions ?? 1, (error as Error).message));
     }
   }
-  // The floors replay the one-policy gcra and counter calls' keys and arguments; both are in every run.
-  const oneDecision = (label: string) => captured.find((c) => c.label === label);
-  const gcra = oneDecision('sluice gcra');
-  const counter = oneDecision('sluice sliding-window-counter');
-  const floors = gcra && counter ? floorCases(gcra, counter) : [];
-  if (floors.length === 0) {
+  const { cases, floors } = replayCases(captured);
+  if (!floors) {
     for (const label of FLOOR_LABELS)
       missing.push(...unavailable(label, 1, 'the one-policy gcra or counter call was not captured'));
   }
-  const cases: RedisBenchCase[] = [
-    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...floors,
-    ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
-  ];
   return { cases, missing };
 }
 

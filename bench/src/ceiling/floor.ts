@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisBenchCase } from './redis-benchmark.js';
-import type { CapturedScript } from './scripts.js';
+import { type CapturedScript, RANDOM } from './scripts.js';
 
 /**
  * The least any script deciding from one string can cost: it GETs the string and SETs it
@@ -98,7 +98,7 @@ export const FLOOR_LABELS = [GET_SET_FLOOR, READS_FLOOR, LAYOUT_FLOOR, LAYOUT_KE
  * and Redis's memory per client, are of the sizes the call's are: with 100k clients kept, a
  * key 26 bytes longer cost the counter's call 0.5 µs.
  */
-export function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCase[] {
+function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCase[] {
   const getSet = script(GET_SET_FLOOR, getSetLua);
   const reads = script(READS_FLOOR, readsLua);
   const layout = script(LAYOUT_FLOOR, layoutLua);
@@ -112,4 +112,22 @@ export function floorCases(gcra: CapturedScript, counter: CapturedScript): Redis
     { label: layout.label, command: ['EVALSHA', layout.sha, ...gcra.args], script: layout },
     { label: kept.label, command: ['EVALSHA', kept.sha, ...counter.args], script: kept },
   ];
+}
+
+/**
+ * What a Redis ceiling replays, in the order its report lists it: INCR for reference, the
+ * floors, then the captured calls. The floors are built from the one-policy gcra and counter
+ * calls and left out (`floors: false`) when either was not captured.
+ */
+export function replayCases(captured: readonly CapturedScript[]): { cases: RedisBenchCase[]; floors: boolean } {
+  const oneDecision = (label: string) => captured.find((c) => c.label === label);
+  const gcra = oneDecision('sluice gcra');
+  const counter = oneDecision('sluice sliding-window-counter');
+  const floors = gcra !== undefined && counter !== undefined;
+  const cases: RedisBenchCase[] = [
+    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
+    ...(floors ? floorCases(gcra, counter) : []),
+    ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
+  ];
+  return { cases, floors };
 }

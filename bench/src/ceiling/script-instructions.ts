@@ -14,9 +14,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { finish, spawnPinned, stop } from '../lib/children.js';
 import { freePort, startRedis, untilListening } from '../lib/redis-server.js';
-import { floorCases } from './floor.js';
-import type { RedisBenchCase } from './redis-benchmark.js';
-import { captureScript, RANDOM } from './scripts.js';
+import { replayCases } from './floor.js';
+import { type CapturedScript, captureScript } from './scripts.js';
 
 const CALLS = 1000;
 const CLIENTS = 300;
@@ -59,10 +58,10 @@ function counted(command: string): { total: number; command: number } {
 }
 
 /** The calls a real store sends, captured on a plain Redis: under callgrind a call outlasts the limiter's timeout. */
-async function capturedCases(): Promise<RedisBenchCase[]> {
+async function capturedScripts(): Promise<CapturedScript[]> {
   const plain = await startRedis(1);
   try {
-    const cases: RedisBenchCase[] = [];
+    const scripts: CapturedScript[] = [];
     for (const [algorithm, count, decisions] of [
       ['gcra', 1, 1],
       ['sliding-window-counter', 1, 1],
@@ -73,10 +72,9 @@ async function capturedCases(): Promise<RedisBenchCase[]> {
       ['sliding-window-counter', 1, 32],
       ['sliding-window-counter', 3, 32],
     ] as const) {
-      const script = await captureScript(plain.port, algorithm, count, decisions);
-      cases.push({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script });
+      scripts.push(await captureScript(plain.port, algorithm, count, decisions));
     }
-    return cases;
+    return scripts;
   } finally {
     await plain.stop();
   }
@@ -85,17 +83,8 @@ async function capturedCases(): Promise<RedisBenchCase[]> {
 await untilListening(port, 60_000);
 const admin = new Redis({ port, host: '127.0.0.1' });
 try {
-  const captured = await capturedCases();
-  const oneDecision = (label: string) => {
-    const script = captured.find((c) => c.label === label)?.script;
-    if (script === undefined) throw new Error(`no captured call ${label}`);
-    return script;
-  };
-  const cases: RedisBenchCase[] = [
-    { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...floorCases(oneDecision('sluice gcra'), oneDecision('sluice sliding-window-counter')),
-    ...captured,
-  ];
+  const { cases, floors } = replayCases(await capturedScripts());
+  if (!floors) throw new Error('the floors need the one-policy gcra and counter calls');
   for (const benchCase of cases) {
     await admin.flushall();
     if (benchCase.script !== undefined) await admin.script('LOAD', benchCase.script.lua);
