@@ -33,6 +33,9 @@ const settings = {
   targetRounds: TARGET_ROUNDS,
   inprocTimeMs: quick ? 300 : 800,
   inprocWarmupMs: quick ? 150 : 300,
+  // A pair's two processes share the core: about half of each run is each one's.
+  pairTimeMs: quick ? 600 : 1600,
+  pairWarmupMs: quick ? 600 : 1500,
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
   httpWarmupS: quick ? 0.2 : 1,
@@ -120,6 +123,14 @@ function machine(): RunResults['machine'] {
   };
 }
 
+const inprocSettings = {
+  timeMs: settings.inprocTimeMs,
+  warmupMs: settings.inprocWarmupMs,
+  pairTimeMs: settings.pairTimeMs,
+  pairWarmupMs: settings.pairWarmupMs,
+  quietWaitMs: settings.quietWaitMs,
+};
+
 async function measure(): Promise<RunResults> {
   const progress = createProgress();
   const startedAt = new Date();
@@ -140,20 +151,10 @@ async function measure(): Promise<RunResults> {
     const run = (section: string) => options.sections.includes(section as never);
     if (run('inproc')) {
       const plan = quick ? quickPlan() : fullPlan(TARGET_ROUNDS);
-      results.inproc = await runInproc(
-        plan,
-        { timeMs: settings.inprocTimeMs, warmupMs: settings.inprocWarmupMs, quietWaitMs: settings.quietWaitMs },
-        redis,
-        progress,
-      );
+      results.inproc = await runInproc(plan, inprocSettings, redis, progress);
     }
     if (run('watch')) {
       const rounds = quick ? WATCH_ROUNDS_QUICK : WATCH_ROUNDS;
-      const inprocSettings = {
-        timeMs: settings.inprocTimeMs,
-        warmupMs: settings.inprocWarmupMs,
-        quietWaitMs: settings.quietWaitMs,
-      };
       results.inproc.push(...(await runInproc(watchPlan(rounds), inprocSettings, redis, progress)));
     }
     if (run('heap')) results.heap = await runHeap([...heapContenders, ...heapPeers], settings.heapKeys, progress);

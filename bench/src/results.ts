@@ -6,7 +6,10 @@ export interface InprocResult extends Disturbance {
   keys: number;
   concurrency: number;
   mode: 'pass' | 'deny';
+  /** The pair this run belongs to (see `Cell.pair`): its `opsPerSec` is then a shared core's. */
+  pair?: number;
   opsPerSec?: number;
+  opsPerCpuSec?: number;
   p50Us?: number;
   p99Us?: number;
   unexpected?: number;

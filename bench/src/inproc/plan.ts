@@ -8,6 +8,11 @@ export interface Cell {
   keys: number;
   concurrency: number;
   mode: Mode;
+  /**
+   * Set on the two cells of a pair, listed one after the other: `runInproc` runs them at once
+   * on the one measured core, and a ratio of the two reads their decisions per CPU-second.
+   */
+  pair?: number;
 }
 
 const KEYS = [100_000, 1];
@@ -53,26 +58,50 @@ export function watchPlan(rounds: number): Cell[] {
 }
 
 /**
- * One round of the cells the targets read: each sluice cell between the two cells its ratios
- * divide it by (the lru-cache floor and express-rate-limit for the memory store;
- * rate-limiter-flexible and its three-policy cell for Redis), so that a ratio's two runs are a
- * few seconds apart, a reference between two sluice cells serving both. Then the other floor
- * and peer the tables show beside them, and the rules matchers.
+ * The memory targets' pairs: each sluice cell with each reference its ratios divide it by (the
+ * lru-cache floor and express-rate-limit), and the floors a verdict of "out of reach" reads
+ * against the same two references.
+ */
+function memoryPairs(): [string, string][] {
+  const lru = 'floor-lru-cache:memory';
+  const erl = 'express-rate-limit:memory';
+  const measured = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), 'floor-decision:memory', 'floor-map:memory'];
+  return [
+    ...measured.flatMap((id): [string, string][] => [
+      [id, lru],
+      [id, erl],
+    ]),
+    [lru, erl],
+  ];
+}
+
+let pairsPlanned = 0;
+const paired = ([a, b]: [string, string]): Cell[] => {
+  const pair = pairsPlanned++;
+  return [
+    { ...targetCell(a), pair },
+    { ...targetCell(b), pair },
+  ];
+};
+
+/**
+ * One round of the cells the targets read. The memory cells in pairs, run at once on one core:
+ * the host's speed swings by half within seconds here, and two processes sharing a core meet
+ * the same swings, where runs one after the other did not. The Redis cells one after the other,
+ * each sluice cell between the two its ratios divide it by (rate-limiter-flexible and its
+ * three-policy cell), a reference between two sluice cells serving both: two clients at once
+ * would share the one Redis server as well as the core. Then the other peer the tables show
+ * beside them, and the rules matchers.
  */
 function targetCells(): Cell[] {
   const [first, second] = TARGET_ALGORITHMS;
   return [
-    targetCell('express-rate-limit:memory'),
-    targetCell(`sluice:memory:${first}`),
-    targetCell('floor-lru-cache:memory'),
-    targetCell(`sluice:memory:${second}`),
-    targetCell('express-rate-limit:memory'),
+    ...memoryPairs().flatMap(paired),
     targetCell(`sluice:redis:${first}:3p`),
     targetCell(`sluice:redis:${first}`),
     targetCell('rate-limiter-flexible:redis'),
     targetCell(`sluice:redis:${second}`),
     targetCell(`sluice:redis:${second}:3p`),
-    ...memoryFloors.filter((id) => id !== 'floor-lru-cache:memory').map((id) => targetCell(id)),
     targetCell('rate-limiter-flexible:memory'),
     ...rulesMatchers.map((id) => targetCell(id)),
   ];
@@ -94,13 +123,17 @@ export function fullPlan(rounds: number): Cell[] {
   return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
-/** What the targets need, and one cell per peer: 100k keys, sequential for memory, 100 in flight for Redis. */
+/**
+ * What the targets need, and one cell run alone per floor, peer and targeted sluice cell: the
+ * tables read cells run alone, a pair's rates being shared.
+ */
 export function quickPlan(): Cell[] {
   const round = targetCells();
-  const inRound = new Set(round.map((c) => c.contender));
+  const alone = new Set(round.filter((c) => c.pair === undefined).map((c) => c.contender));
+  const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, ...memoryPeers, ...redisPeers];
   return [
     ...round,
     ...TARGET_ALGORITHMS.map((a) => targetCell(`sluice:memory:${a}`, 1, 'deny')),
-    ...[...memoryPeers, ...redisPeers].filter((id) => !inRound.has(id)).map((id) => targetCell(id)),
+    ...once.filter((id) => !alone.has(id)).map((id) => targetCell(id)),
   ];
 }

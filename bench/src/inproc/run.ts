@@ -1,3 +1,4 @@
+import type { ChildProcess } from 'node:child_process';
 import { finish, lastJson, spawnNode } from '../lib/children.js';
 import { startCpuMeter } from '../lib/cpu.js';
 import { rate } from '../lib/format.js';
@@ -13,12 +14,23 @@ export interface InprocSettings {
   quietWaitMs: number;
   timeMs: number;
   warmupMs: number;
+  /** Each cell of a pair gets about half the core: its runs are longer, so that each still has about `timeMs` of it. */
+  pairTimeMs: number;
+  pairWarmupMs: number;
 }
 
 /** The measured core: the Redis server and load generators live on the other one. */
 const CPU = 0;
 
-/** Runs each cell in a fresh process pinned to core 0, with Redis flushed before each Redis cell. */
+type Measured = CellResult & { error?: string; redisCores?: number };
+
+const labelOf = (cell: Cell) =>
+  `inproc ${cell.contender} ${cell.keys === 1 ? 'hot' : cell.keys} c=${cell.concurrency} ${cell.mode}${cell.pair === undefined ? '' : ' (pair)'}`;
+
+/**
+ * Runs each cell in a fresh process pinned to core 0, with Redis flushed before each Redis
+ * cell; the two cells of a pair in two processes at once on that core.
+ */
 export async function runInproc(
   cells: readonly Cell[],
   settings: InprocSettings,
@@ -28,43 +40,63 @@ export async function runInproc(
   const planned = 0.6 + (settings.timeMs + settings.warmupMs) / 1000;
   progress.plan(cells.length, planned);
   const results: InprocResult[] = [];
-  for (const cell of cells) {
-    const label = `inproc ${cell.contender} ${cell.keys === 1 ? 'hot' : cell.keys} c=${cell.concurrency} ${cell.mode}`;
-    const result = await measured(
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells[i] as Cell;
+    const partner = cell.pair === undefined ? undefined : cells[i + 1];
+    if (partner !== undefined && partner.pair !== cell.pair) throw new Error(`pair ${cell.pair} has one cell`);
+    const group = partner === undefined ? [cell] : [cell, partner];
+    const timing =
+      partner === undefined
+        ? { timeMs: settings.timeMs, warmupMs: settings.warmupMs }
+        : { timeMs: settings.pairTimeMs, warmupMs: settings.pairWarmupMs };
+    const job = await measured(
       { redis: redis.pid },
-      async (): Promise<{ result: CellResult & { error?: string; redisCores?: number }; foreign: number }> => {
+      async () => {
         await redis.flush();
-        const child = spawnNode(CPU, 'inproc/worker.ts', [
-          '--contender',
-          cell.contender,
-          '--keys',
-          String(cell.keys),
-          '--concurrency',
-          String(cell.concurrency),
-          '--mode',
-          cell.mode,
-          '--time',
-          String(settings.timeMs),
-          '--warmup',
-          String(settings.warmupMs),
-          '--redis-port',
-          String(redis.port),
-        ]);
-        const meter = startCpuMeter({ worker: child.pid, redis: redis.pid });
-        const done = await finish(child, 120_000);
+        const children = group.map((c) => spawnWorker(c, timing, redis.port));
+        const pids = Object.fromEntries(children.map((child, n) => [`worker${n}`, child.pid]));
+        const meter = startCpuMeter({ ...pids, redis: redis.pid });
+        const done = await Promise.all(children.map((child) => finish(child, 120_000)));
         const { foreign, cores } = meter();
-        if (done.code !== 0) return { result: { error: done.stderr.trim().split('\n').slice(-3).join(' ') }, foreign };
-        const result: CellResult & { redisCores?: number } = lastJson<CellResult>(done.stdout);
-        // Redis's share of a core over the worker's whole life: a lower bound on its load while measuring.
-        if (cell.store === 'redis') result.redisCores = cores.redis ?? 0;
-        return { result, foreign };
+        const runs = done.map((d, n): Measured => {
+          if (d.code !== 0) return { error: d.stderr.trim().split('\n').slice(-3).join(' ') };
+          const r: Measured = lastJson<CellResult>(d.stdout);
+          // Redis's share of a core over the worker's whole life: a lower bound on its load while measuring.
+          if ((group[n] as Cell).store === 'redis') r.redisCores = cores.redis ?? 0;
+          return r;
+        });
+        return { result: { runs }, foreign };
       },
       settings.quietWaitMs,
     );
-    const shown =
-      result.unavailable ?? result.error ?? `${rate(result.opsPerSec)}/s${result.unexpected ? ' (UNEXPECTED)' : ''}`;
-    progress.done(label, shown, planned);
-    results.push({ ...cell, ...result });
+    group.forEach((c, n) => {
+      const { foreign, retried, waitedMs } = job;
+      const result = { ...(job.runs[n] as Measured), foreign, retried, waitedMs };
+      const shown =
+        result.unavailable ?? result.error ?? `${rate(result.opsPerSec)}/s${result.unexpected ? ' (UNEXPECTED)' : ''}`;
+      progress.done(labelOf(c), shown, planned);
+      results.push({ ...c, ...result });
+    });
+    i += group.length - 1;
   }
   return results;
+}
+
+function spawnWorker(cell: Cell, timing: { timeMs: number; warmupMs: number }, redisPort: number): ChildProcess {
+  return spawnNode(CPU, 'inproc/worker.ts', [
+    '--contender',
+    cell.contender,
+    '--keys',
+    String(cell.keys),
+    '--concurrency',
+    String(cell.concurrency),
+    '--mode',
+    cell.mode,
+    '--time',
+    String(timing.timeMs),
+    '--warmup',
+    String(timing.warmupMs),
+    '--redis-port',
+    String(redisPort),
+  ]);
 }

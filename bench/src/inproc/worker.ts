@@ -12,6 +12,8 @@ import { concurrent, eachOnce, latencies, sequential } from './loops.js';
  */
 export interface CellResult {
   opsPerSec?: number;
+  /** Decisions per second of this process's CPU time (all its threads): what a pair's ratio reads. */
+  opsPerCpuSec?: number;
   p50Us?: number;
   p99Us?: number;
   /** Decisions sampled before timing whose outcome was not the expected one. */
@@ -54,8 +56,14 @@ async function main(): Promise<CellResult> {
   const run = (ms: number) =>
     workers === 1 ? sequential(contender.call, keys, ms) : concurrent(contender.call, keys, ms, workers);
   await run(warmupMs);
+  const cpuBefore = process.cpuUsage();
   const { ops, seconds } = await run(timeMs);
-  const result: CellResult = { opsPerSec: ops / seconds, unexpected };
+  const cpu = process.cpuUsage(cpuBefore);
+  const result: CellResult = {
+    opsPerSec: ops / seconds,
+    opsPerCpuSec: ops / ((cpu.user + cpu.system) / 1e6),
+    unexpected,
+  };
   if (workers === 1) {
     const sorted = await latencies(contender.call, keys, 50_000, Math.min(500, timeMs));
     result.p50Us = quantileSorted(sorted, 0.5);

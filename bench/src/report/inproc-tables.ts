@@ -18,8 +18,14 @@ const COLUMNS: Array<[number, number, 'pass' | 'deny', string]> = [
 ];
 
 const seqP99 = (results: readonly InprocResult[], contender: string) =>
-  results.find((r) => r.contender === contender && r.keys === 100_000 && r.concurrency === 1 && r.mode === 'pass')
-    ?.p99Us;
+  results.find(
+    (r) =>
+      r.pair === undefined &&
+      r.contender === contender &&
+      r.keys === 100_000 &&
+      r.concurrency === 1 &&
+      r.mode === 'pass',
+  )?.p99Us;
 
 const nameOf = (id: string) => {
   const floor = floorLabels[id] ?? rulesLabels[id];

@@ -189,10 +189,17 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
 
 /** Says how many rounds of the cells the targets read the run measured, when more than one. */
 function repeated(results: RunResults): string {
-  const rounds = results.settings.targetRounds ?? 1;
-  return rounds > 1
-    ? `, then ${rounds} rounds of the cells the targets read, each sluice cell between its references (medians)`
-    : '';
+  const s = results.settings;
+  const rounds = s.targetRounds ?? 1;
+  const pairs =
+    s.pairTimeMs === undefined
+      ? ''
+      : `: each memory cell paired with each reference, the two run at once on one core (${s.pairTimeMs} ms after ${s.pairWarmupMs} ms warm-up) and read in decisions per CPU-second; each Redis cell between its references`;
+  if (pairs === '')
+    return rounds > 1
+      ? `, then ${rounds} rounds of the cells the targets read, each sluice cell between its references (medians)`
+      : '';
+  return `, then ${rounds === 1 ? 'one round' : `${rounds} rounds`} of the cells the targets read${pairs}${rounds > 1 ? ' (medians)' : ''}`;
 }
 
 /** How the Redis ceiling's runs were taken, for a run that records it. */

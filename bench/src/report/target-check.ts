@@ -37,14 +37,19 @@ export interface TargetCheck {
 /** One section's targets, read from one run. Sections are listed in `targets.ts`. */
 export type TargetSection = (results: RunResults, http: readonly HttpRow[]) => TargetCheck[];
 
-/** Whether a result is a run of the cell. */
+/** Whether a result is a run of the cell, taken alone (a pair's runs share the core: see `pairSpread`). */
 const isRunOf = (
   r: InprocResult,
   contender: string,
   keys: number,
   concurrency: number,
   mode: 'pass' | 'deny' = 'pass',
-): boolean => r.contender === contender && r.keys === keys && r.concurrency === concurrency && r.mode === mode;
+): boolean =>
+  r.pair === undefined &&
+  r.contender === contender &&
+  r.keys === keys &&
+  r.concurrency === concurrency &&
+  r.mode === mode;
 
 /** Each run of a cell, in the order measured. */
 const cellRuns = (
@@ -92,6 +97,22 @@ export function neighbourSpread(
       const neighbour = references.find((r) => Math.abs(r.at - at) === 1);
       return neighbour === undefined ? [] : [ops / neighbour.ops];
     }),
+  );
+}
+
+/**
+ * The spread of a cell's runs each divided by the run of the reference cell it was paired with
+ * (`Cell.pair`: the two ran at once on one core), each read in decisions per CPU-second.
+ */
+export function pairSpread(results: readonly InprocResult[], contender: string, reference: string): Spread | undefined {
+  const paired = results.filter((r) => r.pair !== undefined && r.opsPerCpuSec !== undefined);
+  return spreadOf(
+    paired
+      .filter((r) => r.contender === contender)
+      .flatMap((run) => {
+        const partner = paired.find((r) => r.pair === run.pair && r.contender === reference);
+        return partner === undefined ? [] : [(run.opsPerCpuSec as number) / (partner.opsPerCpuSec as number)];
+      }),
   );
 }
 
