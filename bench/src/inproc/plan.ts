@@ -59,20 +59,23 @@ export function watchPlan(rounds: number): Cell[] {
 
 /**
  * The memory targets' pairs: each sluice cell with each reference its ratios divide it by (the
- * lru-cache floor and express-rate-limit), and the floors a verdict of "out of reach" reads
- * against the same two references.
+ * lru-cache floor and express-rate-limit), and the decision floor, which a verdict of "out of
+ * reach" reads, against the same two. The full run adds the Map floor against both and the two
+ * references against each other, which the targets table shows beside them.
  */
-function memoryPairs(): [string, string][] {
+function memoryPairs(full: boolean): [string, string][] {
   const lru = 'floor-lru-cache:memory';
   const erl = 'express-rate-limit:memory';
-  const measured = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), 'floor-decision:memory', 'floor-map:memory'];
-  return [
-    ...measured.flatMap((id): [string, string][] => [
-      [id, lru],
-      [id, erl],
-    ]),
-    [lru, erl],
+  const measured = [
+    ...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`),
+    'floor-decision:memory',
+    ...(full ? ['floor-map:memory'] : []),
   ];
+  const withBoth = measured.flatMap((id): [string, string][] => [
+    [id, lru],
+    [id, erl],
+  ]);
+  return full ? [...withBoth, [lru, erl]] : withBoth;
 }
 
 let pairsPlanned = 0;
@@ -93,10 +96,10 @@ const paired = ([a, b]: [string, string]): Cell[] => {
  * would share the one Redis server as well as the core. Then the other peer the tables show
  * beside them, and the rules matchers.
  */
-function targetCells(): Cell[] {
+function targetCells(full: boolean): Cell[] {
   const [first, second] = TARGET_ALGORITHMS;
   return [
-    ...memoryPairs().flatMap(paired),
+    ...memoryPairs(full).flatMap(paired),
     targetCell(`sluice:redis:${first}:3p`),
     targetCell(`sluice:redis:${first}`),
     targetCell('rate-limiter-flexible:redis'),
@@ -119,7 +122,7 @@ export function fullPlan(rounds: number): Cell[] {
   const peers = [...memoryPeers, ...redisPeers].flatMap((id) => grid(id, denyingPeers.has(id) ? MODES : ['pass']));
   const floors = memoryFloors.flatMap((id) => grid(id, MODES));
   const autoPipelined = TARGET_ALGORITHMS.map((a) => targetCell(`sluice:redis:${a}:ap`));
-  const repeats = Array.from({ length: rounds }, () => targetCells()).flat();
+  const repeats = Array.from({ length: rounds }, () => targetCells(true)).flat();
   return [...sluice, ...peers, ...floors, ...threePolicyCells(), ...autoPipelined, ...repeats];
 }
 
@@ -128,7 +131,7 @@ export function fullPlan(rounds: number): Cell[] {
  * tables read cells run alone, a pair's rates being shared.
  */
 export function quickPlan(): Cell[] {
-  const round = targetCells();
+  const round = targetCells(false);
   const alone = new Set(round.filter((c) => c.pair === undefined).map((c) => c.contender));
   const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, ...memoryPeers, ...redisPeers];
   return [
