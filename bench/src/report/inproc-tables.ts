@@ -4,7 +4,7 @@ import { rulesLabels } from '../inproc/rules-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
 import type { InprocResult, RunResults } from '../results.js';
 import { table } from './table.js';
-import { cell } from './target-check.js';
+import { cell, isRunOf } from './target-check.js';
 
 const COLUMNS: Array<[number, number, 'pass' | 'deny', string]> = [
   [100_000, 1, 'pass', '100k keys, seq'],
@@ -18,14 +18,7 @@ const COLUMNS: Array<[number, number, 'pass' | 'deny', string]> = [
 ];
 
 const seqP99 = (results: readonly InprocResult[], contender: string) =>
-  results.find(
-    (r) =>
-      r.pair === undefined &&
-      r.contender === contender &&
-      r.keys === 100_000 &&
-      r.concurrency === 1 &&
-      r.mode === 'pass',
-  )?.p99Us;
+  results.find((r) => isRunOf(r, contender, 100_000, 1))?.p99Us;
 
 const nameOf = (id: string) => {
   const floor = floorLabels[id] ?? rulesLabels[id];

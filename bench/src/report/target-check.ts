@@ -38,7 +38,7 @@ export interface TargetCheck {
 export type TargetSection = (results: RunResults, http: readonly HttpRow[]) => TargetCheck[];
 
 /** Whether a result is a run of the cell, taken alone (a pair's runs share the core: see `pairSpread`). */
-const isRunOf = (
+export const isRunOf = (
   r: InprocResult,
   contender: string,
   keys: number,
