@@ -48,16 +48,6 @@ const threePolicyCells = (): Cell[] =>
   TARGET_ALGORITHMS.flatMap((a) => [targetCell(`sluice:memory:${a}:3p`), targetCell(`sluice:redis:${a}:3p`)]);
 
 /**
- * The cost of watching decisions: gcra on the memory store with a subscriber, nobody, or
- * `enableMetrics` listening, in turn, `rounds` times. The unwatched cell sits between the two
- * watched ones, so each cost is read from runs a second apart, as the issue-21 targets are.
- */
-export function watchPlan(rounds: number): Cell[] {
-  const ids = ['sluice:memory:gcra:subscriber', 'sluice:memory:gcra', 'sluice:memory:gcra:metrics'];
-  return Array.from({ length: rounds }, () => ids.map((id) => targetCell(id))).flat();
-}
-
-/**
  * The memory targets' pairs: each sluice cell with each reference its ratios divide it by (the
  * lru-cache floor and express-rate-limit), and the decision floor, which a verdict of "out of
  * reach" reads, against the same two. The full run adds the Map floor against both and the two
@@ -86,6 +76,17 @@ const paired = ([a, b]: [string, string]): Cell[] => {
     { ...targetCell(b), pair },
   ];
 };
+
+/**
+ * The cost of watching decisions: gcra on the memory store with nobody listening, paired once
+ * with a subscriber that does nothing and once with `enableMetrics`, `rounds` times. Each cost
+ * is the quotient of a pair's decisions per CPU-second, as the memory targets' are.
+ */
+export function watchPlan(rounds: number): Cell[] {
+  const unwatched = 'sluice:memory:gcra';
+  const watched = ['sluice:memory:gcra:subscriber', 'sluice:memory:gcra:metrics'];
+  return Array.from({ length: rounds }, () => watched.flatMap((id) => paired([unwatched, id]))).flat();
+}
 
 /**
  * One round of the cells the targets read. The memory cells in pairs, run at once on one core:

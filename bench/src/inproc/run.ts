@@ -98,5 +98,6 @@ function spawnWorker(cell: Cell, timing: { timeMs: number; warmupMs: number }, r
     String(timing.warmupMs),
     '--redis-port',
     String(redisPort),
+    ...(cell.pair === undefined ? [] : ['--paired']),
   ]);
 }

@@ -15,9 +15,9 @@ import {
 const TARGETED = ['gcra', 'sliding-window-counter'] as const;
 const SEQ_100K = [100_000, 1] as const;
 
-/** sluice ÷ a reference cell, each run against the reference's run beside it in the plan. */
-const versus = (results: RunResults, contender: string, reference: string, concurrency = 1): Spread | undefined =>
-  neighbourSpread(results.inproc, contender, reference, 100_000, concurrency);
+/** A Redis cell at 100 in flight ÷ a reference cell, each run against the reference's run beside it in the plan. */
+const versus = (results: RunResults, contender: string, reference: string): Spread | undefined =>
+  neighbourSpread(results.inproc, contender, reference, 100_000, 100);
 
 /** The memory store through `createLimiter`, against the lru-cache floor and, the stretch, express-rate-limit. */
 export function memoryTargets(results: RunResults): TargetCheck[] {
@@ -153,7 +153,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
   for (const algorithm of TARGETED) {
     const id = `sluice:redis:${algorithm}`;
     // Cost is time per decision: 3 policies' cost ÷ 1 policy's is 1 policy's rate ÷ 3 policies'.
-    const cost = versus(results, id, `${id}:3p`, 100);
+    const cost = versus(results, id, `${id}:3p`);
     const scriptCost = over(
       redisUs(results, `sluice ${algorithm}, 3 policies`),
       redisUs(results, `sluice ${algorithm}`),
@@ -171,7 +171,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
   }
   for (const algorithm of TARGETED) {
     const id = `sluice:redis:${algorithm}`;
-    const v = versus(results, id, 'rate-limiter-flexible:redis', 100);
+    const v = versus(results, id, 'rate-limiter-flexible:redis');
     checks.push({
       target: `Redis ${algorithm}, 100k keys, 100 in flight ÷ rate-limiter-flexible Redis`,
       value: v?.median,
@@ -188,8 +188,8 @@ export function redisTargets(results: RunResults): TargetCheck[] {
 
 /** What watching decisions costs on the memory store (issue 14). */
 export function watchTargets(results: RunResults): TargetCheck[] {
-  // Cost is time per decision: watched ÷ unwatched is the unwatched run's rate ÷ its neighbour's.
-  const watchCost = (id: string) => versus(results, 'sluice:memory:gcra', id);
+  // Cost is CPU time per decision: watched ÷ unwatched is the unwatched run's rate ÷ its partner's.
+  const watchCost = (id: string) => pairSpread(results.inproc, 'sluice:memory:gcra', id);
   const subscriberCost = watchCost('sluice:memory:gcra:subscriber');
   const metricsCost = watchCost('sluice:memory:gcra:metrics');
   return [
