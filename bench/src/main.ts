@@ -38,8 +38,9 @@ const settings = {
   pairWarmupMs: quick ? 600 : 1500,
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
-  httpWarmupS: quick ? 0.2 : 1,
+  httpWarmupS: quick ? 0.5 : 2,
   httpRunS: quick ? 0.15 : 0.5,
+  httpPairRunS: quick ? 0.3 : 1,
   quietWaitMs: quick ? 2000 : 5000,
   redisBenchSeconds: quick ? 0.5 : 2,
   redisBenchRepeats: quick ? 1 : 3,
@@ -172,6 +173,7 @@ async function measure(): Promise<RunResults> {
         cycles: settings.httpCycles,
         warmupS: settings.httpWarmupS,
         runS: settings.httpRunS,
+        pairRunS: settings.httpPairRunS,
         quietWaitMs: settings.quietWaitMs,
         quick,
       };

@@ -39,6 +39,11 @@ export interface HttpResult extends Disturbance {
   round: number;
   /** The run's place in its framework's sequence: the runs either side are its neighbours. */
   seq: number;
+  /**
+   * Set on the two runs of a pair, `bare` and a contender loaded at once on the one server
+   * core; unique within the framework. Tables read the runs made alone, targets the pairs.
+   */
+  pair?: number;
   framework: string;
   variant: string;
   mode: 'pass' | 'deny';
@@ -49,6 +54,8 @@ export interface HttpResult extends Disturbance {
   expectedShare?: number;
   errors?: number;
   serverCores?: number;
+  /** Responses per second of the server's CPU time (all its threads): what a pair's quotient reads. */
+  rpsPerCpuSec?: number;
   clientCores?: number;
   redisCores?: number;
   unavailable?: string;

@@ -5,8 +5,9 @@ import { Histogram } from '../lib/stats.js';
 
 /**
  * The load generator, one process on the other core for a whole framework group: it loads one
- * server at a time, for as long as the harness asks, and answers each run with one JSON line.
- * Commands, one JSON line each on stdin: `{"port": 3917, "seconds": 0.5, "expect": 200}`.
+ * server at a time, or two at once (a pair), for as long as the harness asks, and answers each
+ * command with one JSON line, one run per target. Commands, one JSON line each on stdin:
+ * `{"seconds": 0.5, "targets": [{"port": 3917, "expect": 200}]}`.
  * Latency is recorded per response as a float (the built-in histogram has whole-millisecond
  * resolution and skips non-2xx responses, which would hide the 429 path).
  */
@@ -18,10 +19,15 @@ type Autocannon = (
   done: (error: Error | null, result: { errors: number; timeouts: number }) => void,
 ) => Instance;
 
-export interface LoadCommand {
+export interface LoadTarget {
   port: number;
-  seconds: number;
   expect: 200 | 429;
+}
+
+export interface LoadCommand {
+  seconds: number;
+  /** Loaded at once, each with its own connections. */
+  targets: LoadTarget[];
 }
 
 export interface LoadRun {
@@ -45,7 +51,7 @@ const connections = Number(args.get('connections') ?? 50);
  */
 const STOP_CHECK_MS = 20;
 
-function run({ port, seconds, expect }: LoadCommand): Promise<LoadRun> {
+function run({ port, expect }: LoadTarget, seconds: number): Promise<LoadRun> {
   const histogram = new Histogram();
   let expected = 0;
   return new Promise((resolve, reject) => {
@@ -81,7 +87,9 @@ let queue = Promise.resolve();
 lines.on('line', (line) => {
   queue = queue.then(async () => {
     try {
-      process.stdout.write(`${JSON.stringify(await run(JSON.parse(line) as LoadCommand))}\n`);
+      const { seconds, targets } = JSON.parse(line) as LoadCommand;
+      const runs = await Promise.all(targets.map((target) => run(target, seconds)));
+      process.stdout.write(`${JSON.stringify({ runs })}\n`);
     } catch (error) {
       process.stdout.write(`${JSON.stringify({ error: (error as Error).message })}\n`);
     }

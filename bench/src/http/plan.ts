@@ -1,5 +1,5 @@
 import type { Mode } from '../inproc/contender.js';
-import { FIXED_HEADERS, LOCAL_FIRST_REDIS, REDIS_ROUND_TRIP } from './apps/app.js';
+import { COUNTED_FIELDS, FIXED_HEADERS, LOCAL_FIRST_REDIS, REDIS_ROUND_TRIP } from './apps/app.js';
 
 /** One server of a framework's group: a variant (`bare`, a control, `<limiter>:<store>`) on one path. */
 export interface HttpContender {
@@ -38,8 +38,8 @@ const isSluice = (variant: string) => variant.startsWith('sluice');
 const usesRedis = (variant: string) => variant.endsWith(':redis');
 
 /**
- * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control,
- * sluice on memory on both paths, the memory peers; then the INCR control, sluice on Redis on
+ * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control
+ * and the counted-fields floor, sluice on memory on both paths, the memory peers; then the INCR control, sluice on Redis on
  * both paths, the Redis peers; then the peers' 429 paths. The two sides of each target sit
  * close. The quick run keeps sluice's cells, the controls and the memory peers' pass path.
  */
@@ -48,7 +48,8 @@ export function contendersFor(framework: string, quick: boolean): HttpContender[
   if (variants === undefined) return [];
   const contenders: HttpContender[] = [];
   for (const redis of [false, true]) {
-    contenders.push({ variant: redis ? REDIS_ROUND_TRIP : FIXED_HEADERS, mode: 'pass' });
+    const controls = redis ? [REDIS_ROUND_TRIP] : [FIXED_HEADERS, COUNTED_FIELDS];
+    for (const variant of controls) contenders.push({ variant, mode: 'pass' });
     for (const variant of variants.filter((v) => usesRedis(v) === redis)) {
       if (isSluice(variant)) contenders.push(...bothPaths(variant));
       else if (!redis || !quick) contenders.push({ variant, mode: 'pass' });
@@ -75,3 +76,39 @@ export function cycleSequence(contenders: readonly HttpContender[], cycle: numbe
   const ordered = cycle % 2 === 0 ? [...contenders].reverse() : contenders;
   return [bare, ...ordered.flatMap((c) => [c, bare])];
 }
+
+/** Two contenders loaded at once on the one server core; a target reads the first's figures ÷ the second's. */
+export type HttpPair = readonly [HttpContender, HttpContender];
+
+const pass = (variant: string): HttpContender => ({ variant, mode: 'pass' });
+const deny = (variant: string): HttpContender => ({ variant, mode: 'deny' });
+const isControl = (variant: string) => [FIXED_HEADERS, COUNTED_FIELDS, REDIS_ROUND_TRIP].includes(variant);
+
+/**
+ * The pairs a framework's targets read, of the contenders it runs: sluice on memory and the
+ * counted floor against the fields control; sluice on memory and the fields control against
+ * each peer's pass path; sluice on Redis against the INCR control; each 429 path against its
+ * pass path; the Redis store's 429 path against the memory store's; local-first against memory.
+ */
+export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
+  const peers = contenders.filter((c) => c.mode === 'pass' && !isSluice(c.variant) && !isControl(c.variant));
+  const pairs: HttpPair[] = [
+    [pass('sluice:memory'), pass(FIXED_HEADERS)],
+    [pass(COUNTED_FIELDS), pass(FIXED_HEADERS)],
+    ...peers.flatMap((peer): HttpPair[] => [
+      [pass('sluice:memory'), peer],
+      [pass(FIXED_HEADERS), peer],
+    ]),
+    [pass('sluice:redis'), pass(REDIS_ROUND_TRIP)],
+    [deny('sluice:memory'), pass('sluice:memory')],
+    [deny('sluice:redis'), pass('sluice:redis')],
+    [deny('sluice:redis'), deny('sluice:memory')],
+    [pass(LOCAL_FIRST_REDIS), pass('sluice:memory')],
+  ];
+  const runs = (c: HttpContender) => contenders.some((r) => r.variant === c.variant && r.mode === c.mode);
+  return pairs.filter(([a, b]) => runs(a) && runs(b));
+}
+
+/** One cycle's pairs: in reverse order on even cycles, as in `cycleSequence`. */
+export const pairSequence = (pairs: readonly HttpPair[], cycle: number): HttpPair[] =>
+  cycle % 2 === 0 ? [...pairs].reverse() : [...pairs];

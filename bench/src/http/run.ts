@@ -2,14 +2,14 @@ import { type ChildProcess, execFile } from 'node:child_process';
 import { get } from 'node:http';
 import { promisify } from 'node:util';
 import { spawnNode, stop, waitForLine } from '../lib/children.js';
-import { FOREIGN_LIMIT, startCpuMeter, waitForQuiet } from '../lib/cpu.js';
+import { FOREIGN_LIMIT, processCpuSeconds, startCpuMeter, waitForQuiet } from '../lib/cpu.js';
 import { ratio } from '../lib/format.js';
 import type { Progress } from '../lib/progress.js';
 import type { BenchRedis } from '../lib/redis-server.js';
 import { freePort } from '../lib/redis-server.js';
 import type { HttpResult } from '../results.js';
 import type { LoadCommand, LoadRun } from './load.js';
-import { contendersFor, cycleSequence, frameworks, type HttpContender } from './plan.js';
+import { contendersFor, cycleSequence, frameworks, type HttpContender, pairSequence, targetPairs } from './plan.js';
 
 export interface HttpSettings {
   /** Longest wait for a quiet machine before each cycle. */
@@ -19,6 +19,8 @@ export interface HttpSettings {
   warmupS: number;
   /** One run's length. */
   runS: number;
+  /** One pair's length: the two servers share the core, so each gets about half of it. */
+  pairRunS: number;
   quick: boolean;
 }
 
@@ -84,64 +86,81 @@ async function startServer(
   return server;
 }
 
-/** Sends the load generator one command and waits for its one-line answer. */
-function loadOnce(client: ChildProcess, command: LoadCommand): Promise<LoadRun> {
+/** Sends the load generator one command and waits for its one-line answer: one run per target. */
+function loadOnce(client: ChildProcess, command: LoadCommand): Promise<LoadRun[]> {
   const answer = waitForLine(client, /^\{.*\}$/, (command.seconds + 30) * 1000);
   client.stdin?.write(`${JSON.stringify(command)}\n`);
   return answer.then((line) => {
-    const parsed = JSON.parse(line) as LoadRun | { error: string };
+    const parsed = JSON.parse(line) as { runs: LoadRun[] } | { error: string };
     if ('error' in parsed) throw new Error(parsed.error);
-    return parsed;
+    return parsed.runs;
   });
 }
 
-type Measured = Omit<HttpResult, 'round' | 'seq' | 'framework' | 'variant' | 'mode'>;
+type Measured = Omit<HttpResult, 'round' | 'seq' | 'framework' | 'variant' | 'mode' | 'pair'>;
 
 /**
- * One run against one server, its CPU and that of Redis and the load generator metered, and
- * once more at once if foreign load shared the cores (the less disturbed attempt is kept).
+ * One run against one server, or a pair's against two at once, the CPU of each server, of
+ * Redis and of the load generator metered, and once more if foreign load shared the cores
+ * (the less disturbed attempt is kept).
  */
-async function measureRun(
-  server: Server,
+async function measureRuns(
+  group: readonly Server[],
   client: ChildProcess,
   pids: Record<string, number | undefined>,
   seconds: number,
-): Promise<Measured> {
-  const attempt = async (): Promise<Measured> => {
+): Promise<Measured[]> {
+  const attempt = async (): Promise<Measured[]> => {
     const meter = startCpuMeter(pids);
-    const run = await loadOnce(client, {
-      port: server.port,
-      seconds,
-      expect: server.contender.mode === 'pass' ? 200 : 429,
-    });
+    const cpuBefore = group.map((s) => processCpuSeconds(s.child.pid as number));
+    const targets = group.map((s) => ({ port: s.port, expect: s.contender.mode === 'pass' ? 200 : 429 }) as const);
+    const runs = await loadOnce(client, { seconds, targets });
+    const cpuAfter = group.map((s) => processCpuSeconds(s.child.pid as number));
     const cpu = meter();
-    // CPU seconds over the run's own length: the server is idle outside the run.
-    const cores = (name: string) => ((cpu.cores[name] ?? 0) * cpu.seconds) / run.seconds;
-    const result: Measured = {
-      rps: run.responses / run.seconds,
-      p50Ms: run.p50Ms,
-      p99Ms: run.p99Ms,
-      expectedShare: run.expectedShare,
-      errors: run.errors,
-      serverCores: cores(`server${server.port}`),
-      clientCores: cores('client'),
-      foreign: cpu.foreign,
-      retried: false,
-      waitedMs: 0,
-    };
-    if (server.contender.variant.endsWith(':redis')) result.redisCores = cores('redis');
-    return result;
+    return group.map((server, n) => {
+      const run = runs[n] as LoadRun;
+      // CPU seconds over the run's own length: the server is idle outside the run.
+      const cores = (name: string) => ((cpu.cores[name] ?? 0) * cpu.seconds) / run.seconds;
+      const [before, after] = [cpuBefore[n], cpuAfter[n]];
+      const result: Measured = {
+        rps: run.responses / run.seconds,
+        p50Ms: run.p50Ms,
+        p99Ms: run.p99Ms,
+        expectedShare: run.expectedShare,
+        errors: run.errors,
+        serverCores: cores(`server${server.port}`),
+        clientCores: cores('client'),
+        foreign: cpu.foreign,
+        retried: false,
+        waitedMs: 0,
+      };
+      if (before !== undefined && after !== undefined && after > before) {
+        result.rpsPerCpuSec = run.responses / (after - before);
+      }
+      if (server.contender.variant.endsWith(':redis')) result.redisCores = cores('redis');
+      return result;
+    });
   };
   const first = await attempt();
-  if (first.foreign <= FOREIGN_LIMIT) return first;
+  const foreign = (runs: Measured[]) => runs[0]?.foreign ?? 0;
+  if (foreign(first) <= FOREIGN_LIMIT) return first;
   const second = await attempt();
-  return second.foreign < first.foreign ? { ...second, retried: true } : { ...first, retried: true };
+  const kept = foreign(second) < foreign(first) ? second : first;
+  return kept.map((r) => ({ ...r, retried: true }));
 }
+
+/** How long one cycle of a framework's group lasts: its runs in sequence, then its pairs. */
+const cycleSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
+  (2 * contenders.length + 1) * (settings.runS + RUN_OVERHEAD_S) +
+  targetPairs(contenders).length * (settings.pairRunS + RUN_OVERHEAD_S);
 
 /**
  * One framework: every contender's server started at once (idle ones cost nothing), one load
- * generator, each server warmed up, then `cycles` cycles in which bare runs before, between
- * and after the contenders. Each run is short, so a ratio compares runs seconds apart.
+ * generator, each server warmed up, then `cycles` cycles. In each, bare runs before, between
+ * and after the contenders, each run short, so that a table's ratio compares runs seconds
+ * apart; then the two sides of each target run at once on the one server core, and the pair's
+ * quotient of requests per CPU-second is what the target reads: the host's speed swings
+ * within seconds, and two servers sharing the core meet the same swings.
  */
 async function runFramework(
   framework: string,
@@ -151,7 +170,7 @@ async function runFramework(
 ): Promise<HttpResult[]> {
   const contenders: HttpContender[] = [{ variant: 'bare', mode: 'pass' }, ...contendersFor(framework, settings.quick)];
   if (contenders.length > REDIS_DATABASES) throw new Error(`${framework}: more servers than Redis databases`);
-  const cycleS = (2 * contenders.length - 1) * (settings.runS + RUN_OVERHEAD_S);
+  const cycleS = cycleSeconds(contenders.slice(1), settings);
   const lifetimeMs = Math.round((settings.cycles * cycleS + contenders.length * settings.warmupS + 300) * 1000);
   await redis.flush();
   const ports = new Set<number>();
@@ -170,13 +189,15 @@ async function runFramework(
     if (bare.error !== undefined) for (const s of servers) s.error ??= `bare ${framework}: ${bare.error}`;
     const live = servers.filter((s) => s.unavailable === undefined && s.error === undefined);
     for (const server of live) {
-      await loadOnce(client, { port: server.port, seconds: settings.warmupS, expect: 200 });
+      await loadOnce(client, { seconds: settings.warmupS, targets: [{ port: server.port, expect: 200 }] });
     }
     for (const s of servers.filter((s) => !live.includes(s))) {
       results.push({ round: 0, seq: 0, framework, ...s.contender, ...notMeasured(s) });
     }
     let seq = 0;
+    let pair = 0;
     const others = live.filter((s) => s !== bare).map((s) => s.contender);
+    const pairs = targetPairs(others);
     for (let cycle = 1; cycle <= settings.cycles; cycle++) {
       const name = `http ${framework} cycle ${cycle}/${settings.cycles}`;
       if (!live.includes(bare)) {
@@ -184,14 +205,26 @@ async function runFramework(
         continue;
       }
       const quiet = await waitForQuiet(pids, settings.quietWaitMs);
-      const measured = new Map<string, number>();
+      let bareRps = 0;
       for (const contender of cycleSequence(others, cycle)) {
         const server = byLabel.get(label(contender)) as Server;
-        const result = await measureRun(server, client, pids, settings.runS);
+        const [result] = (await measureRuns([server], client, pids, settings.runS)) as [Measured];
         results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, waitedMs: quiet.waitedMs });
-        measured.set(label(contender), result.rps ?? 0);
+        if (server === bare) bareRps = result.rps ?? 0;
       }
-      progress.done(name, cycleNote(measured), cycleS);
+      const quotients = new Map<string, number>();
+      for (const pairOf of pairSequence(pairs, cycle)) {
+        const servers = pairOf.map((c) => byLabel.get(label(c)) as Server);
+        const runs = await measureRuns(servers, client, pids, settings.pairRunS);
+        pairOf.forEach((contender, n) => {
+          const result = { ...(runs[n] as Measured), waitedMs: quiet.waitedMs };
+          results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, pair });
+        });
+        pair++;
+        const [a, b] = runs as [Measured, Measured];
+        quotients.set(pairOf.map(label).join(' ÷ '), (a.rpsPerCpuSec ?? 0) / (b.rpsPerCpuSec ?? 1));
+      }
+      progress.done(name, cycleNote(bareRps, quotients), cycleS);
     }
   } finally {
     client.stdin?.end();
@@ -207,20 +240,17 @@ const notMeasured = (s: Server) => ({
   ...(s.unavailable === undefined ? { error: s.error ?? 'not measured' } : { unavailable: s.unavailable }),
 });
 
-/** A cycle's progress line: sluice's pass-path req/s against the last bare run's, a rough look. */
-function cycleNote(measured: Map<string, number>): string {
-  const bare = measured.get('bare pass');
-  if (bare === undefined) return '';
-  const shown = [...measured].filter(([l]) => l.startsWith('sluice') && l.endsWith('pass'));
-  if (shown.length === 0) return `${Math.round(bare)} req/s`;
-  return shown.map(([l, rps]) => `${l.replace(' pass', '')} ${ratio(rps / bare)}`).join('  ');
+/** A cycle's progress line: sluice on memory ÷ the fields control, and on Redis ÷ the INCR control; bare's req/s where there are none. */
+function cycleNote(bareRps: number, quotients: Map<string, number>): string {
+  const shown = [...quotients].filter(([l]) => /^sluice:(memory|redis) pass ÷ (fixed-headers|round-trip)/.test(l));
+  if (shown.length === 0) return `${Math.round(bareRps)} req/s`;
+  return shown.map(([l, q]) => `${l.split(' ')[0]} ÷ control ${ratio(q)}`).join('  ');
 }
 
 /** Every framework in turn, the `node` ceiling first. */
 export async function runHttp(settings: HttpSettings, redis: BenchRedis, progress: Progress): Promise<HttpResult[]> {
   for (const framework of frameworks) {
-    const runs = 2 * contendersFor(framework, settings.quick).length + 1;
-    progress.plan(settings.cycles, runs * (settings.runS + RUN_OVERHEAD_S));
+    progress.plan(settings.cycles, cycleSeconds(contendersFor(framework, settings.quick), settings));
   }
   const results: HttpResult[] = [];
   for (const framework of frameworks) results.push(...(await runFramework(framework, settings, redis, progress)));

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Kernel clock ticks per second for /proc accounting (USER_HZ; 100 on Linux). */
@@ -35,6 +35,29 @@ function processTicks(pid: number): number | undefined {
 function ownTicks(): number {
   const fields = statFields('self') ?? [];
   return [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i] ?? 0), 0);
+}
+
+/**
+ * CPU time of one process, all its threads, in seconds, to the nanosecond: the sum of each
+ * thread's run time from `/proc/<pid>/task/<tid>/schedstat`. The ticks of `/proc/<pid>/stat`
+ * come 100 to the second, too coarse for half a core over one second. Undefined once it is gone.
+ */
+export function processCpuSeconds(pid: number): number | undefined {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return undefined;
+  }
+  let ns = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ', 1)[0]);
+    } catch {
+      // A thread that ended since the listing: its time is gone with it.
+    }
+  }
+  return ns / 1e9;
 }
 
 export interface CpuUse {

@@ -18,8 +18,6 @@ export interface HttpRow {
   ratio: number;
   ratioMin: number;
   ratioMax: number;
-  /** Each cycle's ratio, by cycle: targets pair two contenders' ratios of the same cycle. */
-  ratios: ReadonlyMap<number, number>;
   p50Ms: number;
   p99Ms: number;
   serverCores: number;
@@ -37,12 +35,14 @@ const key = (r: { framework: string; variant: string; mode: string }) => `${r.fr
 const finite = (values: (number | undefined)[]) =>
   values.filter((v): v is number => v !== undefined && Number.isFinite(v));
 
-/** rps ÷ the mean of the bare runs either side of it in its framework's sequence. */
+/** rps ÷ the mean of the bare runs either side of it in its framework's sequence, pairs left out. */
 function neighbourRatios(results: readonly HttpResult[]): Map<HttpResult, number> {
   const ratios = new Map<HttpResult, number>();
   const byFramework = new Map<string, HttpResult[]>();
   for (const r of results) {
-    if (r.rps !== undefined) byFramework.set(r.framework, [...(byFramework.get(r.framework) ?? []), r]);
+    if (r.rps !== undefined && r.pair === undefined) {
+      byFramework.set(r.framework, [...(byFramework.get(r.framework) ?? []), r]);
+    }
   }
   for (const runs of byFramework.values()) {
     const sorted = [...runs].sort((a, b) => a.seq - b.seq);
@@ -57,7 +57,10 @@ function neighbourRatios(results: readonly HttpResult[]): Map<HttpResult, number
   return ratios;
 }
 
-/** Medians over cycles, every ratio taken against the bare framework's neighbouring runs. */
+/**
+ * Medians over cycles of the runs made alone (a pair's runs share the core: see `pairedRatio`),
+ * every ratio taken against the bare framework's neighbouring runs.
+ */
 export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
   const neighbours = neighbourRatios(results);
   const groups = new Map<string, HttpResult[]>();
@@ -65,14 +68,14 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
   const rows: HttpRow[] = [];
   for (const group of groups.values()) {
     const first = group[0] as HttpResult;
-    const ok = group.filter((r) => r.rps !== undefined);
+    const ok = group.filter((r) => r.rps !== undefined && r.pair === undefined);
     const rps = ok.map((r) => r.rps as number);
-    const ratios = new Map<number, number>();
-    for (const r of ok) ratios.set(r.round, first.variant === 'bare' ? 1 : (neighbours.get(r) ?? Number.NaN));
-    const ratioList = finite([...ratios.values()]);
+    const ratioList = finite(ok.map((r) => (first.variant === 'bare' ? 1 : neighbours.get(r))));
     const usPerReq = (r: HttpResult) => ((r.serverCores ?? 1) * 1e6) / (r.rps as number);
     const bareUs = finite(
-      results.filter((b) => b.framework === first.framework && b.variant === 'bare' && b.rps).map(usPerReq),
+      results
+        .filter((b) => b.framework === first.framework && b.variant === 'bare' && b.rps && b.pair === undefined)
+        .map(usPerReq),
     );
     rows.push({
       framework: first.framework,
@@ -86,7 +89,6 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
       ratio: median(ratioList),
       ratioMin: Math.min(...ratioList),
       ratioMax: Math.max(...ratioList),
-      ratios,
       p50Ms: median(finite(ok.map((r) => r.p50Ms))),
       p99Ms: median(finite(ok.map((r) => r.p99Ms))),
       serverCores: median(finite(ok.map((r) => r.serverCores))),
@@ -102,17 +104,21 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
   return rows;
 }
 
+type Side = Pick<HttpResult, 'variant' | 'mode'>;
+const isSide = (r: HttpResult, side: Side) => r.variant === side.variant && r.mode === side.mode;
+
 /**
- * `a`'s ratio ÷ `b`'s, cycle by cycle (only cycles that measured both): the median and range
- * of a comparison whose two sides ran seconds apart.
+ * `a` ÷ `b` in requests per server CPU-second, over the pairs that loaded the two at once on
+ * one core (one a cycle): the median and range. Undefined where no such pair ran.
  */
-export function pairedRatio(a: HttpRow | undefined, b: HttpRow | undefined): Spread | undefined {
-  if (a === undefined || b === undefined) return undefined;
-  const quotients: number[] = [];
-  for (const [cycle, value] of a.ratios) {
-    const other = b.ratios.get(cycle);
-    if (other !== undefined && Number.isFinite(value) && Number.isFinite(other)) quotients.push(value / other);
-  }
+export function pairedRatio(results: readonly HttpResult[], framework: string, a: Side, b: Side): Spread | undefined {
+  const paired = results.filter((r) => r.framework === framework && r.pair !== undefined && r.rpsPerCpuSec);
+  const quotients = paired
+    .filter((r) => isSide(r, a))
+    .flatMap((run) => {
+      const partner = paired.find((r) => r.pair === run.pair && r !== run && isSide(r, b));
+      return partner === undefined ? [] : [(run.rpsPerCpuSec as number) / (partner.rpsPerCpuSec as number)];
+    });
   return spreadOf(quotients);
 }
 

@@ -1,4 +1,4 @@
-import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
+import { COUNTED_FIELDS, FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 
 /** A markdown table; the first column left-aligned, the rest right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -18,6 +18,7 @@ export const verdict = (met: boolean | undefined, boundMisses = false): string =
 export const limiterName = (variant: string): string => {
   if (variant === 'bare') return 'bare';
   if (variant === FIXED_HEADERS) return 'RateLimit fields alone (control)';
+  if (variant === COUNTED_FIELDS) return 'RateLimit fields counted in a Map (floor)';
   if (variant === REDIS_ROUND_TRIP) return 'one Redis INCR alone (control)';
   const [name, store] = variant.split(':');
   return `${name} (${store})`;

@@ -14,7 +14,7 @@ export const targetSections: TargetSection[] = [
   heapTargets,
   redisTargets,
   httpTargets,
-  (_results, http) => redisStoreTargets(http),
+  (results, http) => redisStoreTargets(results.http, http),
   watchTargets,
   (results) => serviceTargets(results),
 ];

@@ -31,6 +31,24 @@ export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
 ];
 
 /**
+ * The `counted-fields` floor: the fields alone, but with `r` counted per client, in a Map keyed
+ * by the address the framework resolved, and written anew on every request: no window, no
+ * eviction, no policy, no options. The least any limiter that sends true figures does per
+ * request; where it alone costs more than a target allows, no such limiter can meet it.
+ */
+export const COUNTED_FIELDS = 'counted-fields';
+
+/** The counted-fields floor's `RateLimit` value for one request of `client`; `RateLimit-Policy` stays fixed. */
+export function createFieldCounter(): (client: string) => string {
+  const counts = new Map<string, number>();
+  return (client) => {
+    const used = (counts.get(client) ?? 0) + 1;
+    counts.set(client, used);
+    return `"1000000000-per-1m";r=${1_000_000_000 - used};t=60`;
+  };
+}
+
+/**
  * The `round-trip:redis` control: the bare app plus one ioredis `INCR` of the client's key per
  * request, awaited before the route runs, with auto-pipelining (one write per turn for every
  * request of the turn, the least ioredis spends per command). No limiter, no fields: what one

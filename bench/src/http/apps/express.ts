@@ -7,6 +7,8 @@ import { exportOf } from '../../inproc/contender.js';
 import {
   type AppSetup,
   body,
+  COUNTED_FIELDS,
+  createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
@@ -31,6 +33,16 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
     case FIXED_HEADERS: {
       const fields: RequestHandler = (_req, res, next) => {
         for (const [name, value] of fixedRateLimitFields) res.setHeader(name, value);
+        next();
+      };
+      return [fields, () => {}];
+    }
+    case COUNTED_FIELDS: {
+      const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
+      const count = createFieldCounter();
+      const fields: RequestHandler = (req, res, next) => {
+        res.setHeader(policyName, policyValue);
+        res.setHeader('RateLimit', count(req.ip ?? ''));
         next();
       };
       return [fields, () => {}];

@@ -3,6 +3,8 @@ import Fastify, { type FastifyPluginAsync } from 'fastify';
 import { exportOf } from '../../inproc/contender.js';
 import {
   body,
+  COUNTED_FIELDS,
+  createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
@@ -27,6 +29,14 @@ export const startFastify: StartApp = async (setup, port) => {
   } else if (setup.variant === FIXED_HEADERS) {
     app.addHook('onRequest', (_request, reply, done) => {
       for (const [name, value] of lowercaseFields) reply.header(name, value);
+      done();
+    });
+  } else if (setup.variant === COUNTED_FIELDS) {
+    const [[policyName, policyValue]] = lowercaseFields as [readonly [string, string]];
+    const count = createFieldCounter();
+    app.addHook('onRequest', (request, reply, done) => {
+      reply.header(policyName, policyValue);
+      reply.header('ratelimit', count(request.ip));
       done();
     });
   } else if (setup.variant === REDIS_ROUND_TRIP) {

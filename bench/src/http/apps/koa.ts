@@ -5,6 +5,8 @@ import Koa, { type Middleware } from 'koa';
 import { exportOf } from '../../inproc/contender.js';
 import {
   body,
+  COUNTED_FIELDS,
+  createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
@@ -29,6 +31,14 @@ export const startKoa: StartApp = async (setup, port) => {
   } else if (setup.variant === FIXED_HEADERS) {
     app.use((ctx, next) => {
       for (const [name, value] of fixedRateLimitFields) ctx.res.setHeader(name, value);
+      return next();
+    });
+  } else if (setup.variant === COUNTED_FIELDS) {
+    const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
+    const count = createFieldCounter();
+    app.use((ctx, next) => {
+      ctx.res.setHeader(policyName, policyValue);
+      ctx.res.setHeader('RateLimit', count(ctx.ip));
       return next();
     });
   } else if (setup.variant === REDIS_ROUND_TRIP) {
