@@ -28,7 +28,7 @@ const quick = options.quick;
 const TARGET_ROUNDS = quick ? 1 : 5;
 /** The watch section's rounds of its three cells, run in turn so that drift touches all three alike. */
 const WATCH_ROUNDS = 5;
-const WATCH_ROUNDS_QUICK = 2;
+const WATCH_ROUNDS_QUICK = 1;
 const settings = {
   targetRounds: TARGET_ROUNDS,
   inprocTimeMs: quick ? 300 : 800,
@@ -38,6 +38,7 @@ const settings = {
   pairWarmupMs: quick ? 600 : 1500,
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
+  httpTableCycles: quick ? 1 : options.cycles,
   httpWarmupS: quick ? 0.5 : 2,
   httpRunS: quick ? 0.15 : 0.5,
   httpPairRunS: quick ? 0.3 : 1,
@@ -164,6 +165,7 @@ async function measure(): Promise<RunResults> {
       const bench = {
         seconds: settings.redisBenchSeconds,
         repeats: settings.redisBenchRepeats,
+        depths: quick ? [16] : [1, 16],
         quietWaitMs: settings.quietWaitMs,
       };
       results.redisBench = [...(await runRedisBenchmark(cases, bench, redis, progress)), ...missing];
@@ -171,6 +173,7 @@ async function measure(): Promise<RunResults> {
     if (run('http')) {
       const http = {
         cycles: settings.httpCycles,
+        tableCycles: settings.httpTableCycles,
         warmupS: settings.httpWarmupS,
         runS: settings.httpRunS,
         pairRunS: settings.httpPairRunS,

@@ -21,6 +21,8 @@ export interface RedisBenchSettings {
   quietWaitMs: number;
   seconds: number;
   repeats: number;
+  /** Pipeline depths each case runs at: 1 and 16 in the full run, the 16 the targets read in the quick one. */
+  depths: readonly number[];
 }
 
 interface Row {
@@ -83,7 +85,7 @@ type Run = Row & Disturbance & { redisCores: number; usecPerCall: number };
 
 /**
  * The physical ceiling of Redis on this machine: each command unpipelined and 16-deep
- * pipelined, 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
+ * pipelined (16-deep only in the quick run), 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
  * captured source first, and the load must return the SHA the store itself uses.
  *
  * The repeats run in rounds, each round every case once, so that a drift of the machine's
@@ -99,9 +101,11 @@ export async function runRedisBenchmark(
 ): Promise<RedisBenchResult[]> {
   // The run, its probes, and the warm-up of a one-decision call (about a second).
   const planned = settings.seconds + 1.6;
-  progress.plan(cases.length * 2 * settings.repeats, planned);
+  progress.plan(cases.length * settings.depths.length * settings.repeats, planned);
   const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
-  const cells = cases.flatMap((benchCase) => [1, 16].map((pipeline) => ({ benchCase, pipeline, runs: [] as Run[] })));
+  const cells = cases.flatMap((benchCase) =>
+    settings.depths.map((pipeline) => ({ benchCase, pipeline, runs: [] as Run[] })),
+  );
   try {
     for (let round = 1; round <= settings.repeats; round++) {
       for (const { benchCase, pipeline, runs } of cells) {

@@ -14,8 +14,13 @@ import { contendersFor, cycleSequence, frameworks, type HttpContender, pairSeque
 export interface HttpSettings {
   /** Longest wait for a quiet machine before each cycle. */
   quietWaitMs: number;
-  /** Cycles of every contender of a framework, each run between two runs of the bare framework. */
+  /** Cycles of a framework's target pairs. */
   cycles: number;
+  /**
+   * How many of the first cycles also run every contender alone, each between two runs of the
+   * bare framework, for the tables: all of them in the full run, one in the quick run.
+   */
+  tableCycles: number;
   warmupS: number;
   /** One run's length. */
   runS: number;
@@ -149,10 +154,10 @@ async function measureRuns(
   return kept.map((r) => ({ ...r, retried: true }));
 }
 
-/** How long one cycle of a framework's group lasts: its runs in sequence, then its pairs. */
-const cycleSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
-  (2 * contenders.length + 1) * (settings.runS + RUN_OVERHEAD_S) +
-  targetPairs(contenders).length * (settings.pairRunS + RUN_OVERHEAD_S);
+/** How long a framework's cycles last, all told: the runs in sequence of the table cycles, and every cycle's pairs. */
+const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
+  settings.tableCycles * (2 * contenders.length + 1) * (settings.runS + RUN_OVERHEAD_S) +
+  settings.cycles * targetPairs(contenders).length * (settings.pairRunS + RUN_OVERHEAD_S);
 
 /**
  * One framework: every contender's server started at once (idle ones cost nothing), one load
@@ -170,7 +175,7 @@ async function runFramework(
 ): Promise<HttpResult[]> {
   const contenders: HttpContender[] = [{ variant: 'bare', mode: 'pass' }, ...contendersFor(framework, settings.quick)];
   if (contenders.length > REDIS_DATABASES) throw new Error(`${framework}: more servers than Redis databases`);
-  const cycleS = cycleSeconds(contenders.slice(1), settings);
+  const cycleS = cyclesSeconds(contenders.slice(1), settings) / settings.cycles;
   const lifetimeMs = Math.round((settings.cycles * cycleS + contenders.length * settings.warmupS + 300) * 1000);
   await redis.flush();
   const ports = new Set<number>();
@@ -206,7 +211,8 @@ async function runFramework(
       }
       const quiet = await waitForQuiet(pids, settings.quietWaitMs);
       let bareRps = 0;
-      for (const contender of cycleSequence(others, cycle)) {
+      const table = cycle <= settings.tableCycles ? cycleSequence(others, cycle) : [];
+      for (const contender of table) {
         const server = byLabel.get(label(contender)) as Server;
         const [result] = (await measureRuns([server], client, pids, settings.runS)) as [Measured];
         results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, waitedMs: quiet.waitedMs });
@@ -243,14 +249,14 @@ const notMeasured = (s: Server) => ({
 /** A cycle's progress line: sluice on memory ÷ the fields control, and on Redis ÷ the INCR control; bare's req/s where there are none. */
 function cycleNote(bareRps: number, quotients: Map<string, number>): string {
   const shown = [...quotients].filter(([l]) => /^sluice:(memory|redis) pass ÷ (fixed-headers|round-trip)/.test(l));
-  if (shown.length === 0) return `${Math.round(bareRps)} req/s`;
+  if (shown.length === 0) return bareRps > 0 ? `${Math.round(bareRps)} req/s` : '';
   return shown.map(([l, q]) => `${l.split(' ')[0]} ÷ control ${ratio(q)}`).join('  ');
 }
 
 /** Every framework in turn, the `node` ceiling first. */
 export async function runHttp(settings: HttpSettings, redis: BenchRedis, progress: Progress): Promise<HttpResult[]> {
   for (const framework of frameworks) {
-    progress.plan(settings.cycles, cycleSeconds(contendersFor(framework, settings.quick), settings));
+    progress.plan(settings.cycles, cyclesSeconds(contendersFor(framework, settings.quick), settings) / settings.cycles);
   }
   const results: HttpResult[] = [];
   for (const framework of frameworks) results.push(...(await runFramework(framework, settings, redis, progress)));

@@ -211,21 +211,22 @@ const redisRounds = (s: Record<string, number>): string =>
       : ` Redis ceiling ${s.redisBenchRepeats} rounds of runs of ${s.redisBenchSeconds} s per case and depth, medians;`;
 
 /** How the HTTP targets' pairs were taken, for a run that made them. */
-const httpPairs = (s: Record<string, number>): string =>
+const httpPairs = (s: Record<string, number>, cycles: number): string =>
   s.httpPairRunS === undefined
     ? ''
-    : ` then, each cycle, the two sides of each target loaded at once on one core for ${s.httpPairRunS} s, the targets reading requests per server CPU-second;`;
+    : ` then, in each of ${cycles} cycles, the two sides of each target loaded at once on one core for ${s.httpPairRunS} s, the targets reading requests per server CPU-second;`;
 
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;
   const s = results.settings;
   const cycles = Math.max(0, ...results.http.map((r) => r.round));
+  const tableCycles = Math.max(0, ...results.http.filter((r) => r.pair === undefined).map((r) => r.round));
   return [
     '# sluice benchmark results',
     '',
     `Run of ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC${results.quick ? ' (**--quick**: fewer cells, shorter runs; indicative only)' : ''}, ${Math.round(results.seconds)} s. ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}. Method and how to read the ratios: [../README.md](../README.md). Chart: [latest.svg](latest.svg).`,
     '',
-    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${cycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles;${httpPairs(s)}${redisRounds(s)} memory at ${int(s.heapKeys)} keys.`,
+    `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${tableCycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles;${httpPairs(s, cycles)}${redisRounds(s)} memory at ${int(s.heapKeys)} keys.`,
     '',
     '## Targets',
     '',
