@@ -18,6 +18,8 @@ export interface HttpRow {
   ratio: number;
   ratioMin: number;
   ratioMax: number;
+  /** Each cycle's ratio, by cycle: `cycleRatio` divides two contenders' ratios of the same cycle. */
+  ratios: ReadonlyMap<number, number>;
   p50Ms: number;
   p99Ms: number;
   serverCores: number;
@@ -70,7 +72,9 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
     const first = group[0] as HttpResult;
     const ok = group.filter((r) => r.rps !== undefined && r.pair === undefined);
     const rps = ok.map((r) => r.rps as number);
-    const ratioList = finite(ok.map((r) => (first.variant === 'bare' ? 1 : neighbours.get(r))));
+    const ratios = new Map<number, number>();
+    for (const r of ok) ratios.set(r.round, first.variant === 'bare' ? 1 : (neighbours.get(r) ?? Number.NaN));
+    const ratioList = finite([...ratios.values()]);
     const usPerReq = (r: HttpResult) => ((r.serverCores ?? 1) * 1e6) / (r.rps as number);
     const bareUs = finite(
       results
@@ -89,6 +93,7 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
       ratio: median(ratioList),
       ratioMin: Math.min(...ratioList),
       ratioMax: Math.max(...ratioList),
+      ratios,
       p50Ms: median(finite(ok.map((r) => r.p50Ms))),
       p99Ms: median(finite(ok.map((r) => r.p99Ms))),
       serverCores: median(finite(ok.map((r) => r.serverCores))),
@@ -104,12 +109,30 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
   return rows;
 }
 
+/**
+ * `a`'s ratio to bare ÷ `b`'s, cycle by cycle (only cycles that measured both alone): for two
+ * contenders a pair cannot compare, one that waits on Redis and one that does not (see
+ * `pairedRatio`). Its two sides ran seconds apart.
+ */
+export function cycleRatio(a: HttpRow | undefined, b: HttpRow | undefined): Spread | undefined {
+  if (a === undefined || b === undefined) return undefined;
+  const quotients: number[] = [];
+  for (const [cycle, value] of a.ratios) {
+    const other = b.ratios.get(cycle);
+    if (other !== undefined) quotients.push(value / other);
+  }
+  return spreadOf(quotients);
+}
+
 type Side = Pick<HttpResult, 'variant' | 'mode'>;
 const isSide = (r: HttpResult, side: Side) => r.variant === side.variant && r.mode === side.mode;
 
 /**
  * `a` ÷ `b` in requests per server CPU-second, over the pairs that loaded the two at once on
- * one core (one a cycle): the median and range. Undefined where no such pair ran.
+ * one core (one a cycle): the median and range. Undefined where no such pair ran. Only for two
+ * servers alike in what they wait on: one that awaits Redis answers each turn's requests in
+ * a batch and spends less CPU on each, which its rate, held back by the round trip, does not
+ * show.
  */
 export function pairedRatio(results: readonly HttpResult[], framework: string, a: Side, b: Side): Spread | undefined {
   const paired = results.filter((r) => r.framework === framework && r.pair !== undefined && r.rpsPerCpuSec);
