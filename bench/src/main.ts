@@ -39,7 +39,7 @@ const settings = {
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
   httpTableCycles: quick ? 1 : options.cycles,
-  httpWarmupS: quick ? 0.5 : 2,
+  httpWarmupS: quick ? 0.3 : 2,
   httpRunS: quick ? 0.15 : 0.5,
   httpPairRunS: quick ? 0.3 : 1,
   quietWaitMs: quick ? 2000 : 5000,
@@ -187,6 +187,7 @@ async function measure(): Promise<RunResults> {
         warmupMs: settings.serviceWarmupMs,
         durationMs: settings.serviceDurationMs,
         quietWaitMs: settings.quietWaitMs,
+        inFlight: quick ? [1, 100] : [1, 10, 100],
       };
       const measuredService = await runService(service, redis, progress);
       results.service = measuredService.service;

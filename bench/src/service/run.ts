@@ -15,6 +15,8 @@ export interface ServiceSettings {
   quietWaitMs: number;
   warmupMs: number;
   durationMs: number;
+  /** Calls kept in flight, one cell each: 1, 10 and 100 in the full run; 1 and the 100 the targets read in the quick one. */
+  inFlight: readonly number[];
 }
 
 /**
@@ -23,7 +25,6 @@ export interface ServiceSettings {
  */
 const SERVICE_CPU = 0;
 const LOAD_CPU = 1;
-const IN_FLIGHT = [1, 10, 100];
 /** `control` answers OK without deciding: what gRPC and the generator alone cost. */
 const SERVERS = ['control', 'memory', 'redis'] as const;
 const bin = join(dirname(createRequire(import.meta.url).resolve('@sluice/server/package.json')), 'bin', 'sluice.js');
@@ -77,7 +78,7 @@ async function runLoad(args: string[], seconds: number, pids: Record<string, num
 
 /**
  * Decisions per second of one `sluice serve` process on one core, over one gRPC channel at
- * 1, 10 and 100 calls in flight, with the memory store and with Redis, beside a control
+ * each number of calls in flight the settings give, with the memory store and with Redis, beside a control
  * server that answers without deciding; then what the Node client adds per decision and per
  * Fastify request next to an in-process Redis store.
  */
@@ -88,7 +89,7 @@ export async function runService(
 ): Promise<{ service: ServiceResult[]; clientCost: ServiceClientCost | undefined }> {
   const seconds = (settings.warmupMs + settings.durationMs) / 1000;
   const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
-  progress.plan(IN_FLIGHT.length * SERVERS.length + 1, seconds + 1);
+  progress.plan(settings.inFlight.length * SERVERS.length + 1, seconds + 1);
   const service: ServiceResult[] = [];
   let clientCost: ServiceClientCost | undefined;
   for (const store of SERVERS) {
@@ -96,7 +97,7 @@ export async function runService(
     const { child, port } = await startServer(store, redis);
     const own = { service: child.pid, redis: redis.pid };
     try {
-      for (const inFlight of IN_FLIGHT) {
+      for (const inFlight of settings.inFlight) {
         const load = ['service/load.ts', '--address', `127.0.0.1:${port}`, '--inflight', String(inFlight)];
         const result = await measured(
           own,
