@@ -26,7 +26,7 @@ const quick = options.quick;
  * of one quotient per round.
  */
 const TARGET_ROUNDS = quick ? 1 : 5;
-/** The watch section's rounds of its three cells, run in turn so that drift touches all three alike. */
+/** The watch section's rounds: each the unwatched cell paired with each watched one. */
 const WATCH_ROUNDS = 5;
 const WATCH_ROUNDS_QUICK = 1;
 const settings = {

@@ -40,7 +40,7 @@ export interface HttpResult extends Disturbance {
   /** The run's place in its framework's sequence: the runs either side are its neighbours. */
   seq: number;
   /**
-   * Set on the two runs of a pair, `bare` and a contender loaded at once on the one server
+   * Set on the two runs of a pair, the two sides of a target loaded at once on the one server
    * core; unique within the framework. Tables read the runs made alone, targets the pairs.
    */
   pair?: number;

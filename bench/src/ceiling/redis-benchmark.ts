@@ -85,8 +85,9 @@ type Run = Row & Disturbance & { redisCores: number; usecPerCall: number };
 
 /**
  * The physical ceiling of Redis on this machine: each command unpipelined and 16-deep
- * pipelined (16-deep only in the quick run), 50 clients, 100k random keys. Scripts are loaded with SCRIPT LOAD from the
- * captured source first, and the load must return the SHA the store itself uses.
+ * pipelined (16-deep only in the quick run), 50 clients, 100k random keys. Scripts are loaded
+ * with SCRIPT LOAD from the captured source first, and the load must return the SHA the store
+ * itself uses.
  *
  * The repeats run in rounds, each round every case once, so that a drift of the machine's
  * speed during the section falls alike on every case: the floors and sluice's scripts are read

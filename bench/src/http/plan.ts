@@ -39,9 +39,10 @@ const usesRedis = (variant: string) => variant.endsWith(':redis');
 
 /**
  * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control
- * and the counted-fields floor, sluice on memory on both paths, the memory peers; then the INCR control, sluice on Redis on
- * both paths, the Redis peers; then the peers' 429 paths. The two sides of each target sit
- * close. The quick run keeps sluice's cells, the controls and the memory peers' pass path.
+ * and the counted-fields floor, sluice on memory on both paths, the memory peers; then the INCR
+ * control, sluice on Redis on both paths, the Redis peers; then the peers' 429 paths. The two
+ * sides of each target sit close. The quick run keeps sluice's cells, the controls and the
+ * memory peers' pass path.
  */
 export function contendersFor(framework: string, quick: boolean): HttpContender[] {
   const variants = limiters[framework];
@@ -80,8 +81,10 @@ export function cycleSequence(contenders: readonly HttpContender[], cycle: numbe
 /** Two contenders loaded at once on the one server core; a target reads the first's figures ÷ the second's. */
 export type HttpPair = readonly [HttpContender, HttpContender];
 
-const pass = (variant: string): HttpContender => ({ variant, mode: 'pass' });
-const deny = (variant: string): HttpContender => ({ variant, mode: 'deny' });
+/** A variant's pass path, as a contender. */
+export const pass = (variant: string): HttpContender => ({ variant, mode: 'pass' });
+/** A variant's 429 path, as a contender. */
+export const deny = (variant: string): HttpContender => ({ variant, mode: 'deny' });
 const isControl = (variant: string) => [FIXED_HEADERS, COUNTED_FIELDS, REDIS_ROUND_TRIP].includes(variant);
 
 /**

@@ -8,6 +8,7 @@ import type { Progress } from '../lib/progress.js';
 import type { BenchRedis } from '../lib/redis-server.js';
 import { freePort } from '../lib/redis-server.js';
 import type { HttpResult } from '../results.js';
+import { FIXED_HEADERS, REDIS_ROUND_TRIP } from './apps/app.js';
 import type { LoadCommand, LoadRun } from './load.js';
 import { contendersFor, cycleSequence, frameworks, type HttpContender, pairSequence, targetPairs } from './plan.js';
 
@@ -175,8 +176,9 @@ async function runFramework(
 ): Promise<HttpResult[]> {
   const contenders: HttpContender[] = [{ variant: 'bare', mode: 'pass' }, ...contendersFor(framework, settings.quick)];
   if (contenders.length > REDIS_DATABASES) throw new Error(`${framework}: more servers than Redis databases`);
-  const cycleS = cyclesSeconds(contenders.slice(1), settings) / settings.cycles;
-  const lifetimeMs = Math.round((settings.cycles * cycleS + contenders.length * settings.warmupS + 300) * 1000);
+  const cyclesS = cyclesSeconds(contenders.slice(1), settings);
+  const cycleS = cyclesS / settings.cycles;
+  const lifetimeMs = Math.round((cyclesS + contenders.length * settings.warmupS + 300) * 1000);
   await redis.flush();
   const ports = new Set<number>();
   while (ports.size < contenders.length) ports.add(await freePort());
@@ -218,19 +220,22 @@ async function runFramework(
         results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, waitedMs: quiet.waitedMs });
         if (server === bare) bareRps = result.rps ?? 0;
       }
-      const quotients = new Map<string, number>();
+      const notes: string[] = [];
       for (const pairOf of pairSequence(pairs, cycle)) {
-        const servers = pairOf.map((c) => byLabel.get(label(c)) as Server);
-        const runs = await measureRuns(servers, client, pids, settings.pairRunS);
+        const sides = pairOf.map((c) => byLabel.get(label(c)) as Server);
+        const runs = await measureRuns(sides, client, pids, settings.pairRunS);
         pairOf.forEach((contender, n) => {
           const result = { ...(runs[n] as Measured), waitedMs: quiet.waitedMs };
           results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, pair });
         });
         pair++;
-        const [a, b] = runs as [Measured, Measured];
-        quotients.set(pairOf.map(label).join(' ÷ '), (a.rpsPerCpuSec ?? 0) / (b.rpsPerCpuSec ?? 1));
+        const [[sluice, control], [a, b]] = [pairOf, runs as [Measured, Measured]];
+        if ([FIXED_HEADERS, REDIS_ROUND_TRIP].includes(control.variant) && sluice.variant.startsWith('sluice')) {
+          notes.push(`${sluice.variant} ÷ control ${ratio((a.rpsPerCpuSec ?? 0) / (b.rpsPerCpuSec ?? 1))}`);
+        }
       }
-      progress.done(name, cycleNote(bareRps, quotients), cycleS);
+      // Sluice ÷ each control, a rough look; bare's req/s where there are none (the `node` ceiling).
+      progress.done(name, notes.join('  ') || (bareRps > 0 ? `${Math.round(bareRps)} req/s` : ''), cycleS);
     }
   } finally {
     client.stdin?.end();
@@ -245,13 +250,6 @@ const notMeasured = (s: Server) => ({
   waitedMs: 0,
   ...(s.unavailable === undefined ? { error: s.error ?? 'not measured' } : { unavailable: s.unavailable }),
 });
-
-/** A cycle's progress line: sluice on memory ÷ the fields control, and on Redis ÷ the INCR control; bare's req/s where there are none. */
-function cycleNote(bareRps: number, quotients: Map<string, number>): string {
-  const shown = [...quotients].filter(([l]) => /^sluice:(memory|redis) pass ÷ (fixed-headers|round-trip)/.test(l));
-  if (shown.length === 0) return bareRps > 0 ? `${Math.round(bareRps)} req/s` : '';
-  return shown.map(([l, q]) => `${l.split(' ')[0]} ÷ control ${ratio(q)}`).join('  ');
-}
 
 /** Every framework in turn, the `node` ceiling first. */
 export async function runHttp(settings: HttpSettings, redis: BenchRedis, progress: Progress): Promise<HttpResult[]> {

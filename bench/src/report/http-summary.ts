@@ -1,3 +1,4 @@
+import type { HttpContender } from '../http/plan.js';
 import { cv, median } from '../lib/stats.js';
 import type { HttpResult } from '../results.js';
 import { type Spread, spreadOf } from './target-check.js';
@@ -124,8 +125,7 @@ export function cycleRatio(a: HttpRow | undefined, b: HttpRow | undefined): Spre
   return spreadOf(quotients);
 }
 
-type Side = Pick<HttpResult, 'variant' | 'mode'>;
-const isSide = (r: HttpResult, side: Side) => r.variant === side.variant && r.mode === side.mode;
+const isSide = (r: HttpResult, side: HttpContender) => r.variant === side.variant && r.mode === side.mode;
 
 /**
  * `a` ÷ `b` in requests per server CPU-second, over the pairs that loaded the two at once on
@@ -134,7 +134,12 @@ const isSide = (r: HttpResult, side: Side) => r.variant === side.variant && r.mo
  * a batch and spends less CPU on each, which its rate, held back by the round trip, does not
  * show.
  */
-export function pairedRatio(results: readonly HttpResult[], framework: string, a: Side, b: Side): Spread | undefined {
+export function pairedRatio(
+  results: readonly HttpResult[],
+  framework: string,
+  a: HttpContender,
+  b: HttpContender,
+): Spread | undefined {
   const paired = results.filter((r) => r.framework === framework && r.pair !== undefined && r.rpsPerCpuSec);
   const quotients = paired
     .filter((r) => isSide(r, a))

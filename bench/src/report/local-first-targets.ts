@@ -1,4 +1,5 @@
 import { LOCAL_FIRST_REDIS } from '../http/apps/app.js';
+import { deny, pass } from '../http/plan.js';
 import type { HttpResult } from '../results.js';
 import { findHttp, type HttpRow, pairedRatio } from './http-summary.js';
 import type { TargetCheck } from './targets.js';
@@ -22,7 +23,6 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
   const memory = findHttp(http, 'fastify', 'sluice:memory');
   const exact = findHttp(http, 'fastify', 'sluice:redis');
   const localFirst = findHttp(http, 'fastify', LOCAL_FIRST_REDIS);
-  const pass = (variant: string) => ({ variant, mode: 'pass' }) as const;
   const speedSpread = pairedRatio(results, 'fastify', pass(LOCAL_FIRST_REDIS), pass('sluice:memory'));
   const speed = speedSpread?.median;
   const [exactCpu, localCpu] = [redisMsPer1000(exact), redisMsPer1000(localFirst)];
@@ -53,12 +53,7 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
     },
   ];
   for (const framework of ['express', 'fastify', 'koa']) {
-    const paired = pairedRatio(
-      results,
-      framework,
-      { variant: 'sluice:redis', mode: 'deny' },
-      { variant: 'sluice:memory', mode: 'deny' },
-    );
+    const paired = pairedRatio(results, framework, deny('sluice:redis'), deny('sluice:memory'));
     const v = paired?.median;
     checks.push({
       target: `HTTP ${framework} + sluice Redis 429 path (deny cache) ÷ sluice memory 429 path`,

@@ -1,5 +1,5 @@
 import { COUNTED_FIELDS, FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
-import { limiters } from '../http/plan.js';
+import { deny, type HttpContender, limiters, pass } from '../http/plan.js';
 import { ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
 import { cycleRatio, findHttp, type HttpRow, pairedRatio } from './http-summary.js';
@@ -9,15 +9,12 @@ import { above, atLeast, type Spread, type TargetCheck } from './target-check.js
 const withRange = (value: number, min: number, max: number): string => `${ratio(value)} (${ratio(min)}–${ratio(max)})`;
 
 /** A paired quotient's median and range, as a bound or context. */
-export const spreadShown = (spread: Spread | undefined): string =>
+const spreadShown = (spread: Spread | undefined): string =>
   spread === undefined ? '–' : withRange(spread.median, spread.min, spread.max);
 
 /** A row's ratio to bare with its range over cycles (runs made alone), as context. */
 const shown = (row: HttpRow | undefined): string =>
   row === undefined || !Number.isFinite(row.ratio) ? '–' : withRange(row.ratio, row.ratioMin, row.ratioMax);
-
-const pass = (variant: string) => ({ variant, mode: 'pass' }) as const;
-const deny = (variant: string) => ({ variant, mode: 'deny' }) as const;
 
 /**
  * The HTTP pass path of each framework: sluice on memory against the fields control and every
@@ -31,8 +28,7 @@ export function httpTargets(results: RunResults, http: readonly HttpRow[]): Targ
   const checks: TargetCheck[] = [];
   for (const framework of Object.keys(limiters)) {
     const row = (variant: string, mode: 'pass' | 'deny' = 'pass') => findHttp(http, framework, variant, mode);
-    const paired = (a: ReturnType<typeof pass | typeof deny>, b: ReturnType<typeof pass | typeof deny>) =>
-      pairedRatio(results.http, framework, a, b);
+    const paired = (a: HttpContender, b: HttpContender) => pairedRatio(results.http, framework, a, b);
 
     const vsFields = paired(pass('sluice:memory'), pass(FIXED_HEADERS));
     // A limiter that sends true figures counts each client and writes `r` anew on every

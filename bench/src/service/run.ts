@@ -78,9 +78,9 @@ async function runLoad(args: string[], seconds: number, pids: Record<string, num
 
 /**
  * Decisions per second of one `sluice serve` process on one core, over one gRPC channel at
- * each number of calls in flight the settings give, with the memory store and with Redis, beside a control
- * server that answers without deciding; then what the Node client adds per decision and per
- * Fastify request next to an in-process Redis store.
+ * each number of calls in flight the settings give, with the memory store and with Redis,
+ * beside a control server that answers without deciding; then what the Node client adds per
+ * decision and per Fastify request next to an in-process Redis store.
  */
 export async function runService(
   settings: ServiceSettings,
