@@ -1,4 +1,4 @@
-import { finish, nodeFlags, sourceFile, spawnPinned } from '../lib/children.js';
+import { entryPoint, finish, nodeFlags, spawnPinned } from '../lib/children.js';
 
 /**
  * Instructions per call of a loop file, counted by callgrind: the loop runs twice, `long` and
@@ -20,7 +20,7 @@ export async function instructionsPerCall(
 async function instructions(loop: string, args: readonly string[], count: number): Promise<number> {
   const child = spawnPinned(0, 'valgrind', [
     ...['--tool=callgrind', '--callgrind-out-file=/dev/null', process.execPath, '--single-threaded'],
-    ...[...nodeFlags, sourceFile(loop), ...args, String(count)],
+    ...[...nodeFlags, entryPoint(loop), ...args, String(count)],
   ]);
   const done = await finish(child, 600_000);
   const collected = /Collected : (\d+)/.exec(done.stderr);

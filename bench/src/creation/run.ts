@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { finish, sourceFile, spawnNode } from '../lib/children.js';
+import { finish, packageFile, spawnNode } from '../lib/children.js';
 import { median } from '../lib/stats.js';
 import { CASES } from './cases.js';
 
@@ -48,5 +48,5 @@ up front for a memory store's \`maxKeys\` (100 000 by default).
 | ---- | ---: | ---: | ---: | ---: | ---: |
 ${rows.join('\n')}
 `;
-writeFileSync(sourceFile('../results/creation.md'), report);
+writeFileSync(packageFile('results/creation.md'), report);
 console.log(report);

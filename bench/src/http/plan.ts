@@ -119,3 +119,20 @@ export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
 /** One cycle's pairs: in reverse order on even cycles, as in `cycleSequence`. */
 export const pairSequence = (pairs: readonly HttpPair[], cycle: number): HttpPair[] =>
   cycle % 2 === 0 ? [...pairs].reverse() : [...pairs];
+
+/**
+ * The contenders a target reads from the runs made alone rather than a pair (see
+ * `targetPairs`): the Redis store's two paths, local-first (its Redis CPU beside exact mode's),
+ * and where a Redis peer runs, that peer and sluice on memory. The quick run's table cycle runs
+ * only these; the full run's tables show every contender.
+ */
+export function readAlone(contenders: readonly HttpContender[]): HttpContender[] {
+  const redisPeer = (c: HttpContender) => usesRedis(c.variant) && !isSluice(c.variant) && !isControl(c.variant);
+  const anyRedisPeer = contenders.some(redisPeer);
+  const read = (c: HttpContender) =>
+    c.variant === 'sluice:redis' ||
+    c.variant === LOCAL_FIRST_REDIS ||
+    redisPeer(c) ||
+    (anyRedisPeer && c.variant === 'sluice:memory');
+  return contenders.filter((c) => (c.mode === 'pass' ? read(c) : c.variant === 'sluice:redis'));
+}

@@ -10,7 +10,15 @@ import { freePort } from '../lib/redis-server.js';
 import type { HttpResult } from '../results.js';
 import { FIXED_HEADERS, REDIS_ROUND_TRIP } from './apps/app.js';
 import type { LoadCommand, LoadRun } from './load.js';
-import { contendersFor, cycleSequence, frameworks, type HttpContender, pairSequence, targetPairs } from './plan.js';
+import {
+  contendersFor,
+  cycleSequence,
+  frameworks,
+  type HttpContender,
+  pairSequence,
+  readAlone,
+  targetPairs,
+} from './plan.js';
 
 export interface HttpSettings {
   /** Longest wait for a quiet machine before each cycle. */
@@ -18,8 +26,10 @@ export interface HttpSettings {
   /** Cycles of a framework's target pairs. */
   cycles: number;
   /**
-   * How many of the first cycles also run every contender alone, each between two runs of the
-   * bare framework, for the tables: all of them in the full run, one in the quick run.
+   * How many of the last cycles also run contenders alone, each between two runs of the bare
+   * framework: every contender in each cycle of the full run, for the tables; in the quick
+   * run's one, only those a target reads alone (`readAlone`), once the pairs before it have
+   * warmed every server well past its short warm-up.
    */
   tableCycles: number;
   warmupS: number;
@@ -155,9 +165,13 @@ async function measureRuns(
   return kept.map((r) => ({ ...r, retried: true }));
 }
 
+/** The contenders a table cycle runs alone. */
+const tabled = (contenders: readonly HttpContender[], settings: HttpSettings): readonly HttpContender[] =>
+  settings.quick ? readAlone(contenders) : contenders;
+
 /** How long a framework's cycles last, all told: the runs in sequence of the table cycles, and every cycle's pairs. */
 const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
-  settings.tableCycles * (2 * contenders.length + 1) * (settings.runS + RUN_OVERHEAD_S) +
+  settings.tableCycles * (2 * tabled(contenders, settings).length + 1) * (settings.runS + RUN_OVERHEAD_S) +
   settings.cycles * targetPairs(contenders).length * (settings.pairRunS + RUN_OVERHEAD_S);
 
 /**
@@ -213,7 +227,8 @@ async function runFramework(
       }
       const quiet = await waitForQuiet(pids, settings.quietWaitMs);
       let bareRps = 0;
-      const table = cycle <= settings.tableCycles ? cycleSequence(others, cycle) : [];
+      const tableCycle = cycle > settings.cycles - settings.tableCycles;
+      const table = tableCycle ? cycleSequence(tabled(others, settings), cycle) : [];
       for (const contender of table) {
         const server = byLabel.get(label(contender)) as Server;
         const [result] = (await measureRuns([server], client, pids, settings.runS)) as [Measured];

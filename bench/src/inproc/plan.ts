@@ -128,13 +128,14 @@ export function fullPlan(rounds: number): Cell[] {
 }
 
 /**
- * What the targets need, and one cell run alone per floor, peer and targeted sluice cell: the
- * tables read cells run alone, a pair's rates being shared.
+ * What the targets need, and one cell run alone per floor, targeted sluice cell and the peer
+ * the stretch target names: the tables read cells run alone, a pair's rates being shared. The
+ * other peers' cells are the full run's.
  */
 export function quickPlan(): Cell[] {
   const round = targetCells(false);
   const alone = new Set(round.filter((c) => c.pair === undefined).map((c) => c.contender));
-  const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, ...memoryPeers, ...redisPeers];
+  const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, 'express-rate-limit:memory'];
   return [
     ...round,
     ...TARGET_ALGORITHMS.map((a) => targetCell(`sluice:memory:${a}`, 1, 'deny')),

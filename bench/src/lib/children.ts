@@ -2,18 +2,30 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const live = new Set<ChildProcess>();
-const tsxLoader = import.meta.resolve('tsx');
 
 /**
- * Node flags every TypeScript child needs: the tsx loader alone. Without sluice's source
- * condition, `@sluice/*` resolve to the packages' compiled `dist/`, the JavaScript their users
- * run (and `pnpm bench` builds first), as the peers run from theirs. Through tsx the source
- * would pay a `__name` call for every named closure created per call, which no user does.
+ * Whether this process runs the compiled bench (`dist/`, as `pnpm bench` does) or its source
+ * through tsx (a single tool run by hand): children run the same way as their parent, so a
+ * hand-run tool never starts a stale build. Compiled, a child starts in about half the time:
+ * Node 20 consults tsx's loader thread for every module a child loads.
  */
-export const nodeFlags = ['--import', tsxLoader];
+const compiled = import.meta.url.endsWith('.js');
 
-/** A source file of this package as an absolute path, for `node` to run. */
-export const sourceFile = (relative: string): string => fileURLToPath(new URL(`../${relative}`, import.meta.url));
+/**
+ * Node flags every child needs to run an entry point as this process runs: from source, the
+ * tsx loader alone. Without sluice's source condition, `@sluice/*` resolve to the packages'
+ * compiled `dist/`, the JavaScript their users run (and `pnpm bench` builds first), as the
+ * peers run from theirs. Through tsx the source would pay a `__name` call for every named
+ * closure created per call, which no user does.
+ */
+export const nodeFlags = compiled ? [] : ['--import', import.meta.resolve('tsx')];
+
+/** An entry point of this bench, named by its source path (`http/serve.ts`), as an absolute path for `node` to run. */
+export const entryPoint = (source: string): string =>
+  fileURLToPath(new URL(`../${compiled ? source.replace(/\.ts$/, '.js') : source}`, import.meta.url));
+
+/** A file or directory of this package by its path from the package's root (`results`, `src/service/rules`). */
+export const packageFile = (relative: string): string => fileURLToPath(new URL(`../../${relative}`, import.meta.url));
 
 /**
  * Starts `command` on one CPU only (or a list, `'0,1'`). `taskset` execs the command, so the
@@ -31,14 +43,14 @@ export function spawnPinned(
   return child;
 }
 
-/** Runs a TypeScript entry point of this package pinned to `cpu`. */
+/** Runs an entry point of this package, named by its source path, pinned to `cpu` (see `entryPoint`). */
 export const spawnNode = (
   cpu: number | string,
   file: string,
   args: readonly string[],
   flags: readonly string[] = [],
   stdin: 'ignore' | 'pipe' = 'ignore',
-) => spawnPinned(cpu, process.execPath, [...nodeFlags, ...flags, sourceFile(file), ...args], stdin);
+) => spawnPinned(cpu, process.execPath, [...nodeFlags, ...flags, entryPoint(file), ...args], stdin);
 
 export interface Finished {
   code: number | null;

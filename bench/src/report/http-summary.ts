@@ -67,11 +67,15 @@ function neighbourRatios(results: readonly HttpResult[]): Map<HttpResult, number
 export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
   const neighbours = neighbourRatios(results);
   const groups = new Map<string, HttpResult[]>();
-  for (const r of results) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
+  // Rows in the order of the runs made alone (bare first), which the quick run makes last.
+  const inOrder = [...results.filter((r) => r.pair === undefined), ...results.filter((r) => r.pair !== undefined)];
+  for (const r of inOrder) groups.set(key(r), [...(groups.get(key(r)) ?? []), r]);
   const rows: HttpRow[] = [];
   for (const group of groups.values()) {
     const first = group[0] as HttpResult;
     const ok = group.filter((r) => r.rps !== undefined && r.pair === undefined);
+    // A contender the quick run loads only in pairs has no row of its own.
+    if (ok.length === 0 && first.error === undefined && first.unavailable === undefined) continue;
     const rps = ok.map((r) => r.rps as number);
     const ratios = new Map<number, number>();
     for (const r of ok) ratios.set(r.round, first.variant === 'bare' ? 1 : (neighbours.get(r) ?? Number.NaN));

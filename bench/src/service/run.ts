@@ -2,7 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { finish, lastJson, sourceFile, spawnNode, spawnPinned, stop } from '../lib/children.js';
+import { finish, lastJson, packageFile, spawnNode, spawnPinned, stop } from '../lib/children.js';
 import { startCpuMeter } from '../lib/cpu.js';
 import { rate } from '../lib/format.js';
 import type { Disturbance } from '../lib/job.js';
@@ -15,8 +15,10 @@ export interface ServiceSettings {
   quietWaitMs: number;
   warmupMs: number;
   durationMs: number;
-  /** Calls kept in flight, one cell each: 1, 10 and 100 in the full run; 1 and the 100 the targets read in the quick one. */
+  /** Calls kept in flight, one cell each: 1, 10 and 100 in the full run; the 100 the targets read in the quick one. */
   inFlight: readonly number[];
+  /** Whether to measure what the Node client adds beside an in-process Redis store (a table, no target). */
+  clientCost: boolean;
 }
 
 /**
@@ -54,7 +56,7 @@ async function startServer(
 
 /** `sluice serve` from its built bin. */
 function startService(store: 'memory' | 'redis', redis: BenchRedis): ChildProcess {
-  const args = ['serve', '--rules', sourceFile('service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
+  const args = ['serve', '--rules', packageFile('src/service/rules'), '--host', '127.0.0.1', '--grpc-port', '0'];
   // A store timeout well above the default 100 ms: on a loaded machine a slow call must count
   // as slow, not fail and skew the rate.
   args.push('--store-timeout-ms', '2000', '--http-port', '0');
@@ -89,7 +91,7 @@ export async function runService(
 ): Promise<{ service: ServiceResult[]; clientCost: ServiceClientCost | undefined }> {
   const seconds = (settings.warmupMs + settings.durationMs) / 1000;
   const timing = ['--warmup-ms', String(settings.warmupMs), '--ms', String(settings.durationMs)];
-  progress.plan(settings.inFlight.length * SERVERS.length + 1, seconds + 1);
+  progress.plan(settings.inFlight.length * SERVERS.length + (settings.clientCost ? 1 : 0), seconds + 1);
   const service: ServiceResult[] = [];
   let clientCost: ServiceClientCost | undefined;
   for (const store of SERVERS) {
@@ -119,7 +121,7 @@ export async function runService(
         service.push(row);
         progress.done(`service ${store} ${inFlight} in flight`, row.error ?? `${rate(row.callsPerSec)}/s`, seconds + 1);
       }
-      if (store === 'redis') {
+      if (store === 'redis' && settings.clientCost) {
         const args = ['service/client-cost.ts', '--address', `127.0.0.1:${port}`, '--redis-port', String(redis.port)];
         const label = 'service client vs Redis store';
         try {
