@@ -29,6 +29,8 @@ const TARGET_ROUNDS = quick ? 1 : 5;
 /** The watch section's rounds: each the unwatched cell paired with each watched one. */
 const WATCH_ROUNDS = 5;
 const WATCH_ROUNDS_QUICK = 1;
+/** The Redis ceiling's pipeline depths: the quick run keeps the 16 the targets read. */
+const REDIS_DEPTHS = quick ? [16] : [1, 16];
 const settings = {
   targetRounds: TARGET_ROUNDS,
   inprocTimeMs: quick ? 300 : 800,
@@ -101,9 +103,9 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
   return { cases, missing };
 }
 
-/** The report's rows, at both depths, for a case that could not run. */
+/** The report's rows, at each depth the run measures, for a case that could not run. */
 const unavailable = (command: string, decisions: number, reason: string): RedisBenchResult[] =>
-  [1, 16].map((pipeline) => ({
+  REDIS_DEPTHS.map((pipeline) => ({
     command,
     pipeline,
     decisions,
@@ -164,7 +166,7 @@ async function measure(): Promise<RunResults> {
       const bench = {
         seconds: settings.redisBenchSeconds,
         repeats: settings.redisBenchRepeats,
-        depths: quick ? [16] : [1, 16],
+        depths: REDIS_DEPTHS,
         quietWaitMs: settings.quietWaitMs,
       };
       results.redisBench = [...(await runRedisBenchmark(cases, bench, redis, progress)), ...missing];

@@ -34,8 +34,10 @@ export const limiters: Record<string, string[]> = {
 /** `node` is the ceiling: `http.createServer` alone, measured bare only. */
 export const frameworks = ['node', ...Object.keys(limiters)];
 
-const isSluice = (variant: string) => variant.startsWith('sluice');
-const usesRedis = (variant: string) => variant.endsWith(':redis');
+/** Whether a variant is sluice's, on whichever store. */
+export const isSluice = (variant: string) => variant.startsWith('sluice');
+/** Whether a variant's server awaits Redis on every request it decides. */
+export const usesRedis = (variant: string) => variant.endsWith(':redis');
 
 /**
  * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control

@@ -15,9 +15,11 @@ import {
   cycleSequence,
   frameworks,
   type HttpContender,
+  isSluice,
   pairSequence,
   readAlone,
   targetPairs,
+  usesRedis,
 } from './plan.js';
 
 export interface HttpSettings {
@@ -153,7 +155,7 @@ async function measureRuns(
       if (before !== undefined && after !== undefined && after > before) {
         result.rpsPerCpuSec = run.responses / (after - before);
       }
-      if (server.contender.variant.endsWith(':redis')) result.redisCores = cores('redis');
+      if (usesRedis(server.contender.variant)) result.redisCores = cores('redis');
       return result;
     });
   };
@@ -245,7 +247,7 @@ async function runFramework(
         });
         pair++;
         const [[sluice, control], [a, b]] = [pairOf, runs as [Measured, Measured]];
-        if ([FIXED_HEADERS, REDIS_ROUND_TRIP].includes(control.variant) && sluice.variant.startsWith('sluice')) {
+        if ([FIXED_HEADERS, REDIS_ROUND_TRIP].includes(control.variant) && isSluice(sluice.variant)) {
           notes.push(`${sluice.variant} ÷ control ${ratio((a.rpsPerCpuSec ?? 0) / (b.rpsPerCpuSec ?? 1))}`);
         }
       }

@@ -22,6 +22,9 @@ const MODES: Mode[] = ['pass', 'deny'];
 const denyingPeers = new Set(['rate-limiter-flexible:memory', 'rate-limiter-flexible:redis']);
 const TARGET_ALGORITHMS = ['gcra', 'sliding-window-counter'] as const satisfies readonly AlgorithmName[];
 
+/** The peer the stretch memory targets name, and a reference of every memory pair. */
+const EXPRESS_RATE_LIMIT = 'express-rate-limit:memory';
+
 const storeOf = (id: string): Cell['store'] => (id.includes(':redis') ? 'redis' : 'memory');
 
 function grid(contender: string, modes: readonly Mode[]): Cell[] {
@@ -55,7 +58,6 @@ const threePolicyCells = (): Cell[] =>
  */
 function memoryPairs(full: boolean): [string, string][] {
   const lru = 'floor-lru-cache:memory';
-  const erl = 'express-rate-limit:memory';
   const measured = [
     ...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`),
     'floor-decision:memory',
@@ -63,9 +65,9 @@ function memoryPairs(full: boolean): [string, string][] {
   ];
   const withBoth = measured.flatMap((id): [string, string][] => [
     [id, lru],
-    [id, erl],
+    [id, EXPRESS_RATE_LIMIT],
   ]);
-  return full ? [...withBoth, [lru, erl]] : withBoth;
+  return full ? [...withBoth, [lru, EXPRESS_RATE_LIMIT]] : withBoth;
 }
 
 let pairsPlanned = 0;
@@ -135,7 +137,7 @@ export function fullPlan(rounds: number): Cell[] {
 export function quickPlan(): Cell[] {
   const round = targetCells(false);
   const alone = new Set(round.filter((c) => c.pair === undefined).map((c) => c.contender));
-  const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, 'express-rate-limit:memory'];
+  const once = [...TARGET_ALGORITHMS.map((a) => `sluice:memory:${a}`), ...memoryFloors, EXPRESS_RATE_LIMIT];
   return [
     ...round,
     ...TARGET_ALGORITHMS.map((a) => targetCell(`sluice:memory:${a}`, 1, 'deny')),

@@ -1,4 +1,4 @@
-import type { HttpContender } from '../http/plan.js';
+import { type HttpContender, usesRedis } from '../http/plan.js';
 import { cv, median } from '../lib/stats.js';
 import type { HttpResult } from '../results.js';
 import { type Spread, spreadOf } from './target-check.js';
@@ -102,7 +102,7 @@ export function summariseHttp(results: readonly HttpResult[]): HttpRow[] {
       p50Ms: median(finite(ok.map((r) => r.p50Ms))),
       p99Ms: median(finite(ok.map((r) => r.p99Ms))),
       serverCores: median(finite(ok.map((r) => r.serverCores))),
-      redisCores: first.variant.endsWith(':redis') ? median(finite(ok.map((r) => r.redisCores))) : undefined,
+      redisCores: usesRedis(first.variant) ? median(finite(ok.map((r) => r.redisCores))) : undefined,
       addedUs: median(ok.map(usPerReq)) - median(bareUs),
       worstExpectedShare: Math.min(1, ...finite(ok.map((r) => r.expectedShare))),
       errors: ok.reduce((sum, r) => sum + (r.errors ?? 0), 0),

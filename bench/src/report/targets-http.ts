@@ -1,5 +1,5 @@
 import { COUNTED_FIELDS, FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
-import { deny, type HttpContender, limiters, pass } from '../http/plan.js';
+import { deny, type HttpContender, isSluice, limiters, pass, usesRedis } from '../http/plan.js';
 import { ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
 import { cycleRatio, findHttp, type HttpRow, pairedRatio } from './http-summary.js';
@@ -49,9 +49,9 @@ export function httpTargets(results: RunResults, http: readonly HttpRow[]): Targ
     // Memory peers in pairs; a peer that awaits Redis against sluice's runs made alone, cycle
     // by cycle: a pair's CPU-time quotient cannot compare a server that waits with one that does not.
     const versus = (variant: string, side: string): Spread | undefined =>
-      variant.endsWith(':redis') ? cycleRatio(row(side), row(variant)) : paired(pass(side), pass(variant));
+      usesRedis(variant) ? cycleRatio(row(side), row(variant)) : paired(pass(side), pass(variant));
     const peers = (limiters[framework] ?? [])
-      .filter((v) => !v.startsWith('sluice'))
+      .filter((v) => !isSluice(v))
       .map((variant) => ({ variant, versus: versus(variant, 'sluice:memory') }))
       .filter((p): p is { variant: string; versus: Spread } => p.versus !== undefined);
     // The peer sluice does worst against is the best peer.
