@@ -109,64 +109,70 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
     });
   }
 
-  // Three policies whose limits run out at different steps, so that some decisions are refused
-  // by one policy while the others would allow, and each reports its quota as it stands.
+  // Policies whose limits run out at different steps, so that some decisions are refused by
+  // one policy while the others would allow, and each reports its quota as it stands. One
+  // decision of 2 to 4 policies has a block of its own per count; of 5, the loop decides it.
+  const manyPolicies = [
+    { name: 'second', limit: 2, window: 1000 },
+    { name: 'minute', limit: 5, window: 4000 },
+    { name: 'burst', limit: 3, window: 2000 },
+    { name: 'hour', limit: 7, window: 8000 },
+    { name: 'spike', limit: 4, window: 3000 },
+  ];
   for (const algorithm of ['gcra', 'sliding-window-counter'] as const) {
-    it(`${algorithm}, three policies: the same decisions and states, one call or a batch, with or without a dropped policy's state`, async () => {
-      let now = NOW;
-      const limiterUnder = (prefixOfRun: string) =>
-        createLimiter({
-          policies: [
-            { name: 'second', limit: 2, window: 1000, algorithm },
-            { name: 'minute', limit: 5, window: 4000, algorithm },
-            { name: 'burst', limit: 3, window: 2000, algorithm },
-          ],
-          store: createRedisStore({ client, prefix: `${prefix}${prefixOfRun}` }),
-          prefix: `many-${algorithm}`,
-          clock: () => now,
-          storeTimeoutMs: 10_000,
-        });
-      const straight = limiterUnder('many-straight:');
-      const general = limiterUnder('many-general:');
-      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
-      // Every client of the general limiter holds it, so all its decisions run the general body.
-      const clients = ['k0', 'b0', 'b1'];
-      for (const k of clients) await client.set(`${prefix}many-general:{many-${algorithm}|${k}}`, dropped);
-      const outcomes = new Set<string>();
-      for (const step of [0, 0, 0, 300, 700, 0, 0, 1200, 2500, 4100]) {
-        now += step;
-        // k0 alone is one call; b0 and b1, asked in one turn, travel as one batch.
-        const ofStraight = [
-          await straight.consume('k0'),
-          ...(await Promise.all(['b0', 'b1'].map((k) => straight.consume(k)))),
-        ];
-        const ofGeneral = [
-          await general.consume('k0'),
-          ...(await Promise.all(['b0', 'b1'].map((k) => general.consume(k)))),
-        ];
-        for (const [i, decision] of ofStraight.entries()) {
-          expect(decision.reason).toBeUndefined();
-          expect({ ...decision, key: '' }).toEqual({ ...ofGeneral[i], key: '' });
-          outcomes.add(decision.policies.map((p) => p.allowed).join());
+    for (const count of [2, 3, 4, 5]) {
+      it(`${algorithm}, ${count} policies: the same decisions and states, one call or a batch, with or without a dropped policy's state`, async () => {
+        let now = NOW;
+        const limiterUnder = (prefixOfRun: string) =>
+          createLimiter({
+            policies: manyPolicies.slice(0, count).map((policy) => ({ ...policy, algorithm })),
+            store: createRedisStore({ client, prefix: `${prefix}${prefixOfRun}` }),
+            prefix: `many-${count}-${algorithm}`,
+            clock: () => now,
+            storeTimeoutMs: 10_000,
+          });
+        const straight = limiterUnder('many-straight:');
+        const general = limiterUnder('many-general:');
+        const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
+        // Every client of the general limiter holds it, so all its decisions run the general body.
+        const clients = ['k0', 'b0', 'b1'];
+        for (const k of clients) await client.set(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`, dropped);
+        const outcomes = new Set<string>();
+        for (const step of [0, 0, 0, 300, 700, 0, 0, 1200, 2500, 4100]) {
+          now += step;
+          // k0 alone is one call; b0 and b1, asked in one turn, travel as one batch.
+          const ofStraight = [
+            await straight.consume('k0'),
+            ...(await Promise.all(['b0', 'b1'].map((k) => straight.consume(k)))),
+          ];
+          const ofGeneral = [
+            await general.consume('k0'),
+            ...(await Promise.all(['b0', 'b1'].map((k) => general.consume(k)))),
+          ];
+          for (const [i, decision] of ofStraight.entries()) {
+            expect(decision.reason).toBeUndefined();
+            expect({ ...decision, key: '' }).toEqual({ ...ofGeneral[i], key: '' });
+            outcomes.add(decision.policies.map((p) => p.allowed).join());
+          }
+          for (const k of clients) {
+            const [own, beside] = await Promise.all([
+              client.get(`${prefix}many-straight:{many-${count}-${algorithm}|${k}}`),
+              client.get(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`),
+            ]);
+            expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+            // The same expiry too: on an injected clock, at least 60 s (read a moment apart).
+            const [ownTtl, besideTtl] = await Promise.all([
+              client.pttl(`${prefix}many-straight:{many-${count}-${algorithm}|${k}}`),
+              client.pttl(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`),
+            ]);
+            expect(Math.abs(ownTtl - besideTtl)).toBeLessThan(1000);
+          }
         }
-        for (const k of clients) {
-          const [own, beside] = await Promise.all([
-            client.get(`${prefix}many-straight:{many-${algorithm}|${k}}`),
-            client.get(`${prefix}many-general:{many-${algorithm}|${k}}`),
-          ]);
-          expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
-          // The same expiry too: on an injected clock, at least 60 s (read a moment apart).
-          const [ownTtl, besideTtl] = await Promise.all([
-            client.pttl(`${prefix}many-straight:{many-${algorithm}|${k}}`),
-            client.pttl(`${prefix}many-general:{many-${algorithm}|${k}}`),
-          ]);
-          expect(Math.abs(ownTtl - besideTtl)).toBeLessThan(1000);
-        }
-      }
-      // Charged, and refused by one policy while the others would allow.
-      expect(outcomes.has('true,true,true')).toBe(true);
-      expect([...outcomes].some((o) => o.includes('true') && o.includes('false'))).toBe(true);
-    });
+        // Charged, and refused by one policy while the others would allow.
+        expect(outcomes.has(Array(count).fill('true').join())).toBe(true);
+        expect([...outcomes].some((o) => o.includes('true') && o.includes('false'))).toBe(true);
+      });
+    }
   }
   // On Redis's own clock the straight-line entry compares the usual run headers instead of
   // cutting them: one decision of cost 1 over 1 policy, or over 2 to 9. Other headers (10

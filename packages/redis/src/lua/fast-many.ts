@@ -1,9 +1,10 @@
 import { captures, chargeWrite, converted, type FastShape, resetsNoLater } from './fast-shape.js';
+import { UNROLLED_POLICIES } from './fast-unrolled.js';
 
 /**
- * The straight-line path for a limiter of several policies, all of the algorithm the script
- * names: decisions that consume, all with the same arguments, over distinct clients whose
- * strings hold, in any order, this version's state of some of these policies and nothing else.
+ * The straight-line path for decisions of more policies than `fast-unrolled.ts` writes out,
+ * all of the algorithm the script names, one decision or a batch: decisions that consume, all
+ * with the same arguments, over distinct clients whose strings hold, in any order, this version's state of some of these policies and nothing else.
  * One read and one write per client for the whole set, as the general body does, with the same
  * rules: every policy is charged only if all allow, a refused decision reports each policy that
  * would have allowed as it stands, and the string keeps each state with its units spent and
@@ -16,11 +17,11 @@ import { captures, chargeWrite, converted, type FastShape, resetsNoLater } from 
  */
 /**
  * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
- * constructor, and each doubling after that reallocates it. Sized for one decision of three
- * policies; more grow as usual.
+ * constructor, and each doubling after that reallocates it. Sized for one decision of the
+ * fewest policies this loop decides; more grow as usual.
  */
 const room = (size: number, first = 'nil') => `{ ${[first, ...Array<string>(size - 1).fill('nil')].join(', ')} }`;
-const POLICIES = 3;
+const POLICIES = UNROLLED_POLICIES + 1;
 
 /** A read state's numbers, converted, into its slots in `states`. */
 const stateSlots = ({ size }: FastShape): string =>

@@ -1,4 +1,4 @@
-/** What the straight-line paths (`fast.ts`, `fast-many.ts`) write differently for each algorithm. */
+/** What the straight-line paths (`fast-unrolled.ts`, `fast-many.ts`) write differently for each algorithm. */
 export interface FastShape {
   /** How many numbers of its own a state has, besides its units spent and reset time. */
   readonly size: 2 | 3;
@@ -10,9 +10,8 @@ export interface FastShape {
   readonly keepsTtl: boolean;
 }
 
-/** A read state's own numbers (a, b[, c]) and the next state's (x, y[, z]). */
-export const stateNumbers = ({ size }: FastShape): string => (size === 3 ? 'a, b, c' : 'a, b');
-export const nextNumbers = ({ size }: FastShape): string => (size === 3 ? 'x, y, z' : 'x, y');
+/** A read state's own numbers (a, b[, c]). */
+const stateNumbers = ({ size }: FastShape): string => (size === 3 ? 'a, b, c' : 'a, b');
 
 /** The names a read state's captures go to: its numbers, then the stored reset time if kept. */
 export const captures = (shape: FastShape): string =>

@@ -1,13 +1,6 @@
 import { fastManyLua } from './fast-many.js';
-import {
-  captures,
-  chargeWrite,
-  converted,
-  type FastShape,
-  nextNumbers,
-  resetsNoLater,
-  stateNumbers,
-} from './fast-shape.js';
+import type { FastShape } from './fast-shape.js';
+import { UNROLLED_POLICIES, unrolledLua } from './fast-unrolled.js';
 
 /**
  * What the straight-line path's own body reads, made local; it comes first. An algorithm's
@@ -24,9 +17,10 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * The straight-line path of a script: decisions that consume, all with the same arguments (one
  * run: the usual call, one decision or a batch of one limiter's), for a limiter whose policies
  * are all of the algorithm the script names, over distinct clients whose strings hold only
- * this version's states of those policies, or nothing. The usual call, one decision of one
- * policy, is decided here in scalars; a batch or several policies take the block of
- * `fast-many.ts`. Neither builds the general body's tables and closures. They read and write
+ * this version's states of those policies, or nothing. Decisions of up to `UNROLLED_POLICIES`
+ * policies, the usual call, are decided in locals by their policy count's block
+ * (`fast-unrolled.ts`); more policies take the loop of `fast-many.ts`. Neither builds the
+ * general body's tables and closures. They read and write
  * exactly the strings the general body does, with a TTL at least as long (a charge may keep
  * the key's TTL: see `chargeWrite` in fast-shape.ts), so any other call (several runs, a
  * refund, a client twice in one batch, another version's state, a slot this limiter no longer
@@ -38,7 +32,7 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * `%s` through sprintf, where `..` joins it; `PSETEX` is `SET ... PX` with one argument
  * fewer; a local function is a closure built on every call, with an object for each local it
  * captures), so text is cut with plain `find`, one pattern and `sub`, each number converted
- * once, the one-decision path is written out rather than called, and nothing is built that a
+ * once, the one-decision blocks are written out rather than called or looped, and nothing is built that a
  * decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
@@ -79,40 +73,17 @@ if now == '' then
 else
   now = now + 0
 end
-if decisions ~= 1 or count ~= 1 then
-  ${fastManyLua(shape)}
+-- A few policies: written out per policy count. More: the loop.
+${dispatch(shape)}
 end
-
--- One decision of one policy.
-if ARGV[3] ~= FAST_NAME then return general() end
--- limit and maxDelayMs stay text: an algorithm converts the figures it reads.
-local head, limit, window, max_delay, capacity, key = ARGV[2], ARGV[4], ARGV[5] + 0, ARGV[6], ARGV[7] + 0, KEYS[1]
-
--- The client's string holds this policy's state in this version (' slot@version=a,b[,c];used,resetAt')
--- or nothing: one pattern checks the shape and cuts the numbers.
-local text, ${captures(shape)} = redis.call('GET', key)
-if text then
-  if find(text, head, 1, true) ~= 1 then return general() end
-  local _, stop
-  _, stop, ${captures(shape)} = find(text, FAST_STATE, #head + 1)
-  if stop ~= #text then return general() end
-  ${stateNumbers(shape)} = ${converted(shape)}
-end
-
--- On a charge, the next state with the units spent and when it fully resets (what another
--- version reads), the head joined rather than formatted: format copies a %s through sprintf.
--- A charge leaves these algorithms a reset above 0 (see fast-many.ts): the state is kept.
-local allowed, remaining, reset, wait, ${nextNumbers(shape)} = fast_evaluate(limit, window, max_delay, capacity, cost, now, ${stateNumbers(shape)})
-if allowed and cost > 0 then
-  local used, ttl, reset_at = capacity - remaining, reset, now + reset
-  if used < 1 then used = 1 end
-  if ttl < min_ttl then ttl = min_ttl end
-  local next = head .. format(FAST_FORMAT, ${nextNumbers(shape)}, used, reset_at)
-  ${keepsTtlOfOne(shape)}${chargeWrite(shape, 'key', 'next', '  ')}
-end
-return struct.pack('<ddddd', redis_now, allowed and 1 or 0, remaining, reset, wait)
+${fastManyLua(shape)}
 `;
 
-/** For an algorithm whose charge may keep the key's TTL: whether this one does (see `chargeWrite`). */
-const keepsTtlOfOne = (shape: FastShape): string =>
-  shape.keepsTtl ? `local keeps_ttl = min_ttl == 0 and ${resetsNoLater('stored_reset_at', 'reset_at')}\n  ` : '';
+/** Each policy count up to `UNROLLED_POLICIES`, its own block (`fast-unrolled.ts`). */
+const dispatch = (shape: FastShape): string =>
+  Array.from({ length: UNROLLED_POLICIES }, (_, index) => {
+    const count = index + 1;
+    // Each block indented under its branch.
+    const block = unrolledLua(shape, count).replace(/\n(?=.)/g, '\n  ');
+    return `${count === 1 ? 'if' : 'elseif'} count == ${count} then${block}`;
+  }).join('\n');
