@@ -1,4 +1,4 @@
-import { GET_SET_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR } from '../ceiling/floor.js';
+import { CLOCK_FLOOR, GET_SET_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR } from '../ceiling/floor.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import { bytesPerKey, type RunResults } from '../results.js';
 import {
@@ -122,6 +122,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
   const inproc = results.inproc;
   const incrUs = redisUs(results, 'INCR (reference)');
   const floorUs = redisUs(results, GET_SET_FLOOR);
+  const clockUs = redisUs(results, CLOCK_FLOOR);
   const rlf = cell(inproc, 'rate-limiter-flexible:redis', 100_000, 100);
   const incr = cell(inproc, 'ioredis-incr:redis', 100_000, 100);
   const checks: TargetCheck[] = [];
@@ -137,6 +138,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
       bound: [
         incrUs === undefined ? '' : `INCR ${fixed(incrUs, 2)} µs`,
         floorUs === undefined ? '' : `a script that only GETs and SETs the string ${fixed(floorUs, 2)} µs`,
+        clockUs === undefined ? '' : `one that reads TIME first, as every decision on Redis's clock does, with the state expired as in the replay, ${fixed(clockUs, 2)} µs`,
         layoutUs === undefined
           ? ''
           : `one that adds TIME and the state in sluice's layout (${layout.says}), without the policy's figures or arithmetic, ${fixed(layoutUs, 2)} µs`,
@@ -145,9 +147,10 @@ export function redisTargets(results: RunResults): TargetCheck[] {
         .join('; '),
       context: '',
       met: atMost(us, 6),
-      // A decision is one Lua script that reads and writes the client's state (SPEC §4); the
-      // floor script does only that. Where it alone costs more, no such store meets the goal.
-      boundMisses: atMost(floorUs, 6) === false,
+      // A decision is one Lua script that reads Redis's clock and reads and writes the client's
+      // state (SPEC §4); the clock floor does only that. Where it alone costs more, no such
+      // store meets the goal.
+      boundMisses: atMost(clockUs, 6) === false,
     });
   }
   for (const algorithm of TARGETED) {
