@@ -138,7 +138,9 @@ export function redisTargets(results: RunResults): TargetCheck[] {
       bound: [
         incrUs === undefined ? '' : `INCR ${fixed(incrUs, 2)} µs`,
         floorUs === undefined ? '' : `a script that only GETs and SETs the string ${fixed(floorUs, 2)} µs`,
-        clockUs === undefined ? '' : `one that reads TIME first, as every decision on Redis's clock does, with the state expired as in the replay, ${fixed(clockUs, 2)} µs`,
+        clockUs === undefined
+          ? ''
+          : `one that reads TIME first, as every decision on Redis's clock does, with the state expired as in the replay, ${fixed(clockUs, 2)} µs`,
         layoutUs === undefined
           ? ''
           : `one that adds TIME and the state in sluice's layout (${layout.says}), without the policy's figures or arithmetic, ${fixed(layoutUs, 2)} µs`,
