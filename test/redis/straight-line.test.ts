@@ -135,19 +135,22 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         const general = limiterUnder('many-general:');
         const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
         // Every client of the general limiter holds it, so all its decisions run the general body.
-        const clients = ['k0', 'b0', 'b1'];
+        const clients = ['k0', 'b0', 'b1', 'd0'];
         for (const k of clients) await client.set(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`, dropped);
         const outcomes = new Set<string>();
         for (const step of [0, 0, 0, 300, 700, 0, 0, 1200, 2500, 4100]) {
           now += step;
-          // k0 alone is one call; b0 and b1, asked in one turn, travel as one batch.
+          // k0 alone is one call; b0 and b1, asked in one turn, travel as one batch; so does d0
+          // asked twice, which the general body decides in order on both sides.
           const ofStraight = [
             await straight.consume('k0'),
             ...(await Promise.all(['b0', 'b1'].map((k) => straight.consume(k)))),
+            ...(await Promise.all(['d0', 'd0'].map((k) => straight.consume(k)))),
           ];
           const ofGeneral = [
             await general.consume('k0'),
             ...(await Promise.all(['b0', 'b1'].map((k) => general.consume(k)))),
+            ...(await Promise.all(['d0', 'd0'].map((k) => general.consume(k)))),
           ];
           for (const [i, decision] of ofStraight.entries()) {
             expect(decision.reason).toBeUndefined();
@@ -176,14 +179,18 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
   }
   // On Redis's own clock the straight-line entry compares the usual run headers instead of
   // cutting them: one decision of cost 1 over 1 policy, or over 2 to 9. Other headers (10
-  // policies, a cost of 10, a batch of 10) are cut. Windows of hours keep every charge of a
+  // policies, a cost above 1, a batch) are cut. Windows of hours keep every charge of a
   // test in one window of every policy, so the counter's strings match to the character, and
   // on Redis 7 a straight-line charge keeps a TTL stretched by hand, which the general body
   // sets anew: that tells which ran.
   for (const [label, policyCount, cost, batch] of [
     ['one policy', 1, 1, 1],
     ['three policies', 3, 1, 1],
+    ['two policies', 2, 1, 1],
+    ['four policies', 4, 1, 1],
     ['ten policies', 10, 1, 1],
+    ['three policies, a batch of 4', 3, 1, 4],
+    ['two policies, a cost of 3', 2, 3, 1],
     ['a cost of 10', 1, 10, 1],
     ['a batch of 10', 1, 1, 10],
   ] as const) {

@@ -29,8 +29,8 @@ const sources: Readonly<Record<AlgorithmName, string>> = {
 
 /** The algorithms with a straight-line path (`lua/fast.ts`): each its decision in numbers, and its state's shape. */
 const fastSources: Partial<Readonly<Record<AlgorithmName, FastSource>>> = {
-  gcra: { lua: gcraFastLua, shape: { size: 2, keepsTtl: false } },
-  'sliding-window-counter': { lua: slidingWindowCounterFastLua, shape: { size: 3, keepsTtl: true } },
+  gcra: { lua: gcraFastLua, shape: { size: 2, keepsTtl: false, readsLimit: true } },
+  'sliding-window-counter': { lua: slidingWindowCounterFastLua, shape: { size: 3, keepsTtl: true, readsLimit: false } },
 };
 
 interface FastSource {

@@ -2,20 +2,6 @@ import { captures, chargeWrite, converted, type FastShape, resetsNoLater } from 
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
 
 /**
- * The straight-line path for decisions of more policies than `fast-unrolled.ts` writes out,
- * all of the algorithm the script names, one decision or a batch: decisions that consume, all
- * with the same arguments, over distinct clients whose strings hold, in any order, this version's state of some of these policies and nothing else.
- * One read and one write per client for the whole set, as the general body does, with the same
- * rules: every policy is charged only if all allow, a refused decision reports each policy that
- * would have allowed as it stands, and the string keeps each state with its units spent and
- * when it fully resets. Anything else (another version's state, a dropped policy's, a client
- * twice) runs the general body, before this path has written anything.
- *
- * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost, clock,
- * decision count and policy count: a function here would be built on every call, one policy or
- * several.
- */
-/**
  * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
  * constructor, and each doubling after that reallocates it. Sized for one decision of the
  * fewest policies this loop decides; more grow as usual.
@@ -47,6 +33,20 @@ const keepsTtlCheck = (shape: FastShape): string =>
         end`
     : '';
 
+/**
+ * The straight-line path for decisions of more policies than `fast-unrolled.ts` writes out,
+ * all of the algorithm the script names, one decision or a batch: decisions that consume, all
+ * with the same arguments, over distinct clients whose strings hold, in any order, this
+ * version's state of some of these policies and nothing else. One read and one write per
+ * client for the whole set, as the general body does, with the same rules: every policy is
+ * charged only if all allow, a refused decision reports each policy that would have allowed as
+ * it stands, and the string keeps each state with its units spent and when it fully resets.
+ * Anything else (another version's state, a dropped policy's, a client twice) runs the general
+ * body, before this path has written anything.
+ *
+ * It is a block of the straight-line entry (`fast.ts`), which has read the call's cost, clock,
+ * decision count and policy count: a function here would be built on every call.
+ */
 export const fastManyLua = (shape: FastShape): string => `
 do
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its

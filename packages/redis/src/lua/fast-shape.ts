@@ -8,6 +8,11 @@ export interface FastShape {
    * `FAST_STATE` then captures the reset time after the state's own numbers.
    */
   readonly keepsTtl: boolean;
+  /**
+   * Whether its `fast_evaluate` reads the limit and maxDelayMs (gcra's does; the counter's
+   * reads only the window and capacity): a batch then converts them once for its decisions.
+   */
+  readonly readsLimit: boolean;
 }
 
 /** A read state's own numbers (a, b[, c]). */

@@ -20,20 +20,20 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * this version's states of those policies, or nothing. Decisions of up to `UNROLLED_POLICIES`
  * policies, the usual call, are decided in locals by their policy count's block
  * (`fast-unrolled.ts`); more policies take the loop of `fast-many.ts`. Neither builds the
- * general body's tables and closures. They read and write
- * exactly the strings the general body does, with a TTL at least as long (a charge may keep
- * the key's TTL: see `chargeWrite` in fast-shape.ts), so any other call (several runs, a
- * refund, a client twice in one batch, another version's state, a slot this limiter no longer
- * has) runs the general body instead, which has by then nothing to undo: this path writes
- * only once it knows it decides the whole call.
+ * general body's tables and closures. They read and write exactly the strings the general
+ * body does, with a TTL at least as long (a charge may keep the key's TTL: see `chargeWrite`
+ * in fast-shape.ts), so any other call (several runs, a refund, a client twice in one batch,
+ * another version's state, a slot this limiter no longer has) runs the general body instead,
+ * which has by then nothing to undo: this path writes only once it knows it decides the whole
+ * call.
  *
  * Inside Redis a script pays for every C function it calls and every object it allocates
  * (a `tonumber` parses its text twice, arithmetic on a numeric string once; `format` copies a
  * `%s` through sprintf, where `..` joins it; `PSETEX` is `SET ... PX` with one argument
  * fewer; a local function is a closure built on every call, with an object for each local it
  * captures), so text is cut with plain `find`, one pattern and `sub`, each number converted
- * once, the one-decision blocks are written out rather than called or looped, and nothing is built that a
- * decision does not need.
+ * once, the blocks of a few policies are written out rather than called or looped, and
+ * nothing is built that a decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
  * a, b[, c])` (limit and max_delay may come as text, for it to convert if it reads them), which
