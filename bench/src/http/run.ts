@@ -81,11 +81,18 @@ async function startServer(
   redis: BenchRedis,
   lifetimeMs: number,
 ): Promise<Server> {
-  const child = spawnNode(STARTING_CPUS, 'http/serve.ts', [
-    ...['--framework', framework, '--variant', contender.variant, '--mode', contender.mode],
-    ...['--port', String(port), '--redis-port', String(redis.port), '--redis-db', String(index)],
-    ...['--lifetime', String(lifetimeMs)],
-  ]);
+  const child = spawnNode(
+    STARTING_CPUS,
+    'http/serve.ts',
+    [
+      ...['--framework', framework, '--variant', contender.variant, '--mode', contender.mode],
+      ...['--port', String(port), '--redis-port', String(redis.port), '--redis-db', String(index)],
+      ...['--lifetime', String(lifetimeMs)],
+    ],
+    // A server here sits idle most of a cycle; V8's memory reducer would shrink its heap
+    // then, and its next run would pay for growing it again (see the bench README).
+    ['--no-memory-reducer'],
+  );
   const server: Server = { contender, port, child };
   try {
     const line = await waitForLine(child, /^(ready|\{)/, 60_000);
