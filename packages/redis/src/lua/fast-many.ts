@@ -1,4 +1,4 @@
-import { captures, chargeWrite, converted, type FastShape, resetsNoLater } from './fast-shape.js';
+import { captures, chargeWrite, converted, type FastShape, resetsNoLater, stateNumbers } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
 
 /**
@@ -22,14 +22,14 @@ const stateSlots = ({ size }: FastShape): string =>
 const storedResets = (shape: FastShape): string =>
   shape.keepsTtl ? `\n  local stored_resets = ${room(POLICIES)}` : '';
 const storedReset = (shape: FastShape): string =>
-  shape.keepsTtl ? '\n          stored_resets[(d - 1) * count + i] = stored_reset_at' : '';
+  shape.keepsTtl ? '\n          stored_resets[(d - 1) * count + i] = stored' : '';
 const keepsTtlStart = (shape: FastShape): string => (shape.keepsTtl ? '\n    local keeps_ttl = min_ttl == 0' : '');
 const keepsTtlCheck = (shape: FastShape): string =>
   shape.keepsTtl
     ? `
         if keeps_ttl then
-          local stored_reset_at = stored_resets[(d - 1) * count + i]
-          keeps_ttl = ${resetsNoLater('stored_reset_at', 'now + reset')}
+          local stored = stored_resets[(d - 1) * count + i]
+          keeps_ttl = ${resetsNoLater('stored', 'now + reset')}
         end`
     : '';
 
@@ -79,9 +79,9 @@ do
         local head = policy[5 * i - 4]
         local start = find(text, head, 1, true)
         if start ~= nil then
-          local _, stop, ${captures(shape)} = find(text, FAST_STATE, start + #head)
+          local _, stop, ${captures(shape).join(', ')} = find(text, FAST_STATE, start + #head)
           if stop == nil then return general() end
-          ${stateSlots(shape)} = ${converted(shape)}${storedReset(shape)}
+          ${stateSlots(shape)} = ${converted(stateNumbers(shape))}${storedReset(shape)}
           length = length + stop - start + 1
         end
       end

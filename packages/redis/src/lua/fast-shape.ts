@@ -15,12 +15,19 @@ export interface FastShape {
   readonly readsLimit: boolean;
 }
 
-/** A read state's own numbers (a, b[, c]). */
-const stateNumbers = ({ size }: FastShape): string => (size === 3 ? 'a, b, c' : 'a, b');
+/** A read state's own numbers as locals, numbered for an unrolled policy: a, b[, c] (`a1, b1` for policy 1). */
+export const stateNumbers = ({ size }: FastShape, suffix: number | '' = ''): string[] =>
+  (size === 3 ? ['a', 'b', 'c'] : ['a', 'b']).map((name) => `${name}${suffix}`);
 
-/** The names a read state's captures go to: its numbers, then the stored reset time if kept. */
-export const captures = (shape: FastShape): string =>
-  `${stateNumbers(shape)}${shape.keepsTtl ? ', stored_reset_at' : ''}`;
+/** The next state's own numbers, as `fast_evaluate` returns them: x, y[, z]. */
+export const nextNumbers = ({ size }: FastShape, suffix: number | '' = ''): string[] =>
+  (size === 3 ? ['x', 'y', 'z'] : ['x', 'y']).map((name) => `${name}${suffix}`);
+
+/** The locals one pattern cuts a state into: its numbers, then the stored reset time if kept. */
+export const captures = (shape: FastShape, suffix: number | '' = ''): string[] => [
+  ...stateNumbers(shape, suffix),
+  ...(shape.keepsTtl ? [`stored${suffix}`] : []),
+];
 
 /**
  * Whether a charge resetting at `resetAt` resets no later than the stored reset time
@@ -29,8 +36,8 @@ export const captures = (shape: FastShape): string =>
 export const resetsNoLater = (stored: string, resetAt: string): string =>
   `${stored} ~= nil and ${stored} + 0 >= ${resetAt}`;
 
-/** The read numbers converted from text, each once. */
-export const converted = ({ size }: FastShape): string => (size === 3 ? 'a + 0, b + 0, c + 0' : 'a + 0, b + 0');
+/** Read numbers converted from text, each once. */
+export const converted = (numbers: readonly string[]): string => numbers.map((n) => `${n} + 0`).join(', ');
 
 /**
  * The write of a charged state `value` to `key`, with the locals `ttl` and, for an algorithm

@@ -1,4 +1,12 @@
-import { chargeWrite, type FastShape, resetsNoLater } from './fast-shape.js';
+import {
+  captures,
+  chargeWrite,
+  converted,
+  type FastShape,
+  nextNumbers,
+  resetsNoLater,
+  stateNumbers,
+} from './fast-shape.js';
 
 /**
  * Decisions of up to this many policies are written out per policy count, in locals; more
@@ -25,18 +33,8 @@ const argv = (i: number, count: number) => ({
   capacity: 1 + 5 * count + i,
 });
 
-/** Policy `i`'s locals: its read state's own numbers and the next state's. */
-const stateOf = ({ size }: FastShape, i: number): string[] =>
-  size === 3 ? [`a${i}`, `b${i}`, `c${i}`] : [`a${i}`, `b${i}`];
-const nextOf = ({ size }: FastShape, i: number): string[] =>
-  size === 3 ? [`x${i}`, `y${i}`, `z${i}`] : [`x${i}`, `y${i}`];
-/** What one pattern cuts from policy `i`'s state: its numbers, and its stored reset time if kept. */
-const capturedOf = (shape: FastShape, i: number): string[] => [
-  ...stateOf(shape, i),
-  ...(shape.keepsTtl ? [`stored${i}`] : []),
-];
 /** Everything read from a client's string, in one flat list of locals. */
-const readOf = (shape: FastShape, count: number): string[] => numbered(count).flatMap((i) => capturedOf(shape, i));
+const readOf = (shape: FastShape, count: number): string[] => numbered(count).flatMap((i) => captures(shape, i));
 
 /** Policy `i`'s figures, as `fast_evaluate` takes them (limit and maxDelayMs as text or numbers). */
 const figuresOf = (i: number): string => `limit${i}, window${i}, max_delay${i}, capacity${i}`;
@@ -62,24 +60,23 @@ const figures = (count: number): string[] => [
  * together the states must fill the string, or the general body decides.
  */
 const readStates = (shape: FastShape, count: number): string => {
-  const converted = (i: number) => stateOf(shape, i).map((n) => `${n} + 0`);
   if (count === 1) {
     // One policy's state is the whole string: two comparisons.
     return [
       'local _, stop',
       'if find(text, head1, 1, true) ~= 1 then return general() end',
-      `_, stop, ${capturedOf(shape, 1).join(', ')} = find(text, FAST_STATE, #head1 + 1)`,
+      `_, stop, ${captures(shape, 1).join(', ')} = find(text, FAST_STATE, #head1 + 1)`,
       'if stop ~= #text then return general() end',
-      `${stateOf(shape, 1).join(', ')} = ${converted(1).join(', ')}`,
+      `${stateNumbers(shape, 1).join(', ')} = ${converted(stateNumbers(shape, 1))}`,
     ].join('\n');
   }
   const policy = (i: number) =>
     [
       `start = find(text, head${i}, 1, true)`,
       'if start then',
-      `  _, stop, ${capturedOf(shape, i).join(', ')} = find(text, FAST_STATE, start + #head${i})`,
+      `  _, stop, ${captures(shape, i).join(', ')} = find(text, FAST_STATE, start + #head${i})`,
       '  if stop == nil then return general() end',
-      `  ${stateOf(shape, i).join(', ')}, length = ${converted(i).join(', ')}, length + stop - start + 1`,
+      `  ${stateNumbers(shape, i).join(', ')}, length = ${converted(stateNumbers(shape, i))}, length + stop - start + 1`,
       'end',
     ].join('\n');
   return [
@@ -98,7 +95,7 @@ const readStates = (shape: FastShape, count: number): string => {
  */
 const decide = (shape: FastShape, count: number): string => {
   const policies = numbered(count);
-  const state = (i: number) => stateOf(shape, i).join(', ');
+  const state = (i: number) => stateNumbers(shape, i).join(', ');
   const all = (each: (i: number) => string, separator: string) => policies.map(each).join(separator);
   const keepsTtl = shape.keepsTtl
     ? [`    local keeps_ttl = min_ttl == 0 and ${all((i) => resetsNoLater(`stored${i}`, `now + reset${i}`), ' and ')}`]
@@ -118,7 +115,7 @@ const decide = (shape: FastShape, count: number): string => {
   return [
     ...policies.map(
       (i) =>
-        `local ok${i}, remaining${i}, reset${i}, wait${i}, ${nextOf(shape, i).join(', ')} = fast_evaluate(${figuresOf(i)}, cost, now, ${state(i)})`,
+        `local ok${i}, remaining${i}, reset${i}, wait${i}, ${nextNumbers(shape, i).join(', ')} = fast_evaluate(${figuresOf(i)}, cost, now, ${state(i)})`,
     ),
     `if ${all((i) => `ok${i}`, ' and ')} then`,
     '  if cost > 0 then',
@@ -130,7 +127,7 @@ const decide = (shape: FastShape, count: number): string => {
     // Each state with its units spent and when it fully resets (what another version reads),
     // one format per policy: format copies a head a character at a time, `..` joins it
     // (109.1k instructions a three-policy gcra call against 109.9k with one format).
-    `    local next = ${all((i) => `head${i} .. format(FAST_FORMAT, ${nextOf(shape, i).join(', ')}, used${i}, now + reset${i})`, ' ..\n      ')}`,
+    `    local next = ${all((i) => `head${i} .. format(FAST_FORMAT, ${nextNumbers(shape, i).join(', ')}, used${i}, now + reset${i})`, ' ..\n      ')}`,
     `    ${chargeWrite(shape, 'key', 'next', '    ')}`,
     '  end',
     ...asItStands,
