@@ -91,7 +91,7 @@ const isControl = (variant: string) => [FIXED_HEADERS, COUNTED_FIELDS, REDIS_ROU
 
 /**
  * The pairs a framework's targets read, of the contenders it runs: sluice on memory and the
- * counted floor against the fields control; sluice on memory and the fields control against
+ * counted floor against the fields control; sluice on memory and the counted floor against
  * each memory peer; sluice on Redis against the INCR control; the memory store's 429 path
  * against its pass path; the Redis store's 429 path (its deny cache) against the memory
  * store's; local-first against memory. A pair's two servers are alike in what they wait on:
@@ -107,7 +107,7 @@ export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
     [pass(COUNTED_FIELDS), pass(FIXED_HEADERS)],
     ...memoryPeers.flatMap((peer): HttpPair[] => [
       [pass('sluice:memory'), peer],
-      [pass(FIXED_HEADERS), peer],
+      [pass(COUNTED_FIELDS), peer],
     ]),
     [pass('sluice:redis'), pass(REDIS_ROUND_TRIP)],
     [deny('sluice:memory'), pass('sluice:memory')],

@@ -56,21 +56,20 @@ export function httpTargets(results: RunResults, http: readonly HttpRow[]): Targ
       .filter((p): p is { variant: string; versus: Spread } => p.versus !== undefined);
     // The peer sluice does worst against is the best peer.
     const best = peers.sort((a, b) => a.versus.median - b.versus.median)[0];
-    // Any limiter that sends the fields costs at least the fields alone: where they alone lose
-    // to the best peer (one that sends none), no such limiter can beat it in this run.
-    const fieldsVsBest = best === undefined ? undefined : versus(best.variant, FIXED_HEADERS);
+    // A limiter that sends true figures costs at least the counted floor: where the floor's
+    // median loses to the best peer (one that sends no fields), a limiter as cheap as the
+    // floor would miss this target by the same median, so none can meet it in this run.
+    const floorVsBest = best === undefined ? undefined : versus(best.variant, COUNTED_FIELDS);
     checks.push({
       target: `HTTP ${framework}, pass: sluice memory ÷ the best peer (${best === undefined ? 'none measured' : limiterName(best.variant)})`,
       value: best?.versus.median,
       spread: best?.versus,
       unit: 'ratio',
       goal: '> 1.00',
-      bound: `fields alone ÷ that peer ${spreadShown(fieldsVsBest)}`,
+      bound: `the fields counted in a Map ÷ that peer ${spreadShown(floorVsBest)}`,
       context: `sluice memory ÷ ${peers.map((p) => `${limiterName(p.variant)} ${spreadShown(p.versus)}`).join('; ')} (Redis peers from the runs made alone)`,
       met: above(best?.versus.median, 1),
-      // Out of reach only if the fields alone lost to that peer in every cycle, not by the median:
-      // one noisy cycle must not declare a target unreachable.
-      boundMisses: above(fieldsVsBest?.max, 1) === false,
+      boundMisses: above(floorVsBest?.median, 1) === false,
     });
 
     const vsIncr = paired(pass('sluice:redis'), pass(REDIS_ROUND_TRIP));
