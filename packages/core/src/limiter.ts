@@ -87,7 +87,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
   const events = limiterEvents(namespace, store, policies);
-  const { guarded, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
+  const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
     events.storeFailed(cause, onStoreError),
   );
   const unavailable = (key: string): Decision => {
@@ -111,20 +111,13 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const consumeRequest = (key: string, cost: number): StoreRequest =>
     request(checkKey(key), checkCost(cost), capacities());
 
-  const ask = async (key: string, asked: StoreRequest): Promise<Decision> => {
-    const reply = await guarded(() => store.consume(asked));
-    if (reply === STORE_FAILED) return unavailable(key);
-    return toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost);
-  };
-
   // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
   // lists, and one request object for every call, which the store reads during the call only.
   const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
-  /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
-  const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
-    const reply = (store.decideAtOnce as NonNullable<RateLimitStore['decideAtOnce']>)(asked);
-    if (reply === undefined) return undefined;
-    return single === undefined
+
+  /** The decision a store's reply gives the request `asked`. */
+  const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision =>
+    single === undefined
       ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost)
       : oneDecision(
           key,
@@ -134,6 +127,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
           throttle.mode,
           asked.cost,
         );
+
+  const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
+    guardedRead(
+      () => store.consume(asked),
+      (reply) => replied(key, reply, asked),
+      () => unavailable(key),
+    );
+  /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
+  const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
+    const reply = (store.decideAtOnce as NonNullable<RateLimitStore['decideAtOnce']>)(asked);
+    return reply === undefined ? undefined : replied(key, reply, asked);
   };
   // One request object for every call of the two paths whose store reads it during the call
   // only: an in-process store's one-policy decision, and what a remote store may decide at once

@@ -59,24 +59,35 @@ export function createStoreGuard(
   };
 
   /**
-   * One promise per call, settled by whichever comes first: the store's answer or the timer.
-   * Whatever comes second is ignored, and a late rejection is absorbed here.
+   * One promise per call, settled by whichever comes first: the store's answer, read by
+   * `answered`, or the timer. Whatever comes second is ignored, and a late rejection is
+   * absorbed here. A failure settles it with `unavailable()` under the fail policy, or
+   * rejects when the policy is 'throw'. Reading the answer here, not after another `then`,
+   * saves each remote decision a promise and a turn of the microtask queue.
    */
-  function guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> {
+  function guardedRead<T, U>(call: () => Promise<T>, answered: (value: T) => U, unavailable: () => U): Promise<U> {
     let pending: Promise<T>;
     try {
       pending = call();
     } catch (cause) {
-      return settleFailure(cause);
+      return new Promise((resolve, reject) => settleFailure(cause, unavailable, resolve, reject));
     }
-    if (store.local === true) return pending.then(succeed, fail);
-    return new Promise((resolve) => {
+    if (store.local === true) {
+      return pending.then(
+        (value) => answered(succeed(value)),
+        (cause: unknown) => {
+          fail(cause);
+          return unavailable();
+        },
+      );
+    }
+    return new Promise((resolve, reject) => {
       let settled = false;
       const failed = (cause: unknown) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve(settleFailure(cause));
+        settleFailure(cause, unavailable, resolve, reject);
       };
       const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
       timer.unref();
@@ -84,22 +95,39 @@ export function createStoreGuard(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        resolve(succeed(value));
+        try {
+          resolve(answered(succeed(value)));
+        } catch (error) {
+          reject(error);
+        }
       }, failed);
     });
   }
 
-  /** `fail` as a promise: resolved with STORE_FAILED, or rejected when the policy is 'throw'. */
-  const settleFailure = (cause: unknown): Promise<typeof STORE_FAILED> => {
+  /** A store call under the fail policy: its answer, or `STORE_FAILED`. */
+  const guarded = <T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> =>
+    guardedRead<T, T | typeof STORE_FAILED>(call, answeredAsIs, storeFailed);
+
+  /** `fail` settling a call: with `unavailable()`, or a rejection when the policy is 'throw'. */
+  const settleFailure = <U>(
+    cause: unknown,
+    unavailable: () => U,
+    resolve: (value: U) => void,
+    reject: (error: unknown) => void,
+  ): void => {
     try {
-      return Promise.resolve(fail(cause));
+      fail(cause);
+      resolve(unavailable());
     } catch (error) {
-      return Promise.reject(error);
+      reject(error);
     }
   };
 
-  return { guarded, fail, succeed };
+  return { guarded, guardedRead, fail, succeed };
 }
+
+const answeredAsIs = <T>(value: T): T => value;
+const storeFailed = (): typeof STORE_FAILED => STORE_FAILED;
 
 class StoreTimeout extends Error {
   constructor(ms: number) {

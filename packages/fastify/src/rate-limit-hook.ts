@@ -65,6 +65,14 @@ export function createRateLimitHook(
         .send(body);
     }
   };
+  /** `apply` once a promised outcome lands: what it throws goes to `done`, as a rejection does. */
+  const applyOrFail = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
+    try {
+      apply(outcome, request, reply, done);
+    } catch (error) {
+      done(error as Error);
+    }
+  };
   // A callback hook, not an async one: with an in-process store the decision is ready at
   // once, and Fastify then goes on without a promise. Replying ends the hook without `done`.
   const handler: onRequestHookHandler = function sluiceRateLimit(request, reply, done) {
@@ -75,7 +83,7 @@ export function createRateLimitHook(
       done(error as Error);
       return;
     }
-    if (outcome instanceof Promise) outcome.then((settled) => apply(settled, request, reply, done)).catch(done);
+    if (outcome instanceof Promise) outcome.then((settled) => applyOrFail(settled, request, reply, done), done);
     else apply(outcome, request, reply, done);
   };
   // preParsing hooks pass the payload stream on.

@@ -1,4 +1,4 @@
-import type { StoreReply } from '@sluice/core';
+import type { StoreReply, StoreRequest } from '@sluice/core';
 import { MAX_KEYS_PER_CALL, type ScriptCall } from './commands.js';
 import { runHeader } from './decision-args.js';
 import { type Asked, parseReplies } from './reply.js';
@@ -24,6 +24,9 @@ interface Lane {
   open: Batch | undefined;
   inFlight: number;
 }
+
+/** Told of a reply to a request sent at `sentAt` (the request's own clock when it has one): the deny cache's `learn`. */
+export type Learn = (request: StoreRequest, sentAt: number, reply: StoreReply) => void;
 
 /** The longest a batch that is not full waits for a call ahead of it before it leaves anyway. */
 export const MAX_WAIT_MS = 2;
@@ -53,7 +56,12 @@ export interface Batcher {
  * `groupOf` names the hash slot on a Cluster (one call may not span slots) and is constant on
  * a single Redis. A failed call fails every decision it carried; none is re-sent.
  */
-export function createBatcher(call: ScriptCall, groupOf: (key: string) => number, ready: () => Error | undefined) {
+export function createBatcher(
+  call: ScriptCall,
+  groupOf: (key: string) => number,
+  ready: () => Error | undefined,
+  learn?: Learn,
+) {
   const lanes = new Map<Script, Map<number, Lane>>();
   // The lanes with an open batch: all a flush has to look at.
   const withOpen = new Set<Lane>();
@@ -95,6 +103,9 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
       count = 1;
     }
     if (run !== undefined) args[countAt] = runHeader(count, run.args);
+    // What a learner is told the decisions were sent at: no earlier than each was asked, and
+    // no later than Redis decided it. One clock read for the whole call.
+    const sentAt = learn === undefined ? 0 : Date.now();
     let sent: Promise<unknown>;
     try {
       sent = call(lane.script, keys, args);
@@ -107,7 +118,7 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     sent.then(
       (raw) => {
         landed(lane);
-        settle(raw, pending);
+        settle(raw, pending, sentAt, learn);
       },
       (error: unknown) => {
         landed(lane);
@@ -170,10 +181,10 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
     return batch;
   };
 
-  const decide: Batcher['decide'] = (script, keys, args, { policyCount, now }) =>
+  const decide: Batcher['decide'] = (script, keys, args, { policyCount, now, learnFrom }) =>
     new Promise<StoreReply>((resolve, reject) => {
       const batch = batchFor(script, groupOf(keys[0] as string), keys.length);
-      batch.pending.push({ keys, args, policyCount, now, resolve, reject });
+      batch.pending.push({ keys, args, policyCount, now, learnFrom, resolve, reject });
       batch.keyCount += keys.length;
       if (!scheduled) {
         scheduled = true;
@@ -185,13 +196,17 @@ export function createBatcher(call: ScriptCall, groupOf: (key: string) => number
 }
 
 function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
 }
 
-/** Hands each decision its part of the batch's reply, in the order they were queued. */
-function settle(raw: unknown, pending: readonly Pending[]) {
+/**
+ * Hands each decision its part of the batch's reply, in the order they were queued; a learner
+ * hears of each reply it asked for first, in the same turn, with no promise between.
+ */
+function settle(raw: unknown, pending: readonly Pending[], sentAt: number, learn: Learn | undefined) {
   let replies: StoreReply[];
   try {
     replies = parseReplies(raw, pending);
@@ -199,5 +214,10 @@ function settle(raw: unknown, pending: readonly Pending[]) {
     for (const p of pending) p.reject(error);
     return;
   }
-  for (const [i, p] of pending.entries()) p.resolve(replies[i] as StoreReply);
+  for (let i = 0; i < pending.length; i++) {
+    const p = pending[i] as Pending;
+    const reply = replies[i] as StoreReply;
+    if (learn !== undefined && p.learnFrom !== undefined) learn(p.learnFrom, p.now ?? sentAt, reply);
+    p.resolve(reply);
+  }
 }

@@ -19,8 +19,19 @@ const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
  * a whole number below 2^53: the script stores state with `%d`, which would truncate a
  * fraction, and the decision would then differ from the reference instead of failing.
  */
-export function decisionArgs(operation: Operation, request: StoreRequest): string[] {
+export function decisionArgs(operation: Operation, request: StoreRequest): readonly string[] {
   const { now, cost, policies, capacities } = request;
+  // A limiter on Redis's clock sends the same arguments every time: the last list serves
+  // again, and the batcher then sees a run of decisions by the list's identity alone.
+  if (
+    now === undefined &&
+    operation === last.operation &&
+    cost === last.cost &&
+    policies === last.policies &&
+    capacities === last.capacities
+  ) {
+    return last.args;
+  }
   if (now !== undefined && !wholeNumber(now)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_CLOCK',
@@ -36,8 +47,19 @@ export function decisionArgs(operation: Operation, request: StoreRequest): strin
   if (capacities.length !== policies.length) throw badCapacities();
   const entries = policyList(policies);
   const header = `${operation} ${cost} ${policies.length}`;
-  return [now === undefined ? header : `${header} ${now}`, ...entries, ...capacityList(capacities)];
+  const args = [now === undefined ? header : `${header} ${now}`, ...entries, ...capacityList(capacities)];
+  if (now === undefined) last = { operation, cost, policies, capacities, args };
+  return args;
 }
+
+/** The arguments `decisionArgs` made last for a request on Redis's clock, and what they were made of. */
+let last: {
+  readonly operation: Operation | undefined;
+  readonly cost: number;
+  readonly policies: readonly Policy[] | undefined;
+  readonly capacities: readonly number[] | undefined;
+  readonly args: readonly string[];
+} = { operation: undefined, cost: 0, policies: undefined, capacities: undefined, args: [] };
 
 /**
  * The header of a run of `count` decisions in a row that share the arguments `decisionArgs`

@@ -130,6 +130,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   };
 
   const forget = (namespace: string, key: string): void => {
+    if (refusals.size === 0) return;
     const first = refusals.peek(key);
     if (first === undefined) return;
     if (first.namespace === namespace) {
@@ -146,12 +147,16 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   };
 
   return {
+    // Nothing refused lately, the usual state of a store whose clients keep within their
+    // limits: every lookup and every charge's forgetting ends at the count.
     lookup(request) {
+      if (refusals.size === 0) return undefined;
       const reply = { allowed: false, now: 0, outcomes: [] };
       return replay(find(request.namespace, request.key), request, reply);
     },
 
     lookupGiven(request) {
+      if (refusals.size === 0) return undefined;
       return replay(findGiven(request.namespace, request.key), request, reused);
     },
 

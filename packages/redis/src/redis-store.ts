@@ -98,10 +98,15 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
   const callScript = defineScripts(client);
-  const batcher = createBatcher(callScript, onCluster ? calculateSlot : () => 0, () => notReady(client));
+  const denyCache = denyCacheOf(options.denyCache);
+  const batcher = createBatcher(
+    callScript,
+    onCluster ? calculateSlot : () => 0,
+    () => notReady(client),
+    denyCache?.learn,
+  );
 
   watchReady(client);
-  const denyCache = denyCacheOf(options.denyCache);
   if (localFirst !== undefined) {
     const local = createLocalFirst(client, prefix, localFirst, logger);
     return {
@@ -130,7 +135,13 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const { policies } = request;
       const args = decisionArgs(operation, request);
       const keys = decisionKeys(prefix, request.namespace, request.key, policies);
-      return batcher.decide(scriptFor(policies), keys, args, { policyCount: policies.length, now: request.now });
+      // A consume's reply teaches the deny cache, in the batcher, as it lands.
+      const learnFrom = operation === 'consume' ? request : undefined;
+      return batcher.decide(scriptFor(policies), keys, args, {
+        policyCount: policies.length,
+        now: request.now,
+        learnFrom,
+      });
     } catch (error) {
       return Promise.reject(error);
     }
@@ -191,11 +202,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const known = justMissed ? undefined : denyCache.lookup(request);
       justMissed = false;
       if (known !== undefined) return Promise.resolve(known);
-      const sentAt = request.now ?? Date.now();
-      return run('consume', request).then((reply) => {
-        denyCache.learn(request, sentAt, reply);
-        return reply;
-      });
+      return run('consume', request);
     },
     async refund(request) {
       denyCache?.forget(request.namespace, request.key);

@@ -1,4 +1,4 @@
-import { type PolicyOutcome, SluiceError, type StoreReply } from '@sluice/core';
+import { type PolicyOutcome, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 
 const FIELDS_PER_POLICY = 4;
 const BYTES_PER_NUMBER = 8;
@@ -7,6 +7,8 @@ const BYTES_PER_NUMBER = 8;
 export interface Asked {
   readonly policyCount: number;
   readonly now: number | undefined;
+  /** The request, for a decision whose reply the store learns from (its deny cache); else absent. */
+  readonly learnFrom?: StoreRequest | undefined;
 }
 
 /**
