@@ -8,6 +8,7 @@ import {
   type RulesHttpOptions,
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { keepDecision } from './decision-property.js';
 
 declare global {
   namespace Express {
@@ -66,7 +67,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
   const { onLimited } = options;
 
   const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): void => {
-    if (outcome.decision !== undefined) req.rateLimit = outcome.decision;
+    if (outcome.decision !== undefined) keepDecision(req, outcome.decision);
     if (outcome.action === 'next') next();
     else if (outcome.action === 'limited') {
       if (outcome.refusal === undefined) {
@@ -81,11 +82,20 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
     }
   };
 
+  /** `apply` once a promised outcome lands: what it throws goes to `next`, as a rejection does. */
+  const applyOrPass = (outcome: Outcome, req: Request, res: Response, next: NextFunction): void => {
+    try {
+      apply(outcome, req, res, next);
+    } catch (error) {
+      next(error);
+    }
+  };
+
   const sluiceRateLimit: RequestHandler = function sluiceRateLimit(req, res, next) {
     // Store errors (`onStoreError: 'throw'`) go to `next`: Express 4 ignores a rejected promise.
     try {
       const outcome = limiter.handle(req, res);
-      if (outcome instanceof Promise) outcome.then((settled) => apply(settled, req, res, next)).catch(next);
+      if (outcome instanceof Promise) outcome.then((settled) => applyOrPass(settled, req, res, next), next);
       else apply(outcome, req, res, next);
     } catch (error) {
       next(error);

@@ -1,0 +1,67 @@
+import { rateLimit } from '@sluice/express';
+import express, { type RequestHandler } from 'express';
+import request from 'supertest';
+import { describe, expect, it } from 'vitest';
+import { collectingLogger } from './helpers.js';
+
+const limit = (limit: number, prefix: string) => rateLimit({ limit, window: '1m', prefix, logger: collectingLogger() });
+
+/** Answers with what `req.rateLimit` holds and whether the request carries it as its own property. */
+const report: RequestHandler = (req, res) => {
+  res.json({ remaining: req.rateLimit?.remaining ?? null, own: Object.hasOwn(req, 'rateLimit') });
+};
+
+describe('express: req.rateLimit', () => {
+  it('holds each request its own decision, through an accessor rather than an own property', async () => {
+    const app = express();
+    app.use(limit(3, 'decision-own'));
+    app.get('/', report);
+    const seen = [];
+    for (let i = 0; i < 3; i++) seen.push((await request(app).get('/').expect(200)).body);
+    expect(seen).toEqual([
+      { remaining: 2, own: false },
+      { remaining: 1, own: false },
+      { remaining: 0, own: false },
+    ]);
+  });
+
+  it('is the last counting limiter’s decision, across a mounted app and back out of it', async () => {
+    const inner = express();
+    inner.use(limit(10, 'decision-inner'));
+    inner.get('/in', report);
+    inner.use((_req, _res, next) => next());
+    const outer = express();
+    outer.use(limit(5, 'decision-outer'));
+    outer.use('/sub', inner);
+    // Reached after the mounted app passed the request back: Express has restored the outer
+    // app's request prototype by then.
+    outer.use(report);
+    expect((await request(outer).get('/sub/in').expect(200)).body).toEqual({ remaining: 9, own: false });
+    expect((await request(outer).get('/sub/elsewhere').expect(200)).body).toEqual({ remaining: 8, own: false });
+    expect((await request(outer).get('/top').expect(200)).body).toEqual({ remaining: 2, own: false });
+  });
+
+  it('can be assigned by the application, and a later limiter replaces what it assigned', async () => {
+    const app = express();
+    app.use((req, _res, next) => {
+      req.rateLimit = { remaining: -1 } as never;
+      next();
+    });
+    app.get('/before', report);
+    app.use(limit(4, 'decision-assigned'));
+    app.get('/after', report);
+    expect((await request(app).get('/before').expect(200)).body).toEqual({ remaining: -1, own: false });
+    expect((await request(app).get('/after').expect(200)).body).toEqual({ remaining: 3, own: false });
+  });
+
+  it('an own rateLimit property another middleware defined is replaced, not hidden behind', async () => {
+    const app = express();
+    app.use((req, _res, next) => {
+      Object.defineProperty(req, 'rateLimit', { value: { remaining: -1 }, writable: true, enumerable: true });
+      next();
+    });
+    app.use(limit(4, 'decision-defined'));
+    app.get('/', report);
+    expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 3, own: true });
+  });
+});
