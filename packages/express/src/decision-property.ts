@@ -30,14 +30,19 @@ const accessor: PropertyDescriptor = {
   },
 };
 
+/** The prototype of the last request, and whether its requests read the decisions kept here: the same app's, nearly always. */
+let lastPrototype: object | null = null;
+let lastUsable = false;
+
 /** Makes `decision` the request's `req.rateLimit`. */
 export function keepDecision(req: Request, decision: Decision): void {
   const prototype = Object.getPrototypeOf(req) as object | null;
-  if (prototype !== null && (bases.get(prototype) ?? withAccessor(prototype)) && !Object.hasOwn(req, 'rateLimit')) {
-    decisions.set(req, decision);
-  } else {
-    req.rateLimit = decision;
+  if (prototype !== lastPrototype) {
+    lastUsable = prototype !== null && (bases.get(prototype) ?? withAccessor(prototype));
+    lastPrototype = prototype;
   }
+  if (lastUsable && !Object.hasOwn(req, 'rateLimit')) decisions.set(req, decision);
+  else req.rateLimit = decision;
 }
 
 /** Whether `req.rateLimit` reads the decisions kept here for requests of this prototype; defines the accessor if it can. */
