@@ -4,7 +4,7 @@
  * judging a change to the per-request path on a busy machine. Each case of
  * `http-layer-loop.ts` runs under callgrind for 200,000 and 1,000,000 decisions (see
  * `callgrind.ts`). Runs the compiled packages, as users do: `pnpm build` first. The
- * deny-cache and local-first cases need Redis (REDIS_URL, by default 127.0.0.1:6379). About
+ * deny-cache, local-first and redis-pass cases need Redis (REDIS_URL, by default 127.0.0.1:6379). About
  * a minute a case; name cases to count only those.
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts [case…]
  */

@@ -1,13 +1,14 @@
 /**
  * The loop `http-layer-instructions.ts` counts: `createHttpLimiter().handle` on one client,
- * `count` times, every decision at once (no promise), for one case of `httpLayerCases`.
- * ioredis is loaded in every case, as in every bench HTTP app and every app on the Redis store.
- * Fails unless every decision was at once and had the case's outcome.
+ * `count` times, for one case of `httpLayerCases`: every decision at once (no promise), or for
+ * `redis-pass` in rounds of `REDIS_PASS_IN_FLIGHT` promised ones. ioredis is loaded in every
+ * case, as in every bench HTTP app and every app on the Redis store. Fails unless every
+ * decision was made as the case makes them and had the case's outcome.
  */
 import { createHttpLimiter, type HttpLimiterOptions } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { httpLayerCases } from './http-layer-cases.js';
+import { httpLayerCases, REDIS_PASS_IN_FLIGHT } from './http-layer-cases.js';
 
 type Request = { headers: Record<string, string> };
 type Response = Record<string, string>;
@@ -18,7 +19,8 @@ if (!(httpLayerCases as readonly string[]).includes(name) || !Number.isSafeInteg
   throw new Error(`usage: http-layer-loop.ts <${httpLayerCases.join('|')}> <decisions>`);
 }
 const refused = name.endsWith('-429');
-const onRedis = name === 'deny-cache-429' || name === 'local-first-pass';
+const onRedis = name === 'deny-cache-429' || name === 'local-first-pass' || name === 'redis-pass';
+const promised = name === 'redis-pass';
 const client = onRedis ? new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379') : undefined;
 const prefix = `sluice-bench-http-layer-${process.pid}`;
 
@@ -55,10 +57,20 @@ const limiter = createHttpLimiter<Request, Response>(
 for (let i = 0; i < 2; i++) await limiter.handle({ headers: {} }, {});
 const expected = refused ? 'limited' : 'next';
 let matched = 0;
-for (let i = 0; i < count; i++) {
-  const outcome = limiter.handle({ headers: {} }, {});
-  if (outcome instanceof Promise) throw new Error(`${name}: a decision was not made at once`);
-  if (outcome.action === expected) matched++;
+if (promised) {
+  for (let i = 0; i < count; i += REDIS_PASS_IN_FLIGHT) {
+    const round = Array.from({ length: Math.min(REDIS_PASS_IN_FLIGHT, count - i) }, () =>
+      limiter.handle({ headers: {} }, {}),
+    );
+    if (!round.every((outcome) => outcome instanceof Promise)) throw new Error(`${name}: a decision was made at once`);
+    for (const outcome of await Promise.all(round)) if (outcome.action === expected) matched++;
+  }
+} else {
+  for (let i = 0; i < count; i++) {
+    const outcome = limiter.handle({ headers: {} }, {});
+    if (outcome instanceof Promise) throw new Error(`${name}: a decision was not made at once`);
+    if (outcome.action === expected) matched++;
+  }
 }
 if (matched !== count) throw new Error(`${name}: ${count - matched} decisions were not '${expected}'`);
 if (client) {
