@@ -48,16 +48,10 @@ export function keepDecision(req: Request, decision: Decision): void {
 /** Whether `req.rateLimit` reads the decisions kept here for requests of this prototype; defines the accessor if it can. */
 function withAccessor(prototype: object): boolean {
   const base = expressBase(prototype);
-  const usable =
-    base !== undefined && (Object.getOwnPropertyDescriptor(base, 'rateLimit')?.get ?? define(base)) === accessor.get;
+  if (base !== undefined && !Object.hasOwn(base, 'rateLimit')) Object.defineProperty(base, 'rateLimit', accessor);
+  const usable = base !== undefined && Object.getOwnPropertyDescriptor(base, 'rateLimit')?.get === accessor.get;
   bases.set(prototype, usable);
   return usable;
-}
-
-function define(base: object): PropertyDescriptor['get'] {
-  if (Object.hasOwn(base, 'rateLimit')) return undefined;
-  Object.defineProperty(base, 'rateLimit', accessor);
-  return accessor.get;
 }
 
 /** The object in the request's prototype chain that inherits from Node's IncomingMessage directly: Express's base request. */
