@@ -41,4 +41,22 @@ describe('problemJson', () => {
       { numRuns: 2000 },
     );
   });
+
+  it('stays the document along runs of refusals that repeat or change the policy and the wait', () => {
+    // A small domain, so that consecutive refusals often match the last body and often do not.
+    const refusal = fc.tuple(
+      fc.constantFrom<Decision['reason']>(undefined, undefined, 'cost-exceeds-limit'),
+      fc.constantFrom(999, 1000, 1001, 61_000),
+      fc.constantFrom<[string, boolean][]>([['a', false]], [['b', false]], [['a', true]], [['a', false], ['b', false]]),
+    );
+    fc.assert(
+      fc.property(fc.array(refusal, { minLength: 2, maxLength: 12 }), (run) => {
+        for (const [reason, retryAfterMs, refused] of run) {
+          const d = decision(reason, retryAfterMs, refused);
+          expect(problemJson(d)).toBe(JSON.stringify(problemFor(d)));
+        }
+      }),
+      { numRuns: 500 },
+    );
+  });
 });

@@ -162,12 +162,15 @@ export function createHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      const quotaRefusal = (): Outcome | Promise<Outcome> => {
+      if (ban === undefined || decision.reason !== undefined) {
         notify?.(req, decision);
         return refuse(req, decision);
-      };
-      if (ban === undefined || decision.reason !== undefined) return quotaRefusal();
-      return ban.strike(clientKey).then((started) => (started ? banned(req, res, started) : quotaRefusal()));
+      }
+      return ban.strike(clientKey).then((started) => {
+        if (started) return banned(req, res, started);
+        notify?.(req, decision);
+        return refuse(req, decision);
+      });
     }
     notify?.(req, decision);
     const charged = decision.reason === undefined && decision.overLimit !== 'shadow';

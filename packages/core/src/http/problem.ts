@@ -20,8 +20,7 @@ const QUOTA_TITLE = 'Quota exceeded';
 const UNAVAILABLE_TITLE = 'Request limits cannot be checked right now';
 const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.';
 const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
-const restoredDetail = (decision: Decision): string =>
-  `Quota restored for this request in ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
+const restoredDetail = (seconds: number): string => `Quota restored for this request in ${seconds} s.`;
 const bannedDetail = (decision: Decision): string =>
   `Too many refused requests: this client is refused for ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
 const detailOf = (decision: Decision): string =>
@@ -29,7 +28,7 @@ const detailOf = (decision: Decision): string =>
     ? NEVER_DETAIL
     : decision.reason === 'banned'
       ? bannedDetail(decision)
-      : restoredDetail(decision);
+      : restoredDetail(Math.ceil(decision.retryAfterMs / 1000));
 
 /** 503 when the store could not decide, else 429. */
 export const problemStatus = (decision: Decision): 429 | 503 => (decision.reason === 'store-unavailable' ? 503 : 429);
@@ -72,26 +71,45 @@ const UNAVAILABLE_MIDDLE = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILAB
  * Only the names of the refusing policies and the wait (digits only) vary.
  */
 export function problemJson(decision: Decision): string {
-  let violated = '[';
-  for (const p of decision.policies) {
-    if (!p.allowed) violated += `${violated === '[' ? '' : ','}${jsonName(p.name)}`;
-  }
-  violated += ']}';
+  const violated = violatedOf(decision.policies);
   if (decision.reason === 'store-unavailable') return UNAVAILABLE_MIDDLE + violated;
   if (decision.reason === 'cost-exceeds-limit') return NEVER_MIDDLE + violated;
-  return `${QUOTA_OPENING}"${restoredDetail(decision)}","violated-policies":${violated}`;
+  const seconds = Math.ceil(decision.retryAfterMs / 1000);
+  if (violated !== lastViolated || seconds !== lastSeconds) {
+    lastBody = `${QUOTA_OPENING}"${restoredDetail(seconds)}","violated-policies":${violated}`;
+    lastViolated = violated;
+    lastSeconds = seconds;
+  }
+  return lastBody;
 }
 
-// The last name serialised, and its JSON: most refusals in a row name the same policy, and
+// The last quota refusal's body, and what it was made of: a flood of refusals names the same
+// policies with the same wait in whole seconds, and joining the text anew cost some 400
+// instructions a refusal (the body sent again is also flat already).
+let lastViolated = '';
+let lastSeconds = -1;
+let lastBody = '';
+
+/** `[names of the refusing policies]}`: the document's last member and its end. */
+function violatedOf(policies: Decision['policies']): string {
+  const only = policies.length === 1 ? (policies[0] as Decision['policies'][number]) : undefined;
+  if (only !== undefined && !only.allowed) return violatedOne(only.name);
+  let violated = '[';
+  for (const p of policies) {
+    if (!p.allowed) violated += `${violated === '[' ? '' : ','}${JSON.stringify(p.name)}`;
+  }
+  return `${violated}]}`;
+}
+
+// The last one policy named, and its text: most refusals in a row name the same policy, and
 // `JSON.stringify` enters the runtime (about 700 instructions a refusal).
 let lastName = '';
-let lastJson = '""';
+let lastNamed = '[""]}';
 
-/** A policy name as JSON text. */
-function jsonName(name: string): string {
+function violatedOne(name: string): string {
   if (name !== lastName) {
-    lastJson = JSON.stringify(name);
+    lastNamed = `[${JSON.stringify(name)}]}`;
     lastName = name;
   }
-  return lastJson;
+  return lastNamed;
 }
