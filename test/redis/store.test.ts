@@ -176,6 +176,24 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(storeKey('b:c')).toBe('b:c');
   });
 
+  it('refuses a request made without a limiter whose client key holds a brace or namespace a `|`', async () => {
+    const { policies } = createLimiter({ limit: 5, window: '1m', store: createMemoryStore(), prefix: 'direct' });
+    const asked = (namespace: string, key: string) => ({ namespace, key, policies, capacities: [5], cost: 1, now: NOW });
+    for (const [namespace, key] of [
+      ['direct', 'a{b'],
+      ['direct', 'tag}'],
+      ['direct', '{}'],
+      ['di|rect', 'k'],
+      ['{direct}', 'k'],
+    ]) {
+      await expect(store.consume(asked(namespace as string, key as string))).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_KEY',
+      });
+    }
+    expect((await store.consume(asked('direct', 'plain:key.1'))).allowed).toBe(true);
+    expect(await keysOf('{di*')).toEqual([`${prefix}{direct|plain:key.1}`]);
+  });
+
   it('sends one script call per turn of the event loop for up to 32 decisions, one per refund and peek, and one DEL per reset', async () => {
     // A Redis of its own, so that its command counts are this test's alone.
     redisServer.require();

@@ -1,7 +1,8 @@
 import { type Policy, SluiceError } from '@sluice/core';
 
 const namespacePattern = /^[^{}|]+$/;
-const keyPattern = /^[^{}]*$/;
+/** Called through this module's own constant: see `charCodeAt` in core's `store-key.ts`. */
+const charCodeAt = String.prototype.charCodeAt;
 /** The namespace the last decision's keys were made for, which passed the check. */
 let lastNamespace: string | undefined;
 
@@ -18,7 +19,7 @@ let lastNamespace: string | undefined;
  */
 export function decisionKeys(prefix: string, namespace: string, key: string, policies: readonly Policy[]): string[] {
   // A limiter asks with the same namespace every time: checked once until another comes.
-  if ((namespace !== lastNamespace && !namespacePattern.test(namespace)) || !keyPattern.test(key)) {
+  if ((namespace !== lastNamespace && !namespacePattern.test(namespace)) || !braceFree(key)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_KEY',
       '[sluice] Redis store: a namespace may not hold `{`, `}` or `|`, nor a client key `{` or `}`; pass keys through the limiter, which makes them safe.',
@@ -31,4 +32,13 @@ export function decisionKeys(prefix: string, namespace: string, key: string, pol
     if (policy.algorithm === 'sliding-window-log') keys.push(`${clientKey}:${policy.slot}`);
   }
   return keys;
+}
+
+/** Whether `key` holds no `{` or `}`: on every decision, a character loop costs a fraction of a RegExp test. */
+function braceFree(key: string): boolean {
+  for (let i = 0; i < key.length; i++) {
+    const c = charCodeAt.call(key, i);
+    if (c === 123 || c === 125) return false;
+  }
+  return true;
 }
