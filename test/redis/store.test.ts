@@ -178,7 +178,14 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
 
   it('refuses a request made without a limiter whose client key holds a brace or namespace a `|`', async () => {
     const { policies } = createLimiter({ limit: 5, window: '1m', store: createMemoryStore(), prefix: 'direct' });
-    const asked = (namespace: string, key: string) => ({ namespace, key, policies, capacities: [5], cost: 1, now: NOW });
+    const asked = (namespace: string, key: string) => ({
+      namespace,
+      key,
+      policies,
+      capacities: [5],
+      cost: 1,
+      now: NOW,
+    });
     for (const [namespace, key] of [
       ['direct', 'a{b'],
       ['direct', 'tag}'],

@@ -47,7 +47,15 @@ describe('problemJson', () => {
     const refusal = fc.tuple(
       fc.constantFrom<Decision['reason']>(undefined, undefined, 'cost-exceeds-limit'),
       fc.constantFrom(999, 1000, 1001, 61_000),
-      fc.constantFrom<[string, boolean][]>([['a', false]], [['b', false]], [['a', true]], [['a', false], ['b', false]]),
+      fc.constantFrom<[string, boolean][]>(
+        [['a', false]],
+        [['b', false]],
+        [['a', true]],
+        [
+          ['a', false],
+          ['b', false],
+        ],
+      ),
     );
     fc.assert(
       fc.property(fc.array(refusal, { minLength: 2, maxLength: 12 }), (run) => {
