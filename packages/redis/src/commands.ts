@@ -33,8 +33,7 @@ const commandName = (script: Script, keyCount: number) =>
 export function defineScripts(client: RedisClient): ScriptCall {
   const commands = client as unknown as Record<string, Command | undefined>;
   // Each script's command by key count, looked up once: a name built per call is a new
-  // string, which the property lookup then hashes and finds in the runtime, some 1,500
-  // instructions a call.
+  // string, which the property lookup then has to hash and find in the runtime.
   const byScript = new Map<Script, Command[]>();
   for (const script of scripts) {
     const byCount: Command[] = [];

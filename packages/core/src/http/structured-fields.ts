@@ -10,7 +10,7 @@ export const SF_INTEGER_MAX = 999_999_999_999_999;
 export function sfInteger(value: number): string {
   if (!(value > 0)) return '0';
   // A template converts the number directly; `String(n)` goes through two more builtins first
-  // (some 300 instructions a request for a field's two numbers).
+  // (some 150 instructions a request for a field's two numbers).
   return `${Math.min(Math.ceil(value), SF_INTEGER_MAX)}`;
 }
 
