@@ -140,6 +140,12 @@ export function createHttpLimiter<Req, Res>(
     return refuse(req, decision, ban?.status);
   };
 
+  /** A refusal over the quota: the hooks are told, then the outcome. Made once, not per refusal. */
+  const quotaRefusal = (req: Req, decision: Decision): Outcome | Promise<Outcome> => {
+    notify?.(req, decision);
+    return refuse(req, decision);
+  };
+
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
@@ -162,15 +168,10 @@ export function createHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      if (ban === undefined || decision.reason !== undefined) {
-        notify?.(req, decision);
-        return refuse(req, decision);
-      }
-      return ban.strike(clientKey).then((started) => {
-        if (started) return banned(req, res, started);
-        notify?.(req, decision);
-        return refuse(req, decision);
-      });
+      if (ban === undefined || decision.reason !== undefined) return quotaRefusal(req, decision);
+      return ban
+        .strike(clientKey)
+        .then((started) => (started ? banned(req, res, started) : quotaRefusal(req, decision)));
     }
     notify?.(req, decision);
     const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
