@@ -1,0 +1,96 @@
+/**
+ * Instructions a whole HTTP server executes per request: Node's HTTP stack, the framework and,
+ * unless the variant is `bare`, the limiter or control the HTTP section runs (`http/apps`), a
+ * count the machine's load does not move. Where the HTTP section's pairs say two servers differ
+ * by a few per cent and the host's noise is as large, this says whether either executes more.
+ * Each server runs alone under callgrind (`--single-threaded`, so the optimising compiler's
+ * work is counted where it happens), is warmed up, then counted over a fixed number of
+ * requests from 10 connections. Runs the compiled packages: `pnpm build` first.
+ *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts <framework> <pass|deny> <variant…>
+ *   e.g. express pass bare fixed-headers sluice:memory
+ *
+ * Work done on a timer (local-first's sync every 50 ms, a client's reconnect checks) runs as
+ * often per second under callgrind as outside it, while requests arrive some 50 times more
+ * slowly: here it weighs that much more per request than it does in the HTTP section.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { usesRedis } from '../http/plan.js';
+import { entryPoint, nodeFlags, spawnPinned, stop, waitForLine } from '../lib/children.js';
+import { type BenchRedis, freePort, startRedis } from '../lib/redis-server.js';
+
+const WARM_UP = 20_000;
+const COUNTED = 20_000;
+
+type Autocannon = (
+  options: Record<string, unknown>,
+  done: (
+    error: Error | null,
+    result: { errors: number; timeouts: number; statusCodeStats: Record<string, { count: number }> },
+  ) => void,
+) => unknown;
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon;
+
+/** Sends `amount` requests; fails unless every one after the first answered `expected`. */
+function load(port: number, amount: number, expected: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    autocannon({ url: `http://127.0.0.1:${port}/`, connections: 10, amount }, (error, result) => {
+      const answered = result?.statusCodeStats?.[String(expected)]?.count ?? 0;
+      if (error !== null) reject(error);
+      else if (result.errors + result.timeouts > 0 || answered < amount - 1)
+        reject(new Error(`${amount - answered} of ${amount} requests did not answer ${expected}`));
+      else resolve();
+    });
+  });
+}
+
+/** Instructions per counted request of one server. */
+async function count(framework: string, mode: string, variant: string, redis: BenchRedis | undefined): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-server-callgrind-'));
+  const port = await freePort();
+  const server = spawnPinned(0, 'valgrind', [
+    ...['--tool=callgrind', `--callgrind-out-file=${dir}/cg`, process.execPath, '--single-threaded'],
+    ...[...nodeFlags, entryPoint('http/serve.ts'), '--framework', framework, '--variant', variant, '--mode', mode],
+    ...['--port', String(port), '--lifetime', '1800000'],
+    ...(redis === undefined ? [] : ['--redis-port', String(redis.port)]),
+  ]);
+  try {
+    const line = await waitForLine(server, /^(ready|\{)/, 300_000);
+    if (line !== 'ready') throw new Error(`${variant}: ${line}`);
+    const expected = mode === 'deny' ? 429 : 200;
+    await load(port, WARM_UP, expected);
+    const pid = String(server.pid);
+    execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
+    await load(port, COUNTED, expected);
+    execFileSync('callgrind_control', ['--dump', pid], { stdio: 'ignore' });
+    const summary = /^summary: (\d+)$/m.exec(readFileSync(`${dir}/cg.1`, 'utf8'));
+    if (summary === null) throw new Error(`${variant}: callgrind wrote no summary`);
+    return Number(summary[1]) / COUNTED;
+  } finally {
+    await stop(server, 10_000);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const [framework = '', mode = '', ...variants] = process.argv.slice(2);
+if (
+  !['express', 'fastify', 'koa', 'node'].includes(framework) ||
+  !['pass', 'deny'].includes(mode) ||
+  variants.length === 0
+) {
+  throw new Error('usage: server-instructions.ts <express|fastify|koa|node> <pass|deny> <variant…>');
+}
+const redis = variants.some(usesRedis) ? await startRedis(1) : undefined;
+try {
+  console.log(`| ${framework}, ${mode} path | instructions per request |\n| --- | ---: |`);
+  for (const variant of variants) {
+    await redis?.flush();
+    const perRequest = await count(framework, mode, variant, redis);
+    console.log(`| ${variant} | ${Math.round(perRequest).toLocaleString('en-US')} |`);
+  }
+} finally {
+  await redis?.stop();
+}
