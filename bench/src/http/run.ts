@@ -90,8 +90,11 @@ async function startServer(
       ...['--lifetime', String(lifetimeMs)],
     ],
     // A server here sits idle most of a cycle; V8's memory reducer would shrink its heap
-    // then, and its next run would pay for growing it again (see the bench README).
-    ['--no-memory-reducer'],
+    // then, and its next run would pay for growing it again. V8 also starts the young
+    // generation small and grows it with the load a process has served, so a server in few
+    // runs would scavenge more often than one in many: every server starts at the size a
+    // steadily loaded one reaches, V8's largest on 64-bit (see the bench README).
+    ['--no-memory-reducer', '--min-semi-space-size=16'],
   );
   const server: Server = { contender, port, child };
   try {
