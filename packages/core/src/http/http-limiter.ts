@@ -28,9 +28,13 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
   rawRequest(req: Req): IncomingMessage;
   /** Node's response behind the framework's. */
   rawResponse(res: Res): ServerResponse;
-  /** The client address as the framework resolved it under its own trust-proxy setting. */
-  clientIp(req: Req): string | undefined;
+  /** How far the framework trusts proxies for this request; asked first, once per request. */
   proxyTrust(req: Req): ProxyTrust;
+  /**
+   * The client address as the framework resolved it under its own trust-proxy setting, given
+   * what `proxyTrust` just answered for the request, so the setting is read once.
+   */
+  clientIp(req: Req, trust: ProxyTrust): string | undefined;
   /** How to set proxy trust in this framework, quoted by the proxy warnings. */
   trustAdvice: string;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
@@ -131,8 +135,10 @@ export function createHttpLimiter<Req, Res>(
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
-  const keyOf = (req: Req, request: IncomingMessage): string =>
-    clientAddressKey(binding.clientIp(req), binding.proxyTrust(req), binding.trustAdvice, request, ipv6Subnet, warn);
+  const keyOf = (req: Req, request: IncomingMessage): string => {
+    const trust = binding.proxyTrust(req);
+    return clientAddressKey(binding.clientIp(req, trust), trust, binding.trustAdvice, request, ipv6Subnet, warn);
+  };
 
   const banned = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     binding.setHeader(res, 'Retry-After', sfSeconds(decision.retryAfterMs));

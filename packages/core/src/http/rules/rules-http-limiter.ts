@@ -200,15 +200,10 @@ export function createRulesHttpLimiter<Req, Res>(
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),
-      remoteAddress: () =>
-        clientAddressKey(
-          binding.clientIp(req),
-          binding.proxyTrust(req),
-          binding.trustAdvice,
-          request,
-          ipv6Subnet,
-          warn,
-        ),
+      remoteAddress: () => {
+        const trust = binding.proxyTrust(req);
+        return clientAddressKey(binding.clientIp(req, trust), trust, binding.trustAdvice, request, ipv6Subnet, warn);
+      },
     };
     const rules = current();
     const descriptors = await descriptorsOf(req, facts);
