@@ -4,8 +4,9 @@
  * count the machine's load does not move. Where the HTTP section's pairs say two servers differ
  * by a few per cent and the host's noise is as large, this says whether either executes more.
  * Each server runs alone under callgrind (`--single-threaded`, so the optimising compiler's
- * work is counted where it happens), is warmed up, then counted over a fixed number of
- * requests from 10 connections. Runs the compiled packages: `pnpm build` first.
+ * work is counted where it happens; V8's other flags as in the HTTP section), is warmed up,
+ * then counted over a fixed number of requests from 10 connections. Runs the compiled
+ * packages: `pnpm build` first.
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts <framework> <pass|deny> <variant…>
  *   e.g. express pass bare fixed-headers sluice:memory
  *
@@ -18,7 +19,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { usesRedis } from '../http/plan.js';
+import { SERVER_V8_FLAGS, usesRedis } from '../http/plan.js';
 import { entryPoint, nodeFlags, spawnPinned, stop, waitForLine } from '../lib/children.js';
 import { type BenchRedis, freePort, startRedis } from '../lib/redis-server.js';
 
@@ -55,7 +56,13 @@ async function count(framework: string, mode: string, variant: string, redis: Be
   const dir = mkdtempSync(join(tmpdir(), 'sluice-server-callgrind-'));
   const port = await freePort();
   const server = spawnPinned(0, 'valgrind', [
-    ...['--tool=callgrind', `--callgrind-out-file=${dir}/cg`, process.execPath, '--single-threaded'],
+    ...[
+      '--tool=callgrind',
+      `--callgrind-out-file=${dir}/cg`,
+      process.execPath,
+      '--single-threaded',
+      ...SERVER_V8_FLAGS,
+    ],
     ...[...nodeFlags, entryPoint('http/serve.ts'), '--framework', framework, '--variant', variant, '--mode', mode],
     ...['--port', String(port), '--lifetime', '1800000'],
     ...(redis === undefined ? [] : ['--redis-port', String(redis.port)]),

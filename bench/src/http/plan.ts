@@ -34,6 +34,15 @@ export const limiters: Record<string, string[]> = {
 /** `node` is the ceiling: `http.createServer` alone, measured bare only. */
 export const frameworks = ['node', ...Object.keys(limiters)];
 
+/**
+ * V8's flags for every HTTP server. A server here sits idle most of a cycle; V8's memory
+ * reducer would shrink its heap then, and its next run would pay for growing it again. V8
+ * also starts the young generation small and grows it with the load a process has served, so
+ * a server in few runs would scavenge more often than one in many: every server starts at the
+ * size a steadily loaded one reaches, V8's largest on 64-bit (see the bench README).
+ */
+export const SERVER_V8_FLAGS: readonly string[] = ['--no-memory-reducer', '--min-semi-space-size=16'];
+
 /** Whether a variant is sluice's, on whichever store. */
 export const isSluice = (variant: string) => variant.startsWith('sluice');
 /** Whether a variant's server awaits Redis on every request it decides. */

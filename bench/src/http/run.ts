@@ -18,6 +18,7 @@ import {
   isSluice,
   pairSequence,
   readAlone,
+  SERVER_V8_FLAGS,
   targetPairs,
   usesRedis,
 } from './plan.js';
@@ -89,12 +90,7 @@ async function startServer(
       ...['--port', String(port), '--redis-port', String(redis.port), '--redis-db', String(index)],
       ...['--lifetime', String(lifetimeMs)],
     ],
-    // A server here sits idle most of a cycle; V8's memory reducer would shrink its heap
-    // then, and its next run would pay for growing it again. V8 also starts the young
-    // generation small and grows it with the load a process has served, so a server in few
-    // runs would scavenge more often than one in many: every server starts at the size a
-    // steadily loaded one reaches, V8's largest on 64-bit (see the bench README).
-    ['--no-memory-reducer', '--min-semi-space-size=16'],
+    SERVER_V8_FLAGS,
   );
   const server: Server = { contender, port, child };
   try {
@@ -250,7 +246,10 @@ async function runFramework(
       const notes: string[] = [];
       for (const pairOf of pairSequence(pairs, cycle)) {
         const sides = pairOf.map((c) => byLabel.get(label(c)) as Server);
-        const runs = await measureRuns(sides, client, pids, settings.pairRunS);
+        // The load generator starts a pair's first side first: every second cycle swaps them.
+        const swapped = cycle % 2 === 0;
+        const measured = await measureRuns(swapped ? [...sides].reverse() : sides, client, pids, settings.pairRunS);
+        const runs = swapped ? measured.reverse() : measured;
         pairOf.forEach((contender, n) => {
           const result = { ...(runs[n] as Measured), waitedMs: quiet.waitedMs };
           results.push({ round: cycle, seq: seq++, framework, ...contender, ...result, pair });
