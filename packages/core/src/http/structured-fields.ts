@@ -19,6 +19,18 @@ export function sfSeconds(ms: number): string {
   return sfInteger(ms / 1000);
 }
 
+/**
+ * `text`, made flat. V8 keeps a string built by `+` as a rope; Node checks every header value
+ * with a regular expression, and on a rope V8 runs that match through its runtime. Reading a
+ * character flattens the rope at once, and the match then takes the fast path: some 400
+ * instructions less for a `RateLimit` field (a match of 1,788 instructions on the rope, 636
+ * to flatten and 709 to match after).
+ */
+export function flattened(text: string): string {
+  text.charCodeAt(0);
+  return text;
+}
+
 const printable = /^[\x20-\x7e]*$/;
 
 /**

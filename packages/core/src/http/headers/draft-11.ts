@@ -1,5 +1,5 @@
 import type { Decision, Policy } from '../../types.js';
-import { sfInteger, sfSeconds, sfString } from '../structured-fields.js';
+import { flattened, sfInteger, sfSeconds, sfString } from '../structured-fields.js';
 import { effectiveWindowMs } from './effective-window.js';
 
 /**
@@ -31,5 +31,5 @@ export function draft11RateLimitField(decision: Decision, quotedNames: readonly 
     if (i > 0) field += ', ';
     field += `${quotedNames[i]};r=${sfInteger(p.remaining)};t=${sfSeconds(effectiveWindowMs(p))}`;
   }
-  return field;
+  return flattened(field);
 }
