@@ -5,6 +5,7 @@
  * case, as in every bench HTTP app and every app on the Redis store. Fails unless every
  * decision was made as the case makes them and had the case's outcome.
  */
+import { validateHeaderValue } from 'node:http';
 import { createHttpLimiter, type HttpLimiterOptions } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
@@ -44,11 +45,14 @@ const limiter = createHttpLimiter<Request, Response>(
     clientIp: () => '10.0.0.1',
     proxyTrust: () => 'none',
     trustAdvice: '',
+    // Checked as Node's `setHeader` checks every value: the check is part of what a field costs.
     setHeader: (res, field, value) => {
-      res[field] = String(value);
+      validateHeaderValue(field, value);
+      res[field] = value;
     },
     appendHeader: (res, field, value) => {
-      res[field] = String(value);
+      validateHeaderValue(field, value);
+      res[field] = value;
     },
   },
 );
