@@ -9,6 +9,19 @@ import type { WarnOnce } from './warnings.js';
  */
 export type ProxyTrust = 'none' | 'some' | 'all' | 'ignored';
 
+/** What an adapter tells core about a request's client address (part of `AdapterBinding`). */
+export interface ClientAddressSource<Req> {
+  /** How far the framework trusts proxies for this request; asked first, once per request. */
+  proxyTrust(req: Req): ProxyTrust;
+  /**
+   * The client address as the framework resolved it under its own trust-proxy setting, given
+   * what `proxyTrust` just answered for the request, so the setting is read once.
+   */
+  clientIp(req: Req, trust: ProxyTrust): string | undefined;
+  /** How to set proxy trust in this framework, quoted by the proxy warnings. */
+  trustAdvice: string;
+}
+
 /** The shared key of requests whose framework reported no client address. */
 export const UNKNOWN_IP_KEY = 'unknown-ip';
 
@@ -17,14 +30,16 @@ export const UNKNOWN_IP_KEY = 'unknown-ip';
  * result, never from a header read here, so a spoofed `X-Forwarded-For` cannot choose a key.
  * A setup that looks wrong is reported once, with a code, and never breaks the request.
  */
-export function clientAddressKey(
-  ip: string | undefined,
-  trust: ProxyTrust,
-  trustAdvice: string,
+export function clientAddressKey<Req>(
+  source: ClientAddressSource<Req>,
+  req: Req,
   request: IncomingMessage,
   ipv6Subnet: number | false,
   warn: WarnOnce,
 ): string {
+  const trust = source.proxyTrust(req);
+  const ip = source.clientIp(req, trust);
+  const { trustAdvice } = source;
   if (trust === 'all') {
     warn(
       'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',

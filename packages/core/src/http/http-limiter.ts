@@ -5,7 +5,7 @@ import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
-import { clientAddressKey, type ProxyTrust } from './client-address.js';
+import { type ClientAddressSource, clientAddressKey } from './client-address.js';
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit } from './first-visit.js';
@@ -23,20 +23,11 @@ import { costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
 
 /** What an adapter tells the shared core about its framework. Created once per adapter. */
-export interface AdapterBinding<Req, Res> extends HeaderTarget<Res> {
+export interface AdapterBinding<Req, Res> extends HeaderTarget<Res>, ClientAddressSource<Req> {
   /** Node's request behind the framework's. */
   rawRequest(req: Req): IncomingMessage;
   /** Node's response behind the framework's. */
   rawResponse(res: Res): ServerResponse;
-  /** How far the framework trusts proxies for this request; asked first, once per request. */
-  proxyTrust(req: Req): ProxyTrust;
-  /**
-   * The client address as the framework resolved it under its own trust-proxy setting, given
-   * what `proxyTrust` just answered for the request, so the setting is read once.
-   */
-  clientIp(req: Req, trust: ProxyTrust): string | undefined;
-  /** How to set proxy trust in this framework, quoted by the proxy warnings. */
-  trustAdvice: string;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
   routePattern?(req: Req): string | undefined;
   /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
@@ -135,10 +126,8 @@ export function createHttpLimiter<Req, Res>(
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
-  const keyOf = (req: Req, request: IncomingMessage): string => {
-    const trust = binding.proxyTrust(req);
-    return clientAddressKey(binding.clientIp(req, trust), trust, binding.trustAdvice, request, ipv6Subnet, warn);
-  };
+  const keyOf = (req: Req, request: IncomingMessage): string =>
+    clientAddressKey(binding, req, request, ipv6Subnet, warn);
 
   const banned = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     binding.setHeader(res, 'Retry-After', sfSeconds(decision.retryAfterMs));

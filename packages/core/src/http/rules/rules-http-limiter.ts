@@ -200,10 +200,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),
-      remoteAddress: () => {
-        const trust = binding.proxyTrust(req);
-        return clientAddressKey(binding.clientIp(req, trust), trust, binding.trustAdvice, request, ipv6Subnet, warn);
-      },
+      remoteAddress: () => clientAddressKey(binding, req, request, ipv6Subnet, warn),
     };
     const rules = current();
     const descriptors = await descriptorsOf(req, facts);
