@@ -11,7 +11,7 @@ import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { httpLayerCases, REDIS_PASS_IN_FLIGHT } from './http-layer-cases.js';
 
-type Request = { headers: Record<string, string> };
+type Request = { headers: Record<string, string>; socket: object };
 type Response = Record<string, string>;
 
 const [name = '', countArg = ''] = process.argv.slice(2);
@@ -57,21 +57,23 @@ const limiter = createHttpLimiter<Request, Response>(
   },
 );
 
+/** Every request on one kept-alive connection, as a load generator's and a proxy's come. */
+const socket = {};
+const arrive = (): Request => ({ headers: {}, socket });
+
 // The first refusal comes from Redis (and is learned); after it, each one from the cache.
-for (let i = 0; i < 2; i++) await limiter.handle({ headers: {} }, {});
+for (let i = 0; i < 2; i++) await limiter.handle(arrive(), {});
 const expected = refused ? 'limited' : 'next';
 let matched = 0;
 if (promised) {
   for (let i = 0; i < count; i += REDIS_PASS_IN_FLIGHT) {
-    const round = Array.from({ length: Math.min(REDIS_PASS_IN_FLIGHT, count - i) }, () =>
-      limiter.handle({ headers: {} }, {}),
-    );
+    const round = Array.from({ length: Math.min(REDIS_PASS_IN_FLIGHT, count - i) }, () => limiter.handle(arrive(), {}));
     if (!round.every((outcome) => outcome instanceof Promise)) throw new Error(`${name}: a decision was made at once`);
     for (const outcome of await Promise.all(round)) if (outcome.action === expected) matched++;
   }
 } else {
   for (let i = 0; i < count; i++) {
-    const outcome = limiter.handle({ headers: {} }, {});
+    const outcome = limiter.handle(arrive(), {});
     if (outcome instanceof Promise) throw new Error(`${name}: a decision was not made at once`);
     if (outcome.action === expected) matched++;
   }

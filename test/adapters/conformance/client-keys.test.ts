@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from 'node:http';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
@@ -74,6 +75,48 @@ describe.each(harnesses)('$name: client keys and proxy trust', (harness) => {
     await from('10.0.0.2').expect(429);
     await from('2001:db8::1').expect(429);
     expect(logger.codes()).toEqual(['WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR']);
+  });
+
+  describe('on a connection kept open, as a proxy keeps one', () => {
+    /** Sends the requests one after another on one kept-alive connection; resolves their statuses. */
+    const overOneConnection = async (headers: Record<string, string>[]): Promise<number[]> => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const sockets = new Set<unknown>();
+      const statuses: number[] = [];
+      try {
+        for (const sent of headers) {
+          statuses.push(
+            await new Promise<number>((resolve, reject) => {
+              const req = httpRequest(`${(app as RunningApp).url}/`, { agent, headers: sent }, (res) => {
+                res.resume();
+                res.on('end', () => resolve(res.statusCode as number));
+              });
+              req.on('socket', (socket) => sockets.add(socket));
+              req.on('error', reject).end();
+            }),
+          );
+        }
+      } finally {
+        agent.destroy();
+      }
+      expect(sockets.size).toBe(1);
+      return statuses;
+    };
+
+    it("warns when the connection's first request carries X-Forwarded-For", async () => {
+      const logger = collectingLogger();
+      app = await harness.start({ limits: [{ ...oneEach, limit: 10, logger, clock: clockAt(0) }] });
+      const forwarded = { 'x-forwarded-for': '10.0.0.1' };
+      expect(await overOneConnection([forwarded, forwarded, forwarded])).toEqual([200, 200, 200]);
+      expect(logger.codes()).toEqual(['WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR']);
+    });
+
+    it('reads the header on the first request of a connection only', async () => {
+      const logger = collectingLogger();
+      app = await harness.start({ limits: [{ ...oneEach, limit: 10, logger, clock: clockAt(0) }] });
+      expect(await overOneConnection([{}, { 'x-forwarded-for': '10.0.0.1' }])).toEqual([200, 200]);
+      expect(logger.messages).toEqual([]);
+    });
   });
 
   it('warns once, with a code, when the framework trusts every proxy', async () => {

@@ -5,7 +5,7 @@ import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
-import { type ClientAddressSource, clientAddressKey } from './client-address.js';
+import { type ClientAddressSource, createClientAddressKey } from './client-address.js';
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit } from './first-visit.js';
@@ -126,8 +126,7 @@ export function createHttpLimiter<Req, Res>(
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
-  const keyOf = (req: Req, request: IncomingMessage): string =>
-    clientAddressKey(binding, req, request, ipv6Subnet, warn);
+  const keyOf = createClientAddressKey(binding, ipv6Subnet, warn);
 
   const banned = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     binding.setHeader(res, 'Retry-After', sfSeconds(decision.retryAfterMs));

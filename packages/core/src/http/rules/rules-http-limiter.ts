@@ -3,7 +3,7 @@ import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, LimiterBaseOptions, LimiterOptions } from '../../types.js';
-import { clientAddressKey } from '../client-address.js';
+import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit } from '../first-visit.js';
 import { retryAfterMs } from '../headers/effective-window.js';
@@ -112,6 +112,7 @@ export function createRulesHttpLimiter<Req, Res>(
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
+  const addressKey = createClientAddressKey(binding, ipv6Subnet, warn);
   const limiterOf = createRuleLimiters(base);
   const writers = new WeakMap<RuleLike, HeaderWriter>();
   const writerOf = (verdict: RuleVerdict): HeaderWriter | undefined => {
@@ -200,7 +201,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),
-      remoteAddress: () => clientAddressKey(binding, req, request, ipv6Subnet, warn),
+      remoteAddress: () => addressKey(req, request),
     };
     const rules = current();
     const descriptors = await descriptorsOf(req, facts);
