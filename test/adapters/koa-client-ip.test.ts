@@ -46,6 +46,37 @@ describe('koa: the client address is the one ctx.ip gives', () => {
     }
   });
 
+  it("trusting no proxy, the address of an app's own `ip` on its request or context", async () => {
+    for (const where of ['request', 'context'] as const) {
+      const app = appWith((koa) => {
+        Object.defineProperty(koa[where], 'ip', { get: () => '192.0.2.77', configurable: true });
+      });
+      const server = app.listen(0, '127.0.0.1');
+      try {
+        const res = await request(server).get('/').expect(200);
+        expect(res.body).toEqual({ key: '192.0.2.77', fromCtxIp: '192.0.2.77' });
+      } finally {
+        server.close();
+      }
+    }
+  });
+
+  it('the address each app gives, when apps take turns', async () => {
+    const plain = appWith(() => {}).listen(0, '127.0.0.1');
+    const own = appWith((koa) => {
+      Object.defineProperty(koa.request, 'ip', { get: () => '192.0.2.78', configurable: true });
+    }).listen(0, '127.0.0.1');
+    try {
+      for (let round = 0; round < 2; round++) {
+        expect((await request(plain).get('/').expect(200)).body.key).toBe('127.0.0.1');
+        expect((await request(own).get('/').expect(200)).body.key).toBe('192.0.2.78');
+      }
+    } finally {
+      plain.close();
+      own.close();
+    }
+  });
+
   it('trusting one proxy, the address it forwarded', async () => {
     const app = appWith((koa) => {
       koa.proxy = true;

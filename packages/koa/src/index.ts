@@ -8,6 +8,7 @@ import {
   type RulesHttpOptions,
 } from '@sluice/core';
 import type { Context, Middleware, Next } from 'koa';
+import { createClientIp } from './client-ip.js';
 
 declare module 'koa' {
   interface DefaultState {
@@ -21,6 +22,8 @@ export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<C
   onLimited?: (ctx: Context, decision: Decision) => unknown;
 };
 
+const unproxiedIp = createClientIp();
+
 /**
  * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default
  * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
@@ -29,7 +32,7 @@ export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<C
 const binding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
   rawResponse: (ctx) => ctx.res,
-  clientIp: (ctx) => ctx.ip,
+  clientIp: (ctx, trust) => (trust === 'none' ? unproxiedIp(ctx) : ctx.ip),
   proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all'),
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
