@@ -3,6 +3,7 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
+  lookupName,
   type Outcome,
   type RateLimitHandle,
   type RulesHttpOptions,
@@ -51,7 +52,7 @@ const binding: AdapterBinding<Request, Response> = {
   // A field nothing set yet is set, which Node validates once where its append validates
   // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced.
   appendHeader: (res, name, value) =>
-    res.getHeader(name) === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
+    res.getHeader(lookupName(name)) === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
 };
 
 /**

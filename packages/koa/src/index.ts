@@ -3,6 +3,7 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
+  lookupName,
   type Outcome,
   type RateLimitHandle,
   type RulesHttpOptions,
@@ -44,7 +45,7 @@ const binding: AdapterBinding<Context, Context> = {
   // A field nothing set yet is set on Node's response, sparing `ctx.append` its copy of every
   // header to read one; one an earlier limiter (sluice's or another's) set is appended to.
   appendHeader(ctx, name, value) {
-    if (!ctx.headerSent && ctx.res.getHeader(name) === undefined) ctx.res.setHeader(name, value);
+    if (!ctx.headerSent && ctx.res.getHeader(lookupName(name)) === undefined) ctx.res.setHeader(name, value);
     else ctx.append(name, value);
   },
 };

@@ -6,7 +6,7 @@ export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
 export type { CountByOutcomeOptions } from './count-by-outcome.js';
 export { retryAfterMs as retryAfterFieldMs } from './headers/effective-window.js';
 export type { HeadersOptions, HeaderTarget, HeaderWriter, ResolvedHeaders, StandardHeaders } from './headers/index.js';
-export { checkHeaders, createHeaderWriter } from './headers/index.js';
+export { checkHeaders, createHeaderWriter, lookupName } from './headers/index.js';
 export { hold } from './hold.js';
 export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './http-limiter.js';
 export { createHttpLimiter } from './http-limiter.js';

@@ -27,6 +27,19 @@ export interface HeaderTarget<Res> {
   appendHeader(res: Res, name: string, value: string): void;
 }
 
+/**
+ * The name of a field `appendHeader` is given, lowercased, to look it up in Node's response
+ * (`getHeader`, `hasHeader`): Node lowercases a name on every look-up, which costs a new string
+ * and then a string-table search to use it as a key (some 300 instructions a field), where a
+ * name already lowercase comes back as it is. Setting keeps the name as given: it is what is
+ * sent.
+ */
+export function lookupName(name: string): string {
+  if (name === 'RateLimit') return 'ratelimit';
+  if (name === 'RateLimit-Policy') return 'ratelimit-policy';
+  return name;
+}
+
 const standards: readonly unknown[] = ['draft-11', 'draft-7', 'draft-6', false];
 
 export function checkHeaders(value: unknown): ResolvedHeaders {
