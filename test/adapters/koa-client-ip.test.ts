@@ -16,17 +16,22 @@ function appWith(setup: (app: Koa) => void): Koa {
   return app;
 }
 
+/** The body the app answers one request with, sent with X-Forwarded-For when given. */
+async function answerOf(app: Koa, forwarded?: string): Promise<unknown> {
+  const server = app.listen(0, '127.0.0.1');
+  try {
+    const call = request(server).get('/');
+    return (await (forwarded === undefined ? call : call.set('X-Forwarded-For', forwarded)).expect(200)).body;
+  } finally {
+    server.close();
+  }
+}
+
 describe('koa: the client address is the one ctx.ip gives', () => {
   it('trusting no proxy, the socket address, whatever X-Forwarded-For says', async () => {
-    const server = appWith(() => {}).listen(0, '127.0.0.1');
-    try {
-      for (const forwarded of [undefined, '203.0.113.9']) {
-        const call = request(server).get('/');
-        const res = await (forwarded === undefined ? call : call.set('X-Forwarded-For', forwarded)).expect(200);
-        expect(res.body).toEqual({ key: '127.0.0.1', fromCtxIp: '127.0.0.1' });
-      }
-    } finally {
-      server.close();
+    const app = appWith(() => {});
+    for (const forwarded of [undefined, '203.0.113.9']) {
+      expect(await answerOf(app, forwarded)).toEqual({ key: '127.0.0.1', fromCtxIp: '127.0.0.1' });
     }
   });
 
@@ -37,13 +42,7 @@ describe('koa: the client address is the one ctx.ip gives', () => {
         return next();
       }),
     );
-    const server = app.listen(0, '127.0.0.1');
-    try {
-      const res = await request(server).get('/').expect(200);
-      expect(res.body).toEqual({ key: '198.51.100.4', fromCtxIp: '198.51.100.4' });
-    } finally {
-      server.close();
-    }
+    expect(await answerOf(app)).toEqual({ key: '198.51.100.4', fromCtxIp: '198.51.100.4' });
   });
 
   it("trusting no proxy, the address of an app's own `ip` on its request or context", async () => {
@@ -51,13 +50,7 @@ describe('koa: the client address is the one ctx.ip gives', () => {
       const app = appWith((koa) => {
         Object.defineProperty(koa[where], 'ip', { get: () => '192.0.2.77', configurable: true });
       });
-      const server = app.listen(0, '127.0.0.1');
-      try {
-        const res = await request(server).get('/').expect(200);
-        expect(res.body).toEqual({ key: '192.0.2.77', fromCtxIp: '192.0.2.77' });
-      } finally {
-        server.close();
-      }
+      expect(await answerOf(app)).toEqual({ key: '192.0.2.77', fromCtxIp: '192.0.2.77' });
     }
   });
 
@@ -82,12 +75,6 @@ describe('koa: the client address is the one ctx.ip gives', () => {
       koa.proxy = true;
       koa.maxIpsCount = 1;
     });
-    const server = app.listen(0, '127.0.0.1');
-    try {
-      const res = await request(server).get('/').set('X-Forwarded-For', '203.0.113.9').expect(200);
-      expect(res.body).toEqual({ key: '203.0.113.9', fromCtxIp: '203.0.113.9' });
-    } finally {
-      server.close();
-    }
+    expect(await answerOf(app, '203.0.113.9')).toEqual({ key: '203.0.113.9', fromCtxIp: '203.0.113.9' });
   });
 });
