@@ -3,6 +3,7 @@ import { rateLimit } from '@sluice/koa';
 import Koa from 'koa';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
+import { addressSymbolOf } from '../../packages/koa/src/client-ip.js';
 import { collectingLogger } from './helpers.js';
 
 /** A Koa app whose route answers with the key its request counted under. */
@@ -52,6 +53,21 @@ describe('koa: the client address is the one ctx.ip gives', () => {
       });
       expect(await answerOf(app)).toEqual({ key: '192.0.2.77', fromCtxIp: '192.0.2.77' });
     }
+  });
+
+  it("trusting no proxy, the address of an app's own `ips` or `socket`, through ctx.ip", async () => {
+    const app = appWith((koa) => {
+      Object.defineProperty(koa.request, 'ips', { get: () => ['192.0.2.79'], configurable: true });
+    });
+    expect(await answerOf(app)).toEqual({ key: '192.0.2.79', fromCtxIp: '192.0.2.79' });
+  });
+
+  it('finds where Koa keeps an address a middleware set, so the header look-up is skipped', () => {
+    const symbol = addressSymbolOf(new Koa());
+    expect(symbol?.description).toBe('context#ip');
+    const own = new Koa();
+    Object.defineProperty(own.request, 'ip', { get: () => '192.0.2.80', configurable: true });
+    expect(addressSymbolOf(own)).toBeUndefined();
   });
 
   it('the address each app gives, when apps take turns', async () => {

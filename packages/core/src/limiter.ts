@@ -309,6 +309,8 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
  * namespace of every request with the last one it saw; between strings V8 does not know to be
  * shared copies, the optimising compiler calls a comparison routine even when both are the same
  * string (some 35 instructions a decision), where between shared copies it compares addresses.
+ * A namespace that reads as an array index (a `prefix` of digits) comes back as a new string:
+ * the same text, without the saving.
  */
 function internalized(text: string): string {
   return Object.keys({ [text]: true })[0] ?? text;

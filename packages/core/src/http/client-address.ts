@@ -83,15 +83,20 @@ export function createClientAddressKey<Req>(
  * tells whether one sits in front; reading the header of every request cost a Fastify server
  * about 435 instructions a request, in lookups on Node's headers object. The mark is a symbol
  * on the socket, as `createFirstVisit` marks requests (Node gives every socket one hidden
- * class). A request without a socket (it closed) is checked.
+ * class). A request without a readable socket (a stand-in request; an HTTP/2 stream whose
+ * session let its socket go) is checked.
  */
 function createFirstOnConnection(): (request: IncomingMessage) => boolean {
   const mark = Symbol('sluice.connection-checked');
   return (request) => {
-    const socket = request.socket as (IncomingMessage['socket'] & Record<symbol, true>) | null;
-    if (socket === null || socket === undefined) return true;
-    if (socket[mark] === true) return false;
-    socket[mark] = true;
-    return true;
+    try {
+      const socket = request.socket as (IncomingMessage['socket'] & Record<symbol, true>) | null;
+      if (socket === null || socket === undefined) return true;
+      if (socket[mark] === true) return false;
+      socket[mark] = true;
+      return true;
+    } catch {
+      return true;
+    }
   };
 }
