@@ -55,7 +55,7 @@ describe('koa: the client address is the one ctx.ip gives', () => {
     }
   });
 
-  it("trusting no proxy, the address of an app's own `ips` or `socket`, through ctx.ip", async () => {
+  it("trusting no proxy, the address of an app's own `ips`, through ctx.ip", async () => {
     const app = appWith((koa) => {
       Object.defineProperty(koa.request, 'ips', { get: () => ['192.0.2.79'], configurable: true });
     });

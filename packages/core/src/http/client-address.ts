@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { ipKey } from './client-key.js';
+import { createFirstVisit } from './first-visit.js';
 import type { WarnOnce } from './warnings.js';
 
 /**
@@ -81,22 +82,23 @@ export function createClientAddressKey<Req>(
  * Whether a request is the first this middleware meets on its connection. A proxy puts
  * `X-Forwarded-For` on every request it forwards, so the first request of each connection
  * tells whether one sits in front; reading the header of every request cost a Fastify server
- * about 435 instructions a request, in lookups on Node's headers object. The mark is a symbol
- * on the socket, as `createFirstVisit` marks requests (Node gives every socket one hidden
- * class). A request without a readable socket (a stand-in request; an HTTP/2 stream whose
- * session let its socket go) is checked.
+ * about 435 instructions a request, in lookups on Node's headers object. The socket is marked
+ * as `createFirstVisit` marks requests (Node gives every socket one hidden class). A request
+ * without a readable socket (a stand-in request; an HTTP/2 stream whose session let its socket
+ * go) is checked.
  */
 function createFirstOnConnection(): (request: IncomingMessage) => boolean {
-  const mark = Symbol('sluice.connection-checked');
+  const firstVisit = createFirstVisit();
   return (request) => {
-    try {
-      const socket = request.socket as (IncomingMessage['socket'] & Record<symbol, true>) | null;
-      if (socket === null || socket === undefined) return true;
-      if (socket[mark] === true) return false;
-      socket[mark] = true;
-      return true;
-    } catch {
-      return true;
-    }
+    const socket = socketOf(request);
+    return socket === undefined || firstVisit(socket);
   };
+}
+
+function socketOf(request: IncomingMessage): object | undefined {
+  try {
+    return request.socket ?? undefined;
+  } catch {
+    return undefined;
+  }
 }
