@@ -14,7 +14,8 @@ export function toDecision(
   mode: ThrottleMode,
   cost: number,
 ): Decision {
-  const list: PolicyDecision[] = [];
+  // Sized up front: a first push grows an empty array to room for 17.
+  const list = new Array<PolicyDecision>(policies.length);
   let overage = false;
   let delayMs = 0;
   for (let i = 0; i < policies.length; i++) {
@@ -23,7 +24,7 @@ export function toDecision(
     const extra = (capacities[i] as number) - policy.capacity;
     if (reply.allowed && outcome.remaining < extra) overage = true;
     if (outcome.delayMs > delayMs) delayMs = outcome.delayMs;
-    list.push(policyDecision(policy, outcome, extra));
+    list[i] = policyDecision(policy, outcome, extra);
   }
   const { allowed } = reply;
   const top = allowed ? closestToExhaustion(list, policies) : longestWait(list);

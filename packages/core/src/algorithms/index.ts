@@ -37,21 +37,22 @@ export function decide<S = State>(
   now: number,
   table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
 ): StoreReply & { next: S[] | undefined } {
-  const outcomes: PolicyOutcome[] = [];
-  const next: S[] = [];
+  // Sized up front: a first push grows an empty array to room for 17, some 85 instructions an array.
+  const outcomes = new Array<PolicyOutcome>(policies.length);
+  const next = new Array<S>(policies.length);
   let allowed = true;
   for (let i = 0; i < policies.length; i++) {
     const policy = policies[i] as Policy;
     const evaluation = table[policy.algorithm].evaluate(states[i], policy, capacities[i] as number, cost, now);
     allowed &&= evaluation.allowed;
-    next.push(evaluation.next);
-    outcomes.push({
+    next[i] = evaluation.next;
+    outcomes[i] = {
       allowed: evaluation.allowed,
       remaining: evaluation.remaining,
       resetAfterMs: evaluation.resetAfterMs,
       retryAfterMs: evaluation.retryAfterMs,
       delayMs: evaluation.delayMs,
-    });
+    };
   }
   if (!allowed && cost > 0) {
     // Nothing was charged, so a policy that would have allowed reports its quota as it stands,
