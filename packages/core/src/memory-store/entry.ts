@@ -115,10 +115,11 @@ function readState(
   algorithm: AlgorithmName,
 ): MemoryState | undefined {
   if (algorithm === 'sliding-window-log') return logOf(entry, entry[at] as number, index);
-  // Literals, not `slice`: the builtin cost some 260 instructions a state.
-  const first = entry[offset] as number;
-  const second = entry[offset + 1] as number;
-  return fixedSize[algorithm] === 2 ? [first, second] : [first, second, entry[offset + 2] as number];
+  // Literals for the sizes there are, not `slice`: the builtin cost some 260 instructions a state.
+  const size = fixedSize[algorithm];
+  if (size === 2) return [entry[offset] as number, entry[offset + 1] as number];
+  if (size === 3) return [entry[offset] as number, entry[offset + 1] as number, entry[offset + 2] as number];
+  return entry.slice(offset, offset + size);
 }
 
 /** Writes the segment, in place when its length is unchanged; returns the entry to keep. */
