@@ -14,9 +14,10 @@ import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { anyPolicyArb, optionsOf, START } from './support/meter.js';
 
-// A one-policy limiter over the memory store decides through `consumeOneSync` and builds its
-// Decision without the lists a multi-policy one needs. A store without that method sends the
-// same limiter down the general path; both must give the same decisions, field for field.
+// A one-policy limiter over a memory store core made decides on a path bound to it at creation;
+// over a store that wraps one, through the store's `consumeOneSync`; both build the Decision
+// without the lists a multi-policy one needs. A store without that method sends the same
+// limiter down the general path. All three must give the same decisions, field for field.
 
 const throttleArb: fc.Arbitrary<Throttle> = fc.oneof(
   fc.constant<Throttle>({ mode: 'hard' }),
@@ -56,13 +57,16 @@ describe('the one-policy fast path', () => {
         async (policy, throttle, steps) => {
           const clock = manualClock(START);
           const options = { ...optionsOf(policy), throttle, clock };
-          const fast = createLimiter({ ...options, store: createMemoryStore({ maxKeys: 10 }) });
+          const bound = createLimiter({ ...options, store: createMemoryStore({ maxKeys: 10 }) });
+          const wrapped = createLimiter({ ...options, store: { ...createMemoryStore({ maxKeys: 10 }) } });
           const general = createLimiter({ ...options, store: generalStore() });
           for (const { advance, key, cost, peek } of steps) {
             clock.advance(advance);
-            const ask = (limiter: typeof fast): Promise<Decision> =>
+            const ask = (limiter: typeof bound): Promise<Decision> =>
               peek ? limiter.peek(key) : limiter.consume(key, { cost });
-            expect(await ask(fast)).toStrictEqual(await ask(general));
+            const expected = await ask(general);
+            expect(await ask(bound)).toStrictEqual(expected);
+            expect(await ask(wrapped)).toStrictEqual(expected);
           }
         },
       ),

@@ -4,6 +4,7 @@ import { invalid, SluiceError } from './errors.js';
 import { decisionsWatched, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
+import { type BoundDecision, boundDecisionOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
@@ -182,8 +183,28 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return oneDecision(key, outcome, policy, asked.capacities[0] as number, throttle.mode, cost);
   };
 
+  // A memory store made by core decides a one-policy limiter's consumes on a path bound to it
+  // at creation: no request, no lookups of the limiter's layout or algorithm on each call.
+  const bound = single === undefined ? undefined : boundDecisionOf(store, namespace, policies);
+  const nowBound = (decideBound: BoundDecision, policy: Policy, key: string, cost: number): Decision => {
+    checkKey(key);
+    checkCost(cost);
+    const capacity = capacities()[0] as number;
+    // Read before the store is asked: a bad reading rejects the call, never counts as a store failure.
+    const at = clock?.();
+    let outcome: PolicyOutcome;
+    try {
+      outcome = succeed(decideBound(key, capacity, cost, at));
+    } catch (cause) {
+      fail(cause);
+      return unavailable(key);
+    }
+    return oneDecision(key, outcome, policy, capacity, throttle.mode, cost);
+  };
+
   /** In-process stores decide synchronously: one promise per decision instead of several. */
   const now = (key: string, cost: number, consumeSync: NonNullable<RateLimitStore['consumeSync']>): Decision => {
+    if (bound !== undefined) return nowBound(bound, single as Policy, key, cost);
     if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
     checkKey(key);
     checkCost(cost);
@@ -211,9 +232,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call
   // between: a shorter path from `consume` to the store lets the JIT inline all of it.
   const decideNow =
-    single !== undefined && store.consumeSync !== undefined && store.consumeOneSync !== undefined
-      ? (key: string, cost: number) => nowOne(single, key, cost)
-      : decide;
+    bound !== undefined
+      ? (key: string, cost: number) => nowBound(bound, single as Policy, key, cost)
+      : single !== undefined && store.consumeSync !== undefined && store.consumeOneSync !== undefined
+        ? (key: string, cost: number) => nowOne(single, key, cost)
+        : decide;
 
   const limiter: Limiter = {
     policies,

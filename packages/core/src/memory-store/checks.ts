@@ -1,9 +1,7 @@
 import { SluiceError } from '../errors.js';
-import type { StoreRequest } from '../types.js';
 
-/** The request's time; one that is not whole epoch ms is refused, as the Redis store does. */
-export function nowOf(request: StoreRequest): number {
-  const { now } = request;
+/** A request's time (`StoreRequest.now`); one that is not whole epoch ms is refused, as the Redis store does. */
+export function nowOf(now: number | undefined): number {
   if (now === undefined) return Date.now();
   if (!Number.isSafeInteger(now) || now < 0) {
     throw new SluiceError(

@@ -30,6 +30,33 @@ export interface MemoryStore extends RateLimitStore {
 
 const noStates: readonly MemoryState[] = [];
 
+/**
+ * A consume of one policy, bound to a limiter: the client key as the caller gave it, the
+ * policy's effective capacity, a cost of at least 1, and the limiter's clock reading
+ * (`undefined`: the store's own). The outcome may be reused by the next call.
+ */
+export type BoundDecision = (key: string, capacity: number, cost: number, now: number | undefined) => PolicyOutcome;
+
+const binders = new WeakMap<
+  RateLimitStore,
+  (namespace: string, policies: readonly Policy[]) => BoundDecision | undefined
+>();
+
+/**
+ * The leanest path of a one-policy limiter over a memory store this module made: its decisions
+ * bound once, at the limiter's creation, to its namespace and policy. `undefined` for any other
+ * store, a store that wraps a memory store included (it decides through its own methods), and
+ * for a policy the path does not take.
+ * @internal
+ */
+export function boundDecisionOf(
+  store: RateLimitStore,
+  namespace: string,
+  policies: readonly Policy[],
+): BoundDecision | undefined {
+  return binders.get(store)?.(namespace, policies);
+}
+
 const TABLE = Symbol('sluice.memory-table');
 interface Tabled {
   readonly [TABLE]: MemoryTable;
@@ -192,8 +219,54 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return evaluation;
   };
 
+  /**
+   * A one-policy limiter's decisions, bound to its namespace and policy once (see
+   * `boundDecisionOf`): `decideOne` for a consume, without a request to fill and read back, a
+   * layout to look up or an algorithm to find on each call. Undefined for a policy whose state
+   * takes no row (a log).
+   */
+  const bindOne = (namespace: string, policies: readonly Policy[]): BoundDecision | undefined => {
+    if (policies.length !== 1) return undefined;
+    const policy = policies[0] as Policy;
+    const home = filed(namespace);
+    let layout = layouts.of(home, policies);
+    if (!fitsRow(layout)) return undefined;
+    const { evaluate, evaluateInto } = memoryAlgorithms[policy.algorithm];
+    const state = new Array<number>(layout.length).fill(0);
+    const into: Reused = {
+      allowed: false,
+      remaining: 0,
+      resetAfterMs: 0,
+      retryAfterMs: 0,
+      delayMs: 0,
+      next: [...state],
+    };
+    return (given, capacity, cost, at) => {
+      const now = nowOf(at);
+      if (layouts.stale(layout)) layout = layouts.of(home, policies);
+      let key = given;
+      // Held as it is, the key was safe when it was stored: `storeKey` is not run.
+      let slot = safeWhenHeld(given) ? index.get(given) : NO_SLOT;
+      if (slot === NO_SLOT) {
+        key = storeKey(given);
+        if (key !== given) slot = index.get(key);
+      }
+      if (slot !== NO_SLOT && !table.holds(slot, layout.id)) {
+        const request = { namespace, key, policies, capacities: [capacity], cost, now };
+        return decideOnEntry(request, key, layout, slot, now).outcomes[0] as PolicyOutcome;
+      }
+      const stored = slot === NO_SLOT ? undefined : table.readRow(slot, state);
+      let evaluation: Evaluation<MemoryState> = into;
+      if (evaluateInto === undefined) evaluation = evaluate(stored, policy, capacity, cost, now);
+      else evaluateInto(stored, policy, capacity, cost, now, into);
+      if (evaluation.allowed)
+        table.writeRow(slot === NO_SLOT ? table.add(key) : slot, layout.id, evaluation.next as State);
+      return evaluation;
+    };
+  };
+
   const consumeSync = (request: StoreRequest): StoreReply => {
-    const now = nowOf(request);
+    const now = nowOf(request.now);
     if (request.policies.length === 1) {
       const evaluation = decideOne(request, request.key, index.get(request.key), now);
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
@@ -210,7 +283,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     [TABLE]: table,
     consumeSync,
     consumeOneSync(request) {
-      const now = nowOf(request);
+      const now = nowOf(request.now);
       const given = request.key;
       // Held as it is, the key was safe when it was stored: `storeKey` is not run.
       if (safeWhenHeld(given)) {
@@ -223,7 +296,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
-      const now = nowOf(request);
+      const now = nowOf(request.now);
       const layout = layouts.of(filed(request.namespace), request.policies);
       const { policies, capacities } = request;
       const slot = index.get(request.key);
@@ -258,6 +331,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     },
   };
   const store: MemoryStore = withGetters(methods, storeGetters);
+  binders.set(store, bindOne);
   return store;
 }
 
