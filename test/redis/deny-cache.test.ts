@@ -292,6 +292,30 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(await scriptCalls()).toBe(before + 1);
   });
 
+  // README, "Deny cache": at most `maxKeys` refused client keys, the least recently refused
+  // dropped first. Replaying a refusal is not refusing anew: it keeps a client's place.
+  it('keeps maxKeys refused clients, dropping the least recently refused first', async () => {
+    const clock = manualClock();
+    const store = createRedisStore({ client, prefix: `max-keys-${randomUUID()}:`, denyCache: { maxKeys: 2 } });
+    const limiter = createLimiter({ limit: 1, window: '1h', algorithm: 'fixed-window', store, clock });
+    const refuse = async (key: string) => expect((await limiter.consume(key)).allowed).toBe(false);
+    for (const key of ['a', 'b', 'c']) await limiter.consume(key);
+    await refuse('a');
+    await refuse('b');
+    let before = await scriptCalls();
+    await refuse('b');
+    await refuse('a'); // replayed last, but 'a' is still the least recently refused
+    expect(await scriptCalls()).toBe(before);
+    await refuse('c'); // asks Redis, and drops 'a'
+    expect(await scriptCalls()).toBe(before + 1);
+    before = await scriptCalls();
+    await refuse('b');
+    await refuse('c');
+    expect(await scriptCalls()).toBe(before);
+    await refuse('a');
+    expect(await scriptCalls()).toBe(before + 1);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

@@ -8,7 +8,6 @@ import {
   safeWhenHeld,
   storeKey,
 } from '@sluice/core';
-import { LRUCache } from 'lru-cache';
 
 /** How many refused clients a store remembers by default (a few hundred bytes each). */
 export const DEFAULT_DENY_CACHE_KEYS = 10_000;
@@ -85,7 +84,16 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   // Keyed by the client key alone, which is usually the very string object of the request's
   // address, hashed once: a `namespace|key` string built per lookup cost more than the rest
   // of a cached refusal. A client refused by several limiters has one entry per namespace.
-  const refusals = new LRUCache<string, Refusal>({ max: checkMaxKeys(options.maxKeys) });
+  // A Map keeps its keys in the order they were set, and each refusal is set anew: its first
+  // key is the least recently refused, dropped beyond the bound. A lookup moves nothing, so it
+  // is one `Map.get` (an LRU cache's `get` also relinks, and allocates its options).
+  const maxKeys = checkMaxKeys(options.maxKeys);
+  const refusals = new Map<string, Refusal>();
+  const keep = (key: string, refusal: Refusal): void => {
+    refusals.delete(key);
+    refusals.set(key, refusal);
+    if (refusals.size > maxKeys) refusals.delete(refusals.keys().next().value as string);
+  };
 
   const reused: StoreReply = { allowed: false, now: 0, outcomes: [] };
 
@@ -131,7 +139,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
 
   const forget = (namespace: string, key: string): void => {
     if (refusals.size === 0) return;
-    const first = refusals.peek(key);
+    const first = refusals.get(key);
     if (first === undefined) return;
     if (first.namespace === namespace) {
       if (first.next === undefined) refusals.delete(key);
@@ -171,7 +179,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
       const spanMs = replayableFor(request, reply.outcomes);
       if (spanMs > 0) {
         const { policies, capacities, cost } = request;
-        const next = refusals.peek(key);
+        const next = refusals.get(key);
         const refusal = {
           namespace,
           key,
@@ -184,7 +192,7 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
           spanMs,
           next,
         };
-        refusals.set(key, refusal);
+        keep(key, refusal);
         let last: Refusal = refusal;
         for (let kept = 1; kept < DENY_CACHE_REFUSALS_PER_KEY && last.next !== undefined; kept++) last = last.next;
         last.next = undefined;
