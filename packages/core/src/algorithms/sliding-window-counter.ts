@@ -63,6 +63,23 @@ function evaluateInto(
     into.next[2] = previous;
     return;
   }
+  refuseInto(into, current, previous, capacity, cost, windowMs, elapsed, lag);
+}
+
+// Apart from `evaluateInto`: a decision that passes, the usual one, then carries none of a
+// refusal's bytecode, which would count against what the optimising compiler inlines into it.
+function refuseInto(
+  into: Reused,
+  current: number,
+  previous: number,
+  capacity: number,
+  cost: number,
+  windowMs: number,
+  elapsed: number,
+  lag: number,
+): void {
+  const budget = capacity * windowMs;
+  const used = previous * (windowMs - elapsed) + current * windowMs;
   into.allowed = false;
   into.remaining = Math.max(0, floorDiv(budget - used, windowMs));
   into.resetAfterMs = lagged(resetAfter(current, previous, windowMs, elapsed), lag);

@@ -9,8 +9,11 @@ const STRIDE = 1 + ROW_VALUES;
 /** A row's first value when its client's entry is held whole in `spilled` instead. */
 const SPILLED = -1;
 
-/** Whether a client whose only state is this layout's is kept in a row: one policy of fixed size. */
-export const fitsRow = (layout: Layout): boolean => !layout.logs && layout.length <= ROW_VALUES;
+/**
+ * Whether a client whose only state is this layout's is kept in a row: one policy of fixed
+ * size, of 2 or 3 values (every fixed-size algorithm's), which rows read and write unrolled.
+ */
+export const fitsRow = (layout: Layout): boolean => !layout.logs && layout.length >= 2 && layout.length <= ROW_VALUES;
 
 /**
  * What memory stores over one LRU index share: the client keys, their states, the layouts of
@@ -47,19 +50,28 @@ export class MemoryTable {
     return this.rows[slot * STRIDE] === layoutId;
   }
 
-  /** The row's state copied into `into` (its length is the state's size); `holds` said it is there. */
+  /**
+   * The row's state copied into `into` (its length is the state's size, 2 or 3: see `fitsRow`);
+   * `holds` said it is there. Unrolled: a loop re-checked both arrays on every value.
+   */
   readRow(slot: number, into: number[]): State {
+    const { rows } = this;
     const at = slot * STRIDE + 1;
-    for (let j = 0; j < into.length; j++) into[j] = this.rows[at + j] as number;
+    into[0] = rows[at] as number;
+    into[1] = rows[at + 1] as number;
+    if (into.length === 3) into[2] = rows[at + 2] as number;
     return into;
   }
 
-  /** Makes `state` the slot's one segment, of this layout, in its row; the layout fits a row. */
+  /** Makes `state` (2 or 3 values) the slot's one segment, of this layout, in its row; the layout fits a row. */
   writeRow(slot: number, layoutId: number, state: State): void {
+    const { rows } = this;
     const at = slot * STRIDE;
-    if (this.rows[at] === SPILLED) this.unspill(slot);
-    this.rows[at] = layoutId;
-    for (let j = 0; j < state.length; j++) this.rows[at + 1 + j] = state[j] as number;
+    if (rows[at] === SPILLED) this.unspill(slot);
+    rows[at] = layoutId;
+    rows[at + 1] = state[0] as number;
+    rows[at + 2] = state[1] as number;
+    if (state.length === 3) rows[at + 3] = state[2] as number;
   }
 
   /** A slot for a key not held yet: in a full index, the least recently used key's, which is evicted. */
