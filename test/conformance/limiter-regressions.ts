@@ -140,4 +140,35 @@ export function limiterRegressions(store: () => RateLimitStore) {
       expect(await admitted(5)).toBe(0);
     },
   );
+
+  // A refusal's wait after a clock step back counts the lag, in both of the counter's cases:
+  // the request passes within the current window, or only in the next. Waiting exactly
+  // `retryAfterMs` passes; a millisecond less does not.
+  it.each([
+    { passesIn: 'the current window', limit: 3, charges: [9_500, 9_500, 10_600], back: 9_900, wait: 600 },
+    { passesIn: 'the next window', limit: 2, charges: [10_500, 10_500], back: 9_800, wait: 1_700 },
+  ])('sliding-window-counter: a wait after a clock step back, passing in $passesIn, is exact', async (c) => {
+    const clock = manualClock(START_MS);
+    const limiter = createLimiter({
+      limit: c.limit,
+      window: '1s',
+      algorithm: 'sliding-window-counter',
+      ...strict,
+      store: store(),
+      prefix: freshPrefix(),
+      clock,
+    });
+    for (const at of c.charges) {
+      clock.set(START_MS + at);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    }
+    clock.set(START_MS + c.back);
+    const refused = await limiter.consume('k');
+    expect(refused.allowed).toBe(false);
+    expect(refused.retryAfterMs).toBe(c.wait);
+    clock.set(START_MS + c.back + c.wait - 1);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.set(START_MS + c.back + c.wait);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+  });
 }

@@ -83,7 +83,20 @@ function refuseInto(
   into.allowed = false;
   into.remaining = Math.max(0, floorDiv(budget - used, windowMs));
   into.resetAfterMs = lagged(resetAfter(current, previous, windowMs, elapsed), lag);
-  into.retryAfterMs = retryAfter(current, previous, capacity, cost, windowMs, elapsed) + lag;
+  // The wait runs to the first instant the request would pass. The estimate only falls as
+  // time goes on, so look for it in this window first, then in the next (where `current`
+  // becomes `previous`).
+  const spareNow = (capacity - current - cost) * windowMs;
+  if (spareNow >= 0 && previous > 0) {
+    const at = windowMs - floorDiv(spareNow, previous);
+    if (at < windowMs) {
+      into.retryAfterMs = at - elapsed + lag;
+      return;
+    }
+  }
+  const spareNext = (capacity - cost) * windowMs;
+  const atNext = current > 0 ? Math.max(0, windowMs - floorDiv(spareNext, current)) : 0;
+  into.retryAfterMs = windowMs - elapsed + atNext + lag;
 }
 
 // Two functions rather than one returning a pair: this runs on every decision, and the pair
@@ -107,26 +120,4 @@ function resetAfter(current: number, previous: number, windowMs: number, elapsed
   if (current > 0) return 2 * windowMs - elapsed;
   if (previous > 0) return windowMs - elapsed;
   return 0;
-}
-
-/**
- * The first instant the request would pass. The estimate only falls as time goes on, so
- * look for it in this window first, then in the next (where `current` becomes `previous`).
- */
-function retryAfter(
-  current: number,
-  previous: number,
-  capacity: number,
-  cost: number,
-  windowMs: number,
-  elapsed: number,
-): number {
-  const spareNow = (capacity - current - cost) * windowMs;
-  if (spareNow >= 0 && previous > 0) {
-    const at = windowMs - floorDiv(spareNow, previous);
-    if (at < windowMs) return at - elapsed;
-  }
-  const spareNext = (capacity - cost) * windowMs;
-  const atNext = current > 0 ? Math.max(0, windowMs - floorDiv(spareNext, current)) : 0;
-  return windowMs - elapsed + atNext;
 }
