@@ -19,6 +19,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MEMORY_BESIDE_IDLE_CLIENT } from '../http/apps/app.js';
 import { SERVER_V8_FLAGS, usesRedis } from '../http/plan.js';
 import { entryPoint, nodeFlags, spawnPinned, stop, waitForLine } from '../lib/children.js';
 import { type BenchRedis, freePort, startRedis } from '../lib/redis-server.js';
@@ -98,7 +99,7 @@ if (
 ) {
   throw new Error('usage: server-instructions.ts <express|fastify|koa|node> <pass|deny> <variant…>');
 }
-const redis = variants.some(usesRedis) ? await startRedis(1) : undefined;
+const redis = variants.some((v) => usesRedis(v) || v === MEMORY_BESIDE_IDLE_CLIENT) ? await startRedis(1) : undefined;
 try {
   console.log(`| ${framework}, ${mode} path | instructions per request |\n| --- | ---: |`);
   for (const variant of variants) {

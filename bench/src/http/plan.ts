@@ -1,5 +1,11 @@
 import type { Mode } from '../inproc/contender.js';
-import { COUNTED_FIELDS, FIXED_HEADERS, LOCAL_FIRST_REDIS, REDIS_ROUND_TRIP } from './apps/app.js';
+import {
+  COUNTED_FIELDS,
+  FIXED_HEADERS,
+  LOCAL_FIRST_REDIS,
+  MEMORY_BESIDE_IDLE_CLIENT,
+  REDIS_ROUND_TRIP,
+} from './apps/app.js';
 
 /** One server of a framework's group: a variant (`bare`, a control, `<limiter>:<store>`) on one path. */
 export interface HttpContender {
@@ -51,8 +57,9 @@ export const usesRedis = (variant: string) => variant.endsWith(':redis');
 /**
  * A framework's contenders besides `bare`, in the order a cycle loads them: the fields control
  * and the counted-fields floor, sluice on memory on both paths, the memory peers; then the INCR
- * control, sluice on Redis on both paths, the Redis peers; then the peers' 429 paths. The two
- * sides of each target sit close. The quick run keeps sluice's cells, the controls and the
+ * control, sluice on Redis on both paths and the deny cache's floor (the memory store's 429
+ * path beside an idle Redis client), the Redis peers; then the peers' 429 paths. The two sides
+ * of each target sit close. The quick run keeps sluice's cells, the controls and floors and the
  * memory peers' pass path.
  */
 export function contendersFor(framework: string, quick: boolean): HttpContender[] {
@@ -63,8 +70,10 @@ export function contendersFor(framework: string, quick: boolean): HttpContender[
     const controls = redis ? [REDIS_ROUND_TRIP] : [FIXED_HEADERS, COUNTED_FIELDS];
     for (const variant of controls) contenders.push({ variant, mode: 'pass' });
     for (const variant of variants.filter((v) => usesRedis(v) === redis)) {
-      if (isSluice(variant)) contenders.push(...bothPaths(variant));
-      else if (!redis || !quick) contenders.push({ variant, mode: 'pass' });
+      if (isSluice(variant)) {
+        contenders.push(...bothPaths(variant));
+        if (variant === 'sluice:redis') contenders.push(deny(MEMORY_BESIDE_IDLE_CLIENT));
+      } else if (!redis || !quick) contenders.push({ variant, mode: 'pass' });
     }
   }
   if (!quick) {
@@ -121,6 +130,8 @@ export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
     [pass('sluice:redis'), pass(REDIS_ROUND_TRIP)],
     [deny('sluice:memory'), pass('sluice:memory')],
     [deny('sluice:redis'), deny('sluice:memory')],
+    [deny(MEMORY_BESIDE_IDLE_CLIENT), deny('sluice:memory')],
+    [deny('sluice:redis'), deny(MEMORY_BESIDE_IDLE_CLIENT)],
     [pass(LOCAL_FIRST_REDIS), pass('sluice:memory')],
   ];
   const runs = (c: HttpContender) => contenders.some((r) => r.variant === c.variant && r.mode === c.mode);

@@ -47,8 +47,8 @@ const SERVER_CPU = 0;
 const CLIENT_CPU = 1;
 /** Servers start on both cores, a group at once, and move to their own once ready. */
 const STARTING_CPUS = '0,1';
-/** Redis's default number of databases: one per server of a group. */
-const REDIS_DATABASES = 16;
+/** The bench Redis's databases (`--databases` in `startRedis`): one per server of a group. */
+const REDIS_DATABASES = 32;
 /** What one run costs beyond its length: autocannon's set-up and the CPU accounting. */
 const RUN_OVERHEAD_S = 0.1;
 

@@ -52,6 +52,9 @@ export async function startRedis(cpu: number): Promise<BenchRedis> {
     'no',
     '--loglevel',
     'warning',
+    // One per HTTP server of a framework's group, so that no two share a key: Express has 17.
+    '--databases',
+    '32',
   ]);
   try {
     await untilListening(port, 5000);

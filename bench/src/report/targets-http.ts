@@ -9,7 +9,7 @@ import { above, atLeast, type Spread, type TargetCheck } from './target-check.js
 const withRange = (value: number, min: number, max: number): string => `${ratio(value)} (${ratio(min)}–${ratio(max)})`;
 
 /** A paired quotient's median and range, as a bound or context. */
-const spreadShown = (spread: Spread | undefined): string =>
+export const spreadShown = (spread: Spread | undefined): string =>
   spread === undefined ? '–' : withRange(spread.median, spread.min, spread.max);
 
 /** A row's ratio to bare with its range over cycles (runs made alone), as context. */

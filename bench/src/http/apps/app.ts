@@ -56,6 +56,17 @@ export function createFieldCounter(): (client: string) => string {
  */
 export const REDIS_ROUND_TRIP = 'round-trip:redis';
 
+/**
+ * The `sluice:memory-beside-idle-client` floor of the deny cache's 429 path: sluice on the
+ * memory store, in a server that also holds a connected Redis client like the Redis store's
+ * (ioredis, the same options) and never sends it a command. A server with a Redis store holds
+ * such a client whatever it decides in-process, and V8 marks its objects at every full
+ * collection; Express's per-request garbage brings one every few hundred milliseconds. Where
+ * this floor is slower than the memory store alone, the difference is the client's, which the
+ * server of every Redis store pays, however it decides.
+ */
+export const MEMORY_BESIDE_IDLE_CLIENT = 'sluice:memory-beside-idle-client';
+
 /** sluice's Redis store in local-first mode: decided in-process, synced every 50 ms. */
 export const LOCAL_FIRST_REDIS = 'sluice:local-first:redis';
 

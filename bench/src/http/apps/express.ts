@@ -12,6 +12,7 @@ import {
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
+  MEMORY_BESIDE_IDLE_CLIENT,
   REDIS_ROUND_TRIP,
   type StartApp,
   sluiceLimit,
@@ -25,7 +26,8 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
   const { max, windowMs } = limits(setup.mode);
   switch (setup.variant) {
     case 'sluice:memory':
-    case 'sluice:redis': {
+    case 'sluice:redis':
+    case MEMORY_BESIDE_IDLE_CLIENT: {
       const sluiceRateLimit = await exportOf<(o: object) => RequestHandler>('@sluice/express', 'rateLimit');
       const { store, close } = await sluiceStore(setup);
       return [sluiceRateLimit({ ...sluiceLimit(setup.mode), store }), close];

@@ -14,7 +14,7 @@ import {
   type StartApp,
   sluiceLimit,
 } from './app.js';
-import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
+import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores.js';
 
 const require = createRequire(import.meta.url);
 const koaRatelimit = require('koa-ratelimit') as (options: Record<string, unknown>) => Middleware;
@@ -23,7 +23,7 @@ export const startKoa: StartApp = async (setup, port) => {
   const app = new Koa();
   let close: () => void | Promise<void> = () => {};
   const { max, windowMs } = limits(setup.mode);
-  if (setup.variant === 'sluice:memory' || setup.variant === 'sluice:redis') {
+  if (isSluiceStore(setup.variant)) {
     const rateLimit = await exportOf<(o: object) => Middleware>('@sluice/koa', 'rateLimit');
     const store = await sluiceStore(setup);
     app.use(rateLimit({ ...sluiceLimit(setup.mode), store: store.store }));
