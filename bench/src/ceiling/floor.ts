@@ -70,6 +70,52 @@ else
 end
 return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
 
+/**
+ * The state floors of a gcra decision over `count` policies, in sluice's text layout or in
+ * binary: TIME, GET, each policy's state found and read (in text, its head found and its two
+ * numbers read by one pattern; in binary, all of them by one `struct.unpack`), the next states
+ * written by PSETEX with a 1 ms TTL (in text, each head and four numbers with `%d`; in
+ * binary, one `struct.pack` of two numbers a policy), and the packed reply of one number and
+ * four a policy. No policy's figures are read and nothing is decided. Replayed with the
+ * arguments of the captured gcra call of as many policies, whose heads come every five
+ * arguments from the second and whose state expires 1 ms after its charge, as these do. Set 3
+ * against 1,
+ * they show what a further policy costs in each layout before any deciding: where the text
+ * floor's ratio alone reaches a target's, only another layout could meet it.
+ */
+function stateFloorLua(count: 1 | 3, encoding: 'text' | 'binary'): string {
+  const policies = Array.from({ length: count }, (_, i) => ({ a: `a${i}`, b: `b${i}`, head: `ARGV[${2 + 5 * i}]` }));
+  const numbers = policies.flatMap(({ a, b }) => [a, b]);
+  const read =
+    encoding === 'binary'
+      ? `if text and #text == ${16 * count} then ${numbers.join(', ')} = struct.unpack('<${'dd'.repeat(count)}', text) end`
+      : `if text then
+  local start, stop, x, y, _
+${policies
+  .map(
+    ({ a, b, head }) => `  start = string.find(text, ${head}, 1, true)
+  if start then
+    _, stop, x, y = string.find(text, '^(%d+),(%d+);%d+,%d+', start + #${head})
+    if stop then ${a}, ${b} = x + 0, y + 0 end
+  end`,
+  )
+  .join('\n')}
+end`;
+  const next =
+    encoding === 'binary'
+      ? `struct.pack('<${'dd'.repeat(count)}', ${policies.map(({ a, b }) => `now + ${a} % 2, ${b}`).join(', ')})`
+      : policies
+          .map(({ a, b, head }) => `${head} .. string.format('%d,%d;%d,%d', now + ${a} % 2, ${b}, 1, now + 1)`)
+          .join(' .. ');
+  return `local time = redis.call('TIME')
+local now = time[1] * 1000 + math.floor(time[2] / 1000)
+local text = redis.call('GET', KEYS[1])
+local ${numbers.join(', ')} = ${numbers.map(() => '0').join(', ')}
+${read}
+redis.call('PSETEX', KEYS[1], string.format('%d', 1), ${next})
+return struct.pack('<d${'dddd'.repeat(count)}', now${', 1, 0, 1, 0'.repeat(count)})`;
+}
+
 const script = (label: string, lua: string) => ({
   label,
   lua,
@@ -84,6 +130,14 @@ export const LAYOUT_KEPT_FLOOR = 'floor: the same with the state kept, read by o
 export const GET_SET_FLOOR = 'floor: EVALSHA that GETs and SETs one string';
 export const CLOCK_FLOOR = 'floor: TIME, then GET and SET of one string with a 1 ms TTL';
 export const FLOOR_LABELS = [GET_SET_FLOOR, CLOCK_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR];
+
+/** The `redis-benchmark` row of a state floor (`stateFloorLua`). */
+export const stateFloorLabel = (count: 1 | 3, encoding: 'text' | 'binary'): string =>
+  `floor: ${count === 1 ? "1 policy's state" : `${count} policies' states`} ${encoding === 'text' ? "in sluice's text" : 'in binary (struct)'}, nothing decided`;
+const STATE_FLOORS = (['text', 'binary'] as const).flatMap((encoding) =>
+  ([1, 3] as const).map((count) => ({ count, encoding, label: stateFloorLabel(count, encoding) })),
+);
+export const STATE_FLOOR_LABELS = STATE_FLOORS.map((f) => f.label);
 
 /**
  * The floors, each replayed with the client key and arguments of the sluice call it is read
@@ -112,15 +166,34 @@ function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCa
  * floors, then the captured calls. The floors are built from the one-policy gcra and counter
  * calls and left out (`floors: false`) when either was not captured.
  */
-export function replayCases(captured: readonly CapturedScript[]): { cases: RedisBenchCase[]; floors: boolean } {
+export function replayCases(captured: readonly CapturedScript[]): {
+  cases: RedisBenchCase[];
+  floors: boolean;
+  stateFloors: boolean;
+} {
   const oneDecision = (label: string) => captured.find((c) => c.label === label);
   const gcra = oneDecision('sluice gcra');
   const counter = oneDecision('sluice sliding-window-counter');
+  const gcraThree = oneDecision('sluice gcra, 3 policies');
   const floors = gcra !== undefined && counter !== undefined;
+  const stateFloors = gcra === undefined || gcraThree === undefined ? [] : stateFloorCases(gcra, gcraThree);
   const cases: RedisBenchCase[] = [
     { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
     ...(floors ? floorCases(gcra, counter) : []),
+    ...stateFloors,
     ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
   ];
-  return { cases, floors };
+  return { cases, floors, stateFloors: stateFloors.length > 0 };
 }
+
+/**
+ * The state floors, each replayed with the key and arguments of the captured gcra call of its
+ * policy count, as sluice's own 3 ÷ 1 compares those two calls: a one-policy floor given the
+ * three-policy call's 19 arguments would carry 12 more strings into every call.
+ */
+const stateFloorCases = (gcra: CapturedScript, gcraThree: CapturedScript): RedisBenchCase[] =>
+  STATE_FLOORS.map(({ count, encoding, label }) => {
+    const floor = script(label, stateFloorLua(count, encoding));
+    const call = count === 1 ? gcra : gcraThree;
+    return { label, command: ['EVALSHA', floor.sha, ...call.args], script: floor };
+  });
