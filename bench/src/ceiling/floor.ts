@@ -79,9 +79,8 @@ return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
  * four a policy. No policy's figures are read and nothing is decided. Replayed with the
  * arguments of the captured gcra call of as many policies, whose heads come every five
  * arguments from the second and whose state expires 1 ms after its charge, as these do. Set 3
- * against 1,
- * they show what a further policy costs in each layout before any deciding: where the text
- * floor's ratio alone reaches a target's, only another layout could meet it.
+ * against 1, they show what a further policy costs in each layout before any deciding: where
+ * the text floor's ratio alone reaches a target's, only another layout could meet it.
  */
 function stateFloorLua(count: 1 | 3, encoding: 'text' | 'binary'): string {
   const policies = Array.from({ length: count }, (_, i) => ({ a: `a${i}`, b: `b${i}`, head: `ARGV[${2 + 5 * i}]` }));

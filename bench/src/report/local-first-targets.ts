@@ -2,13 +2,12 @@ import { LOCAL_FIRST_REDIS, MEMORY_BESIDE_IDLE_CLIENT } from '../http/apps/app.j
 import { deny, pass } from '../http/plan.js';
 import type { HttpResult } from '../results.js';
 import { findHttp, type HttpRow, pairedRatio } from './http-summary.js';
+import { atLeast, atMost } from './target-check.js';
 import type { TargetCheck } from './targets.js';
 import { spreadShown } from './targets-http.js';
 
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) ? undefined : a / b;
-const meets = (value: number | undefined, ok: (v: number) => boolean) =>
-  value === undefined || Number.isNaN(value) ? undefined : ok(value);
 
 /** Redis CPU per 1,000 decisions of a row, in core-ms (one decision per request). */
 const redisMsPer1000 = (row: HttpRow | undefined) =>
@@ -41,7 +40,7 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
         exact === undefined || memory === undefined
           ? ''
           : `exact Redis ${(exact.ratio / memory.ratio).toFixed(2)} (ratios to bare, runs alone)`,
-      met: meets(speed, (v) => v >= 0.9),
+      met: atLeast(speed, 0.9),
     },
     {
       target: 'Redis CPU per 1,000 decisions: local-first ÷ exact (fastify, 200 path)',
@@ -52,7 +51,7 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
         exactCpu === undefined || localCpu === undefined
           ? ''
           : `core-ms per 1,000: exact ${exactCpu.toFixed(2)}, local-first ${localCpu === 0 ? 'under one /proc tick' : localCpu.toFixed(3)}`,
-      met: meets(cpu, (v) => v <= 0.1),
+      met: atMost(cpu, 0.1),
     },
   ];
   for (const framework of ['express', 'fastify', 'koa']) {
@@ -68,9 +67,9 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
       goal: '≥ 1.00',
       bound: `the memory store's 429 path beside an idle Redis client ÷ without one ${spreadShown(floor)}`,
       context: `deny cache ÷ that floor ${spreadShown(atFloor)}; each pair loaded at once on one core, one pair a cycle`,
-      met: meets(v, (x) => x >= 1),
+      met: atLeast(v, 1),
       // Out of reach only while the deny cache keeps up with its floor: below it, sluice misses.
-      boundMisses: meets(floor?.median, (x) => x >= 1) === false && meets(atFloor?.median, (x) => x >= 1) === true,
+      boundMisses: atLeast(floor?.median, 1) === false && atLeast(atFloor?.median, 1) === true,
     });
   }
   return checks;
