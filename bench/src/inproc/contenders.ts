@@ -1,4 +1,5 @@
 import { type AlgorithmName, algorithmNames } from '@sluice/core';
+import { cheapestScriptContenders } from './cheapest-script-contenders.js';
 import type { ContenderFactory } from './contender.js';
 import { floorContenders } from './floor-contenders.js';
 import { peerContenders } from './peer-contenders.js';
@@ -9,10 +10,11 @@ import { sluiceMemory, sluiceRedis } from './sluice-contenders.js';
  * Contender ids: `sluice:<store>:<algorithm>[:3p|:ap|:subscriber|:metrics]` for sluice (3p = the
  * three-policy set, ap = a Redis client with auto-pipelining, subscriber / metrics = the memory
  * store's decisions watched: see `watchers.ts`), `<package>:<store>` for the peers,
- * `floor-<map>:memory` for the floors.
+ * `floor-<map>:memory` for the floors, `cheapest-<binary|text>-script:redis:<algorithm>[:3p]` for sluice's Redis
+ * store on the cheapest script (`cheapest-script.ts`).
  */
 export function contenderFor(id: string): ContenderFactory {
-  const peerOrFloor = peerContenders[id] ?? floorContenders[id] ?? rulesContenders[id];
+  const peerOrFloor = peerContenders[id] ?? floorContenders[id] ?? cheapestScriptContenders[id] ?? rulesContenders[id];
   if (peerOrFloor !== undefined) return peerOrFloor;
   const [family, store, algorithm, variant] = id.split(':');
   if (family !== 'sluice' || !algorithmNames.includes(algorithm as AlgorithmName)) {

@@ -1,4 +1,5 @@
 import { type AlgorithmName, algorithmNames } from '@sluice/core';
+import { cheapestScriptId } from './cheapest-script-contenders.js';
 import type { Mode } from './contender.js';
 import { memoryFloors, memoryPeers, redisPeers, rulesMatchers } from './contenders.js';
 
@@ -90,24 +91,34 @@ export function watchPlan(rounds: number): Cell[] {
   return Array.from({ length: rounds }, () => watched.flatMap((id) => paired([unwatched, id]))).flat();
 }
 
+/** sluice's store on the cheapest script for `algorithm` (`cheapest-script.ts`), each encoding's one-policy cell beside its three-policy one. */
+const cheapestCells = (algorithm: (typeof TARGET_ALGORITHMS)[number]): Cell[] =>
+  (['binary', 'text'] as const).flatMap((encoding) => {
+    const id = cheapestScriptId(algorithm, encoding);
+    return [targetCell(`${id}:3p`), targetCell(id)];
+  });
+
 /**
  * One round of the cells the targets read. The memory cells in pairs, run at once on one core:
  * the host's speed swings by half within seconds here, and two processes sharing a core meet
  * the same swings, where runs one after the other did not. The Redis cells one after the other,
  * each sluice cell between the two its ratios divide it by (rate-limiter-flexible and its
  * three-policy cell), a reference between two sluice cells serving both: two clients at once
- * would share the one Redis server as well as the core. Then the other peer the tables show
- * beside them, and the rules matchers.
+ * would share the one Redis server as well as the core; the cheapest scripts' cells beside the
+ * three-policy cells they bound. Then the other peer the tables show beside them, and the rules
+ * matchers.
  */
 function targetCells(full: boolean): Cell[] {
   const [first, second] = TARGET_ALGORITHMS;
   return [
     ...memoryPairs(full).flatMap(paired),
+    ...cheapestCells(first),
     targetCell(`sluice:redis:${first}:3p`),
     targetCell(`sluice:redis:${first}`),
     targetCell('rate-limiter-flexible:redis'),
     targetCell(`sluice:redis:${second}`),
     targetCell(`sluice:redis:${second}:3p`),
+    ...cheapestCells(second),
     targetCell('rate-limiter-flexible:memory'),
     ...rulesMatchers.map((id) => targetCell(id)),
   ];

@@ -42,7 +42,12 @@ export const sluiceClientOptions = (autoPipelining: boolean): ClientSettings => 
   enableAutoPipelining: autoPipelining,
 });
 
-const decisionOf = (store: RateLimitStore, options: LimiterOptions, close: () => Promise<void> | void): Contender => {
+/** `createLimiter` over `store`, called as a user calls it. */
+export const decisionOf = (
+  store: RateLimitStore,
+  options: LimiterOptions,
+  close: () => Promise<void> | void,
+): Contender => {
   const limiter = createLimiter({ ...options, store });
   return {
     call: (key) => limiter.consume(key),

@@ -1,4 +1,5 @@
 import { algorithmNames } from '@sluice/core';
+import { cheapestScriptId } from '../inproc/cheapest-script-contenders.js';
 import { floorLabels } from '../inproc/floor-contenders.js';
 import { rulesLabels } from '../inproc/rules-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
@@ -41,9 +42,9 @@ export function inprocTable(
 ): string {
   const measured = new Set(results.inproc.filter((r) => r.store === store).map((r) => r.contender));
   const sluiceIds = algorithmNames.flatMap((a) => [`sluice:${store}:${a}`, `sluice:${store}:${a}:ap`]);
-  const ids = [...sluiceIds, ...[...measured].filter((id) => !id.startsWith('sluice'))].filter((id) =>
-    measured.has(id),
-  );
+  // The cheapest scripts' cells are the three-policy table's.
+  const others = [...measured].filter((id) => !id.startsWith('sluice') && !id.startsWith('cheapest-'));
+  const ids = [...sluiceIds, ...others].filter((id) => measured.has(id));
   const [refKeys, refConcurrency, refMode, refLabel] = COLUMNS[refColumn] as (typeof COLUMNS)[number];
   const refOps = cell(results.inproc, reference, refKeys, refConcurrency, refMode);
   const rows = ids.map((id) => {
@@ -70,21 +71,26 @@ export function inprocTable(
   return table(headers, rows);
 }
 
-/** The cost of stacking three policies in one decision, next to one policy of the same algorithm. */
+/**
+ * The cost of stacking three policies in one decision, next to one policy of the same
+ * algorithm; on Redis also sluice's store on the cheapest script in each encoding.
+ */
 export function policyTable(results: RunResults): string {
   const rows: string[][] = [];
+  const row = (label: string, id: string, concurrency: number) => {
+    const one = cell(results.inproc, id, 100_000, concurrency);
+    const three = cell(results.inproc, `${id}:3p`, 100_000, concurrency);
+    if (three !== undefined) rows.push([label, rate(one), rate(three), one && three ? ratio(one / three) : '–']);
+  };
   for (const store of ['memory', 'redis'] as const) {
-    for (const algorithm of ['gcra', 'sliding-window-counter']) {
+    for (const algorithm of ['gcra', 'sliding-window-counter'] as const) {
       const concurrency = store === 'redis' ? 100 : 1;
-      const one = cell(results.inproc, `sluice:${store}:${algorithm}`, 100_000, concurrency);
-      const three = cell(results.inproc, `sluice:${store}:${algorithm}:3p`, 100_000, concurrency);
-      if (three === undefined) continue;
-      rows.push([
-        `${store}, ${algorithm}, ${concurrency === 1 ? 'seq' : 'c=100'}`,
-        rate(one),
-        rate(three),
-        one && three ? ratio(one / three) : '–',
-      ]);
+      const where = `${store}, ${algorithm}, ${concurrency === 1 ? 'seq' : 'c=100'}`;
+      row(where, `sluice:${store}:${algorithm}`, concurrency);
+      if (store === 'memory') continue;
+      for (const encoding of ['binary', 'text'] as const) {
+        row(`${where}, the cheapest script, state in ${encoding}`, cheapestScriptId(algorithm, encoding), concurrency);
+      }
     }
   }
   return table(['store, algorithm', '1 policy /s', '3 policies /s', 'cost ratio (3 ÷ 1)'], rows);

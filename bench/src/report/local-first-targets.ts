@@ -2,9 +2,8 @@ import { LOCAL_FIRST_REDIS, MEMORY_BESIDE_IDLE_CLIENT } from '../http/apps/app.j
 import { deny, pass } from '../http/plan.js';
 import type { HttpResult } from '../results.js';
 import { findHttp, type HttpRow, pairedRatio } from './http-summary.js';
-import { atLeast, atMost } from './target-check.js';
+import { atLeast, atMost, spreadShown } from './target-check.js';
 import type { TargetCheck } from './targets.js';
-import { spreadShown } from './targets-http.js';
 
 const ratio = (a: number | undefined, b: number | undefined) =>
   a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) ? undefined : a / b;

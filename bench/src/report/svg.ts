@@ -82,8 +82,15 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
     const ids = [
       ...new Set(
         results.inproc
-          // Decisions only: the rules cell measures a match, which no bar here could be read against.
-          .filter((r) => r.store === store && !r.contender.endsWith(':3p') && !r.contender.startsWith('sluice-rules'))
+          // Decisions of one policy only: the rules cell measures a match, which no bar here could
+          // be read against, and the cheapest scripts' cells are read against three policies.
+          .filter(
+            (r) =>
+              r.store === store &&
+              !r.contender.endsWith(':3p') &&
+              !r.contender.startsWith('sluice-rules') &&
+              !r.contender.startsWith('cheapest-'),
+          )
           .map((r) => r.contender),
       ),
     ].sort(

@@ -1,3 +1,4 @@
+import { ratio } from '../lib/format.js';
 import { median } from '../lib/stats.js';
 import type { InprocResult, RunResults } from '../results.js';
 import type { HttpRow } from './http-summary.js';
@@ -10,6 +11,14 @@ export interface Spread {
   /** How many pairs (or runs) the median is taken over. */
   count: number;
 }
+
+/** A ratio with its range: '1.02 (0.98–1.05)'. */
+export const withRange = (value: number, min: number, max: number): string =>
+  `${ratio(value)} (${ratio(min)}–${ratio(max)})`;
+
+/** A paired quotient's median and range, as a bound or context. */
+export const spreadShown = (spread: Spread | undefined): string =>
+  spread === undefined ? '–' : withRange(spread.median, spread.min, spread.max);
 
 export interface TargetCheck {
   target: string;

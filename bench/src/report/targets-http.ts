@@ -1,16 +1,9 @@
 import { COUNTED_FIELDS, FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
 import { deny, type HttpContender, isSluice, limiters, pass, usesRedis } from '../http/plan.js';
-import { ratio } from '../lib/format.js';
 import type { RunResults } from '../results.js';
 import { cycleRatio, findHttp, type HttpRow, pairedRatio } from './http-summary.js';
 import { limiterName } from './table.js';
-import { above, atLeast, type Spread, type TargetCheck } from './target-check.js';
-
-const withRange = (value: number, min: number, max: number): string => `${ratio(value)} (${ratio(min)}–${ratio(max)})`;
-
-/** A paired quotient's median and range, as a bound or context. */
-export const spreadShown = (spread: Spread | undefined): string =>
-  spread === undefined ? '–' : withRange(spread.median, spread.min, spread.max);
+import { above, atLeast, type Spread, spreadShown, type TargetCheck, withRange } from './target-check.js';
 
 /** A row's ratio to bare with its range over cycles (runs made alone), as context. */
 const shown = (row: HttpRow | undefined): string =>
