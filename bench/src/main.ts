@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
-import { FLOOR_LABELS, replayCases, STATE_FLOOR_LABELS } from './ceiling/floor.js';
+import { FLOOR_LABELS, replayCases } from './ceiling/floor.js';
 import { type RedisBenchCase, runRedisBenchmark } from './ceiling/redis-benchmark.js';
 import { type CapturedScript, captureScript } from './ceiling/scripts.js';
 import { runHeap } from './heap/run.js';
@@ -95,14 +95,10 @@ async function redisCases(redis: BenchRedis): Promise<{ cases: RedisBenchCase[];
       missing.push(...unavailable(label, decisions ?? 1, (error as Error).message));
     }
   }
-  const { cases, floors, stateFloors } = replayCases(captured);
+  const { cases, floors } = replayCases(captured);
   if (!floors) {
     for (const label of FLOOR_LABELS)
       missing.push(...unavailable(label, 1, 'the one-policy gcra or counter call was not captured'));
-  }
-  if (!stateFloors) {
-    for (const label of STATE_FLOOR_LABELS)
-      missing.push(...unavailable(label, 1, 'the one- or three-policy gcra call was not captured'));
   }
   return { cases, missing };
 }

@@ -4,6 +4,7 @@ import { createRedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { encodeStates } from '../helpers/redis-state.js';
 
 const target = await standaloneRedis();
 const NOW = 1_700_000_000_000;
@@ -34,7 +35,8 @@ describe.skipIf(target.skip)('a sliding-window-log of 300k entries on Redis', ()
       for (let i = from; i < from + 10_000; i++) values.push(NOW - ENTRIES + i, 1);
       await client.rpush(`${clientKey}:${policy.slot}`, ...values);
     }
-    await client.set(clientKey, ` log@${policy.version}=${ENTRIES},0;${ENTRIES},${NOW + WINDOW}`, 'PX', 60_000);
+    const state = { numbers: [ENTRIES, 0, 0], used: ENTRIES, resetAt: NOW + WINDOW };
+    await client.set(clientKey, encodeStates([{ slot: policy.slot, version: policy.version, ...state }]), 'PX', 60_000);
     let clock = NOW;
     const store = createRedisStore({ client, prefix });
     const limiter = createLimiter({

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { connectRedis, deleteKeys, escapeGlob, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
 import { hasRedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
+import { storedStates } from '../helpers/redis-state.js';
 
 const target = await standaloneRedis();
 const redisServer = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
@@ -62,13 +63,19 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     const clientKey = `${prefix}{layout|user:1}`;
     expect((await keysOf('{layout|*')).sort()).toEqual([clientKey, `${clientKey}:log`]);
     const windowEnd = (Math.floor(NOW / 60_000) + 1) * 60_000;
-    // Per slot: its version, its state, then the units spent and when it fully resets. Three
-    // requests of 12 s each put the TAT 36 s ahead; the log keeps its total here, its list apart.
-    const records = ((await client.get(clientKey)) ?? '').trim().split(' ').sort();
-    expect(records).toEqual([
-      `cell@gc.5.60000.5.0.0=${NOW + 36_000},0;3,${NOW + 36_000}`,
-      `count@fw.5.60000.5.0.0=${Math.floor(NOW / 60_000)},3;3,${windowEnd}`,
-      `log@sl.5.60000.5.0.0=3,0;3,${NOW + 60_000}`,
+    // Per slot, in policy order: its version, its state, then the units spent and when it fully
+    // resets. Three requests of 12 s each put the TAT 36 s ahead; the log keeps its total here,
+    // its list apart.
+    expect(await storedStates(client, clientKey)).toEqual([
+      {
+        slot: 'count',
+        version: 'fw.5.60000.5.0.0',
+        numbers: [Math.floor(NOW / 60_000), 3, 0],
+        used: 3,
+        resetAt: windowEnd,
+      },
+      { slot: 'log', version: 'sl.5.60000.5.0.0', numbers: [3, 0, 0], used: 3, resetAt: NOW + 60_000 },
+      { slot: 'cell', version: 'gc.5.60000.5.0.0', numbers: [NOW + 36_000, 0, 0], used: 3, resetAt: NOW + 36_000 },
     ]);
     expect(await client.lrange(`${clientKey}:log`, 0, -1)).toEqual([String(NOW), '3']);
   });
@@ -110,6 +117,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
 
+  // The string here is in the text layout of earlier versions, which this one reads and replaces.
   it('reads states by slot, starts a new slot afresh, and keeps the slots of another version', async () => {
     const clientKey = `${prefix}{changed|k}`;
     const index = Math.floor(NOW / 60_000);
@@ -129,10 +137,12 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       ['kept', 0],
       ['new', 4],
     ]);
-    expect(((await client.get(clientKey)) ?? '').trim().split(' ').sort()).toEqual([
-      gone,
-      `kept@fw.5.60000.5.0.0=${index},5;5,${(index + 1) * 60_000}`,
-      `new@fw.5.60000.5.0.0=${index},1;1,${(index + 1) * 60_000}`,
+    // The limiter's own slots first, in policy order, then the other version's.
+    const windowEnd = (index + 1) * 60_000;
+    expect(await storedStates(client, clientKey)).toEqual([
+      { slot: 'kept', version: 'fw.5.60000.5.0.0', numbers: [index, 5, 0], used: 5, resetAt: windowEnd },
+      { slot: 'new', version: 'fw.5.60000.5.0.0', numbers: [index, 1, 0], used: 1, resetAt: windowEnd },
+      { slot: 'gone', version: 'gc.5.1000.5.0.0', numbers: [NOW + 500, 0, 0], used: 1, resetAt: NOW + 500 },
     ]);
   });
 

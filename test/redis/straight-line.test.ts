@@ -4,12 +4,26 @@ import { createRedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, deleteKeys, scriptsKeepTtl, standaloneRedis } from '../helpers/redis-env.js';
+import { decodeStates } from '../helpers/redis-state.js';
 
 const target = await standaloneRedis();
 const NOW = 1_700_000_000_000;
 
-/** A state string's entries, in any order: the general body writes them in table order. */
-const entries = (text: string | null) => (text ?? '').split(' ').filter(Boolean).sort();
+/** A state string's records as text, in any order: the general body writes other slots' in table order. */
+const entries = (raw: Buffer | null) =>
+  (raw === null ? [] : decodeStates(raw))
+    .map((r) => `${r.slot}@${r.version}=${[...r.numbers, r.used, r.resetAt].join()}`)
+    .sort();
+
+/**
+ * The state of a policy the limiter no longer has, resetting at `resetAt`, in the text layout
+ * of earlier versions (which every general-body write replaces), and the entry it becomes.
+ */
+const dropped = (resetAt: number) => ({
+  text: ` gone@fw.9.60000.9.0.0=28333333,1;1,${resetAt}`,
+  entry: `gone@fw.9.60000.9.0.0=28333333,1,0,1,${resetAt}`,
+});
+const withDropped = (raw: Buffer | null, resetAt: number) => [...entries(raw), dropped(resetAt).entry].sort();
 
 /**
  * A one-policy limiter of gcra or sliding-window-counter is decided by its script's
@@ -45,8 +59,7 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         storeTimeoutMs: 10_000,
       });
       // Still within its window at every step below, so the general body keeps it.
-      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
-      await client.set(`${prefix}{${algorithm}|general}`, dropped);
+      await client.set(`${prefix}{${algorithm}|general}`, dropped(NOW + 60_000).text);
       const seen: Array<[Decision, Decision]> = [];
       for (const step of [0, 0, 0, 0, 10, 340, 1, 500, 999, 1500]) {
         now += step;
@@ -54,10 +67,10 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         const general = await limiter.consume('general');
         seen.push([straight, general]);
         const [own, beside] = await Promise.all([
-          client.get(`${prefix}{${algorithm}|straight}`),
-          client.get(`${prefix}{${algorithm}|general}`),
+          client.getBuffer(`${prefix}{${algorithm}|straight}`),
+          client.getBuffer(`${prefix}{${algorithm}|general}`),
         ]);
-        expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+        expect(entries(beside)).toEqual(withDropped(own, NOW + 60_000));
       }
       for (const [straight, general] of seen) {
         expect(straight.reason).toBeUndefined();
@@ -81,8 +94,7 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         });
       const straight = limiterUnder('straight:');
       const general = limiterUnder('general:');
-      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
-      await client.set(`${prefix}general:{batch-${algorithm}|k0}`, dropped);
+      await client.set(`${prefix}general:{batch-${algorithm}|k0}`, dropped(NOW + 60_000).text);
       const clients = ['k0', 'k1', 'k2', 'k3'];
       const allowed = new Set<boolean>();
       for (const step of [0, 0, 0, 400, 700]) {
@@ -99,10 +111,10 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         }
         for (const k of clients) {
           const [own, beside] = await Promise.all([
-            client.get(`${prefix}straight:{batch-${algorithm}|${k}}`),
-            client.get(`${prefix}general:{batch-${algorithm}|${k}}`),
+            client.getBuffer(`${prefix}straight:{batch-${algorithm}|${k}}`),
+            client.getBuffer(`${prefix}general:{batch-${algorithm}|${k}}`),
           ]);
-          expect(entries(beside)).toEqual(entries(`${own ?? ''}${k === 'k0' ? dropped : ''}`));
+          expect(entries(beside)).toEqual(k === 'k0' ? withDropped(own, NOW + 60_000) : entries(own));
         }
       }
       expect(allowed).toEqual(new Set([true, false]));
@@ -133,10 +145,11 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
           });
         const straight = limiterUnder('many-straight:');
         const general = limiterUnder('many-general:');
-        const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${NOW + 60_000}`;
         // Every client of the general limiter holds it, so all its decisions run the general body.
         const clients = ['k0', 'b0', 'b1', 'd0'];
-        for (const k of clients) await client.set(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`, dropped);
+        for (const k of clients) {
+          await client.set(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`, dropped(NOW + 60_000).text);
+        }
         const outcomes = new Set<string>();
         for (const step of [0, 0, 0, 300, 700, 0, 0, 1200, 2500, 4100]) {
           now += step;
@@ -159,10 +172,10 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
           }
           for (const k of clients) {
             const [own, beside] = await Promise.all([
-              client.get(`${prefix}many-straight:{many-${count}-${algorithm}|${k}}`),
-              client.get(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`),
+              client.getBuffer(`${prefix}many-straight:{many-${count}-${algorithm}|${k}}`),
+              client.getBuffer(`${prefix}many-general:{many-${count}-${algorithm}|${k}}`),
             ]);
-            expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+            expect(entries(beside)).toEqual(withDropped(own, NOW + 60_000));
             // The same expiry too: on an injected clock, at least 60 s (read a moment apart).
             const [ownTtl, besideTtl] = await Promise.all([
               client.pttl(`${prefix}many-straight:{many-${count}-${algorithm}|${k}}`),
@@ -177,6 +190,43 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
       });
     }
   }
+  // Versions before the directory layout wrote each state as text; a client's quota carries
+  // over an upgrade, and the first write replaces the text.
+  for (const algorithm of ['gcra', 'sliding-window-counter'] as const) {
+    it(`${algorithm}: a state in the earlier text layout decides as the same state in this one, and is rewritten`, async () => {
+      let now = NOW;
+      const limiter = createLimiter({
+        policies: manyPolicies.slice(0, 3).map((policy) => ({ ...policy, algorithm })),
+        store: createRedisStore({ client, prefix }),
+        prefix: `earlier-${algorithm}`,
+        clock: () => now,
+        storeTimeoutMs: 10_000,
+      });
+      const [current, earlier] = ['current', 'earlier'].map((k) => `${prefix}{earlier-${algorithm}|${k}}`) as [
+        string,
+        string,
+      ];
+      await limiter.consume('current');
+      await limiter.consume('current');
+      const records = decodeStates((await client.getBuffer(current)) as Buffer);
+      expect(records.map((r) => r.slot)).toEqual(['second', 'minute', 'burst']);
+      const numbers = (r: (typeof records)[number]) => (algorithm === 'gcra' ? r.numbers.slice(0, 2) : r.numbers);
+      const text = records.map((r) => ` ${r.slot}@${r.version}=${numbers(r).join()};${r.used},${r.resetAt}`).join('');
+      await client.set(earlier, text, 'PX', 60_000);
+      // Refused first (the second policy is spent), which writes nothing; then charged.
+      let charged = false;
+      for (const step of [0, 2000, 300, 4000]) {
+        now += step;
+        const [ofCurrent, ofEarlier] = [await limiter.consume('current'), await limiter.consume('earlier')];
+        expect({ ...ofEarlier, key: '' }).toEqual({ ...ofCurrent, key: '' });
+        charged ||= ofCurrent.allowed;
+        if (charged) expect(entries(await client.getBuffer(earlier))).toEqual(entries(await client.getBuffer(current)));
+        else expect(await client.get(earlier)).toBe(text);
+      }
+      expect(charged).toBe(true);
+    });
+  }
+
   // On Redis's own clock the straight-line entry compares the usual run headers instead of
   // cutting them: one decision of cost 1 over 1 policy, or over 2 to 9. Other headers (10
   // policies, a cost above 1, a batch) are cut. Windows of hours keep every charge of a
@@ -210,9 +260,9 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         });
       const straight = limiterUnder('clock-straight:');
       const general = limiterUnder('clock-general:');
-      const dropped = ` gone@fw.9.60000.9.0.0=28333333,1;1,${Date.now() + 36_000_000}`;
+      const droppedReset = Date.now() + 36_000_000;
       const clients = Array.from({ length: batch }, (_, i) => `k${i}`);
-      for (const k of clients) await client.set(`${prefix}clock-general:{${run}|${k}}`, dropped);
+      for (const k of clients) await client.set(`${prefix}clock-general:{${run}|${k}}`, dropped(droppedReset).text);
       const keeps = await scriptsKeepTtl(client);
       const stretched = 100 * 3_600_000;
       for (let step = 0; step < 3; step++) {
@@ -235,10 +285,10 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
         }
         for (const k of clients) {
           const [own, beside] = await Promise.all([
-            client.get(`${prefix}clock-straight:{${run}|${k}}`),
-            client.get(`${prefix}clock-general:{${run}|${k}}`),
+            client.getBuffer(`${prefix}clock-straight:{${run}|${k}}`),
+            client.getBuffer(`${prefix}clock-general:{${run}|${k}}`),
           ]);
-          expect(entries(beside)).toEqual(entries(`${own ?? ''}${dropped}`));
+          expect(entries(beside)).toEqual(withDropped(own, droppedReset));
           if (step === 0) continue;
           const [ownTtl, besideTtl] = await Promise.all([
             client.pttl(`${prefix}clock-straight:{${run}|${k}}`),

@@ -7,9 +7,9 @@
  * what it is given. Its state comes in two encodings. In binary, the fewest numbers the
  * algorithm needs per policy, all read by one `struct.unpack` and written by one `struct.pack`:
  * a store could not decide several policies for less, so a further policy's cost there is the
- * least it can cost. In sluice's text layout (each policy's head, its numbers, units spent and
- * reset time, written with `%d`, read by finding the head and one pattern): the least a
- * further policy can cost while the state keeps that layout.
+ * least it can cost. In the text layout sluice kept before (each policy's head, its numbers,
+ * units spent and reset time, written with `%d`, read by finding the head and one pattern):
+ * the least a further policy can cost in such a layout.
  *
  * Arguments as sluice's scripts read them (`packages/redis/src/lua/prelude.ts`): the run's
  * header '<decisions> consume <cost> <policies>', then five entries per policy (head, kind,
@@ -28,7 +28,7 @@ interface Shape {
   readonly decide: (i: number) => string;
   /** The next state's numbers, as the write packs them. */
   readonly next: (i: number) => string[];
-  /** The state in sluice's text layout: its format and pattern (the scripts' `FAST_FORMAT`, `FAST_STATE`). */
+  /** The state in sluice's earlier text layout: the format of its numbers and the pattern that reads them. */
   readonly text: {
     readonly format: string;
     readonly pattern: string;

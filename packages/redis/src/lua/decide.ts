@@ -1,3 +1,5 @@
+import { STATE_NUMBERS, statesFormat } from './prelude.js';
+
 /**
  * The body of every script: decide each request of the batch in order. Every client's state
  * string is read by one MGET for the whole batch and written once at the end; a log policy's
@@ -68,12 +70,24 @@ local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end
 local texts = redis.call('MGET', unpack(client_keys))
 
--- Decoded on first use: states[key][slot] = { version, state = { n, n[, n] }, used, reset_at }.
+-- Decoded on first use: states[key][slot] = { version, state = { n, n, n }, used, reset_at }.
 local states, write_sets, write_ttls, write_nows, write_floors = {}, {}, {}, {}, {}
--- Decodes a client's string, on a miss in states.
+-- Decodes a client's string, on a miss in states: this layout (see the header), or the text
+-- layout earlier versions wrote, which the next write replaces.
 local function decode_states(key, text)
   local by_slot = {}
-  if text then
+  if text and string.byte(text, 1) == 1 then
+    local stop = find(text, '\\0', 2, true)
+    if stop then
+      local at = stop + 1
+      for slot, version in string.gmatch(string.sub(text, 2, stop - 1), ' ([^@ ]+)@([^= ]+)=') do
+        if #text < at + ${8 * STATE_NUMBERS - 1} then break end
+        local a, b, c, used, reset_at = struct.unpack('${statesFormat(1)}', text, at)
+        by_slot[slot] = { version = version, used = used, reset_at = reset_at, state = { a, b, c } }
+        at = at + ${8 * STATE_NUMBERS}
+      end
+    end
+  elseif text then
     -- One match per state, read where the last one ended. A state this script cannot read
     -- is skipped, so the ones after it still count.
     local at = 1
@@ -83,7 +97,7 @@ local function decode_states(key, text)
       if stop ~= nil then
         by_slot[slot] = {
           version = version, used = tonumber(used), reset_at = tonumber(reset_at),
-          state = c == '' and { tonumber(a), tonumber(b) } or { tonumber(a), tonumber(b), tonumber(c) },
+          state = { tonumber(a), tonumber(b), tonumber(c) },
         }
       else
         stop = find(text, ' ', at + 1, true)
@@ -230,9 +244,10 @@ local function finish_decision(d, decided, allowed)
       end
     end
   end
-  -- The string is written once per client, at the end, with what the last change left.
+  -- The string is written once per client, at the end, with what the last change left, this
+  -- decision's policies first.
   if changed then
-    write_sets[client_key] = true
+    write_sets[client_key] = set
     write_ttls[client_key] = ttl
     write_nows[client_key] = now
     write_floors[client_key] = min_ttl
@@ -269,25 +284,31 @@ else
 end
 reply[1] = redis_now or 0
 
-local formats = { [2] = ' %s@%s=%d,%d;%d,%d', [3] = ' %s@%s=%d,%d,%d;%d,%d' }
-for key in pairs(write_sets) do
-  -- Every version's states go back, each kept as long as it has not fully reset.
-  local text, ttl, now, floor_ttl = '', write_ttls[key], write_nows[key], write_floors[key]
-  for slot, record in pairs(states[key]) do
-    if record.reset_at > now then
-      local state = record.state
-      if #state == 2 then
-        text = text .. format(formats[2], slot, record.version, state[1], state[2], record.used, record.reset_at)
-      else
-        text = text .. format(formats[3], slot, record.version, state[1], state[2], state[3], record.used, record.reset_at)
-      end
-      -- On an injected clock, at least min_ttl: Redis cannot relate that clock to its own.
-      ttl = max(ttl, record.reset_at - now, floor_ttl)
-    end
+for key, set in pairs(write_sets) do
+  -- Every version's states go back, each kept as long as it has not fully reset: the writing
+  -- decision's policies first and in order, so that its next call finds its directory, then
+  -- the others'.
+  local ttl, now, floor_ttl, by_slot = write_ttls[key], write_nows[key], write_floors[key], states[key]
+  local heads, numbers, placed = {}, {}, {}
+  local function place(slot, record)
+    if placed[slot] or record.reset_at <= now then return end
+    placed[slot] = true
+    local state, n = record.state, #numbers
+    heads[#heads + 1] = ' ' .. slot .. '@' .. record.version .. '='
+    numbers[n + 1], numbers[n + 2], numbers[n + 3], numbers[n + 4], numbers[n + 5] =
+      state[1], state[2], state[3] or 0, record.used, record.reset_at
+    -- On an injected clock, at least min_ttl: Redis cannot relate that clock to its own.
+    ttl = max(ttl, record.reset_at - now, floor_ttl)
   end
-  if text == '' or ttl <= 0 then
+  for i = 1, #set do
+    local record = by_slot[set[i].slot]
+    if record then place(set[i].slot, record) end
+  end
+  for slot, record in pairs(by_slot) do place(slot, record) end
+  if #heads == 0 or ttl <= 0 then
     redis.call('DEL', key)
   else
+    local text = '\\1' .. table.concat(heads) .. '\\0' .. struct.pack('<' .. string.rep('d', #numbers), unpack(numbers))
     redis.call('SET', key, text, 'PX', format('%d', ttl))
   end
 end

@@ -5,7 +5,7 @@ export interface FastShape {
   /**
    * Whether a charge may reset no later than the stored state (the sliding window counter's,
    * in the window of its last charge), so that its write may keep the key's TTL. Its
-   * `FAST_STATE` then captures the reset time after the state's own numbers.
+   * stored reset time is then read with the state's own numbers.
    */
   readonly keepsTtl: boolean;
   /**
@@ -23,21 +23,36 @@ export const stateNumbers = ({ size }: FastShape, suffix: number | '' = ''): str
 export const nextNumbers = ({ size }: FastShape, suffix: number | '' = ''): string[] =>
   (size === 3 ? ['x', 'y', 'z'] : ['x', 'y']).map((name) => `${name}${suffix}`);
 
-/** The locals one pattern cuts a state into: its numbers, then the stored reset time if kept. */
-export const captures = (shape: FastShape, suffix: number | '' = ''): string[] => [
+/**
+ * The locals one `struct.unpack` reads a state into, in the state's order: its own numbers,
+ * `_` for what the path does not read (the third of a state of two, the units spent, and the
+ * reset time unless the write may keep the key's TTL, when it is `stored`).
+ */
+export const unpacked = (shape: FastShape, suffix: number | '' = ''): string[] => [
   ...stateNumbers(shape, suffix),
-  ...(shape.keepsTtl ? [`stored${suffix}`] : []),
+  ...(shape.size === 2 ? ['_'] : []),
+  '_',
+  shape.keepsTtl ? `stored${suffix}` : '_',
+];
+
+/** What a read keeps of a state: its numbers, then the stored reset time if kept. */
+export const kept = (shape: FastShape, suffix: number | '' = ''): string[] =>
+  unpacked(shape, suffix).filter((name) => name !== '_');
+
+/** The numbers a charged state is packed from, in the state's order (`unpacked`). */
+export const packed = (shape: FastShape, used: string, resetAt: string, suffix: number | '' = ''): string[] => [
+  ...nextNumbers(shape, suffix),
+  ...(shape.size === 2 ? ['0'] : []),
+  used,
+  resetAt,
 ];
 
 /**
  * Whether a charge resetting at `resetAt` resets no later than the stored reset time
- * (`stored`, text or nil): what each policy must meet for the write to keep the key's TTL.
+ * (`stored`, a number or nil): what each policy must meet for the write to keep the key's TTL.
  */
 export const resetsNoLater = (stored: string, resetAt: string): string =>
-  `${stored} ~= nil and ${stored} + 0 >= ${resetAt}`;
-
-/** Read numbers converted from text, each once. */
-export const converted = (numbers: readonly string[]): string => numbers.map((n) => `${n} + 0`).join(', ');
+  `${stored} ~= nil and ${stored} >= ${resetAt}`;
 
 /**
  * The write of a charged state `value` to `key`, with the locals `ttl` and, for an algorithm
@@ -59,3 +74,10 @@ export const chargeWrite = (shape: FastShape, key: string, value: string, indent
     'end',
   ].join(`\n${indent}`);
 };
+
+/**
+ * The directory a client's string starts with when it holds exactly the states of the policies
+ * whose heads (Lua expressions) are given, in that order: byte 1, the heads, byte 0. The
+ * straight-line paths compare it whole, where finding each head would cost a search a policy.
+ */
+export const directoryOf = (heads: readonly string[]): string => `'\\1' .. ${heads.join(' .. ')} .. '\\0'`;

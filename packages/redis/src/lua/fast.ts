@@ -16,14 +16,15 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
 /**
  * The straight-line path of a script: decisions that consume, all with the same arguments (one
  * run: the usual call, one decision or a batch of one limiter's), for a limiter whose policies
- * are all of the algorithm the script names, over distinct clients whose strings hold only
- * this version's states of those policies, or nothing. Decisions of up to `UNROLLED_POLICIES`
+ * are all of the algorithm the script names, over distinct clients whose strings hold exactly
+ * this version's states of those policies, in order, or nothing. Decisions of up to `UNROLLED_POLICIES`
  * policies, the usual call, are decided in locals by their policy count's block
  * (`fast-unrolled.ts`); more policies take the loop of `fast-many.ts`. Neither builds the
  * general body's tables and closures. They read and write exactly the strings the general
  * body does, with a TTL at least as long (a charge may keep the key's TTL: see `chargeWrite`
  * in fast-shape.ts), so any other call (several runs, a refund, a client twice in one batch,
- * another version's state, a slot this limiter no longer has) runs the general body instead,
+ * another version's state, a slot this limiter no longer has, a string in sluice's earlier
+ * text layout) runs the general body instead,
  * which has by then nothing to undo: this path writes only once it knows it decides the whole
  * call.
  *
@@ -31,18 +32,19 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * (a `tonumber` parses its text twice, arithmetic on a numeric string once; `format` copies a
  * `%s` through sprintf, where `..` joins it; `PSETEX` is `SET ... PX` with one argument
  * fewer; a local function is a closure built on every call, with an object for each local it
- * captures), so text is cut with plain `find`, one pattern and `sub`, each number converted
- * once, the blocks of a few policies are written out rather than called or looped, and
- * nothing is built that a decision does not need.
+ * captures; `format` renders a number through sprintf, some 1.5k instructions), so a string's
+ * directory is compared whole by one plain `find`, its numbers read by one `struct.unpack` and
+ * written by one `struct.pack`, the header cut only when it is not the usual one, the blocks
+ * of a few policies written out rather than called or looped, and nothing built that a
+ * decision does not need.
  *
  * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
  * a, b[, c])` (limit and max_delay may come as text, for it to convert if it reads them), which
  * returns allowed, remaining, reset, wait (delay if allowed, retry if not) and, when allowed,
- * the next state's numbers; `FAST_NAME`, the algorithm's name as ARGV gives it; `FAST_FORMAT`,
- * the format of a state's numbers (its own, then units spent and reset time); and
- * `FAST_STATE`, the pattern of a state's numbers after its ' slot@version=' head, capturing
- * its own numbers and, for an algorithm whose usual charge resets no later than the last
- * (the sliding window counter's, within one window), its reset time; `shape` says which.
+ * the next state's numbers; and `FAST_NAME`, the algorithm's name as ARGV gives it. `shape`
+ * says how many numbers of its own a state has, and whether a charge may keep the key's TTL
+ * (the sliding window counter's, within one window), for which the path reads the stored
+ * reset time.
  */
 export const fastLua = (shape: FastShape): string => `
 -- One run of consuming decisions: its header, then 6 entries per policy (see the header). The

@@ -37,8 +37,7 @@ ALGORITHMS['gcra'] = gcra
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const gcraFastLua = `
--- The reset time is not captured: a charge moves the TAT, and the reset with it.
-local FAST_NAME, FAST_FORMAT, FAST_STATE = 'gcra', '%d,%d;%d,%d', '^(%d+),(%d+);%d+,%d+'
+local FAST_NAME = 'gcra'
 local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat, fraction)
   limit, max_delay = limit + 0, max_delay + 0
   local ahead = 0

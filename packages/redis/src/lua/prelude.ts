@@ -1,4 +1,14 @@
 /**
+ * Numbers a state takes in a client's string: its own three (a state of two writes 0 for the
+ * third), its units spent and when it fully resets, each a little-endian double, so a read is
+ * one `struct.unpack` and a write one `struct.pack` for every policy.
+ */
+export const STATE_NUMBERS = 5;
+
+/** The `struct` format of `count` states, packed one after another. */
+export const statesFormat = (count: number): string => `<${'d'.repeat(STATE_NUMBERS * count)}`;
+
+/**
  * The contract every sluice script shares, and the helpers the algorithm sources use. Each
  * script is this prelude, one or more algorithm sources, then the decision body.
  */
@@ -32,13 +42,16 @@ export const preludeLua = `
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
--- The client's state key holds one string, ' <slot>@<version>=<n>,<n>[,<n>];<used>,<resetAt>' per
--- policy slot with state, whichever version of the limiter wrote it (a log's numbers are 0,0: its
--- list has a key of its own), and a TTL that lasts at least until the latest <resetAt> among them
--- (a charge that resets no later keeps the TTL the key has; see fast-shape.ts). <used> is the units
--- spent and <resetAt> when the state fully resets: what another version reads (SPEC 4). A state
--- past its reset reads as fresh, so expiry never changes a decision. With an injected now the
--- TTL is at least 60 s: Redis cannot relate that clock to its own.
+-- The client's state key holds one string: byte 1, then ' <slot>@<version>=' per policy slot with
+-- state, whichever version of the limiter wrote it (the directory), byte 0, then per slot in the
+-- directory's order five little-endian doubles: the state's numbers (a third of 0 for a state of
+-- two; a log's are its total and 0: its list has a key of its own), <used>, <resetAt>. A string
+-- in the text layout of earlier versions (' <slot>@<version>=<n>,<n>[,<n>];<used>,<resetAt>' per
+-- slot) is read as well and written back in this one. The key has a TTL that lasts at least
+-- until the latest <resetAt> among them (a charge that resets no later keeps the TTL the key has;
+-- see fast-shape.ts). <used> is the units spent and <resetAt> when the state fully resets: what
+-- another version reads (SPEC 4). A state past its reset reads as fresh, so expiry never changes a
+-- decision. With an injected now the TTL is at least 60 s: Redis cannot relate that clock to its own.
 local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end

@@ -60,9 +60,7 @@ ALGORITHMS['sliding-window-counter'] = sliding_counter
 
 /** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
 export const slidingWindowCounterFastLua = `
--- The reset time is captured: a charge within the window of the last one resets when it did,
--- and keeps the key's TTL (see chargeWrite in fast-shape.ts).
-local FAST_NAME, FAST_FORMAT, FAST_STATE = 'sliding-window-counter', '%d,%d,%d;%d,%d', '^(%d+),(%d+),(%d+);%d+,(%d+)'
+local FAST_NAME = 'sliding-window-counter'
 local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state_index, state_current, state_previous)
   -- Whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline) where the hot path
   -- would call math's C functions.
