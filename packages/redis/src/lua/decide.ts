@@ -1,4 +1,4 @@
-import { STATE_NUMBERS, statesFormat } from './prelude.js';
+import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
  * The body of every script: decide each request of the batch in order. Every client's state
@@ -76,15 +76,15 @@ local states, write_sets, write_ttls, write_nows, write_floors = {}, {}, {}, {},
 -- layout earlier versions wrote, which the next write replaces.
 local function decode_states(key, text)
   local by_slot = {}
-  if text and string.byte(text, 1) == 1 then
-    local stop = find(text, '\\0', 2, true)
+  if text and string.byte(text, 1) == ${DIRECTORY_START} then
+    local stop = find(text, '\\${DIRECTORY_END}', 2, true)
     if stop then
       local at = stop + 1
       for slot, version in string.gmatch(string.sub(text, 2, stop - 1), ' ([^@ ]+)@([^= ]+)=') do
-        if #text < at + ${8 * STATE_NUMBERS - 1} then break end
+        if #text < at + ${STATE_BYTES - 1} then break end
         local a, b, c, used, reset_at = struct.unpack('${statesFormat(1)}', text, at)
         by_slot[slot] = { version = version, used = used, reset_at = reset_at, state = { a, b, c } }
-        at = at + ${8 * STATE_NUMBERS}
+        at = at + ${STATE_BYTES}
       end
     end
   elseif text then
@@ -308,7 +308,7 @@ for key, set in pairs(write_sets) do
   if #heads == 0 or ttl <= 0 then
     redis.call('DEL', key)
   else
-    local text = '\\1' .. table.concat(heads) .. '\\0' .. struct.pack('<' .. string.rep('d', #numbers), unpack(numbers))
+    local text = ${directoryOf(['table.concat(heads)'])} .. struct.pack('<' .. string.rep('d', #numbers), unpack(numbers))
     redis.call('SET', key, text, 'PX', format('%d', ttl))
   end
 end

@@ -1,6 +1,6 @@
 import { chargeWrite, type FastShape, resetsNoLater } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
-import { STATE_NUMBERS } from './prelude.js';
+import { directoryOf, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
 
 /**
  * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
@@ -62,8 +62,8 @@ do
       ARGV[at], ARGV[at + 2] + 0, ARGV[at + 3] + 0, ARGV[at + 4] + 0, ARGV[capacities_at + i] + 0
     directory = directory .. ARGV[at]
   end
-  directory = '\\1' .. directory .. '\\0'
-  local states_format, states_bytes = '<' .. string.rep('d', ${STATE_NUMBERS} * count), ${8 * STATE_NUMBERS} * count
+  directory = ${directoryOf(['directory'])}
+  local states_format, states_bytes = '<' .. string.rep('d', ${STATE_NUMBERS} * count), ${STATE_BYTES} * count
 
   -- Every client's states, read and checked before the first decision writes: each client at
   -- most once, its string nothing but these policies' states.

@@ -74,10 +74,3 @@ export const chargeWrite = (shape: FastShape, key: string, value: string, indent
     'end',
   ].join(`\n${indent}`);
 };
-
-/**
- * The directory a client's string starts with when it holds exactly the states of the policies
- * whose heads (Lua expressions) are given, in that order: byte 1, the heads, byte 0. The
- * straight-line paths compare it whole, where finding each head would cost a search a policy.
- */
-export const directoryOf = (heads: readonly string[]): string => `'\\1' .. ${heads.join(' .. ')} .. '\\0'`;

@@ -1,6 +1,5 @@
 import {
   chargeWrite,
-  directoryOf,
   type FastShape,
   kept,
   nextNumbers,
@@ -9,7 +8,7 @@ import {
   stateNumbers,
   unpacked,
 } from './fast-shape.js';
-import { STATE_NUMBERS, statesFormat } from './prelude.js';
+import { directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
  * Decisions of up to this many policies are written out per policy count, in locals; more
@@ -68,7 +67,7 @@ const figures = (count: number): string[] => [
 const readStates = (shape: FastShape, count: number): string =>
   [
     'local _',
-    `if find(text, directory, 1, true) ~= 1 or #text ~= #directory + ${8 * STATE_NUMBERS * count} then return general() end`,
+    `if find(text, directory, 1, true) ~= 1 or #text ~= #directory + ${STATE_BYTES * count} then return general() end`,
     `${numbered(count)
       .flatMap((i) => unpacked(shape, i))
       .join(', ')} = struct.unpack('${statesFormat(count)}', text, #directory + 1)`,

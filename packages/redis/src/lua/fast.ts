@@ -17,16 +17,15 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * The straight-line path of a script: decisions that consume, all with the same arguments (one
  * run: the usual call, one decision or a batch of one limiter's), for a limiter whose policies
  * are all of the algorithm the script names, over distinct clients whose strings hold exactly
- * this version's states of those policies, in order, or nothing. Decisions of up to `UNROLLED_POLICIES`
- * policies, the usual call, are decided in locals by their policy count's block
+ * this version's states of those policies, in order, or nothing. Decisions of up to
+ * `UNROLLED_POLICIES` policies, the usual call, are decided in locals by their policy count's block
  * (`fast-unrolled.ts`); more policies take the loop of `fast-many.ts`. Neither builds the
  * general body's tables and closures. They read and write exactly the strings the general
  * body does, with a TTL at least as long (a charge may keep the key's TTL: see `chargeWrite`
  * in fast-shape.ts), so any other call (several runs, a refund, a client twice in one batch,
  * another version's state, a slot this limiter no longer has, a string in sluice's earlier
- * text layout) runs the general body instead,
- * which has by then nothing to undo: this path writes only once it knows it decides the whole
- * call.
+ * text layout) runs the general body instead, which has by then nothing to undo: this path
+ * writes only once it knows it decides the whole call.
  *
  * Inside Redis a script pays for every C function it calls and every object it allocates
  * (a `tonumber` parses its text twice, arithmetic on a numeric string once; `format` copies a

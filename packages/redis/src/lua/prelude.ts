@@ -5,8 +5,23 @@
  */
 export const STATE_NUMBERS = 5;
 
+/** Bytes a state's numbers take. */
+export const STATE_BYTES = 8 * STATE_NUMBERS;
+
 /** The `struct` format of `count` states, packed one after another. */
 export const statesFormat = (count: number): string => `<${'d'.repeat(STATE_NUMBERS * count)}`;
+
+/** The bytes a client's string opens and closes its directory with: no head holds either. */
+export const DIRECTORY_START = 1;
+export const DIRECTORY_END = 0;
+
+/**
+ * A directory as a Lua expression, from Lua expressions of its heads in order: the start byte,
+ * the heads, the end byte. The straight-line paths compare it whole against a client's string,
+ * where finding each head would cost a search a policy.
+ */
+export const directoryOf = (heads: readonly string[]): string =>
+  `'\\${DIRECTORY_START}' .. ${heads.join(' .. ')} .. '\\${DIRECTORY_END}'`;
 
 /**
  * The contract every sluice script shares, and the helpers the algorithm sources use. Each
