@@ -13,8 +13,10 @@ import {
 type Commands = Record<string, unknown>;
 
 /** The command names and key counts sluice's Redis store registers for `algorithm`'s script. */
-async function sluiceCommandsFor(algorithm: CheapestAlgorithm): Promise<{ name: string; keys: number }[]> {
-  const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
+function sluiceCommandsFor(
+  createRedisStore: CreateRedisStore,
+  algorithm: CheapestAlgorithm,
+): { name: string; keys: number }[] {
   const scratch = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
   createRedisStore({ client: scratch });
   scratch.disconnect();
@@ -33,7 +35,7 @@ async function sluiceCommandsFor(algorithm: CheapestAlgorithm): Promise<{ name: 
  * registers its commands only where the client has none of that name. Everything on the
  * client's side (arguments, batching, the reply read into a decision) is sluice's, so the
  * cell differs from sluice's own only by the script. Checked before it is measured: a
- * client's state must be the cheapest script's binary.
+ * decision must leave the cheapest script's state.
  */
 async function cheapestScriptStore(
   algorithm: CheapestAlgorithm,
@@ -41,11 +43,12 @@ async function cheapestScriptStore(
   setup: Setup,
   count: 1 | 3,
 ): Promise<Contender> {
-  const commands = await sluiceCommandsFor(algorithm);
+  const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
   const client = redisClient(setup, sluiceClientOptions(false));
   const lua = cheapestScript(algorithm, encoding);
-  for (const { name, keys } of commands) client.defineCommand(name, { numberOfKeys: keys, lua });
-  const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
+  for (const { name, keys } of sluiceCommandsFor(createRedisStore, algorithm)) {
+    client.defineCommand(name, { numberOfKeys: keys, lua });
+  }
   const store = createRedisStore({ client });
   // A limit of one an hour, so the state outlives the check: the measured limits' last a millisecond.
   const check = decisionOf(store, { limit: 1, window: '1h', algorithm }, () => {});
@@ -57,17 +60,20 @@ async function cheapestScriptStore(
   if (allowed !== true || state === null || !isCheapestState(algorithm, encoding, state)) {
     throw new Error(`the cheapest ${algorithm} script in ${encoding} did not decide (state ${state?.toString('hex')})`);
   }
-  const contender = decisionOf(store, sluiceOptions(algorithm, setup, count), () => client.disconnect());
-  return contender;
+  return decisionOf(store, sluiceOptions(algorithm, setup, count), () => client.disconnect());
 }
 
-/** The contender id of sluice's Redis store on the cheapest script for `algorithm`, state in `encoding`. */ export const cheapestScriptId =
-  (algorithm: CheapestAlgorithm, encoding: Encoding): string => `cheapest-${encoding}-script:redis:${algorithm}`;
+/** The contender id of sluice's Redis store on the cheapest script for `algorithm`, state in `encoding`. */
+export const cheapestScriptId = (algorithm: CheapestAlgorithm, encoding: Encoding): string =>
+  `cheapest-${encoding}-script:redis:${algorithm}`;
+
+/** Whether a contender id is one of these: the tables of one-policy decisions leave them out. */
+export const isCheapestScript = (id: string): boolean => id.startsWith('cheapest-');
 
 /**
- * The state a one-policy check leaves: in binary one number (gcra) or three (the counter); in
- * text a head, then the state's own numbers, units spent (1) and reset time, the cheapest
- * script's, which writes one number fewer than sluice's when it is the counter's.
+ * Whether `state` is what a one-policy check leaves on the cheapest script: in binary one number
+ * (gcra) or three (the counter); in text a head, then the state's own numbers (two, or three),
+ * units spent (1) and reset time.
  */
 function isCheapestState(algorithm: CheapestAlgorithm, encoding: Encoding, state: Buffer): boolean {
   if (encoding === 'binary') return state.length === (algorithm === 'gcra' ? 8 : 24);

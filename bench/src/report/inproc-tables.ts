@@ -1,5 +1,5 @@
 import { algorithmNames } from '@sluice/core';
-import { cheapestScriptId } from '../inproc/cheapest-script-contenders.js';
+import { cheapestScriptId, isCheapestScript } from '../inproc/cheapest-script-contenders.js';
 import { floorLabels } from '../inproc/floor-contenders.js';
 import { rulesLabels } from '../inproc/rules-contenders.js';
 import { fixed, percent, rate, ratio } from '../lib/format.js';
@@ -43,7 +43,7 @@ export function inprocTable(
   const measured = new Set(results.inproc.filter((r) => r.store === store).map((r) => r.contender));
   const sluiceIds = algorithmNames.flatMap((a) => [`sluice:${store}:${a}`, `sluice:${store}:${a}:ap`]);
   // The cheapest scripts' cells are the three-policy table's.
-  const others = [...measured].filter((id) => !id.startsWith('sluice') && !id.startsWith('cheapest-'));
+  const others = [...measured].filter((id) => !id.startsWith('sluice') && !isCheapestScript(id));
   const ids = [...sluiceIds, ...others].filter((id) => measured.has(id));
   const [refKeys, refConcurrency, refMode, refLabel] = COLUMNS[refColumn] as (typeof COLUMNS)[number];
   const refOps = cell(results.inproc, reference, refKeys, refConcurrency, refMode);

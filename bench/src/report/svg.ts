@@ -1,4 +1,5 @@
 import { FIXED_HEADERS, REDIS_ROUND_TRIP } from '../http/apps/app.js';
+import { isCheapestScript } from '../inproc/cheapest-script-contenders.js';
 import { floorLabels } from '../inproc/floor-contenders.js';
 import { fixed, rate, ratio } from '../lib/format.js';
 import { bytesPerKey, type RunResults } from '../results.js';
@@ -89,7 +90,7 @@ function panels(results: RunResults, http: readonly HttpRow[]): Panel[] {
               r.store === store &&
               !r.contender.endsWith(':3p') &&
               !r.contender.startsWith('sluice-rules') &&
-              !r.contender.startsWith('cheapest-'),
+              !isCheapestScript(r.contender),
           )
           .map((r) => r.contender),
       ),
