@@ -72,7 +72,6 @@ const script = (label: string, lua: string) => ({
   label,
   lua,
   sha: createHash('sha1').update(lua).digest('hex'),
-  args: [],
   decisions: 1,
 });
 

@@ -13,7 +13,8 @@ export interface RedisBenchCase {
   label: string;
   /** Command and arguments as redis-benchmark takes them. */
   command: string[];
-  script?: CapturedScript;
+  /** The script the command runs, loaded before it: its source, SHA and decisions per call. */
+  script?: Pick<CapturedScript, 'lua' | 'sha' | 'decisions'>;
 }
 
 export interface RedisBenchSettings {

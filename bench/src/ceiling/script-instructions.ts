@@ -5,16 +5,22 @@
  * floor of any script) is replayed by redis-benchmark, 16 deep, over 300 random clients
  * filled by a first pass; then the second pass is counted. Reported: the instructions of the
  * whole server per call (with reading and writing the socket) and of the command alone.
+ * Beside each captured call, the same call answered by the cheapest script (the bench's
+ * control for the three-policy target, `inproc/cheapest-script.ts`) with its state in
+ * binary: what a further policy costs sluice is read against what it costs there.
  *   pnpm --dir bench exec tsx --conditions=@sluice/source src/ceiling/script-instructions.ts
  */
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { type CheapestAlgorithm, cheapestScript } from '../inproc/cheapest-script.js';
 import { finish, spawnPinned, stop } from '../lib/children.js';
 import { freePort, startRedis, untilListening } from '../lib/redis-server.js';
 import { replayCases } from './floor.js';
+import type { RedisBenchCase } from './redis-benchmark.js';
 import { type CapturedScript, captureScript } from './scripts.js';
 
 const CALLS = 1000;
@@ -80,12 +86,21 @@ async function capturedScripts(): Promise<CapturedScript[]> {
   }
 }
 
+/** The captured call answered by the cheapest binary script, with the same keys and arguments. */
+function cheapestCase(captured: CapturedScript): RedisBenchCase {
+  const lua = cheapestScript(captured.algorithm as CheapestAlgorithm, 'binary');
+  const sha = createHash('sha1').update(lua).digest('hex');
+  const label = captured.label.replace('sluice', 'cheapest binary');
+  return { label, command: ['EVALSHA', sha, ...captured.args], script: { lua, sha, decisions: captured.decisions } };
+}
+
 await untilListening(port, 60_000);
 const admin = new Redis({ port, host: '127.0.0.1' });
 try {
-  const { cases, floors } = replayCases(await capturedScripts());
+  const captured = await capturedScripts();
+  const { cases, floors } = replayCases(captured);
   if (!floors) throw new Error('the floors need the one-policy gcra and counter calls');
-  for (const benchCase of cases) {
+  for (const benchCase of [...cases, ...captured.map(cheapestCase)]) {
     await admin.flushall();
     if (benchCase.script !== undefined) await admin.script('LOAD', benchCase.script.lua);
     await replay(benchCase.command);

@@ -9,6 +9,7 @@ export const RANDOM = '__rand_int__';
 
 export interface CapturedScript {
   label: string;
+  algorithm: AlgorithmName;
   lua: string;
   sha: string;
   /** The EVALSHA arguments after the SHA: number of keys, keys, then ARGV, with the client keys random. */
@@ -69,7 +70,7 @@ export async function captureScript(
     const sha = createHash('sha1').update(lua).digest('hex');
     if (!args.some((a) => a.includes(RANDOM))) throw new Error('the client key does not appear in the arguments');
     const label = `sluice ${algorithm}${policyCount === 3 ? ', 3 policies' : ''}${decisions > 1 ? `, ${decisions} decisions per call` : ''}`;
-    return { label, lua, sha, args, decisions };
+    return { label, algorithm, lua, sha, args, decisions };
   } finally {
     client.disconnect();
   }
