@@ -89,12 +89,3 @@ export async function deleteKeys(client: Redis, prefix: string): Promise<void> {
 }
 
 export const escapeGlob = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
-
-/**
- * Whether the server's scripts may keep a key's TTL: sluice's scripts use `KEEPTTL` where
- * Redis tells a script its version (`redis.REDIS_VERSION_NUM`), from Redis 7 on.
- */
-export async function scriptsKeepTtl(client: Redis): Promise<boolean> {
-  const major = /redis_version:(\d+)/.exec(await client.info('server'))?.[1];
-  return Number(major) >= 7;
-}

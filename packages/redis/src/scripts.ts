@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto';
 import type { AlgorithmName, Policy } from '@sluice/core';
 import { decideLua } from './lua/decide.js';
 import { fastLua, fastPreludeLua } from './lua/fast.js';
-import type { FastShape } from './lua/fast-shape.js';
+import type { FastAlgorithm } from './lua/fast-shape.js';
 import { fixedWindowLua } from './lua/fixed-window.js';
-import { gcraFastLua, gcraLua } from './lua/gcra.js';
+import { gcraFast, gcraLua } from './lua/gcra.js';
 import { leakyBucketLua } from './lua/leaky-bucket.js';
 import { preludeLua } from './lua/prelude.js';
-import { slidingWindowCounterFastLua, slidingWindowCounterLua } from './lua/sliding-window-counter.js';
+import { slidingWindowCounterFast, slidingWindowCounterLua } from './lua/sliding-window-counter.js';
 import { slidingWindowLogLua } from './lua/sliding-window-log.js';
 import { tokenBucketLua } from './lua/token-bucket.js';
 
@@ -27,25 +27,18 @@ const sources: Readonly<Record<AlgorithmName, string>> = {
   'sliding-window-counter': slidingWindowCounterLua,
 };
 
-/** The algorithms with a straight-line path (`lua/fast.ts`): each its decision in numbers, and its state's shape. */
-const fastSources: Partial<Readonly<Record<AlgorithmName, FastSource>>> = {
-  gcra: { lua: gcraFastLua, shape: { size: 2, keepsTtl: false, readsLimit: true } },
-  'sliding-window-counter': { lua: slidingWindowCounterFastLua, shape: { size: 3, keepsTtl: true, readsLimit: false } },
+/** The algorithms with a straight-line path (`lua/fast.ts`): each its decision inline, and its state's shape. */
+const fastAlgorithms: Partial<Readonly<Record<AlgorithmName, FastAlgorithm>>> = {
+  gcra: gcraFast,
+  'sliding-window-counter': slidingWindowCounterFast,
 };
 
-interface FastSource {
-  readonly lua: string;
-  readonly shape: FastShape;
-}
-
-function assemble(label: string, algorithmSources: readonly string[], fast?: FastSource): Script {
+function assemble(label: string, algorithmSources: readonly string[], fast?: FastAlgorithm): Script {
   const general = [preludeLua, ...algorithmSources, decideLua];
   // With a straight-line path, the general body is one function, run only when that path
   // cannot decide the call: its tables and closures are then built only when needed.
   const parts =
-    fast === undefined
-      ? general
-      : ['local function general()', ...general, 'end', fastPreludeLua, fast.lua, fastLua(fast.shape)];
+    fast === undefined ? general : ['local function general()', ...general, 'end', fastPreludeLua, fastLua(fast)];
   const lua = [`-- sluice ${label}`, ...parts].join('\n');
   return { label, lua, sha: createHash('sha1').update(lua).digest('hex') };
 }
@@ -58,7 +51,7 @@ function assemble(label: string, algorithmSources: readonly string[], fast?: Fas
 const byAlgorithm = new Map<AlgorithmName, Script>(
   (Object.entries(sources) as [AlgorithmName, string][]).map(([name, source]) => [
     name,
-    assemble(name, [source], fastSources[name]),
+    assemble(name, [source], fastAlgorithms[name]),
   ]),
 );
 /** The script holding every algorithm, for a call whose decisions mix them. */

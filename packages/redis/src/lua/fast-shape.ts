@@ -1,16 +1,94 @@
+/** `text` with every line after the first indented by `indent`. */
+export const indented = (text: string, indent: string): string => text.replaceAll('\n', `\n${indent}`);
+
+/**
+ * An algorithm with a straight-line path (`fast.ts`): its name as ARGV gives it, its state's
+ * shape, and its decision written inline over locals the path names (a function would cost
+ * Redis a call per policy, some 700 instructions).
+ */
+export interface FastAlgorithm {
+  readonly name: string;
+  readonly shape: FastShape;
+  /**
+   * Lua statements, one `do` block, deciding one policy from the locals `input` names (figures
+   * as numbers, the state's own numbers, nil when fresh) and assigning those `output` names,
+   * declared by the caller: allowed, remaining, reset, wait (delay if allowed, retry if not),
+   * and when allowed the next state's numbers.
+   */
+  readonly decide: (input: DecisionInput, output: DecisionOutput) => string;
+}
+
+/** The locals a decision reads; `limit` and `maxDelay` only for an algorithm that `readsLimit`. */
+export interface DecisionInput {
+  readonly limit: string;
+  readonly window: string;
+  readonly maxDelay: string;
+  readonly capacity: string;
+  readonly cost: string;
+  readonly now: string;
+  readonly state: readonly string[];
+}
+
+/** The locals a decision assigns. */
+export interface DecisionOutput {
+  readonly ok: string;
+  readonly remaining: string;
+  readonly reset: string;
+  readonly wait: string;
+  readonly next: readonly string[];
+}
+
+/** Policy `suffix`'s locals, as both straight-line paths name them (`limit1`, `a1`, `ok1`, … or unnumbered). */
+export const decisionInput = (shape: FastShape, suffix: number | '', cost = 'cost'): DecisionInput => ({
+  limit: `limit${suffix}`,
+  window: `window${suffix}`,
+  maxDelay: `max_delay${suffix}`,
+  capacity: `capacity${suffix}`,
+  cost,
+  now: 'now',
+  state: stateNumbers(shape, suffix),
+});
+export const decisionOutput = (shape: FastShape, suffix: number | ''): DecisionOutput => ({
+  ok: `ok${suffix}`,
+  remaining: `remaining${suffix}`,
+  reset: `reset${suffix}`,
+  wait: `wait${suffix}`,
+  next: nextNumbers(shape, suffix),
+});
+
+/**
+ * The outcome as it stands, for a policy that would have allowed a refused decision: its
+ * decision again at cost 0, into its remaining and reset, with a wait of 0.
+ */
+export const asItStands = (algorithm: FastAlgorithm, suffix: number | ''): string => {
+  const { shape } = algorithm;
+  const scratch = {
+    ok: '_ok',
+    remaining: `remaining${suffix}`,
+    reset: `reset${suffix}`,
+    wait: '_wait',
+    next: nextNumbers(shape).map((name) => `_${name}`),
+  };
+  return [
+    `local _ok, _wait, ${scratch.next.join(', ')}`,
+    algorithm.decide(decisionInput(shape, suffix, '0'), scratch),
+    `wait${suffix} = 0`,
+  ].join('\n');
+};
+
 /** What the straight-line paths (`fast-unrolled.ts`, `fast-many.ts`) write differently for each algorithm. */
 export interface FastShape {
   /** How many numbers of its own a state has, besides its units spent and reset time. */
   readonly size: 2 | 3;
   /**
-   * Whether a charge may reset no later than the stored state (the sliding window counter's,
-   * in the window of its last charge), so that its write may keep the key's TTL. Its
-   * stored reset time is then read with the state's own numbers.
+   * Whether a charge may reset no later than the latest reset time the string holds (the
+   * sliding window counter's, in the windows of its last charge), so that its write may keep
+   * the key's TTL. Each state's stored reset time is then read with its own numbers.
    */
   readonly keepsTtl: boolean;
   /**
-   * Whether its `fast_evaluate` reads the limit and maxDelayMs (gcra's does; the counter's
-   * reads only the window and capacity): a batch then converts them once for its decisions.
+   * Whether its decision reads the limit and maxDelayMs (gcra's does; the counter's reads only
+   * the window and capacity): only then does the path convert them from ARGV.
    */
   readonly readsLimit: boolean;
 }
@@ -19,7 +97,7 @@ export interface FastShape {
 export const stateNumbers = ({ size }: FastShape, suffix: number | '' = ''): string[] =>
   (size === 3 ? ['a', 'b', 'c'] : ['a', 'b']).map((name) => `${name}${suffix}`);
 
-/** The next state's own numbers, as `fast_evaluate` returns them: x, y[, z]. */
+/** The next state's own numbers, as a decision assigns them: x, y[, z]. */
 export const nextNumbers = ({ size }: FastShape, suffix: number | '' = ''): string[] =>
   (size === 3 ? ['x', 'y', 'z'] : ['x', 'y']).map((name) => `${name}${suffix}`);
 
@@ -48,27 +126,36 @@ export const packed = (shape: FastShape, used: string, resetAt: string, suffix: 
 ];
 
 /**
- * Whether a charge resetting at `resetAt` resets no later than the stored reset time
- * (`stored`, a number or nil): what each policy must meet for the write to keep the key's TTL.
+ * Whether a charge on Redis's clock may keep the key's TTL, from the locals `ttl` (the longest
+ * reset the charge asks for), `min_ttl` (0 on Redis's clock) and `expiry` (the latest reset
+ * time the string held, nil for no string): every write leaves a key lasting at least until
+ * the latest reset time it holds, so a charge whose resets all fall by then needs no expiry.
  */
-export const resetsNoLater = (stored: string, resetAt: string): string =>
-  `${stored} ~= nil and ${stored} >= ${resetAt}`;
+export const keepsTtlWhen = 'min_ttl == 0 and expiry ~= nil and now + ttl <= expiry';
 
 /**
- * The write of a charged state `value` to `key`, with the locals `ttl` and, for an algorithm
- * whose charge may reset no later than the stored state (`keepsTtl`), `keeps_ttl`: whether
- * this one does, on Redis's own clock, for every policy. A key written on Redis's clock lasts
- * at least until the latest reset time it holds (every write sees to it), so the key then
- * keeps its TTL and Redis sets no expiry. (A key written on an injected clock that runs ahead
- * of Redis's expires that much early, and keeps doing so: the README's Expiry says so.)
- * KEEPTTL came in Redis 6.0; REDIS_VERSION_NUM, in 7.0, tells a script it is there.
+ * The write of a charged state to `key`: the directory and the packed `numbers`, with the
+ * locals `ttl` and, for an algorithm whose charge may keep the key's TTL (`keepsTtl`),
+ * `keeps_ttl` (`keepsTtlWhen`): the key then keeps its TTL and Redis sets no expiry. (A key
+ * written on an injected clock that runs ahead of Redis's expires that much early, and keeps
+ * doing so: the README's Expiry says so.) Such a charge found the string holding exactly this
+ * directory, so it overwrites only the numbers, by SETRANGE at `numbers_at` (`numbersAt`):
+ * the script then makes no string of the whole state, which Redis's Lua would hash byte by byte.
  */
-export const chargeWrite = (shape: FastShape, key: string, value: string, indent: string): string => {
-  const write = `redis.call('PSETEX', ${key}, format('%d', ttl), ${value})`;
+/**
+ * For an algorithm whose charge may keep the key's TTL: the local `numbers_at`, where the
+ * numbers start in a string of `directory`, as text made once per call (Redis would render a
+ * Lua number through its floating-point path on every write).
+ */
+export const numbersAt = (shape: FastShape): string[] =>
+  shape.keepsTtl ? ["local numbers_at = format('%d', #directory)"] : [];
+
+export const chargeWrite = (shape: FastShape, key: string, numbers: string, indent: string): string => {
+  const write = `redis.call('PSETEX', ${key}, format('%d', ttl), directory .. ${numbers})`;
   if (!shape.keepsTtl) return write;
   return [
-    'if keeps_ttl and redis.REDIS_VERSION_NUM then',
-    `  redis.call('SET', ${key}, ${value}, 'KEEPTTL')`,
+    'if keeps_ttl then',
+    `  redis.call('SETRANGE', ${key}, numbers_at, ${numbers})`,
     'else',
     `  ${write}`,
     'end',

@@ -1,11 +1,15 @@
 import {
+  asItStands,
   chargeWrite,
+  decisionInput,
+  decisionOutput,
+  type FastAlgorithm,
   type FastShape,
+  indented,
+  keepsTtlWhen,
   kept,
-  nextNumbers,
+  numbersAt,
   packed,
-  resetsNoLater,
-  stateNumbers,
   unpacked,
 } from './fast-shape.js';
 import { directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
@@ -22,9 +26,6 @@ export const UNROLLED_POLICIES = 4;
 /** The policy numbers 1 to `count`. */
 const numbered = (count: number): number[] => Array.from({ length: count }, (_, index) => index + 1);
 
-/** `text` with every line after the first indented by `indent`. */
-const indented = (text: string, indent: string): string => text.replaceAll('\n', `\n${indent}`);
-
 /** Where policy `i`'s entries sit in ARGV (see the script's header): five each after the run's header, then the capacities. */
 const argv = (i: number, count: number) => ({
   head: 5 * i - 3,
@@ -38,36 +39,37 @@ const argv = (i: number, count: number) => ({
 /** Everything read from a client's string, in one flat list of locals. */
 const readOf = (shape: FastShape, count: number): string[] => numbered(count).flatMap((i) => kept(shape, i));
 
-/** Policy `i`'s figures, as `fast_evaluate` takes them (limit and maxDelayMs as text or numbers). */
-const figuresOf = (i: number): string => `limit${i}, window${i}, max_delay${i}, capacity${i}`;
-
 /**
  * The name check, each policy's head and figures, read from ARGV once per call, and the
- * directory of a string holding exactly these policies' states. Limit and maxDelayMs stay
- * text: an algorithm converts the figures it reads, and a batch converts them once for all its
- * decisions.
+ * directory of a string holding exactly these policies' states. The limit and maxDelayMs are
+ * read only by an algorithm whose decision reads them.
  */
-const figures = (count: number): string[] => [
+const figures = (shape: FastShape, count: number): string[] => [
   `if ${numbered(count)
     .map((i) => `ARGV[${argv(i, count).name}] ~= FAST_NAME`)
     .join(' or ')} then return general() end`,
   ...numbered(count).map((i) => {
     const at = argv(i, count);
-    return `local head${i}, ${figuresOf(i)} = ARGV[${at.head}], ARGV[${at.limit}], ARGV[${at.window}] + 0, ARGV[${at.maxDelay}], ARGV[${at.capacity}] + 0`;
+    const limits = shape.readsLimit ? `, ARGV[${at.limit}] + 0, ARGV[${at.maxDelay}] + 0` : '';
+    const names = shape.readsLimit ? `, limit${i}, max_delay${i}` : '';
+    return `local head${i}, window${i}, capacity${i}${names} = ARGV[${at.head}], ARGV[${at.window}] + 0, ARGV[${at.capacity}] + 0${limits}`;
   }),
   `local directory = ${directoryOf(numbered(count).map((i) => `head${i}`))}`,
+  ...numbersAt(shape),
 ];
 
 /**
- * Reads `text`, a client's string, into the locals `readOf` names: a string of exactly these
- * policies' states, in order, starts with their directory and holds their numbers after it,
- * all read by one `struct.unpack`. Any other string (another version's states, a dropped
- * policy's, sluice's earlier text layout) is the general body's.
+ * Whether `text`, a client's string, holds exactly these policies' states, in order: it starts
+ * with their directory, and their numbers fill the rest. Any other string (another version's
+ * states, a dropped policy's, sluice's earlier text layout) is the general body's.
  */
-const readStates = (shape: FastShape, count: number): string =>
+const fits = (count: number): string =>
+  `find(text, directory, 1, true) == 1 and #text == #directory + ${STATE_BYTES * count}`;
+
+/** Reads the numbers of a string that `fits` into the locals `readOf` names, by one `struct.unpack`. */
+const unpackStates = (shape: FastShape, count: number): string =>
   [
     'local _',
-    `if find(text, directory, 1, true) ~= 1 or #text ~= #directory + ${STATE_BYTES * count} then return general() end`,
     `${numbered(count)
       .flatMap((i) => unpacked(shape, i))
       .join(', ')} = struct.unpack('${statesFormat(count)}', text, #directory + 1)`,
@@ -80,30 +82,31 @@ const readStates = (shape: FastShape, count: number): string =>
  * TAT ahead, a counter's unit in this window), so the string keeps every state and is never
  * deleted, as the general body would a state back to fresh.
  */
-const decide = (shape: FastShape, count: number): string => {
+const decide = (algorithm: FastAlgorithm, count: number): string => {
+  const { shape } = algorithm;
   const policies = numbered(count);
-  const state = (i: number) => stateNumbers(shape, i).join(', ');
   const all = (each: (i: number) => string, separator: string) => policies.map(each).join(separator);
+  // The latest reset time the string held: each state's, the greatest.
   const keepsTtl = shape.keepsTtl
-    ? [`    local keeps_ttl = min_ttl == 0 and ${all((i) => resetsNoLater(`stored${i}`, `now + reset${i}`), ' and ')}`]
+    ? [
+        '    local expiry = stored1',
+        ...policies.slice(1).map((i) => `    if expiry and stored${i} > expiry then expiry = stored${i} end`),
+        `    local keeps_ttl = ${keepsTtlWhen}`,
+      ]
     : [];
   // With one policy a refused decision has no policy that would have allowed.
-  const asItStands =
+  const refused =
     count === 1
       ? []
       : [
           'elseif cost > 0 then',
-          '  local _',
-          ...policies.map(
-            (i) =>
-              `  if ok${i} then _, remaining${i}, reset${i} = fast_evaluate(${figuresOf(i)}, 0, now, ${state(i)}); wait${i} = 0 end`,
-          ),
+          ...policies.map((i) => `  if ok${i} then\n    ${indented(asItStands(algorithm, i), '    ')}\n  end`),
         ];
   return [
-    ...policies.map(
-      (i) =>
-        `local ok${i}, remaining${i}, reset${i}, wait${i}, ${nextNumbers(shape, i).join(', ')} = fast_evaluate(${figuresOf(i)}, cost, now, ${state(i)})`,
-    ),
+    ...policies.map((i) => {
+      const output = decisionOutput(shape, i);
+      return `local ${[output.ok, output.remaining, output.reset, output.wait, ...output.next].join(', ')}\n${algorithm.decide(decisionInput(shape, i), output)}`;
+    }),
     `if ${all((i) => `ok${i}`, ' and ')} then`,
     '  if cost > 0 then',
     `    local ${all((i) => `used${i}`, ', ')}, ttl = ${all((i) => `capacity${i} - remaining${i}`, ', ')}, min_ttl`,
@@ -113,10 +116,10 @@ const decide = (shape: FastShape, count: number): string => {
     ...keepsTtl,
     // Each state with its units spent and when it fully resets (what another version reads),
     // after the directory, by one pack.
-    `    local next = directory .. struct.pack('${statesFormat(count)}', ${all((i) => packed(shape, `used${i}`, `now + reset${i}`, i).join(', '), ',\n      ')})`,
-    `    ${chargeWrite(shape, 'key', 'next', '    ')}`,
+    `    local numbers = struct.pack('${statesFormat(count)}', ${all((i) => packed(shape, `used${i}`, `now + reset${i}`, i).join(', '), ',\n      ')})`,
+    `    ${chargeWrite(shape, 'key', 'numbers', '    ')}`,
     '  end',
-    ...asItStands,
+    ...refused,
     'end',
   ].join('\n');
 };
@@ -128,51 +131,41 @@ const outcomes = (count: number): string =>
     .join(',\n  ');
 
 /** One decision: the client's string read, decided, written, and the reply packed. */
-const oneDecision = (shape: FastShape, count: number): string => `
+const oneDecision = (algorithm: FastAlgorithm, count: number): string => `
 local key = KEYS[1]
-local text, ${readOf(shape, count).join(', ')} = redis.call('GET', key)
+local text, ${readOf(algorithm.shape, count).join(', ')} = redis.call('GET', key)
 if text then
-  ${indented(readStates(shape, count), '  ')}
+  if not (${fits(count)}) then return general() end
+  ${indented(unpackStates(algorithm.shape, count), '  ')}
 end
-${decide(shape, count)}
+${decide(algorithm, count)}
 return struct.pack('<d${'dddd'.repeat(count)}', redis_now,
   ${outcomes(count)})`;
 
 /**
- * A batch: every client's states read and checked before the first decision writes, each
- * client at most once, then kept in one table until its decision.
+ * A batch: every client's string checked before the first decision writes, each client at
+ * most once; each string's numbers are read as its decision comes (kept in a table between
+ * the two, they cost a call of 32 three-policy decisions a tenth of its instructions, the
+ * table growing as it filled).
  */
-const batch = (shape: FastShape, count: number): string => {
-  const read = readOf(shape, count).join(', ');
-  const width = readOf(shape, count).length;
-  const slots = numbered(width)
-    .map((k) => `states[base + ${k}]`)
-    .join(', ');
+const batch = (algorithm: FastAlgorithm, count: number): string => {
   const replySlots = numbered(4 * count)
     .map((k) => `reply[n + ${k}]`)
     .join(', ');
-  // An algorithm that reads the limit and delay converts them once for the whole batch.
-  const conversions = shape.readsLimit
-    ? numbered(count).map((i) => `limit${i}, max_delay${i} = limit${i} + 0, max_delay${i} + 0`)
-    : [];
   return `
-${conversions.join('\n')}
-local texts, seen, states = redis.call('MGET', unpack(KEYS, 1, decisions)), {}, {}
+local texts, seen = redis.call('MGET', unpack(KEYS, 1, decisions)), {}
 for d = 1, decisions do
   local key, text = KEYS[d], texts[d]
-  if seen[key] then return general() end
+  if seen[key] or text and not (${fits(count)}) then return general() end
   seen[key] = true
-  if text then
-    local base, ${read} = (d - 1) * ${width}
-    ${indented(readStates(shape, count), '    ')}
-    ${slots} = ${read}
-  end
 end
 local reply, n = { redis_now }, 1
 for d = 1, decisions do
-  local key, base = KEYS[d], (d - 1) * ${width}
-  local ${read} = ${slots}
-  ${indented(decide(shape, count), '  ')}
+  local key, text, ${readOf(algorithm.shape, count).join(', ')} = KEYS[d], texts[d]
+  if text then
+    ${indented(unpackStates(algorithm.shape, count), '    ')}
+  end
+  ${indented(decide(algorithm, count), '  ')}
   ${replySlots} =
     ${indented(outcomes(count), '  ')}
   n = n + ${4 * count}
@@ -190,9 +183,9 @@ return struct.pack('<' .. string.rep('d', n), unpack(reply))`;
  * fewer per decision in a batch of 32, of one policy or three (callgrind, `redis-benchmark`
  * replays of the calls the store sends, measured when states were text).
  */
-export const unrolledLua = (shape: FastShape, count: number): string => `
-${figures(count).join('\n')}
-if decisions == 1 then${indented(oneDecision(shape, count), '  ')}
+export const unrolledLua = (algorithm: FastAlgorithm, count: number): string => `
+${figures(algorithm.shape, count).join('\n')}
+if decisions == 1 then${indented(oneDecision(algorithm, count), '  ')}
 end
-${batch(shape, count)}
+${batch(algorithm, count)}
 `;

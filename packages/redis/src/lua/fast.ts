@@ -1,14 +1,8 @@
 import { fastManyLua } from './fast-many.js';
-import type { FastShape } from './fast-shape.js';
+import type { FastAlgorithm } from './fast-shape.js';
 import { UNROLLED_POLICIES, unrolledLua } from './fast-unrolled.js';
 
-/**
- * What the straight-line path's own body reads, made local; it comes first. An algorithm's
- * `fast_evaluate` reads math's functions from the globals instead, where it calls them at
- * all: each local of this chunk it named would be an upvalue, an object Redis's Lua
- * allocates, closes and collects on every call (3 of them were some 2,400 of the 60,000
- * instructions of a one-policy gcra call).
- */
+/** What the straight-line path reads, made local; it comes first. */
 export const fastPreludeLua = `
 local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
 `;
@@ -35,17 +29,13 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  * directory is compared whole by one plain `find`, its numbers read by one `struct.unpack` and
  * written by one `struct.pack`, the header cut only when it is not the usual one, the blocks
  * of a few policies written out rather than called or looped, and nothing built that a
- * decision does not need.
- *
- * It runs after the algorithm's `fast_evaluate(limit, window, max_delay, capacity, cost, now,
- * a, b[, c])` (limit and max_delay may come as text, for it to convert if it reads them), which
- * returns allowed, remaining, reset, wait (delay if allowed, retry if not) and, when allowed,
- * the next state's numbers; and `FAST_NAME`, the algorithm's name as ARGV gives it. `shape`
- * says how many numbers of its own a state has, and whether a charge may keep the key's TTL
- * (the sliding window counter's, within one window), for which the path reads the stored
- * reset time.
+ * decision does not need: each policy's decision is the algorithm's own, written inline over
+ * numbered locals, neither a function called nor a table read (`FastAlgorithm` in
+ * fast-shape.ts). Every string a script makes is hashed byte by byte as Redis's Lua interns
+ * it (some 11 instructions a byte), so the path makes none it can do without.
  */
-export const fastLua = (shape: FastShape): string => `
+export const fastLua = (algorithm: FastAlgorithm): string => `
+local FAST_NAME = '${algorithm.name}'
 -- One run of consuming decisions: its header, then 6 entries per policy (see the header). The
 -- usual headers, one decision of cost 1 on Redis's clock, are compared rather than cut by a
 -- pattern (some 4k instructions): '1 consume 1 1' for one policy, and for 2 to 9 policies
@@ -75,16 +65,16 @@ else
   now = now + 0
 end
 -- A few policies: written out per policy count. More: the loop.
-${dispatch(shape)}
+${dispatch(algorithm)}
 end
-${fastManyLua(shape)}
+${fastManyLua(algorithm)}
 `;
 
 /** Each policy count up to `UNROLLED_POLICIES`, its own block (`fast-unrolled.ts`). */
-const dispatch = (shape: FastShape): string =>
+const dispatch = (algorithm: FastAlgorithm): string =>
   Array.from({ length: UNROLLED_POLICIES }, (_, index) => {
     const count = index + 1;
     // Each block indented under its branch.
-    const block = unrolledLua(shape, count).replace(/\n(?=.)/g, '\n  ');
+    const block = unrolledLua(algorithm, count).replace(/\n(?=.)/g, '\n  ');
     return `${count === 1 ? 'if' : 'elseif'} count == ${count} then${block}`;
   }).join('\n');

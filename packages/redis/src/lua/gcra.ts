@@ -1,3 +1,5 @@
+import type { FastAlgorithm } from './fast-shape.js';
+
 /** Mirrors core's `gcra` line for line. */
 export const gcraLua = `
 -- gcra: state { tat = theoretical arrival time (epoch ms), fraction = its part below 1 ms in units of 1/limit ms }.
@@ -35,26 +37,33 @@ end
 ALGORITHMS['gcra'] = gcra
 `;
 
-/** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
-export const gcraFastLua = `
-local FAST_NAME = 'gcra'
-local function fast_evaluate(limit, window, max_delay, capacity, cost, now, tat, fraction)
-  limit, max_delay = limit + 0, max_delay + 0
+/** The same decision for the straight-line path (`fast.ts`), inline: numbers in, numbers out, no tables. */
+export const gcraFast: FastAlgorithm = {
+  name: 'gcra',
+  shape: { size: 2, keepsTtl: false, readsLimit: true },
+  decide: ({ limit, window, maxDelay, capacity, cost, now, state: [tat, fraction] }, out) => {
+    const [x, y] = out.next;
+    return `do
   local ahead = 0
-  if tat ~= nil and tat >= now then ahead = (tat - now) * limit + fraction end
-  local next_ahead = ahead + cost * window
-  local late = next_ahead - capacity * window
-  if late <= max_delay * limit then
+  if ${tat} ~= nil and ${tat} >= ${now} then ahead = (${tat} - ${now}) * ${limit} + ${fraction} end
+  local next_ahead = ahead + ${cost} * ${window}
+  local late = next_ahead - ${capacity} * ${window}
+  if late <= ${maxDelay} * ${limit} then
     -- The same whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline), without a
     -- call of math's C functions each.
-    local delay, remaining, below = 0, 0, next_ahead % limit
-    if late > 0 then delay = math.ceil(late / limit) end
-    if late < 0 then remaining = (-late - -late % window) / window end
-    local whole = (next_ahead - below) / limit
-    if below > 0 then return true, remaining, whole + 1, delay, now + whole, below end
-    return true, remaining, whole, delay, now + whole, below
+    local below = next_ahead % ${limit}
+    local whole = (next_ahead - below) / ${limit}
+    ${out.ok}, ${out.remaining}, ${out.reset}, ${out.wait}, ${x}, ${y} = true, 0, whole, 0, ${now} + whole, below
+    if below > 0 then ${out.reset} = whole + 1 end
+    if late > 0 then
+      ${out.wait} = math.ceil(late / ${limit})
+    elseif late < 0 then
+      ${out.remaining} = (-late - -late % ${window}) / ${window}
+    end
+  else
+    ${out.ok}, ${out.remaining} = false, math.max(0, math.floor((${capacity} * ${window} - ahead) / ${window}))
+    ${out.reset}, ${out.wait} = math.ceil(ahead / ${limit}), math.ceil((late - ${maxDelay} * ${limit}) / ${limit})
   end
-  return false, math.max(0, math.floor((capacity * window - ahead) / window)), math.ceil(ahead / limit),
-    math.ceil((late - max_delay * limit) / limit)
-end
-`;
+end`;
+  },
+};

@@ -63,7 +63,7 @@ export const preludeLua = `
 -- two; a log's are its total and 0: its list has a key of its own), <used>, <resetAt>. A string
 -- in the text layout of earlier versions (' <slot>@<version>=<n>,<n>[,<n>];<used>,<resetAt>' per
 -- slot) is read as well and written back in this one. The key has a TTL that lasts at least
--- until the latest <resetAt> among them (a charge that resets no later keeps the TTL the key has;
+-- until the latest <resetAt> among them (a charge resetting no later than that keeps the key's TTL;
 -- see fast-shape.ts). <used> is the units spent and <resetAt> when the state fully resets: what
 -- another version reads (SPEC 4). A state past its reset reads as fresh, so expiry never changes a
 -- decision. With an injected now the TTL is at least 60 s: Redis cannot relate that clock to its own.

@@ -1,3 +1,5 @@
+import type { FastAlgorithm } from './fast-shape.js';
+
 /** Mirrors core's `slidingWindowCounter` line for line. */
 export const slidingWindowCounterLua = `
 -- sliding-window-counter: state { window = index floor(now / windowMs), current = units in it, previous = units in the one before }.
@@ -58,46 +60,57 @@ end
 ALGORITHMS['sliding-window-counter'] = sliding_counter
 `;
 
-/** The same decision for the straight-line path (`fast.ts`): numbers in, numbers out, no tables. */
-export const slidingWindowCounterFastLua = `
-local FAST_NAME = 'sliding-window-counter'
-local function fast_evaluate(limit, window, max_delay, capacity, cost, at, state_index, state_current, state_previous)
+/** The same decision for the straight-line path (`fast.ts`), inline: numbers in, numbers out, no tables. */
+export const slidingWindowCounterFast: FastAlgorithm = {
+  name: 'sliding-window-counter',
+  shape: { size: 3, keepsTtl: true, readsLimit: false },
+  decide: ({ window, capacity, cost, now, state: [stateIndex, stateCurrent, statePrevious] }, out) => {
+    const [x, y, z] = out.next;
+    return `do
   -- Whole numbers by % (Lua's x % y is x - floor(x / y) * y, inline) where the hot path
   -- would call math's C functions.
   local lag = 0
-  if state_index ~= nil then
-    lag = state_index * window - at
+  if ${stateIndex} ~= nil then
+    lag = ${stateIndex} * ${window} - ${now}
     if lag < 0 then lag = 0 end
   end
-  local now = at + lag
-  local elapsed = now % window
-  local index = (now - elapsed) / window
+  local at = ${now} + lag
+  local elapsed = at % ${window}
+  local index = (at - elapsed) / ${window}
   local current, previous = 0, 0
-  if state_index == index then
-    current, previous = state_current, state_previous
-  elseif state_index == index - 1 then
-    previous = state_current
+  if ${stateIndex} == index then
+    current, previous = ${stateCurrent}, ${statePrevious}
+  elseif ${stateIndex} == index - 1 then
+    previous = ${stateCurrent}
   end
-  local used = previous * (window - elapsed) + current * window
-  local budget = capacity * window
-  if used + cost * window <= budget then
-    -- The reset written out (a local function would be a closure built on every call).
-    local after, spare, reset = current + cost, budget - used - cost * window, 0
-    if after > 0 then reset = 2 * window - elapsed + lag elseif previous > 0 then reset = window - elapsed + lag end
-    return true, (spare - spare % window) / window, reset, 0, index, after, previous
-  end
-  -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
-  local retry
-  local spare_now = (capacity - current - cost) * window
-  if spare_now >= 0 and previous > 0 and window - math.floor(spare_now / previous) < window then
-    retry = window - math.floor(spare_now / previous) - elapsed
+  local used = previous * (${window} - elapsed) + current * ${window}
+  local budget = ${capacity} * ${window}
+  if used + ${cost} * ${window} <= budget then
+    local after, spare = current + ${cost}, budget - used - ${cost} * ${window}
+    ${out.ok}, ${out.remaining}, ${out.reset}, ${out.wait} = true, (spare - spare % ${window}) / ${window}, 0, 0
+    ${x}, ${y}, ${z} = index, after, previous
+    if after > 0 then
+      ${out.reset} = 2 * ${window} - elapsed + lag
+    elseif previous > 0 then
+      ${out.reset} = ${window} - elapsed + lag
+    end
   else
-    local at_next = 0
-    if current > 0 then at_next = math.max(0, window - math.floor((capacity - cost) * window / current)) end
-    retry = window - elapsed + at_next
+    -- The estimate only falls as time goes on: the first passing instant in this window, else in the next.
+    local spare_now, retry = (${capacity} - current - ${cost}) * ${window}
+    if spare_now >= 0 and previous > 0 and ${window} - math.floor(spare_now / previous) < ${window} then
+      retry = ${window} - math.floor(spare_now / previous) - elapsed
+    else
+      local at_next = 0
+      if current > 0 then at_next = math.max(0, ${window} - math.floor((${capacity} - ${cost}) * ${window} / current)) end
+      retry = ${window} - elapsed + at_next
+    end
+    ${out.ok}, ${out.remaining}, ${out.reset}, ${out.wait} = false, math.max(0, math.floor((budget - used) / ${window})), 0, retry + lag
+    if current > 0 then
+      ${out.reset} = 2 * ${window} - elapsed + lag
+    elseif previous > 0 then
+      ${out.reset} = ${window} - elapsed + lag
+    end
   end
-  local reset = 0
-  if current > 0 then reset = 2 * window - elapsed + lag elseif previous > 0 then reset = window - elapsed + lag end
-  return false, math.max(0, math.floor((budget - used) / window)), reset, retry + lag
-end
-`;
+end`;
+  },
+};
