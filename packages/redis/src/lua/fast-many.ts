@@ -1,8 +1,7 @@
 import {
   asItStands,
   chargeWrite,
-  decisionInput,
-  decisionOutput,
+  decision,
   type FastAlgorithm,
   type FastShape,
   indented,
@@ -65,7 +64,6 @@ const keepsTtl = (shape: FastShape): string => (shape.keepsTtl ? `\n      local 
  */
 export const fastManyLua = (algorithm: FastAlgorithm): string => {
   const { shape } = algorithm;
-  const output = decisionOutput(shape, '');
   return `
 do
   -- Every growing table reallocates as it doubles, so the figures share one: per policy its
@@ -110,8 +108,7 @@ do
       local p, at = 4 * i, ${STATE_NUMBERS} * (i - 1)
       ${indented(figures(shape), '      ')}
       ${indented(state(shape), '      ')}${expiryCheck(shape)}
-      local ${[output.ok, output.remaining, output.reset, output.wait, ...output.next].join(', ')}
-      ${indented(algorithm.decide(decisionInput(shape, ''), output), '      ')}
+      ${indented(decision(algorithm, ''), '      ')}
       if ok then
         reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 1, remaining, reset, wait
         local used = capacity - remaining

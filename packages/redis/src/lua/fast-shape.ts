@@ -39,7 +39,7 @@ export interface DecisionOutput {
 }
 
 /** Policy `suffix`'s locals, as both straight-line paths name them (`limit1`, `a1`, `ok1`, … or unnumbered). */
-export const decisionInput = (shape: FastShape, suffix: number | '', cost = 'cost'): DecisionInput => ({
+const decisionInput = (shape: FastShape, suffix: number | '', cost = 'cost'): DecisionInput => ({
   limit: `limit${suffix}`,
   window: `window${suffix}`,
   maxDelay: `max_delay${suffix}`,
@@ -48,13 +48,20 @@ export const decisionInput = (shape: FastShape, suffix: number | '', cost = 'cos
   now: 'now',
   state: stateNumbers(shape, suffix),
 });
-export const decisionOutput = (shape: FastShape, suffix: number | ''): DecisionOutput => ({
+const decisionOutput = (shape: FastShape, suffix: number | ''): DecisionOutput => ({
   ok: `ok${suffix}`,
   remaining: `remaining${suffix}`,
   reset: `reset${suffix}`,
   wait: `wait${suffix}`,
   next: nextNumbers(shape, suffix),
 });
+
+/** Policy `suffix`'s decision at the call's cost, its outcome declared as the locals `decisionOutput` names. */
+export const decision = (algorithm: FastAlgorithm, suffix: number | ''): string => {
+  const output = decisionOutput(algorithm.shape, suffix);
+  const declared = [output.ok, output.remaining, output.reset, output.wait, ...output.next];
+  return `local ${declared.join(', ')}\n${algorithm.decide(decisionInput(algorithm.shape, suffix), output)}`;
+};
 
 /**
  * The outcome as it stands, for a policy that would have allowed a refused decision: its

@@ -1,8 +1,7 @@
 import {
   asItStands,
   chargeWrite,
-  decisionInput,
-  decisionOutput,
+  decision,
   type FastAlgorithm,
   type FastShape,
   indented,
@@ -103,10 +102,7 @@ const decide = (algorithm: FastAlgorithm, count: number): string => {
           ...policies.map((i) => `  if ok${i} then\n    ${indented(asItStands(algorithm, i), '    ')}\n  end`),
         ];
   return [
-    ...policies.map((i) => {
-      const output = decisionOutput(shape, i);
-      return `local ${[output.ok, output.remaining, output.reset, output.wait, ...output.next].join(', ')}\n${algorithm.decide(decisionInput(shape, i), output)}`;
-    }),
+    ...policies.map((i) => decision(algorithm, i)),
     `if ${all((i) => `ok${i}`, ' and ')} then`,
     '  if cost > 0 then',
     `    local ${all((i) => `used${i}`, ', ')}, ttl = ${all((i) => `capacity${i} - remaining${i}`, ', ')}, min_ttl`,
