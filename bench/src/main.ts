@@ -43,7 +43,7 @@ const settings = {
   httpTableCycles: quick ? 1 : options.cycles,
   httpWarmupS: quick ? 0.3 : 2,
   httpRunS: quick ? 0.15 : 0.5,
-  httpPairRunS: quick ? 0.3 : 1,
+  httpPairRunS: quick ? 0.2 : 0.75,
   quietWaitMs: quick ? 2000 : 5000,
   redisBenchSeconds: quick ? 0.5 : 2,
   redisBenchRepeats: quick ? 1 : 3,

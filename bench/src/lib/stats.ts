@@ -8,6 +8,11 @@ export function median(values: readonly number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/** Geometric mean of positive values: the mean of quotients that a factor common to one side cancels in. */
+export function geometricMean(values: readonly number[]): number {
+  return Math.exp(values.reduce((sum, v) => sum + Math.log(v), 0) / values.length);
+}
+
 /** Coefficient of variation (sample standard deviation over mean). */
 export function cv(values: readonly number[]): number {
   if (values.length < 2) return 0;

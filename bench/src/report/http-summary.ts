@@ -1,5 +1,5 @@
 import { type HttpContender, usesRedis } from '../http/plan.js';
-import { cv, median } from '../lib/stats.js';
+import { cv, geometricMean, median } from '../lib/stats.js';
 import type { HttpResult } from '../results.js';
 import { type Spread, spreadOf } from './target-check.js';
 
@@ -133,10 +133,11 @@ const isSide = (r: HttpResult, side: HttpContender) => r.variant === side.varian
 
 /**
  * `a` ÷ `b` in requests per server CPU-second, over the pairs that loaded the two at once on
- * one core (one a cycle): the median and range. Undefined where no such pair ran. Only for two
- * servers alike in what they wait on: one that awaits Redis answers each turn's requests in
- * a batch and spends less CPU on each, which its rate, held back by the round trip, does not
- * show.
+ * one core: each cycle's quotient is the geometric mean of its pairs' (both ways round, so that
+ * the load generator's lead on the side it starts first cancels: see `runFramework`), then the
+ * median and range over cycles. Undefined where no such pair ran. Only for two servers alike in
+ * what they wait on: one that awaits Redis answers each turn's requests in a batch and spends
+ * less CPU on each, which its rate, held back by the round trip, does not show.
  */
 export function pairedRatio(
   results: readonly HttpResult[],
@@ -145,13 +146,14 @@ export function pairedRatio(
   b: HttpContender,
 ): Spread | undefined {
   const paired = results.filter((r) => r.framework === framework && r.pair !== undefined && r.rpsPerCpuSec);
-  const quotients = paired
-    .filter((r) => isSide(r, a))
-    .flatMap((run) => {
-      const partner = paired.find((r) => r.pair === run.pair && r !== run && isSide(r, b));
-      return partner === undefined ? [] : [(run.rpsPerCpuSec as number) / (partner.rpsPerCpuSec as number)];
-    });
-  return spreadOf(quotients);
+  const byCycle = new Map<number, number[]>();
+  for (const run of paired.filter((r) => isSide(r, a))) {
+    const partner = paired.find((r) => r.pair === run.pair && r !== run && isSide(r, b));
+    if (partner === undefined) continue;
+    const quotient = (run.rpsPerCpuSec as number) / (partner.rpsPerCpuSec as number);
+    byCycle.set(run.round, [...(byCycle.get(run.round) ?? []), quotient]);
+  }
+  return spreadOf([...byCycle.values()].map(geometricMean));
 }
 
 export const findHttp = (

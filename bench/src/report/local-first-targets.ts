@@ -65,7 +65,7 @@ export function redisStoreTargets(results: readonly HttpResult[], http: readonly
       unit: 'ratio',
       goal: '≥ 1.00',
       bound: `the memory store's 429 path beside an idle Redis client ÷ without one ${spreadShown(floor)}`,
-      context: `deny cache ÷ that floor ${spreadShown(atFloor)}; each pair loaded at once on one core, one pair a cycle`,
+      context: `deny cache ÷ that floor ${spreadShown(atFloor)}; each pair loaded at once on one core, both ways round each cycle`,
       met: atLeast(v, 1),
       // Out of reach only while the deny cache keeps up with its floor: below it, sluice misses.
       boundMisses: atLeast(floor?.median, 1) === false && atLeast(atFloor?.median, 1) === true,
