@@ -40,8 +40,9 @@ export interface HttpSettings {
   /** One run's length. */
   runS: number;
   /**
-   * One pair's length each way round (a cycle loads every pair twice, each side started first
-   * once): the two servers share the core, so each gets about half of it.
+   * One pair's length each way round (a cycle loads every pair three times: once to warm both
+   * up, then once with each side started first): the two servers share the core, so each gets
+   * about half of it.
    */
   pairRunS: number;
   quick: boolean;
@@ -114,6 +115,9 @@ async function startServer(
   return server;
 }
 
+/** A server as the load generator targets it: its port, and the status its path answers with. */
+const expectedOf = (s: Server) => ({ port: s.port, expect: s.contender.mode === 'pass' ? 200 : 429 }) as const;
+
 /** Sends the load generator one command and waits for its one-line answer: one run per target. */
 function loadOnce(client: ChildProcess, command: LoadCommand): Promise<LoadRun[]> {
   const answer = waitForLine(client, /^\{.*\}$/, (command.seconds + 30) * 1000);
@@ -141,7 +145,7 @@ async function measureRuns(
   const attempt = async (): Promise<Measured[]> => {
     const meter = startCpuMeter(pids);
     const cpuBefore = group.map((s) => processCpuSeconds(s.child.pid as number));
-    const targets = group.map((s) => ({ port: s.port, expect: s.contender.mode === 'pass' ? 200 : 429 }) as const);
+    const targets = group.map(expectedOf);
     const runs = await loadOnce(client, { seconds, targets });
     const cpuAfter = group.map((s) => processCpuSeconds(s.child.pid as number));
     const cpu = meter();
@@ -184,7 +188,7 @@ const tabled = (contenders: readonly HttpContender[], settings: HttpSettings): r
 /** How long a framework's cycles last, all told: the runs in sequence of the table cycles, and every cycle's pairs. */
 const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
   settings.tableCycles * (2 * tabled(contenders, settings).length + 1) * (settings.runS + RUN_OVERHEAD_S) +
-  settings.cycles * targetPairs(contenders).length * 2 * (settings.pairRunS + RUN_OVERHEAD_S);
+  settings.cycles * targetPairs(contenders).length * 3 * (settings.pairRunS + RUN_OVERHEAD_S);
 
 /**
  * One framework: every contender's server started at once (idle ones cost nothing), one load
@@ -254,6 +258,10 @@ async function runFramework(
         // side read slower: 0.82× the other way round, over the 30 pairs of a quick run. So
         // every cycle loads each pair both ways round, in turn which goes first, and a target
         // reads the geometric mean of the two quotients (`pairedRatio`), where the lead cancels.
+        // A server idle for a while answers its first fraction of a second slowly (each server's
+        // first pair of a cycle read up to 0.57× its partner, one that had just run), and a
+        // server in one pair idles a whole cycle: both are loaded together first, unmeasured.
+        await loadOnce(client, { seconds: settings.pairRunS, targets: sides.map(expectedOf) });
         const quotients: number[] = [];
         for (const reversed of cycle % 2 === 0 ? [true, false] : [false, true]) {
           const measured = await measureRuns(reversed ? [...sides].reverse() : sides, client, pids, settings.pairRunS);
