@@ -194,9 +194,10 @@ const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSetti
  * One framework: every contender's server started at once (idle ones cost nothing), one load
  * generator, each server warmed up, then `cycles` cycles. In each, bare runs before, between
  * and after the contenders, each run short, so that a table's ratio compares runs seconds
- * apart; then the two sides of each target run at once on the one server core, and the pair's
- * quotient of requests per CPU-second is what the target reads: the host's speed swings
- * within seconds, and two servers sharing the core meet the same swings.
+ * apart; then the two sides of each target run at once on the one server core, once unmeasured
+ * and once each way round, and the geometric mean of the two quotients of requests per
+ * CPU-second is what the target reads: the host's speed swings within seconds, and two servers
+ * sharing the core meet the same swings.
  */
 async function runFramework(
   framework: string,

@@ -150,8 +150,9 @@ export function pairedRatio(
   for (const run of paired.filter((r) => isSide(r, a))) {
     const partner = paired.find((r) => r.pair === run.pair && r !== run && isSide(r, b));
     if (partner === undefined) continue;
-    const quotient = (run.rpsPerCpuSec as number) / (partner.rpsPerCpuSec as number);
-    byCycle.set(run.round, [...(byCycle.get(run.round) ?? []), quotient]);
+    const quotients = byCycle.get(run.round) ?? [];
+    quotients.push((run.rpsPerCpuSec as number) / (partner.rpsPerCpuSec as number));
+    byCycle.set(run.round, quotients);
   }
   return spreadOf([...byCycle.values()].map(geometricMean));
 }
