@@ -33,20 +33,22 @@ const WATCH_ROUNDS_QUICK = 1;
 const REDIS_DEPTHS = quick ? [16] : [1, 16];
 const settings = {
   targetRounds: TARGET_ROUNDS,
-  inprocTimeMs: quick ? 300 : 800,
-  inprocWarmupMs: quick ? 150 : 300,
+  inprocTimeMs: quick ? 250 : 800,
+  inprocWarmupMs: quick ? 100 : 300,
   // A pair's two processes share the core: about half of each run is each one's.
-  pairTimeMs: quick ? 600 : 1600,
-  pairWarmupMs: quick ? 600 : 1500,
+  pairTimeMs: quick ? 500 : 1600,
+  pairWarmupMs: quick ? 300 : 1500,
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
   httpTableCycles: quick ? 1 : options.cycles,
-  httpWarmupS: quick ? 0.3 : 2,
+  httpWarmupS: quick ? 0.6 : 2,
   httpRunS: quick ? 0.15 : 0.5,
-  httpPairRunS: quick ? 0.2 : 0.75,
+  httpPairRunS: quick ? 0.15 : 0.75,
+  // Long enough to wake a server that idled (see `runFramework`); the quick run's cycles leave none idle long (see `HttpSettings`).
+  httpPairWarmupS: quick ? 0 : 0.75,
   quietWaitMs: quick ? 2000 : 5000,
-  redisBenchSeconds: quick ? 0.5 : 2,
-  redisBenchRepeats: quick ? 1 : 3,
+  redisBenchSeconds: quick ? 0.3 : 2,
+  redisBenchRepeats: quick ? 1 : 5,
   serviceWarmupMs: quick ? 300 : 1000,
   serviceDurationMs: quick ? 500 : 3000,
 };
@@ -178,6 +180,7 @@ async function measure(): Promise<RunResults> {
         warmupS: settings.httpWarmupS,
         runS: settings.httpRunS,
         pairRunS: settings.httpPairRunS,
+        pairWarmupS: settings.httpPairWarmupS,
         quietWaitMs: settings.quietWaitMs,
         quick,
       };

@@ -71,8 +71,10 @@ export interface RedisBenchResult extends Disturbance {
   p50Ms?: number;
   p99Ms?: number;
   redisCores?: number;
-  /** Redis's own time per call from `INFO commandstats` (absent in older runs). */
+  /** Redis's own time per call from `INFO commandstats` (absent in older runs): the median of the rounds'. */
   usecPerCall?: number;
+  /** Each round's `usecPerCall`, in the order run (absent in older runs). */
+  usecPerCallRuns?: number[];
   unavailable?: string;
   error?: string;
 }

@@ -135,6 +135,7 @@ export async function runRedisBenchmark(
       p99Ms: pick((r) => r.p99Ms),
       redisCores: pick((r) => r.redisCores),
       usecPerCall: pick((r) => r.usecPerCall),
+      usecPerCallRuns: runs.map((r) => r.usecPerCall),
       foreign: Math.max(...runs.map((r) => r.foreign)),
       retried: runs.some((r) => r.retried),
       waitedMs: runs.reduce((sum, r) => sum + r.waitedMs, 0),

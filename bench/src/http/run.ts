@@ -40,11 +40,17 @@ export interface HttpSettings {
   /** One run's length. */
   runS: number;
   /**
-   * One pair's length each way round (a cycle loads every pair three times: once to warm both
-   * up, then once with each side started first): the two servers share the core, so each gets
+   * One pair's length each way round (a cycle loads every pair once with each side started
+   * first, after an unmeasured load of both): the two servers share the core, so each gets
    * about half of it.
    */
   pairRunS: number;
+  /**
+   * The length of a pair's unmeasured first load; 0 for none. The quick run has none: its cycles
+   * follow each other within seconds, and with none its two orders' quotients agreed (geometric
+   * mean of one order's over the other's 1.00 on Fastify and Koa over cycles 2 to 5).
+   */
+  pairWarmupS: number;
   quick: boolean;
 }
 
@@ -188,16 +194,18 @@ const tabled = (contenders: readonly HttpContender[], settings: HttpSettings): r
 /** How long a framework's cycles last, all told: the runs in sequence of the table cycles, and every cycle's pairs. */
 const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
   settings.tableCycles * (2 * tabled(contenders, settings).length + 1) * (settings.runS + RUN_OVERHEAD_S) +
-  settings.cycles * targetPairs(contenders).length * 3 * (settings.pairRunS + RUN_OVERHEAD_S);
+  settings.cycles *
+    targetPairs(contenders).length *
+    ((settings.pairWarmupS > 0 ? settings.pairWarmupS + RUN_OVERHEAD_S : 0) + 2 * (settings.pairRunS + RUN_OVERHEAD_S));
 
 /**
  * One framework: every contender's server started at once (idle ones cost nothing), one load
  * generator, each server warmed up, then `cycles` cycles. In each, bare runs before, between
  * and after the contenders, each run short, so that a table's ratio compares runs seconds
  * apart; then the two sides of each target run at once on the one server core, once unmeasured
- * and once each way round, and the geometric mean of the two quotients of requests per
- * CPU-second is what the target reads: the host's speed swings within seconds, and two servers
- * sharing the core meet the same swings.
+ * (`pairWarmupS`) and once each way round, and the geometric mean of the two quotients of
+ * requests per CPU-second is what the target reads: the host's speed swings within seconds, and
+ * two servers sharing the core meet the same swings.
  */
 async function runFramework(
   framework: string,
@@ -261,8 +269,10 @@ async function runFramework(
         // reads the geometric mean of the two quotients (`pairedRatio`), where the lead cancels.
         // A server idle for a while answers its first fraction of a second slowly (each server's
         // first pair of a cycle read up to 0.57× its partner, one that had just run), and a
-        // server in one pair idles a whole cycle: both are loaded together first, unmeasured.
-        await loadOnce(client, { seconds: settings.pairRunS, targets: sides.map(expectedOf) });
+        // server in one pair idles a whole cycle: both are loaded together first, unmeasured (see
+        // `pairWarmupS`).
+        if (settings.pairWarmupS > 0)
+          await loadOnce(client, { seconds: settings.pairWarmupS, targets: sides.map(expectedOf) });
         const quotients: number[] = [];
         for (const reversed of cycle % 2 === 0 ? [true, false] : [false, true]) {
           const measured = await measureRuns(reversed ? [...sides].reverse() : sides, client, pids, settings.pairRunS);

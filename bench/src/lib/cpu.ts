@@ -93,9 +93,14 @@ export function startCpuMeter(pids: Record<string, number | undefined>): () => C
 /** Foreign load above this, in cores, counts as a disturbed measurement. */
 export const FOREIGN_LIMIT = 0.1;
 
+/** The longest window `waitForQuiet` samples the machine's load over. */
+const QUIET_SAMPLE_MS = 200;
+
 /**
  * Waits (bounded) until the machine is quiet apart from our own long-lived processes,
- * sampling 200 ms windows. Returns the time waited and the last foreign load seen.
+ * sampling windows of a twentieth of the longest wait, at most 200 ms: the quick run, which
+ * waits before every job and may wait 2 s, samples 100 ms. Returns the time waited and the
+ * last foreign load seen.
  */
 export async function waitForQuiet(
   ownPids: Record<string, number | undefined>,
@@ -103,9 +108,10 @@ export async function waitForQuiet(
 ): Promise<{ waitedMs: number; foreign: number }> {
   const start = performance.now();
   let foreign = 0;
+  const sampleMs = Math.min(QUIET_SAMPLE_MS, maxWaitMs / 20);
   for (let i = 0; i < 100; i++) {
     const meter = startCpuMeter(ownPids);
-    await sleep(200);
+    await sleep(sampleMs);
     foreign = meter().foreign;
     const waitedMs = performance.now() - start;
     if (foreign <= FOREIGN_LIMIT || waitedMs >= maxWaitMs) return { waitedMs: i === 0 ? 0 : waitedMs, foreign };

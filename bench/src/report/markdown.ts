@@ -214,7 +214,7 @@ const redisRounds = (s: Record<string, number>): string =>
 const httpPairs = (s: Record<string, number>, cycles: number): string =>
   s.httpPairRunS === undefined
     ? ''
-    : ` then, in each of ${cycles} cycles, the two sides of each target loaded at once on one core for ${s.httpPairRunS} s, once unmeasured and then both ways round (each side started first once), the targets reading the geometric mean of the two quotients of requests per server CPU-second;`;
+    : ` then, in each of ${cycles} cycles, the two sides of each target loaded at once on one core${s.httpPairWarmupS === 0 ? '' : `, once unmeasured${s.httpPairWarmupS === undefined ? '' : ` for ${s.httpPairWarmupS} s`} and then`} for ${s.httpPairRunS} s both ways round (each side started first once), the targets reading the geometric mean of the two quotients of requests per server CPU-second;`;
 
 export function renderMarkdown(results: RunResults, http: readonly HttpRow[], checks: readonly TargetCheck[]): string {
   const m = results.machine;

@@ -10,6 +10,7 @@ import {
   over,
   pairSpread,
   type Spread,
+  spreadOf,
   spreadShown,
   type TargetCheck,
 } from './target-check.js';
@@ -103,11 +104,20 @@ export function heapTargets(results: RunResults): TargetCheck[] {
  * run read it (load changes it little), else Redis's CPU over the calls served.
  */
 function redisUs(results: RunResults, command: string): number | undefined {
-  const row = results.redisBench.find((r) => r.command === command && r.pipeline === 16);
+  const row = replayRow(results, command);
   if (row?.usecPerCall !== undefined) return row.usecPerCall;
   if (row?.opsPerSec === undefined || row.redisCores === undefined) return undefined;
   return (1e6 * row.redisCores) / row.opsPerSec;
 }
+
+const replayRow = (results: RunResults, command: string) =>
+  results.redisBench.find((r) => r.command === command && r.pipeline === 16);
+
+/** The range of a replay's rounds, for a run of more than one. */
+const replaySpread = (results: RunResults, command: string): Spread | undefined => {
+  const runs = replayRow(results, command)?.usecPerCallRuns ?? [];
+  return runs.length > 1 ? spreadOf(runs) : undefined;
+};
 
 /**
  * The layout floor each algorithm's replay is read against: the replayed gcra state expires
@@ -135,6 +145,7 @@ export function redisTargets(results: RunResults): TargetCheck[] {
     checks.push({
       target: `Redis CPU per single-policy decision, ${algorithm} (redis-benchmark replay, -P 16)`,
       value: us,
+      spread: replaySpread(results, `sluice ${algorithm}`),
       unit: 'µs',
       goal: '≤ 6.0',
       bound: [
