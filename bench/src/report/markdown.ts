@@ -70,7 +70,7 @@ function targetsTable(checks: readonly TargetCheck[]): string {
       measuredValue(c),
       c.spread === undefined || c.spread.count < 2
         ? '–'
-        : `${fixed(c.spread.min, 3)}–${fixed(c.spread.max, 3)} (${c.spread.count})`,
+        : `${fixed(c.spread.min, c.unit === 'µs' ? 2 : 3)}–${fixed(c.spread.max, c.unit === 'µs' ? 2 : 3)} (${c.spread.count})`,
       c.goal,
       c.bound ?? '',
       c.context,
