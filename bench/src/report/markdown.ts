@@ -58,8 +58,17 @@ function httpTable(rows: readonly HttpRow[], mode: 'pass' | 'deny'): string {
   );
 }
 
-const measuredValue = (c: TargetCheck) =>
-  c.unit === 'bytes' ? fixed(c.value, 0) : c.unit === 'µs' ? `${fixed(c.value, 2)} µs` : fixed(c.value, 3);
+/** Decimals a target's figures are shown to, by unit. */
+const decimalsOf = (unit: TargetCheck['unit']): number => (unit === 'bytes' ? 0 : unit === 'µs' ? 2 : 3);
+
+const measuredValue = (c: TargetCheck) => `${fixed(c.value, decimalsOf(c.unit))}${c.unit === 'µs' ? ' µs' : ''}`;
+
+/** A target's range over its pairs (or rounds), to as many decimals as its median. */
+function rangeShown({ spread, unit }: TargetCheck): string {
+  if (spread === undefined || spread.count < 2) return '–';
+  const digits = decimalsOf(unit);
+  return `${fixed(spread.min, digits)}–${fixed(spread.max, digits)} (${spread.count})`;
+}
 
 /** Each target's median with its range over pairs, and the control or floor beside it. */
 function targetsTable(checks: readonly TargetCheck[]): string {
@@ -68,9 +77,7 @@ function targetsTable(checks: readonly TargetCheck[]): string {
     checks.map((c) => [
       c.target,
       measuredValue(c),
-      c.spread === undefined || c.spread.count < 2
-        ? '–'
-        : `${fixed(c.spread.min, c.unit === 'µs' ? 2 : 3)}–${fixed(c.spread.max, c.unit === 'µs' ? 2 : 3)} (${c.spread.count})`,
+      rangeShown(c),
       c.goal,
       c.bound ?? '',
       c.context,

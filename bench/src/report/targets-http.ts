@@ -15,8 +15,7 @@ const shown = (row: HttpRow | undefined): string =>
  * Each reads the pairs that loaded its two sides at once on one core, in requests per server
  * CPU-second, one quotient a cycle (both ways round: see `pairedRatio`), unless one side waits
  * on Redis and the other does not: then the two sides' ratios to bare in the runs made alone,
- * cycle by cycle. The median and range
- * over cycles are shown.
+ * cycle by cycle. The median and range over cycles are shown.
  */
 export function httpTargets(results: RunResults, http: readonly HttpRow[]): TargetCheck[] {
   const checks: TargetCheck[] = [];
