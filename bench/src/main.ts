@@ -9,6 +9,7 @@ import { runHttp } from './http/run.js';
 import { fullPlan, quickPlan, watchPlan } from './inproc/plan.js';
 import { runInproc } from './inproc/run.js';
 import { killAll, packageFile } from './lib/children.js';
+import { describeHostSpeed, measureHostSpeed } from './lib/host-speed.js';
 import { createProgress } from './lib/progress.js';
 import { type BenchRedis, startRedis } from './lib/redis-server.js';
 import { readOptions, SECTIONS } from './options.js';
@@ -150,6 +151,8 @@ async function measure(): Promise<RunResults> {
     http: [],
     redisBench: [],
   };
+  results.host = { start: await measureHostSpeed() };
+  progress.note(`host: ${describeHostSpeed(results.host.start)}`);
   const redis = await startRedis(1);
   progress.note(`redis-server ${results.machine.redis} on 127.0.0.1:${redis.port}, pinned to cpu 1`);
   try {
@@ -201,6 +204,8 @@ async function measure(): Promise<RunResults> {
   } finally {
     await redis.stop();
   }
+  results.host.end = await measureHostSpeed();
+  progress.note(`host: ${describeHostSpeed(results.host.end)}`);
   results.seconds = (Date.now() - startedAt.getTime()) / 1000;
   progress.note(`measured in ${Math.round(results.seconds)} s`);
   return results;

@@ -1,3 +1,4 @@
+import type { HostSpeed } from './lib/host-speed.js';
 import type { Disturbance } from './lib/job.js';
 
 export interface InprocResult extends Disturbance {
@@ -114,6 +115,8 @@ export interface RunResults {
   seconds: number;
   quick: boolean;
   machine: { cpus: number; cpuModel: string; node: string; redis: string; kernel: string };
+  /** The host's speed before the first section and after the last; absent in runs from before it was taken. */
+  host?: { start: HostSpeed; end?: HostSpeed };
   settings: Record<string, number>;
   inproc: InprocResult[];
   heap: HeapResult[];

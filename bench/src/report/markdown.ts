@@ -1,5 +1,6 @@
 import { FOREIGN_LIMIT } from '../lib/cpu.js';
 import { fixed, int, percent, rate, ratio } from '../lib/format.js';
+import { describeHostSpeed } from '../lib/host-speed.js';
 import { bytesPerKey, type RunResults } from '../results.js';
 import { findHttp, type HttpRow } from './http-summary.js';
 import { inprocTable, policyTable } from './inproc-tables.js';
@@ -195,6 +196,17 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
 }
 
 /** Says how many rounds of the cells the targets read the run measured, when more than one. */
+/** The host's speed at the start and end of the run, for telling a slower host from a slower build. */
+function hostSpeed(results: RunResults): string[] {
+  const { host } = results;
+  if (host === undefined) return [];
+  const end = host.end === undefined ? '' : `; at the end, ${describeHostSpeed(host.end)}`;
+  return [
+    '',
+    `Host at the start: ${describeHostSpeed(host.start)}${end} (see [../README.md](../README.md#the-hosts-speed)).`,
+  ];
+}
+
 function repeated(results: RunResults): string {
   const s = results.settings;
   const rounds = s.targetRounds ?? 1;
@@ -232,6 +244,7 @@ export function renderMarkdown(results: RunResults, http: readonly HttpRow[], ch
     '# sluice benchmark results',
     '',
     `Run of ${results.startedAt.slice(0, 16).replace('T', ' ')} UTC${results.quick ? ' (**--quick**: fewer cells, shorter runs; indicative only)' : ''}, ${Math.round(results.seconds)} s. ${m.cpus} × ${m.cpuModel}, Linux ${m.kernel}, Node ${m.node}, Redis ${m.redis}. Method and how to read the ratios: [../README.md](../README.md). Chart: [latest.svg](latest.svg).`,
+    ...hostSpeed(results),
     '',
     `Settings: in-process cells ${s.inprocTimeMs} ms after ${s.inprocWarmupMs} ms warm-up, one fresh process each${repeated(results)}; HTTP ${tableCycles} cycles of runs of ${s.httpRunS} s (every server warmed up ${s.httpWarmupS} s first), bare between every two contenders, 50 connections, ratios to the neighbouring bare runs, medians over cycles;${httpPairs(s, cycles)}${redisRounds(s)} memory at ${int(s.heapKeys)} keys.`,
     '',
