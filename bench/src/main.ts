@@ -151,8 +151,8 @@ async function measure(): Promise<RunResults> {
     http: [],
     redisBench: [],
   };
-  results.host = { start: await measureHostSpeed() };
-  progress.note(`host: ${describeHostSpeed(results.host.start)}`);
+  const hostAtStart = await measureHostSpeed();
+  progress.note(`host: ${describeHostSpeed(hostAtStart)}`);
   const redis = await startRedis(1);
   progress.note(`redis-server ${results.machine.redis} on 127.0.0.1:${redis.port}, pinned to cpu 1`);
   try {
@@ -204,7 +204,7 @@ async function measure(): Promise<RunResults> {
   } finally {
     await redis.stop();
   }
-  results.host.end = await measureHostSpeed();
+  results.host = { start: hostAtStart, end: await measureHostSpeed() };
   progress.note(`host: ${describeHostSpeed(results.host.end)}`);
   results.seconds = (Date.now() - startedAt.getTime()) / 1000;
   progress.note(`measured in ${Math.round(results.seconds)} s`);

@@ -116,7 +116,7 @@ export interface RunResults {
   quick: boolean;
   machine: { cpus: number; cpuModel: string; node: string; redis: string; kernel: string };
   /** The host's speed before the first section and after the last; absent in runs from before it was taken. */
-  host?: { start: HostSpeed; end?: HostSpeed };
+  host?: { start: HostSpeed; end: HostSpeed };
   settings: Record<string, number>;
   inproc: InprocResult[];
   heap: HeapResult[];

@@ -195,18 +195,16 @@ function notes(results: RunResults, http: readonly HttpRow[]): string[] {
   return lines;
 }
 
-/** Says how many rounds of the cells the targets read the run measured, when more than one. */
 /** The host's speed at the start and end of the run, for telling a slower host from a slower build. */
-function hostSpeed(results: RunResults): string[] {
-  const { host } = results;
+function hostSpeed({ host }: RunResults): string[] {
   if (host === undefined) return [];
-  const end = host.end === undefined ? '' : `; at the end, ${describeHostSpeed(host.end)}`;
   return [
     '',
-    `Host at the start: ${describeHostSpeed(host.start)}${end} (see [../README.md](../README.md#the-hosts-speed)).`,
+    `Host at the start: ${describeHostSpeed(host.start)}; at the end, ${describeHostSpeed(host.end)} (see [../README.md](../README.md#the-hosts-speed)).`,
   ];
 }
 
+/** Says how many rounds of the cells the targets read the run measured, when more than one. */
 function repeated(results: RunResults): string {
   const s = results.settings;
   const rounds = s.targetRounds ?? 1;
