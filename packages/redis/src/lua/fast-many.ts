@@ -82,6 +82,7 @@ do
     .map((line) => `\n  ${line}`)
     .join('')}
   local states_format, states_bytes = '<' .. string.rep('d', ${STATE_NUMBERS} * count), ${STATE_BYTES} * count
+  local string_format = '<c0' .. string.sub(states_format, 2)
 
   -- Every client's string checked before the first decision writes: each client at most
   -- once, its string nothing but these policies' states.
@@ -123,7 +124,12 @@ do
       n = n + 4
     end
     if allowed and cost > 0 then${keepsTtl(shape)}
-      ${chargeWrite(shape, 'KEYS[d]', 'struct.pack(states_format, unpack(nexts, 1, v))', '      ')}
+      ${chargeWrite(
+        shape,
+        'KEYS[d]',
+        { format: 'states_format', withDirectory: 'string_format', values: 'unpack(nexts, 1, v)' },
+        '      ',
+      )}
     elseif cost > 0 then
       -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
       for i = 1, count do

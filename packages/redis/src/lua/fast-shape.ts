@@ -141,6 +141,21 @@ export const packed = (shape: FastShape, used: string, resetAt: string, suffix: 
 export const keepsTtlWhen = 'min_ttl == 0 and expiry ~= nil and now + ttl <= expiry';
 
 /**
+ * For an algorithm whose charge may keep the key's TTL: the local `numbers_at`, where the
+ * numbers start in a string of `directory`, as text made once per call (Redis would render a
+ * Lua number through its floating-point path on every write).
+ */
+export const numbersAt = (shape: FastShape): string[] =>
+  shape.keepsTtl ? ["local numbers_at = format('%d', #directory)"] : [];
+
+/** A charged state's numbers as one `struct.pack` writes them: Lua expressions of its format, of that format after the directory, and of the numbers. */
+export interface PackedNumbers {
+  readonly format: string;
+  readonly withDirectory: string;
+  readonly values: string;
+}
+
+/**
  * The write of a charged state to `key`: the directory and the packed `numbers`, with the
  * locals `ttl` and, for an algorithm whose charge may keep the key's TTL (`keepsTtl`),
  * `keeps_ttl` (`keepsTtlWhen`): the key then keeps its TTL and Redis sets no expiry. (A key
@@ -149,20 +164,14 @@ export const keepsTtlWhen = 'min_ttl == 0 and expiry ~= nil and now + ttl <= exp
  * directory, so it overwrites only the numbers, by SETRANGE at `numbers_at` (`numbersAt`):
  * the script then makes no string of the whole state, which Redis's Lua would hash byte by byte.
  */
-/**
- * For an algorithm whose charge may keep the key's TTL: the local `numbers_at`, where the
- * numbers start in a string of `directory`, as text made once per call (Redis would render a
- * Lua number through its floating-point path on every write).
- */
-export const numbersAt = (shape: FastShape): string[] =>
-  shape.keepsTtl ? ["local numbers_at = format('%d', #directory)"] : [];
-
-export const chargeWrite = (shape: FastShape, key: string, numbers: string, indent: string): string => {
-  const write = `redis.call('PSETEX', ${key}, format('%d', ttl), directory .. ${numbers})`;
+export const chargeWrite = (shape: FastShape, key: string, numbers: PackedNumbers, indent: string): string => {
+  // 'c0' packs a string whole: the directory and the numbers make one string, where packing
+  // the numbers and then joining the directory to them would make two.
+  const write = `redis.call('PSETEX', ${key}, format('%d', ttl), struct.pack(${numbers.withDirectory}, directory, ${numbers.values}))`;
   if (!shape.keepsTtl) return write;
   return [
     'if keeps_ttl then',
-    `  redis.call('SETRANGE', ${key}, numbers_at, ${numbers})`,
+    `  redis.call('SETRANGE', ${key}, numbers_at, struct.pack(${numbers.format}, ${numbers.values}))`,
     'else',
     `  ${write}`,
     'end',

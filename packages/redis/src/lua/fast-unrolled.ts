@@ -11,7 +11,7 @@ import {
   packed,
   unpacked,
 } from './fast-shape.js';
-import { directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
+import { directoryOf, STATE_BYTES, statesFormat, stringFormat } from './prelude.js';
 
 /**
  * Decisions of up to this many policies are written out per policy count, in locals; more
@@ -112,8 +112,16 @@ const decide = (algorithm: FastAlgorithm, count: number): string => {
     ...keepsTtl,
     // Each state with its units spent and when it fully resets (what another version reads),
     // after the directory, by one pack.
-    `    local numbers = struct.pack('${statesFormat(count)}', ${all((i) => packed(shape, `used${i}`, `now + reset${i}`, i).join(', '), ',\n      ')})`,
-    `    ${chargeWrite(shape, 'key', 'numbers', '    ')}`,
+    `    ${chargeWrite(
+      shape,
+      'key',
+      {
+        format: `'${statesFormat(count)}'`,
+        withDirectory: `'${stringFormat(count)}'`,
+        values: all((i) => packed(shape, `used${i}`, `now + reset${i}`, i).join(', '), ', '),
+      },
+      '    ',
+    )}`,
     '  end',
     ...refused,
     'end',
