@@ -4,6 +4,7 @@ import {
   FIXED_HEADERS,
   LOCAL_FIRST_REDIS,
   MEMORY_BESIDE_IDLE_CLIENT,
+  REDIS_COUNTED_FIELDS,
   REDIS_ROUND_TRIP,
 } from './apps/app.js';
 
@@ -67,7 +68,7 @@ export function contendersFor(framework: string, quick: boolean): HttpContender[
   if (variants === undefined) return [];
   const contenders: HttpContender[] = [];
   for (const redis of [false, true]) {
-    const controls = redis ? [REDIS_ROUND_TRIP] : [FIXED_HEADERS, COUNTED_FIELDS];
+    const controls = redis ? [REDIS_ROUND_TRIP, REDIS_COUNTED_FIELDS] : [FIXED_HEADERS, COUNTED_FIELDS];
     for (const variant of controls) contenders.push({ variant, mode: 'pass' });
     for (const variant of variants.filter((v) => usesRedis(v) === redis)) {
       if (isSluice(variant)) {
@@ -105,12 +106,13 @@ export type HttpPair = readonly [HttpContender, HttpContender];
 export const pass = (variant: string): HttpContender => ({ variant, mode: 'pass' });
 /** A variant's 429 path, as a contender. */
 export const deny = (variant: string): HttpContender => ({ variant, mode: 'deny' });
-const isControl = (variant: string) => [FIXED_HEADERS, COUNTED_FIELDS, REDIS_ROUND_TRIP].includes(variant);
+const isControl = (variant: string) =>
+  [FIXED_HEADERS, COUNTED_FIELDS, REDIS_ROUND_TRIP, REDIS_COUNTED_FIELDS].includes(variant);
 
 /**
  * The pairs a framework's targets read, of the contenders it runs: sluice on memory and the
  * counted floor against the fields control; sluice on memory and the counted floor against
- * each memory peer; sluice on Redis against the INCR control; the memory store's 429 path
+ * each memory peer; sluice on Redis and the Redis counted floor against the INCR control; the memory store's 429 path
  * against its pass path; the Redis store's 429 path (its deny cache) against the memory
  * store's; local-first against memory. A pair's two servers are alike in what they wait on:
  * the targets that compare one that awaits Redis with one that does not read the runs made
@@ -128,6 +130,7 @@ export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
       [pass(COUNTED_FIELDS), peer],
     ]),
     [pass('sluice:redis'), pass(REDIS_ROUND_TRIP)],
+    [pass(REDIS_COUNTED_FIELDS), pass(REDIS_ROUND_TRIP)],
     [deny('sluice:memory'), pass('sluice:memory')],
     [deny('sluice:redis'), deny('sluice:memory')],
     [deny(MEMORY_BESIDE_IDLE_CLIENT), deny('sluice:memory')],

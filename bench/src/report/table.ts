@@ -1,4 +1,10 @@
-import { COUNTED_FIELDS, FIXED_HEADERS, MEMORY_BESIDE_IDLE_CLIENT, REDIS_ROUND_TRIP } from '../http/apps/app.js';
+import {
+  COUNTED_FIELDS,
+  FIXED_HEADERS,
+  MEMORY_BESIDE_IDLE_CLIENT,
+  REDIS_COUNTED_FIELDS,
+  REDIS_ROUND_TRIP,
+} from '../http/apps/app.js';
 
 /** A markdown table; the first column left-aligned, the rest right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -20,6 +26,7 @@ export const limiterName = (variant: string): string => {
   if (variant === FIXED_HEADERS) return 'RateLimit fields alone (control)';
   if (variant === COUNTED_FIELDS) return 'RateLimit fields counted in a Map (floor)';
   if (variant === REDIS_ROUND_TRIP) return 'one Redis INCR alone (control)';
+  if (variant === REDIS_COUNTED_FIELDS) return 'RateLimit fields counted by one Redis INCR (floor)';
   if (variant === MEMORY_BESIDE_IDLE_CLIENT) return 'sluice (memory) beside an idle Redis client (floor)';
   const [name, store] = variant.split(':');
   return `${name} (${store})`;

@@ -38,13 +38,16 @@ export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
  */
 export const COUNTED_FIELDS = 'counted-fields';
 
-/** The counted-fields floor's `RateLimit` value for one request of `client`; `RateLimit-Policy` stays fixed. */
+/** The counted floors' `RateLimit` value once a client has used `used` units; `RateLimit-Policy` stays fixed. */
+export const countedRateLimitField = (used: number): string => `"1000000000-per-1m";r=${1_000_000_000 - used};t=60`;
+
+/** The counted-fields floor's `RateLimit` value for one request of `client`. */
 export function createFieldCounter(): (client: string) => string {
   const counts = new Map<string, number>();
   return (client) => {
     const used = (counts.get(client) ?? 0) + 1;
     counts.set(client, used);
-    return `"1000000000-per-1m";r=${1_000_000_000 - used};t=60`;
+    return countedRateLimitField(used);
   };
 }
 
@@ -55,6 +58,15 @@ export function createFieldCounter(): (client: string) => string {
  * Redis round trip per request costs the server, which no limiter that counts in Redis avoids.
  */
 export const REDIS_ROUND_TRIP = 'round-trip:redis';
+
+/**
+ * The `counted-fields:redis` floor: the INCR control, then the two RateLimit fields with `r`
+ * from the count INCR answers, written anew on every request (set as the fields control sets
+ * them). The least a limiter that counts in Redis and sends true figures does per request;
+ * where it alone costs more than a target allows against the INCR control, no such limiter
+ * can meet it.
+ */
+export const REDIS_COUNTED_FIELDS = 'counted-fields:redis';
 
 /**
  * The `sluice:memory-beside-idle-client` floor of the deny cache's 429 path: sluice on the

@@ -8,11 +8,13 @@ import {
   type AppSetup,
   body,
   COUNTED_FIELDS,
+  countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
   MEMORY_BESIDE_IDLE_CLIENT,
+  REDIS_COUNTED_FIELDS,
   REDIS_ROUND_TRIP,
   type StartApp,
   sluiceLimit,
@@ -53,6 +55,18 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
       const { roundTrip, close } = await redisRoundTrip(setup);
       const middleware: RequestHandler = (req, _res, next) => {
         roundTrip(req.ip ?? '').then(() => next(), next);
+      };
+      return [middleware, close];
+    }
+    case REDIS_COUNTED_FIELDS: {
+      const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
+      const { roundTrip, close } = await redisRoundTrip(setup);
+      const middleware: RequestHandler = (req, res, next) => {
+        roundTrip(req.ip ?? '').then((used) => {
+          res.setHeader(policyName, policyValue);
+          res.setHeader('RateLimit', countedRateLimitField(used));
+          next();
+        }, next);
       };
       return [middleware, close];
     }

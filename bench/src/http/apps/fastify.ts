@@ -4,10 +4,12 @@ import { exportOf } from '../../inproc/contender.js';
 import {
   body,
   COUNTED_FIELDS,
+  countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
+  REDIS_COUNTED_FIELDS,
   REDIS_ROUND_TRIP,
   type StartApp,
   sluiceLimit,
@@ -43,6 +45,15 @@ export const startFastify: StartApp = async (setup, port) => {
     const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
     app.addHook('onRequest', async (request) => {
       await roundTrip(request.ip);
+    });
+    close = closeClient;
+  } else if (setup.variant === REDIS_COUNTED_FIELDS) {
+    const [[policyName, policyValue]] = lowercaseFields as [readonly [string, string]];
+    const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
+    app.addHook('onRequest', async (request, reply) => {
+      const used = await roundTrip(request.ip);
+      reply.header(policyName, policyValue);
+      reply.header('ratelimit', countedRateLimitField(used));
     });
     close = closeClient;
   } else if (setup.variant === '@fastify/rate-limit:memory') {

@@ -6,10 +6,12 @@ import { exportOf } from '../../inproc/contender.js';
 import {
   body,
   COUNTED_FIELDS,
+  countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
   fixedRateLimitFields,
   limits,
+  REDIS_COUNTED_FIELDS,
   REDIS_ROUND_TRIP,
   type StartApp,
   sluiceLimit,
@@ -45,6 +47,16 @@ export const startKoa: StartApp = async (setup, port) => {
     const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
     app.use(async (ctx, next) => {
       await roundTrip(ctx.ip);
+      return next();
+    });
+    close = closeClient;
+  } else if (setup.variant === REDIS_COUNTED_FIELDS) {
+    const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
+    const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
+    app.use(async (ctx, next) => {
+      const used = await roundTrip(ctx.ip);
+      ctx.res.setHeader(policyName, policyValue);
+      ctx.res.setHeader('RateLimit', countedRateLimitField(used));
       return next();
     });
     close = closeClient;

@@ -42,10 +42,13 @@ export async function sluiceStore(setup: AppSetup): Promise<{ store: RateLimitSt
   };
 }
 
-/** The `round-trip:redis` control's one command per request, and a closer for its client. */
+/**
+ * The `round-trip:redis` control's one command per request, answering the client's count, and
+ * a closer for its client.
+ */
 export async function redisRoundTrip(
   setup: AppSetup,
-): Promise<{ roundTrip: (key: string) => Promise<unknown>; close: () => void }> {
+): Promise<{ roundTrip: (key: string) => Promise<number>; close: () => void }> {
   const client = benchRedis(setup, { enableAutoPipelining: true });
   await client.ping();
   return { roundTrip: (key) => client.incr(`round-trip:${key}`), close: () => client.disconnect() };
