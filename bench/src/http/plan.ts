@@ -112,11 +112,11 @@ const isControl = (variant: string) =>
 /**
  * The pairs a framework's targets read, of the contenders it runs: sluice on memory and the
  * counted floor against the fields control; sluice on memory and the counted floor against
- * each memory peer; sluice on Redis and the Redis counted floor against the INCR control; the memory store's 429 path
- * against its pass path; the Redis store's 429 path (its deny cache) against the memory
- * store's; local-first against memory. A pair's two servers are alike in what they wait on:
- * the targets that compare one that awaits Redis with one that does not read the runs made
- * alone instead (see `pairedRatio`).
+ * each memory peer; sluice on Redis and the Redis counted floor against the INCR control; the
+ * memory store's 429 path against its pass path; the Redis store's 429 path (its deny cache)
+ * against the memory store's; local-first against memory. A pair's two servers are alike in
+ * what they wait on: the targets that compare one that awaits Redis with one that does not read
+ * the runs made alone instead (see `pairedRatio`).
  */
 export function targetPairs(contenders: readonly HttpContender[]): HttpPair[] {
   const memoryPeers = contenders.filter(

@@ -148,7 +148,10 @@ export const keepsTtlWhen = 'min_ttl == 0 and expiry ~= nil and now + ttl <= exp
 export const numbersAt = (shape: FastShape): string[] =>
   shape.keepsTtl ? ["local numbers_at = format('%d', #directory)"] : [];
 
-/** A charged state's numbers as one `struct.pack` writes them: Lua expressions of its format, of that format after the directory, and of the numbers. */
+/**
+ * A charged state's numbers as one `struct.pack` writes them, each a Lua expression: their
+ * format, the format of the whole string (the directory, then the numbers), and the numbers.
+ */
 export interface PackedNumbers {
   readonly format: string;
   readonly withDirectory: string;

@@ -11,7 +11,10 @@ export const STATE_BYTES = 8 * STATE_NUMBERS;
 /** The `struct` format of `count` states, packed one after another. */
 export const statesFormat = (count: number): string => `<${'d'.repeat(STATE_NUMBERS * count)}`;
 
-/** The `struct` format of a client's whole string of `count` states: its directory (`c0`, a string whole), then the states. */
+/**
+ * The `struct` format of a client's whole string of `count` states: its directory (`c0` packs a
+ * string whole), then the states.
+ */
 export const stringFormat = (count: number): string => `<c0${'d'.repeat(STATE_NUMBERS * count)}`;
 
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
