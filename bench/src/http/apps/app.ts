@@ -25,8 +25,13 @@ export const body = { hello: 'world' };
  * measures what sending the fields costs on its own, which no limiter that sends them avoids.
  */
 export const FIXED_HEADERS = 'fixed-headers';
+/** The `RateLimit-Policy` field, the same on every response: the counted floors send it as is. */
+export const fixedPolicyField: readonly [string, string] = [
+  'RateLimit-Policy',
+  '"1000000000-per-1m";q=1000000000;w=60',
+];
 export const fixedRateLimitFields: ReadonlyArray<readonly [string, string]> = [
-  ['RateLimit-Policy', '"1000000000-per-1m";q=1000000000;w=60'],
+  fixedPolicyField,
   ['RateLimit', '"1000000000-per-1m";r=999999999;t=60'],
 ];
 

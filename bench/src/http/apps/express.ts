@@ -11,6 +11,7 @@ import {
   countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
+  fixedPolicyField,
   fixedRateLimitFields,
   limits,
   MEMORY_BESIDE_IDLE_CLIENT,
@@ -20,6 +21,8 @@ import {
   sluiceLimit,
 } from './app.js';
 import { benchRedis, redisRoundTrip, sluiceStore } from './stores.js';
+
+const [policyName, policyValue] = fixedPolicyField;
 
 type Closer = () => void | Promise<void>;
 
@@ -42,7 +45,6 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
       return [fields, () => {}];
     }
     case COUNTED_FIELDS: {
-      const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
       const count = createFieldCounter();
       const fields: RequestHandler = (req, res, next) => {
         res.setHeader(policyName, policyValue);
@@ -59,7 +61,6 @@ async function limiterFor(setup: AppSetup): Promise<[RequestHandler, Closer]> {
       return [middleware, close];
     }
     case REDIS_COUNTED_FIELDS: {
-      const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
       const { roundTrip, close } = await redisRoundTrip(setup);
       const middleware: RequestHandler = (req, res, next) => {
         roundTrip(req.ip ?? '').then((used) => {

@@ -7,6 +7,7 @@ import {
   countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
+  fixedPolicyField,
   fixedRateLimitFields,
   limits,
   REDIS_COUNTED_FIELDS,
@@ -18,6 +19,7 @@ import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores
 
 /** As the sluice plugin hands them to Fastify: lowercased once (Fastify sends names lowercased). */
 const lowercaseFields = fixedRateLimitFields.map(([name, value]) => [name.toLowerCase(), value] as const);
+const [policyName, policyValue] = [fixedPolicyField[0].toLowerCase(), fixedPolicyField[1]];
 
 export const startFastify: StartApp = async (setup, port) => {
   const app = Fastify({ logger: false });
@@ -34,7 +36,6 @@ export const startFastify: StartApp = async (setup, port) => {
       done();
     });
   } else if (setup.variant === COUNTED_FIELDS) {
-    const [[policyName, policyValue]] = lowercaseFields as [readonly [string, string]];
     const count = createFieldCounter();
     app.addHook('onRequest', (request, reply, done) => {
       reply.header(policyName, policyValue);
@@ -48,7 +49,6 @@ export const startFastify: StartApp = async (setup, port) => {
     });
     close = closeClient;
   } else if (setup.variant === REDIS_COUNTED_FIELDS) {
-    const [[policyName, policyValue]] = lowercaseFields as [readonly [string, string]];
     const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
     app.addHook('onRequest', async (request, reply) => {
       const used = await roundTrip(request.ip);

@@ -9,6 +9,7 @@ import {
   countedRateLimitField,
   createFieldCounter,
   FIXED_HEADERS,
+  fixedPolicyField,
   fixedRateLimitFields,
   limits,
   REDIS_COUNTED_FIELDS,
@@ -17,6 +18,8 @@ import {
   sluiceLimit,
 } from './app.js';
 import { benchRedis, isSluiceStore, redisRoundTrip, sluiceStore } from './stores.js';
+
+const [policyName, policyValue] = fixedPolicyField;
 
 const require = createRequire(import.meta.url);
 const koaRatelimit = require('koa-ratelimit') as (options: Record<string, unknown>) => Middleware;
@@ -36,7 +39,6 @@ export const startKoa: StartApp = async (setup, port) => {
       return next();
     });
   } else if (setup.variant === COUNTED_FIELDS) {
-    const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
     const count = createFieldCounter();
     app.use((ctx, next) => {
       ctx.res.setHeader(policyName, policyValue);
@@ -51,7 +53,6 @@ export const startKoa: StartApp = async (setup, port) => {
     });
     close = closeClient;
   } else if (setup.variant === REDIS_COUNTED_FIELDS) {
-    const [[policyName, policyValue]] = fixedRateLimitFields as [readonly [string, string]];
     const { roundTrip, close: closeClient } = await redisRoundTrip(setup);
     app.use(async (ctx, next) => {
       const used = await roundTrip(ctx.ip);

@@ -15,7 +15,7 @@ export const statesFormat = (count: number): string => `<${'d'.repeat(STATE_NUMB
  * The `struct` format of a client's whole string of `count` states: its directory (`c0` packs a
  * string whole), then the states.
  */
-export const stringFormat = (count: number): string => `<c0${'d'.repeat(STATE_NUMBERS * count)}`;
+export const stringFormat = (count: number): string => `<c0${statesFormat(count).slice(1)}`;
 
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
