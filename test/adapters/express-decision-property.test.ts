@@ -64,4 +64,30 @@ describe('express: req.rateLimit', () => {
     app.get('/', report);
     expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 3, own: true });
   });
+
+  it('three limiters each reached twice count once each, after the application assigned a decision first', async () => {
+    const app = express();
+    app.use((req, _res, next) => {
+      req.rateLimit = { remaining: -1 } as never;
+      next();
+    });
+    const first = limit(6, 'decision-first');
+    const second = limit(5, 'decision-second');
+    const third = limit(3, 'decision-third');
+    const router = express.Router();
+    router.use(first, second, third);
+    app.use(first, second, third, router);
+    app.get('/', (req, res) => res.json({ remaining: req.rateLimit?.remaining, key: req.rateLimit?.key }));
+    const keys = new Set<string>();
+    for (const remaining of [2, 1, 0]) {
+      const { body } = await request(app).get('/').expect(200);
+      expect(body.remaining).toBe(remaining);
+      keys.add(body.key);
+    }
+    await request(app).get('/').expect(429);
+    // The first two counted each of the four requests once.
+    expect(keys.size).toBe(1);
+    expect((await first.limiter?.peek([...keys][0]))?.remaining).toBe(2);
+    expect((await second.limiter?.peek([...keys][0]))?.remaining).toBe(1);
+  });
 });

@@ -1,5 +1,5 @@
 import { IncomingMessage } from 'node:http';
-import type { Decision } from '@sluice/core';
+import { type Decision, keepDecision, keptDecision } from '@sluice/core';
 import type { Request } from 'express';
 
 /**
@@ -7,15 +7,14 @@ import type { Request } from 'express';
  * its app's prototype as it arrives; a property added to such an object then gives it a hidden
  * class of its own, and every later property read on it, Express's included, goes the slow
  * way: in the HTTP benchmark that cost about 4 % of a request served on the memory store. So
- * the decisions live in a WeakMap, read and written through an accessor defined once on
- * Express's base request object, which every app's request inherits from (Express's own way
- * of extending requests: `express.request`).
+ * the decisions are kept by core, beside the limiters that met the request (`keepDecision`),
+ * read and written through an accessor defined once on Express's base request object, which
+ * every app's request inherits from (Express's own way of extending requests: `express.request`).
  *
  * Where that cannot be done (no such base in the chain, or `rateLimit` already defined there
  * by someone else) or where the request has an own `rateLimit` already (set by
  * `Object.defineProperty`), the decision is assigned to the request as before.
  */
-const decisions = new WeakMap<object, Decision | undefined>();
 /** Prototypes looked at already: the ones given the accessor, and those that could not take it. */
 const bases = new WeakMap<object, boolean>();
 
@@ -23,10 +22,10 @@ const accessor: PropertyDescriptor = {
   configurable: true,
   enumerable: false,
   get(this: object) {
-    return decisions.get(this);
+    return keptDecision(this);
   },
   set(this: object, value: Decision | undefined) {
-    decisions.set(this, value);
+    keepDecision(this, value);
   },
 };
 
@@ -35,13 +34,13 @@ let lastPrototype: object | null = null;
 let lastUsable = false;
 
 /** Makes `decision` the request's `req.rateLimit`. */
-export function keepDecision(req: Request, decision: Decision): void {
+export function setRateLimit(req: Request, decision: Decision): void {
   const prototype = Object.getPrototypeOf(req) as object | null;
   if (prototype !== lastPrototype) {
     lastUsable = prototype !== null && (bases.get(prototype) ?? withAccessor(prototype));
     lastPrototype = prototype;
   }
-  if (lastUsable && !Object.hasOwn(req, 'rateLimit')) decisions.set(req, decision);
+  if (lastUsable && !Object.hasOwn(req, 'rateLimit')) keepDecision(req, decision);
   else req.rateLimit = decision;
 }
 

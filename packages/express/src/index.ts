@@ -9,7 +9,7 @@ import {
   type RulesHttpOptions,
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { keepDecision } from './decision-property.js';
+import { setRateLimit } from './decision-property.js';
 
 declare global {
   namespace Express {
@@ -70,7 +70,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
   const { onLimited } = options;
 
   const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): void => {
-    if (outcome.decision !== undefined) keepDecision(req, outcome.decision);
+    if (outcome.decision !== undefined) setRateLimit(req, outcome.decision);
     if (outcome.action === 'next') next();
     else if (outcome.action === 'limited') {
       if (outcome.refusal === undefined) {

@@ -1,3 +1,19 @@
+import type { Decision } from '../types.js';
+
+/**
+ * What sluice keeps for a request of a framework that gives each request a prototype of its
+ * own (Express): the limiters that met it, and the last decision made for it
+ * (`req.rateLimit`). One record a request, in one WeakMap: each entry of a weak collection
+ * costs the collector work on every request, and two (the limiters met, the decision) cost
+ * twice that.
+ */
+interface Visit {
+  /** The limiter that met the request (its token), the limiters in the order met, or none yet. */
+  met: object | object[] | undefined;
+  decision: Decision | undefined;
+}
+const visits = new WeakMap<object, Visit>();
+
 /**
  * Tells whether a limiter meets a request for the first time, so that one mounted twice on a
  * request's way (`app.use(limit)` and `router.use(limit)`) counts it once. It marks the request
@@ -7,14 +23,16 @@
  * Not so where the framework gives each request a prototype of its own (`swapsPrototype`;
  * Express does): V8 then shares no hidden class between requests, so a property added to one
  * builds a new hidden class and sends every later property read on the request, the
- * framework's own included, to a slow lookup. There the WeakSet costs less.
+ * framework's own included, to a slow lookup. There the request's `Visit` says it, in the
+ * WeakMap that also keeps its decision.
  */
 export function createFirstVisit(swapsPrototype = false): (request: object) => boolean {
   if (swapsPrototype) {
-    const seen = new WeakSet<object>();
+    const token = {};
     return (request) => {
-      if (seen.has(request)) return false;
-      seen.add(request);
+      const visit = visits.get(request);
+      if (visit !== undefined) return meets(visit, token);
+      visits.set(request, { met: token, decision: undefined });
       return true;
     };
   }
@@ -25,4 +43,28 @@ export function createFirstVisit(swapsPrototype = false): (request: object) => b
     marked[mark] = true;
     return true;
   };
+}
+
+/** Whether the limiter of `token` meets the visit's request for the first time; notes that it has. */
+function meets(visit: Visit, token: object): boolean {
+  const { met } = visit;
+  if (met === token) return false;
+  if (met === undefined) visit.met = token;
+  else if (!Array.isArray(met)) visit.met = [met, token];
+  else if (met.includes(token)) return false;
+  else met.push(token);
+  return true;
+}
+
+/**
+ * The decision kept for a request of a framework that swaps request prototypes: Express's
+ * `req.rateLimit`, read through an accessor (see `@sluice/express`).
+ */
+export const keptDecision = (request: object): Decision | undefined => visits.get(request)?.decision;
+
+/** Keeps `decision` as the request's, for `keptDecision`. */
+export function keepDecision(request: object, decision: Decision | undefined): void {
+  const visit = visits.get(request);
+  if (visit === undefined) visits.set(request, { met: undefined, decision });
+  else visit.decision = decision;
 }

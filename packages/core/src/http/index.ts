@@ -4,6 +4,7 @@ export type { ProxyTrust } from './client-address.js';
 export { UNKNOWN_IP_KEY } from './client-address.js';
 export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
 export type { CountByOutcomeOptions } from './count-by-outcome.js';
+export { keepDecision, keptDecision } from './first-visit.js';
 export { retryAfterMs as retryAfterFieldMs } from './headers/effective-window.js';
 export type { HeadersOptions, HeaderTarget, HeaderWriter, ResolvedHeaders, StandardHeaders } from './headers/index.js';
 export { checkHeaders, createHeaderWriter, lookupName } from './headers/index.js';
