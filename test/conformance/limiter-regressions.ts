@@ -171,4 +171,28 @@ export function limiterRegressions(store: () => RateLimitStore) {
     clock.set(START_MS + c.back + c.wait);
     expect((await limiter.consume('k')).allowed).toBe(true);
   });
+
+  // Stepped back, the counter decides as of the start of the window its state was written in,
+  // where the previous window still weighs in full: one unit left of 3 passes, and no more.
+  it('sliding-window-counter: after a clock step back, what the window of the state has left passes', async () => {
+    const clock = manualClock(START_MS);
+    const limiter = createLimiter({
+      limit: 3,
+      window: '1s',
+      algorithm: 'sliding-window-counter',
+      ...strict,
+      store: store(),
+      prefix: freshPrefix(),
+      clock,
+    });
+    for (const at of [9_500, 10_200]) {
+      clock.set(START_MS + at);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    }
+    clock.set(START_MS + 9_900);
+    const last = await limiter.consume('k');
+    expect(last.allowed).toBe(true);
+    expect(last.remaining).toBe(0);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
 }
