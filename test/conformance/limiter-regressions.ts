@@ -141,16 +141,11 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
-  // A refusal's wait after a clock step back counts the lag, in both of the counter's cases:
-  // the request passes within the current window, or only in the next. Waiting exactly
-  // `retryAfterMs` passes; a millisecond less does not.
-  it.each([
-    { passesIn: 'the current window', limit: 3, charges: [9_500, 9_500, 10_600], back: 9_900, wait: 600 },
-    { passesIn: 'the next window', limit: 2, charges: [10_500, 10_500], back: 9_800, wait: 1_700 },
-  ])('sliding-window-counter: a wait after a clock step back, passing in $passesIn, is exact', async (c) => {
+  /** A one-second sliding window counter of `limit` on a manual clock, charged at `charges` ms after the start. */
+  const chargedCounter = async (limit: number, charges: readonly number[]) => {
     const clock = manualClock(START_MS);
     const limiter = createLimiter({
-      limit: c.limit,
+      limit,
       window: '1s',
       algorithm: 'sliding-window-counter',
       ...strict,
@@ -158,10 +153,21 @@ export function limiterRegressions(store: () => RateLimitStore) {
       prefix: freshPrefix(),
       clock,
     });
-    for (const at of c.charges) {
+    for (const at of charges) {
       clock.set(START_MS + at);
       expect((await limiter.consume('k')).allowed).toBe(true);
     }
+    return { clock, limiter };
+  };
+
+  // A refusal's wait after a clock step back counts the lag, in both of the counter's cases:
+  // the request passes within the current window, or only in the next. Waiting exactly
+  // `retryAfterMs` passes; a millisecond less does not.
+  it.each([
+    { passesIn: 'the current window', limit: 3, charges: [9_500, 9_500, 10_600], back: 9_900, wait: 600 },
+    { passesIn: 'the next window', limit: 2, charges: [10_500, 10_500], back: 9_800, wait: 1_700 },
+  ])('sliding-window-counter: a wait after a clock step back, passing in $passesIn, is exact', async (c) => {
+    const { clock, limiter } = await chargedCounter(c.limit, c.charges);
     clock.set(START_MS + c.back);
     const refused = await limiter.consume('k');
     expect(refused.allowed).toBe(false);
@@ -175,20 +181,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
   // Stepped back, the counter decides as of the start of the window its state was written in,
   // where the previous window still weighs in full: one unit left of 3 passes, and no more.
   it('sliding-window-counter: after a clock step back, what the window of the state has left passes', async () => {
-    const clock = manualClock(START_MS);
-    const limiter = createLimiter({
-      limit: 3,
-      window: '1s',
-      algorithm: 'sliding-window-counter',
-      ...strict,
-      store: store(),
-      prefix: freshPrefix(),
-      clock,
-    });
-    for (const at of [9_500, 10_200]) {
-      clock.set(START_MS + at);
-      expect((await limiter.consume('k')).allowed).toBe(true);
-    }
+    const { clock, limiter } = await chargedCounter(3, [9_500, 10_200]);
     clock.set(START_MS + 9_900);
     const last = await limiter.consume('k');
     expect(last.allowed).toBe(true);
