@@ -1,4 +1,4 @@
-export type { Algorithm, Evaluation, Reused, State } from './algorithms/index.js';
+export type { Algorithm, Evaluation, State, Values } from './algorithms/index.js';
 export { algorithmNames, algorithms, convertState, decide, refundStates } from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';

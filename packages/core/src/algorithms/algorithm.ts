@@ -11,8 +11,11 @@ export interface Evaluation<S = State> extends PolicyOutcome {
   next: S;
 }
 
-/** An evaluation a caller owns and hands back for the next one: `next` is its own array, of the state's size. */
-export type Reused = Evaluation<number[]>;
+/**
+ * Numbers a state sits among, which an algorithm decides on in place (`evaluateAt`): a memory
+ * table's rows, a local-first client's view.
+ */
+export type Values = Float64Array | number[];
 
 /**
  * A pure reference implementation of one algorithm. The memory store runs it; each Redis
@@ -25,12 +28,22 @@ export type Reused = Evaluation<number[]>;
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
   /**
-   * For a state of fixed size, optional: `evaluate` without allocating, for the memory store's
-   * one-policy path. Writes the outcome into `into`, and when allowed the state to store into
-   * `into.next`; a refusal leaves `into.next` as it was. The algorithm's `evaluate` is made of
-   * it, so the two never differ.
+   * For a state of fixed size, optional: `evaluate` on the state held at `values[at…]`, in
+   * place and allocating nothing, for the memory store's one-policy path. Writes the outcome
+   * into `into`, and when allowed the next state over the one it read; a refusal leaves
+   * `values` as they were. `fresh`: the key has no state, and `values` are not read. The
+   * algorithm's `evaluate` is made of it, so the two never differ.
    */
-  evaluateInto?(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number, into: Reused): void;
+  evaluateAt?(
+    values: Values,
+    at: number,
+    fresh: boolean,
+    policy: Policy,
+    capacity: number,
+    cost: number,
+    now: number,
+    into: PolicyOutcome,
+  ): void;
   /** The state after giving `cost` units back, never beyond a fresh state. */
   refund(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): S | undefined;
   /**
@@ -55,3 +68,34 @@ export const floorDiv = (a: number, b: number): number => Math.floor(a / b);
  */
 export const clockLag = (state: State | undefined, windowMs: number, now: number): number =>
   state === undefined ? 0 : Math.max(0, (state[0] as number) * windowMs - now);
+
+/** Where `evaluateOf` decides: a state copied in, decided on in place; decisions are synchronous. */
+const scratch = new Float64Array(3);
+const read = (i: number): number => scratch[i] as number;
+
+/**
+ * An algorithm's `evaluate`, made of its `evaluateAt` over states of `size` numbers: the state
+ * copied into a scratch row and decided on there, the next state a new array when allowed. A
+ * refusal's next is the state as it was, or `fresh` for a key without one.
+ */
+export function evaluateOf(
+  evaluateAt: NonNullable<Algorithm['evaluateAt']>,
+  size: 2 | 3,
+  fresh: (policy: Policy, now: number) => State,
+): Algorithm['evaluate'] {
+  return (state, policy, capacity, cost, now) => {
+    if (state !== undefined) for (let i = 0; i < size; i++) scratch[i] = state[i] as number;
+    const into: Evaluation = {
+      allowed: false,
+      remaining: 0,
+      resetAfterMs: 0,
+      retryAfterMs: 0,
+      delayMs: 0,
+      next: state as State,
+    };
+    evaluateAt(scratch, 0, state === undefined, policy, capacity, cost, now, into);
+    if (into.allowed) into.next = size === 2 ? [read(0), read(1)] : [read(0), read(1), read(2)];
+    else if (state === undefined) into.next = fresh(policy, now);
+    return into;
+  };
+}

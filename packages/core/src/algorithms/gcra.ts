@@ -1,5 +1,5 @@
-import type { Policy } from '../types.js';
-import { type Algorithm, ceilDiv, floorDiv, type Reused, type State } from './algorithm.js';
+import type { Policy, PolicyOutcome } from '../types.js';
+import { type Algorithm, ceilDiv, evaluateOf, floorDiv, type Values } from './algorithm.js';
 
 /**
  * Generic cell rate algorithm. The emission interval is T = W / L ms, which is rarely whole,
@@ -10,14 +10,9 @@ import { type Algorithm, ceilDiv, floorDiv, type Reused, type State } from './al
  * allowed iff max(TAT, now) + c·T − τ ≤ now (+ maxDelayMs in queue mode).
  */
 export const gcra: Algorithm = {
-  evaluate(state, policy, capacity, cost, now) {
-    const into = { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0, next: [0, 0] as State };
-    evaluateInto(state, policy, capacity, cost, now, into as Reused);
-    if (!into.allowed) into.next = state ?? [now, 0];
-    return into;
-  },
+  evaluate: evaluateOf(evaluateAt, 2, (_policy, now) => [now, 0]),
 
-  evaluateInto,
+  evaluateAt,
 
   seed(used, { windowMs, limit }, now) {
     const ahead = used * windowMs;
@@ -26,21 +21,24 @@ export const gcra: Algorithm = {
 
   refund(state, policy, _capacity, cost, now) {
     const { windowMs, limit } = policy;
-    const ahead = Math.max(0, aheadOfNow(state, limit, now) - cost * windowMs);
+    const held = state === undefined ? 0 : aheadOf(state[0] as number, state[1] as number, limit, now);
+    const ahead = Math.max(0, held - cost * windowMs);
     return [now + floorDiv(ahead, limit), ahead % limit];
   },
 };
 
-function evaluateInto(
-  state: State | undefined,
+function evaluateAt(
+  values: Values,
+  at: number,
+  fresh: boolean,
   policy: Policy,
   capacity: number,
   cost: number,
   now: number,
-  into: Reused,
+  into: PolicyOutcome,
 ): void {
   const { windowMs, limit } = policy;
-  const ahead = aheadOfNow(state, limit, now);
+  const ahead = fresh ? 0 : aheadOf(values[at] as number, values[at + 1] as number, limit, now);
   const nextAhead = ahead + cost * windowMs;
   const late = nextAhead - capacity * windowMs;
   if (late <= policy.maxDelayMs * limit) {
@@ -49,8 +47,8 @@ function evaluateInto(
     into.resetAfterMs = ceilDiv(nextAhead, limit);
     into.retryAfterMs = 0;
     into.delayMs = late > 0 ? ceilDiv(late, limit) : 0;
-    into.next[0] = now + floorDiv(nextAhead, limit);
-    into.next[1] = nextAhead % limit;
+    values[at] = now + floorDiv(nextAhead, limit);
+    values[at + 1] = nextAhead % limit;
     return;
   }
   into.allowed = false;
@@ -60,10 +58,8 @@ function evaluateInto(
   into.delayMs = 0;
 }
 
-/** How far the TAT lies ahead of `now`, in units of 1/L ms; 0 once it has passed. */
-function aheadOfNow(state: readonly number[] | undefined, limit: number, now: number): number {
-  if (state === undefined) return 0;
-  const tatMs = state[0] as number;
+/** How far the TAT (`tatMs` and its fraction) lies ahead of `now`, in units of 1/L ms; 0 once it has passed. */
+function aheadOf(tatMs: number, fraction: number, limit: number, now: number): number {
   if (tatMs < now) return 0;
-  return (tatMs - now) * limit + (state[1] as number);
+  return (tatMs - now) * limit + fraction;
 }

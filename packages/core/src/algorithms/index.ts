@@ -7,7 +7,7 @@ import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { tokenBucket } from './token-bucket.js';
 
-export type { Algorithm, Algorithms, Evaluation, Reused, State } from './algorithm.js';
+export type { Algorithm, Algorithms, Evaluation, State, Values } from './algorithm.js';
 
 /** Soft and elastic throttling raise a capacity at most this many times (1000 % overage). */
 const MAX_CAPACITY_FACTOR = 11;

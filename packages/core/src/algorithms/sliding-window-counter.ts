@@ -1,5 +1,5 @@
-import type { Policy } from '../types.js';
-import { type Algorithm, floorDiv, type Reused, type State } from './algorithm.js';
+import type { Policy, PolicyOutcome } from '../types.js';
+import { type Algorithm, evaluateOf, floorDiv, type Values } from './algorithm.js';
 
 /**
  * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
@@ -7,22 +7,10 @@ import { type Algorithm, floorDiv, type Reused, type State } from './algorithm.j
  * State: `[windowIndex, current, previous]`.
  */
 export const slidingWindowCounter: Algorithm = {
-  evaluate(state, policy, capacity, cost, at) {
-    const into = {
-      allowed: false,
-      remaining: 0,
-      resetAfterMs: 0,
-      retryAfterMs: 0,
-      delayMs: 0,
-      next: [0, 0, 0] as State,
-    };
-    evaluateInto(state, policy, capacity, cost, at, into as Reused);
-    // A key without state has no clock lag: its window is the one `at` falls in.
-    if (!into.allowed) into.next = state ?? [Math.floor(at / policy.windowMs), 0, 0];
-    return into;
-  },
+  // A key without state has no clock lag: a refusal's state is the window `now` falls in.
+  evaluate: evaluateOf(evaluateAt, 3, (policy, at) => [Math.floor(at / policy.windowMs), 0, 0]),
 
-  evaluateInto,
+  evaluateAt,
 
   seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
 
@@ -33,38 +21,40 @@ export const slidingWindowCounter: Algorithm = {
   },
 };
 
-function evaluateInto(
-  state: State | undefined,
+function evaluateAt(
+  values: Values,
+  at: number,
+  fresh: boolean,
   policy: Policy,
   capacity: number,
   cost: number,
-  at: number,
-  into: Reused,
+  now: number,
+  into: PolicyOutcome,
 ): void {
   const windowMs = policy.windowMs;
   // The counts read in one pass over the state, the clock's step back (`clockLag`) among its
   // cases: apart, they re-read and re-compared it (`memory-instructions.ts`: 1,845 instructions
   // a decision against 1,799).
-  let index = Math.floor(at / windowMs);
+  let index = Math.floor(now / windowMs);
   let current = 0;
   let previous = 0;
   let lag = 0;
-  if (state !== undefined) {
-    const written = state[0] as number;
+  if (!fresh) {
+    const written = values[at] as number;
     if (written === index) {
-      current = state[1] as number;
-      previous = state[2] as number;
+      current = values[at + 1] as number;
+      previous = values[at + 2] as number;
     } else if (written === index - 1) {
-      previous = state[1] as number;
+      previous = values[at + 1] as number;
     } else if (written > index) {
       // The clock stepped back: decide as of the start of the window the state was written in.
-      lag = written * windowMs - at;
+      lag = written * windowMs - now;
       index = written;
-      current = state[1] as number;
-      previous = state[2] as number;
+      current = values[at + 1] as number;
+      previous = values[at + 2] as number;
     }
   }
-  const elapsed = at + lag - index * windowMs;
+  const elapsed = now + lag - index * windowMs;
   // Usage scaled by W so that the weighted estimate stays an integer.
   const used = previous * (windowMs - elapsed) + current * windowMs;
   const budget = capacity * windowMs;
@@ -75,18 +65,18 @@ function evaluateInto(
     into.remaining = floorDiv(budget - used - cost * windowMs, windowMs);
     into.resetAfterMs = lagged(resetAfter(after, previous, windowMs, elapsed), lag);
     into.retryAfterMs = 0;
-    into.next[0] = index;
-    into.next[1] = after;
-    into.next[2] = previous;
+    values[at] = index;
+    values[at + 1] = after;
+    values[at + 2] = previous;
     return;
   }
   refuseInto(into, current, previous, capacity, cost, windowMs, elapsed, lag);
 }
 
-// Apart from `evaluateInto`: a decision that passes, the usual one, then carries none of a
+// Apart from `evaluateAt`: a decision that passes, the usual one, then carries none of a
 // refusal's bytecode, which would count against what the optimising compiler inlines into it.
 function refuseInto(
-  into: Reused,
+  into: PolicyOutcome,
   current: number,
   previous: number,
   capacity: number,
@@ -95,7 +85,7 @@ function refuseInto(
   elapsed: number,
   lag: number,
 ): void {
-  // Computed again, as `evaluateInto` does, rather than passed in: one more argument at its call
+  // Computed again, as `evaluateAt` does, rather than passed in: one more argument at its call
   // cost a passing decision some 50 instructions (memory-instructions.ts, 1,844 against 1,895).
   const budget = capacity * windowMs;
   const used = previous * (windowMs - elapsed) + current * windowMs;

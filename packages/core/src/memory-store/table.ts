@@ -1,4 +1,4 @@
-import type { State } from '../algorithms/index.js';
+import type { State, Values } from '../algorithms/index.js';
 import { type Entry, HEAD } from './entry.js';
 import { createLayouts, type Layout, type Layouts } from './layouts.js';
 import { grown, LruIndex, NO_SLOT } from './lru.js';
@@ -31,8 +31,12 @@ export class MemoryTable {
   readonly layouts: Layouts = createLayouts();
   /** Keys evicted so far to stay within the bound. */
   evictions = 0;
-  /** By slot: the layout id of the client's one segment and its state values, or `SPILLED`. */
-  private rows: Float64Array;
+  /**
+   * By slot: the layout id of the client's one segment and its state values, or `SPILLED`. The
+   * one-policy path decides on a row's state where it is (`stateAt`); replaced as the index
+   * grows, so read it for each decision.
+   */
+  rows: Float64Array;
   /**
    * By slot: the spilled entries. Allocated at the first spill, then grown with the index: a
    * table of one-policy clients pays nothing for it, and a table with spills 8 bytes a slot,
@@ -50,11 +54,16 @@ export class MemoryTable {
     return this.rows[slot * STRIDE] === layoutId;
   }
 
+  /** Where the slot's row state starts in `rows`; `holds` said it is there. */
+  stateAt(slot: number): number {
+    return slot * STRIDE + 1;
+  }
+
   /**
    * The row's state copied into `into` (its length is the state's size, 2 or 3: see `fitsRow`);
    * `holds` said it is there. Unrolled: a loop re-checked both arrays on every value.
    */
-  readRow(slot: number, into: number[]): State {
+  readRow<V extends Values>(slot: number, into: V): V {
     const { rows } = this;
     const at = slot * STRIDE + 1;
     into[0] = rows[at] as number;
@@ -64,7 +73,7 @@ export class MemoryTable {
   }
 
   /** Makes `state` (2 or 3 values) the slot's one segment, of this layout, in its row; the layout fits a row. */
-  writeRow(slot: number, layoutId: number, state: State): void {
+  writeRow(slot: number, layoutId: number, state: State | Float64Array): void {
     const { rows } = this;
     const at = slot * STRIDE;
     if (rows[at] === SPILLED) this.unspill(slot);

@@ -2,7 +2,7 @@ import {
   algorithms,
   decide,
   type Policy,
-  type Reused,
+  type PolicyOutcome,
   type State,
   type StoreReply,
   type StoreRequest,
@@ -78,25 +78,18 @@ export function decideLocally(client: ClientCounts, request: StoreRequest, now: 
 export interface ReusedReply {
   allowed: boolean;
   now: number;
-  readonly outcomes: [Reused];
+  readonly outcomes: [PolicyOutcome];
 }
 
 export function reusedReply(): ReusedReply {
-  const evaluation: Reused = {
-    allowed: false,
-    remaining: 0,
-    resetAfterMs: 0,
-    retryAfterMs: 0,
-    delayMs: 0,
-    next: [0, 0, 0],
-  };
+  const evaluation: PolicyOutcome = { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
   return { allowed: false, now: 0, outcomes: [evaluation] };
 }
 
 /**
  * `decideLocally` for a client of one policy, deciding as it does, into `into`: a client with
- * a view, under an algorithm with `evaluateInto` (the sliding window counter), is decided with
- * nothing allocated, its view written in place.
+ * a view, under an algorithm with `evaluateAt` (the sliding window counter), is charged with
+ * nothing allocated, on its view in place; a peek (cost 0) decides on a copy.
  */
 export function decideOneLocally(
   client: ClientCounts,
@@ -112,7 +105,7 @@ export function decideOneLocally(
   const evaluation = into.outcomes[0];
   const algorithm = algorithms[policy.algorithm];
   const view = counts.view as number[] | undefined;
-  if (view === undefined || algorithm.evaluateInto === undefined) {
+  if (view === undefined || algorithm.evaluateAt === undefined || cost === 0) {
     const fresh = algorithm.evaluate(view, policy, capacity, cost, now);
     evaluation.allowed = fresh.allowed;
     evaluation.remaining = fresh.remaining;
@@ -121,8 +114,7 @@ export function decideOneLocally(
     evaluation.delayMs = fresh.delayMs;
     if (fresh.allowed && cost > 0) counts.view = fresh.next;
   } else {
-    algorithm.evaluateInto(view, policy, capacity, cost, now, evaluation);
-    if (evaluation.allowed && cost > 0) for (let j = 0; j < view.length; j++) view[j] = evaluation.next[j] as number;
+    algorithm.evaluateAt(view, 0, false, policy, capacity, cost, now, evaluation);
   }
   if (evaluation.allowed && cost > 0) charge(counts, windowOf(policy, now), cost);
   seen(client, now);
