@@ -17,6 +17,18 @@ export interface Evaluation<S = State> extends PolicyOutcome {
  */
 export type Values = Float64Array | number[];
 
+/** `Algorithm.evaluateAt`. */
+export type EvaluateAt = (
+  values: Values,
+  at: number,
+  fresh: boolean,
+  policy: Policy,
+  capacity: number,
+  cost: number,
+  now: number,
+  into: PolicyOutcome,
+) => void;
+
 /**
  * A pure reference implementation of one algorithm. The memory store runs it; each Redis
  * script mirrors it line for line, and the conformance suite proves they agree.
@@ -34,16 +46,7 @@ export interface Algorithm<S = State> {
    * `values` as they were. `fresh`: the key has no state, and `values` are not read. The
    * algorithm's `evaluate` is made of it, so the two never differ.
    */
-  evaluateAt?(
-    values: Values,
-    at: number,
-    fresh: boolean,
-    policy: Policy,
-    capacity: number,
-    cost: number,
-    now: number,
-    into: PolicyOutcome,
-  ): void;
+  evaluateAt?: EvaluateAt;
   /** The state after giving `cost` units back, never beyond a fresh state. */
   refund(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): S | undefined;
   /**
@@ -79,7 +82,7 @@ const read = (i: number): number => scratch[i] as number;
  * refusal's next is the state as it was, or `fresh` for a key without one.
  */
 export function evaluateOf(
-  evaluateAt: NonNullable<Algorithm['evaluateAt']>,
+  evaluateAt: EvaluateAt,
   size: 2 | 3,
   fresh: (policy: Policy, now: number) => State,
 ): Algorithm['evaluate'] {

@@ -1,5 +1,27 @@
-import type { Policy, PolicyOutcome } from '../types.js';
-import { type Algorithm, ceilDiv, evaluateOf, floorDiv, type Values } from './algorithm.js';
+import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
+
+/** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
+const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
+  const { windowMs, limit } = policy;
+  const ahead = fresh ? 0 : aheadOf(values[at] as number, values[at + 1] as number, limit, now);
+  const nextAhead = ahead + cost * windowMs;
+  const late = nextAhead - capacity * windowMs;
+  if (late <= policy.maxDelayMs * limit) {
+    into.allowed = true;
+    into.remaining = Math.max(0, floorDiv(-late, windowMs));
+    into.resetAfterMs = ceilDiv(nextAhead, limit);
+    into.retryAfterMs = 0;
+    into.delayMs = late > 0 ? ceilDiv(late, limit) : 0;
+    values[at] = now + floorDiv(nextAhead, limit);
+    values[at + 1] = nextAhead % limit;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, floorDiv(capacity * windowMs - ahead, windowMs));
+  into.resetAfterMs = ceilDiv(ahead, limit);
+  into.retryAfterMs = ceilDiv(late - policy.maxDelayMs * limit, limit);
+  into.delayMs = 0;
+};
 
 /**
  * Generic cell rate algorithm. The emission interval is T = W / L ms, which is rarely whole,
@@ -26,37 +48,6 @@ export const gcra: Algorithm = {
     return [now + floorDiv(ahead, limit), ahead % limit];
   },
 };
-
-function evaluateAt(
-  values: Values,
-  at: number,
-  fresh: boolean,
-  policy: Policy,
-  capacity: number,
-  cost: number,
-  now: number,
-  into: PolicyOutcome,
-): void {
-  const { windowMs, limit } = policy;
-  const ahead = fresh ? 0 : aheadOf(values[at] as number, values[at + 1] as number, limit, now);
-  const nextAhead = ahead + cost * windowMs;
-  const late = nextAhead - capacity * windowMs;
-  if (late <= policy.maxDelayMs * limit) {
-    into.allowed = true;
-    into.remaining = Math.max(0, floorDiv(-late, windowMs));
-    into.resetAfterMs = ceilDiv(nextAhead, limit);
-    into.retryAfterMs = 0;
-    into.delayMs = late > 0 ? ceilDiv(late, limit) : 0;
-    values[at] = now + floorDiv(nextAhead, limit);
-    values[at + 1] = nextAhead % limit;
-    return;
-  }
-  into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(capacity * windowMs - ahead, windowMs));
-  into.resetAfterMs = ceilDiv(ahead, limit);
-  into.retryAfterMs = ceilDiv(late - policy.maxDelayMs * limit, limit);
-  into.delayMs = 0;
-}
 
 /** How far the TAT (`tatMs` and its fraction) lies ahead of `now`, in units of 1/L ms; 0 once it has passed. */
 function aheadOf(tatMs: number, fraction: number, limit: number, now: number): number {

@@ -1,36 +1,8 @@
-import type { Policy, PolicyOutcome } from '../types.js';
-import { type Algorithm, evaluateOf, floorDiv, type Values } from './algorithm.js';
+import type { PolicyOutcome } from '../types.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
 
-/**
- * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
- * Allowed iff estimate + cost ≤ limit, compared exactly by multiplying through by W.
- * State: `[windowIndex, current, previous]`.
- */
-export const slidingWindowCounter: Algorithm = {
-  // A key without state has no clock lag: a refusal's state is the window `now` falls in.
-  evaluate: evaluateOf(evaluateAt, 3, (policy, at) => [Math.floor(at / policy.windowMs), 0, 0]),
-
-  evaluateAt,
-
-  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
-
-  refund(state, policy, _capacity, cost, now) {
-    const index = Math.floor(now / policy.windowMs);
-    if (state === undefined || state[0] !== index) return state;
-    return [index, Math.max(0, (state[1] as number) - cost), state[2] as number];
-  },
-};
-
-function evaluateAt(
-  values: Values,
-  at: number,
-  fresh: boolean,
-  policy: Policy,
-  capacity: number,
-  cost: number,
-  now: number,
-  into: PolicyOutcome,
-): void {
+/** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
+const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
   const windowMs = policy.windowMs;
   // The counts read in one pass over the state, the clock's step back (`clockLag`) among its
   // cases: apart, they re-read and re-compared it (`memory-instructions.ts`: 1,845 instructions
@@ -71,7 +43,27 @@ function evaluateAt(
     return;
   }
   refuseInto(into, current, previous, capacity, cost, windowMs, elapsed, lag);
-}
+};
+
+/**
+ * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
+ * Allowed iff estimate + cost ≤ limit, compared exactly by multiplying through by W.
+ * State: `[windowIndex, current, previous]`.
+ */
+export const slidingWindowCounter: Algorithm = {
+  // A key without state has no clock lag: a refusal's state is the window `now` falls in.
+  evaluate: evaluateOf(evaluateAt, 3, (policy, at) => [Math.floor(at / policy.windowMs), 0, 0]),
+
+  evaluateAt,
+
+  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
+
+  refund(state, policy, _capacity, cost, now) {
+    const index = Math.floor(now / policy.windowMs);
+    if (state === undefined || state[0] !== index) return state;
+    return [index, Math.max(0, (state[1] as number) - cost), state[2] as number];
+  },
+};
 
 // Apart from `evaluateAt`: a decision that passes, the usual one, then carries none of a
 // refusal's bytecode, which would count against what the optimising compiler inlines into it.

@@ -40,6 +40,18 @@ interface RowScratch {
   readonly copy: number[];
 }
 
+/** A one-policy decision on a client's row, or on none (`NO_SLOT`): see `decideOnRow`. */
+type RowDecision = (
+  key: string,
+  slot: number,
+  layout: Layout,
+  algorithm: Algorithm<MemoryState>,
+  capacity: number,
+  cost: number,
+  now: number,
+  scratch: RowScratch,
+) => PolicyOutcome;
+
 const rowScratch = (size: number): RowScratch => ({
   into: { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 },
   values: new Float64Array(size),
@@ -200,16 +212,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
    * a new key taken in only when charged. The outcome may be reused by the next call: callers
    * read its fields at once.
    */
-  const decideOnRow = (
-    key: string,
-    slot: number,
-    layout: Layout,
-    algorithm: Algorithm<MemoryState>,
-    capacity: number,
-    cost: number,
-    now: number,
-    scratch: RowScratch,
-  ): PolicyOutcome => {
+  const decideOnRow: RowDecision = (key, slot, layout, algorithm, capacity, cost, now, scratch) => {
     const { evaluateAt } = algorithm;
     if (evaluateAt === undefined) return evaluateCopy(key, slot, layout, algorithm, capacity, cost, now, scratch);
     // One call site each of `evaluateAt`, `readRow`, `writeRow` and `add`: the optimising
@@ -233,16 +236,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   };
 
   /** `decideOnRow` for an algorithm without `evaluateAt`: `evaluate` on a copy of the row. */
-  const evaluateCopy = (
-    key: string,
-    slot: number,
-    layout: Layout,
-    algorithm: Algorithm<MemoryState>,
-    capacity: number,
-    cost: number,
-    now: number,
-    scratch: RowScratch,
-  ): PolicyOutcome => {
+  const evaluateCopy: RowDecision = (key, slot, layout, algorithm, capacity, cost, now, scratch) => {
     const state = slot === NO_SLOT ? undefined : table.readRow(slot, scratch.copy);
     const evaluation = algorithm.evaluate(state, layout.policies[0] as Policy, capacity, cost, now);
     if (evaluation.allowed && cost > 0)
