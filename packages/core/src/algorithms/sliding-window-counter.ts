@@ -52,7 +52,7 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
  */
 export const slidingWindowCounter: Algorithm = {
   // A key without state has no clock lag: a refusal's state is the window `now` falls in.
-  evaluate: evaluateOf(evaluateAt, 3, (policy, at) => [Math.floor(at / policy.windowMs), 0, 0]),
+  evaluate: evaluateOf(evaluateAt, 3, (policy, now) => [Math.floor(now / policy.windowMs), 0, 0]),
 
   evaluateAt,
 
