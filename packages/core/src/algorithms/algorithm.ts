@@ -79,13 +79,10 @@ const read = (i: number): number => scratch[i] as number;
 /**
  * An algorithm's `evaluate`, made of its `evaluateAt` over states of `size` numbers: the state
  * copied into a scratch row and decided on there, the next state a new array when allowed. A
- * refusal's next is the state as it was, or `fresh` for a key without one.
+ * refusal's next is the state as it was, or for a key without one the algorithm's `seed` of
+ * nothing spent at `now`.
  */
-export function evaluateOf(
-  evaluateAt: EvaluateAt,
-  size: 2 | 3,
-  fresh: (policy: Policy, now: number) => State,
-): Algorithm['evaluate'] {
+export function evaluateOf(evaluateAt: EvaluateAt, size: 2 | 3, seed: Algorithm['seed']): Algorithm['evaluate'] {
   return (state, policy, capacity, cost, now) => {
     if (state !== undefined) for (let i = 0; i < size; i++) scratch[i] = state[i] as number;
     const into: Evaluation = {
@@ -98,7 +95,7 @@ export function evaluateOf(
     };
     evaluateAt(scratch, 0, state === undefined, policy, capacity, cost, now, into);
     if (into.allowed) into.next = size === 2 ? [read(0), read(1)] : [read(0), read(1), read(2)];
-    else if (state === undefined) into.next = fresh(policy, now);
+    else if (state === undefined) into.next = seed(0, policy, now);
     return into;
   };
 }

@@ -23,6 +23,11 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   into.delayMs = 0;
 };
 
+const seed: Algorithm['seed'] = (used, { windowMs, limit }, now) => {
+  const ahead = used * windowMs;
+  return [now + floorDiv(ahead, limit), ahead % limit];
+};
+
 /**
  * Generic cell rate algorithm. The emission interval is T = W / L ms, which is rarely whole,
  * so the theoretical arrival time is kept exactly as `tatMs + tatFraction / L`.
@@ -32,14 +37,11 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
  * allowed iff max(TAT, now) + c·T − τ ≤ now (+ maxDelayMs in queue mode).
  */
 export const gcra: Algorithm = {
-  evaluate: evaluateOf(evaluateAt, 2, (_policy, now) => [now, 0]),
+  evaluate: evaluateOf(evaluateAt, 2, seed),
 
   evaluateAt,
 
-  seed(used, { windowMs, limit }, now) {
-    const ahead = used * windowMs;
-    return [now + floorDiv(ahead, limit), ahead % limit];
-  },
+  seed,
 
   refund(state, policy, _capacity, cost, now) {
     const { windowMs, limit } = policy;

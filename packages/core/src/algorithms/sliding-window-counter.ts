@@ -45,18 +45,20 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   refuseInto(into, current, previous, capacity, cost, windowMs, elapsed, lag);
 };
 
+// A key without state has no clock lag: a refusal's state, nothing spent, is in the window `now` falls in.
+const seed: Algorithm['seed'] = (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0];
+
 /**
  * Sliding window counter (Cloudflare): estimate = previous × (W − elapsed) / W + current.
  * Allowed iff estimate + cost ≤ limit, compared exactly by multiplying through by W.
  * State: `[windowIndex, current, previous]`.
  */
 export const slidingWindowCounter: Algorithm = {
-  // A key without state has no clock lag: a refusal's state is the window `now` falls in.
-  evaluate: evaluateOf(evaluateAt, 3, (policy, now) => [Math.floor(now / policy.windowMs), 0, 0]),
+  evaluate: evaluateOf(evaluateAt, 3, seed),
 
   evaluateAt,
 
-  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used, 0],
+  seed,
 
   refund(state, policy, _capacity, cost, now) {
     const index = Math.floor(now / policy.windowMs);

@@ -65,7 +65,7 @@ export class MemoryTable {
    */
   readRow<V extends Values>(slot: number, into: V): V {
     const { rows } = this;
-    const at = slot * STRIDE + 1;
+    const at = this.stateAt(slot);
     into[0] = rows[at] as number;
     into[1] = rows[at + 1] as number;
     if (into.length === 3) into[2] = rows[at + 2] as number;
