@@ -1,13 +1,14 @@
-import { algorithms, type PolicyOutcome } from '@sluice/core';
+import { algorithmNames, algorithms, type PolicyOutcome } from '@sluice/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createMeter, outcomeOf, policyTraceArb, START, type Variant } from './support/meter.js';
+import { createMeter, outcomeOf, policyTraceArb, START, VARIANTS } from './support/meter.js';
 
 // The memory store charges a one-policy client's state where its row holds it
 // (`evaluateAt`), among other clients' rows. Deciding there must equal the reference decision
 // on a copy, write the next state only when allowed, and touch nothing outside the state.
 
-const IN_PLACE: Variant[] = ['gcra', 'gcra queue', 'sliding-window-counter'];
+/** Every variant but the sliding log's, whose state is a list of any length and takes no row. */
+const IN_PLACE = VARIANTS.filter((variant) => variant !== 'sliding-window-log');
 /** What the rows around a state hold in this test: no state reads as it. */
 const ELSEWHERE = -7.5;
 
@@ -20,6 +21,11 @@ const blankOutcome = (): PolicyOutcome => ({
 });
 
 describe('deciding on a state in place', () => {
+  it('is how every algorithm decides but the sliding log (the memory store relies on it)', () => {
+    const inPlace = algorithmNames.filter((name) => algorithms[name].evaluateAt !== undefined);
+    expect(inPlace.sort()).toEqual(algorithmNames.filter((name) => name !== 'sliding-window-log').sort());
+  });
+
   for (const variant of IN_PLACE) {
     it(`${variant}: equals the reference, writes only an allowed next state, and only its own values`, () => {
       fc.assert(

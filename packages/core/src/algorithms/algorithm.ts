@@ -65,12 +65,11 @@ export const floorDiv = (a: number, b: number): number => Math.floor(a / b);
 
 /**
  * How far the clock stands behind the window a window algorithm's state was written in
- * (`state[0]` is its index); 0 unless the clock stepped back. The algorithm then decides as
+ * (`index`, that window's); 0 unless the clock stepped back. The algorithm then decides as
  * of that window's start, and adds the lag to its waits: a step back never reopens a window
  * already counted, so it never admits more.
  */
-export const clockLag = (state: State | undefined, windowMs: number, now: number): number =>
-  state === undefined ? 0 : Math.max(0, (state[0] as number) * windowMs - now);
+export const clockLag = (index: number, windowMs: number, now: number): number => Math.max(0, index * windowMs - now);
 
 /** Where `evaluateOf` decides: a state copied in, decided on in place; decisions are synchronous. */
 const scratch = new Float64Array(3);

@@ -1,39 +1,42 @@
-import { type Algorithm, clockLag } from './algorithm.js';
+import { type Algorithm, clockLag, type EvaluateAt, evaluateOf } from './algorithm.js';
+
+/** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
+const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, clock, into) => {
+  const windowMs = policy.windowMs;
+  const lag = fresh ? 0 : clockLag(values[at] as number, windowMs, clock);
+  const now = clock + lag;
+  const index = Math.floor(now / windowMs);
+  const count = !fresh && values[at] === index ? (values[at + 1] as number) : 0;
+  const untilNextWindow = (index + 1) * windowMs - now;
+  into.delayMs = 0;
+  if (count + cost <= capacity) {
+    const used = count + cost;
+    into.allowed = true;
+    into.remaining = capacity - used;
+    into.resetAfterMs = used > 0 ? untilNextWindow + lag : 0;
+    into.retryAfterMs = 0;
+    values[at] = index;
+    values[at + 1] = used;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, capacity - count);
+  into.resetAfterMs = count > 0 ? untilNextWindow + lag : 0;
+  into.retryAfterMs = untilNextWindow + lag;
+};
+
+const seed: Algorithm['seed'] = (used, policy, now) => [Math.floor(now / policy.windowMs), used];
 
 /**
  * Fixed window: one counter per aligned window `floor(now / W)`. State: `[windowIndex, count]`.
  * Up to 2 × limit can pass around a window boundary; that is part of its definition.
  */
 export const fixedWindow: Algorithm = {
-  evaluate(state, policy, capacity, cost, at) {
-    const windowMs = policy.windowMs;
-    const lag = clockLag(state, windowMs, at);
-    const now = at + lag;
-    const index = Math.floor(now / windowMs);
-    const count = state !== undefined && state[0] === index ? (state[1] as number) : 0;
-    const untilNextWindow = (index + 1) * windowMs - now;
-    if (count + cost <= capacity) {
-      const used = count + cost;
-      return {
-        allowed: true,
-        remaining: capacity - used,
-        resetAfterMs: used > 0 ? untilNextWindow + lag : 0,
-        retryAfterMs: 0,
-        delayMs: 0,
-        next: [index, used],
-      };
-    }
-    return {
-      allowed: false,
-      remaining: Math.max(0, capacity - count),
-      resetAfterMs: count > 0 ? untilNextWindow + lag : 0,
-      retryAfterMs: untilNextWindow + lag,
-      delayMs: 0,
-      next: state ?? [index, 0],
-    };
-  },
+  evaluate: evaluateOf(evaluateAt, 2, seed),
 
-  seed: (used, policy, now) => [Math.floor(now / policy.windowMs), used],
+  evaluateAt,
+
+  seed,
 
   refund(state, policy, _capacity, cost, now) {
     const index = Math.floor(now / policy.windowMs);

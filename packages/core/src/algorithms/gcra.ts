@@ -1,4 +1,4 @@
-import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
+import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv, type State } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -23,10 +23,10 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   into.delayMs = 0;
 };
 
-const seed: Algorithm['seed'] = (used, { windowMs, limit }, now) => {
-  const ahead = used * windowMs;
-  return [now + floorDiv(ahead, limit), ahead % limit];
-};
+/** The state whose TAT lies `ahead` of `now`, in units of 1/L ms. */
+const stateAhead = (ahead: number, limit: number, now: number): State => [now + floorDiv(ahead, limit), ahead % limit];
+
+const seed: Algorithm['seed'] = (used, { windowMs, limit }, now) => stateAhead(used * windowMs, limit, now);
 
 /**
  * Generic cell rate algorithm. The emission interval is T = W / L ms, which is rarely whole,
@@ -46,8 +46,7 @@ export const gcra: Algorithm = {
   refund(state, policy, _capacity, cost, now) {
     const { windowMs, limit } = policy;
     const held = state === undefined ? 0 : aheadOf(state[0] as number, state[1] as number, limit, now);
-    const ahead = Math.max(0, held - cost * windowMs);
-    return [now + floorDiv(ahead, limit), ahead % limit];
+    return stateAhead(Math.max(0, held - cost * windowMs), limit, now);
   },
 };
 

@@ -1,4 +1,29 @@
-import { type Algorithm, ceilDiv, floorDiv } from './algorithm.js';
+import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
+
+/** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
+const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
+  const { windowMs, limit } = policy;
+  const level = fresh ? 0 : levelAt(values[at] as number, values[at + 1] as number, limit, now);
+  const after = level + cost * windowMs;
+  const overflow = after - capacity * windowMs;
+  if (overflow <= policy.maxDelayMs * limit) {
+    into.allowed = true;
+    into.remaining = Math.max(0, floorDiv(-overflow, windowMs));
+    into.resetAfterMs = ceilDiv(after, limit);
+    into.retryAfterMs = 0;
+    into.delayMs = overflow > 0 ? ceilDiv(overflow, limit) : 0;
+    values[at] = after;
+    values[at + 1] = now;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, floorDiv(capacity * windowMs - level, windowMs));
+  into.resetAfterMs = ceilDiv(level, limit);
+  into.retryAfterMs = ceilDiv(overflow - policy.maxDelayMs * limit, limit);
+  into.delayMs = 0;
+};
+
+const seed: Algorithm['seed'] = (used, policy, now) => [used * policy.windowMs, now];
 
 /**
  * Leaky bucket as a meter (nginx `limit_req` style). One token is W units of water; the
@@ -7,44 +32,22 @@ import { type Algorithm, ceilDiv, floorDiv } from './algorithm.js';
  * `maxDelayMs` of draining: it is charged now and held until the water below it has drained.
  */
 export const leakyBucket: Algorithm = {
-  evaluate(state, policy, capacity, cost, now) {
-    const { windowMs, limit } = policy;
-    const level = levelAt(state, limit, now);
-    const after = level + cost * windowMs;
-    const overflow = after - capacity * windowMs;
-    if (overflow <= policy.maxDelayMs * limit) {
-      return {
-        allowed: true,
-        remaining: Math.max(0, floorDiv(-overflow, windowMs)),
-        resetAfterMs: ceilDiv(after, limit),
-        retryAfterMs: 0,
-        delayMs: overflow > 0 ? ceilDiv(overflow, limit) : 0,
-        next: [after, now],
-      };
-    }
-    return {
-      allowed: false,
-      remaining: Math.max(0, floorDiv(capacity * windowMs - level, windowMs)),
-      resetAfterMs: ceilDiv(level, limit),
-      retryAfterMs: ceilDiv(overflow - policy.maxDelayMs * limit, limit),
-      delayMs: 0,
-      next: [level, now],
-    };
-  },
+  evaluate: evaluateOf(evaluateAt, 2, seed),
 
-  seed: (used, policy, now) => [used * policy.windowMs, now],
+  evaluateAt,
+
+  seed,
 
   refund(state, policy, _capacity, cost, now) {
-    const level = levelAt(state, policy.limit, now);
+    if (state === undefined) return seed(0, policy, now);
+    const level = levelAt(state[0] as number, state[1] as number, policy.limit, now);
     return [Math.max(0, level - cost * policy.windowMs), now];
   },
 };
 
-/** The level drained to `now`; the multiplication only happens while it cannot overflow. */
-function levelAt(state: readonly number[] | undefined, limit: number, now: number): number {
-  if (state === undefined) return 0;
-  const level = state[0] as number;
-  const elapsed = now - (state[1] as number);
+/** The `level` written at `since`, drained to `now`; the multiplication only happens while it cannot overflow. */
+function levelAt(level: number, since: number, limit: number, now: number): number {
+  const elapsed = now - since;
   if (elapsed <= 0) return level;
   return elapsed >= ceilDiv(level, limit) ? 0 : level - elapsed * limit;
 }

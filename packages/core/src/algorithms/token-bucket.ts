@@ -1,4 +1,35 @@
-import { type Algorithm, ceilDiv, floorDiv } from './algorithm.js';
+import type { PolicyOutcome } from '../types.js';
+import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv, type Values } from './algorithm.js';
+
+/** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
+const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
+  if (policy.refillIntervalMs > 0) {
+    evaluateSteppedAt(values, at, fresh, policy.refillAmount, policy.refillIntervalMs, capacity, cost, now, into);
+    return;
+  }
+  const { limit, windowMs } = policy;
+  const full = capacity * windowMs;
+  const missing = fresh ? 0 : missingAt(values[at] as number, values[at + 1] as number, limit, now);
+  const need = cost * windowMs;
+  const tokens = full - missing;
+  into.delayMs = 0;
+  if (tokens >= need) {
+    into.allowed = true;
+    into.remaining = floorDiv(tokens - need, windowMs);
+    into.resetAfterMs = ceilDiv(missing + need, limit);
+    into.retryAfterMs = 0;
+    values[at] = missing + need;
+    values[at + 1] = now;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, floorDiv(tokens, windowMs));
+  into.resetAfterMs = ceilDiv(missing, limit);
+  into.retryAfterMs = ceilDiv(need - tokens, limit);
+};
+
+const seed: Algorithm['seed'] = (used, policy, now) =>
+  policy.refillIntervalMs > 0 ? [used, now] : [used * policy.windowMs, now];
 
 /**
  * Token bucket. The state records the tokens *missing* from a full bucket, not the tokens
@@ -14,110 +45,79 @@ import { type Algorithm, ceilDiv, floorDiv } from './algorithm.js';
  * `[missing, refilledAtMs]` in whole tokens.
  */
 export const tokenBucket: Algorithm = {
-  evaluate(state, policy, capacity, cost, now) {
-    return policy.refillIntervalMs > 0
-      ? evaluateStepped(state, policy.refillAmount, policy.refillIntervalMs, capacity, cost, now)
-      : evaluateContinuous(state, policy.limit, policy.windowMs, capacity, cost, now);
-  },
+  evaluate: evaluateOf(evaluateAt, 2, seed),
 
-  seed: (used, policy, now) => (policy.refillIntervalMs > 0 ? [used, now] : [used * policy.windowMs, now]),
+  evaluateAt,
+
+  seed,
 
   refund(state, policy, _capacity, cost, now) {
+    if (state === undefined) return seed(0, policy, now);
     if (policy.refillIntervalMs > 0) {
-      const [missing, refilledAt] = steppedMissingAt(state, policy.refillAmount, policy.refillIntervalMs, now);
-      return [Math.max(0, missing - cost), refilledAt];
+      const { refillAmount, refillIntervalMs } = policy;
+      const steps = stepsSince(state[1] as number, refillIntervalMs, now);
+      const missing = (state[0] as number) - steps * refillAmount;
+      if (missing <= 0) return [0, now];
+      return [Math.max(0, missing - cost), (state[1] as number) + steps * refillIntervalMs];
     }
-    return [Math.max(0, missingAt(state, policy.limit, now) - cost * policy.windowMs), now];
+    const missing = missingAt(state[0] as number, state[1] as number, policy.limit, now);
+    return [Math.max(0, missing - cost * policy.windowMs), now];
   },
 };
 
-function evaluateContinuous(
-  state: readonly number[] | undefined,
-  limit: number,
-  windowMs: number,
-  capacity: number,
-  cost: number,
-  now: number,
-) {
-  const full = capacity * windowMs;
-  const missing = missingAt(state, limit, now);
-  const need = cost * windowMs;
-  const tokens = full - missing;
-  if (tokens >= need) {
-    const left = tokens - need;
-    return {
-      allowed: true,
-      remaining: floorDiv(left, windowMs),
-      resetAfterMs: ceilDiv(missing + need, limit),
-      retryAfterMs: 0,
-      delayMs: 0,
-      next: [missing + need, now],
-    };
-  }
-  return {
-    allowed: false,
-    remaining: Math.max(0, floorDiv(tokens, windowMs)),
-    resetAfterMs: ceilDiv(missing, limit),
-    retryAfterMs: ceilDiv(need - tokens, limit),
-    delayMs: 0,
-    next: [missing, now],
-  };
-}
-
-/** Tokens still missing at `now`; a fresh bucket misses none. */
-function missingAt(state: readonly number[] | undefined, limit: number, now: number): number {
-  if (state === undefined) return 0;
-  const missing = state[0] as number;
-  const elapsed = now - (state[1] as number);
+/** Tokens still missing at `now` of the `missing` at `since`. */
+function missingAt(missing: number, since: number, limit: number, now: number): number {
+  const elapsed = now - since;
   if (elapsed <= 0) return missing;
   // Compared before multiplying so the product never leaves the exact integer range.
   return elapsed >= ceilDiv(missing, limit) ? 0 : missing - elapsed * limit;
 }
 
-function evaluateStepped(
-  state: readonly number[] | undefined,
+/** Whole refill intervals from `refilledAt` to `now`; none while the clock stands behind it. */
+const stepsSince = (refilledAt: number, intervalMs: number, now: number): number =>
+  Math.max(0, floorDiv(now - refilledAt, intervalMs));
+
+function evaluateSteppedAt(
+  values: Values,
+  at: number,
+  fresh: boolean,
   amount: number,
   intervalMs: number,
   capacity: number,
   cost: number,
   now: number,
-) {
-  const [missing, refilledAt] = steppedMissingAt(state, amount, intervalMs, now);
-  const untilFull = (gone: number) => (gone <= 0 ? 0 : refilledAt + ceilDiv(gone, amount) * intervalMs - now);
-  const tokens = capacity - missing;
-  if (tokens >= cost) {
-    return {
-      allowed: true,
-      remaining: tokens - cost,
-      resetAfterMs: untilFull(missing + cost),
-      retryAfterMs: 0,
-      delayMs: 0,
-      next: [missing + cost, refilledAt],
-    };
-  }
-  return {
-    allowed: false,
-    remaining: Math.max(0, tokens),
-    resetAfterMs: untilFull(missing),
-    retryAfterMs: refilledAt + ceilDiv(cost - tokens, amount) * intervalMs - now,
-    delayMs: 0,
-    next: [missing, refilledAt],
-  };
-}
-
-function steppedMissingAt(
-  state: readonly number[] | undefined,
-  amount: number,
-  intervalMs: number,
-  now: number,
-): [missing: number, refilledAt: number] {
-  if (state === undefined) return [0, now];
-  const refilledAt = state[1] as number;
-  const steps = Math.max(0, floorDiv(now - refilledAt, intervalMs));
-  const missing = (state[0] as number) - steps * amount;
+  into: PolicyOutcome,
+): void {
   // A full bucket stops counting steps: its phase restarts at the next use, exactly as a
   // fresh bucket's does, so a state past its reset time is the same as no state at all.
-  if (missing <= 0) return [0, now];
-  // Advancing by whole steps keeps the progress already made toward the next one.
-  return [missing, refilledAt + steps * intervalMs];
+  let missing = 0;
+  let refilledAt = now;
+  if (!fresh) {
+    const steps = stepsSince(values[at + 1] as number, intervalMs, now);
+    const left = (values[at] as number) - steps * amount;
+    if (left > 0) {
+      missing = left;
+      // Advancing by whole steps keeps the progress already made toward the next one.
+      refilledAt = (values[at + 1] as number) + steps * intervalMs;
+    }
+  }
+  const tokens = capacity - missing;
+  into.delayMs = 0;
+  if (tokens >= cost) {
+    into.allowed = true;
+    into.remaining = tokens - cost;
+    into.resetAfterMs = untilFull(missing + cost, refilledAt, amount, intervalMs, now);
+    into.retryAfterMs = 0;
+    values[at] = missing + cost;
+    values[at + 1] = refilledAt;
+    return;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, tokens);
+  into.resetAfterMs = untilFull(missing, refilledAt, amount, intervalMs, now);
+  into.retryAfterMs = refilledAt + ceilDiv(cost - tokens, amount) * intervalMs - now;
 }
+
+/** How long until `gone` missing tokens have come back, `amount` each interval from `refilledAt`. */
+const untilFull = (gone: number, refilledAt: number, amount: number, intervalMs: number, now: number): number =>
+  gone <= 0 ? 0 : refilledAt + ceilDiv(gone, amount) * intervalMs - now;

@@ -1,4 +1,5 @@
-import { type Algorithm, decide, refundStates, type State } from '../algorithms/index.js';
+import type { EvaluateAt } from '../algorithms/algorithm.js';
+import { algorithms, decide, refundStates } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import { safeWhenHeld, storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
@@ -32,12 +33,10 @@ const noStates: readonly MemoryState[] = [];
 
 /** What a one-policy decision on a row reuses, for states of one size (see `decideOnRow`). */
 interface RowScratch {
-  /** The outcome of an algorithm with `evaluateAt`. */
+  /** The outcome. */
   readonly into: PolicyOutcome;
-  /** Where such an algorithm decides a key not held, or a peek. */
+  /** Where a key not held, or a peek, is decided. */
   readonly values: Float64Array;
-  /** A row's state copied out for any other algorithm, which only reads it. */
-  readonly copy: number[];
 }
 
 /** A one-policy decision on a client's row, or on none (`NO_SLOT`): see `decideOnRow`. */
@@ -45,7 +44,7 @@ type RowDecision = (
   key: string,
   slot: number,
   layout: Layout,
-  algorithm: Algorithm<MemoryState>,
+  evaluateAt: EvaluateAt,
   capacity: number,
   cost: number,
   now: number,
@@ -55,8 +54,13 @@ type RowDecision = (
 const rowScratch = (size: number): RowScratch => ({
   into: { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 },
   values: new Float64Array(size),
-  copy: new Array<number>(size).fill(0),
 });
+
+/**
+ * How the algorithm of a policy whose state fits a row (`fitsRow`) decides on it: in place.
+ * Every algorithm has `evaluateAt` but the sliding log, whose state takes no row.
+ */
+const inPlace = (policy: Policy): EvaluateAt => algorithms[policy.algorithm].evaluateAt as EvaluateAt;
 
 /**
  * A consume of one policy, bound to a limiter: the client key as the caller gave it, the
@@ -206,15 +210,13 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /**
    * A one-policy decision on the client's row, or on none (`NO_SLOT`) for a key not held; the
-   * caller checked that a row held is of this layout. An algorithm with `evaluateAt` charges the
-   * row in place, nothing copied in or out and nothing allocated (some 150 instructions a
-   * decision fewer than a copy), and decides a new key or a peek (cost 0) on the scratch state,
-   * a new key taken in only when charged. The outcome may be reused by the next call: callers
-   * read its fields at once.
+   * caller checked that a row held is of this layout. A charge is made on the row in place,
+   * nothing copied in or out and nothing allocated (some 150 instructions a decision fewer
+   * than a copy); a new key or a peek (cost 0) is decided on the scratch state, a new key taken
+   * in only when charged. The outcome may be reused by the next call: callers read its fields
+   * at once.
    */
-  const decideOnRow: RowDecision = (key, slot, layout, algorithm, capacity, cost, now, scratch) => {
-    const { evaluateAt } = algorithm;
-    if (evaluateAt === undefined) return evaluateCopy(key, slot, layout, algorithm, capacity, cost, now, scratch);
+  const decideOnRow: RowDecision = (key, slot, layout, evaluateAt, capacity, cost, now, scratch) => {
     // One call site each of `evaluateAt`, `readRow`, `writeRow` and `add`: the optimising
     // compiler inlines each call site on its own, and two of each overran its budget.
     const onRow = slot !== NO_SLOT && cost > 0;
@@ -235,15 +237,6 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return into;
   };
 
-  /** `decideOnRow` for an algorithm without `evaluateAt`: `evaluate` on a copy of the row. */
-  const evaluateCopy: RowDecision = (key, slot, layout, algorithm, capacity, cost, now, scratch) => {
-    const state = slot === NO_SLOT ? undefined : table.readRow(slot, scratch.copy);
-    const evaluation = algorithm.evaluate(state, layout.policies[0] as Policy, capacity, cost, now);
-    if (evaluation.allowed && cost > 0)
-      table.writeRow(slot === NO_SLOT ? table.add(key) : slot, layout.id, evaluation.next as State);
-    return evaluation;
-  };
-
   /**
    * A one-policy request: the limiter's fast path. A client whose one state is this layout's
    * (or who has none) is decided on its row (`decideOnRow`); any other as `decideOnEntry` does.
@@ -254,13 +247,12 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     if (!fitsRow(layout) || (slot !== NO_SLOT && !table.holds(slot, layout.id))) {
       return decideOnEntry(request, key, layout, slot, now).outcomes[0] as PolicyOutcome;
     }
-    const algorithm = memoryAlgorithms[(policies[0] as Policy).algorithm];
     const capacity = request.capacities[0] as number;
     const outcome = decideOnRow(
       key,
       slot,
       layout,
-      algorithm,
+      inPlace(policies[0] as Policy),
       capacity,
       cost,
       now,
@@ -282,8 +274,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     const home = filed(namespace);
     let layout = layouts.of(home, policies);
     if (!fitsRow(layout)) return undefined;
-    const algorithm = memoryAlgorithms[policy.algorithm];
-    const { evaluateAt } = algorithm;
+    const evaluateAt = inPlace(policy);
     const scratch = rowScratch(layout.length);
     const { into } = scratch;
     return (given, capacity, cost, at) => {
@@ -303,8 +294,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       // A consume (cost ≥ 1) of a key held, charged on its row, is the usual decision; written
       // out here rather than left to `decideOnRow`, whose other cases would take the optimising
       // compiler's inlining budget from it.
-      if (slot === NO_SLOT || evaluateAt === undefined)
-        return decideOnRow(key, slot, layout, algorithm, capacity, cost, now, scratch);
+      if (slot === NO_SLOT) return decideOnRow(key, slot, layout, evaluateAt, capacity, cost, now, scratch);
       evaluateAt(table.rows, table.stateAt(slot), false, policy, capacity, cost, now, into);
       return into;
     };

@@ -88,8 +88,8 @@ export function reusedReply(): ReusedReply {
 
 /**
  * `decideLocally` for a client of one policy, deciding as it does, into `into`: a client with
- * a view, under an algorithm with `evaluateAt` (the sliding window counter), is charged with
- * nothing allocated, on its view in place; a peek (cost 0) decides on a copy.
+ * a view is charged with nothing allocated, on its view in place (`evaluateAt`, which both
+ * algorithms local-first decides have); a peek (cost 0) decides on a copy.
  */
 export function decideOneLocally(
   client: ClientCounts,
