@@ -1,26 +1,14 @@
-import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv, type State } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv, type State } from './algorithm.js';
+import { meterInto } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
-  const { windowMs, limit } = policy;
+  const { limit } = policy;
   const ahead = fresh ? 0 : aheadOf(values[at] as number, values[at + 1] as number, limit, now);
-  const nextAhead = ahead + cost * windowMs;
-  const late = nextAhead - capacity * windowMs;
-  if (late <= policy.maxDelayMs * limit) {
-    into.allowed = true;
-    into.remaining = Math.max(0, floorDiv(-late, windowMs));
-    into.resetAfterMs = ceilDiv(nextAhead, limit);
-    into.retryAfterMs = 0;
-    into.delayMs = late > 0 ? ceilDiv(late, limit) : 0;
-    values[at] = now + floorDiv(nextAhead, limit);
-    values[at + 1] = nextAhead % limit;
-    return;
-  }
-  into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(capacity * windowMs - ahead, windowMs));
-  into.resetAfterMs = ceilDiv(ahead, limit);
-  into.retryAfterMs = ceilDiv(late - policy.maxDelayMs * limit, limit);
-  into.delayMs = 0;
+  const after = meterInto(into, ahead, policy, capacity, cost);
+  if (after < 0) return;
+  values[at] = now + floorDiv(after, limit);
+  values[at + 1] = after % limit;
 };
 
 /** The state whose TAT lies `ahead` of `now`, in units of 1/L ms. */

@@ -1,26 +1,13 @@
-import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
+import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf } from './algorithm.js';
+import { meterInto } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
-  const { windowMs, limit } = policy;
-  const level = fresh ? 0 : levelAt(values[at] as number, values[at + 1] as number, limit, now);
-  const after = level + cost * windowMs;
-  const overflow = after - capacity * windowMs;
-  if (overflow <= policy.maxDelayMs * limit) {
-    into.allowed = true;
-    into.remaining = Math.max(0, floorDiv(-overflow, windowMs));
-    into.resetAfterMs = ceilDiv(after, limit);
-    into.retryAfterMs = 0;
-    into.delayMs = overflow > 0 ? ceilDiv(overflow, limit) : 0;
-    values[at] = after;
-    values[at + 1] = now;
-    return;
-  }
-  into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(capacity * windowMs - level, windowMs));
-  into.resetAfterMs = ceilDiv(level, limit);
-  into.retryAfterMs = ceilDiv(overflow - policy.maxDelayMs * limit, limit);
-  into.delayMs = 0;
+  const level = fresh ? 0 : levelAt(values[at] as number, values[at + 1] as number, policy.limit, now);
+  const after = meterInto(into, level, policy, capacity, cost);
+  if (after < 0) return;
+  values[at] = after;
+  values[at + 1] = now;
 };
 
 const seed: Algorithm['seed'] = (used, policy, now) => [used * policy.windowMs, now];

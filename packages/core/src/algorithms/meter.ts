@@ -1,0 +1,30 @@
+import type { Policy, PolicyOutcome } from '../types.js';
+import { ceilDiv, floorDiv } from './algorithm.js';
+
+/**
+ * The outcome of a meter that holds `held` units of work when asked for `cost` (a unit is
+ * 1/L ms; a token is W of them), written into `into`: gcra's TAT ahead of now and a leaky
+ * bucket's water are this one quantity, each kept in a state of its own. Allowed iff the work
+ * after the charge overruns the capacity by no more than `maxDelayMs` (queue mode), the charge
+ * then held back by the overrun. Returns the units held after an allowed charge, or -1 for a
+ * refusal, which charges nothing.
+ */
+export function meterInto(into: PolicyOutcome, held: number, policy: Policy, capacity: number, cost: number): number {
+  const { windowMs, limit } = policy;
+  const after = held + cost * windowMs;
+  const overrun = after - capacity * windowMs;
+  if (overrun <= policy.maxDelayMs * limit) {
+    into.allowed = true;
+    into.remaining = Math.max(0, floorDiv(-overrun, windowMs));
+    into.resetAfterMs = ceilDiv(after, limit);
+    into.retryAfterMs = 0;
+    into.delayMs = overrun > 0 ? ceilDiv(overrun, limit) : 0;
+    return after;
+  }
+  into.allowed = false;
+  into.remaining = Math.max(0, floorDiv(capacity * windowMs - held, windowMs));
+  into.resetAfterMs = ceilDiv(held, limit);
+  into.retryAfterMs = ceilDiv(overrun - policy.maxDelayMs * limit, limit);
+  into.delayMs = 0;
+  return -1;
+}
