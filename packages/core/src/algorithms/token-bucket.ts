@@ -54,11 +54,8 @@ export const tokenBucket: Algorithm = {
   refund(state, policy, _capacity, cost, now) {
     if (state === undefined) return seed(0, policy, now);
     if (policy.refillIntervalMs > 0) {
-      const { refillAmount, refillIntervalMs } = policy;
-      const steps = stepsSince(state[1] as number, refillIntervalMs, now);
-      const missing = (state[0] as number) - steps * refillAmount;
-      if (missing <= 0) return [0, now];
-      return [Math.max(0, missing - cost), (state[1] as number) + steps * refillIntervalMs];
+      drainStepped(state[0] as number, state[1] as number, policy.refillAmount, policy.refillIntervalMs, now);
+      return [Math.max(0, (drained[0] as number) - cost), drained[1] as number];
     }
     const missing = missingAt(state[0] as number, state[1] as number, policy.limit, now);
     return [Math.max(0, missing - cost * policy.windowMs), now];
@@ -73,9 +70,23 @@ function missingAt(missing: number, since: number, limit: number, now: number): 
   return elapsed >= ceilDiv(missing, limit) ? 0 : missing - elapsed * limit;
 }
 
-/** Whole refill intervals from `refilledAt` to `now`; none while the clock stands behind it. */
-const stepsSince = (refilledAt: number, intervalMs: number, now: number): number =>
-  Math.max(0, floorDiv(now - refilledAt, intervalMs));
+/** Where `drainStepped` leaves a stepped bucket's state, `[missing, refilledAt]`: read at once. */
+const drained = new Float64Array(2);
+
+/**
+ * A stepped bucket's state `[missing, refilledAt]` as of `now`, into `drained`: the whole
+ * intervals since `refilledAt` refilled, `refilledAt` advanced by them so the progress already
+ * made toward the next one is kept. A full bucket stops counting steps: its phase restarts at
+ * the next use, exactly as a fresh bucket's does, so a state past its reset time is the same
+ * as no state at all.
+ */
+function drainStepped(missing: number, refilledAt: number, amount: number, intervalMs: number, now: number): void {
+  // No steps while the clock stands behind `refilledAt`.
+  const steps = Math.max(0, floorDiv(now - refilledAt, intervalMs));
+  const left = missing - steps * amount;
+  drained[0] = Math.max(0, left);
+  drained[1] = left > 0 ? refilledAt + steps * intervalMs : now;
+}
 
 function evaluateSteppedAt(
   values: Values,
@@ -88,18 +99,12 @@ function evaluateSteppedAt(
   now: number,
   into: PolicyOutcome,
 ): void {
-  // A full bucket stops counting steps: its phase restarts at the next use, exactly as a
-  // fresh bucket's does, so a state past its reset time is the same as no state at all.
   let missing = 0;
   let refilledAt = now;
   if (!fresh) {
-    const steps = stepsSince(values[at + 1] as number, intervalMs, now);
-    const left = (values[at] as number) - steps * amount;
-    if (left > 0) {
-      missing = left;
-      // Advancing by whole steps keeps the progress already made toward the next one.
-      refilledAt = (values[at + 1] as number) + steps * intervalMs;
-    }
+    drainStepped(values[at] as number, values[at + 1] as number, amount, intervalMs, now);
+    missing = drained[0] as number;
+    refilledAt = drained[1] as number;
   }
   const tokens = capacity - missing;
   into.delayMs = 0;
