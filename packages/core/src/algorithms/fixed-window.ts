@@ -1,4 +1,4 @@
-import { type Algorithm, clockLag, type EvaluateAt, evaluateOf } from './algorithm.js';
+import { type Algorithm, clockLag, type EvaluateAt, evaluateOf, refundWindow } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, clock, into) => {
@@ -38,9 +38,5 @@ export const fixedWindow: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now) {
-    const index = Math.floor(now / policy.windowMs);
-    if (state === undefined || state[0] !== index) return state;
-    return [index, Math.max(0, (state[1] as number) - cost)];
-  },
+  refund: (state, policy, _capacity, cost, now) => refundWindow(state, policy.windowMs, cost, now),
 };

@@ -1,5 +1,5 @@
 import type { PolicyOutcome } from '../types.js';
-import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv, refundWindow } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -60,11 +60,7 @@ export const slidingWindowCounter: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now) {
-    const index = Math.floor(now / policy.windowMs);
-    if (state === undefined || state[0] !== index) return state;
-    return [index, Math.max(0, (state[1] as number) - cost), state[2] as number];
-  },
+  refund: (state, policy, _capacity, cost, now) => refundWindow(state, policy.windowMs, cost, now),
 };
 
 // Apart from `evaluateAt`: a decision that passes, the usual one, then carries none of a
