@@ -39,18 +39,6 @@ interface RowScratch {
   readonly values: Float64Array;
 }
 
-/** A one-policy decision on a client's row, or on none (`NO_SLOT`): see `decideOnRow`. */
-type RowDecision = (
-  key: string,
-  slot: number,
-  layout: Layout,
-  evaluateAt: EvaluateAt,
-  capacity: number,
-  cost: number,
-  now: number,
-  scratch: RowScratch,
-) => PolicyOutcome;
-
 const rowScratch = (size: number): RowScratch => ({
   into: { allowed: false, remaining: 0, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 },
   values: new Float64Array(size),
@@ -216,7 +204,16 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
    * in only when charged. The outcome may be reused by the next call: callers read its fields
    * at once.
    */
-  const decideOnRow: RowDecision = (key, slot, layout, evaluateAt, capacity, cost, now, scratch) => {
+  const decideOnRow = (
+    key: string,
+    slot: number,
+    layout: Layout,
+    evaluateAt: EvaluateAt,
+    capacity: number,
+    cost: number,
+    now: number,
+    scratch: RowScratch,
+  ): PolicyOutcome => {
     // One call site each of `evaluateAt`, `readRow`, `writeRow` and `add`: the optimising
     // compiler inlines each call site on its own, and two of each overran its budget.
     const onRow = slot !== NO_SLOT && cost > 0;
