@@ -7,8 +7,12 @@
  * work is counted where it happens; V8's other flags as in the HTTP section), is warmed up,
  * then counted over a fixed number of requests from 10 connections. Runs the compiled
  * packages: `pnpm build` first.
- *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts <framework> <pass|deny> <variant…>
+ *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts [--cache] <framework> <pass|deny> <variant…>
  *   e.g. express pass bare fixed-headers sluice:memory
+ * `--cache` adds callgrind's cache and branch simulation (the host processor's cache sizes) and
+ * reports, per request beside the instructions, the misses of the first-level instruction and
+ * data caches and the mispredicted branches: two servers that execute as much can still differ
+ * in what each instruction costs. It runs about twice as slowly.
  *
  * Work done on a timer (local-first's sync every 50 ms, a client's reconnect checks) runs as
  * often per second under callgrind as outside it, while requests arrive some 50 times more
@@ -62,13 +66,29 @@ function load(port: number, amount: number, expected: number, exceptions = 0): P
   });
 }
 
-/** Instructions per counted request of one server. */
-async function count(framework: string, mode: string, variant: string, redis: BenchRedis | undefined): Promise<number> {
+/** Callgrind's events with `--cache`, summed as the table shows them. */
+const CACHE_COLUMNS: Record<string, readonly string[]> = {
+  instructions: ['Ir'],
+  'L1 instruction misses': ['I1mr'],
+  'L1 data misses': ['D1mr', 'D1mw'],
+  'mispredicted branches': ['Bcm', 'Bim'],
+};
+const columns = (cache: boolean) => (cache ? Object.keys(CACHE_COLUMNS) : ['instructions']);
+
+/** Per counted request of one server: its instructions, and with `cache` the columns of `CACHE_COLUMNS`. */
+async function count(
+  framework: string,
+  mode: string,
+  variant: string,
+  redis: BenchRedis | undefined,
+  cache: boolean,
+): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-server-callgrind-'));
   const port = await freePort();
   const server = spawnPinned(0, 'valgrind', [
     ...[
       '--tool=callgrind',
+      ...(cache ? ['--cache-sim=yes', '--branch-sim=yes'] : []),
       `--callgrind-out-file=${dir}/cg`,
       process.execPath,
       '--single-threaded',
@@ -90,30 +110,38 @@ async function count(framework: string, mode: string, variant: string, redis: Be
     execFileSync('callgrind_control', ['--zero', pid], { stdio: 'ignore' });
     await load(port, COUNTED, expected);
     execFileSync('callgrind_control', ['--dump', pid], { stdio: 'ignore' });
-    const summary = /^summary: (\d+)$/m.exec(readFileSync(`${dir}/cg.1`, 'utf8'));
-    if (summary === null) throw new Error(`${variant}: callgrind wrote no summary`);
-    return Number(summary[1]) / COUNTED;
+    const dump = readFileSync(`${dir}/cg.1`, 'utf8');
+    const events = /^events: (.+)$/m.exec(dump)?.[1]?.split(' ');
+    const summary = /^summary: (.+)$/m.exec(dump)?.[1]?.split(' ').map(Number);
+    if (events === undefined || summary === undefined) throw new Error(`${variant}: callgrind wrote no summary`);
+    const total = (event: string) => summary[events.indexOf(event)] ?? Number.NaN;
+    return columns(cache).map(
+      (column) => (CACHE_COLUMNS[column] ?? []).reduce((sum, event) => sum + total(event), 0) / COUNTED,
+    );
   } finally {
     await stop(server, 10_000);
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-const [framework = '', mode = '', ...variants] = process.argv.slice(2);
+const cache = process.argv[2] === '--cache';
+const [framework = '', mode = '', ...variants] = process.argv.slice(cache ? 3 : 2);
 if (
   !['express', 'fastify', 'koa', 'node'].includes(framework) ||
   !['pass', 'deny'].includes(mode) ||
   variants.length === 0
 ) {
-  throw new Error('usage: server-instructions.ts <express|fastify|koa|node> <pass|deny> <variant…>');
+  throw new Error('usage: server-instructions.ts [--cache] <express|fastify|koa|node> <pass|deny> <variant…>');
 }
 const redis = variants.some((v) => usesRedis(v) || v === MEMORY_BESIDE_IDLE_CLIENT) ? await startRedis(1) : undefined;
 try {
-  console.log(`| ${framework}, ${mode} path | instructions per request |\n| --- | ---: |`);
+  const header = columns(cache);
+  console.log(`| ${framework}, ${mode} path, per request | ${header.join(' | ')} |`);
+  console.log(`| --- |${header.map(() => ' ---: |').join('')}`);
   for (const variant of variants) {
     await redis?.flush();
-    const perRequest = await count(framework, mode, variant, redis);
-    console.log(`| ${variant} | ${Math.round(perRequest).toLocaleString('en-US')} |`);
+    const perRequest = await count(framework, mode, variant, redis, cache);
+    console.log(`| ${variant} | ${perRequest.map((n) => Math.round(n).toLocaleString('en-US')).join(' | ')} |`);
   }
 } finally {
   await redis?.stop();
