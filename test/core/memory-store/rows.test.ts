@@ -130,6 +130,25 @@ describe('the layout a store keeps for its last one-policy request', () => {
     expect((await global.peek('ip')).remaining).toBe(9 - 1 - Math.floor((2 * MAX_LAYOUTS) / 1000));
   });
 
+  it('asks for a layout again once half its bound of others were filed since, and once forgotten', () => {
+    const policiesOf = () => [toPolicy({ name: 'p', limit: 5, window: 60_000 }, 'policies[0]')];
+    for (const max of [4, 5, 8]) {
+      const layouts = createLayouts(max);
+      const mine = layouts.of('mine', policiesOf());
+      const half = Math.floor(max / 2);
+      for (let n = 1; n < half; n++) layouts.of(`other-${n}`, policiesOf());
+      expect(layouts.stale(mine)).toBe(false);
+      layouts.of(`other-${half}`, policiesOf());
+      expect(layouts.stale(mine)).toBe(true);
+      // Filed again, it is fresh; then pushed out by a bound of others, it stays stale.
+      const again = layouts.of('mine', mine.policies);
+      expect(layouts.stale(again)).toBe(false);
+      for (let n = 0; n < max; n++) layouts.of(`flood-${n}`, policiesOf());
+      expect(again.forgotten).toBe(true);
+      expect(layouts.stale(again)).toBe(true);
+    }
+  });
+
   it('never knows more than its bound of layouts, whatever order limiters come in', () => {
     const max = 4;
     const layouts = createLayouts(max);

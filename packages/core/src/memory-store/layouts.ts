@@ -16,8 +16,11 @@ export interface Layout {
   readonly logs: boolean;
   /** Whether the bound has forgotten it: `of` brings it back. */
   readonly forgotten: boolean;
-  /** When it was last filed, counted in filings: see `Layouts.stale`. */
-  readonly filedAt: number;
+  /**
+   * The count of filings from which `Layouts.stale` holds: half the bound past its own last
+   * filing, or 0 once forgotten. One comparison decides staleness on every decision.
+   */
+  readonly dueAt: number;
 }
 
 /**
@@ -57,7 +60,7 @@ const layoutsGetters = {
 /** A layout as the table keeps it: its key in `byKey`. */
 interface KnownLayout extends Layout {
   forgotten: boolean;
-  filedAt: number;
+  dueAt: number;
   readonly key: string;
 }
 
@@ -71,7 +74,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
   let last: KnownLayout | undefined;
 
   let filings = 0;
-  const stale = (layout: Layout): boolean => layout.forgotten || filings - layout.filedAt > max / 2;
+  const stale = (layout: Layout): boolean => filings >= layout.dueAt;
 
   /** Files the layout as the newest, forgetting the oldest beyond `max`. */
   const file = (layout: KnownLayout): void => {
@@ -81,7 +84,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
     if (current !== undefined && current !== layout) return;
     byKey.delete(layout.key);
     layout.forgotten = false;
-    layout.filedAt = filings++;
+    layout.dueAt = ++filings + Math.floor(max / 2);
     byId.set(layout.id, layout);
     byKey.set(layout.key, layout);
     if (byKey.size > max) {
@@ -89,6 +92,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
       byKey.delete(old.key);
       byId.delete(old.id);
       old.forgotten = true;
+      old.dueAt = 0;
     }
   };
 
@@ -105,7 +109,7 @@ export function createLayouts(max = MAX_LAYOUTS): Layouts {
           length: segmentLength(policies),
           logs: policies.some((p) => p.algorithm === 'sliding-window-log'),
           forgotten: false,
-          filedAt: 0,
+          dueAt: 0,
           key,
         };
         file(layout);
