@@ -1,9 +1,9 @@
-import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf } from './algorithm.js';
-import { meterInto } from './meter.js';
+import { type Algorithm, type EvaluateAt, evaluateOf } from './algorithm.js';
+import { drainedTo, meterInto } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
-  const level = fresh ? 0 : levelAt(values[at] as number, values[at + 1] as number, policy.limit, now);
+  const level = fresh ? 0 : drainedTo(values[at] as number, values[at + 1] as number, policy.limit, now);
   const after = meterInto(into, level, policy, capacity, cost);
   if (after < 0) return;
   values[at] = after;
@@ -27,14 +27,7 @@ export const leakyBucket: Algorithm = {
 
   refund(state, policy, _capacity, cost, now) {
     if (state === undefined) return seed(0, policy, now);
-    const level = levelAt(state[0] as number, state[1] as number, policy.limit, now);
+    const level = drainedTo(state[0] as number, state[1] as number, policy.limit, now);
     return [Math.max(0, level - cost * policy.windowMs), now];
   },
 };
-
-/** The `level` written at `since`, drained to `now`; the multiplication only happens while it cannot overflow. */
-function levelAt(level: number, since: number, limit: number, now: number): number {
-  const elapsed = now - since;
-  if (elapsed <= 0) return level;
-  return elapsed >= ceilDiv(level, limit) ? 0 : level - elapsed * limit;
-}

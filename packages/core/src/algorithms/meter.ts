@@ -28,3 +28,14 @@ export function meterInto(into: PolicyOutcome, held: number, policy: Policy, cap
   into.delayMs = 0;
   return -1;
 }
+
+/**
+ * Work of `held` units written at `since`, drained at `limit` units a ms to `now`: a leaky
+ * bucket's water, a continuous token bucket's missing tokens. Compared before multiplying, so
+ * the product never leaves the exact integer range; a clock behind `since` drains nothing.
+ */
+export function drainedTo(held: number, since: number, limit: number, now: number): number {
+  const elapsed = now - since;
+  if (elapsed <= 0) return held;
+  return elapsed >= ceilDiv(held, limit) ? 0 : held - elapsed * limit;
+}

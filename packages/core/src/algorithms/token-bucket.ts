@@ -1,5 +1,6 @@
 import type { PolicyOutcome } from '../types.js';
 import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv, type Values } from './algorithm.js';
+import { drainedTo } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -9,7 +10,7 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   }
   const { limit, windowMs } = policy;
   const full = capacity * windowMs;
-  const missing = fresh ? 0 : missingAt(values[at] as number, values[at + 1] as number, limit, now);
+  const missing = fresh ? 0 : drainedTo(values[at] as number, values[at + 1] as number, limit, now);
   const need = cost * windowMs;
   const tokens = full - missing;
   into.delayMs = 0;
@@ -57,18 +58,10 @@ export const tokenBucket: Algorithm = {
       drainStepped(state[0] as number, state[1] as number, policy.refillAmount, policy.refillIntervalMs, now);
       return [Math.max(0, (drained[0] as number) - cost), drained[1] as number];
     }
-    const missing = missingAt(state[0] as number, state[1] as number, policy.limit, now);
+    const missing = drainedTo(state[0] as number, state[1] as number, policy.limit, now);
     return [Math.max(0, missing - cost * policy.windowMs), now];
   },
 };
-
-/** Tokens still missing at `now` of the `missing` at `since`. */
-function missingAt(missing: number, since: number, limit: number, now: number): number {
-  const elapsed = now - since;
-  if (elapsed <= 0) return missing;
-  // Compared before multiplying so the product never leaves the exact integer range.
-  return elapsed >= ceilDiv(missing, limit) ? 0 : missing - elapsed * limit;
-}
 
 /** Where `drainStepped` leaves a stepped bucket's state, `[missing, refilledAt]`: read at once. */
 const drained = new Float64Array(2);
