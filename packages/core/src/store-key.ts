@@ -2,6 +2,9 @@ import { createHash } from 'node:crypto';
 
 /** The longest client key kept as it is. */
 const MAX_KEPT_LENGTH = 128;
+/** What a hashed key starts with, and its code (`safeWhenHeld` compares codes). */
+const HASHED = '#';
+const HASH_MARK = HASHED.charCodeAt(0);
 
 // The last key made safe, and what it became. A store that takes keys as given makes a key it
 // does not hold safe to look it up, and the limiter then makes the same key safe again for
@@ -19,7 +22,7 @@ export function storeKey(key: string): string {
   if (key !== lastGiven) {
     // Hashed as UTF-16 code units: as UTF-8, every lone surrogate would become U+FFFD, and
     // '\ud800', '\udc00' and '\ufffd' would share one counter.
-    lastSafe = isSafe(key) ? key : `#${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
+    lastSafe = isSafe(key) ? key : `${HASHED}${createHash('sha256').update(key, 'utf16le').digest('base64url')}`;
     lastGiven = key;
   }
   return lastSafe;
@@ -61,6 +64,3 @@ export function safeWhenHeld(key: string): boolean {
   // some 15 instructions a decision more (`bench/src/ceiling/memory-instructions.ts`, gcra).
   return key.length <= MAX_KEPT_LENGTH && charCodeAt.call(key, 0) !== HASH_MARK;
 }
-
-/** `#`'s code: a hashed key's first character. */
-const HASH_MARK = 35;
