@@ -36,6 +36,11 @@ export type EvaluateAt = (
  * `capacity` is the effective capacity (soft and elastic throttling raise it above
  * `policy.capacity`); `now` is integer epoch ms. A store may keep a state of its own shape `S`
  * with an algorithm that decides exactly as the reference does (the memory store's log).
+ *
+ * Every figure is a non-negative whole number below 2^53, which validation guarantees, so
+ * `Math.floor(a / b)` and `Math.ceil(a / b)` divide exactly. They are written out, not shared
+ * as helpers: the optimising compiler checks an imported binding on every call, and a gcra
+ * decision's four divisions through helpers cost some 10 instructions more.
  */
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
@@ -58,10 +63,6 @@ export interface Algorithm<S = State> {
 
 /** One algorithm per name, over states of shape `S`. */
 export type Algorithms<S = State> = Readonly<Record<AlgorithmName, Algorithm<S>>>;
-
-/** Exact for non-negative integers below 2^53, which validation guarantees. */
-export const ceilDiv = (a: number, b: number): number => Math.ceil(a / b);
-export const floorDiv = (a: number, b: number): number => Math.floor(a / b);
 
 /**
  * How far the clock stands behind the window a window algorithm's state was written in

@@ -1,4 +1,4 @@
-import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv, type State } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, type State } from './algorithm.js';
 import { meterInto } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
@@ -7,12 +7,15 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   const ahead = fresh ? 0 : aheadOf(values[at] as number, values[at + 1] as number, limit, now);
   const after = meterInto(into, ahead, policy, capacity, cost);
   if (after < 0) return;
-  values[at] = now + floorDiv(after, limit);
+  values[at] = now + Math.floor(after / limit);
   values[at + 1] = after % limit;
 };
 
 /** The state whose TAT lies `ahead` of `now`, in units of 1/L ms. */
-const stateAhead = (ahead: number, limit: number, now: number): State => [now + floorDiv(ahead, limit), ahead % limit];
+const stateAhead = (ahead: number, limit: number, now: number): State => [
+  now + Math.floor(ahead / limit),
+  ahead % limit,
+];
 
 const seed: Algorithm['seed'] = (used, { windowMs, limit }, now) => stateAhead(used * windowMs, limit, now);
 

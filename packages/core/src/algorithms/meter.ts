@@ -1,5 +1,4 @@
 import type { Policy, PolicyOutcome } from '../types.js';
-import { ceilDiv, floorDiv } from './algorithm.js';
 
 /**
  * The outcome of a meter that holds `held` units of work when asked for `cost` (a unit is
@@ -15,16 +14,16 @@ export function meterInto(into: PolicyOutcome, held: number, policy: Policy, cap
   const overrun = after - capacity * windowMs;
   if (overrun <= policy.maxDelayMs * limit) {
     into.allowed = true;
-    into.remaining = Math.max(0, floorDiv(-overrun, windowMs));
-    into.resetAfterMs = ceilDiv(after, limit);
+    into.remaining = Math.max(0, Math.floor(-overrun / windowMs));
+    into.resetAfterMs = Math.ceil(after / limit);
     into.retryAfterMs = 0;
-    into.delayMs = overrun > 0 ? ceilDiv(overrun, limit) : 0;
+    into.delayMs = overrun > 0 ? Math.ceil(overrun / limit) : 0;
     return after;
   }
   into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(capacity * windowMs - held, windowMs));
-  into.resetAfterMs = ceilDiv(held, limit);
-  into.retryAfterMs = ceilDiv(overrun - policy.maxDelayMs * limit, limit);
+  into.remaining = Math.max(0, Math.floor((capacity * windowMs - held) / windowMs));
+  into.resetAfterMs = Math.ceil(held / limit);
+  into.retryAfterMs = Math.ceil((overrun - policy.maxDelayMs * limit) / limit);
   into.delayMs = 0;
   return -1;
 }
@@ -37,5 +36,5 @@ export function meterInto(into: PolicyOutcome, held: number, policy: Policy, cap
 export function drainedTo(held: number, since: number, limit: number, now: number): number {
   const elapsed = now - since;
   if (elapsed <= 0) return held;
-  return elapsed >= ceilDiv(held, limit) ? 0 : held - elapsed * limit;
+  return elapsed >= Math.ceil(held / limit) ? 0 : held - elapsed * limit;
 }

@@ -1,5 +1,5 @@
 import type { PolicyOutcome } from '../types.js';
-import { type Algorithm, type EvaluateAt, evaluateOf, floorDiv, refundWindow } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, refundWindow } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -34,7 +34,7 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   if (used + cost * windowMs <= budget) {
     const after = current + cost;
     into.allowed = true;
-    into.remaining = floorDiv(budget - used - cost * windowMs, windowMs);
+    into.remaining = Math.floor((budget - used - cost * windowMs) / windowMs);
     into.resetAfterMs = lagged(resetAfter(after, previous, windowMs, elapsed), lag);
     into.retryAfterMs = 0;
     values[at] = index;
@@ -80,21 +80,21 @@ function refuseInto(
   const budget = capacity * windowMs;
   const used = previous * (windowMs - elapsed) + current * windowMs;
   into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(budget - used, windowMs));
+  into.remaining = Math.max(0, Math.floor((budget - used) / windowMs));
   into.resetAfterMs = lagged(resetAfter(current, previous, windowMs, elapsed), lag);
   // The wait runs to the first instant the request would pass. The estimate only falls as
   // time goes on, so look for it in this window first, then in the next (where `current`
   // becomes `previous`).
   const spareNow = (capacity - current - cost) * windowMs;
   if (spareNow >= 0 && previous > 0) {
-    const at = windowMs - floorDiv(spareNow, previous);
+    const at = windowMs - Math.floor(spareNow / previous);
     if (at < windowMs) {
       into.retryAfterMs = at - elapsed + lag;
       return;
     }
   }
   const spareNext = (capacity - cost) * windowMs;
-  const atNext = current > 0 ? Math.max(0, windowMs - floorDiv(spareNext, current)) : 0;
+  const atNext = current > 0 ? Math.max(0, windowMs - Math.floor(spareNext / current)) : 0;
   into.retryAfterMs = windowMs - elapsed + atNext + lag;
 }
 

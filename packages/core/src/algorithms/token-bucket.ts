@@ -1,5 +1,5 @@
 import type { PolicyOutcome } from '../types.js';
-import { type Algorithm, ceilDiv, type EvaluateAt, evaluateOf, floorDiv, type Values } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, type Values } from './algorithm.js';
 import { drainedTo } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
@@ -16,17 +16,17 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
   into.delayMs = 0;
   if (tokens >= need) {
     into.allowed = true;
-    into.remaining = floorDiv(tokens - need, windowMs);
-    into.resetAfterMs = ceilDiv(missing + need, limit);
+    into.remaining = Math.floor((tokens - need) / windowMs);
+    into.resetAfterMs = Math.ceil((missing + need) / limit);
     into.retryAfterMs = 0;
     values[at] = missing + need;
     values[at + 1] = now;
     return;
   }
   into.allowed = false;
-  into.remaining = Math.max(0, floorDiv(tokens, windowMs));
-  into.resetAfterMs = ceilDiv(missing, limit);
-  into.retryAfterMs = ceilDiv(need - tokens, limit);
+  into.remaining = Math.max(0, Math.floor(tokens / windowMs));
+  into.resetAfterMs = Math.ceil(missing / limit);
+  into.retryAfterMs = Math.ceil((need - tokens) / limit);
 };
 
 const seed: Algorithm['seed'] = (used, policy, now) =>
@@ -75,7 +75,7 @@ const drained = new Float64Array(2);
  */
 function drainStepped(missing: number, refilledAt: number, amount: number, intervalMs: number, now: number): void {
   // No steps while the clock stands behind `refilledAt`.
-  const steps = Math.max(0, floorDiv(now - refilledAt, intervalMs));
+  const steps = Math.max(0, Math.floor((now - refilledAt) / intervalMs));
   const left = missing - steps * amount;
   drained[0] = Math.max(0, left);
   drained[1] = left > 0 ? refilledAt + steps * intervalMs : now;
@@ -113,9 +113,9 @@ function evaluateSteppedAt(
   into.allowed = false;
   into.remaining = Math.max(0, tokens);
   into.resetAfterMs = untilFull(missing, refilledAt, amount, intervalMs, now);
-  into.retryAfterMs = refilledAt + ceilDiv(cost - tokens, amount) * intervalMs - now;
+  into.retryAfterMs = refilledAt + Math.ceil((cost - tokens) / amount) * intervalMs - now;
 }
 
 /** How long until `gone` missing tokens have come back, `amount` each interval from `refilledAt`. */
 const untilFull = (gone: number, refilledAt: number, amount: number, intervalMs: number, now: number): number =>
-  gone <= 0 ? 0 : refilledAt + ceilDiv(gone, amount) * intervalMs - now;
+  gone <= 0 ? 0 : refilledAt + Math.ceil(gone / amount) * intervalMs - now;
