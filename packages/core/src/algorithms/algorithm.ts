@@ -40,7 +40,7 @@ export type EvaluateAt = (
  * Every figure is a non-negative whole number below 2^53, which validation guarantees, so
  * `Math.floor(a / b)` and `Math.ceil(a / b)` divide exactly. They are written out, not shared
  * as helpers: the optimising compiler checks an imported binding on every call, and a gcra
- * decision's four divisions through helpers cost some 10 instructions more.
+ * decision's three divisions through helpers cost some 10 instructions more.
  */
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;
