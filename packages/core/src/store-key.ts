@@ -53,6 +53,11 @@ function isSafe(key: string): boolean {
   return true;
 }
 
+/** Whether a key `storeKey` returned is a hash (a key kept as given never starts with `#`). */
+export function isHashedKey(key: string): boolean {
+  return charCodeAt.call(key, 0) === HASH_MARK;
+}
+
 /**
  * Whether `key`, once found among keys made safe, is itself safe, so that `storeKey` would
  * return it unchanged: a store that takes keys as given (`RateLimitStore.takesKeysAsGiven`)
@@ -61,6 +66,6 @@ function isSafe(key: string): boolean {
  */
 export function safeWhenHeld(key: string): boolean {
   // Its first code compared, not `key[0]`, which fetches a one-character string to compare:
-  // some 15 instructions a decision more (`bench/src/ceiling/memory-instructions.ts`, gcra).
+  // some 15 instructions a call more.
   return key.length <= MAX_KEPT_LENGTH && charCodeAt.call(key, 0) !== HASH_MARK;
 }

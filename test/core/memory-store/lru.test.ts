@@ -2,11 +2,14 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { LruIndex, NO_SLOT } from '../../../packages/core/src/memory-store/lru.js';
 
-/** The memory store's index against a plain model of a strict LRU: keys ordered least recently used first. */
+/**
+ * The memory store's index against a plain model of a strict LRU: keys ordered least recently
+ * used first. Keys are as `storeKey` returns them: kept (digits here) or hashed (`#` and digits).
+ */
 describe("the memory store's LRU index", () => {
   const operation = fc.record({
-    op: fc.constantFrom('get', 'peek', 'add', 'add', 'delete'),
-    key: fc.integer({ min: 0, max: 12 }).map(String),
+    op: fc.constantFrom('get', 'getAsGiven', 'peek', 'add', 'add', 'delete'),
+    key: fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 12 })).map(([hashed, n]) => `${hashed ? '#' : ''}${n}`),
   });
 
   it('holds at most max keys, evicts exactly the least recently used, and keeps each key on one slot', () => {
@@ -24,6 +27,11 @@ describe("the memory store's LRU index", () => {
           if (op === 'get') {
             expect(lru.get(key)).toBe(held ? slots.get(key) : NO_SLOT);
             if (held) use(key);
+          } else if (op === 'getAsGiven') {
+            // A client's text finds a key held as given, never a hashed one.
+            const found = held && !key.startsWith('#');
+            expect(lru.getAsGiven(key)).toBe(found ? slots.get(key) : NO_SLOT);
+            if (found) use(key);
           } else if (op === 'peek') {
             expect(lru.peek(key)).toBe(held ? slots.get(key) : NO_SLOT);
           } else if (op === 'add') {

@@ -1,3 +1,5 @@
+import { isHashedKey } from '../store-key.js';
+
 const FIRST_SLOTS = 1024;
 
 /** What `get` and `peek` return for a key not held. */
@@ -11,12 +13,19 @@ export const NO_SLOT = -1;
  * objects. The arrays grow as keys arrive, by doubling up to `max` (not reserved up front), so
  * a full index of `max` keys holds no spare slots.
  *
+ * Its keys are keys `storeKey` returned: kept as the client gave them, or hashed. The two are
+ * held in maps of their own, so that a key as a client gave it is looked up among the kept ones
+ * alone (`getAsGiven`), where its text finds its own state or none: never that of a client
+ * whose key was hashed to the same text. Checking the text for the hash's mark first cost each
+ * decision some 50 instructions.
+ *
  * The recency list is a ring (the oldest key's older link is the newest, and the other way
  * round): the oldest key becomes the newest by turning the ring, with no link written. That is
  * every eviction, and every use of a key seen once per round of all the keys held.
  */
 export class LruIndex {
-  private readonly slots = new Map<string, number>();
+  private readonly kept = new Map<string, number>();
+  private readonly hashed = new Map<string, number>();
   private keys: (string | undefined)[] = new Array(FIRST_SLOTS);
   private newer = new Uint32Array(FIRST_SLOTS);
   private older = new Uint32Array(FIRST_SLOTS);
@@ -29,7 +38,7 @@ export class LruIndex {
   constructor(readonly max: number) {}
 
   get size(): number {
-    return this.slots.size;
+    return this.kept.size + this.hashed.size;
   }
 
   /** Slots the arrays hold now: every slot handed out is below it. */
@@ -39,19 +48,21 @@ export class LruIndex {
 
   /** The key's slot, the key now the most recently used; `NO_SLOT` when not held. */
   get(key: string): number {
-    const slot = this.slots.get(key);
-    if (slot === undefined) return NO_SLOT;
-    if (slot === this.oldest) this.turn();
-    else if (slot !== this.newest) {
-      this.unlink(slot);
-      this.linkNewest(slot);
-    }
-    return slot;
+    return this.use(this.mapOf(key).get(key));
+  }
+
+  /**
+   * The slot of a key as a client gave it, when it is held as given (`storeKey` returns it
+   * unchanged), the key now the most recently used; else `NO_SLOT`, and the caller looks up
+   * what `storeKey` makes of it.
+   */
+  getAsGiven(given: string): number {
+    return this.use(this.kept.get(given));
   }
 
   /** The key's slot, leaving its recency alone; `NO_SLOT` when not held. */
   peek(key: string): number {
-    return this.slots.get(key) ?? NO_SLOT;
+    return this.mapOf(key).get(key) ?? NO_SLOT;
   }
 
   /**
@@ -61,35 +72,54 @@ export class LruIndex {
    */
   add(key: string): number {
     let slot: number;
-    if (this.slots.size === this.max) {
+    if (this.size === this.max) {
       slot = this.oldest;
-      this.slots.delete(this.keys[slot] as string);
+      const evicted = this.keys[slot] as string;
+      this.mapOf(evicted).delete(evicted);
       this.keys[slot] = key;
-      this.slots.set(key, slot);
-      this.turn();
-      return slot;
+      this.mapOf(key).set(key, slot);
+      // The oldest slot made the newest: the ring turns.
+      return this.use(slot);
     }
     slot = this.freed.pop() ?? this.used++;
     if (slot >= this.newer.length) this.grow();
     this.keys[slot] = key;
-    this.slots.set(key, slot);
+    this.mapOf(key).set(key, slot);
     this.linkNewest(slot);
     return slot;
   }
 
   delete(key: string): void {
-    const slot = this.slots.get(key);
+    const map = this.mapOf(key);
+    const slot = map.get(key);
     if (slot === undefined) return;
-    this.slots.delete(key);
+    map.delete(key);
     this.unlink(slot);
     this.keys[slot] = undefined;
     this.freed.push(slot);
   }
 
-  /** Makes the oldest key the newest: on a ring, only the ends move. */
-  private turn(): void {
-    this.newest = this.oldest;
-    this.oldest = this.newer[this.oldest] as number;
+  /** The map a key `storeKey` returned is held in. */
+  private mapOf(key: string): Map<string, number> {
+    return isHashedKey(key) ? this.hashed : this.kept;
+  }
+
+  /**
+   * A held key's slot made the most recently used; `NO_SLOT` for none. The oldest becomes the
+   * newest by turning the ring: only the ends move. (Written here, not as a method of its own:
+   * one call deeper, the optimising compiler stopped inlining on a decision's path, some 50
+   * instructions a decision.)
+   */
+  private use(slot: number | undefined): number {
+    if (slot === undefined) return NO_SLOT;
+    if (slot === this.oldest) {
+      this.newest = slot;
+      this.oldest = this.newer[slot] as number;
+    } else if (slot !== this.newest) {
+      this.unlink(slot);
+      this.linkNewest(slot);
+    }
+    return slot;
   }
 
   /** Takes the slot out of the ring; the ring may be left empty. */
@@ -102,9 +132,9 @@ export class LruIndex {
     if (slot === this.newest) this.newest = older;
   }
 
-  /** Links the slot in as the newest, between the newest and the oldest; `slots` already counts it. */
+  /** Links the slot in as the newest, between the newest and the oldest; `size` already counts it. */
   private linkNewest(slot: number): void {
-    if (this.slots.size === 1) {
+    if (this.size === 1) {
       this.oldest = slot;
       this.newer[slot] = slot;
       this.older[slot] = slot;

@@ -1,7 +1,7 @@
 import type { EvaluateAt } from '../algorithms/algorithm.js';
 import { algorithms, decide, refundStates } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
-import { safeWhenHeld, storeKey } from '../store-key.js';
+import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
 import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
@@ -279,8 +279,8 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const now = at ?? Date.now();
       if (layouts.stale(layout)) layout = layouts.of(home, policies);
       let key = given;
-      // Held as it is, the key was safe when it was stored: `storeKey` is not run.
-      let slot = safeWhenHeld(given) ? index.get(given) : NO_SLOT;
+      // Held as given, the key is its own safe form: `storeKey` is not run.
+      let slot = index.getAsGiven(given);
       if (slot === NO_SLOT) {
         key = storeKey(given);
         if (key !== given) slot = index.get(key);
@@ -318,11 +318,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     consumeOneSync(request) {
       const now = nowOf(request.now);
       const given = request.key;
-      // Held as it is, the key was safe when it was stored: `storeKey` is not run.
-      if (safeWhenHeld(given)) {
-        const slot = index.get(given);
-        if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
-      }
+      // Held as given, the key is its own safe form: `storeKey` is not run.
+      const slot = index.getAsGiven(given);
+      if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
       const key = storeKey(given);
       return decideOne(request, key, key === given ? NO_SLOT : index.get(key), now);
     },
