@@ -55,6 +55,8 @@ function isSafe(key: string): boolean {
 
 /** Whether a key `storeKey` returned is a hash (a key kept as given never starts with `#`). */
 export function isHashedKey(key: string): boolean {
+  // Its first code compared, not `key[0]`, which fetches a one-character string to compare:
+  // some 15 instructions a call more.
   return charCodeAt.call(key, 0) === HASH_MARK;
 }
 
@@ -65,7 +67,5 @@ export function isHashedKey(key: string): boolean {
  * `#`, which a given key may too; one longer than a kept key is never held as it is.
  */
 export function safeWhenHeld(key: string): boolean {
-  // Its first code compared, not `key[0]`, which fetches a one-character string to compare:
-  // some 15 instructions a call more.
-  return key.length <= MAX_KEPT_LENGTH && charCodeAt.call(key, 0) !== HASH_MARK;
+  return key.length <= MAX_KEPT_LENGTH && !isHashedKey(key);
 }
