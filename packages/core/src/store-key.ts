@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /** The longest client key kept as it is. */
 const MAX_KEPT_LENGTH = 128;
-/** What a hashed key starts with, and its code (`safeWhenHeld` compares codes). */
+/** What a hashed key starts with, and its code (`isHashedKey` compares codes). */
 const HASHED = '#';
 const HASH_MARK = HASHED.charCodeAt(0);
 
