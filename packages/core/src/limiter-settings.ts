@@ -47,6 +47,12 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
   return { clock, onStoreError, timeoutMs, logger, store };
 }
 
+/**
+ * The clock, read once here, so one that returns fractions, NaN or text fails at start-up; a
+ * later bad reading rejects that call with the same code. A bad reading never reaches the
+ * store: a store that refused it would count as failing, and the fail policy would then let
+ * every request through.
+ */
 function checkedClock(clock: unknown): (() => number) | undefined {
   if (clock === undefined) return undefined;
   if (typeof clock !== 'function')

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { oneDecision, storeUnavailableDecision, toDecision } from './decision.js';
+import { oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
 import { invalid, SluiceError } from './errors.js';
-import { decisionsWatched, limiterEvents } from './events.js';
+import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { type BoundDecision, boundDecisionOf } from './memory-store/memory-store.js';
@@ -20,6 +20,11 @@ import type {
   StoreReply,
   StoreRequest,
 } from './types.js';
+
+// What every decision calls, as this module's own constants: optimised code reads one as its
+// value, where it loads an imported binding and checks its temporal dead zone on every use.
+const oneDecision = oneDecisionImport;
+const decisionsWatched = decisionsWatchedImport;
 
 /** How long a client is told to wait when `onStoreError: 'deny'` refuses it. */
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
@@ -339,20 +344,16 @@ function internalized(text: string): string {
   return Object.keys({ [text]: true })[0] ?? text;
 }
 
-/**
- * A clock is read once here, so one that returns fractions, NaN or text fails at start-up; a
- * later bad reading rejects that call with the same code. A bad reading never reaches the
- * store: a store that refused it would count as failing, and the fail policy would then let
- * every request through.
- */
-function checkKey(key: unknown): string {
+// Constants, not function declarations: a declared function's binding may be assigned, so
+// optimised code checks it on every call.
+const checkKey = (key: unknown): string => {
   if (typeof key !== 'string') {
     throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);
   }
   return key;
-}
+};
 
-function checkCost(cost: unknown): number {
+const checkCost = (cost: unknown): number => {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_COST',
@@ -360,4 +361,4 @@ function checkCost(cost: unknown): number {
     );
   }
   return cost;
-}
+};

@@ -41,6 +41,12 @@ export type EvaluateAt = (
  * `Math.floor(a / b)` and `Math.ceil(a / b)` divide exactly. They are written out, not shared
  * as helpers: the optimising compiler checks an imported binding on every call, and a gcra
  * decision's three divisions through helpers cost some 10 instructions more.
+ *
+ * A wait or reset counted back from `now` is a whole number, but the interpreter gives the
+ * difference of two large numbers (a time and `now`) as a boxed number even when it is small.
+ * Stored once in an outcome, a boxed number turns that field into a boxed one in every outcome
+ * and decision after, of every algorithm: two allocations a decision. `Math.trunc` of it, a
+ * whole number already, hands it on as a small integer.
  */
 export interface Algorithm<S = State> {
   evaluate(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): Evaluation<S>;

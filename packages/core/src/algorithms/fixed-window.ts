@@ -7,7 +7,8 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, clock
   const now = clock + lag;
   const index = Math.floor(now / windowMs);
   const count = !fresh && values[at] === index ? (values[at + 1] as number) : 0;
-  const untilNextWindow = (index + 1) * windowMs - now;
+  // Whole: `Math.trunc` keeps it a small integer (see `Algorithm`).
+  const untilNextWindow = Math.trunc((index + 1) * windowMs - now);
   into.delayMs = 0;
   if (count + cost <= capacity) {
     const used = count + cost;

@@ -26,7 +26,8 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
       previous = values[at + 2] as number;
     }
   }
-  const elapsed = now + lag - index * windowMs;
+  // Whole: `Math.trunc` keeps it a small integer (see `Algorithm`).
+  const elapsed = Math.trunc(now + lag - index * windowMs);
   // Usage scaled by W so that the weighted estimate stays an integer.
   const used = previous * (windowMs - elapsed) + current * windowMs;
   const budget = capacity * windowMs;
@@ -101,8 +102,8 @@ function refuseInto(
 /** A wait after a clock step back; no wait stays none. */
 const lagged = (ms: number, lag: number): number => (ms > 0 ? ms + lag : 0);
 
-function resetAfter(current: number, previous: number, windowMs: number, elapsed: number): number {
+const resetAfter = (current: number, previous: number, windowMs: number, elapsed: number): number => {
   if (current > 0) return 2 * windowMs - elapsed;
   if (previous > 0) return windowMs - elapsed;
   return 0;
-}
+};

@@ -20,7 +20,8 @@ export const slidingWindowLog: Algorithm = {
       return {
         allowed: true,
         remaining: capacity - used - cost,
-        resetAfterMs: next.length > 0 ? (next[next.length - 2] as number) + windowMs - now : 0,
+        // Whole: `Math.trunc` keeps it a small integer (see `Algorithm`), here and below.
+        resetAfterMs: next.length > 0 ? Math.trunc((next[next.length - 2] as number) + windowMs - now) : 0,
         retryAfterMs: 0,
         delayMs: 0,
         next,
@@ -29,7 +30,7 @@ export const slidingWindowLog: Algorithm = {
     return {
       allowed: false,
       remaining: Math.max(0, capacity - used),
-      resetAfterMs: live.length > 0 ? (live[live.length - 2] as number) + windowMs - now : 0,
+      resetAfterMs: live.length > 0 ? Math.trunc((live[live.length - 2] as number) + windowMs - now) : 0,
       retryAfterMs: retryAfter(live, used, capacity, cost, windowMs, now),
       delayMs: 0,
       next: live,
@@ -75,7 +76,7 @@ function retryAfter(
   let left = used;
   for (let i = 0; i < live.length; i += 2) {
     left -= live[i + 1] as number;
-    if (left + cost <= capacity) return (live[i] as number) + windowMs - now;
+    if (left + cost <= capacity) return Math.trunc((live[i] as number) + windowMs - now);
   }
   return windowMs;
 }

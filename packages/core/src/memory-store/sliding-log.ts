@@ -45,9 +45,12 @@ export class LogBuffer {
     return this.total - expired;
   }
 
-  /** When the newest live entry leaves the window, as of the last `liveUnits`; 0 when none is live. */
+  /**
+   * When the newest live entry leaves the window, as of the last `liveUnits`; 0 when none is
+   * live. Whole: `Math.trunc` keeps it a small integer (see `Algorithm`), here and below.
+   */
   resetAfter(windowMs: number, now: number): number {
-    return this.cursor < this.tail ? (this.values[this.tail - 2] as number) + windowMs - now : 0;
+    return this.cursor < this.tail ? Math.trunc((this.values[this.tail - 2] as number) + windowMs - now) : 0;
   }
 
   /** Entry i leaves the window at t_i + W: reads from the oldest live entry only as far as enough have left. */
@@ -56,7 +59,7 @@ export class LogBuffer {
     let left = used;
     for (let i = this.cursor; i < tail; i += 2) {
       left -= values[i + 1] as number;
-      if (left + cost <= capacity) return (values[i] as number) + windowMs - now;
+      if (left + cost <= capacity) return Math.trunc((values[i] as number) + windowMs - now);
     }
     return windowMs;
   }
