@@ -2,10 +2,10 @@
  * Instructions per decision of the HTTP layer (`createHttpLimiter().handle`: client address,
  * key, limiter, store, headers, refusal), a count the machine's load does not move, for
  * judging a change to the per-request path on a busy machine. Each case of
- * `http-layer-loop.ts` runs under callgrind for 200,000 and 1,000,000 decisions (see
- * `callgrind.ts`). Runs the compiled packages, as users do: `pnpm build` first. The
+ * `http-layer-loop.ts` runs under callgrind for 200,000 and 1,000,000 decisions in three
+ * layouts (see `callgrind.ts`). Runs the compiled packages, as users do: `pnpm build` first. The
  * deny-cache, local-first and redis-pass cases need Redis (REDIS_URL, by default 127.0.0.1:6379). About
- * a minute a case; name cases to count only those.
+ * four minutes a case; name cases to count only those.
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts [case…]
  */
 import { instructionsPerCall } from './callgrind.js';
@@ -14,8 +14,9 @@ import { httpLayerCases } from './http-layer-cases.js';
 const asked = process.argv.slice(2);
 const unknown = asked.filter((name) => !(httpLayerCases as readonly string[]).includes(name));
 if (unknown.length > 0) throw new Error(`unknown case ${unknown.join(', ')}; the cases: ${httpLayerCases.join(', ')}`);
-console.log('| case | instructions per decision |\n| --- | ---: |');
+console.log('| case | instructions per decision (range over layouts) |\n| --- | ---: |');
+const whole = (n: number) => Math.round(n).toLocaleString('en-US');
 for (const name of asked.length > 0 ? asked : httpLayerCases) {
-  const perDecision = await instructionsPerCall('ceiling/http-layer-loop.ts', [name], 1_000_000, 200_000);
-  console.log(`| ${name} | ${Math.round(perDecision).toLocaleString('en-US')} |`);
+  const { median, low, high } = await instructionsPerCall('ceiling/http-layer-loop.ts', [name], 1_000_000, 200_000);
+  console.log(`| ${name} | ${whole(median)} (${whole(low)}–${whole(high)}) |`);
 }
