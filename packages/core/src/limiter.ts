@@ -228,20 +228,27 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A store that decides in another process is asked with one request, read from the clock
   // once: what it may decide at once in the reused request, and on a miss a copy of it, which
   // the store holds until it answers (`consume` gets safe keys from every limiter).
+  const atOnceFirst = (key: string, cost: number): Decision | Promise<Decision> =>
+    atOnce(key, reuse(key, cost)) ?? ask(key, keysAsGiven ? { ...reused, key: storeKey(key) } : { ...reused });
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
     if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
     if (store.decideAtOnce === undefined) return ask(key, consumeRequest(key, cost));
-    return atOnce(key, reuse(key, cost)) ?? ask(key, keysAsGiven ? { ...reused, key: storeKey(key) } : { ...reused });
+    return atOnceFirst(key, cost);
   };
 
-  // A one-policy limiter on a store that decides it in-process goes to `nowOne` with no call
-  // between: a shorter path from `consume` to the store lets the JIT inline all of it.
+  // Each store's path chosen here, so `consume` reaches it with no call between: a shorter path
+  // lets the JIT inline all of it. A one-policy limiter on a store that decides it in-process
+  // goes to `nowBound` or `nowOne`; a store that may decide at once goes to `atOnceFirst`, where
+  // through `decide` its key and cost checks stayed calls (some 55 instructions a refusal the
+  // deny cache replays).
   const decideNow =
     bound !== undefined
       ? (key: string, cost: number) => nowBound(bound, single as Policy, key, cost)
       : single !== undefined && store.consumeSync !== undefined && store.consumeOneSync !== undefined
         ? (key: string, cost: number) => nowOne(single, key, cost)
-        : decide;
+        : store.consumeSync === undefined && store.decideAtOnce !== undefined
+          ? atOnceFirst
+          : decide;
 
   const limiter: Limiter = {
     policies,
@@ -345,20 +352,26 @@ function internalized(text: string): string {
 }
 
 // Constants, not function declarations: a declared function's binding may be assigned, so
-// optimised code checks it on every call.
+// optimised code checks it on every call. Each throws through a call of its own: the checks'
+// bytecode stays a few bytes, and the optimising compiler, which inlines by bytecode size up to
+// a budget per function, inlines both on every decision's path (the deny cache's kept a call).
 const checkKey = (key: unknown): string => {
-  if (typeof key !== 'string') {
-    throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);
-  }
+  if (typeof key !== 'string') invalidKey(key);
   return key;
 };
 
 const checkCost = (cost: unknown): number => {
-  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_COST',
-      `[sluice] A cost must be a positive whole number; received ${String(cost)}.`,
-    );
-  }
+  if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) invalidCost(cost);
   return cost;
 };
+
+function invalidKey(key: unknown): never {
+  throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);
+}
+
+function invalidCost(cost: unknown): never {
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_COST',
+    `[sluice] A cost must be a positive whole number; received ${String(cost)}.`,
+  );
+}

@@ -114,7 +114,10 @@ export function createDenyCache(options: DenyCacheOptions): DenyCache {
   /** `refusal`'s reply to `request`, written into `reply`; undefined once its wait is over. */
   const replay = (refusal: Refusal | undefined, request: StoreRequest, reply: StoreReply) => {
     if (refusal === undefined || !sameRequest(refusal, request)) return undefined;
-    const elapsed = (request.now ?? Date.now()) - refusal.sentAt;
+    // Whole: the difference of two epoch times is boxed as a heap number even when small, and
+    // one such value written to a reply turns that field of every decision after it boxed (an
+    // allocation each, slower headers). `Math.trunc` hands it on as a small integer.
+    const elapsed = Math.trunc((request.now ?? Date.now()) - refusal.sentAt);
     if (elapsed < 0 || elapsed >= refusal.spanMs) {
       if (elapsed >= refusal.spanMs) forget(refusal.namespace, refusal.key);
       return undefined;
