@@ -352,9 +352,10 @@ function internalized(text: string): string {
 }
 
 // Constants, not function declarations: a declared function's binding may be assigned, so
-// optimised code checks it on every call. Each throws through a call of its own: the checks'
-// bytecode stays a few bytes, and the optimising compiler, which inlines by bytecode size up to
-// a budget per function, inlines both on every decision's path (the deny cache's kept a call).
+// optimised code checks it on every call. Each throws through a function of its own, called
+// only when a check fails: the checks' bytecode stays a few bytes, and the optimising compiler,
+// which inlines by bytecode size up to a budget per function, inlines both on every decision's
+// path (on the deny cache's, the key's check had stayed a call).
 const checkKey = (key: unknown): string => {
   if (typeof key !== 'string') invalidKey(key);
   return key;
