@@ -40,6 +40,36 @@ describe('enableMetrics', () => {
     );
   });
 
+  it('keeps limiters and policies apart when their decisions interleave', async () => {
+    const { collect } = setup();
+    // The same policy name on two limiters, and a limiter whose decisions report either policy:
+    // `a` while it is the closer to its limit, then `b`.
+    let now = 0;
+    const clock = () => now;
+    const web = createLimiter({ name: 'api', limit: 2, window: '1m', prefix: 'web', clock });
+    const app = createLimiter({ name: 'api', limit: 1, window: '1m', prefix: 'app', clock });
+    const both = createLimiter({
+      policies: [
+        { name: 'a', limit: 2, window: '1s' },
+        { name: 'b', limit: 3, window: '1m' },
+      ],
+      prefix: 'both',
+      clock,
+    });
+    for (let i = 0; i < 4; i++) {
+      if (i === 2) now = 2000;
+      await web.consume('k');
+      await app.consume('k');
+      await both.consume('k');
+    }
+    expect(seriesOf(await collect(), METRICS.decisions)).toEqual([
+      ...decisionSeries('web', 'api', { allowed: 2, limited: 2 }),
+      ...decisionSeries('app', 'api', { allowed: 1, limited: 3 }),
+      ...decisionSeries('both', 'a', { allowed: 2 }),
+      ...decisionSeries('both', 'b', { allowed: 1, limited: 1 }),
+    ]);
+  });
+
   it.each([
     [{ mode: 'soft', overagePercent: 100 }, 'soft'],
     [{ mode: 'shadow' }, 'shadow'],

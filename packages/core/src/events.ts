@@ -27,6 +27,7 @@ export interface DecisionEvent {
   readonly limiter: string;
   /** The store's name (`memory`, `redis`, …). */
   readonly store: string;
+  /** The limiter's policies: the same array on each of its decisions, and no other limiter's. */
   readonly policies: readonly Policy[];
   /** The policy whose figures the decision reports: the one that refused, or the one closest to its limit. */
   readonly policy: string;

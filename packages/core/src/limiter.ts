@@ -6,6 +6,7 @@ import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { type BoundDecision, boundDecisionOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
+import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { capacitiesFor, toThrottle } from './throttle.js';
@@ -337,18 +338,6 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
   if (prefix === undefined || derivedPattern.test(prefix))
     claimed.set(namespace, prefix === undefined ? 'derived' : 'prefix');
   return internalized(namespace);
-}
-
-/**
- * The same text as V8's one shared copy (the copy property names use). A store compares the
- * namespace of every request with the last one it saw; between strings V8 does not know to be
- * shared copies, the optimising compiler calls a comparison routine even when both are the same
- * string (some 35 instructions a decision), where between shared copies it compares addresses.
- * A namespace that reads as an array index (a `prefix` of digits) comes back as a new string:
- * the same text, without the saving.
- */
-function internalized(text: string): string {
-  return Object.keys({ [text]: true })[0] ?? text;
 }
 
 // Constants, not function declarations: a declared function's binding may be assigned, so

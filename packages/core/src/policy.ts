@@ -2,6 +2,7 @@ import { algorithmNames } from './algorithms/index.js';
 import { formatMs, toMs } from './duration.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { POLICY_OPTION_NAMES } from './known-options.js';
+import { internalized } from './shared-text.js';
 import { MAX_TIMER_MS } from './timer.js';
 import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
 
@@ -63,15 +64,17 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
       `short enough that limit × window (and burst × window) stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
     );
   }
-  const name = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : options.name;
-  if (typeof name !== 'string' || !namePattern.test(name)) {
+  const given = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : options.name;
+  if (typeof given !== 'string' || !namePattern.test(given)) {
     invalid(
       'ERR_SLUICE_INVALID_POLICY_NAME',
       `${path}.name`,
-      name,
+      given,
       '1 to 64 letters, digits, `.`, `_` or `-`, starting with a letter or digit',
     );
   }
+  // V8's one shared copy of the name: metrics compare it on every decision.
+  const name = internalized(given);
   // The id changes whenever the stored state's meaning would, so old state is never misread.
   const unit = refillIntervalMs > 0 ? `i${refillIntervalMs}` : `${windowMs}`;
   const id = `${name}.${codes[algorithm]}${unit}`;

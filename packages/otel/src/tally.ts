@@ -47,7 +47,8 @@ export interface Hooks {
 
 /**
  * Counts sluice's events in plain objects, the cheapest place to count: a decision costs two
- * map reads and an increment. Exporters read the counts when they collect.
+ * comparisons and an increment, and two map reads when its limiter or policy is not the last
+ * one's. Exporters read the counts when they collect.
  */
 export function createTally(hooks: Hooks) {
   const limiters = new Map<string, LimiterTally>();
@@ -74,24 +75,30 @@ export function createTally(hooks: Hooks) {
     return counts;
   };
 
-  // Decisions come in runs from one limiter and policy: the last counts found are tried first.
-  let lastPolicies: readonly Policy[] | undefined;
-  let lastLimiter = '';
-  let lastPolicy = '';
-  let lastCounts: PolicyTally | undefined;
-  const countsOf = (event: DecisionEvent): PolicyTally => {
-    if (event.policies === lastPolicies && event.limiter === lastLimiter && event.policy === lastPolicy)
-      return lastCounts as PolicyTally;
-    lastCounts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
-    lastPolicies = event.policies;
-    lastLimiter = event.limiter;
-    lastPolicy = event.policy;
-    return lastCounts;
+  // Decisions come in runs from one limiter and policy: the counts found last are tried first.
+  // A limiter's events carry its own policies array, which no other limiter's carry, so the
+  // array and the policy's name (one shared copy of its text, compared by address) name the
+  // counts. Kept in an object: the optimising compiler checks a closure's `let` for its
+  // temporal dead zone at every read.
+  const last = {
+    policies: undefined as readonly Policy[] | undefined,
+    policy: '',
+    counts: undefined as PolicyTally | undefined,
+  };
+  const countsFor = (event: DecisionEvent): PolicyTally => {
+    const counts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
+    last.counts = counts;
+    last.policies = event.policies;
+    last.policy = event.policy;
+    return counts;
   };
 
   const onDecision = (message: unknown): void => {
     const event = message as DecisionEvent;
-    const counts = countsOf(event);
+    const counts =
+      event.policies === last.policies && event.policy === last.policy
+        ? (last.counts as PolicyTally)
+        : countsFor(event);
     const { result, decision } = event;
     counts.decisions[result]++;
     if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
