@@ -1,6 +1,7 @@
 import type { StoreReply } from '@sluice/core';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatcher, MAX_WAIT_MS } from '../../packages/redis/src/batcher.js';
+import { figureText } from '../../packages/redis/src/figures.js';
 import { type Script, scripts } from '../../packages/redis/src/scripts.js';
 
 /**
@@ -10,7 +11,8 @@ import { type Script, scripts } from '../../packages/redis/src/scripts.js';
  * the end of a turn of the event loop (`setImmediate`).
  */
 const script = scripts[0] as Script;
-const ARGS = ['consume 1 1', ' p@gc.10.1000.10.0.0=', 'gcra', '10', '1000', '0', '10'];
+/** A decision's three entries: header, heads, figures (windowMs, capacity, limit, maxDelayMs). */
+const ARGS = ['consume 1 gcra', ' p@gc.10.1000.10.0.0=', [1000, 10, 10, 0].map(figureText).join('')];
 
 interface Call {
   readonly keys: readonly string[];
@@ -72,16 +74,16 @@ describe('Redis store batching: when a script call leaves', () => {
 
   it('sends each run of decisions in a row with the same arguments once, its count first in its header', async () => {
     const { calls, ask } = harness();
-    const costly = ['consume 3 1', ...ARGS.slice(1)];
+    const costly = ['consume 3 gcra', ...ARGS.slice(1)];
     const asked = [ask('a'), ask('b'), ask('c', costly), ask('d')];
     await turn();
     const policy = ARGS.slice(1);
     expect(calls[0]?.args).toEqual([
-      '2 consume 1 1',
+      '2 consume 1 gcra',
       ...policy,
-      '1 consume 3 1',
+      '1 consume 3 gcra',
       ...policy,
-      '1 consume 1 1',
+      '1 consume 1 gcra',
       ...policy,
     ]);
     calls[0]?.resolve(replyFor(4));

@@ -12,8 +12,8 @@
  * the least a further policy can cost in such a layout.
  *
  * Arguments as sluice's scripts read them (`packages/redis/src/lua/prelude.ts`): the run's
- * header '<decisions> consume <cost> <policies>', then five entries per policy (head, kind,
- * limit, windowMs, maxDelayMs) and one capacity per policy.
+ * header '<decisions> consume <cost> <kinds>' (one kind, or three joined by commas), the heads,
+ * then the figures.
  */
 
 /** What an algorithm keeps and decides, per policy `i`, over the locals the script gives it. */
@@ -106,15 +106,36 @@ end`,
     .join('\n');
 }
 
+/**
+ * Each policy's windowMs and limit from the figures entry as sluice sends it
+ * (`packages/redis/src/figures.ts`): per policy its windowMs and capacity, then per policy its
+ * limit and maxDelayMs, each figure two 7-byte numbers, low and high, read as
+ * low - 5 * 0x01010101010101 + 4 * high; all unpacked at once, as sluice's own script does.
+ */
+function readFigures(count: number): string[] {
+  const halves = numbered(8 * count).map((k) => `f${k}`);
+  const figure = (pair: number) => `f${2 * pair + 1} - ${5 * Number(0x01010101010101n)} + f${2 * pair + 2} * 4`;
+  return [
+    `local ${halves.join(', ')} = struct.unpack('<${'I7'.repeat(8 * count)}', ARGV[3])`,
+    ...numbered(count).map(
+      (i) => `local window${i}, limit${i} = ${figure(2 * i - 2)}, ${figure(2 * count + 2 * i - 2)}`,
+    ),
+  ];
+}
+
+/** Each policy's head, for the text layout: the heads entry holds them back to back. */
+const readHeads = (count: number): string =>
+  `local ${numbered(count)
+    .map((i) => `head${i}`)
+    .join(', ')} = string.match(ARGV[2], '^${'( [^ ]+)'.repeat(count)}$')`;
+
 /** The block deciding a call's decisions over `count` policies, written out for that count. */
 function block(shape: Shape, count: number, encoding: Encoding): string {
   const policies = numbered(count);
   const states = policies.map(shape.state);
   const names = states.flatMap((s) => s.names);
   const nexts = policies.flatMap(shape.next);
-  const figures = policies.map(
-    (i) => `local head${i}, limit${i}, window${i} = ARGV[${5 * i - 3}], ARGV[${5 * i - 1}] + 0, ARGV[${5 * i}] + 0`,
-  );
+  const figures = [...readFigures(count), ...(encoding === 'text' ? [readHeads(count)] : [])];
   const read =
     encoding === 'binary'
       ? `if #text == ${8 * names.length} then ${names.join(', ')} = struct.unpack('<${'d'.repeat(names.length)}', text) end`
@@ -156,7 +177,8 @@ local header = ARGV[1]
 local first, second = string.byte(header, 1, 2)
 local decisions = first - 48
 if second ~= 32 then decisions = string.sub(header, 1, find(header, ' ', 1, true) - 1) + 0 end
-local count, cost = (#ARGV - 1) / 6, 1
+local count, cost = 1, 1
+if find(header, ',', 1, true) then count = 3 end
 if find(header, ' consume 1 ', 1, true) == nil then error('the cheapest script decides cost 1 only') end
 local time = redis.call('TIME')
 local now = time[1] * 1000 + (time[2] - time[2] % 1000) / 1000

@@ -1,5 +1,6 @@
 import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
+import { figureText } from './figures.js';
 
 /** `all`: one of a call's decisions that are charged all or none (see the scripts' header). */
 export type Operation = 'consume' | 'refund' | 'all';
@@ -8,16 +9,22 @@ export type Operation = 'consume' | 'refund' | 'all';
  * Argument forms built once per list: a limiter passes the same policy list every time, and the
  * same capacity list too unless elastic throttling computes a new one.
  */
-const policyArgs = new WeakMap<readonly Policy[], readonly string[]>();
-const capacityArgs = new WeakMap<readonly number[], readonly string[]>();
+const policyArgs = new WeakMap<readonly Policy[], Described>();
+const figureArgs = new WeakMap<readonly number[], { readonly policies: readonly Policy[]; readonly text: string }>();
+
+/** A policy list as the scripts read it: its kinds (for the run's header) and its heads. */
+interface Described {
+  readonly kinds: string;
+  readonly heads: string;
+}
 
 /**
- * One decision's ARGV entries, as the scripts' header describes them: the run's header without
- * its count ('<op> <cost> <policy count>[ <now>]', see `runHeader`), five per policy, then one
- * capacity per policy. The policies' figures are entries of their own: a script converts each
- * it needs once and cuts no text but the header, once per run. Every number is checked to be
- * a whole number below 2^53: the script stores state with `%d`, which would truncate a
- * fraction, and the decision would then differ from the reference instead of failing.
+ * One decision's three ARGV entries, as the scripts' header describes them: the run's header
+ * without its count ('<op> <cost> <kinds>[ <now>]', see `runHeader`), the policies' heads, and
+ * their figures (`figures.ts`). Three entries for any number of policies: Redis makes a string
+ * of each entry on every call. Every number is checked to be a whole number below 2^53: the
+ * script stores state with `%d`, which would truncate a fraction, and the decision would then
+ * differ from the reference instead of failing.
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): readonly string[] {
   const { now, cost, policies, capacities } = request;
@@ -44,10 +51,9 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
       `[sluice] A cost must be a whole number; received ${String(cost)}.`,
     );
   }
-  if (capacities.length !== policies.length) throw badCapacities();
-  const entries = policyList(policies);
-  const header = `${operation} ${cost} ${policies.length}`;
-  const args = [now === undefined ? header : `${header} ${now}`, ...entries, ...capacityList(capacities)];
+  const { kinds, heads } = policyList(policies);
+  const header = `${operation} ${cost} ${kinds}`;
+  const args = [now === undefined ? header : `${header} ${now}`, heads, figuresOf(policies, capacities)];
   if (now === undefined) last = { operation, cost, policies, capacities, args };
   return args;
 }
@@ -63,20 +69,26 @@ let last: {
 
 /**
  * The header of a run of `count` decisions in a row that share the arguments `decisionArgs`
- * made ('<count> <op> <cost> <policy count>[ <now>]'): the script gets those arguments once,
- * and the header is one entry where five would each be a string Redis makes per call.
+ * made ('<count> <op> <cost> <kinds>[ <now>]'): the script gets those arguments once, and the
+ * usual header ('1 consume 1 gcra') is one the script compares whole.
  */
 export function runHeader(count: number, args: readonly string[]): string {
   return `${count} ${args[0] as string}`;
 }
 
-function capacityList(capacities: readonly number[]): readonly string[] {
-  let args = capacityArgs.get(capacities);
-  if (args !== undefined) return args;
-  if (!capacities.every(wholeNumber)) throw badCapacities();
-  args = capacities.map(String);
-  capacityArgs.set(capacities, args);
-  return args;
+/**
+ * The figures entry: per policy its windowMs and capacity, then per policy its limit and
+ * maxDelayMs, so a script whose decision needs only the first two reads only those.
+ */
+function figuresOf(policies: readonly Policy[], capacities: readonly number[]): string {
+  const known = figureArgs.get(capacities);
+  if (known?.policies === policies) return known.text;
+  if (capacities.length !== policies.length || !capacities.every(wholeNumber)) throw badCapacities();
+  const text =
+    policies.map((policy, i) => figureText(policy.windowMs) + figureText(capacities[i] as number)).join('') +
+    policies.map((policy) => figureText(policy.limit) + figureText(policy.maxDelayMs)).join('');
+  figureArgs.set(capacities, { policies, text });
+  return text;
 }
 
 const badCapacities = () =>
@@ -85,22 +97,26 @@ const badCapacities = () =>
     '[sluice] Redis store: a request needs one whole capacity per policy.',
   );
 
-/** Each policy's entries as the scripts read them; throws a coded error for a list they cannot run. */
-export function policyList(policies: readonly Policy[]): readonly string[] {
-  let args = policyArgs.get(policies);
-  if (args !== undefined) return args;
+/** A policy list's kinds and heads as the scripts read them; throws a coded error for a list they cannot run. */
+export function policyList(policies: readonly Policy[]): Described {
+  let described = policyArgs.get(policies);
+  if (described !== undefined) return described;
   if (policies.length === 0 || policies.length > MAX_POLICIES) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_POLICIES',
       `[sluice] The Redis store decides 1 to ${MAX_POLICIES} policies at once; this limiter has ${policies.length}.`,
     );
   }
-  args = policies.flatMap(describe);
-  policyArgs.set(policies, args);
-  return args;
+  for (const policy of policies) check(policy);
+  described = {
+    kinds: policies.map(kindOf).join(','),
+    heads: policies.map((policy) => ` ${policy.slot}@${policy.version}=`).join(''),
+  };
+  policyArgs.set(policies, described);
+  return described;
 }
 
-function describe(policy: Policy): string[] {
+function check(policy: Policy): void {
   const { limit, windowMs, maxDelayMs, refillAmount, refillIntervalMs } = policy;
   const numbers = [limit, windowMs, maxDelayMs, refillAmount, refillIntervalMs];
   if (!numbers.every(wholeNumber) || !safeText.test(policy.slot) || !safeText.test(policy.version)) {
@@ -109,10 +125,11 @@ function describe(policy: Policy): string[] {
       `[sluice] Redis store: policy ${JSON.stringify(policy.name)} is not one core built; make policies with createLimiter or toPolicy.`,
     );
   }
-  // Only an interval refill adds figures to the name: every entry costs Redis a string.
-  const kind = refillIntervalMs > 0 ? `${policy.algorithm} ${refillAmount} ${refillIntervalMs}` : policy.algorithm;
-  return [` ${policy.slot}@${policy.version}=`, kind, String(limit), String(windowMs), String(maxDelayMs)];
 }
+
+/** The algorithm's name; a token bucket refilled at intervals adds its figures ('token-bucket:5:1000'). */
+const kindOf = ({ algorithm, refillAmount, refillIntervalMs }: Policy): string =>
+  refillIntervalMs > 0 ? `${algorithm}:${refillAmount}:${refillIntervalMs}` : algorithm;
 
 const safeText = /^[A-Za-z0-9._-]+$/;
 const wholeNumber = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;

@@ -1,3 +1,4 @@
+import { FIGURE_BYTES, figureLua } from '../figures.js';
 import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
@@ -18,42 +19,47 @@ local function read_redis_now()
   return redis_now
 end
 
--- A run's policies, from the n policies' entries at ARGV[at] on and their capacities after.
-local function policies_of(at, n)
-  local set, capacities, capacities_at = { logs = 0 }, {}, at + 5 * n - 1
-  for i = 1, n do
-    local head, kind = ARGV[at], ARGV[at + 1]
-    local slot, version = string.match(head, '^ ([^@ ]+)@([^= ]+)=$')
-    local name, amount, interval = string.match(kind, '^(%S+) ?(%d*) ?(%d*)$')
+-- A run's policies, from its kinds (in the header), heads and figures entries.
+local function policies_of(kinds, heads, figures)
+  local set, capacities, n = { logs = 0 }, {}, 0
+  for kind in string.gmatch(kinds, '[^,]+') do
+    n = n + 1
+    local name, amount, interval = string.match(kind, '^([%a-]+):?(%d*):?(%d*)$')
     local algorithm = ALGORITHMS[name]
-    if slot == nil then error('sluice: bad policy head ' .. head) end
     if algorithm == nil then error('sluice: no algorithm ' .. kind .. ' in this script') end
     if algorithm.own_key then set.logs = set.logs + 1 end
-    set[i] = {
-      slot = slot, version = version, algorithm = algorithm, limit = tonumber(ARGV[at + 2]),
-      window = tonumber(ARGV[at + 3]), max_delay = tonumber(ARGV[at + 4]), refill_amount = tonumber(amount) or 0,
-      refill_interval = tonumber(interval) or 0,
-    }
-    capacities[i] = tonumber(ARGV[capacities_at + i])
-    at = at + 5
+    set[n] = { algorithm = algorithm, refill_amount = tonumber(amount) or 0, refill_interval = tonumber(interval) or 0 }
   end
+  if #figures ~= ${FIGURE_BYTES} * 4 * n then error('sluice: bad figures for ' .. kinds) end
+  local v = { struct.unpack('<' .. string.rep('I7', 8 * n), figures) }
+  local function figure(pair) return ${figureLua('v[2 * pair + 1]', 'v[2 * pair + 2]')} end
+  local i = 0
+  for slot, version in string.gmatch(heads, ' ([^@ ]+)@([^= ]+)=') do
+    i = i + 1
+    local p = set[i]
+    if p == nil then break end
+    p.slot, p.version = slot, version
+    p.window, p.limit, p.max_delay = figure(2 * i - 2), figure(2 * n + 2 * i - 2), figure(2 * n + 2 * i - 1)
+    capacities[i] = figure(2 * i - 1)
+  end
+  if i ~= n then error('sluice: bad policy heads ' .. heads) end
   return set, capacities
 end
 
--- Each decision's run (ARGV holds runs: a header with their count, then the arguments that many
--- decisions in a row share, each parsed here once per run) and where its client key is; then
--- every client's state string in one read.
+-- Each decision's run (ARGV holds runs of three entries: a header with their count, heads and
+-- figures that many decisions in a row share, each parsed here once per run) and where its
+-- client key is; then every client's state string in one read.
 local decision_runs, client_key_at, key_at, decisions, op = {}, {}, 1, 0, nil
 local at = 1
 while at <= #ARGV do
-  local _, _, count, run_op, cost, n, now = find(ARGV[at], '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
-  if count == nil then error('sluice: bad run header at ARGV[' .. at .. ']: ' .. ARGV[at]) end
+  local _, _, count, run_op, cost, kinds, now = find(ARGV[at], '^(%d+) (%a+) (%d+) ([^ ]+) ?(%d*)$')
+  if count == nil or ARGV[at + 2] == nil then error('sluice: bad run header at ARGV[' .. at .. ']: ' .. ARGV[at]) end
   -- The call's operation is its first run's: a call of 'all' holds nothing else.
   op = op or run_op
   local min_ttl = 60000
-  now, n = tonumber(now), tonumber(n)
+  now = tonumber(now)
   if now == nil then now, min_ttl = redis_now or read_redis_now(), 0 end
-  local set, capacities = policies_of(at + 1, n)
+  local set, capacities = policies_of(kinds, ARGV[at + 1], ARGV[at + 2])
   local run = {
     now = now, min_ttl = min_ttl, refunding = run_op == 'refund', cost = tonumber(cost),
     set = set, capacities = capacities,
@@ -64,7 +70,7 @@ while at <= #ARGV do
     client_key_at[decisions] = key_at
     key_at = key_at + 1 + run.set.logs
   end
-  at = at + 1 + 6 * n
+  at = at + 3
 end
 local client_keys = {}
 for i = 1, #client_key_at do client_keys[i] = KEYS[client_key_at[i]] end

@@ -1,3 +1,4 @@
+import { figureLua } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -70,15 +71,14 @@ do
   -- limit, windowMs, maxDelayMs and capacity. A client's string of exactly these policies'
   -- states is their directory (byte 1, the heads in order, byte 0), then each state's
   -- ${STATE_NUMBERS} numbers, all read by one unpack and written by one pack.
-  local policy, capacities_at, directory = ${room(4 * POLICIES)}, 1 + 5 * count, ''
+  local policy, figures = ${room(4 * POLICIES)}, { struct.unpack('<' .. string.rep('I7', 8 * count), ARGV[3]) }
   for i = 1, count do
-    local at, p = 5 * i - 3, 4 * i
-    if ARGV[at + 1] ~= FAST_NAME then return general() end
+    local p, w, l = 4 * i, 4 * i - 3, 4 * (count + i) - 3
     policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
-      ARGV[at + 2] + 0, ARGV[at + 3] + 0, ARGV[at + 4] + 0, ARGV[capacities_at + i] + 0
-    directory = directory .. ARGV[at]
+      ${figureLua('figures[l]', 'figures[l + 1]')}, ${figureLua('figures[w]', 'figures[w + 1]')},
+      ${figureLua('figures[l + 2]', 'figures[l + 3]')}, ${figureLua('figures[w + 2]', 'figures[w + 3]')}
   end
-  directory = ${directoryOf(['directory'])}${numbersAt(shape)
+  local directory = ${directoryOf(['ARGV[2]'])}${numbersAt(shape)
     .map((line) => `\n  ${line}`)
     .join('')}
   local states_format, states_bytes = '<' .. string.rep('d', ${STATE_NUMBERS} * count), ${STATE_BYTES} * count

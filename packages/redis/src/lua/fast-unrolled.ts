@@ -1,3 +1,4 @@
+import { figureLua, figuresFormat } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -25,37 +26,31 @@ export const UNROLLED_POLICIES = 4;
 /** The policy numbers 1 to `count`. */
 const numbered = (count: number): number[] => Array.from({ length: count }, (_, index) => index + 1);
 
-/** Where policy `i`'s entries sit in ARGV (see the script's header): five each after the run's header, then the capacities. */
-const argv = (i: number, count: number) => ({
-  head: 5 * i - 3,
-  name: 5 * i - 2,
-  limit: 5 * i - 1,
-  window: 5 * i,
-  maxDelay: 5 * i + 1,
-  capacity: 1 + 5 * count + i,
-});
-
 /** Everything read from a client's string, in one flat list of locals. */
 const readOf = (shape: FastShape, count: number): string[] => numbered(count).flatMap((i) => kept(shape, i));
 
 /**
- * The name check, each policy's head and figures, read from ARGV once per call, and the
- * directory of a string holding exactly these policies' states. The limit and maxDelayMs are
- * read only by an algorithm whose decision reads them.
+ * Each policy's figures, read from ARGV once per call by one unpack (the limit and maxDelayMs
+ * only by an algorithm whose decision reads them: they come after every window and capacity),
+ * and the directory of a string holding exactly these policies' states.
  */
-const figures = (shape: FastShape, count: number): string[] => [
-  `if ${numbered(count)
-    .map((i) => `ARGV[${argv(i, count).name}] ~= FAST_NAME`)
-    .join(' or ')} then return general() end`,
-  ...numbered(count).map((i) => {
-    const at = argv(i, count);
-    const limits = shape.readsLimit ? `, ARGV[${at.limit}] + 0, ARGV[${at.maxDelay}] + 0` : '';
-    const names = shape.readsLimit ? `, limit${i}, max_delay${i}` : '';
-    return `local head${i}, window${i}, capacity${i}${names} = ARGV[${at.head}], ARGV[${at.window}] + 0, ARGV[${at.capacity}] + 0${limits}`;
-  }),
-  `local directory = ${directoryOf(numbered(count).map((i) => `head${i}`))}`,
-  ...numbersAt(shape),
-];
+const figures = (shape: FastShape, count: number): string[] => {
+  // In the entry's order: every window and capacity, then every limit and maxDelayMs.
+  const names = [
+    ...numbered(count).flatMap((i) => [`window${i}`, `capacity${i}`]),
+    ...(shape.readsLimit ? numbered(count).flatMap((i) => [`limit${i}`, `max_delay${i}`]) : []),
+  ];
+  // The unpacked halves live in a block of their own, so they take no registers after it.
+  return [
+    `local ${names.join(', ')}`,
+    'do',
+    `  local ${names.map((_, k) => `f${k}, g${k}`).join(', ')} = struct.unpack('${figuresFormat(names.length)}', ARGV[3])`,
+    `  ${names.join(', ')} =\n    ${names.map((_, k) => figureLua(`f${k}`, `g${k}`)).join(',\n    ')}`,
+    'end',
+    `local directory = ${directoryOf(['ARGV[2]'])}`,
+    ...numbersAt(shape),
+  ];
+};
 
 /**
  * Whether `text`, a client's string, holds exactly these policies' states, in order: it starts

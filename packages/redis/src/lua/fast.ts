@@ -36,25 +36,26 @@ local KEYS, ARGV, find, format = KEYS, ARGV, string.find, string.format
  */
 export const fastLua = (algorithm: FastAlgorithm): string => `
 local FAST_NAME = '${algorithm.name}'
--- One run of consuming decisions: its header, then 6 entries per policy (see the header). The
--- usual headers, one decision of cost 1 on Redis's clock, are compared rather than cut by a
--- pattern (some 4k instructions): '1 consume 1 1' for one policy, and for 2 to 9 policies
--- '1 consume 1 n', whose last character is the count.
+-- One run of consuming decisions: its three entries (see the header). The usual headers, one
+-- decision of cost 1 on Redis's clock of 1 to ${UNROLLED_POLICIES} policies, are compared whole (Lua
+-- interns every string, so each comparison is of two addresses) rather than cut by a pattern
+-- (some 4k instructions).
 local decisions, cost, count, now, min_ttl, redis_now = 1, 1, 1, '', 60000, 0
 local header = ARGV[1]
-if header ~= '1 consume 1 1' then
-  if #header == 13 and find(header, '1 consume 1 ', 1, true) == 1 then
-    count = string.byte(header, 13) - 48
-    if count < 2 then return general() end
+if header ~= ${usualHeader(algorithm, 1)} then
+${usualCounts(algorithm)}
   else
-    local _, op
-    _, _, decisions, op, cost, count, now = find(header, '^(%d+) (%a+) (%d+) (%d+) ?(%d*)$')
+    local _, op, kinds
+    _, _, decisions, op, cost, kinds, now = find(header, '^(%d+) (%a+) (%d+) ([^ ]+) ?(%d*)$')
     if op ~= 'consume' then return general() end
-    decisions, cost, count = decisions + 0, cost + 0, count + 0
+    -- Every policy this script's algorithm: the kinds are its name, count times.
+    count = (#kinds + 1) / ${algorithm.name.length + 1}
+    if kinds ~= string.rep(FAST_NAME .. ',', count - 1) .. FAST_NAME then return general() end
+    decisions, cost = decisions + 0, cost + 0
   end
 end
 -- One run only: several (limiters, costs or clocks in one call) are the general body's.
-if #ARGV ~= 1 + 6 * count then return general() end
+if #ARGV ~= 3 then return general() end
 if now == '' then
   -- Whole ms by % (inline), where floor is a C call.
   local time = redis.call('TIME')
@@ -69,6 +70,17 @@ ${dispatch(algorithm)}
 end
 ${fastManyLua(algorithm)}
 `;
+
+/** The header of one decision of cost 1 on Redis's clock, over `count` policies of the algorithm, as a Lua literal. */
+const usualHeader = (algorithm: FastAlgorithm, count: number): string =>
+  `'1 consume 1 ${Array<string>(count).fill(algorithm.name).join(',')}'`;
+
+/** The comparisons finding the usual header of 2 to `UNROLLED_POLICIES` policies. */
+const usualCounts = (algorithm: FastAlgorithm): string =>
+  Array.from({ length: UNROLLED_POLICIES - 1 }, (_, index) => {
+    const count = index + 2;
+    return `  ${count === 2 ? 'if' : 'elseif'} header == ${usualHeader(algorithm, count)} then\n    count = ${count}`;
+  }).join('\n');
 
 /** Each policy count up to `UNROLLED_POLICIES`, its own block (`fast-unrolled.ts`). */
 const dispatch = (algorithm: FastAlgorithm): string =>

@@ -39,27 +39,24 @@ export const preludeLua = `
 -- KEYS     per decision: the client's state key <prefix>{<namespace>|<client key>}, then one key
 --          per sliding-window-log policy, in policy order; all keys of one call share a hash slot.
 --          Keys after the last decision's repeat its last key (padding) and are never read.
--- ARGV     runs of decisions in a row that share their arguments, each run its header, then the
---          arguments of each of its decisions (figures as entries of their own, so a script
---          converts only those it needs and cuts no text but the header). The header is one entry,
---          '<count> <op> <cost> <n>[ <now>]' (the usual one is '1 consume 1 1'): each entry is a
---          string Redis makes on every call.
---   count  how many decisions in a row the run holds
---   op     'consume': decide, and charge every policy only if all allow and cost > 0
---          'refund': give cost back to every policy that has state (never beyond a fresh state)
---          'all'    every decision of the call has this op: decide them all, then charge every
---                   one only if all allow (all or nothing over the call); each names its own
---                   client key
---   cost   units, an integer >= 0 (0 decides without charging)
---   n      the limiter's policy count, 1 to 16
---   now    epoch ms; absent to read the Redis clock (TIME, once per call)
---   then per policy, five entries:
---     head       ' slot@version=': the policy's state head in the client's string (version names
---                the algorithm and every figure its state depends on)
---     kind       the algorithm's name, e.g. 'gcra'; for a token bucket refilled at intervals,
---                'token-bucket <refillAmount (units)> <refillIntervalMs>' (without, continuous)
---     limit (units), windowMs, maxDelayMs
---   then per policy its effective capacity in units
+-- ARGV     runs of decisions in a row that share their arguments, each run three entries (each
+--          entry is a string Redis makes on every call, so there are three for any policy count):
+--   header '<count> <op> <cost> <kinds>[ <now>]' (the usual one is '1 consume 1 gcra')
+--     count  how many decisions in a row the run holds
+--     op     'consume': decide, and charge every policy only if all allow and cost > 0
+--            'refund': give cost back to every policy that has state (never beyond a fresh state)
+--            'all'    every decision of the call has this op: decide them all, then charge every
+--                     one only if all allow (all or nothing over the call); each names its own
+--                     client key
+--     cost   units, an integer >= 0 (0 decides without charging)
+--     kinds  per policy, 1 to 16 of them, joined by ',': the algorithm's name, e.g. 'gcra'; for a
+--            token bucket refilled at intervals, 'token-bucket:<refillAmount (units)>:<refillIntervalMs>'
+--            (without, continuous)
+--     now    epoch ms; absent to read the Redis clock (TIME, once per call)
+--   heads  per policy ' slot@version=': its state head in the client's string (version names the
+--          algorithm and every figure its state depends on)
+--   figures per policy its windowMs and effective capacity (units), then per policy its limit
+--          (units) and maxDelayMs, each figure two 7-byte little-endian numbers (see figures.ts)
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
