@@ -1,14 +1,20 @@
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIGURE_BYTES, figureLua, figuresFormat, figureText } from '../../packages/redis/src/figures.js';
+import {
+  FIGURE_BYTES,
+  figureLua,
+  figuresFormat,
+  figuresFormatLua,
+  figureText,
+} from '../../packages/redis/src/figures.js';
 import { connectRedis, standaloneRedis } from '../helpers/redis-env.js';
 
 const target = await standaloneRedis();
 
 /** Reads every figure of ARGV[1] as the scripts do: one unpack, then each figure from its two halves. */
 const readFigures = `
-local v = { struct.unpack('<' .. string.rep('I7', #ARGV[1] / 7), ARGV[1]) }
+local v = { struct.unpack(${figuresFormatLua(`#ARGV[1] / ${FIGURE_BYTES}`)}, ARGV[1]) }
 local figures = {}
 for i = 1, (#v - 1) / 2 do
   local low, high = v[2 * i - 1], v[2 * i]

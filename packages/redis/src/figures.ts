@@ -33,7 +33,10 @@ export function figureText(x: number): string {
 }
 
 /** The `struct.unpack` format of `count` figures: two numbers each. */
-export const figuresFormat = (count: number): string => `<${'I7'.repeat(2 * count)}`;
+export const figuresFormat = (count: number): string => `<${`I${BYTES}`.repeat(2 * count)}`;
+
+/** The same format as a Lua expression, for a count (a Lua expression) the script learns as it runs. */
+export const figuresFormatLua = (count: string): string => `'<' .. string.rep('I${BYTES}', 2 * (${count}))`;
 
 /** A Lua expression of the figure whose two unpacked numbers are the locals `low` and `high`. */
 export const figureLua = (low: string, high: string): string => `${low} - ${OFFSET} + ${high} * 4`;

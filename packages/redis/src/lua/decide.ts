@@ -1,4 +1,4 @@
-import { FIGURE_BYTES, figureLua } from '../figures.js';
+import { FIGURE_BYTES, figureLua, figuresFormatLua } from '../figures.js';
 import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
@@ -31,7 +31,7 @@ local function policies_of(kinds, heads, figures)
     set[n] = { algorithm = algorithm, refill_amount = tonumber(amount) or 0, refill_interval = tonumber(interval) or 0 }
   end
   if #figures ~= ${FIGURE_BYTES} * 4 * n then error('sluice: bad figures for ' .. kinds) end
-  local v = { struct.unpack('<' .. string.rep('I7', 8 * n), figures) }
+  local v = { struct.unpack(${figuresFormatLua('4 * n')}, figures) }
   local function figure(pair) return ${figureLua('v[2 * pair + 1]', 'v[2 * pair + 2]')} end
   local i = 0
   for slot, version in string.gmatch(heads, ' ([^@ ]+)@([^= ]+)=') do

@@ -1,4 +1,4 @@
-import { figureLua } from '../figures.js';
+import { figureLua, figuresFormatLua } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -71,7 +71,7 @@ do
   -- limit, windowMs, maxDelayMs and capacity. A client's string of exactly these policies'
   -- states is their directory (byte 1, the heads in order, byte 0), then each state's
   -- ${STATE_NUMBERS} numbers, all read by one unpack and written by one pack.
-  local policy, figures = ${room(4 * POLICIES)}, { struct.unpack('<' .. string.rep('I7', 8 * count), ARGV[3]) }
+  local policy, figures = ${room(4 * POLICIES)}, { struct.unpack(${figuresFormatLua('4 * count')}, ARGV[3]) }
   for i = 1, count do
     local p, w, l = 4 * i, 4 * i - 3, 4 * (count + i) - 3
     policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
