@@ -109,17 +109,30 @@ end`,
 /**
  * Each policy's windowMs and limit from the figures entry as sluice sends it
  * (`packages/redis/src/figures.ts`): per policy its windowMs and capacity, then per policy its
- * limit and maxDelayMs, each figure two 7-byte numbers, low and high, read as
- * low - 5 * 0x01010101010101 + 4 * high; all unpacked at once, as sluice's own script does.
+ * limit and maxDelayMs unless every limit is its capacity (the short entry), each figure two
+ * 7-byte numbers, low and high, read as low - 5 * 0x01010101010101 + 4 * high; all unpacked
+ * at once, as sluice's own script does. The entry's last item (where sluice's states start in
+ * its own layout) is not read.
  */
 function readFigures(count: number): string[] {
-  const halves = numbered(8 * count).map((k) => `f${k}`);
   const figure = (pair: number) => `f${2 * pair + 1} - ${5 * Number(0x01010101010101n)} + f${2 * pair + 2} * 4`;
+  const unpack = (figures: number) =>
+    `local ${numbered(2 * figures)
+      .map((k) => `f${k}`)
+      .join(', ')} = struct.unpack('<${'I7'.repeat(2 * figures)}', ARGV[3])`;
+  const limits = (limitAt: (i: number) => number) =>
+    numbered(count).map((i) => `  window${i}, limit${i} = ${figure(2 * i - 2)}, ${figure(limitAt(i))}`);
   return [
-    `local ${halves.join(', ')} = struct.unpack('<${'I7'.repeat(8 * count)}', ARGV[3])`,
-    ...numbered(count).map(
-      (i) => `local window${i}, limit${i} = ${figure(2 * i - 2)}, ${figure(2 * count + 2 * i - 2)}`,
-    ),
+    `local ${numbered(count)
+      .map((i) => `window${i}, limit${i}`)
+      .join(', ')}`,
+    `if #ARGV[3] < ${2 * 7 * 4 * count} then`,
+    `  ${unpack(2 * count)}`,
+    ...limits((i) => 2 * i - 1),
+    'else',
+    `  ${unpack(4 * count)}`,
+    ...limits((i) => 2 * count + 2 * i - 2),
+    'end',
   ];
 }
 

@@ -1,6 +1,7 @@
 import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
-import { figureText } from './figures.js';
+import { figureText, offsetText } from './figures.js';
+import { DIRECTORY_MARKS } from './lua/prelude.js';
 
 /** `all`: one of a call's decisions that are charged all or none (see the scripts' header). */
 export type Operation = 'consume' | 'refund' | 'all';
@@ -53,7 +54,7 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
   }
   const { kinds, heads } = policyList(policies);
   const header = `${operation} ${cost} ${kinds}`;
-  const args = [now === undefined ? header : `${header} ${now}`, heads, figuresOf(policies, capacities)];
+  const args = [now === undefined ? header : `${header} ${now}`, heads, figuresOf(policies, capacities, heads)];
   if (now === undefined) last = { operation, cost, policies, capacities, args };
   return args;
 }
@@ -78,15 +79,20 @@ export function runHeader(count: number, args: readonly string[]): string {
 
 /**
  * The figures entry: per policy its windowMs and capacity, then per policy its limit and
- * maxDelayMs, so a script whose decision needs only the first two reads only those.
+ * maxDelayMs, so a script whose decision needs only the first two reads only those; the
+ * limits and maxDelayMs are left out when every limit is its capacity and every maxDelayMs 0
+ * (`SHORT_FIGURES`). Last, where a state's numbers start in a client's string of these
+ * policies' states (`offsetText`): the directory is the heads between its marks.
  */
-function figuresOf(policies: readonly Policy[], capacities: readonly number[]): string {
+function figuresOf(policies: readonly Policy[], capacities: readonly number[], heads: string): string {
   const known = figureArgs.get(capacities);
   if (known?.policies === policies) return known.text;
   if (capacities.length !== policies.length || !capacities.every(wholeNumber)) throw badCapacities();
+  const short = policies.every((policy, i) => policy.limit === capacities[i] && policy.maxDelayMs === 0);
   const text =
     policies.map((policy, i) => figureText(policy.windowMs) + figureText(capacities[i] as number)).join('') +
-    policies.map((policy) => figureText(policy.limit) + figureText(policy.maxDelayMs)).join('');
+    (short ? '' : policies.map((policy) => figureText(policy.limit) + figureText(policy.maxDelayMs)).join('')) +
+    offsetText(heads.length + DIRECTORY_MARKS);
   figureArgs.set(capacities, { policies, text });
   return text;
 }

@@ -1,4 +1,4 @@
-import { FIGURE_BYTES, figureLua, figuresFormatLua } from '../figures.js';
+import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormatLua, SHORT_FIGURES } from '../figures.js';
 import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
@@ -30,8 +30,15 @@ local function policies_of(kinds, heads, figures)
     if algorithm.own_key then set.logs = set.logs + 1 end
     set[n] = { algorithm = algorithm, refill_amount = tonumber(amount) or 0, refill_interval = tonumber(interval) or 0 }
   end
-  if #figures ~= ${FIGURE_BYTES} * 4 * n then error('sluice: bad figures for ' .. kinds) end
-  local v = { struct.unpack(${figuresFormatLua('4 * n')}, figures) }
+  -- Every figure, or the short entry's (every limit its capacity, every maxDelayMs 0); then
+  -- where the states' numbers start, which this body works out for itself.
+  local sent = ${SHORT_FIGURES} * n
+  if #figures >= ${FIGURE_BYTES * FULL_FIGURES} * n then sent = ${FULL_FIGURES} * n end
+  local offset_at = ${FIGURE_BYTES} * sent + 1
+  if #figures <= offset_at or #figures ~= offset_at + string.byte(figures, offset_at) then
+    error('sluice: bad figures for ' .. kinds)
+  end
+  local v = { struct.unpack(${figuresFormatLua('sent')}, figures) }
   local function figure(pair) return ${figureLua('v[2 * pair + 1]', 'v[2 * pair + 2]')} end
   local i = 0
   for slot, version in string.gmatch(heads, ' ([^@ ]+)@([^= ]+)=') do
@@ -39,8 +46,12 @@ local function policies_of(kinds, heads, figures)
     local p = set[i]
     if p == nil then break end
     p.slot, p.version = slot, version
-    p.window, p.limit, p.max_delay = figure(2 * i - 2), figure(2 * n + 2 * i - 2), figure(2 * n + 2 * i - 1)
-    capacities[i] = figure(2 * i - 1)
+    p.window, capacities[i] = figure(2 * i - 2), figure(2 * i - 1)
+    if sent == ${FULL_FIGURES} * n then
+      p.limit, p.max_delay = figure(2 * n + 2 * i - 2), figure(2 * n + 2 * i - 1)
+    else
+      p.limit, p.max_delay = capacities[i], 0
+    end
   end
   if i ~= n then error('sluice: bad policy heads ' .. heads) end
   return set, capacities

@@ -1,4 +1,4 @@
-import { figureLua, figuresFormatLua } from '../figures.js';
+import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormatLua, OFFSET_FORMAT, SHORT_FIGURES } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -7,7 +7,6 @@ import {
   type FastShape,
   indented,
   keepsTtlWhen,
-  numbersAt,
   packed,
   stateNumbers,
 } from './fast-shape.js';
@@ -71,16 +70,20 @@ do
   -- limit, windowMs, maxDelayMs and capacity. A client's string of exactly these policies'
   -- states is their directory (byte 1, the heads in order, byte 0), then each state's
   -- ${STATE_NUMBERS} numbers, all read by one unpack and written by one pack.
-  local policy, figures = ${room(4 * POLICIES)}, { struct.unpack(${figuresFormatLua('4 * count')}, ARGV[3]) }
+  local policy, sent = ${room(4 * POLICIES)}, ${SHORT_FIGURES} * count
+  if #ARGV[3] >= ${FIGURE_BYTES * FULL_FIGURES} * count then sent = ${FULL_FIGURES} * count end
+  local figures = { struct.unpack(${figuresFormatLua('sent')} .. '${OFFSET_FORMAT}', ARGV[3]) }
   for i = 1, count do
     local p, w, l = 4 * i, 4 * i - 3, 4 * (count + i) - 3
-    policy[p - 3], policy[p - 2], policy[p - 1], policy[p] =
-      ${figureLua('figures[l]', 'figures[l + 1]')}, ${figureLua('figures[w]', 'figures[w + 1]')},
-      ${figureLua('figures[l + 2]', 'figures[l + 3]')}, ${figureLua('figures[w + 2]', 'figures[w + 3]')}
+    policy[p - 2], policy[p] = ${figureLua('figures[w]', 'figures[w + 1]')}, ${figureLua('figures[w + 2]', 'figures[w + 3]')}
+    if sent == ${FULL_FIGURES} * count then
+      policy[p - 3], policy[p - 1] = ${figureLua('figures[l]', 'figures[l + 1]')}, ${figureLua('figures[l + 2]', 'figures[l + 3]')}
+    else
+      -- The short entry: every limit is its capacity, every maxDelayMs 0.
+      policy[p - 3], policy[p - 1] = policy[p], 0
+    end
   end
-  local directory = ${directoryOf(['ARGV[2]'])}${numbersAt(shape)
-    .map((line) => `\n  ${line}`)
-    .join('')}
+  local directory = ${directoryOf(['ARGV[2]'])}${shape.keepsTtl ? '\n  local numbers_at = figures[2 * sent + 1]' : ''}
   local states_format, states_bytes = '<' .. string.rep('d', ${STATE_NUMBERS} * count), ${STATE_BYTES} * count
   local string_format = '<c0' .. string.sub(states_format, 2)
 

@@ -141,14 +141,6 @@ export const packed = (shape: FastShape, used: string, resetAt: string, suffix: 
 export const keepsTtlWhen = 'min_ttl == 0 and expiry ~= nil and now + ttl <= expiry';
 
 /**
- * For an algorithm whose charge may keep the key's TTL: the local `numbers_at`, where the
- * numbers start in a string of `directory`, as text made once per call (Redis would render a
- * Lua number through its floating-point path on every write).
- */
-export const numbersAt = (shape: FastShape): string[] =>
-  shape.keepsTtl ? ["local numbers_at = format('%d', #directory)"] : [];
-
-/**
  * A charged state's numbers as one `struct.pack` writes them, each a Lua expression: their
  * format, the format of the whole string (the directory, then the numbers), and the numbers.
  */
@@ -164,8 +156,9 @@ export interface PackedNumbers {
  * `keeps_ttl` (`keepsTtlWhen`): the key then keeps its TTL and Redis sets no expiry. (A key
  * written on an injected clock that runs ahead of Redis's expires that much early, and keeps
  * doing so: the README's Expiry says so.) Such a charge found the string holding exactly this
- * directory, so it overwrites only the numbers, by SETRANGE at `numbers_at` (`numbersAt`):
- * the script then makes no string of the whole state, which Redis's Lua would hash byte by byte.
+ * directory, so it overwrites only the numbers, by SETRANGE at `numbers_at` (the figures
+ * entry gives it as text: `offsetText` in figures.ts): the script then makes no string of the
+ * whole state, which Redis's Lua would hash byte by byte.
  */
 export const chargeWrite = (shape: FastShape, key: string, numbers: PackedNumbers, indent: string): string => {
   // 'c0' packs a string whole: the directory and the numbers make one string, where packing

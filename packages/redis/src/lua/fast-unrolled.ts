@@ -1,4 +1,4 @@
-import { figureLua, figuresFormat } from '../figures.js';
+import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormat, OFFSET_FORMAT } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -8,7 +8,6 @@ import {
   indented,
   keepsTtlWhen,
   kept,
-  numbersAt,
   packed,
   unpacked,
 } from './fast-shape.js';
@@ -31,24 +30,38 @@ const readOf = (shape: FastShape, count: number): string[] => numbered(count).fl
 
 /**
  * Each policy's figures, read from ARGV once per call by one unpack (the limit and maxDelayMs
- * only by an algorithm whose decision reads them: they come after every window and capacity),
- * and the directory of a string holding exactly these policies' states.
+ * only by an algorithm whose decision reads them: they come after every window and capacity,
+ * and a short entry leaves them out), where a state's numbers start in the string (for a
+ * charge that writes only the numbers), and the directory of a string holding exactly these
+ * policies' states.
  */
 const figures = (shape: FastShape, count: number): string[] => {
-  // In the entry's order: every window and capacity, then every limit and maxDelayMs.
-  const names = [
-    ...numbered(count).flatMap((i) => [`window${i}`, `capacity${i}`]),
-    ...(shape.readsLimit ? numbered(count).flatMap((i) => [`limit${i}`, `max_delay${i}`]) : []),
-  ];
+  const own = numbered(count).flatMap((i) => [`window${i}`, `capacity${i}`]);
+  const limits = numbered(count).flatMap((i) => [`limit${i}`, `max_delay${i}`]);
+  const offset = shape.keepsTtl ? ['numbers_at'] : [];
+  // The unpack's numbers, two halves a figure, into locals of their own (`_` for a figure the
+  // decision does not read), then the offset if kept; `decode` makes the figures of them.
+  const read = (names: readonly string[], kept: readonly string[]) =>
+    `    local ${[...names.map((name, k) => (kept.includes(name) ? `f${k}, g${k}` : '_, _')), ...offset.map(() => 'at')].join(', ')} = struct.unpack('${figuresFormat(names.length)}${shape.keepsTtl ? OFFSET_FORMAT : ''}', figures)`;
+  const decode = (names: readonly string[], kept: readonly string[]) =>
+    `    ${[...kept, ...offset].join(', ')} =\n      ${[...kept.map((name) => figureLua(`f${names.indexOf(name)}`, `g${names.indexOf(name)}`)), ...offset.map(() => 'at')].join(',\n      ')}`;
+  const full = [...own, ...limits];
+  const used = shape.readsLimit ? full : own;
   // The unpacked halves live in a block of their own, so they take no registers after it.
   return [
-    `local ${names.join(', ')}`,
+    `local ${[...used, ...offset].join(', ')}`,
     'do',
-    `  local ${names.map((_, k) => `f${k}, g${k}`).join(', ')} = struct.unpack('${figuresFormat(names.length)}', ARGV[3])`,
-    `  ${names.join(', ')} =\n    ${names.map((_, k) => figureLua(`f${k}`, `g${k}`)).join(',\n    ')}`,
+    '  local figures = ARGV[3]',
+    `  if #figures < ${FIGURE_BYTES * FULL_FIGURES * count} then`,
+    read(own, own),
+    decode(own, own),
+    ...(shape.readsLimit ? numbered(count).map((i) => `    limit${i}, max_delay${i} = capacity${i}, 0`) : []),
+    '  else',
+    read(full, used),
+    decode(full, used),
+    '  end',
     'end',
     `local directory = ${directoryOf(['ARGV[2]'])}`,
-    ...numbersAt(shape),
   ];
 };
 

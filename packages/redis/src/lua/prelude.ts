@@ -20,6 +20,7 @@ export const stringFormat = (count: number): string => `<c0${statesFormat(count)
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
 export const DIRECTORY_END = 0;
+export const DIRECTORY_MARKS = 2;
 
 /**
  * A directory as a Lua expression, from Lua expressions of its heads in order: the start byte,
@@ -56,7 +57,10 @@ export const preludeLua = `
 --   heads  per policy ' slot@version=': its state head in the client's string (version names the
 --          algorithm and every figure its state depends on)
 --   figures per policy its windowMs and effective capacity (units), then per policy its limit
---          (units) and maxDelayMs, each figure two 7-byte little-endian numbers (see figures.ts)
+--          (units) and maxDelayMs unless every limit is its capacity and every maxDelayMs 0
+--          (the short entry), each figure two 7-byte little-endian numbers; last, where the
+--          states' numbers start in a string of these policies' states, as decimal text after
+--          a byte of its length (see figures.ts)
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
 --          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
 --          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
