@@ -38,18 +38,26 @@ const readOf = (shape: FastShape, count: number): string[] => numbered(count).fl
 const figures = (shape: FastShape, count: number): string[] => {
   const own = numbered(count).flatMap((i) => [`window${i}`, `capacity${i}`]);
   const limits = numbered(count).flatMap((i) => [`limit${i}`, `max_delay${i}`]);
-  const offset = shape.keepsTtl ? ['numbers_at'] : [];
+  // A charge that may keep the key's TTL writes only the numbers, at the offset the entry ends with.
+  const offset = shape.keepsTtl;
   // The unpack's numbers, two halves a figure, into locals of their own (`_` for a figure the
-  // decision does not read), then the offset if kept; `decode` makes the figures of them.
-  const read = (names: readonly string[], kept: readonly string[]) =>
-    `    local ${[...names.map((name, k) => (kept.includes(name) ? `f${k}, g${k}` : '_, _')), ...offset.map(() => 'at')].join(', ')} = struct.unpack('${figuresFormat(names.length)}${shape.keepsTtl ? OFFSET_FORMAT : ''}', figures)`;
-  const decode = (names: readonly string[], kept: readonly string[]) =>
-    `    ${[...kept, ...offset].join(', ')} =\n      ${[...kept.map((name) => figureLua(`f${names.indexOf(name)}`, `g${names.indexOf(name)}`)), ...offset.map(() => 'at')].join(',\n      ')}`;
+  // decision does not read), then the offset as `at`.
+  const read = (names: readonly string[], kept: readonly string[]) => {
+    const halves = names.map((name, k) => (kept.includes(name) ? `f${k}, g${k}` : '_, _'));
+    const format = figuresFormat(names.length) + (offset ? OFFSET_FORMAT : '');
+    return `    local ${[...halves, ...(offset ? ['at'] : [])].join(', ')} = struct.unpack('${format}', figures)`;
+  };
+  // The figures the decision reads, made of their halves, and `numbers_at`.
+  const decode = (names: readonly string[], kept: readonly string[]) => {
+    const figures = kept.map((name) => figureLua(`f${names.indexOf(name)}`, `g${names.indexOf(name)}`));
+    const targets = [...kept, ...(offset ? ['numbers_at'] : [])];
+    return `    ${targets.join(', ')} =\n      ${[...figures, ...(offset ? ['at'] : [])].join(',\n      ')}`;
+  };
   const full = [...own, ...limits];
   const used = shape.readsLimit ? full : own;
   // The unpacked halves live in a block of their own, so they take no registers after it.
   return [
-    `local ${[...used, ...offset].join(', ')}`,
+    `local ${[...used, ...(offset ? ['numbers_at'] : [])].join(', ')}`,
     'do',
     '  local figures = ARGV[3]',
     `  if #figures < ${FIGURE_BYTES * FULL_FIGURES * count} then`,
