@@ -49,9 +49,9 @@ const figures = (shape: FastShape, count: number): string[] => {
   };
   // The figures the decision reads, made of their halves, and `numbers_at`.
   const decode = (names: readonly string[], kept: readonly string[]) => {
-    const figures = kept.map((name) => figureLua(`f${names.indexOf(name)}`, `g${names.indexOf(name)}`));
+    const decoded = kept.map((name) => figureLua(`f${names.indexOf(name)}`, `g${names.indexOf(name)}`));
     const targets = [...kept, ...(offset ? ['numbers_at'] : [])];
-    return `    ${targets.join(', ')} =\n      ${[...figures, ...(offset ? ['at'] : [])].join(',\n      ')}`;
+    return `    ${targets.join(', ')} =\n      ${[...decoded, ...(offset ? ['at'] : [])].join(',\n      ')}`;
   };
   const full = [...own, ...limits];
   const used = shape.readsLimit ? full : own;
