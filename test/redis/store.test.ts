@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { connectRedis, deleteKeys, escapeGlob, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
 import { hasRedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
-import { storedStates } from '../helpers/redis-state.js';
+import { encodeStates, storedStates } from '../helpers/redis-state.js';
 
 const target = await standaloneRedis();
 const redisServer = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
@@ -69,13 +69,13 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(await storedStates(client, clientKey)).toEqual([
       {
         slot: 'count',
-        version: 'fw.5.60000.5.0.0',
+        version: 'fw.5.60000',
         numbers: [Math.floor(NOW / 60_000), 3, 0],
         used: 3,
         resetAt: windowEnd,
       },
-      { slot: 'log', version: 'sl.5.60000.5.0.0', numbers: [3, 0, 0], used: 3, resetAt: NOW + 60_000 },
-      { slot: 'cell', version: 'gc.5.60000.5.0.0', numbers: [NOW + 36_000, 0, 0], used: 3, resetAt: NOW + 36_000 },
+      { slot: 'log', version: 'sl.5.60000', numbers: [3, 0, 0], used: 3, resetAt: NOW + 60_000 },
+      { slot: 'cell', version: 'gc.5.60000', numbers: [NOW + 36_000, 0, 0], used: 3, resetAt: NOW + 36_000 },
     ]);
     expect(await client.lrange(`${clientKey}:log`, 0, -1)).toEqual([String(NOW), '3']);
   });
@@ -117,7 +117,31 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(ttl).toBeLessThanOrEqual(60_000);
   });
 
-  // The string here is in the text layout of earlier versions, which this one reads and replaces.
+  // Releases before this one named a usual policy's version with all six figures
+  // ('sc.5.60000.5.0.0'); this one leaves out a capacity equal to the limit and no refill
+  // ('sc.5.60000'). An upgraded server finds the earlier release's state under another version
+  // and converts it through its units spent, as it would a changed limit: nothing is reset.
+  it("converts a state an earlier release wrote under its six-figure version, keeping the client's units spent", async () => {
+    const clientKey = `${prefix}{upgraded|k}`;
+    const index = Math.floor(NOW / 60_000);
+    const earlier = { slot: 'minute', version: 'sc.5.60000.5.0.0', numbers: [index, 3, 0], used: 3 };
+    await client.set(clientKey, encodeStates([{ ...earlier, resetAt: (index + 2) * 60_000 }]), 'PX', 120_000);
+    const limiter = createLimiter({
+      policies: [{ name: 'minute', limit: 5, window: '1m', algorithm: 'sliding-window-counter' }],
+      store,
+      prefix: 'upgraded',
+      clock: () => NOW,
+    });
+    expect((await limiter.consume('k')).remaining).toBe(1);
+    expect((await limiter.consume('k')).remaining).toBe(0);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    expect((await storedStates(client, clientKey)).map((r) => [r.slot, r.version, r.used])).toEqual([
+      ['minute', 'sc.5.60000', 5],
+    ]);
+  });
+
+  // The string here is in the text layout of earlier releases (and their six-figure versions),
+  // which this one reads and replaces.
   it('reads states by slot, starts a new slot afresh, and keeps the slots of another version', async () => {
     const clientKey = `${prefix}{changed|k}`;
     const index = Math.floor(NOW / 60_000);
@@ -140,8 +164,8 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     // The limiter's own slots first, in policy order, then the other version's.
     const windowEnd = (index + 1) * 60_000;
     expect(await storedStates(client, clientKey)).toEqual([
-      { slot: 'kept', version: 'fw.5.60000.5.0.0', numbers: [index, 5, 0], used: 5, resetAt: windowEnd },
-      { slot: 'new', version: 'fw.5.60000.5.0.0', numbers: [index, 1, 0], used: 1, resetAt: windowEnd },
+      { slot: 'kept', version: 'fw.5.60000', numbers: [index, 5, 0], used: 5, resetAt: windowEnd },
+      { slot: 'new', version: 'fw.5.60000', numbers: [index, 1, 0], used: 1, resetAt: windowEnd },
       { slot: 'gone', version: 'gc.5.1000.5.0.0', numbers: [NOW + 500, 0, 0], used: 1, resetAt: NOW + 500 },
     ]);
   });

@@ -79,7 +79,12 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
   const unit = refillIntervalMs > 0 ? `i${refillIntervalMs}` : `${windowMs}`;
   const id = `${name}.${codes[algorithm]}${unit}`;
   const slot = options.name === undefined ? '_0' : name;
-  const version = [codes[algorithm], limit, windowMs, capacity, refillAmount, refillIntervalMs].join('.');
+  // Every Redis client string and sync key carries it: a capacity equal to the limit and no
+  // interval refill, the usual policy, leave their three figures out (a version of three
+  // figures and one of six are never equal, so no two meanings share one).
+  const usual = capacity === limit && refillAmount === 0 && refillIntervalMs === 0;
+  const figures = usual ? [limit, windowMs] : [limit, windowMs, capacity, refillAmount, refillIntervalMs];
+  const version = [codes[algorithm], ...figures].join('.');
   return { name, id, slot, version, algorithm, limit, windowMs, capacity, maxDelayMs, refillAmount, refillIntervalMs };
 }
 
