@@ -229,10 +229,10 @@ describe.skipIf(target.skip)('Redis store: the straight-line path and the genera
 
   // On Redis's own clock the straight-line entry compares the usual run headers whole instead
   // of cutting them: one decision of cost 1 over 1 to 4 policies. Other headers (10 policies,
-  // a cost above 1, a batch) are cut, and their kinds checked to be the script's algorithm's. Windows of hours keep every charge of a
-  // test in one window of every policy, so the counter's strings match to the character, and
-  // a straight-line charge keeps a TTL stretched by hand, which the general body
-  // sets anew: that tells which ran.
+  // a cost above 1, a batch) are cut, and their kinds checked to be the script's algorithm's.
+  // Windows of hours keep every charge of a test in one window of every policy, so the
+  // counter's strings match to the character, and a straight-line charge keeps a TTL stretched
+  // by hand, which the general body sets anew: that tells which ran.
   for (const [label, policyCount, cost, batch] of [
     ['one policy', 1, 1, 1],
     ['three policies', 3, 1, 1],

@@ -36,6 +36,14 @@ export function figureText(x: number): string {
 export const FULL_FIGURES = 4;
 
 /**
+ * A Lua condition: whether the figures entry `entry` (a Lua expression) of `count` policies
+ * (a Lua expression) sends every figure rather than the short entry's. The entry's last item
+ * is shorter than a policy's short figures, so the lengths never meet.
+ */
+export const sendsAllFiguresLua = (entry: string, count: string): string =>
+  `#${entry} >= ${FIGURE_BYTES * FULL_FIGURES} * ${count}`;
+
+/**
  * Figures a policy sends in the short entry, windowMs and capacity: when every policy's limit
  * is its capacity and its maxDelayMs 0 (the usual limiter), a script reading all of them
  * unpacks half as many numbers (some 800 instructions a gcra call).

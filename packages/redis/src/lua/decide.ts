@@ -1,4 +1,11 @@
-import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormatLua, SHORT_FIGURES } from '../figures.js';
+import {
+  FIGURE_BYTES,
+  FULL_FIGURES,
+  figureLua,
+  figuresFormatLua,
+  SHORT_FIGURES,
+  sendsAllFiguresLua,
+} from '../figures.js';
 import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
@@ -33,7 +40,7 @@ local function policies_of(kinds, heads, figures)
   -- Every figure, or the short entry's (every limit its capacity, every maxDelayMs 0); then
   -- where the states' numbers start, which this body works out for itself.
   local sent = ${SHORT_FIGURES} * n
-  if #figures >= ${FIGURE_BYTES * FULL_FIGURES} * n then sent = ${FULL_FIGURES} * n end
+  if ${sendsAllFiguresLua('figures', 'n')} then sent = ${FULL_FIGURES} * n end
   local offset_at = ${FIGURE_BYTES} * sent + 1
   if #figures <= offset_at or #figures ~= offset_at + string.byte(figures, offset_at) then
     error('sluice: bad figures for ' .. kinds)

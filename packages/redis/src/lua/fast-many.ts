@@ -1,4 +1,11 @@
-import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormatLua, OFFSET_FORMAT, SHORT_FIGURES } from '../figures.js';
+import {
+  FULL_FIGURES,
+  figureLua,
+  figuresFormatLua,
+  OFFSET_FORMAT,
+  SHORT_FIGURES,
+  sendsAllFiguresLua,
+} from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -71,7 +78,7 @@ do
   -- states is their directory (byte 1, the heads in order, byte 0), then each state's
   -- ${STATE_NUMBERS} numbers, all read by one unpack and written by one pack.
   local policy, sent = ${room(4 * POLICIES)}, ${SHORT_FIGURES} * count
-  if #ARGV[3] >= ${FIGURE_BYTES * FULL_FIGURES} * count then sent = ${FULL_FIGURES} * count end
+  if ${sendsAllFiguresLua('ARGV[3]', 'count')} then sent = ${FULL_FIGURES} * count end
   local figures = { struct.unpack(${figuresFormatLua('sent')} .. '${OFFSET_FORMAT}', ARGV[3]) }
   for i = 1, count do
     local p, w, l = 4 * i, 4 * i - 3, 4 * (count + i) - 3

@@ -1,4 +1,4 @@
-import { FIGURE_BYTES, FULL_FIGURES, figureLua, figuresFormat, OFFSET_FORMAT } from '../figures.js';
+import { figureLua, figuresFormat, OFFSET_FORMAT, sendsAllFiguresLua } from '../figures.js';
 import {
   asItStands,
   chargeWrite,
@@ -60,13 +60,13 @@ const figures = (shape: FastShape, count: number): string[] => {
     `local ${[...used, ...(offset ? ['numbers_at'] : [])].join(', ')}`,
     'do',
     '  local figures = ARGV[3]',
-    `  if #figures < ${FIGURE_BYTES * FULL_FIGURES * count} then`,
+    `  if ${sendsAllFiguresLua('figures', String(count))} then`,
+    read(full, used),
+    decode(full, used),
+    '  else',
     read(own, own),
     decode(own, own),
     ...(shape.readsLimit ? numbered(count).map((i) => `    limit${i}, max_delay${i} = capacity${i}, 0`) : []),
-    '  else',
-    read(full, used),
-    decode(full, used),
     '  end',
     'end',
     `local directory = ${directoryOf(['ARGV[2]'])}`,
