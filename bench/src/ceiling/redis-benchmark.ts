@@ -101,7 +101,7 @@ export async function runRedisBenchmark(
   redis: BenchRedis,
   progress: Progress,
 ): Promise<RedisBenchResult[]> {
-  // The run, its probes, and the warm-up of a one-decision call (about a second).
+  // The run, and the warm-up of a one-decision call (about a second) or the probes that size a batch's.
   const planned = settings.seconds + 1.6;
   progress.plan(cases.length * settings.depths.length * settings.repeats, planned);
   const admin = new Redis({ port: redis.port, host: '127.0.0.1' });
@@ -161,12 +161,11 @@ async function measuredRun(
   // a state that outlives its call (the sliding window counter's) is mostly there to be read,
   // as in a long replay. A batch draws each of its keys apart (redis-benchmark gives every
   // placeholder its own number), from 32 times as many keys, so its states rarely meet again
-  // in any run of this length, warmed or not.
-  if ((benchCase.script?.decisions ?? 1) === 1) await once(redis, benchCase.command, pipeline, KEYS);
-  const requests = Math.max(
-    10_000,
-    Math.round((await callsPerSec(redis, benchCase.command, pipeline)) * settings.seconds),
-  );
+  // in any run of this length, warmed or not. The warm-up's own rate sizes the measured run.
+  const warmUp =
+    (benchCase.script?.decisions ?? 1) === 1 ? await once(redis, benchCase.command, pipeline, KEYS) : undefined;
+  const callRate = warmUp?.result.opsPerSec ?? (await callsPerSec(redis, benchCase.command, pipeline));
+  const requests = Math.max(10_000, Math.round(callRate * settings.seconds));
   return measured(
     { redis: redis.pid },
     async () => {

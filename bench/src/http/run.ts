@@ -195,7 +195,7 @@ const tabled = (contenders: readonly HttpContender[], settings: HttpSettings): r
 const cyclesSeconds = (contenders: readonly HttpContender[], settings: HttpSettings): number =>
   settings.tableCycles * (2 * tabled(contenders, settings).length + 1) * (settings.runS + RUN_OVERHEAD_S) +
   settings.cycles *
-    targetPairs(contenders).length *
+    targetPairs(contenders, settings.quick).length *
     ((settings.pairWarmupS > 0 ? settings.pairWarmupS + RUN_OVERHEAD_S : 0) + 2 * (settings.pairRunS + RUN_OVERHEAD_S));
 
 /**
@@ -243,7 +243,7 @@ async function runFramework(
     let seq = 0;
     let pair = 0;
     const others = live.filter((s) => s !== bare).map((s) => s.contender);
-    const pairs = targetPairs(others);
+    const pairs = targetPairs(others, settings.quick);
     for (let cycle = 1; cycle <= settings.cycles; cycle++) {
       const name = `http ${framework} cycle ${cycle}/${settings.cycles}`;
       if (!live.includes(bare)) {
