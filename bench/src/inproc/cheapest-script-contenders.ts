@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { type CheapestAlgorithm, cheapestScript, type Encoding } from './cheapest-script.js';
 import { type Contender, type ContenderFactory, exportOf, type Setup } from './contender.js';
 import {
@@ -16,8 +16,9 @@ type Commands = Record<string, unknown>;
 function sluiceCommandsFor(
   createRedisStore: CreateRedisStore,
   algorithm: CheapestAlgorithm,
+  Client: typeof Redis,
 ): { name: string; keys: number }[] {
-  const scratch = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
+  const scratch = new Client({ lazyConnect: true, maxRetriesPerRequest: 0 });
   createRedisStore({ client: scratch });
   scratch.disconnect();
   const pattern = new RegExp(`^sluice_${algorithm.replaceAll('-', '_')}_[0-9a-f]{12}_(\\d+)$`);
@@ -44,9 +45,10 @@ async function cheapestScriptStore(
   count: 1 | 3,
 ): Promise<Contender> {
   const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
-  const client = redisClient(setup, sluiceClientOptions(false));
+  const client = await redisClient(setup, sluiceClientOptions(false));
+  const { Redis: Client } = await import('ioredis');
   const lua = cheapestScript(algorithm, encoding);
-  for (const { name, keys } of sluiceCommandsFor(createRedisStore, algorithm)) {
+  for (const { name, keys } of sluiceCommandsFor(createRedisStore, algorithm, Client)) {
     client.defineCommand(name, { numberOfKeys: keys, lua });
   }
   const store = createRedisStore({ client });

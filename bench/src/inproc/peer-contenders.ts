@@ -1,7 +1,5 @@
 import { createRequire } from 'node:module';
-import { MemoryStore } from 'express-rate-limit';
-import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
-import { RateLimiterMemory, RateLimiterRedis } from 'rate-limiter-flexible';
+import type { Redis } from 'ioredis';
 import { type Contender, type ContenderFactory, limitFor, type Mode, type Setup, windowFor } from './contender.js';
 import { redisClient } from './sluice-contenders.js';
 
@@ -32,16 +30,20 @@ const counted = (max: number) => (result: unknown, rejected: boolean) => {
 
 const rlfAllowed = (_result: unknown, rejected: boolean) => !rejected;
 
-async function withRedis(setup: Setup, build: (client: ReturnType<typeof redisClient>) => Contender) {
-  const client = redisClient(setup);
+async function withRedis(setup: Setup, build: (client: Redis) => Contender | Promise<Contender>) {
+  const client = await redisClient(setup);
   await client.ping();
-  const contender = build(client);
+  const contender = await build(client);
   return { ...contender, close: () => client.disconnect() };
 }
 
-/** Peers, each at its documented entry point for the store alone. */
+/**
+ * Peers, each at its documented entry point for the store alone. Each loads its package when
+ * it is made: a cell's process loads only its own contender's (see `contenderFor`).
+ */
 export const peerContenders: Record<string, ContenderFactory> = {
   'express-rate-limit:memory': async ({ mode }) => {
+    const { MemoryStore } = await import('express-rate-limit');
     const store = new MemoryStore();
     store.init({ windowMs: windowFor(mode) } as never);
     return { call: (key) => store.increment(key), allowed: counted(limitFor(mode)), close: () => store.shutdown() };
@@ -63,11 +65,13 @@ export const peerContenders: Record<string, ContenderFactory> = {
     };
   },
   'rate-limiter-flexible:memory': async ({ mode }) => {
+    const { RateLimiterMemory } = await import('rate-limiter-flexible');
     const limiter = new RateLimiterMemory({ points: limitFor(mode), duration: windowFor(mode) / 1000 });
     return { call: (key) => limiter.consume(key), allowed: rlfAllowed, close: () => {} };
   },
   'rate-limit-redis:redis': (setup) =>
-    withRedis(setup, (client) => {
+    withRedis(setup, async (client) => {
+      const { RedisStore: RateLimitRedisStore } = await import('rate-limit-redis');
       const store = new RateLimitRedisStore({
         sendCommand: (command: string, ...args: string[]) => client.call(command, ...args) as never,
       });
@@ -75,7 +79,8 @@ export const peerContenders: Record<string, ContenderFactory> = {
       return { call: (key) => store.increment(key), allowed: counted(limitFor(setup.mode)), close: () => {} };
     }),
   'rate-limiter-flexible:redis': (setup) =>
-    withRedis(setup, (client) => {
+    withRedis(setup, async (client) => {
+      const { RateLimiterRedis } = await import('rate-limiter-flexible');
       const limiter = new RateLimiterRedis({
         storeClient: client,
         points: limitFor(setup.mode),

@@ -1,7 +1,7 @@
 import type { AlgorithmName, Decision, LimiterOptions, PolicyOptions, RateLimitStore } from '@sluice/core';
 import { createLimiter } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { type Contender, exportOf, limitFor, type Setup, windowFor } from './contender.js';
 import { type Watcher, watch } from './watchers.js';
 
@@ -28,9 +28,11 @@ export interface ClientSettings {
   enableAutoPipelining?: boolean;
 }
 
-export function redisClient(setup: Setup, options: ClientSettings = {}): Redis {
+/** A client of the bench's Redis. ioredis is loaded here, on first use: a memory cell's process never loads it (see `contenderFor`). */
+export async function redisClient(setup: Setup, options: ClientSettings = {}): Promise<Redis> {
   if (setup.redisPort === undefined) throw new Error('this contender needs --redis-port');
-  return new Redis(setup.redisPort, '127.0.0.1', options);
+  const { Redis: Client } = await import('ioredis');
+  return new Client(setup.redisPort, '127.0.0.1', options);
 }
 
 /**
@@ -82,7 +84,7 @@ export async function sluiceRedis(
   autoPipelining: boolean,
 ): Promise<Contender> {
   const createRedisStore = await exportOf<CreateRedisStore>('@sluice/redis', 'createRedisStore');
-  const client = redisClient(setup, sluiceClientOptions(autoPipelining));
+  const client = await redisClient(setup, sluiceClientOptions(autoPipelining));
   await client.ping();
   return decisionOf(createRedisStore({ client }), sluiceOptions(algorithm, setup, policyCount), () =>
     client.disconnect(),

@@ -1,12 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-} from '@opentelemetry/sdk-metrics';
 import { SLUICE_CHANNELS } from '@sluice/core';
-import { enableMetrics } from '@sluice/otel';
 
 /**
  * Who listens to the decisions of a cell: nobody (the default), a subscriber to
@@ -25,6 +18,10 @@ export async function watch(watcher: Watcher): Promise<() => Promise<void>> {
     };
   }
   if (watcher === 'metrics') {
+    // Loaded here: the cells nobody watches never load the OpenTelemetry SDK.
+    const { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } =
+      await import('@opentelemetry/sdk-metrics');
+    const { enableMetrics } = await import('@sluice/otel');
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
     const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 10_000 });
     const meterProvider = new MeterProvider({ readers: [reader] });
