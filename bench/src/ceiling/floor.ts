@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { limitFor, windowFor } from '../inproc/contender.js';
 import type { RedisBenchCase } from './redis-benchmark.js';
 import { type CapturedScript, RANDOM } from './scripts.js';
 
@@ -83,6 +84,80 @@ export const CLOCK_FLOOR = 'floor: TIME, then GET and SET of one string with a 1
 export const FLOOR_LABELS = [GET_SET_FLOOR, CLOCK_FLOOR, LAYOUT_FLOOR, LAYOUT_KEPT_FLOOR];
 
 /**
+ * The least a whole one-policy gcra decision on Redis's clock costs in any layout: the
+ * policy's figures written into the script as constants (a script per limiter), the state one
+ * number of 8 bytes, kept for the window (always long enough, and no TTL to format), and the
+ * reply one number the client can derive the fields from (µs until the client's allowance is
+ * empty; negative, the wait, when refused). Where even this costs more than a target allows,
+ * no store deciding by one script on Redis's clock meets it.
+ */
+const leastGcraLua = (limit: number, windowMs: number): string => {
+  const interval = windowMs / limit;
+  const tolerance = windowMs - interval;
+  return `local time = redis.call('TIME')
+local now = time[1] * 1000 + time[2] / 1000
+local state = redis.call('GET', KEYS[1])
+local tat = state and struct.unpack('<d', state) or now
+if tat < now then tat = now end
+if tat - now > ${tolerance} then return (now - tat + ${tolerance}) * 1000 end
+local next = tat + ${interval}
+redis.call('SET', KEYS[1], struct.pack('<d', next), 'PX', '${windowMs}')
+return (next - now) * 1000`;
+};
+
+/**
+ * The same for the sliding window counter: the state the window's number and its two counts
+ * in 24 bytes, kept for two windows; the reply the units left, negative when refused.
+ */
+const leastCounterLua = (limit: number, windowMs: number): string => `local time = redis.call('TIME')
+local now = time[1] * 1000 + time[2] / 1000
+local elapsed = now % ${windowMs}
+local window = (now - elapsed) / ${windowMs}
+local state = redis.call('GET', KEYS[1])
+local previous, current = 0, 0
+if state then
+  local at
+  at, previous, current = struct.unpack('<ddd', state)
+  if at ~= window then
+    if at == window - 1 then previous = current else previous = 0 end
+    current = 0
+  end
+end
+local used = previous * (${windowMs} - elapsed) / ${windowMs} + current
+if used + 1 > ${limit} then return -1 end
+redis.call('SET', KEYS[1], struct.pack('<ddd', window, previous, current + 1), 'PX', '${2 * windowMs}')
+return ${limit} - used - 1`;
+
+/**
+ * The least whole decisions (`leastGcraLua`, `leastCounterLua`) for the replayed one-policy
+ * calls' policy, each with its call's client key: counted by `script-instructions.ts` beside
+ * sluice's, to tell what sluice's layout and protocol cost over the least any store could do.
+ */
+export function leastDecisionCases(captured: readonly CapturedScript[]): RedisBenchCase[] {
+  const calls = oneDecisionCalls(captured);
+  if (calls === undefined) return [];
+  const [limit, windowMs] = [limitFor('pass'), windowFor('pass')];
+  const leastCase = (label: string, lua: string, call: CapturedScript): RedisBenchCase => {
+    const least = script(label, lua);
+    // EVALSHA arguments after the SHA: key count, client key, ...
+    const [, key] = call.args;
+    return { label, command: ['EVALSHA', least.sha, '1', key as string], script: least };
+  };
+  return [
+    leastCase(
+      'least decision: gcra, figures in the script, 8-byte state, one-number reply',
+      leastGcraLua(limit, windowMs),
+      calls.gcra,
+    ),
+    leastCase(
+      'least decision: sliding-window-counter, the same, 24-byte state',
+      leastCounterLua(limit, windowMs),
+      calls.counter,
+    ),
+  ];
+}
+
+/**
  * The floors, each replayed with the client key and arguments of the sluice call it is read
  * against (`gcra` and `counter`: the captured one-policy calls), so that a floor's strings,
  * and Redis's memory per client, are of the sizes the call's are: with 100k clients kept, a
@@ -112,14 +187,20 @@ function floorCases(gcra: CapturedScript, counter: CapturedScript): RedisBenchCa
  * calls and left out (`floors: false`) when either was not captured.
  */
 export function replayCases(captured: readonly CapturedScript[]): { cases: RedisBenchCase[]; floors: boolean } {
-  const oneDecision = (label: string) => captured.find((c) => c.label === label);
-  const gcra = oneDecision('sluice gcra');
-  const counter = oneDecision('sluice sliding-window-counter');
-  const floors = gcra !== undefined && counter !== undefined;
+  const calls = oneDecisionCalls(captured);
   const cases: RedisBenchCase[] = [
     { label: 'INCR (reference)', command: ['INCR', `rb:incr:${RANDOM}`] },
-    ...(floors ? floorCases(gcra, counter) : []),
+    ...(calls === undefined ? [] : floorCases(calls.gcra, calls.counter)),
     ...captured.map((script) => ({ label: script.label, command: ['EVALSHA', script.sha, ...script.args], script })),
   ];
-  return { cases, floors };
+  return { cases, floors: calls !== undefined };
+}
+
+/** The captured one-policy gcra and counter calls the floors are built from, when both were captured. */
+function oneDecisionCalls(
+  captured: readonly CapturedScript[],
+): { gcra: CapturedScript; counter: CapturedScript } | undefined {
+  const gcra = captured.find((c) => c.label === 'sluice gcra');
+  const counter = captured.find((c) => c.label === 'sluice sliding-window-counter');
+  return gcra === undefined || counter === undefined ? undefined : { gcra, counter };
 }

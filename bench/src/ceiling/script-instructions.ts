@@ -7,7 +7,10 @@
  * whole server per call (with reading and writing the socket) and of the command alone.
  * Beside each captured call, the same call answered by the cheapest script (the bench's
  * control for the three-policy target, `inproc/cheapest-script.ts`) with its state in
- * binary: what a further policy costs sluice is read against what it costs there.
+ * binary: what a further policy costs sluice is read against what it costs there. After the
+ * floors, the least whole decisions any store could make (`leastDecisionCases`: the policy's
+ * figures in the script, the state a few numbers, the reply one): what sluice's layout and
+ * the figures and reply its calls carry cost over them.
  *   pnpm --dir bench exec tsx --conditions=@sluice/source src/ceiling/script-instructions.ts
  */
 import { execFileSync } from 'node:child_process';
@@ -19,7 +22,7 @@ import { Redis } from 'ioredis';
 import { type CheapestAlgorithm, cheapestScript } from '../inproc/cheapest-script.js';
 import { finish, spawnPinned, stop } from '../lib/children.js';
 import { freePort, startRedis, untilListening } from '../lib/redis-server.js';
-import { replayCases } from './floor.js';
+import { leastDecisionCases, replayCases } from './floor.js';
 import type { RedisBenchCase } from './redis-benchmark.js';
 import { type CapturedScript, captureScript } from './scripts.js';
 
@@ -100,7 +103,7 @@ try {
   const captured = await capturedScripts();
   const { cases, floors } = replayCases(captured);
   if (!floors) throw new Error('the floors need the one-policy gcra and counter calls');
-  for (const benchCase of [...cases, ...captured.map(cheapestCase)]) {
+  for (const benchCase of [...cases, ...leastDecisionCases(captured), ...captured.map(cheapestCase)]) {
     await admin.flushall();
     if (benchCase.script !== undefined) await admin.script('LOAD', benchCase.script.lua);
     await replay(benchCase.command);
