@@ -57,7 +57,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a Redis Cluster'
     await b.localFirst?.sync();
     const window = Math.floor(clock() / 60_000);
     for (const key of keys) {
-      const hash = await cluster.hgetall(`${prefix}lf:{spread|${key}}:_0@${onA.policies[0]?.version}:${window}`);
+      const hash = await cluster.hgetall(`${prefix}lf:{spread|${key}}:_0@${onA.policies[0]?.windowMs}:${window}`);
       expect(Object.values(hash).map(Number).sort()).toEqual([3, 3]);
     }
     // A was idle through B's sync: it reads again before deciding, and finds 6 of 5 spent.
@@ -79,7 +79,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a Redis Cluster'
     const [cluster] = clusters as [Cluster];
     const window = Math.floor(clock() / 60_000);
     const windowKeys = (key: string) =>
-      onA.policies.map((policy) => `${prefix}lf:{two|${key}}:${policy.slot}@${policy.version}:${window}`);
+      onA.policies.map((policy) => `${prefix}lf:{two|${key}}:${policy.slot}@${policy.windowMs}:${window}`);
 
     for (const key of keys) expect(await admitted(onA, key, 3)).toBe(3);
     await a.localFirst?.sync();

@@ -107,8 +107,8 @@ describe.skipIf(target.skip)('Redis store, local-first mode, Redis killed and re
 
         // Redis lost everything in the crash; each process wrote its total once.
         const admitted = apps.map((app) => app.admitted.get(outage) ?? 0);
-        const version = limiters[0]?.policies[0]?.version;
-        const counted = await apps[0]?.client.hgetall(`${prefix}lf:{o|hot}:_0@${version}:${outage}`);
+        const windowMs = limiters[0]?.policies[0]?.windowMs;
+        const counted = await apps[0]?.client.hgetall(`${prefix}lf:{o|hot}:_0@${windowMs}:${outage}`);
         expect(
           Object.values(counted ?? {})
             .map(Number)

@@ -71,7 +71,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
       await a.localFirst?.sync();
       await b.localFirst?.sync();
       await a.localFirst?.sync(); // again: a total written twice counts once
-      const windowKey = `${prefix}lf:{both-${algorithm}|k}:_0@${onA.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      const windowKey = `${prefix}lf:{both-${algorithm}|k}:_0@${onA.policies[0]?.windowMs}:${Math.floor(clock() / 60_000)}`;
       const perProcess = Object.values(await admin.hgetall(windowKey)).map(Number);
       expect(perProcess.sort()).toEqual([6, 6]);
       // Both now see 12 of 10 and refuse, with the figures the algorithm gives for that count.
@@ -115,6 +115,53 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
 
   // Local-first used to answer even a known client through the store's promise, so every
   // request cost the HTTP layer a promise chain the memory store does not: it now decides at once.
+  // An idle client used to be read again for the windows of its last request: the fleet's
+  // count of the window its next request falls in went unread, and that window admitted twice.
+  it.each(['fixed-window', 'sliding-window-counter'] as const)(
+    '%s: reads an idle client again for the windows its next request falls in',
+    async (algorithm) => {
+      const clock = manualClock(1_700_000_040_000 - (1_700_000_040_000 % 60_000));
+      const [a, b] = [await appProcess(), await appProcess()];
+      const options = { limit: 10, window: '1m', algorithm, clock, prefix: `idle-${algorithm}` } as const;
+      const onA = createLimiter({ ...options, store: a });
+      const onB = createLimiter({ ...options, store: b });
+      expect(await admitted(onA, 'k', 1)).toBe(1);
+      await a.localFirst?.sync(); // writes A's count
+      await a.localFirst?.sync(); // A idle through a whole sync: read again before it decides
+      clock.advance(60_000);
+      // B fills the next window (the counter weighs A's one of the window before).
+      expect(await admitted(onB, 'k', 10)).toBe(algorithm === 'fixed-window' ? 10 : 9);
+      await b.localFirst?.sync();
+      expect(await admitted(onA, 'k', 10)).toBe(0);
+    },
+  );
+
+  // Window keys used to name the policy's whole version: a changed limit or algorithm (a
+  // rules reload, a rolling deploy) counted in keys of its own and gave every client a fresh quota.
+  it('a changed limit or algorithm reads the count the old version left (SPEC §4)', async () => {
+    const clock = manualClock(1_700_000_040_000 - (1_700_000_040_000 % 60_000));
+    const [a, b, c] = [await appProcess(), await appProcess(), await appProcess()];
+    const options = { window: '1m', clock, prefix: 'changed' } as const;
+    const old = createLimiter({ ...options, limit: 5, algorithm: 'fixed-window', store: a });
+    const larger = createLimiter({ ...options, limit: 6, algorithm: 'fixed-window', store: b });
+    const counter = createLimiter({ ...options, limit: 7, algorithm: 'sliding-window-counter', store: c });
+    expect(await admitted(old, 'k', 5)).toBe(5);
+    await a.localFirst?.sync();
+    // No more than the larger limit allows while both run.
+    expect(await admitted(larger, 'k', 6)).toBe(1);
+    await b.localFirst?.sync();
+    expect(await admitted(counter, 'k', 7)).toBe(1);
+    await c.localFirst?.sync();
+    await a.localFirst?.sync();
+    expect(await admitted(old, 'k', 1)).toBe(0);
+    const windowKey = `${prefix}lf:{changed|k}:_0@60000:${Math.floor(clock() / 60_000)}`;
+    expect(
+      Object.values(await admin.hgetall(windowKey))
+        .map(Number)
+        .sort(),
+    ).toEqual([1, 1, 5]);
+  });
+
   it('decides a known client at once, with no promise, through the HTTP layer', async () => {
     const clock = manualClock(1_700_000_040_000);
     const store = await appProcess();
@@ -257,7 +304,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, through an outage',
       // Redis lost the counts in the crash (no persistence): the next sync writes them again,
       // once, and the full limit is back.
       expect(warnings.join('\n')).toMatch(/WRN_SLUICE_LOCAL_FIRST_ONLINE/);
-      const windowKey = `lf:{o|k}:_0@${limiter.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      const windowKey = `lf:{o|k}:_0@${limiter.policies[0]?.windowMs}:${Math.floor(clock() / 60_000)}`;
       expect(Object.values(await redis.admin.hgetall(`outage:${windowKey}`))).toEqual(['10']);
       expect(await admitted(limiter, 'k', 40)).toBe(30);
     } finally {
@@ -295,6 +342,52 @@ describe.skipIf(target.skip)('Redis store, local-first mode, through an outage',
     }
   });
 
+  // The wait for a first connection used to lie outside the read's bound: a Redis that took
+  // the connection and never answered held a new client's first request until it gave up.
+  it('bounds a first request while the client opens its first connection to a Redis that never answers', async () => {
+    redis.proxy.silence();
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, connectTimeout: 60_000 });
+    client.on('error', () => {});
+    const store = createRedisStore({
+      client,
+      prefix: 'opening:',
+      logger: quiet,
+      localFirst: { syncIntervalMs: 60_000, outageShare: 0.25 },
+    });
+    try {
+      const clock = manualClock(1_700_000_040_000);
+      const limiter = createLimiter({ limit: 40, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'f' });
+      // The read gives up after its bound (1 s at this interval), well within the test's 5 s.
+      expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 9 });
+      expect(client.status).toBe('connect');
+    } finally {
+      redis.proxy.forward();
+      client.disconnect();
+    }
+  }, 5000);
+
+  it('bounds a reset on a Redis that stops answering, under every fail policy', async () => {
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    await client.ping();
+    const store = createRedisStore({ client, prefix: 'reset:', logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
+    try {
+      const clock = manualClock(1_700_000_040_000);
+      const options = { limit: 40, window: '1m', algorithm: 'fixed-window', store, clock, logger: quiet } as const;
+      const allowing = createLimiter({ ...options, prefix: 'a', onStoreError: 'allow' });
+      const throwing = createLimiter({ ...options, prefix: 't', onStoreError: 'throw' });
+      expect(await admitted(allowing, 'k', 1)).toBe(1);
+      expect(await admitted(throwing, 'k', 1)).toBe(1);
+      redis.proxy.silence();
+      await allowing.reset('k');
+      await expect(throwing.reset('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+    } finally {
+      redis.proxy.forward();
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    }
+  }, 5000);
+
   it('counts a lost reply once when Redis stays up', async () => {
     const clock = manualClock(1_700_000_040_000);
     const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
@@ -307,7 +400,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, through an outage',
       await expect(store.localFirst?.sync()).rejects.toThrow();
       redis.proxy.forward();
       await syncWhenBack(store);
-      const windowKey = `lost:lf:{l|k}:_0@${limiter.policies[0]?.version}:${Math.floor(clock() / 60_000)}`;
+      const windowKey = `lost:lf:{l|k}:_0@${limiter.policies[0]?.windowMs}:${Math.floor(clock() / 60_000)}`;
       expect(Object.values(await redis.admin.hgetall(windowKey))).toEqual(['3']);
     } finally {
       await store.localFirst?.close().catch(() => {});

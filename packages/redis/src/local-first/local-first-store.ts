@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Logger, type Policy, type StoreReply, type StoreRequest, safeWhenHeld, storeKey } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
-import { firstConnection, notReady, type RedisClient } from '../client.js';
+import { type RedisClient, untilReady } from '../client.js';
 import {
   applySync,
   type ClientCounts,
@@ -19,6 +19,8 @@ import { defineSyncScript } from './sync-script.js';
 
 /** Keys per sync call: a slot with more clients takes several calls. */
 const KEYS_PER_CALL = 512;
+/** A key's arguments in a sync call: its field, total and expiry (see sync-script.ts). */
+const ARGS_PER_KEY = 3;
 
 export interface LocalFirstParts {
   /** Gets the client key as the caller gave it: the store takes keys as given (`takesKeysAsGiven`). */
@@ -66,17 +68,33 @@ export function createLocalFirst(
   // A sync that hangs (a silent Redis) must not stop the next ones: it counts as failed.
   const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
 
+  // A window's key names the policy's slot and window length, not its version: a change of
+  // limit or algorithm (both count units per window) reads and adds to the same counts, so it
+  // never starts a client afresh (SPEC §4). Each version writes a field of its own (`fieldOf`).
   const windowKey = (namespace: string, key: string, policy: Policy, window: number) =>
-    `${prefix}lf:{${namespace}|${key}}:${policy.slot}@${policy.version}:${window}`;
+    `${prefix}lf:{${namespace}|${key}}:${policy.slot}@${policy.windowMs}:${window}`;
+  // Two versions in one process (a rules reload) keep counts of their own: each writes its
+  // total to a field of its own, where one field would hold whichever wrote last.
+  const fieldOf = (policy: Policy) => `${processId}:${policy.version}`;
 
-  /** One script call per slot (and per 512 keys), all in parallel; each settles its clients. */
+  /**
+   * Writes the targets' totals and reads the fleet's back, all within one sync's timeout,
+   * the wait for a first connection included: a Redis that accepts the connection and then
+   * stays silent must not hold a decision that waits for its client's read.
+   */
   const reconcile = async (targets: ClientCounts[]): Promise<void> => {
-    const unavailable = notReady(client);
-    if (unavailable) {
-      const opening = firstConnection(client);
-      if (opening === undefined) return settle(targets, unavailable);
-      await opening;
+    let failure: unknown;
+    try {
+      await withTimeout(exchange(targets), syncTimeoutMs);
+    } catch (error) {
+      failure = error;
     }
+    settle(targets, failure);
+  };
+
+  /** One script call per slot (and per 512 keys), all in parallel; each applies what it read to its clients. */
+  const exchange = async (targets: ClientCounts[]): Promise<void> => {
+    await untilReady(client);
     const bySlot = new Map<number, { keys: string[]; args: string[]; slices: Slice[] }>();
     for (const counts of targets) {
       counts.touched = false;
@@ -90,8 +108,9 @@ export function createLocalFirst(
         bySlot.set(slot, call);
         // A window's count matters until the end of the next one (a sliding counter's previous).
         const ttl = String(2 * policy.windowMs + 1000);
+        const field = fieldOf(policy);
         call.keys.push(current, windowKey(counts.namespace, counts.key, policy, window - 1));
-        call.args.push(String(sent[0]), ttl, String(sent[1]), ttl);
+        call.args.push(field, String(sent[0]), ttl, field, String(sent[1]), ttl);
         call.slices.push({ client: counts, policy: i, window, sent });
       });
     }
@@ -100,10 +119,10 @@ export function createLocalFirst(
       for (let start = 0; start < keys.length; start += KEYS_PER_CALL) {
         const part = slices.slice(start / 2, (start + KEYS_PER_CALL) / 2);
         calls.push(
-          run(keys.slice(start, start + KEYS_PER_CALL), [
-            processId,
-            ...args.slice(start * 2, (start + KEYS_PER_CALL) * 2),
-          ]).then((sums) => {
+          run(
+            keys.slice(start, start + KEYS_PER_CALL),
+            args.slice(start * ARGS_PER_KEY, (start + KEYS_PER_CALL) * ARGS_PER_KEY),
+          ).then((sums) => {
             part.forEach(({ client: counts, policy, window, sent }, j) => {
               const policyCounts = counts.counts[policy] as PolicyCounts;
               applySync(
@@ -118,9 +137,8 @@ export function createLocalFirst(
         );
       }
     }
-    const results = await Promise.allSettled(calls.map((call) => withTimeout(call, syncTimeoutMs)));
-    const failed = results.find((result) => result.status === 'rejected');
-    return settle(targets, failed === undefined ? undefined : (failed as PromiseRejectedResult).reason);
+    const failed = (await Promise.allSettled(calls)).find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
   };
 
   const settle = (targets: ClientCounts[], failure: unknown): void => {
@@ -221,6 +239,8 @@ export function createLocalFirst(
       counts = newClientCounts(request, now);
       clients.set(request.key, counts);
     }
+    // An idle client's read is of the windows this request falls in, not of those it last used.
+    if (now > counts.lastNow) counts.lastNow = now;
     // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
     // from what this process knows.
     let refresh = loading.get(counts);
@@ -294,7 +314,14 @@ export function createLocalFirst(
         const window = windowOf(policy, now);
         return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
       });
-      await client.del(...keys);
+      // Bounded as a sync is: the limiter sets no timer on a store that decides in-process.
+      await withTimeout(
+        (async () => {
+          await untilReady(client);
+          await client.del(...keys);
+        })(),
+        syncTimeoutMs,
+      );
     },
     sync,
     async close() {
@@ -310,7 +337,8 @@ function isOver(counts: ClientCounts, now: number): boolean {
   return counts.policies.every((policy, i) => (counts.counts[i] as PolicyCounts).window < windowOf(policy, now) - 1);
 }
 
-function withTimeout(call: Promise<void>, ms: number): Promise<void> {
+/** `call`, or a rejection once `ms` have passed; a later failure of `call` is absorbed by the race. */
+function withTimeout(call: Promise<unknown>, ms: number): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms`)), ms);

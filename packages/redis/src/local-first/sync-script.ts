@@ -2,21 +2,21 @@ import type { RedisClient } from '../client.js';
 
 /**
  * One call per hash slot reconciles every key of the slot. Each key is one window of one
- * policy of one client: a hash with a field per process holding that process's cumulative
- * count in the window. Writing a total, never adding a delta, makes a sync idempotent: a
- * call whose reply was lost is sent again with the same (or a larger) total and counts once.
+ * policy slot of one client: a hash with a field per process and policy version holding that
+ * one's cumulative count in the window. Writing a total, never adding a delta, makes a sync
+ * idempotent: a call whose reply was lost is sent again with the same (or a larger) total and
+ * counts once.
  *
- * KEYS: window hashes, one slot. ARGV: the process id, then per key its total and the key's
- * expiry in ms. Reply: per key the sum over every process, this one included.
+ * KEYS: window hashes, one slot. ARGV: per key its field ('<process id>:<version>'), its total
+ * and the key's expiry in ms. Reply: per key the sum over every field, this one's included.
  */
 const SYNC_LUA = `
-local pid = ARGV[1]
 local out = {}
 for i = 1, #KEYS do
-  local total = ARGV[2 * i]
-  if total ~= '0' or redis.call('HEXISTS', KEYS[i], pid) == 1 then
-    redis.call('HSET', KEYS[i], pid, total)
-    redis.call('PEXPIRE', KEYS[i], ARGV[2 * i + 1])
+  local field, total = ARGV[3 * i - 2], ARGV[3 * i - 1]
+  if total ~= '0' or redis.call('HEXISTS', KEYS[i], field) == 1 then
+    redis.call('HSET', KEYS[i], field, total)
+    redis.call('PEXPIRE', KEYS[i], ARGV[3 * i])
   end
   local sum = 0
   for _, count in ipairs(redis.call('HVALS', KEYS[i])) do sum = sum + tonumber(count) end
