@@ -154,7 +154,7 @@ function longestWait(list: PolicyDecision[]): PolicyDecision {
  * A fresh state passes any cost up to the capacity under every algorithm, so only a larger
  * one is tried: a refusal then costs no second evaluation.
  */
-const neverPasses = (policy: Policy, capacity: number, cost: number): boolean =>
+export const neverPasses = (policy: Policy, capacity: number, cost: number): boolean =>
   cost > capacity && !algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, 0).allowed;
 
 /** The decision when the store could not decide and the fail policy lets the request through or not. */

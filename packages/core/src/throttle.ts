@@ -74,6 +74,17 @@ export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): 
 }
 
 /**
+ * Each policy's largest effective capacity under `throttle`: soft mode's raised one, elastic
+ * mode's at no load. `undefined` in shadow mode, which never refuses.
+ */
+export function largestCapacities(throttle: Throttle, policies: readonly Policy[]): readonly number[] | undefined {
+  if (throttle.mode === 'shadow') return undefined;
+  const percent =
+    throttle.mode === 'soft' ? throttle.overagePercent : throttle.mode === 'elastic' ? throttle.maxOveragePercent : 0;
+  return policies.map((p) => (percent === 0 ? p.capacity : raise(p.capacity, percent)));
+}
+
+/**
  * ⌊capacity × (1 + percent/100)⌋. A decimal percentage is not exact in binary (250 × 129.2 /
  * 100 computes as 322.99999999999994), so a result within rounding error of a whole number is
  * that whole number; the error is some 1e-16 of the result, far inside the 1e-12 allowed here.

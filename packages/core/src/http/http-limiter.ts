@@ -9,11 +9,13 @@ import { type ClientAddressSource, createClientAddressKey } from './client-addre
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit } from './first-visit.js';
+import { checkCostCanPass } from './futile-options.js';
 import { retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
+import { queueFullDecision } from './queue-full.js';
 import { createRefuse, type Refusal } from './refusal.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
@@ -113,6 +115,7 @@ export function createHttpLimiter<Req, Res>(
     limiter,
     headers: createHeaderWriter(limiter.policies, checked.headers, clock),
   });
+  if (policiesFor === undefined && typeof checked.cost === 'number') checkCostCanPass(checked.cost, base);
   const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
   // The fixed limiter is `createLimiter`'s own, so it has a synchronous path.
@@ -156,7 +159,7 @@ export function createHttpLimiter<Req, Res>(
     // A queue with no room left: refused, not held, and its reserved slot given back.
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
       entry.limiter.refund(clientKey, units).catch(ignore);
-      decision = { ...decision, allowed: false, retryAfterMs: decision.delayMs, delayMs: 0 };
+      decision = queueFullDecision(decision, entry.limiter.policies, units);
     }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {

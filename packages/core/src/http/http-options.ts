@@ -5,6 +5,7 @@ import type { AllowList } from './allow-list.js';
 import type { BanOptions } from './ban.js';
 import { checkIpv6Subnet } from './client-key.js';
 import type { CountByOutcomeOptions } from './count-by-outcome.js';
+import { checkQueueBounded } from './futile-options.js';
 import { checkHeaders, type HeadersOptions, type ResolvedHeaders } from './headers/index.js';
 import { limitFunctionPolicies } from './limit-function.js';
 import type { NotificationOptions } from './notifications.js';
@@ -156,6 +157,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
     );
   }
   const maxQueued = checkMaxQueued(all.maxQueued);
+  checkQueueBounded(all);
   const policiesFor =
     typeof all.policies === 'function'
       ? (all.policies as PoliciesFor<Req>)

@@ -1,4 +1,5 @@
 import type { Decision } from '../types.js';
+import { retryAfterMs } from './headers/effective-window.js';
 
 /** The draft's problem type for a client over its quota (draft-11 §5.1). */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
@@ -23,12 +24,17 @@ const NEVER_DETAIL = 'This request costs more quota units than the policy grants
 const restoredDetail = (seconds: number): string => `Quota restored for this request in ${seconds} s.`;
 const bannedDetail = (decision: Decision): string =>
   `Too many refused requests: this client is refused for ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
+/**
+ * The wait the detail states, in whole seconds: the one `Retry-After` carries, so the two never
+ * disagree (the decision's own wait can be shorter than a policy's that has no quota left).
+ */
+const waitSeconds = (decision: Decision): number => Math.ceil((retryAfterMs(decision) ?? decision.retryAfterMs) / 1000);
 const detailOf = (decision: Decision): string =>
   decision.reason === 'cost-exceeds-limit'
     ? NEVER_DETAIL
     : decision.reason === 'banned'
       ? bannedDetail(decision)
-      : restoredDetail(Math.ceil(decision.retryAfterMs / 1000));
+      : restoredDetail(waitSeconds(decision));
 
 /** 503 when the store could not decide, else 429. */
 export const problemStatus = (decision: Decision): 429 | 503 => (decision.reason === 'store-unavailable' ? 503 : 429);
@@ -74,7 +80,7 @@ export function problemJson(decision: Decision): string {
   const violated = violatedOf(decision.policies);
   if (decision.reason === 'store-unavailable') return UNAVAILABLE_MIDDLE + violated;
   if (decision.reason === 'cost-exceeds-limit') return NEVER_MIDDLE + violated;
-  const seconds = Math.ceil(decision.retryAfterMs / 1000);
+  const seconds = waitSeconds(decision);
   if (violated !== lastViolated || seconds !== lastSeconds) {
     lastBody = `${QUOTA_OPENING}"${restoredDetail(seconds)}","violated-policies":${violated}`;
     lastViolated = violated;

@@ -11,6 +11,7 @@ import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/
 import { hold } from '../hold.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../http-limiter.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
+import { queueFullDecision } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser } from '../user-functions.js';
@@ -159,8 +160,14 @@ export function createRulesHttpLimiter<Req, Res>(
     if (decision.delayMs > 0 && held >= maxQueued) {
       // A queue with no room left: refused, not held, and what each rule charged given back.
       return giveBack(verdicts).then((back) => {
-        const refused = { ...(combinedDecision(back) as Decision), allowed: false, retryAfterMs: decision.delayMs };
-        return answer(back, { ...refused, delayMs: 0 }, req, res, request);
+        // A rule that delayed the request refuses it, in its own headers and in the decision.
+        const refused = back.map((verdict, i) => {
+          const asked = verdicts[i] as RuleVerdict;
+          if (asked.limiter === undefined || asked.decision.delayMs === 0) return verdict;
+          return { ...verdict, decision: queueFullDecision(asked.decision, asked.limiter.policies, asked.cost) };
+        });
+        const combined = { ...(combinedDecision(refused) as Decision), allowed: false, retryAfterMs: decision.delayMs };
+        return answer(refused, { ...combined, delayMs: 0 }, req, res, request);
       });
     }
     return answer(verdicts, decision, req, res, request);

@@ -1,0 +1,145 @@
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import {
+  type AdapterBinding,
+  createHttpLimiter,
+  createLimiter,
+  type Decision,
+  type HttpLimiter,
+  type Outcome,
+  problemFor,
+  problemJson,
+  retryAfterFieldMs,
+} from '@sluice/core';
+import { createMemoryStore } from '@sluice/memory';
+import { parseRules } from '@sluice/rules';
+import { parseItem, parseList } from 'structured-headers';
+import { afterEach, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+
+interface Req {
+  ip: string;
+  headers: Record<string, string>;
+}
+interface Res {
+  fields: Record<string, string>;
+  raw: ServerResponse;
+}
+
+/** A framework over plain objects; a response is an emitter, so a held request can be let go. */
+const binding: AdapterBinding<Req, Res> = {
+  rawRequest: (req) => req as unknown as IncomingMessage,
+  rawResponse: (res) => res.raw,
+  clientIp: (req) => req.ip,
+  proxyTrust: () => 'none',
+  trustAdvice: 'trust your proxy.',
+  setHeader: (res, name, value) => {
+    res.fields[name.toLowerCase()] = value;
+  },
+  appendHeader: (res, name, value) => {
+    const key = name.toLowerCase();
+    res.fields[key] = res.fields[key] === undefined ? value : `${res.fields[key]}, ${value}`;
+  },
+};
+
+const responses: Res[] = [];
+const response = (): Res => {
+  const raw = Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
+  const res = { fields: {}, raw: raw as unknown as ServerResponse };
+  responses.push(res);
+  return res;
+};
+// Held requests wait on a timer: closing their responses lets them go, so no test waits.
+afterEach(() => {
+  for (const res of responses.splice(0)) res.raw.emit('close');
+});
+
+const send = (limiter: HttpLimiter<Req, Res>, headers: Record<string, string> = {}) => {
+  const res = response();
+  return { res, outcome: limiter.handle({ ip: '192.0.2.1', headers }, res) };
+};
+
+/** Sends four requests of one client: two pass, the third is held, the fourth finds the queue full. */
+async function fourth(limiter: HttpLimiter<Req, Res>, headers?: Record<string, string>) {
+  for (let i = 0; i < 2; i++) expect((await send(limiter, headers).outcome).decision?.delayMs).toBe(0);
+  const held = send(limiter, headers);
+  expect(held.outcome).toBeInstanceOf(Promise);
+  const { res, outcome } = send(limiter, headers);
+  const refused = (await outcome) as Extract<Outcome, { action: 'limited' }>;
+  expect(refused.action).toBe('limited');
+  const retryAfterS = parseItem(res.fields['retry-after'] as string)[0] as number;
+  const problem = JSON.parse(refused.refusal?.body as string) as { detail: string; 'violated-policies': string[] };
+  const items = parseList(res.fields.ratelimit as string).map(([name, params]) => [name, Object.fromEntries(params)]);
+  return { decision: refused.decision, retryAfterS, problem, state: Object.fromEntries(items) };
+}
+
+const restoredIn = (seconds: number) => `Quota restored for this request in ${seconds} s.`;
+const entry = (decision: Decision, name: string) => decision.policies.find((p) => p.name === name);
+
+describe('a request refused because the queue is full (maxQueued)', () => {
+  const queued = { name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
+  const hourly = { name: 'hourly', limit: 100, window: '1h' } as const;
+
+  // It named no violated policy, and its detail said 2 s where Retry-After said 4.
+  it('names the queued policy as violated, with the detail stating the Retry-After wait', async () => {
+    const clock = manualClock();
+    const limiter = createHttpLimiter<Req, Res>(
+      { policies: [queued, hourly], maxQueued: 1, clock, store: createMemoryStore() },
+      binding,
+    );
+    const { decision, retryAfterS, problem, state } = await fourth(limiter);
+    expect(problem['violated-policies']).toEqual(['queued']);
+    expect(state.queued).toEqual({ r: 0, t: 2 });
+    expect(problem.detail).toBe(restoredIn(retryAfterS));
+    // Its slot comes 2 s from now (two passed, one held, at 1 s each): then it passes unqueued.
+    expect(retryAfterS).toBe(2);
+    expect(decision).toMatchObject({ allowed: false, retryAfterMs: 2000, delayMs: 0, limit: 2, remaining: 0 });
+    expect(entry(decision, 'queued')).toMatchObject({ allowed: false, retryAfterMs: 2000, remaining: 0 });
+    // The other policy allowed, and shows its quota with the refused request's charge given back.
+    expect(entry(decision, 'hourly')).toMatchObject({ allowed: true, retryAfterMs: 0, remaining: 97 });
+    expect(decision.overLimit).toBeUndefined();
+  });
+
+  it('says the same in rules mode, in the rule’s own RateLimit item', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: queued, limit: 2, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5s } }]
+`);
+    const limiter = createHttpLimiter<Req, Res>(
+      { rules, descriptors: [['header.x-client']], maxQueued: 1, clock: manualClock(), store: createMemoryStore() },
+      binding,
+    );
+    const { decision, retryAfterS, problem, state } = await fourth(limiter, { 'x-client': 'c' });
+    expect(problem['violated-policies']).toEqual(['queued']);
+    expect(state.queued).toEqual({ r: 0, t: 2 });
+    expect(problem.detail).toBe(restoredIn(retryAfterS));
+    expect(retryAfterS).toBe(2);
+    expect(decision).toMatchObject({ allowed: false, retryAfterMs: 2000, delayMs: 0 });
+    expect(entry(decision, 'queued')).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+  });
+});
+
+describe('the problem document of a refusal', () => {
+  // Its detail took the decision's own wait, which a policy with no quota left can outlast.
+  it('states the wait Retry-After carries, not a shorter one', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'second', limit: 1, window: '1s', algorithm: 'fixed-window' },
+        { name: 'minute', limit: 2, window: '1m', algorithm: 'fixed-window' },
+      ],
+      throttle: { mode: 'soft', overagePercent: 100 },
+      clock: manualClock(0),
+      store: createMemoryStore(),
+    });
+    for (let i = 0; i < 2; i++) await limiter.consume('c');
+    // `second` refuses for 1 s; `minute` allowed into its overage, with no base quota left.
+    const decision = await limiter.consume('c');
+    expect(decision.retryAfterMs).toBe(1000);
+    const waitS = Math.ceil((retryAfterFieldMs(decision) as number) / 1000);
+    expect(waitS).toBe(60);
+    expect(JSON.parse(problemJson(decision)).detail).toBe(restoredIn(waitS));
+    expect(problemFor(decision).detail).toBe(restoredIn(waitS));
+  });
+});
