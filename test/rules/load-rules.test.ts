@@ -64,6 +64,14 @@ describe('loadRules', () => {
     expect(problems[0]?.message).toContain(`${join(dir, 'a.yaml')}:1:9`);
   });
 
+  it('an emptied file among others is refused, not read as a file without rules', async () => {
+    await writeFile(join(dir, 'a.yaml'), perIp('a', 1));
+    await writeFile(join(dir, 'b.yaml'), '');
+    expect((await problemsOf(dir)).map((p) => [p.code, p.source])).toEqual([
+      ['ERR_SLUICE_RULES_MISSING_KEY', join(dir, 'b.yaml')],
+    ]);
+  });
+
   it('a missing path or an empty directory is ERR_SLUICE_RULES_READ', async () => {
     expect((await problemsOf(join(dir, 'nope.yaml')))[0]?.code).toBe('ERR_SLUICE_RULES_READ');
     expect((await problemsOf(dir))[0]?.message).toContain('no .yaml');

@@ -71,6 +71,30 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     expect([limitOf(watcher), watcher.errors]).toEqual([10, 1]);
   });
 
+  it('a bad document left in place is reported once, not on every poll', async () => {
+    await publishRules(client, key, perIp(10));
+    const errors: RulesError[] = [];
+    const watcher = await watch({ pollIntervalMs: 600_000, onError: (e) => errors.push(e) });
+    await client.hset(key, 'document', perIp(20).replace('second', 'fortnight'), 'version', 'bad');
+    // What each poll does, three times over.
+    for (let i = 0; i < 3; i++) await watcher.reload();
+    expect(errors.map((e) => e.code)).toEqual(['ERR_SLUICE_RULES_INVALID_VALUE']);
+    expect([limitOf(watcher), watcher.errors]).toEqual([10, 1]);
+  });
+
+  it('an empty document is refused: by publishRules, and by a watcher that keeps its set', async () => {
+    await publishRules(client, key, perIp(10));
+    await expect(publishRules(client, key, '# nothing yet\n')).rejects.toMatchObject({
+      code: 'ERR_SLUICE_RULES_MISSING_KEY',
+    });
+    const errors: RulesError[] = [];
+    const watcher = await watch({ pollIntervalMs: 600_000, onError: (e) => errors.push(e) });
+    await client.hset(key, 'document', '', 'version', 'empty');
+    await watcher.reload();
+    expect(errors.map((e) => e.code)).toEqual(['ERR_SLUICE_RULES_MISSING_KEY']);
+    expect([limitOf(watcher), watcher.current.domains]).toEqual([10, ['edge']]);
+  });
+
   it('a missing key rejects at start-up; bad options throw', async () => {
     await expect(watchRedisRules({ client, key: `${key}:missing` })).rejects.toMatchObject({
       code: 'ERR_SLUICE_RULES_READ',

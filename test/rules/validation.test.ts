@@ -145,6 +145,13 @@ describe('rules validation', () => {
     expect(problemsOf('domain: a\nunit: day\n').map(brief)).toEqual([['ERR_SLUICE_RULES_UNKNOWN_KEY', 2, 1]]);
   });
 
+  it('an empty or comment-only text is refused at `domain` (a truncated file once dropped every limit)', () => {
+    for (const text of ['', '   \n', '# nothing yet\n', '---\n', 'domain: a\n---\n'])
+      expect(problemsOf(text).map((p) => [p.code, p.message])).toEqual([
+        ['ERR_SLUICE_RULES_MISSING_KEY', 'The document needs `domain`.'],
+      ]);
+  });
+
   it('JSON documents get line and column too', () => {
     const json =
       '{\n  "domain": "d",\n  "descriptors": [\n    { "key": "a", "rate_limit": { "unit": "day", "requests_per_unt": 1 } }\n  ]\n}\n';

@@ -128,6 +128,38 @@ describe('watchRules', () => {
     ]);
   });
 
+  it('an emptied file keeps the last good set (it once swapped in a set without limits)', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 10));
+    const errors: RulesError[] = [];
+    const watcher = watch(file, { onError: (e) => errors.push(e) });
+    await writeFile(file, '');
+    await eventually(() => expect(errors.map((e) => e.code)).toEqual(['ERR_SLUICE_RULES_MISSING_KEY']));
+    expect([limitOf(watcher), watcher.reloads]).toEqual([10, 0]);
+  });
+
+  it('a bad document that has not changed is reported once, however often it is re-read', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 10));
+    const errors: RulesError[] = [];
+    // Only reload() re-reads here, so the count of reads is known.
+    const watcher = watch(file, { debounceMs: 60_000, onError: (e) => errors.push(e) });
+    const bad = perIp('edge', 20).replace('second', 'fortnight');
+    await writeFile(file, bad);
+    for (let i = 0; i < 3; i++) await watcher.reload();
+    expect([errors.length, watcher.errors]).toEqual([1, 1]);
+    await writeFile(file, bad.replace('20', '30'));
+    await watcher.reload();
+    await watcher.reload();
+    expect(errors).toHaveLength(2);
+    // Once a good set has loaded, the first bad text is news again.
+    await writeFile(file, perIp('edge', 40));
+    await watcher.reload();
+    await writeFile(file, bad);
+    await watcher.reload();
+    expect([limitOf(watcher), watcher.reloads, watcher.errors]).toEqual([40, 1, 3]);
+  });
+
   it('a burst of writes makes one reload with the last text; an unchanged touch makes none', async () => {
     const file = join(dir, 'rules.yaml');
     await writeFile(file, perIp('edge', 1));

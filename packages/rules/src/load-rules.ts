@@ -3,7 +3,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type RuleProblem, RulesError, readProblem } from './errors.js';
 import { checkDistinct, type ReadDomain, readDomains } from './parse-rules.js';
-import type { LoadedRules } from './reloader.js';
+import type { RulesText } from './reloader.js';
 import { createRuleSet } from './rule-set.js';
 import type { RuleSet } from './types.js';
 
@@ -21,7 +21,7 @@ const ruleFilesOf = (dir: string, names: string[]): string[] =>
     .map((name) => join(dir, name));
 
 /** Builds one rule set from every file's text (or the error reading it), or throws every problem. */
-function build(path: string, files: readonly string[], texts: readonly (string | Error)[]): LoadedRules {
+function build(path: string, files: readonly string[], texts: readonly (string | Error)[]): RuleSet {
   if (files.length === 0)
     throw new RulesError([readProblem(path, 'The directory holds no .yaml, .yml or .json file.')]);
   const problems: RuleProblem[] = [];
@@ -33,8 +33,13 @@ function build(path: string, files: readonly string[], texts: readonly (string |
   });
   checkDistinct(domains, problems);
   if (problems.length > 0) throw new RulesError(problems);
-  const text = JSON.stringify(files.map((file, i) => [file, texts[i]]));
-  return { rules: createRuleSet(domains, files), text };
+  return createRuleSet(domains, files);
+}
+
+function rulesText(path: string, files: readonly string[], texts: readonly (string | Error)[]): RulesText {
+  // A file that cannot be read counts by its error's message: the same failure is the same text.
+  const written = texts.map((text) => (text instanceof Error ? { error: text.message } : text));
+  return { text: JSON.stringify([files, written]), build: () => build(path, files, texts) };
 }
 
 const unreadable = (path: string, error: unknown): RulesError =>
@@ -42,8 +47,8 @@ const unreadable = (path: string, error: unknown): RulesError =>
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
-/** `loadRules` with the text read, for a watcher to tell a change from a touch. */
-export async function loadRulesText(path: string): Promise<LoadedRules> {
+/** The text of `loadRules`, for a watcher to tell a change from a touch before it parses. */
+export async function readRulesText(path: string): Promise<RulesText> {
   let files: string[];
   try {
     files = (await stat(path)).isDirectory() ? ruleFilesOf(path, await readdir(path)) : [path];
@@ -51,11 +56,11 @@ export async function loadRulesText(path: string): Promise<LoadedRules> {
     throw unreadable(path, error);
   }
   const texts = await Promise.all(files.map((file) => readFile(file, 'utf8').catch(asError)));
-  return build(path, files, texts);
+  return rulesText(path, files, texts);
 }
 
 /** The same, synchronously: a watcher loads its first set at construction, so a bad one throws there. */
-export function loadRulesTextSync(path: string): LoadedRules {
+export function readRulesTextSync(path: string): RulesText {
   let files: string[];
   try {
     files = statSync(path).isDirectory() ? ruleFilesOf(path, readdirSync(path)) : [path];
@@ -69,7 +74,7 @@ export function loadRulesTextSync(path: string): LoadedRules {
       return asError(error);
     }
   });
-  return build(path, files, texts);
+  return rulesText(path, files, texts);
 }
 
 /**
@@ -81,5 +86,5 @@ export function loadRulesTextSync(path: string): LoadedRules {
  * const rules = await loadRules('/etc/sluice/rules'); // or a single 'rules.yaml'
  */
 export async function loadRules(path: string): Promise<RuleSet> {
-  return (await loadRulesText(path)).rules;
+  return (await readRulesText(path)).build();
 }

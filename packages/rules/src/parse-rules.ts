@@ -1,4 +1,4 @@
-import { LineCounter, parseAllDocuments } from 'yaml';
+import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import { type RuleProblem, RulesError } from './errors.js';
 import { readDescriptors } from './read-descriptors.js';
 import { createReader, fieldsOf, type Location, required, textOf } from './reader.js';
@@ -15,15 +15,23 @@ export interface ReadDomain extends DomainRules {
   readonly location: Location;
 }
 
+const NO_DOMAIN = 'The document needs `domain`.';
+
 /**
  * Reads every YAML document of a text (JSON is YAML too); each document declares one domain.
  * Problems go to `problems`; the domains returned are those read without any.
  */
 export function readDomains(text: string, source: string, problems: RuleProblem[]): ReadDomain[] {
   const lines = new LineCounter();
-  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true });
+  // `merge`: envoyproxy/ratelimit's Go decoder resolves `<<: *base`, so a file using it means the same here.
+  const docs = parseAllDocuments(text, { lineCounter: lines, prettyErrors: true, merge: true });
+  if (!Array.isArray(docs) || docs.length === 0) {
+    // An empty or comment-only text is most often a file caught half-written: never a set without limits.
+    problems.push({ code: 'ERR_SLUICE_RULES_MISSING_KEY', message: NO_DOMAIN, source, line: 1, column: 1 });
+    return [];
+  }
   const domains: ReadDomain[] = [];
-  for (const doc of Array.isArray(docs) ? docs : []) {
+  for (const doc of docs) {
     const reader = createReader(source, doc, lines, problems);
     if (doc.errors.length > 0) {
       for (const error of doc.errors) {
@@ -32,6 +40,11 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
         const message = (error.message.split('\n')[0] as string).replace(/ at line \d+, column \d+:?$/, '');
         problems.push({ code, message: `${message}.`.replace(/\.\.$/, '.'), source, line: at.line, column: at.col });
       }
+      continue;
+    }
+    // An empty document (a trailing `---`, or `null`) has no mapping to find `domain` in.
+    if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
+      reader.report(doc.contents, 'ERR_SLUICE_RULES_MISSING_KEY', NO_DOMAIN);
       continue;
     }
     const fields = fieldsOf(reader, doc.contents, ['domain', 'descriptors'], 'the document');

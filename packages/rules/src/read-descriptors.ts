@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { isSeq, type Node } from 'yaml';
+import { plainOf } from './aliases.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
 import { type Field, fieldsOf, flagOf, type Reader, required, textOf } from './reader.js';
@@ -152,6 +153,8 @@ function readRule(
   const rateLimit = rateLimitField && readRateLimit(reader, rateLimitField);
   const policies = policiesField && readPolicies(reader, policiesField);
   const throttle = throttleField && readThrottle(reader, throttleField);
+  const metadataField = fields.get('metadata');
+  const metadata = metadataField && plainOf(reader, metadataField.value, '`metadata`');
   if (rateLimit === undefined && policies === undefined) return undefined;
   return Object.freeze({
     id: ruleId(domain, path),
@@ -169,7 +172,7 @@ function readRule(
     shareThreshold,
     replaces: Object.freeze(rateLimit?.replaces ?? []),
     rateLimit: rateLimit?.limit && Object.freeze(rateLimit.limit),
-    metadata: frozen(fields.get('metadata')?.value?.toJSON()),
+    metadata: frozen(metadata),
     location: reader.locate(at),
   });
 }

@@ -9,9 +9,14 @@ import {
   toThrottle,
 } from '@sluice/core';
 import { isMap, isSeq, type Node } from 'yaml';
+import { plainOf } from './aliases.js';
 import { type Field, fieldsOf, type Reader } from './reader.js';
 
 const THROTTLE_KEYS = ['mode', 'overagePercent', 'maxOveragePercent'] as const;
+
+/** Core's options from the fields read, so a key a merge key (`<<: *base`) brings in counts as one written. */
+const optionsOf = (reader: Reader, fields: Map<string, Field>, what: string): Record<string, unknown> =>
+  Object.fromEntries([...fields].map(([name, field]) => [name, plainOf(reader, field.value, `\`${what}.${name}\``)]));
 
 /**
  * Reports core's verdict at the option it names (core says "Option `policies[0].limit` …"),
@@ -55,7 +60,7 @@ export function readPolicies(reader: Reader, field: Field): PolicyOptions[] | un
       valid = false;
       return;
     }
-    const options = (item as Node).toJSON() as PolicyOptions;
+    const options = optionsOf(reader, fields, what) as unknown as PolicyOptions;
     try {
       const policy = toPolicy(options, what);
       policies.push(options.name === undefined ? { ...options, name: `per-${formatMs(policy.windowMs)}` } : options);
@@ -80,7 +85,7 @@ export function readThrottle(reader: Reader, field: Field): Throttle | undefined
   const fields = fieldsOf(reader, field.value, THROTTLE_KEYS, '`throttle`');
   if (fields === undefined || reader.problems.length > before) return undefined;
   try {
-    return toThrottle((field.value as Node).toJSON());
+    return toThrottle(optionsOf(reader, fields, 'throttle'));
   } catch (error) {
     reportCore(reader, error, field.value as Node, 'throttle');
     return undefined;

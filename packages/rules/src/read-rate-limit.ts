@@ -1,6 +1,7 @@
 import { isSluiceError, type PolicyOptions, toPolicy } from '@sluice/core';
 import { isSeq, type Node } from 'yaml';
-import { type Field, fieldsOf, flagOf, type Reader, required, resolved, textOf, uint32Of } from './reader.js';
+import { resolved } from './aliases.js';
+import { type Field, fieldsOf, flagOf, type Reader, required, textOf, uint32Of } from './reader.js';
 import type { RateLimitUnit, Rule } from './types.js';
 
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'] as const;

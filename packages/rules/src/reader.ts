@@ -1,5 +1,6 @@
 import { closestName, type SluiceErrorCode } from '@sluice/core';
-import { type Document, isAlias, isMap, isScalar, type LineCounter, type Node, type Scalar } from 'yaml';
+import { type Document, isMap, isScalar, type LineCounter, type Node, type Scalar } from 'yaml';
+import { pairsOf, resolved } from './aliases.js';
 import type { RuleProblem } from './errors.js';
 
 /** Where a rule or a problem is in its file; lines and columns count from 1. */
@@ -35,14 +36,19 @@ export function createReader(
     problems,
     locate,
     report(node, code, message) {
-      problems.push({ code, message, ...locate(node) });
+      const at = locate(node);
+      // A mapping merged into several others (`<<: *base`) reports its own problems once.
+      const repeated = problems.some(
+        (p) =>
+          p.code === code &&
+          p.message === message &&
+          p.source === at.source &&
+          p.line === at.line &&
+          p.column === at.column,
+      );
+      if (!repeated) problems.push({ code, message, ...at });
     },
   };
-}
-
-/** A node with any alias (`*name`) followed to what it stands for. */
-export function resolved(reader: Reader, node: Node | null | undefined): Node | null | undefined {
-  return isAlias(node) ? (node.resolve(reader.doc) ?? null) : node;
 }
 
 export interface Field {
@@ -67,7 +73,7 @@ export function fieldsOf(
     return undefined;
   }
   const fields = new Map<string, Field>();
-  for (const pair of map.items) {
+  for (const pair of pairsOf(reader, map)) {
     const key = pair.key as Node | null;
     if (!isScalar(key) || typeof key.value !== 'string') {
       reader.report(key ?? map, 'ERR_SLUICE_RULES_INVALID_VALUE', `Keys of ${what} must be strings.`);
@@ -84,6 +90,8 @@ export function fieldsOf(
       );
       continue;
     }
+    // A key written beside a merge key overrides the merged one (YAML duplicates are caught earlier).
+    if (fields.has(key.value)) continue;
     fields.set(key.value, { key, value: resolved(reader, pair.value as Node | null) ?? null });
   }
   return fields;

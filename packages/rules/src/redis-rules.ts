@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { parseRules } from './parse-rules.js';
-import { createReloader, type LoadedRules, type ReloadOptions, type RulesWatcher } from './reloader.js';
+import { createReloader, type ReloadOptions, type RulesText, type RulesWatcher } from './reloader.js';
 
 /**
  * What the Redis rules source needs of a client: an ioredis `Redis` or `Cluster` fits. The
@@ -57,7 +57,7 @@ export async function publishRules(
   return version;
 }
 
-async function readRules(client: RedisRulesClient, key: string): Promise<LoadedRules> {
+async function readRules(client: RedisRulesClient, key: string): Promise<RulesText> {
   const source = `redis:${key}`;
   let fields: Record<string, string>;
   try {
@@ -71,7 +71,7 @@ async function readRules(client: RedisRulesClient, key: string): Promise<LoadedR
     const message = `The hash ${JSON.stringify(key)} has no \`document\` field; store one with publishRules.`;
     throw new RulesError([readProblem(source, message)]);
   }
-  return { rules: parseRules(document, { source }), text: document };
+  return { text: document, build: () => parseRules(document, { source }) };
 }
 
 /**
@@ -94,8 +94,8 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
       '[sluice] Option `pollIntervalMs` must be a positive whole number.',
     );
   }
-  const load = () => readRules(client, key);
-  const reloader = createReloader(await load(), load, { ...options, debounceMs: 0, source: `redis:${key}` });
+  const read = () => readRules(client, key);
+  const reloader = createReloader(await read(), read, { ...options, debounceMs: 0, source: `redis:${key}` });
   const subscriber = client.duplicate();
   // The subscriber reconnects on its own; meanwhile polling keeps the bound.
   subscriber.on('error', () => {});

@@ -2,10 +2,14 @@ import { publishRulesReload } from '@sluice/core';
 import type { RulesError } from './errors.js';
 import type { RuleSet } from './types.js';
 
-/** A rule set with the text it was built from, to tell a real change from a touch. */
-export interface LoadedRules {
-  readonly rules: RuleSet;
+/**
+ * Rules as read, built only on demand: a reload compares the text first, so a touch, or a bad
+ * document re-read by a poll, costs no parse.
+ */
+export interface RulesText {
   readonly text: string;
+  /** The rule set of `text`; throws its `RulesError`. */
+  build(): RuleSet;
 }
 
 export interface ReloadOptions {
@@ -56,11 +60,13 @@ function safely<T>(callback: ((value: T) => void) | undefined, value: T): void {
  * Every reload that swaps or fails is published on `sluice:rules-reload` for metrics (§9).
  */
 export function createReloader(
-  initial: LoadedRules,
-  load: () => Promise<LoadedRules>,
+  initial: RulesText,
+  read: () => Promise<RulesText>,
   options: ReloadOptions & { debounceMs: number; source: string },
 ): Reloader {
-  let loaded = initial;
+  let loaded = { text: initial.text, rules: initial.build() };
+  // The text that failed last: a bad document left in place is reported once, not on every poll.
+  let failed: string | undefined;
   let reloads = 0;
   let errors = 0;
   let closed = false;
@@ -70,15 +76,23 @@ export function createReloader(
   const releases: (() => void)[] = [];
 
   const once = async (): Promise<void> => {
+    let next: RulesText | undefined;
     try {
-      const next = await load();
-      if (closed || next.text === loaded.text) return;
-      loaded = next;
+      next = await read();
+      if (closed || next.text === failed) return;
+      if (next.text === loaded.text) {
+        failed = undefined;
+        return;
+      }
+      loaded = { text: next.text, rules: next.build() };
+      failed = undefined;
       reloads++;
       publishRulesReload({ source: options.source, ok: true });
-      safely(options.onReload, next.rules);
+      safely(options.onReload, loaded.rules);
     } catch (error) {
       if (closed) return;
+      // A read that failed has no text: it is reported each time, as the outage it is.
+      failed = next?.text;
       errors++;
       publishRulesReload({ source: options.source, ok: false, error });
       safely(options.onError ?? warn, error as RulesError);

@@ -1,9 +1,10 @@
-import { type FSWatcher, realpathSync, statSync, watch } from 'node:fs';
+import { type FSWatcher, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
-import { loadRulesText, loadRulesTextSync } from './load-rules.js';
-import { createReloader, type Reloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
+import { readRulesText, readRulesTextSync } from './load-rules.js';
+import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
+import { directoriesLeadingTo } from './watched-directories.js';
 
 export interface WatchRulesOptions extends ReloadOptions {
   /** Quiet time after the last file event before reloading: an editor's save is several events. @default 100 */
@@ -28,22 +29,14 @@ function checkOptions(options: WatchRulesOptions): void {
   if (onError !== undefined && typeof onError !== 'function') bad('onError', 'a function');
 }
 
-const realpathOrUndefined = (path: string): string | undefined => {
-  try {
-    return realpathSync(path);
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * Watches one directory with `fs.watch`, never a file: a watch on a file goes deaf after an
  * editor's atomic save (write a temporary file, rename it over the old one).
  */
-function watchDirectory(dir: string, reloader: Reloader, onEvent: () => void): FSWatcher | undefined {
+function watchDirectory(dir: string, onEvent: () => void): FSWatcher | undefined {
   try {
-    // A watch that fails (its directory removed) leads to a reload, whose error says why.
-    return watch(dir, { persistent: false }, onEvent).on('error', reloader.schedule);
+    // A watch that fails (its directory removed) leads to a reload, which watches anew.
+    return watch(dir, { persistent: false }, onEvent).on('error', onEvent);
   } catch {
     return undefined;
   }
@@ -51,11 +44,12 @@ function watchDirectory(dir: string, reloader: Reloader, onEvent: () => void): F
 
 /**
  * Loads the rules at `path` (a file, or a directory of files) and keeps them current. The
- * first load happens here, so a bad document throws at start-up. Then any change in the
- * directory (an in-place write, an editor's atomic save, a Kubernetes ConfigMap's `..data`
- * symlink swap, a symlinked directory swapped for another) leads, after `debounceMs` of quiet,
- * to a re-read of every file; a valid result replaces the whole set at once, a bad one keeps
- * the set in force and goes to `onError`.
+ * first load happens here, so a bad document throws at start-up. Then any change of what
+ * `path` reads (an in-place write, an editor's atomic save, a Kubernetes ConfigMap's `..data`
+ * symlink swap, a runtime root's `current` symlink swapped, a directory replaced under the
+ * same name, an edit of the file a symlink points to) leads, after `debounceMs` of quiet, to a
+ * re-read of every file; a valid result replaces the whole set at once, a bad one keeps the
+ * set in force and goes to `onError` (once per failing text).
  *
  * @example
  * const rules = watchRules('/etc/sluice/rules', { onError: (e) => log.error(e.message) });
@@ -64,35 +58,35 @@ function watchDirectory(dir: string, reloader: Reloader, onEvent: () => void): F
 export function watchRules(path: string, options: WatchRulesOptions = {}): RulesWatcher {
   checkOptions(options);
   const target = resolve(path);
-  const reloader = createReloader(loadRulesTextSync(target), () => loadRulesText(target), {
-    ...options,
-    debounceMs: options.debounceMs ?? 100,
-    source: target,
-  });
-  // The directory itself, when `path` is one; it is watched again when a symlink swap makes
-  // `path` another directory (envoyproxy/ratelimit's symlinked runtime root).
-  let inner: { real: string; watcher: FSWatcher | undefined } | undefined;
-  const rewatchInner = (): void => {
-    const real = realpathOrUndefined(target);
-    if (real === inner?.real) return;
-    inner?.watcher?.close();
-    const isDirectory = real !== undefined && statSync(real, { throwIfNoEntry: false })?.isDirectory() === true;
-    inner = isDirectory ? { real, watcher: watchDirectory(target, reloader, reloader.schedule) } : undefined;
+  let watchers: FSWatcher[] = [];
+  let closed = false;
+  // Every reload watches anew, before it reads: a directory replaced under the same name, or
+  // a symlink above the rules swapped, leaves a watch on what is gone (and a new directory may
+  // even reuse the old inode number, so no identity check is reliable). A change between the
+  // old watch and the new one is in the read that follows.
+  const rewatch = (): void => {
+    if (closed) return;
+    for (const watcher of watchers) watcher.close();
+    watchers = directoriesLeadingTo(target).flatMap((dir) => watchDirectory(dir, reloader.schedule) ?? []);
   };
-  rewatchInner();
-  const outer = watchDirectory(dirname(target), reloader, () => {
-    rewatchInner();
-    reloader.schedule();
-  });
-  if (outer === undefined) {
+  const reloader = createReloader(
+    readRulesTextSync(target),
+    () => {
+      rewatch();
+      return readRulesText(target);
+    },
+    { ...options, debounceMs: options.debounceMs ?? 100, source: target },
+  );
+  rewatch();
+  if (watchers.length === 0) {
     throw new RulesError([readProblem(dirname(target), 'Cannot watch the directory.')]);
   }
   const poll =
     options.pollIntervalMs === undefined ? undefined : setInterval(reloader.schedule, options.pollIntervalMs);
   poll?.unref();
   reloader.onClose(() => {
-    outer.close();
-    inner?.watcher?.close();
+    closed = true;
+    for (const watcher of watchers) watcher.close();
     clearInterval(poll);
   });
   return reloader.watcher;
