@@ -1,6 +1,10 @@
+import { type Client, credentials, loadPackageDefinition, type StatusObject, status } from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
+import { protoPath as healthProto } from 'grpc-health-check';
 import { describe, expect, it } from 'vitest';
+import { waitFor } from '../helpers/redis-server.js';
 
 const rules = parseRules(
   'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
@@ -33,6 +37,33 @@ describe('createDecisionServer', () => {
     const again = createDecisionServer({ rules, grpcPort, httpPort, host: '127.0.0.1', log: quietLog });
     await again.listen();
     await again.close();
+  });
+
+  it('close() ends open Health/Watch streams with NOT_SERVING (it waited shutdownTimeoutMs for them)', async () => {
+    const server = createDecisionServer({
+      rules,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log: quietLog,
+      // Longer than the test may run: close() must not wait for it.
+      shutdownTimeoutMs: 600_000,
+    });
+    const { grpcPort } = await server.listen();
+    const api = loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
+      grpc: { health: { v1: { Health: new (a: string, c: unknown) => Client } } };
+    };
+    const health = new api.grpc.health.v1.Health(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
+    const watch = (health as unknown as { Watch(r: { service: string }): NodeJS.EventEmitter }).Watch({ service: '' });
+    const seen: string[] = [];
+    watch.on('data', (message: { status: string }) => seen.push(message.status));
+    watch.on('error', () => {});
+    const ended = new Promise<StatusObject>((resolve) => watch.on('status', resolve));
+    await waitFor('the first status', async () => seen.length > 0);
+    await server.close();
+    expect((await ended).code).toBe(status.OK);
+    expect(seen).toEqual(['SERVING', 'NOT_SERVING']);
+    health.close();
   });
 });
 

@@ -1,9 +1,10 @@
-import { type Decision, decideRules, type Limiter, passes, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
-import type { Rule, RuleSet } from '@sluice/rules';
+import { type Decision, decideRules, passes, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
+import type { RuleSet } from '@sluice/rules';
 import { createHeaderFields } from './header-fields.js';
-import { createOverridableLimiters, type LimiterSettings } from './rule-limiters.js';
+import { createRuleMatcher } from './override-rules.js';
+import { createServiceLimiters, type LimiterSettings } from './rule-limiters.js';
 import { reportedUnit } from './units.js';
-import type { DescriptorAnswer, RateLimitAnswer, RateLimitCall } from './wire-types.js';
+import { type DescriptorAnswer, type RateLimitAnswer, type RateLimitCall, UINT32_MAX } from './wire-types.js';
 
 export interface DeciderOptions extends LimiterSettings {
   /** Which RateLimit fields to put in `response_headers_to_add`; `undefined` for none. */
@@ -32,19 +33,14 @@ const noLimit: DescriptorAnswer = {
  * where the store can (`consumeAll`), else charged one by one and refunded on refusal.
  */
 export function createDecider(options: DeciderOptions) {
-  const limiterFor = createOverridableLimiters(options);
+  const limiterOf = createServiceLimiters(options);
+  const matchRules = createRuleMatcher();
   const clock = options.clock ?? Date.now;
   const headerFields = options.headers && createHeaderFields(options.headers, clock);
 
   return async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
-    const matches = rules.match(
-      call.domain,
-      call.descriptors.map((d) => d.entries),
-    );
     const costs = call.descriptors.map((d) => d.hits);
-    const limiterOf = (rule: unknown, index: number): Limiter =>
-      limiterFor(rule as Rule, call.descriptors[index]?.limit);
-    const verdicts = await decideRules(matches, limiterOf, costs, clock);
+    const verdicts = await decideRules(matchRules(rules, call), limiterOf, costs, clock);
     // As the adapters decide: `quota_mode` rules refuse a request only when all of them refuse.
     const refused = !passes(verdicts);
     const statuses = call.descriptors.map((): DescriptorAnswer => noLimit);
@@ -58,6 +54,13 @@ export function createDecider(options: DeciderOptions) {
   };
 }
 
+/**
+ * `requests_per_unit` and `limit_remaining` are uint32 on Envoy's wire: a sluice limit beyond
+ * it (a policy may count to 2^49 / window) is reported as the most the field holds, which
+ * still reads as "more than you will use", rather than wrapped round to a small number.
+ */
+const onTheWire = (count: number): number => Math.min(count, UINT32_MAX);
+
 /** A decision as Envoy's `DescriptorStatus`, with sluice's own figures beside it. */
 function toStatus(decision: Decision): DescriptorAnswer {
   const top = decision.policies.find((p) => p.limit === decision.limit && p.remaining === decision.remaining);
@@ -65,11 +68,11 @@ function toStatus(decision: Decision): DescriptorAnswer {
   const status: DescriptorAnswer = {
     code: decision.allowed ? 'OK' : 'OVER_LIMIT',
     currentLimit: {
-      requestsPerUnit: decision.limit,
+      requestsPerUnit: onTheWire(decision.limit),
       unit: reportedUnit(policy?.windowMs ?? 0),
       name: policy?.name ?? '',
     },
-    limitRemaining: decision.remaining,
+    limitRemaining: onTheWire(decision.remaining),
     durationUntilResetMs: decision.resetAfterMs,
     // A cost beyond the capacity never passes: -1 says "never" where JSON has no Infinity.
     retryAfterMs: Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : -1,

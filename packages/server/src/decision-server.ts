@@ -8,16 +8,21 @@ import { createHttpServer } from './http-server.js';
 import { createServiceMetrics } from './metrics.js';
 import { currentRules } from './rules-source.js';
 import { checkServerOptions, type DecisionServerOptions } from './server-options.js';
+import { createStoreHealth } from './store-health.js';
 
 export interface DecisionServer {
   /** Binds both ports; resolves with the ports bound (useful with port 0). */
   listen(): Promise<{ grpcPort: number; httpPort: number }>;
   /**
-   * Graceful stop: refuses new calls at once, lets calls in flight finish (up to
-   * `shutdownTimeoutMs`), then closes both servers. The store and the rules are the caller's.
+   * Graceful stop: refuses new calls at once, sends NOT_SERVING to health `Watch` streams and
+   * ends them, lets calls in flight finish (up to `shutdownTimeoutMs`), then closes both
+   * servers. The store and the rules are the caller's.
    */
   close(): Promise<void>;
-  /** Reports the service as SERVING or NOT_SERVING on gRPC health and `/healthcheck`. */
+  /**
+   * Reports the store's connection as up or down (`sluice serve` wires it to Redis's): while
+   * it is down the service is NOT_SERVING on gRPC health and `/healthcheck`, whatever else.
+   */
   setServing(serving: boolean): void;
   /** Counts a rules load (`success` or `error`) in `/metrics`, as a watcher reports it. */
   countRulesLoad(result: 'success' | 'error'): void;
@@ -38,28 +43,34 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   const counted = 'evictions' in settings.store ? (settings.store as unknown as CountedStore) : undefined;
   const metrics = createServiceMetrics(counted);
   const decide = createDecider({ ...settings, logger: log });
-  let storeUp = true;
+  // The store's own owner may report it down (`setServing`, wired to the Redis connection by
+  // `sluice serve`); the service's own evidence is `storeHealth`. Both must say up to serve.
+  let reportedUp = true;
+  let storeServing = true;
   let closing = false;
-  const serving = (): boolean => storeUp && !closing;
+  const serving = (): boolean => storeServing && !closing;
 
-  const setStoreUp = (up: boolean, why?: string): void => {
-    if (up === storeUp) return;
-    storeUp = up;
+  const update = (why?: string): void => {
+    const up = storeHealth.up && reportedUp;
+    if (up === storeServing) return;
+    storeServing = up;
     metrics.storeUp(up);
     grpc.setServing(serving());
     if (up) log.line('info', 'store answers again; serving', { store: settings.store.name });
     else log.line('warn', 'store unavailable; not serving', { store: settings.store.name, error: why });
   };
+  const storeHealth = createStoreHealth({
+    store: settings.store,
+    storeTimeoutMs: settings.storeTimeoutMs,
+    logger: log,
+    onChange: update,
+  });
 
   const handleCall = createCallHandler(
-    async (call) => {
-      const decided = await decide(call, currentRules(settings.rules));
-      setStoreUp(true);
-      return decided;
-    },
+    (call) => decide(call, currentRules(settings.rules)),
     metrics,
     log,
-    (error) => setStoreUp(false, error instanceof Error ? error.message : String(error)),
+    (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),
   );
   const grpc = createGrpcServer(handleCall);
   const http: HttpServer = createHttpServer(handleCall, metrics, serving);
@@ -117,14 +128,18 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     async close() {
       if (closing) return;
       closing = true;
+      storeHealth.close();
       grpc.setServing(false);
+      // Watch streams never end on their own: tryShutdown would wait for them.
+      grpc.endWatches();
       log.line('info', 'shutting down: finishing calls in flight');
       await Promise.all([stopGrpc(), stopHttp()]);
       await metrics.close();
       log.line('info', 'stopped');
     },
     setServing(up) {
-      setStoreUp(up);
+      reportedUp = up;
+      update();
     },
     countRulesLoad: metrics.configLoad,
   };

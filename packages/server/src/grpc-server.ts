@@ -1,7 +1,7 @@
 import { Server, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
-import { HealthImplementation } from 'grpc-health-check';
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { toGrpcResponse } from './grpc-codec.js';
+import { addHealthService } from './health-service.js';
 import { loadRateLimitService } from './proto.js';
 import { toCall } from './request-checks.js';
 
@@ -17,8 +17,7 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
 /** The gRPC front end: `RateLimitService/ShouldRateLimit` and `grpc.health.v1.Health`. */
 export function createGrpcServer(handleCall: CallHandler) {
   const server = new Server();
-  const health = new HealthImplementation({ '': 'SERVING', [RATE_LIMIT_SERVICE_NAME]: 'SERVING' });
-  health.addToServer(server);
+  const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   server.addService(loadRateLimitService(), {
     ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
       handleCall('grpc', () => toCall(call.request)).then((outcome) => {
@@ -27,12 +26,5 @@ export function createGrpcServer(handleCall: CallHandler) {
       });
     },
   });
-  return {
-    server,
-    setServing(serving: boolean): void {
-      const state = serving ? 'SERVING' : 'NOT_SERVING';
-      health.setStatus('', state);
-      health.setStatus(RATE_LIMIT_SERVICE_NAME, state);
-    },
-  };
+  return { server, setServing: health.setServing, endWatches: health.endWatches };
 }

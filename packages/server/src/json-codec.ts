@@ -3,18 +3,41 @@ import { sluiceMetadata } from './sluice-metadata.js';
 import type { DescriptorAnswer, RateLimitAnswer, RateLimitCall } from './wire-types.js';
 
 /**
- * proto3 JSON accepts each field under its JSON name (lowerCamelCase) or its proto name
- * (snake_case); the checks read camelCase, so snake_case names are renamed first.
+ * proto3 JSON names each field in lowerCamelCase or as the proto does (snake_case); either is
+ * read. Only `RateLimitRequest`'s own fields are read, one level at a time, so an unknown field
+ * is never walked: a body nested a million deep costs nothing and breaks no stack.
  */
-function camelCased(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(camelCased);
-  if (typeof value !== 'object' || value === null) return value;
-  const renamed: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    renamed[key.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase())] = camelCased(item);
-  }
-  return renamed;
+function field(value: object, jsonName: string, protoName = jsonName): unknown {
+  const object = value as Record<string, unknown>;
+  return object[jsonName] ?? object[protoName];
 }
+
+/** A list read item by item; anything else is left for the checks to refuse. */
+const eachOf = (value: unknown, read: (item: unknown) => unknown): unknown =>
+  Array.isArray(value) ? value.map(read) : value;
+
+/** An object read as `read` says; anything else is left for the checks to refuse. */
+const objectOf = (value: unknown, read: (object: object) => object): unknown =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? read(value) : value;
+
+const readEntry = (entry: unknown) => objectOf(entry, (e) => ({ key: field(e, 'key'), value: field(e, 'value') }));
+
+const readDescriptor = (descriptor: unknown) =>
+  objectOf(descriptor, (d) => ({
+    entries: eachOf(field(d, 'entries'), readEntry),
+    limit: objectOf(field(d, 'limit'), (l) => ({
+      requestsPerUnit: field(l, 'requestsPerUnit', 'requests_per_unit'),
+      unit: field(l, 'unit'),
+    })),
+    hitsAddend: field(d, 'hitsAddend', 'hits_addend'),
+  }));
+
+const readRequest = (request: unknown) =>
+  objectOf(request, (r) => ({
+    domain: field(r, 'domain'),
+    descriptors: eachOf(field(r, 'descriptors'), readDescriptor),
+    hitsAddend: field(r, 'hitsAddend', 'hits_addend'),
+  }));
 
 /** A `POST /json` body, as envoyproxy/ratelimit takes it: a `RateLimitRequest` in proto3 JSON. */
 export function parseJsonCall(body: string): RateLimitCall {
@@ -24,7 +47,7 @@ export function parseJsonCall(body: string): RateLimitCall {
   } catch {
     badRequest('the body is not JSON');
   }
-  return toCall(camelCased(parsed));
+  return toCall(readRequest(parsed));
 }
 
 /** proto3 JSON for a `google.protobuf.Duration`: seconds with up to nine decimals. */

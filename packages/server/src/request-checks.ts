@@ -1,5 +1,6 @@
 import { SluiceError } from '@sluice/core';
-import type { DescriptorCall, OverrideUnit, RateLimitCall } from './wire-types.js';
+import { overrideWindowMs } from './units.js';
+import { type DescriptorCall, type OverrideUnit, type RateLimitCall, UINT32_MAX } from './wire-types.js';
 
 /**
  * Bounds on one request. envoyproxy/ratelimit has none; a decision service facing many
@@ -14,7 +15,12 @@ export const REQUEST_LIMITS = {
 } as const;
 
 const overrideUnits: readonly string[] = ['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
-const UINT32_MAX = 2 ** 32 - 1;
+/**
+ * Core keeps limit × window (ms) exact in a double, in JS and in Redis Lua: at most 2^49
+ * (`toPolicy`). envoyproxy/ratelimit takes any uint32 per unit; past this sluice cannot count
+ * it, so the request is refused as bad rather than failing as the service's fault.
+ */
+const MAX_LIMIT_TIMES_WINDOW_MS = 2 ** 49;
 
 /** Refuses the whole request: gRPC INVALID_ARGUMENT, HTTP 400. Nothing is counted. */
 export function badRequest(message: string): never {
@@ -81,7 +87,13 @@ function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['l
   if (count === 0) badRequest(`\`${where}.requests_per_unit\` must be positive`);
   if (typeof unit !== 'string' || !overrideUnits.includes(unit))
     badRequest(`\`${where}.unit\` must be one of ${overrideUnits.join(', ')}`);
-  return { requestsPerUnit: count, unit: unit as Exclude<OverrideUnit, 'UNKNOWN'> };
+  const known = unit as Exclude<OverrideUnit, 'UNKNOWN'>;
+  const most = Math.floor(MAX_LIMIT_TIMES_WINDOW_MS / overrideWindowMs(known));
+  if (count > most)
+    badRequest(
+      `\`${where}\` of ${count} per ${unit} is more than a limiter counts exactly: at most ${most} per ${unit}`,
+    );
+  return { requestsPerUnit: count, unit: known };
 }
 
 function wholeNumber(value: unknown, what: string, max: number): number {

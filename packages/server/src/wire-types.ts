@@ -3,6 +3,8 @@ export type OverrideUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'M
 /** `RateLimitResponse.RateLimit.Unit`, which also has WEEK. */
 export type ReportedUnit = OverrideUnit | 'WEEK';
 export type Code = 'OK' | 'OVER_LIMIT';
+/** The most a uint32 field of Envoy's messages holds (`hits_addend`, `requests_per_unit`, …). */
+export const UINT32_MAX = 2 ** 32 - 1;
 
 /** One descriptor of a checked request. */
 export interface DescriptorCall {

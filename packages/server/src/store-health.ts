@@ -1,0 +1,70 @@
+import { createLimiter, type Logger, type RateLimitStore } from '@sluice/core';
+
+/** Between looks at a store that failed, until it answers. */
+const STORE_PROBE_INTERVAL_MS = 1000;
+
+export interface StoreHealthOptions {
+  store: RateLimitStore;
+  storeTimeoutMs: number;
+  logger: Logger;
+  /** Hears every change (read `up`); `why` says what failed when the store went down. */
+  onChange(why?: string): void;
+}
+
+/**
+ * Whether the store answers, as health reports it. A call the store failed marks it down;
+ * from then on the service looks at the store itself every second (a cost-0 look at one
+ * fixed key, through the same store, under the same timeout) until it answers, and only that
+ * marks it up again. A call's success proves nothing: an unknown domain, an unlimited
+ * descriptor or the Redis store's deny cache answer without the store, and readiness probes
+ * send no calls, so waiting for one left a replica out for good. No timer runs while the
+ * store is up.
+ */
+export function createStoreHealth(options: StoreHealthOptions) {
+  const { onChange } = options;
+  const probe = createLimiter({
+    store: options.store,
+    policies: [{ name: 'probe', limit: 1, window: 1000 }],
+    prefix: 'sluice-health',
+    onStoreError: 'throw',
+    storeTimeoutMs: options.storeTimeoutMs,
+    logger: options.logger,
+  });
+  let up = true;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const lookLater = (): void => {
+    // Unref'd: a store that never comes back must not keep the process alive.
+    timer = setTimeout(look, STORE_PROBE_INTERVAL_MS).unref();
+  };
+  const look = (): void => {
+    probe.peek('probe').then(
+      () => {
+        if (closed || up) return;
+        up = true;
+        onChange();
+      },
+      () => {
+        if (!closed && !up) lookLater();
+      },
+    );
+  };
+
+  return {
+    get up(): boolean {
+      return up;
+    },
+    /** A call the store failed (an error or a timeout). */
+    failed(why: string): void {
+      if (!up) return;
+      up = false;
+      onChange(why);
+      if (!closed) lookLater();
+    },
+    close(): void {
+      closed = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,83 @@
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer, type DecisionServer } from '@sluice/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvoyClient, type OfficialRequest } from '../helpers/envoy-client.js';
+
+const rules = parseRules(`
+domain: d
+descriptors:
+  - key: k
+    rate_limit: { unit: second, requests_per_unit: 2 }
+  - key: shadow
+    shadow_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: free
+    rate_limit: { unlimited: true }
+`);
+let server: DecisionServer;
+let envoy: ReturnType<typeof createEnvoyClient>;
+let run = 0;
+const fresh = (label: string) => `${label}-${++run}-${process.pid}`;
+
+beforeAll(async () => {
+  server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: { line() {}, warn() {} } });
+  const { grpcPort } = await server.listen();
+  envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
+});
+afterAll(async () => {
+  envoy?.close();
+  await server?.close();
+});
+
+type Limit = { requests_per_unit: number; unit: string };
+const overridden = (entries: { key: string; value: string }[], limit: Limit, domain = 'd'): OfficialRequest => ({
+  domain,
+  descriptors: [{ entries, limit }],
+});
+const codes = async (request: OfficialRequest, times: number) => {
+  const answers = [];
+  for (let i = 0; i < times; i++) answers.push((await envoy.shouldRateLimit(request)).overall_code);
+  return answers;
+};
+
+describe('a descriptor limit override, as envoyproxy/ratelimit applies it', () => {
+  it('limits a descriptor no rule matches in a known domain (it was ignored)', async () => {
+    const perHour = { requests_per_unit: 1, unit: 'HOUR' };
+    const entries = [
+      { key: 'nomatch', value: fresh('x') },
+      { key: 'deeper', value: 'y' },
+    ];
+    const first = await envoy.shouldRateLimit(overridden(entries, perHour));
+    expect(first.overall_code).toBe('OK');
+    expect(first.statuses?.[0]?.current_limit).toMatchObject({ requests_per_unit: 1, unit: 'HOUR' });
+    expect(await codes(overridden(entries, perHour), 2)).toEqual(['OVER_LIMIT', 'OVER_LIMIT']);
+    // The counter is the descriptor's entries: another value counts apart.
+    expect(await codes(overridden([{ key: 'nomatch', value: fresh('x') }], perHour), 1)).toEqual(['OK']);
+    // And an `unlimited` rule's descriptor is limited by an override too.
+    expect(await codes(overridden([{ key: 'free', value: fresh('f') }], perHour), 2)).toEqual(['OK', 'OVER_LIMIT']);
+  });
+
+  it('limits nothing in a domain the rules do not know', async () => {
+    const answers = [];
+    for (let i = 0; i < 3; i++)
+      answers.push(
+        await envoy.shouldRateLimit(
+          overridden([{ key: 'k', value: 'v' }], { requests_per_unit: 1, unit: 'HOUR' }, 'elsewhere'),
+        ),
+      );
+    expect(answers.map((a) => a.overall_code)).toEqual(['OK', 'OK', 'OK']);
+    expect(answers[0]?.statuses?.[0]?.current_limit).toBeUndefined();
+  });
+
+  it('turns shadow mode off on a shadow_mode rule (it kept answering OK)', async () => {
+    const request = overridden([{ key: 'shadow', value: fresh('s') }], { requests_per_unit: 1, unit: 'MINUTE' });
+    const [first, second] = [await envoy.shouldRateLimit(request), await envoy.shouldRateLimit(request)];
+    expect(first.overall_code).toBe('OK');
+    expect(second.overall_code).toBe('OVER_LIMIT');
+    expect(second.statuses?.[0]?.code).toBe('OVER_LIMIT');
+    expect(JSON.stringify(second.dynamic_metadata ?? {})).not.toContain('shadow');
+    // Without the override the rule is in shadow mode again.
+    const plain = { domain: 'd', descriptors: [{ entries: [{ key: 'shadow', value: fresh('s') }] }] };
+    expect(await codes(plain, 3)).toEqual(['OK', 'OK', 'OK']);
+  });
+});
