@@ -73,6 +73,26 @@ describe('fastify: the not-found handler', () => {
     expect(await get(app, '/elsewhere')).toEqual({ status: 404, remaining: {} });
   });
 
+  it("runs in the configured hook: with hook: 'preHandler' a key from auth answers 404, not 500", async () => {
+    app = Fastify();
+    app.addHook('preHandler', async (request) => {
+      (request as unknown as { user: string }).user = String(request.headers['x-user']);
+    });
+    await app.register(rateLimitPlugin, {
+      ...base,
+      name: 'site',
+      limit: 2,
+      window: '1m',
+      hook: 'preHandler',
+      key: (request) => (request as unknown as { user: string }).user.toUpperCase(),
+    });
+    const as = (user: string) => app.inject({ method: 'GET', url: '/missing', headers: { 'x-user': user } });
+    expect((await as('ada')).statusCode).toBe(404);
+    expect((await as('ada')).statusCode).toBe(404);
+    expect((await as('ada')).statusCode).toBe(429);
+    expect((await as('grace')).statusCode).toBe(404);
+  });
+
   it('refuses a non-boolean notFound', async () => {
     app = Fastify();
     await expect(

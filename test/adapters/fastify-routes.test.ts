@@ -75,6 +75,46 @@ describe('fastify: per-route config and encapsulation', () => {
     expect((await limitsOn(app, '/own')).names).toEqual(['own']);
   });
 
+  it('counts the automatic HEAD route in its GET route’s own limit, not in a quota of its own', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, name: 'site', limit: 10, window: '1m' });
+    app.get('/report', { config: { rateLimit: { name: 'report', limit: 2, window: '1m' } } }, ok);
+    const send = (method: 'GET' | 'HEAD') => app.inject({ method, url: '/report' });
+    expect((await send('GET')).statusCode).toBe(200);
+    expect((await send('HEAD')).statusCode).toBe(200);
+    expect((await send('HEAD')).statusCode).toBe(429);
+    expect((await send('GET')).statusCode).toBe(429);
+    await app.rateLimiter.route('GET', '/report')?.limiter?.reset('127.0.0.1');
+    const [item] = parseItems((await send('HEAD')).headers.ratelimit as string);
+    expect([item?.name, item?.params.r]).toEqual(['report', 1]);
+  });
+
+  it('merges a route’s own limit in a child context with the child’s registration, not the parent’s', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, name: 'root', limit: 10, window: '1m' });
+    await app.register(async (child) => {
+      await child.register(rateLimitPlugin, {
+        ...base,
+        name: 'child',
+        limit: 10,
+        window: '1m',
+        key: (request) => String(request.headers['x-user']),
+        headers: { standard: 'draft-6' },
+      });
+      child.get(
+        '/own',
+        { config: { rateLimit: { limit: 1, window: '1m' } } },
+        async (request) => request.rateLimit?.key,
+      );
+    });
+    const as = (user: string) => app.inject({ method: 'GET', url: '/own', headers: { 'x-user': user } });
+    const ada = await as('ada');
+    expect([ada.statusCode, ada.body, ada.headers['ratelimit-limit']]).toEqual([200, 'ada', '1']);
+    expect((await as('ada')).statusCode).toBe(429);
+    expect((await as('grace')).statusCode).toBe(200);
+    expect(app.rateLimiter.route('GET', '/own')?.limiter).toBeDefined();
+  });
+
   it('with global: false limits only routes that ask, on the plugin’s defaults', async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, global: false, limit: 1, window: '1m' });

@@ -1,9 +1,12 @@
 import { rateLimit as expressRateLimit } from '@sluice/express';
+import { rateLimitPlugin } from '@sluice/fastify';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
+import Fastify from 'fastify';
 import Koa from 'koa';
 import request from 'supertest';
 import { describe, expect, it } from 'vitest';
+import { parseItems } from './helpers.js';
 
 // SPEC §5: items of several limiters on one request are appended, never overwritten; that
 // holds for a field another middleware (a gateway's limiter) set before sluice too.
@@ -32,5 +35,19 @@ describe('a RateLimit field set before sluice', () => {
     });
     const response = await request(app.callback()).get('/');
     expect(response.headers['ratelimit-policy']).toContain('edge;q=1000;w=60');
+  });
+  it('Fastify: keeps the earlier items and appends sluice’s, though no sluice limiter ran before', async () => {
+    const app = Fastify();
+    app.addHook('onRequest', async (_request, reply) => {
+      reply.header('RateLimit-Policy', '"edge";q=1000;w=60');
+      reply.header('RateLimit', '"edge";r=999;t=60');
+    });
+    await app.register(rateLimitPlugin, { name: 'site', limit: 5, window: '1m' });
+    app.get('/', async () => 'ok');
+    const response = await app.inject({ method: 'GET', url: '/' });
+    await app.close();
+    const names = (field: unknown) => parseItems(field as string).map((item) => item.name);
+    expect(names(response.headers['ratelimit-policy'])).toEqual(['edge', 'site']);
+    expect(names(response.headers.ratelimit)).toEqual(['edge', 'site']);
   });
 });

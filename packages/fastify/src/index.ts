@@ -11,9 +11,16 @@ import {
   type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type {
+  FastifyInstance,
+  FastifyPluginAsync,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  RouteOptions,
+} from 'fastify';
 import fp from 'fastify-plugin';
-import { createRateLimitHook, type OnLimited, type RateLimitHook } from './rate-limit-hook.js';
+import { createRateLimitHook, type OnLimited, type RateLimitHook, type RateLimitHookEntry } from './rate-limit-hook.js';
 
 export type RateLimitPluginOptions = (
   | HttpLimiterOptions<FastifyRequest, FastifyReply>
@@ -121,15 +128,24 @@ const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, Fastify
   setHeader: (reply, name, value) => reply.header(lowered(name), value),
   appendHeader(reply, name, value) {
     const lower = lowered(name);
-    // Fastify has no append. Only a request an earlier sluice limiter decided can hold our
-    // fields already, so the others skip the lookup.
-    const sent = reply.request.rateLimit === undefined ? undefined : reply.getHeader(lower);
+    // Fastify has no append; the field may hold items of an earlier limiter, sluice's or not (SPEC §5).
+    const sent = reply.getHeader(lower);
     reply.header(lower, sent === undefined ? value : `${String(sent)}, ${value}`);
   },
 });
 
-/** Routes whose own `config.rateLimit` was applied: a second registration must not count them again. */
-const ownLimitApplied = new WeakSet<object>();
+/** What a registration shares with those inside it. */
+interface Registration {
+  /** The handles of routes with their own limit, for `app.rateLimiter.route`: one map from the outermost down. */
+  routes: Map<string, RateLimitHandle>;
+}
+/**
+ * The innermost registration of a context, read through its prototype chain (Fastify makes a
+ * child context with `Object.create`): it alone applies a route's own `config.rateLimit`, over
+ * its options.
+ */
+const kRegistration = Symbol('@sluice/fastify registration');
+type WithRegistration = { [kRegistration]?: Registration };
 
 const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) => {
   const { global = true, notFound = global } = options;
@@ -147,19 +163,18 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   const appOptions: Record<string, unknown> = { ...options, store };
   delete appOptions.global;
   delete appOptions.notFound;
-  const routes = new Map<string, RateLimitHandle>();
+  const registration: Registration = { routes: (app as WithRegistration)[kRegistration]?.routes ?? new Map() };
+  (app as WithRegistration)[kRegistration] = registration;
+  const { routes } = registration;
 
-  const hookFor = (hookOptions: Record<string, unknown>) => createRateLimitHook(app, binding, hookOptions);
+  const hookFor = (hookOptions: Record<string, unknown>) => createRateLimitHook(binding, hookOptions);
 
   const globalHook = global ? hookFor(appOptions) : undefined;
   if (notFound) {
     // Fastify gives its not-found handler no `onRoute`, only the context's own hooks, which
     // every route of the context runs too: routes go on here, they have their limit already.
-    const notFoundHook = globalHook ?? hookFor(appOptions);
-    app.addHook('onRequest', function sluiceNotFoundLimit(request, reply, done) {
-      if (request.is404) notFoundHook.onRequest.call(this, request, reply, done);
-      else done();
-    });
+    const { name, notFoundHandler } = globalHook ?? hookFor(appOptions);
+    app.addHook(name as 'onRequest', notFoundHandler as onRequestHookHandler);
   }
   if (!app.hasRequestDecorator('rateLimit')) app.decorateRequest('rateLimit', undefined);
   if (!app.hasDecorator('rateLimiter')) {
@@ -170,16 +185,26 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     };
     app.decorate('rateLimiter', handle);
   }
-  app.addHook('onRoute', (route) => {
+  // Fastify's automatic HEAD route of a GET reaches `onRoute` as a route of its own, with the
+  // same `config`: a route's own limit is made once per URL and config, so the two share a count.
+  const ownHooks = new Map<string, { own: unknown; hook: RateLimitHookEntry }>();
+  const ownHookFor = (own: unknown, route: RouteOptions): RateLimitHookEntry => {
+    const made = ownHooks.get(route.url);
+    const label = `config.rateLimit of ${[route.method].flat().join(',')} ${route.url}`;
+    const hook =
+      made !== undefined && made.own === own
+        ? made.hook
+        : inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
+    ownHooks.set(route.url, { own, hook });
+    for (const method of [route.method].flat()) routes.set(`${method.toUpperCase()} ${route.url}`, hook.limiter);
+    return hook;
+  };
+  app.addHook('onRoute', function sluiceRoute(route) {
     const own = route.config?.rateLimit;
-    if (own === false || ownLimitApplied.has(route)) return;
-    let hook = globalHook;
-    if (own !== undefined) {
-      ownLimitApplied.add(route);
-      const label = `config.rateLimit of ${[route.method].flat().join(',')} ${route.url}`;
-      hook = inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
-      for (const method of [route.method].flat()) routes.set(`${method.toUpperCase()} ${route.url}`, hook.limiter);
-    }
+    if (own === false) return;
+    // A route's own limit replaces the plugin-wide ones: only the innermost registration adds it.
+    if (own !== undefined && (this as WithRegistration)[kRegistration] !== registration) return;
+    const hook = own === undefined ? globalHook : ownHookFor(own, route);
     if (hook === undefined) return;
     const existing = route[hook.name] === undefined ? [] : [route[hook.name]].flat();
     (route as unknown as Record<string, unknown>)[hook.name] = [...existing, hook.handler];
@@ -196,4 +221,4 @@ export const rateLimitPlugin = fp(plugin, { fastify: '5.x', name: '@sluice/fasti
 
 export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';
 export { ipKey } from '@sluice/core';
-export type { RateLimitHook } from './rate-limit-hook.js';
+export type { OnLimited, RateLimitHook } from './rate-limit-hook.js';

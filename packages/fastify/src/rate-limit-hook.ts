@@ -5,6 +5,9 @@ import {
   type HttpLimiter,
   type Outcome,
   PROBLEM_CONTENT_TYPE,
+  problemFor,
+  problemJson,
+  problemStatus,
   SluiceError,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
@@ -27,9 +30,18 @@ const PROBLEM_CONTENT_TYPE_UTF8 = `${PROBLEM_CONTENT_TYPE}; charset=utf-8`;
 export interface RateLimitHookEntry {
   name: RateLimitHook;
   handler: unknown;
-  /** The same limit as an `onRequest` hook, whatever `hook` says. */
-  onRequest: onRequestHookHandler;
+  /** The same limit for the context's not-found handler: it counts only requests that found no route. */
+  notFoundHandler: unknown;
   limiter: HttpLimiter<FastifyRequest, FastifyReply>;
+}
+
+/** The default refusal, in the status the reply has (429, 503 when the store failed, or what `onLimited` set). */
+function sendProblem(reply: FastifyReply, decision: Decision): void {
+  const body =
+    reply.statusCode === problemStatus(decision)
+      ? problemJson(decision)
+      : JSON.stringify({ ...problemFor(decision), status: reply.statusCode });
+  reply.type(PROBLEM_CONTENT_TYPE_UTF8).send(body);
 }
 
 /**
@@ -37,7 +49,6 @@ export interface RateLimitHookEntry {
  * (`onRequest` unless told otherwise).
  */
 export function createRateLimitHook(
-  app: FastifyInstance,
   binding: AdapterBinding<FastifyRequest, FastifyReply>,
   hookOptions: Record<string, unknown>,
 ): RateLimitHookEntry {
@@ -55,8 +66,20 @@ export function createRateLimitHook(
     if (outcome.action === 'next') done();
     else if (outcome.action === 'gone') reply.hijack();
     else if (outcome.refusal === undefined) {
-      // A handler that sends nothing lets the request go on, as it would from an async hook.
-      Promise.resolve(onLimited?.(request, reply, outcome.decision)).then(() => reply.sent || done(), done);
+      // A refused request never reaches the handler, whatever `onLimited` does (going on when it
+      // sent nothing let every refusal through). As from a Fastify handler, a value it returns
+      // is the body; the checks on the reply are Fastify's own (`wrap-thenable.js`). The status
+      // is set only after it: one set before would also answer its errors.
+      const { decision } = outcome;
+      const { statusCode } = reply;
+      Promise.resolve(onLimited?.(request, reply, decision))
+        .then((body) => {
+          if (reply.sent || reply.raw.headersSent) return;
+          if (reply.statusCode === statusCode) reply.code(problemStatus(decision));
+          if (body === undefined) sendProblem(reply, decision);
+          else reply.send(body);
+        })
+        .then(undefined, done);
     } else {
       const { status, contentType, body } = outcome.refusal;
       reply
@@ -86,15 +109,28 @@ export function createRateLimitHook(
     if (outcome instanceof Promise) outcome.then((settled) => applyOrFail(settled, request, reply, done), done);
     else apply(outcome, request, reply, done);
   };
-  // preParsing hooks pass the payload stream on.
-  const wrapped =
-    hook === 'preParsing'
-      ? (
-          request: FastifyRequest,
-          reply: FastifyReply,
-          payload: unknown,
-          done: (e?: Error | null, p?: unknown) => void,
-        ) => handler.call(app, request, reply, (error?: Error) => done(error ?? null, payload))
-      : handler;
-  return { name: hook as RateLimitHook, handler: wrapped, onRequest: handler, limiter };
+  const notFound: onRequestHookHandler = function sluiceNotFoundLimit(request, reply, done) {
+    if (request.is404) handler.call(this, request, reply, done);
+    else done();
+  };
+  return {
+    name: hook as RateLimitHook,
+    handler: asHook(hook, handler),
+    notFoundHandler: asHook(hook, notFound),
+    limiter,
+  };
 }
+
+/** `handler` as a hook of kind `hook`: preParsing hooks pass the payload stream on. */
+const asHook = (hook: unknown, handler: onRequestHookHandler): unknown =>
+  hook === 'preParsing'
+    ? function sluicePreParsing(
+        this: FastifyInstance,
+        request: FastifyRequest,
+        reply: FastifyReply,
+        payload: unknown,
+        done: (e?: Error | null, p?: unknown) => void,
+      ) {
+        handler.call(this, request, reply, (error?: Error) => done(error ?? null, payload));
+      }
+    : handler;
