@@ -1,25 +1,17 @@
 import {
-  type AdapterBinding,
   type Decision,
   defaultMemoryStore,
   type HttpLimiterOptions,
   type HttpRouteOptions,
   inRoute,
-  lookupName as lookupNameImport,
   mergeRouteOptions,
   type RateLimitHandle,
   type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
-import type {
-  FastifyInstance,
-  FastifyPluginAsync,
-  FastifyReply,
-  FastifyRequest,
-  onRequestHookHandler,
-  RouteOptions,
-} from 'fastify';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import { bindingFor, trustProxyOf } from './binding.js';
 import { createRateLimitHook, type OnLimited, type RateLimitHook, type RateLimitHookEntry } from './rate-limit-hook.js';
 
 export type RateLimitPluginOptions = (
@@ -69,70 +61,6 @@ declare module 'fastify' {
     rateLimit?: RouteRateLimitOptions | false;
   }
 }
-
-/** Fastify keeps `trustProxy` private; its options symbol is the only place it can be read. */
-function trustProxyOf(app: FastifyInstance): unknown {
-  for (let o: object | null = app; o !== null; o = Object.getPrototypeOf(o)) {
-    const symbol = Object.getOwnPropertySymbols(o).find((s) => s.description === 'fastify.options');
-    if (symbol !== undefined) return (o as Record<symbol, { trustProxy?: unknown }>)[symbol]?.trustProxy;
-  }
-  return undefined;
-}
-
-/**
- * A hop count is trusted by older Fastify and refused by 5.12 and later, which then take every
- * request's address from the socket. The request tells which: a request that came through a
- * proxy (`X-Forwarded-For`) keeps only the socket's address when the count was ignored.
- */
-function proxyTrustFor(trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply>['proxyTrust'] {
-  if (trustProxy === true) return (request) => (request.ips === undefined ? 'none' : 'all');
-  if (typeof trustProxy === 'number' && trustProxy > 0) {
-    return (request) => {
-      const { ips } = request;
-      if (ips === undefined) return 'none';
-      return ips.length === 1 && request.headers['x-forwarded-for'] !== undefined ? 'ignored' : 'some';
-    };
-  }
-  // `request.ips` exists only when Fastify trusts some proxy.
-  return (request) => (request.ips === undefined ? 'none' : 'some');
-}
-
-/**
- * Fastify lowercases every header name it is given (and sends them so): a mixed-case name costs
- * a new string per call, then a string-table lookup at each use as a property key. sluice's
- * names are a few constants, lowercased once here; the two fields every response carries are
- * compared first (`lookupName`), where a look-up in the map cost some 70 instructions each.
- */
-const lowerNames = new Map<string, string>();
-// A module's own constant: optimised code calls it as it is, where it checks an imported binding's temporal dead zone on every use.
-const lookupName = lookupNameImport;
-const lowered = (name: string): string => {
-  const known = lookupName(name);
-  if (known !== name) return known;
-  let lower = lowerNames.get(name);
-  if (lower === undefined) {
-    lower = name.toLowerCase();
-    lowerNames.set(name, lower);
-  }
-  return lower;
-};
-
-const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
-  rawRequest: (request) => request.raw,
-  rawResponse: (reply) => reply.raw,
-  clientIp: (request) => request.ip,
-  proxyTrust: proxyTrustFor(trustProxy),
-  trustAdvice:
-    "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`.",
-  routePattern: (request) => request.routeOptions.url,
-  setHeader: (reply, name, value) => reply.header(lowered(name), value),
-  appendHeader(reply, name, value) {
-    const lower = lowered(name);
-    // Fastify has no append; the field may hold items of an earlier limiter, sluice's or not (SPEC §5).
-    const sent = reply.getHeader(lower);
-    reply.header(lower, sent === undefined ? value : `${String(sent)}, ${value}`);
-  },
-});
 
 /** What a registration shares with those inside it. */
 interface Registration {
