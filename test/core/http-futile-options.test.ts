@@ -1,32 +1,15 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { type AdapterBinding, createHttpLimiter, isSluiceError } from '@sluice/core';
+import { createHttpLimiter, isSluiceError } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
+import { type FakeRequest, fakeBinding } from '../adapters/unit/fake-binding.js';
 import { manualClock } from '../helpers/clock.js';
 
-interface Req {
-  ip: string;
-  headers: Record<string, string>;
-}
-
-const binding: AdapterBinding<Req, Record<string, string>> = {
-  rawRequest: (req) => req as unknown as IncomingMessage,
-  rawResponse: () => ({}) as ServerResponse,
-  clientIp: (req) => req.ip,
-  proxyTrust: () => 'none',
-  trustAdvice: 'trust your proxy.',
-  setHeader: (res, name, value) => {
-    res[name] = value;
-  },
-  appendHeader: (res, name, value) => {
-    res[name] = value;
-  },
-};
+const binding = fakeBinding<FakeRequest>();
 
 // The options under test are deliberately outside the option types.
 const make = (options: Record<string, unknown>) =>
-  createHttpLimiter<Req, Record<string, string>>({ store: createMemoryStore(), ...options } as never, binding);
+  createHttpLimiter<FakeRequest, Record<string, string>>({ store: createMemoryStore(), ...options } as never, binding);
 
 function thrownBy(options: Record<string, unknown>): { code: string; message: string } {
   try {
