@@ -100,6 +100,34 @@ describe('a request refused because the queue is full (maxQueued)', () => {
     expect(decision.overLimit).toBeUndefined();
   });
 
+  // Every queued policy the charge left at zero was named, one that spent its last unit
+  // without delaying the request too, and shown with none left though the refund gave it back.
+  it('names only the queued policy that delayed it, when another spent its last unit', async () => {
+    const clock = manualClock();
+    const queue = { algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
+    const limiter = createHttpLimiter<Req, Res>(
+      {
+        policies: [
+          { name: 'fast', limit: 3, window: '1s', ...queue },
+          { name: 'slow', limit: 1, window: '1s', ...queue },
+        ],
+        maxQueued: 1,
+        clock,
+        store: createMemoryStore(),
+      },
+      binding,
+    );
+    expect((await send(limiter).outcome).decision?.delayMs).toBe(0);
+    expect(send(limiter).outcome).toBeInstanceOf(Promise); // `slow` holds it 1 s
+    const { res, outcome } = send(limiter); // `fast` spends its last unit, `slow` would hold it 2 s
+    const refused = (await outcome) as Extract<Outcome, { action: 'limited' }>;
+    const problem = JSON.parse(refused.refusal?.body as string) as { 'violated-policies': string[] };
+    expect(problem['violated-policies']).toEqual(['slow']);
+    expect(entry(refused.decision, 'fast')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(entry(refused.decision, 'slow')).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 2000 });
+    expect(parseItem(res.fields['retry-after'] as string)[0]).toBe(2);
+  });
+
   it('says the same in rules mode, in the rule’s own RateLimit item', async () => {
     const rules = parseRules(`
 domain: api

@@ -15,7 +15,7 @@ import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './head
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
-import { queueFullDecision } from './queue-full.js';
+import { queueFull } from './queue-full.js';
 import { createRefuse, type Refusal } from './refusal.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
@@ -158,8 +158,9 @@ export function createHttpLimiter<Req, Res>(
   ): Outcome | Promise<Outcome> => {
     // A queue with no room left: refused, not held, and its reserved slot given back.
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
-      entry.limiter.refund(clientKey, units).catch(ignore);
-      decision = queueFullDecision(decision, entry.limiter.policies, units);
+      return queueFull(entry.limiter, clientKey, decision, units).then((refused) =>
+        finish(entry, refused, req, res, request, clientKey, units),
+      );
     }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {

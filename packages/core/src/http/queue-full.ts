@@ -1,27 +1,52 @@
-import type { Decision, Policy, PolicyDecision } from '../types.js';
+import type { Decision, Limiter, Policy, PolicyDecision } from '../types.js';
 
 /**
  * The decision for a request queue mode would have held when the middleware already holds
  * `maxQueued`: refused with a 429 (SPEC §5), its charge of `cost` given back. `decision` is the
- * one its limiter gave, charged, over `policies`.
+ * one `limiter` gave, charged; the refund is made here, and the refusal built once it is in.
  *
  * The store allowed the request with a delay, so nothing in that decision refuses. The queued
- * policies that delayed it (those left with no quota) become the refusing ones, each for that
- * delay, which is when a request of the same cost would pass unqueued: the problem document's
- * `violated-policies`, its detail and `Retry-After` then all say the same. The other policies
- * show their quota with the charge given back, as a refusal never charges.
+ * policy that delayed it becomes the refusing one, for that delay, which is when a request of
+ * the same cost would pass unqueued: the problem document's `violated-policies`, its detail and
+ * `Retry-After` then all say the same. Only a queued policy left with no quota can have delayed
+ * it; when several are (one may have spent its last unit without a delay), a look at the store
+ * after the refund tells them apart: those without room for `cost` now.
  */
-export function queueFullDecision(decision: Decision, policies: readonly Policy[], cost: number): Decision {
+export async function queueFull(limiter: Limiter, key: string, decision: Decision, cost: number): Promise<Decision> {
+  // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
+  await limiter.refund(key, cost).catch(() => {});
+  const { policies } = limiter;
+  if (emptiedQueues(decision, policies) < 2) return queueFullDecision(decision, policies, cost);
+  const now = await limiter.peek(key).catch(() => undefined);
+  const room = now?.reason === undefined ? now?.policies.map((p) => p.remaining) : undefined;
+  return queueFullDecision(decision, policies, cost, room);
+}
+
+/** How many queued policies the charge left with no quota. */
+const emptiedQueues = (decision: Decision, policies: readonly Policy[]): number =>
+  decision.policies.filter((entry, i) => (policies[i] as Policy).maxDelayMs > 0 && entry.remaining === 0).length;
+
+/**
+ * `queueFull`'s refusal, from the charged `decision` over `policies` and, when a look after the
+ * refund was needed, each policy's quota as it found it (`room`). Without it the other
+ * policies show their quota with the charge given back, as a refusal never charges.
+ */
+export function queueFullDecision(
+  decision: Decision,
+  policies: readonly Policy[],
+  cost: number,
+  room?: readonly number[],
+): Decision {
   const waitMs = decision.delayMs;
   let top: PolicyDecision | undefined;
   const list = decision.policies.map((entry, i): PolicyDecision => {
     const policy = policies[i] as Policy;
-    if (policy.maxDelayMs > 0 && entry.remaining === 0) {
-      const refused = { ...entry, allowed: false, retryAfterMs: waitMs };
-      top ??= refused;
-      return refused;
-    }
-    return { ...entry, remaining: Math.min(policy.capacity, entry.remaining + cost) };
+    const remaining = room === undefined ? Math.min(policy.capacity, entry.remaining + cost) : (room[i] as number);
+    const delayed = policy.maxDelayMs > 0 && entry.remaining === 0 && (room === undefined || remaining < cost);
+    if (!delayed) return { ...entry, remaining };
+    const refused = { ...entry, allowed: false, remaining: room === undefined ? 0 : remaining, retryAfterMs: waitMs };
+    top ??= refused;
+    return refused;
   });
   // `overLimit` marks a request that passed; this one does not.
   const { overLimit: _passed, ...rest } = decision;

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
-import type { Decision, LimiterBaseOptions, LimiterOptions } from '../../types.js';
+import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../../types.js';
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit } from '../first-visit.js';
@@ -11,7 +11,7 @@ import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/
 import { hold } from '../hold.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../http-limiter.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
-import { queueFullDecision } from '../queue-full.js';
+import { queueFull } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser } from '../user-functions.js';
@@ -159,12 +159,16 @@ export function createRulesHttpLimiter<Req, Res>(
     if (decision === undefined) return SKIPPED;
     if (decision.delayMs > 0 && held >= maxQueued) {
       // A queue with no room left: refused, not held, and what each rule charged given back.
-      return giveBack(verdicts).then((back) => {
-        // A rule that delayed the request refuses it, in its own headers and in the decision.
+      // A rule that delayed the request refuses it, in its own headers and in the decision;
+      // the others give back what they charged.
+      const delayed = (v: RuleVerdict) => v.limiter !== undefined && v.decision.delayMs > 0;
+      return Promise.all([
+        giveBack(verdicts.map((v) => (delayed(v) ? { ...v, cost: 0 } : v))),
+        ...verdicts.map((v) => (delayed(v) ? queueFull(v.limiter as Limiter, v.key, v.decision, v.cost) : undefined)),
+      ]).then(([back, ...refusals]) => {
         const refused = back.map((verdict, i) => {
-          const asked = verdicts[i] as RuleVerdict;
-          if (asked.limiter === undefined || asked.decision.delayMs === 0) return verdict;
-          return { ...verdict, decision: queueFullDecision(asked.decision, asked.limiter.policies, asked.cost) };
+          const decided = refusals[i];
+          return decided === undefined ? verdict : { ...verdict, decision: decided };
         });
         const combined = { ...(combinedDecision(refused) as Decision), allowed: false, retryAfterMs: decision.delayMs };
         return answer(refused, { ...combined, delayMs: 0 }, req, res, request);
