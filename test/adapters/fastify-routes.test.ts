@@ -89,6 +89,33 @@ describe('fastify: per-route config and encapsulation', () => {
     expect([item?.name, item?.params.r]).toEqual(['report', 1]);
   });
 
+  // Sharing the automatic HEAD route's count made a GET and a POST given one config object
+  // share a count as well.
+  it('counts a GET and a POST given one config object apart, each with its own limit', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 10, window: '1m' });
+    const limited = { config: { rateLimit: { name: 'shared', limit: 1, window: '1m' } } } as const;
+    app.get('/x', limited, ok);
+    app.post('/x', limited, ok);
+    const send = (method: 'GET' | 'POST' | 'HEAD') => app.inject({ method, url: '/x' });
+    expect((await send('GET')).statusCode).toBe(200);
+    expect((await send('POST')).statusCode).toBe(200);
+    expect((await send('HEAD')).statusCode).toBe(429);
+    expect((await send('POST')).statusCode).toBe(429);
+  });
+
+  // A route's own policies took the app's `maxQueued` along, and with no queue of their own
+  // were refused at start-up (ERR_SLUICE_INVALID_QUEUE).
+  it('gives a route whose own policies queue nothing none of the app’s maxQueued', async () => {
+    app = Fastify();
+    const queue = { algorithm: 'gcra', queue: { maxDelayMs: 2000 }, maxQueued: 50 } as const;
+    await app.register(rateLimitPlugin, { ...base, ...queue, limit: 10, window: '1s' });
+    app.post('/login', { config: { rateLimit: { name: 'login', limit: 5, window: '1m' } } }, ok);
+    await app.ready();
+    const res = await app.inject({ method: 'POST', url: '/login' });
+    expect([res.statusCode, parseItems(res.headers.ratelimit as string)[0]?.params.r]).toEqual([200, 4]);
+  });
+
   it('merges a route’s own limit in a child context with the child’s registration, not the parent’s', async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, name: 'root', limit: 10, window: '1m' });

@@ -114,17 +114,19 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     app.decorate('rateLimiter', handle);
   }
   // Fastify's automatic HEAD route of a GET reaches `onRoute` as a route of its own, with the
-  // same `config`: a route's own limit is made once per URL and config, so the two share a count.
-  const ownHooks = new Map<string, { own: unknown; hook: RateLimitHookEntry }>();
+  // same `config`: it takes its GET route's own limit, so the two share a count. Other routes
+  // that share a config object (a GET and a POST, say) each count apart, as ever.
+  const getHooks = new Map<string, { own: unknown; hook: RateLimitHookEntry }>();
   const ownHookFor = (own: unknown, route: RouteOptions): RateLimitHookEntry => {
-    const made = ownHooks.get(route.url);
-    const label = `config.rateLimit of ${[route.method].flat().join(',')} ${route.url}`;
+    const methods = [route.method].flat().map((method) => method.toUpperCase());
+    const get = getHooks.get(route.url);
+    const label = `config.rateLimit of ${methods.join(',')} ${route.url}`;
     const hook =
-      made !== undefined && made.own === own
-        ? made.hook
+      get !== undefined && get.own === own && methods.length === 1 && methods[0] === 'HEAD'
+        ? get.hook
         : inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
-    ownHooks.set(route.url, { own, hook });
-    for (const method of [route.method].flat()) routes.set(`${method.toUpperCase()} ${route.url}`, hook.limiter);
+    if (methods.includes('GET')) getHooks.set(route.url, { own, hook });
+    for (const method of methods) routes.set(`${method} ${route.url}`, hook.limiter);
     return hook;
   };
   app.addHook('onRoute', function sluiceRoute(route) {

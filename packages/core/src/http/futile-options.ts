@@ -33,20 +33,28 @@ export function checkCostCanPass(cost: number, limiterOptions: Record<string, un
 }
 
 /**
- * `maxQueued` bounds the requests queue mode holds. Given while no policy has `queue`, it bounds
- * nothing: a queue was meant and left out. A `policies` function's policies are not known yet.
+ * Whether any policy the options give has `queue`; `undefined` when the policies are not known
+ * yet (a `policies` function's, or rules'). Anything but an array of policies is
+ * `createLimiter`'s to report: `true` here.
  */
-export function checkQueueBounded(options: Record<string, unknown>): void {
-  const { maxQueued, policies } = options;
-  if (maxQueued === undefined || typeof policies === 'function') return;
-  // Anything else but an array is `createLimiter`'s to report.
+export function hasQueue(options: Record<string, unknown>): boolean | undefined {
+  const { policies } = options;
+  if (typeof policies === 'function' || 'rules' in options) return undefined;
   const list: unknown[] = policies === undefined ? [options] : Array.isArray(policies) ? policies : [];
   const queued = (p: unknown): boolean => typeof p === 'object' && p !== null && 'queue' in p && p.queue !== undefined;
-  if (list.length === 0 || list.some(queued)) return;
+  return list.length === 0 || list.some(queued);
+}
+
+/**
+ * `maxQueued` bounds the requests queue mode holds. Given while no policy has `queue`, it bounds
+ * nothing: a queue was meant and left out.
+ */
+export function checkQueueBounded(options: Record<string, unknown>): void {
+  if (options.maxQueued === undefined || hasQueue(options) !== false) return;
   invalid(
     'ERR_SLUICE_INVALID_QUEUE',
     'maxQueued',
-    maxQueued,
+    options.maxQueued,
     'left out: it bounds the requests queue mode holds, and no policy has `queue`',
   );
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { invalid, isSluiceError, SluiceError } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
+import { hasQueue } from './futile-options.js';
 import type { HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
 
 /** Per-route options: any option, each falling back to the one set for the whole app. */
@@ -39,7 +40,10 @@ export function mergeRouteOptions(
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
   merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
-  return Object.assign(merged, own);
+  Object.assign(merged, own);
+  // The app's `maxQueued` bounds its queue: a route whose own policies queue nothing has none.
+  if (!('maxQueued' in own) && hasQueue(merged) === false) delete merged.maxQueued;
+  return merged;
 }
 
 /**
