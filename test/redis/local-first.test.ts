@@ -388,6 +388,38 @@ describe.skipIf(target.skip)('Redis store, local-first mode, through an outage',
     }
   }, 5000);
 
+  // A reset that had already been reported failed still sent its DEL once a late first
+  // connection opened, wiping what other processes had written since.
+  it('sends nothing for a reset already reported failed, when the connection opens late', async () => {
+    redis.proxy.hold();
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    const store = createRedisStore({ client, prefix: 'late:', logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
+    let keys: string[] = [];
+    try {
+      const options = { limit: 40, window: '1m', algorithm: 'fixed-window', store, logger: quiet } as const;
+      const limiter = createLimiter({ ...options, prefix: 'p', onStoreError: 'throw' });
+      await expect(limiter.reset('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+      // Another process writes its count meanwhile (around the reset's window, whichever it was).
+      const window = Math.floor(Date.now() / 60_000);
+      keys = [window - 1, window, window + 1].map((w) => `late:lf:{p|k}:_0@60000:${w}`);
+      for (const key of keys) await redis.admin.hset(key, 'other', '4');
+      const ready = new Promise((resolve) => client.once('ready', resolve));
+      redis.proxy.release();
+      await ready;
+      await client.ping();
+      await client.ping();
+      for (const key of keys) expect(await redis.admin.hget(key, 'other')).toBe('4');
+    } finally {
+      redis.proxy.forward();
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+      await redis.admin.del(
+        ...[0, 1, 2].map((d) => `late:lf:{p|k}:_0@60000:${Math.floor(Date.now() / 60_000) - 1 + d}`),
+      );
+    }
+  }, 5000);
+
   it('counts a lost reply once when Redis stays up', async () => {
     const clock = manualClock(1_700_000_040_000);
     const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });

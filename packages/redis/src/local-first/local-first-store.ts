@@ -85,7 +85,7 @@ export function createLocalFirst(
   const reconcile = async (targets: ClientCounts[]): Promise<void> => {
     let failure: unknown;
     try {
-      await withTimeout(exchange(targets), syncTimeoutMs);
+      await withTimeout((expired) => exchange(targets, expired), syncTimeoutMs);
     } catch (error) {
       failure = error;
     }
@@ -93,8 +93,10 @@ export function createLocalFirst(
   };
 
   /** One script call per slot (and per 512 keys), all in parallel; each applies what it read to its clients. */
-  const exchange = async (targets: ClientCounts[]): Promise<void> => {
+  const exchange = async (targets: ClientCounts[], expired: () => boolean): Promise<void> => {
     await untilReady(client);
+    // Settled as failed meanwhile: its clients are marked to be written again; leave them so.
+    if (expired()) return;
     const bySlot = new Map<number, { keys: string[]; args: string[]; slices: Slice[] }>();
     for (const counts of targets) {
       counts.touched = false;
@@ -315,13 +317,10 @@ export function createLocalFirst(
         return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
       });
       // Bounded as a sync is: the limiter sets no timer on a store that decides in-process.
-      await withTimeout(
-        (async () => {
-          await untilReady(client);
-          await client.del(...keys);
-        })(),
-        syncTimeoutMs,
-      );
+      await withTimeout(async (expired) => {
+        await untilReady(client);
+        if (!expired()) await client.del(...keys);
+      }, syncTimeoutMs);
     },
     sync,
     async close() {
@@ -337,11 +336,20 @@ function isOver(counts: ClientCounts, now: number): boolean {
   return counts.policies.every((policy, i) => (counts.counts[i] as PolicyCounts).window < windowOf(policy, now) - 1);
 }
 
-/** `call`, or a rejection once `ms` have passed; a later failure of `call` is absorbed by the race. */
-function withTimeout(call: Promise<unknown>, ms: number): Promise<unknown> {
+/**
+ * `work`, or a rejection once `ms` have passed; a later failure of `work` is absorbed by the
+ * race. `work` is told whether its time is up (`expired`): it must write nothing once the caller
+ * has been told it failed, as a DEL sent when a first connection opens late would wipe counts
+ * written since.
+ */
+function withTimeout(work: (expired: () => boolean) => Promise<unknown>, ms: number): Promise<unknown> {
   let timer: NodeJS.Timeout | undefined;
+  let expired = false;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no reply within ${ms} ms`)), ms);
+    timer = setTimeout(() => {
+      expired = true;
+      reject(new Error(`no reply within ${ms} ms`));
+    }, ms);
   });
-  return Promise.race([call, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([work(() => expired), timeout]).finally(() => clearTimeout(timer));
 }
