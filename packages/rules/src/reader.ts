@@ -30,6 +30,9 @@ export function createReader(
     const { line, col } = lines.linePos(offset);
     return { source, line, column: col };
   };
+  // A mapping merged into several others (`<<: *base`) reports its own problems once: each
+  // problem reported so far, by where and what (a set, as a document may hold thousands).
+  const reported = new Set<string>();
   return {
     source,
     doc,
@@ -37,16 +40,10 @@ export function createReader(
     locate,
     report(node, code, message) {
       const at = locate(node);
-      // A mapping merged into several others (`<<: *base`) reports its own problems once.
-      const repeated = problems.some(
-        (p) =>
-          p.code === code &&
-          p.message === message &&
-          p.source === at.source &&
-          p.line === at.line &&
-          p.column === at.column,
-      );
-      if (!repeated) problems.push({ code, message, ...at });
+      const problem = `${at.source}:${at.line}:${at.column} ${code} ${message}`;
+      if (reported.has(problem)) return;
+      reported.add(problem);
+      problems.push({ code, message, ...at });
     },
   };
 }

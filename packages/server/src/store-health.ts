@@ -57,7 +57,8 @@ export function createStoreHealth(options: StoreHealthOptions) {
     },
     /** A call the store failed (an error or a timeout). */
     failed(why: string): void {
-      if (!up) return;
+      // A call that fails while the service drains says nothing about serving: it has stopped.
+      if (!up || closed) return;
       up = false;
       onChange(why);
       if (!closed) lookLater();
