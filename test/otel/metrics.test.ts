@@ -197,6 +197,42 @@ describe('enableMetrics', () => {
     expect(seriesOf(await sdk.collect(), METRICS.decisions)).toEqual(decisionSeries('g', 'p', { allowed: 1 }));
   });
 
+  // Taken before the SDK registered, the global provider's meter stayed a no-op for good:
+  // nothing was ever recorded, and every decision paid for being counted.
+  it('warns, and counts nothing, when the global provider is still the no-op one', async () => {
+    const warnings: string[] = [];
+    cleanups.push(enableMetrics({ logger: { warn: (message) => warnings.push(message) } }));
+    expect(warnings.join('\n')).toMatch(/WRN_SLUICE_METRICS_NOOP/);
+    expect(channel(SLUICE_CHANNELS.decision).hasSubscribers).toBe(false);
+  });
+
+  // A second enableMetrics on one provider reported the same instruments from a tally of its
+  // own, and the SDK kept the later, smaller count (5 shown of 10 decisions).
+  it('refuses to be enabled twice on one provider until the first is disabled', async () => {
+    const { meterProvider, collect, disable } = setup();
+    expect(() => enableMetrics({ meterProvider })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringMatching(/already on/) }),
+    );
+    disable();
+    cleanups.push(enableMetrics({ meterProvider }));
+    const limiter = createLimiter({ name: 'api', limit: 10, window: '1m', prefix: 'again', clock: () => 0 });
+    for (let i = 0; i < 3; i++) await limiter.consume('k');
+    expect(seriesOf(await collect(), METRICS.decisions)).toEqual(decisionSeries('again', 'api', { allowed: 3 }));
+  });
+
+  // The threshold was the first version's: after a limit of 1000 became 10 under one name,
+  // decisions leaving 9, 8 and 7 of 10 were not counted near the limit.
+  it('counts near the limit against the capacity of the version that decided', async () => {
+    const { collect } = setup();
+    const options = { name: 'api', window: '1m', prefix: 'changed', clock: () => 0 } as const;
+    await createLimiter({ ...options, limit: 1000 }).consume('a');
+    const smaller = createLimiter({ ...options, limit: 10 });
+    for (let i = 0; i < 3; i++) await smaller.consume('b');
+    expect(seriesOf(await collect(), METRICS.nearLimit)).toEqual([
+      [{ 'sluice.limiter': 'changed', 'sluice.policy': 'api' }, 0],
+    ]);
+  });
+
   it('rejects bad options with a coded error', () => {
     expect(() => enableMetrics({ meterProvder: {} } as never)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_OPTION' }),

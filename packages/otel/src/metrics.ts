@@ -1,5 +1,5 @@
-import { type Attributes, type MeterProvider, metrics } from '@opentelemetry/api';
-import { SluiceError } from '@sluice/core';
+import { type Attributes, createNoopMeter, type MeterProvider, metrics } from '@opentelemetry/api';
+import { type Logger, SluiceError } from '@sluice/core';
 import { createInstruments } from './instruments.js';
 import { ATTRIBUTES } from './names.js';
 import { createTally } from './tally.js';
@@ -11,13 +11,21 @@ export interface CountedStore {
 }
 
 export interface MetricsOptions {
-  /** @default the global provider (`metrics.getMeterProvider()`), a no-op until an SDK registers one */
+  /** @default the global provider (`metrics.getMeterProvider()`): register the SDK first */
   meterProvider?: MeterProvider;
   /** Memory stores to report the size and evictions of, by the name shown in `sluice.store`. */
   memoryStores?: Readonly<Record<string, CountedStore>>;
+  /** Where the warning of a no-op global provider goes. @default console */
+  logger?: Logger;
 }
 
-const OPTION_NAMES = new Set(['meterProvider', 'memoryStores']);
+const OPTION_NAMES = new Set(['meterProvider', 'memoryStores', 'logger']);
+
+/** Providers metrics are enabled on: two tallies reporting one instrument would hide each other's counts. */
+const enabledOn = new WeakSet<MeterProvider>();
+
+/** The API's no-op meter, which the global provider hands out until an SDK registers one. */
+const NoopMeter = createNoopMeter().constructor;
 
 /**
  * Exports sluice's decisions through OpenTelemetry (SPEC §9). Counts are kept in plain
@@ -29,8 +37,24 @@ const OPTION_NAMES = new Set(['meterProvider', 'memoryStores']);
  * const disable = enableMetrics({ meterProvider });
  */
 export function enableMetrics(options: MetricsOptions = {}): () => void {
-  const { meterProvider, memoryStores } = checkOptions(options);
-  const meter = (meterProvider ?? metrics.getMeterProvider()).getMeter('@sluice/otel');
+  const { meterProvider, memoryStores, logger = console } = checkOptions(options);
+  const provider = meterProvider ?? metrics.getMeterProvider();
+  const meter = provider.getMeter('@sluice/otel');
+  // OpenTelemetry's metrics API has no proxy: a meter taken before the SDK registers stays a
+  // no-op for good. Counting for it would slow every decision and report nothing.
+  if (meter instanceof NoopMeter) {
+    logger.warn(
+      '[sluice] WRN_SLUICE_METRICS_NOOP: enableMetrics found no OpenTelemetry SDK (the global MeterProvider is the no-op one), so nothing would be recorded; register the SDK before calling it, or pass `meterProvider`.',
+    );
+    return () => {};
+  }
+  if (enabledOn.has(provider)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      "[sluice] enableMetrics is already on for this MeterProvider: two would report the same instruments and hide each other's counts; call the disable() it returned first.",
+    );
+  }
+  enabledOn.add(provider);
 
   const { observed, storeDuration, queueDuration } = createInstruments(meter);
   const attributeCache = new Map<string, Attributes>();
@@ -111,6 +135,7 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
   return function disable() {
     if (!enabled) return;
     enabled = false;
+    enabledOn.delete(provider);
     tally.close();
     meter.removeBatchObservableCallback(collect, observables);
   };
@@ -122,9 +147,10 @@ function checkOptions(options: MetricsOptions): MetricsOptions {
     if (!OPTION_NAMES.has(name))
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown enableMetrics option \`${name}\`.`);
   }
-  const { meterProvider, memoryStores } = options;
+  const { meterProvider, memoryStores, logger } = options;
   if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
     bad('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
+  if (logger !== undefined && typeof logger?.warn !== 'function') bad('logger', logger, 'an object with `warn`');
   if (memoryStores !== undefined) {
     if (typeof memoryStores !== 'object' || memoryStores === null)
       bad('memoryStores', memoryStores, 'an object of stores by name');

@@ -26,7 +26,8 @@ export interface PolicyTally {
   nearLimit: number;
   /** `store_error` decisions that let the request through (`onStoreError: 'allow'`). */
   failOpen: number;
-  readonly nearBelow: number;
+  /** The threshold of the version last seen: a changed limit under the same name moves it. */
+  nearBelow: number;
 }
 
 /** Counts of one limiter. */
@@ -63,15 +64,21 @@ export function createTally(hooks: Hooks) {
     return tally;
   };
 
+  /**
+   * The counts of a policy by name, with the threshold of the version `policies` holds: two
+   * versions of a limiter (a rules reload, a rolling deploy) count under one name, each against
+   * its own capacity. Asked only when the decision's limiter or policy is not the last one's.
+   */
   const policyOf = (tally: LimiterTally, name: string, policies: readonly Policy[]): PolicyTally => {
+    const capacity = policies.find((p) => p.name === name)?.capacity ?? 0;
+    const nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
     let counts = tally.policies.get(name);
     if (counts === undefined) {
-      const capacity = policies.find((p) => p.name === name)?.capacity ?? 0;
       const decisions = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<DecisionResult, number>;
-      const nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
       counts = { limiter: tally.limiter, policy: name, decisions, nearLimit: 0, failOpen: 0, nearBelow };
       tally.policies.set(name, counts);
     }
+    counts.nearBelow = nearBelow;
     return counts;
   };
 
