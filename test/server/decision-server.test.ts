@@ -1,5 +1,6 @@
 import { type Client, credentials, loadPackageDefinition, type StatusObject, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
+import { createLimiter } from '@sluice/core';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
 import { protoPath as healthProto } from 'grpc-health-check';
@@ -113,6 +114,33 @@ describe('createServiceClient', () => {
   it('rejects reset and refund, which the protocol lacks', async () => {
     const client = createServiceClient({ address: '127.0.0.1:1', domain: 'd' });
     await expect(client.reset('n', 'k', [])).rejects.toMatchObject({ code: 'ERR_SLUICE_UNSUPPORTED' });
+    client.close();
+  });
+
+  // Through a limiter the rejection counted as a store outage: under the default 'allow' the
+  // reset resolved having done nothing, and a warning said the service was down.
+  it('a limiter on it rejects reset and refund too, whatever its fail policy, and reports no outage', async () => {
+    const client = createServiceClient({ address: '127.0.0.1:1', domain: 'd' });
+    const warnings: string[] = [];
+    const limiter = createLimiter({
+      limit: 5,
+      window: '1h',
+      store: client,
+      onStoreError: 'allow',
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    await expect(limiter.reset('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_UNSUPPORTED' });
+    await expect(limiter.refund('k', 1)).rejects.toMatchObject({ code: 'ERR_SLUICE_UNSUPPORTED' });
+    expect(warnings).toEqual([]);
+    client.close();
+  });
+
+  // Envoy's hits_addend is a uint32: a cost of 2^32 + 1 went out as 1, and passed.
+  it('refuses a cost beyond the wire’s uint32 as one that can never pass, without a call', async () => {
+    const client = createServiceClient({ address: '127.0.0.1:1', domain: 'd' });
+    const limiter = createLimiter({ limit: 5, window: '1h', store: client, onStoreError: 'allow', logger: quietLog });
+    const decision = await limiter.consume('k', { cost: 2 ** 32 + 1 });
+    expect(decision).toMatchObject({ allowed: false, reason: 'cost-exceeds-limit' });
     client.close();
   });
 });

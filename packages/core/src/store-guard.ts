@@ -1,4 +1,4 @@
-import { SluiceError } from './errors.js';
+import { isSluiceError, SluiceError } from './errors.js';
 import type { Logger, OnStoreError, RateLimitStore } from './types.js';
 
 /** What a caller gets when the store failed and the fail policy is not `'throw'`. */
@@ -29,6 +29,9 @@ export function createStoreGuard(
   let lastFailureAt = 0;
 
   const fail = (cause: unknown): typeof STORE_FAILED => {
+    // A store that cannot do what was asked (the decision service's reset) is not down: the
+    // caller is told, whatever the fail policy, and no outage begins.
+    if (isSluiceError(cause) && cause.code === 'ERR_SLUICE_UNSUPPORTED') throw cause;
     failed(cause);
     // Wall time for the log's cadence only; no decision depends on it.
     lastFailureAt = Date.now();

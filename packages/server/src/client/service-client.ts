@@ -10,6 +10,7 @@ import {
 } from '@sluice/core';
 import { LOADER_OPTIONS, PROTO_DIR } from '../proto.js';
 import { invalidOption } from '../server-options.js';
+import { UINT32_MAX } from '../wire-types.js';
 import { toOutcome, type WireResponse } from './to-outcome.js';
 
 export interface ServiceClientOptions {
@@ -81,8 +82,11 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       ),
     );
 
-  const consume = (request: StoreRequest): Promise<StoreReply> =>
-    new Promise((resolve, reject) => {
+  const consume = (request: StoreRequest): Promise<StoreReply> => {
+    // Envoy's `hits_addend` is a uint32: a larger cost would wrap round to a small one on the
+    // wire. No limit the service reports exceeds it either, so such a cost never passes.
+    if (request.cost > UINT32_MAX) return Promise.resolve(neverPasses(request));
+    return new Promise((resolve, reject) => {
       const hits = request.cost === 0 ? { hitsAddend: { value: 0 } } : {};
       const message = {
         domain: options.domain,
@@ -100,6 +104,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         resolve({ allowed: response.overallCode === 'OK', now: Date.now(), outcomes });
       });
     });
+  };
 
   return {
     name: `sluice service ${options.address}`,
@@ -109,3 +114,16 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     close: () => client.close(),
   };
 }
+
+/** A refusal of every policy that no wait would lift (`retryAfterMs` Infinity). */
+const neverPasses = (request: StoreRequest): StoreReply => ({
+  allowed: false,
+  now: request.now ?? Date.now(),
+  outcomes: request.policies.map(() => ({
+    allowed: false,
+    remaining: 0,
+    resetAfterMs: 0,
+    retryAfterMs: Number.POSITIVE_INFINITY,
+    delayMs: 0,
+  })),
+});
