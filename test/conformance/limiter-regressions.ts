@@ -141,6 +141,56 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // A continuous bucket wrote the earlier time when the clock stepped back, and drained that
+  // span again once it was forward: readings alternating 1 s apart (two servers' clocks) let
+  // 35 through a limit of 10 a second where gcra let 10.
+  it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)(
+    '%s: clock readings alternating 1 s apart admit no more than the limit (a bucket admitted 35 of 10)',
+    async (algorithm) => {
+      const clock = manualClock(START_MS);
+      const limiter = createLimiter({
+        limit: 10,
+        window: '1s',
+        algorithm,
+        ...strict,
+        store: store(),
+        prefix: freshPrefix(),
+        clock,
+      });
+      let admitted = 0;
+      for (const at of [2_000, 1_000, 2_000, 1_000, 2_000, 1_000, 2_000]) {
+        clock.set(START_MS + at);
+        for (let i = 0; i < (at === 2_000 ? 5 : 10); i++) if ((await limiter.consume('k')).allowed) admitted++;
+      }
+      expect(admitted).toBe(10);
+    },
+  );
+
+  // Its wait left out the lag: a refusal 500 ms behind the full bucket's time said 100 ms.
+  it.each(['token-bucket', 'leaky-bucket'] as const)(
+    '%s: a wait after a clock step back counts the lag, and is exact',
+    async (algorithm) => {
+      const clock = manualClock(START_MS + 2_000);
+      const limiter = createLimiter({
+        limit: 10,
+        window: '1s',
+        algorithm,
+        ...strict,
+        store: store(),
+        prefix: freshPrefix(),
+        clock,
+      });
+      for (let i = 0; i < 10; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 1_500);
+      const refused = await limiter.consume('k');
+      expect([refused.allowed, refused.retryAfterMs]).toEqual([false, 600]);
+      clock.set(START_MS + 2_099);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+      clock.set(START_MS + 2_100);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+    },
+  );
+
   /** A one-second sliding window counter of `limit` on a manual clock, charged at `charges` ms after the start. */
   const chargedCounter = async (limit: number, charges: readonly number[]) => {
     const clock = manualClock(START_MS);

@@ -31,10 +31,12 @@ export function meterInto(into: PolicyOutcome, held: number, policy: Policy, cap
 /**
  * Work of `held` units written at `since`, drained at `limit` units a ms to `now`: a leaky
  * bucket's water, a continuous token bucket's missing tokens. Compared before multiplying, so
- * the product never leaves the exact integer range; a clock behind `since` drains nothing.
+ * the product never leaves the exact integer range. A clock behind `since` finds the work not
+ * yet drained that far back, as gcra finds its TAT further ahead: a state written after is
+ * then never drained twice by a clock that steps back and forward (two servers' clocks apart).
  */
 export function drainedTo(held: number, since: number, limit: number, now: number): number {
   const elapsed = now - since;
-  if (elapsed <= 0) return held;
+  if (elapsed <= 0) return held - elapsed * limit;
   return elapsed >= Math.ceil(held / limit) ? 0 : held - elapsed * limit;
 }

@@ -7,7 +7,7 @@ local function leaky_level(state, limit, now)
   if state == nil then return 0 end
   local level = state[1]
   local elapsed = now - state[2]
-  if elapsed <= 0 then return level end
+  if elapsed <= 0 then return level - elapsed * limit end
   if elapsed >= ceil_div(level, limit) then return 0 end
   return level - elapsed * limit
 end

@@ -10,7 +10,7 @@ local function missing_at(state, limit, now)
   if state == nil then return 0 end
   local missing = state[1]
   local elapsed = now - state[2]
-  if elapsed <= 0 then return missing end
+  if elapsed <= 0 then return missing - elapsed * limit end
   if elapsed >= ceil_div(missing, limit) then return 0 end
   return missing - elapsed * limit
 end
