@@ -141,6 +141,10 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  /** A limit of 10 a second of `algorithm` on `clock`, in a namespace of its own. */
+  const tenASecond = (algorithm: AlgorithmName, clock: () => number) =>
+    createLimiter({ limit: 10, window: '1s', algorithm, ...strict, store: store(), prefix: freshPrefix(), clock });
+
   // A continuous bucket wrote the earlier time when the clock stepped back, and drained that
   // span again once it was forward: readings alternating 1 s apart (two servers' clocks) let
   // 35 through a limit of 10 a second where gcra let 10.
@@ -148,15 +152,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
     '%s: clock readings alternating 1 s apart admit no more than the limit (a bucket admitted 35 of 10)',
     async (algorithm) => {
       const clock = manualClock(START_MS);
-      const limiter = createLimiter({
-        limit: 10,
-        window: '1s',
-        algorithm,
-        ...strict,
-        store: store(),
-        prefix: freshPrefix(),
-        clock,
-      });
+      const limiter = tenASecond(algorithm, clock);
       let admitted = 0;
       for (const at of [2_000, 1_000, 2_000, 1_000, 2_000, 1_000, 2_000]) {
         clock.set(START_MS + at);
@@ -171,15 +167,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
     '%s: a wait after a clock step back counts the lag, and is exact',
     async (algorithm) => {
       const clock = manualClock(START_MS + 2_000);
-      const limiter = createLimiter({
-        limit: 10,
-        window: '1s',
-        algorithm,
-        ...strict,
-        store: store(),
-        prefix: freshPrefix(),
-        clock,
-      });
+      const limiter = tenASecond(algorithm, clock);
       for (let i = 0; i < 10; i++) expect((await limiter.consume('k')).allowed).toBe(true);
       clock.set(START_MS + 1_500);
       const refused = await limiter.consume('k');
