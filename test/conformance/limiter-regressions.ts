@@ -179,6 +179,28 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // The log appended a request at the earlier time after a newer entry, out of order: its
+  // reset said 1000 ms where the newer entry keeps the quota spent for 1500.
+  it('sliding-window-log: a charge behind the newest entry is logged in order, and its reset counts the lag', async () => {
+    const clock = manualClock(START_MS + 10_000);
+    const limiter = createLimiter({
+      limit: 2,
+      window: '1s',
+      algorithm: 'sliding-window-log',
+      ...strict,
+      store: store(),
+      prefix: freshPrefix(),
+      clock,
+    });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 9_500);
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 0, resetAfterMs: 1_500 });
+    clock.set(START_MS + 10_999);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.set(START_MS + 11_000);
+    expect((await limiter.peek('k')).remaining).toBe(2);
+  });
+
   /** A one-second sliding window counter of `limit` on a manual clock, charged at `charges` ms after the start. */
   const chargedCounter = async (limit: number, charges: readonly number[]) => {
     const clock = manualClock(START_MS);

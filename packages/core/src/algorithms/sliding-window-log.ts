@@ -13,10 +13,13 @@ export const slidingWindowLog: Algorithm = {
     for (let i = 1; i < live.length; i += 2) used += live[i] as number;
     if (used + cost <= capacity) {
       const next = live.slice();
-      // A peek (cost 0) logs nothing: an empty entry would push the reset time out by a window.
-      if (cost > 0 && next.length > 0 && next[next.length - 2] === now)
+      // Logged at the newest entry's time when the clock stands behind it, so the log stays in
+      // order and its reset and waits count the lag. A peek (cost 0) logs nothing: an empty
+      // entry would push the reset time out by a window.
+      const at = next.length > 0 ? Math.max(now, next[next.length - 2] as number) : now;
+      if (cost > 0 && next.length > 0 && next[next.length - 2] === at)
         next[next.length - 1] = (next[next.length - 1] as number) + cost;
-      else if (cost > 0) next.push(now, cost);
+      else if (cost > 0) next.push(at, cost);
       return {
         allowed: true,
         remaining: capacity - used - cost,

@@ -53,6 +53,14 @@ export class LogBuffer {
     return this.cursor < this.tail ? Math.trunc((this.values[this.tail - 2] as number) + windowMs - now) : 0;
   }
 
+  /**
+   * Where a charge now is logged, as of the last `liveUnits`: at `now`, or at the newest live
+   * entry's time when the clock stands behind it (the reference's order, kept).
+   */
+  appendAt(now: number): number {
+    return this.cursor < this.tail ? Math.max(now, this.values[this.tail - 2] as number) : now;
+  }
+
   /** Entry i leaves the window at t_i + W: reads from the oldest live entry only as far as enough have left. */
   retryAfter(used: number, capacity: number, cost: number, windowMs: number, now: number): number {
     const { values, tail } = this;
@@ -124,7 +132,7 @@ export class LogCharge {
   constructor(
     private readonly log: LogBuffer | undefined,
     private readonly boundary: number,
-    private readonly now: number,
+    private readonly at: number,
     private readonly cost: number,
   ) {}
 
@@ -132,7 +140,7 @@ export class LogCharge {
   apply(): LogBuffer {
     const log = this.log ?? new LogBuffer();
     log.trim(this.boundary);
-    log.append(this.now, this.cost);
+    log.append(this.at, this.cost);
     return log;
   }
 }
@@ -153,14 +161,15 @@ export const memorySlidingLog: Algorithm<LogState> = {
     const boundary = now - windowMs;
     const used = log === undefined ? 0 : log.liveUnits(boundary);
     if (used + cost <= capacity) {
+      const at = log === undefined ? now : log.appendAt(now);
       return {
         allowed: true,
         remaining: capacity - used - cost,
-        // A charge makes `now` the newest entry; a peek (cost 0) logs nothing.
-        resetAfterMs: cost > 0 ? windowMs : (log?.resetAfter(windowMs, now) ?? 0),
+        // A charge makes `at` the newest entry; a peek (cost 0) logs nothing.
+        resetAfterMs: cost > 0 ? Math.trunc(at + windowMs - now) : (log?.resetAfter(windowMs, now) ?? 0),
         retryAfterMs: 0,
         delayMs: 0,
-        next: cost > 0 ? new LogCharge(log, boundary, now, cost) : (log ?? new LogBuffer()),
+        next: cost > 0 ? new LogCharge(log, boundary, at, cost) : (log ?? new LogBuffer()),
       };
     }
     return {

@@ -76,12 +76,15 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
   if state == nil then state = { total = 0 } else log_trim(state, now - window) end
   local used = state.total
   if used + cost <= capacity then
-    -- A peek (cost 0) logs nothing, so its reset time is that of the entries already there.
-    local reset = window
+    -- Logged at the newest entry's time when the clock stands behind it, so the list stays in
+    -- order. A peek (cost 0) logs nothing, so its reset time is that of the entries already there.
+    local at = now
+    if used > 0 then at = max(now, log_number(state.key, -2)) end
+    local reset = at + window - now
     if cost == 0 then reset = log_reset(state, window, now) end
     return {
       allowed = true, remaining = capacity - used - cost, reset = reset, retry = 0, delay = 0,
-      next = { key = state.key, total = used + cost, append = cost, at = now },
+      next = { key = state.key, total = used + cost, append = cost, at = at },
     }
   end
   return {
