@@ -5,8 +5,7 @@ import {
   type HttpLimiter,
   type Outcome,
   PROBLEM_CONTENT_TYPE,
-  problemFor,
-  problemJson,
+  problemBody,
   problemStatus,
   SluiceError,
 } from '@sluice/core';
@@ -37,11 +36,7 @@ export interface RateLimitHookEntry {
 
 /** The default refusal, in the status the reply has (429, 503 when the store failed, or what `onLimited` set). */
 function sendProblem(reply: FastifyReply, decision: Decision): void {
-  const body =
-    reply.statusCode === problemStatus(decision)
-      ? problemJson(decision)
-      : JSON.stringify({ ...problemFor(decision), status: reply.statusCode });
-  reply.type(PROBLEM_CONTENT_TYPE_UTF8).send(body);
+  reply.type(PROBLEM_CONTENT_TYPE_UTF8).send(problemBody(decision, reply.statusCode));
 }
 
 /**

@@ -17,6 +17,7 @@ export type { NotificationOptions } from './notifications.js';
 export type { RateLimitProblem } from './problem.js';
 export {
   PROBLEM_CONTENT_TYPE,
+  problemBody,
   problemFor,
   problemJson,
   problemStatus,

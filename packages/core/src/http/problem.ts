@@ -64,6 +64,17 @@ export function problemFor(decision: Decision): RateLimitProblem {
   };
 }
 
+/**
+ * The problem document a refusal sends under `status`: the one built from parts when that is
+ * the decision's own (`problemStatus`), else the same members under `status` (a `statusCode`
+ * option, a ban's, what an adapter's `onLimited` set). A ban's detail is its own either way.
+ */
+export function problemBody(decision: Decision, status: number): string {
+  return status === problemStatus(decision) && decision.reason !== 'banned'
+    ? problemJson(decision)
+    : JSON.stringify({ ...problemFor(decision), status });
+}
+
 /** `{"type":…,"title":…,"status":…,"detail":`, serialised once. */
 const opening = (type: string, title: string, status: number): string =>
   `${JSON.stringify({ type, title, status }).slice(0, -1)},"detail":`;

@@ -22,9 +22,12 @@ export async function queueFull(limiter: Limiter, key: string, decision: Decisio
   return queueFullDecision(decision, policies, cost, room);
 }
 
+/** Whether the charge left a queued policy with no quota: only such a one can have delayed it. */
+const emptiedQueue = (entry: PolicyDecision, policy: Policy): boolean => policy.maxDelayMs > 0 && entry.remaining === 0;
+
 /** How many queued policies the charge left with no quota. */
 const emptiedQueues = (decision: Decision, policies: readonly Policy[]): number =>
-  decision.policies.filter((entry, i) => (policies[i] as Policy).maxDelayMs > 0 && entry.remaining === 0).length;
+  decision.policies.filter((entry, i) => emptiedQueue(entry, policies[i] as Policy)).length;
 
 /**
  * `queueFull`'s refusal, from the charged `decision` over `policies` and, when a look after the
@@ -42,7 +45,7 @@ export function queueFullDecision(
   const list = decision.policies.map((entry, i): PolicyDecision => {
     const policy = policies[i] as Policy;
     const remaining = room === undefined ? Math.min(policy.capacity, entry.remaining + cost) : (room[i] as number);
-    const delayed = policy.maxDelayMs > 0 && entry.remaining === 0 && (room === undefined || remaining < cost);
+    const delayed = emptiedQueue(entry, policy) && (room === undefined || remaining < cost);
     if (!delayed) return { ...entry, remaining };
     const refused = { ...entry, allowed: false, remaining: room === undefined ? 0 : remaining, retryAfterMs: waitMs };
     top ??= refused;

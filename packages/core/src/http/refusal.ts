@@ -1,7 +1,7 @@
 import { invalid, SluiceError } from '../errors.js';
 import type { Decision } from '../types.js';
 import type { Outcome } from './http-limiter.js';
-import { PROBLEM_CONTENT_TYPE, problemFor, problemJson, problemStatus } from './problem.js';
+import { PROBLEM_CONTENT_TYPE, problemBody, problemStatus } from './problem.js';
 
 type Awaitable<T> = T | Promise<T>;
 type Body = string | Record<string, unknown>;
@@ -59,16 +59,12 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
   const quotaStatus = (statusCode as number | undefined) ?? 429;
   return (req, decision, status) => {
     if (decision.reason === 'store-unavailable') {
-      return { status: problemStatus(decision), contentType: PROBLEM_CONTENT_TYPE, body: problemJson(decision) };
+      const unavailable = problemStatus(decision);
+      return { status: unavailable, contentType: PROBLEM_CONTENT_TYPE, body: problemBody(decision, unavailable) };
     }
     const sent = status ?? quotaStatus;
-    if (message === undefined) {
-      const body =
-        sent === 429 && decision.reason !== 'banned'
-          ? problemJson(decision)
-          : JSON.stringify({ ...problemFor(decision), status: sent });
-      return { status: sent, contentType: PROBLEM_CONTENT_TYPE, body };
-    }
+    if (message === undefined)
+      return { status: sent, contentType: PROBLEM_CONTENT_TYPE, body: problemBody(decision, sent) };
     if (typeof message !== 'function') return render(sent, message as Body);
     const made = (message as (req: Req, decision: Decision) => Awaitable<Body>)(req, decision);
     return made instanceof Promise ? made.then((body) => render(sent, body)) : render(sent, made);
