@@ -11,7 +11,7 @@ export { checkKnownOptions, closestName, LIMITER_OPTION_NAMES, POLICY_OPTION_NAM
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
-export { DEFAULT_ALGORITHM, toPolicies, toPolicy } from './policy.js';
+export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js';
 export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { safeWhenHeld, storeKey } from './store-key.js';
 export { eventLoopLoad, toThrottle } from './throttle.js';

@@ -20,10 +20,11 @@ const policyKeys: ReadonlySet<string> = new Set(POLICY_OPTION_NAMES);
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
- * Products of a capacity and a window must stay exact in a double, in JS and in Redis Lua,
- * even with 1000 % overage on top (× 11 < 2^4).
+ * The most a policy's capacity or limit times its window (ms) may be: products of a capacity
+ * and a window must stay exact in a double, in JS and in Redis Lua, even with 1000 % overage on
+ * top (× 11 < 2^4). A limit set from outside (a decision service's override) is held to it too.
  */
-const MAX_UNITS = 2 ** 49;
+export const MAX_UNITS = 2 ** 49;
 
 export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
 

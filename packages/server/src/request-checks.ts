@@ -1,4 +1,4 @@
-import { SluiceError } from '@sluice/core';
+import { MAX_UNITS, SluiceError } from '@sluice/core';
 import { overrideWindowMs } from './units.js';
 import { type DescriptorCall, type OverrideUnit, type RateLimitCall, UINT32_MAX } from './wire-types.js';
 
@@ -15,12 +15,6 @@ export const REQUEST_LIMITS = {
 } as const;
 
 const overrideUnits: readonly string[] = ['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
-/**
- * Core keeps limit × window (ms) exact in a double, in JS and in Redis Lua: at most 2^49
- * (`toPolicy`). envoyproxy/ratelimit takes any uint32 per unit; past this sluice cannot count
- * it, so the request is refused as bad rather than failing as the service's fault.
- */
-const MAX_LIMIT_TIMES_WINDOW_MS = 2 ** 49;
 
 /** Refuses the whole request: gRPC INVALID_ARGUMENT, HTTP 400. Nothing is counted. */
 export function badRequest(message: string): never {
@@ -88,7 +82,10 @@ function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['l
   if (typeof unit !== 'string' || !overrideUnits.includes(unit))
     badRequest(`\`${where}.unit\` must be one of ${overrideUnits.join(', ')}`);
   const known = unit as Exclude<OverrideUnit, 'UNKNOWN'>;
-  const most = Math.floor(MAX_LIMIT_TIMES_WINDOW_MS / overrideWindowMs(known));
+  // envoyproxy/ratelimit takes any uint32 per unit; past core's bound on limit × window a
+  // limiter cannot count it exactly, so the request is refused as bad rather than failing as
+  // the service's fault.
+  const most = Math.floor(MAX_UNITS / overrideWindowMs(known));
   if (count > most)
     badRequest(
       `\`${where}\` of ${count} per ${unit} is more than a limiter counts exactly: at most ${most} per ${unit}`,

@@ -1,83 +1,28 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SluiceError } from '../errors.js';
+import type { IncomingMessage } from 'node:http';
 import { createLimiter, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
-import type { Decision, Limiter, LimiterOptions, PolicyOptions } from '../types.js';
+import type { Decision, Limiter, LimiterOptions } from '../types.js';
+import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from './adapter-contract.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
-import { type ClientAddressSource, createClientAddressKey } from './client-address.js';
+import { createClientAddressKey } from './client-address.js';
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
 import { retryAfterMs } from './headers/effective-window.js';
-import { createHeaderWriter, type HeaderTarget, type HeaderWriter } from './headers/index.js';
+import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
 import { queueFull } from './queue-full.js';
-import { createRefuse, type Refusal } from './refusal.js';
+import { createRefuse } from './refusal.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
 import { costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
-
-/** What an adapter tells the shared core about its framework. Created once per adapter. */
-export interface AdapterBinding<Req, Res> extends HeaderTarget<Res>, ClientAddressSource<Req> {
-  /** Node's request behind the framework's. */
-  rawRequest(req: Req): IncomingMessage;
-  /** Node's response behind the framework's. */
-  rawResponse(res: Res): ServerResponse;
-  /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
-  routePattern?(req: Req): string | undefined;
-  /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
-  dispatchFrame?: RegExp;
-  /** The framework sets each request's prototype (Express): see `createFirstVisit`. */
-  swapsRequestPrototype?: boolean;
-}
-
-/**
- * - `next`: go on (`decision` is undefined when `skip` or `allowList` matched or this limiter
- *   already counted the request);
- * - `limited`: refused (over the quota, or banned: `decision.reason === 'banned'`); headers and
- *   `Retry-After` are set, the adapter sends `refusal`, or calls the user's `onLimited`
- *   (then `refusal` is undefined);
- * - `gone`: the client left while its queued request was held; send nothing.
- */
-export type Outcome =
-  | { readonly action: 'next'; readonly decision: Decision | undefined }
-  | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: Refusal | undefined }
-  | { readonly action: 'gone'; readonly decision: Decision };
-
-/** What a middleware carries besides itself: the limiter it counts in, for application code. */
-export interface RateLimitHandle {
-  /** The limiter behind the middleware (same store and namespace); undefined when `policies` or `limit` is a function. */
-  readonly limiter: Limiter | undefined;
-  /** The limiter of one tier of a `policies` (or `limit`) function: the one its requests count in. */
-  limiterFor(policies: readonly PolicyOptions[]): Limiter;
-}
-
-/** The handle of a middleware without one limiter of its own (rules mode: one per rule). */
-export const NO_LIMITER_HANDLE: RateLimitHandle = Object.freeze({
-  limiter: undefined,
-  limiterFor(): never {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_POLICIES',
-      '[sluice] `limiterFor` is for a middleware whose `policies` or `limit` is a function; this one has fixed policies or rules.',
-    );
-  },
-});
-
-export interface HttpLimiter<Req, Res> extends RateLimitHandle {
-  /**
-   * An outcome at once when nothing needs waiting for (an in-process store, no async `key`,
-   * `cost`, `skip` or tier function, no queue hold), else a promise of one. Adapters take
-   * both, so the common case costs no promise.
-   */
-  handle(req: Req, res: Res): Outcome | Promise<Outcome>;
-}
 
 interface Entry {
   limiter: Limiter;

@@ -1,3 +1,4 @@
+export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './adapter-contract.js';
 export type { AllowList } from './allow-list.js';
 export type { BanOptions } from './ban.js';
 export type { ProxyTrust } from './client-address.js';
@@ -9,7 +10,6 @@ export { retryAfterMs as retryAfterFieldMs } from './headers/effective-window.js
 export type { HeadersOptions, HeaderTarget, HeaderWriter, ResolvedHeaders, StandardHeaders } from './headers/index.js';
 export { checkHeaders, createHeaderWriter, lookupName } from './headers/index.js';
 export { hold } from './hold.js';
-export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './http-limiter.js';
 export { createHttpLimiter } from './http-limiter.js';
 export type { HttpLimiterOptions, HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
 export { DEFAULT_MAX_QUEUED, HTTP_OPTION_NAMES } from './http-options.js';

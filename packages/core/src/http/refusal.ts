@@ -1,6 +1,6 @@
 import { invalid, SluiceError } from '../errors.js';
 import type { Decision } from '../types.js';
-import type { Outcome } from './http-limiter.js';
+import type { Outcome } from './adapter-contract.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, problemStatus } from './problem.js';
 
 type Awaitable<T> = T | Promise<T>;

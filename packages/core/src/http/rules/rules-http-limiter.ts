@@ -3,13 +3,13 @@ import { invalid, SluiceError } from '../../errors.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../../types.js';
+import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../adapter-contract.js';
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit } from '../first-visit.js';
 import { retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
-import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../http-limiter.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
@@ -17,50 +17,11 @@ import { sfSeconds } from '../structured-fields.js';
 import { costFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
-import type { RuleLike, RuleSetLike } from './rule-like.js';
+import type { RuleLike } from './rule-like.js';
 import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
-import type { RulesHttpOptions } from './rules-options.js';
-
-/** What an adapter takes in rules mode, besides `rules` (SPEC §7). */
-export const RULES_OPTION_NAMES: readonly string[] = [
-  'rules',
-  'domain',
-  'descriptors',
-  'fields',
-  'cost',
-  'skip',
-  'headers',
-  'ipv6Subnet',
-  'onLimited',
-  'maxQueued',
-  'message',
-  'statusCode',
-  'store',
-  'clock',
-  'onStoreError',
-  'storeTimeoutMs',
-  'logger',
-];
+import { currentOf, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
-
-const isRuleSet = (value: unknown): value is RuleSetLike =>
-  typeof (value as RuleSetLike | undefined)?.match === 'function';
-
-/** The set in force: read once per request, so one request never sees two sets. */
-function currentOf(rules: unknown): () => RuleSetLike {
-  if (isRuleSet(rules)) return () => rules;
-  if (typeof rules === 'object' && rules !== null && isRuleSet((rules as { current?: unknown }).current)) {
-    const source = rules as { current: RuleSetLike };
-    return () => source.current;
-  }
-  return invalid(
-    'ERR_SLUICE_INVALID_OPTION',
-    'rules',
-    rules,
-    'a rule set (parseRules, loadRules) or a watcher (watchRules)',
-  );
-}
 
 /**
  * The HTTP semantics with `rules` in place of `policies`: the request's descriptors (see

@@ -1,7 +1,8 @@
+import { invalid } from '../../errors.js';
 import type { LimiterBaseOptions } from '../../types.js';
 import type { HeadersOptions } from '../headers/index.js';
 import type { DescriptorField } from './request-descriptors.js';
-import type { RulesOption } from './rule-like.js';
+import type { RuleSetLike, RulesOption } from './rule-like.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -35,3 +36,42 @@ export interface RulesHttpOptions<Req> extends Omit<LimiterBaseOptions, 'prefix'
 /** True when the options ask for rules mode. */
 export const isRulesMode = <Req>(options: object): options is RulesHttpOptions<Req> =>
   (options as { rules?: unknown }).rules !== undefined;
+
+/** What an adapter takes in rules mode, besides `rules` (SPEC §7). */
+export const RULES_OPTION_NAMES: readonly string[] = [
+  'rules',
+  'domain',
+  'descriptors',
+  'fields',
+  'cost',
+  'skip',
+  'headers',
+  'ipv6Subnet',
+  'onLimited',
+  'maxQueued',
+  'message',
+  'statusCode',
+  'store',
+  'clock',
+  'onStoreError',
+  'storeTimeoutMs',
+  'logger',
+];
+
+const isRuleSet = (value: unknown): value is RuleSetLike =>
+  typeof (value as RuleSetLike | undefined)?.match === 'function';
+
+/** The set in force: read once per request, so one request never sees two sets. */
+export function currentOf(rules: unknown): () => RuleSetLike {
+  if (isRuleSet(rules)) return () => rules;
+  if (typeof rules === 'object' && rules !== null && isRuleSet((rules as { current?: unknown }).current)) {
+    const source = rules as { current: RuleSetLike };
+    return () => source.current;
+  }
+  return invalid(
+    'ERR_SLUICE_INVALID_OPTION',
+    'rules',
+    rules,
+    'a rule set (parseRules, loadRules) or a watcher (watchRules)',
+  );
+}
