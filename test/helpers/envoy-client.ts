@@ -1,6 +1,14 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { type Client, credentials, loadPackageDefinition, type ServiceError } from '@grpc/grpc-js';
+import {
+  type Client,
+  credentials,
+  loadPackageDefinition,
+  Server,
+  ServerCredentials,
+  type ServiceDefinition,
+  type ServiceError,
+} from '@grpc/grpc-js';
 import { loadSync, type Options } from '@grpc/proto-loader';
 import { protoPath as healthProto } from 'grpc-health-check';
 
@@ -78,4 +86,28 @@ export function createHealthClient(address: string) {
       ),
     close: () => client.close(),
   };
+}
+
+/**
+ * A rate-limit service of another make, on loopback: it answers every `ShouldRateLimit` with
+ * what `answer` returns for the request, over the official protos, as envoyproxy/ratelimit
+ * answers in modes sluice's service has no need of (its global `SHADOW_MODE`).
+ */
+export async function serveFixedRls(answer: (request: OfficialRequest) => OfficialResponse) {
+  const api = loadPackageDefinition(loadOfficialRls()) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: { service: ServiceDefinition } } } } };
+  };
+  const server = new Server();
+  server.addService(api.envoy.service.ratelimit.v3.RateLimitService.service, {
+    ShouldRateLimit: (
+      call: { request: OfficialRequest },
+      callback: (error: null, response: OfficialResponse) => void,
+    ) => callback(null, answer(call.request)),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
+      error ? reject(error) : resolve(bound),
+    ),
+  );
+  return { address: `127.0.0.1:${port}`, close: () => server.forceShutdown() };
 }

@@ -135,6 +135,18 @@ describe('createServiceClient', () => {
     client.close();
   });
 
+  // The throttle raised the capacity in the limiter, which the service never sees: it had no
+  // effect, and nothing said so.
+  it.each(['soft', 'elastic'] as const)('refuses a limiter with a %s throttle at creation', (mode) => {
+    const client = createServiceClient({ address: '127.0.0.1:1', domain: 'd' });
+    const throttle = mode === 'soft' ? { mode, overagePercent: 20 } : { mode, maxOveragePercent: 20 };
+    expect(() => createLimiter({ limit: 5, window: '1h', store: client, throttle })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS', message: expect.stringContaining('rules') }),
+    );
+    expect(createLimiter({ limit: 5, window: '1h', store: client, throttle: { mode: 'shadow' } })).toBeDefined();
+    client.close();
+  });
+
   // Envoy's hits_addend is a uint32: a cost of 2^32 + 1 went out as 1, and passed.
   it('refuses a cost beyond the wire’s uint32 as one that can never pass, without a call', async () => {
     const client = createServiceClient({ address: '127.0.0.1:1', domain: 'd' });

@@ -115,10 +115,10 @@ export interface RateLimitStore {
    */
   readonly backing?: object;
   /**
-   * Called once when a limiter is created: throws a coded error for policies this store
-   * cannot decide, so the limiter fails at start-up rather than at every request.
+   * Called once when a limiter is created: throws a coded error for policies, or a throttle,
+   * this store cannot decide, so the limiter fails at start-up rather than at every request.
    */
-  checkPolicies?(policies: readonly Policy[]): void;
+  checkPolicies?(policies: readonly Policy[], throttle: Throttle): void;
   /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
   consume(request: StoreRequest): Promise<StoreReply>;
   /** The same decision without a promise, for in-process stores: the limiter's fast path. */

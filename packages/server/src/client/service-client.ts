@@ -1,17 +1,10 @@
 import { type ChannelCredentials, type Client, credentials, loadPackageDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import {
-  type Logger,
-  type PolicyOutcome,
-  type RateLimitStore,
-  SluiceError,
-  type StoreReply,
-  type StoreRequest,
-} from '@sluice/core';
+import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import { LOADER_OPTIONS, PROTO_DIR } from '../proto.js';
 import { invalidOption } from '../server-options.js';
 import { UINT32_MAX } from '../wire-types.js';
-import { toOutcome, type WireResponse } from './to-outcome.js';
+import { toOutcomes, type WireResponse } from './to-outcome.js';
 
 export interface ServiceClientOptions {
   /** The service's gRPC address, e.g. `'127.0.0.1:8081'`. */
@@ -98,16 +91,27 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       };
       call(message, { deadline: Date.now() + deadlineMs }, (error, response) => {
         if (error !== null || response === undefined) return reject(error ?? new Error('empty response'));
-        const outcomes: PolicyOutcome[] = request.policies.map((policy, i) =>
-          toOutcome(response, i, policy, options.domain, warnOnce),
-        );
-        resolve({ allowed: response.overallCode === 'OK', now: Date.now(), outcomes });
+        const decided = toOutcomes(response, request.policies, options.domain, warnOnce);
+        if (decided === undefined) {
+          const code = String(response.overallCode ?? 'none');
+          return reject(new Error(`the decision service answered overall_code ${code}, neither OK nor OVER_LIMIT`));
+        }
+        resolve({ ...decided, now: Date.now() });
       });
     });
   };
 
   return {
     name: `sluice service ${options.address}`,
+    checkPolicies(_policies, throttle) {
+      // The service decides on its rules' capacities; a capacity raised here would never reach it.
+      if (throttle.mode === 'soft' || throttle.mode === 'elastic') {
+        throw new SluiceError(
+          'ERR_SLUICE_CONFLICTING_OPTIONS',
+          `[sluice] A '${throttle.mode}' throttle raises the capacity a store decides on, but the decision service decides on its own rules' capacities: give the rule its throttle in the service's rules instead.`,
+        );
+      }
+    },
     consume,
     reset: () => unsupported('reset'),
     refund: () => unsupported('refund'),

@@ -41,7 +41,7 @@ const durationMs = (d: WireStatus['durationUntilReset']): number =>
  * One policy's outcome from its descriptor's status. Without sluice's metadata (another
  * Envoy rate-limit service), a refused descriptor waits until its reset.
  */
-export function toOutcome(
+function toOutcome(
   response: WireResponse,
   index: number,
   policy: Policy,
@@ -72,4 +72,27 @@ export function toOutcome(
     retryAfterMs: allowed ? 0 : retry === undefined ? resetAfterMs : retry < 0 ? Number.POSITIVE_INFINITY : retry,
     delayMs: figures.delayMs ?? 0,
   };
+}
+
+/**
+ * Every policy's outcome, made to agree with the response's `overall_code`, which is what Envoy
+ * acts on (it refuses a request exactly when the code is `OVER_LIMIT`). A service in shadow
+ * mode (envoyproxy/ratelimit's `SHADOW_MODE`) reports a descriptor over its limit and lets the
+ * request through: its outcome passes, as the request does. A service that refuses without
+ * naming a descriptor over its limit has every policy refuse, each until its reset. `undefined`
+ * for a response with no code of the two: the service did not decide.
+ */
+export function toOutcomes(
+  response: WireResponse,
+  policies: readonly Policy[],
+  domain: string,
+  warnOnce: (message: string) => void,
+): { allowed: boolean; outcomes: PolicyOutcome[] } | undefined {
+  const code = response.overallCode;
+  if (code !== 'OK' && code !== 'OVER_LIMIT') return undefined;
+  const allowed = code === 'OK';
+  const outcomes = policies.map((policy, i) => toOutcome(response, i, policy, domain, warnOnce));
+  if (allowed) return { allowed, outcomes: outcomes.map((o) => (o.allowed ? o : { ...o, allowed, retryAfterMs: 0 })) };
+  if (outcomes.some((o) => !o.allowed)) return { allowed, outcomes };
+  return { allowed, outcomes: outcomes.map((o) => ({ ...o, allowed, retryAfterMs: o.resetAfterMs, delayMs: 0 })) };
 }

@@ -1,0 +1,77 @@
+import { createLimiter, type LimiterOptions } from '@sluice/core';
+import { createServiceClient, type ServiceClient } from '@sluice/server';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type OfficialResponse, serveFixedRls } from '../helpers/envoy-client.js';
+
+const quiet = { warn() {} };
+const ended: (() => void)[] = [];
+afterEach(() => {
+  for (const end of ended.splice(0)) end();
+});
+
+/** A limiter on the Node client of a service that always answers `response`. */
+async function limiterAnswered(response: OfficialResponse, options: Partial<LimiterOptions> = {}) {
+  const service = await serveFixedRls(() => response);
+  const client: ServiceClient = createServiceClient({ address: service.address, domain: 'api', logger: quiet });
+  ended.push(() => client.close(), service.close);
+  return createLimiter({
+    policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
+    store: client,
+    logger: quiet,
+    ...options,
+  } as LimiterOptions);
+}
+
+const status = (code: string, remaining: number) => ({
+  code,
+  current_limit: { requests_per_unit: 5, unit: 'MINUTE', name: 'per-ip' },
+  limit_remaining: remaining,
+  duration_until_reset: { seconds: 42 },
+});
+const second = { name: 'per-user', limit: 5, window: '1m' };
+
+// Envoy refuses a request exactly when `overall_code` is OVER_LIMIT. A one-policy limiter read
+// only its descriptor's status, so a service in shadow mode, which reports the descriptor over
+// its limit and lets the request through, had the client refuse what Envoy passes.
+describe('the Node client follows overall_code, as Envoy does', () => {
+  it('a descriptor over its limit under shadow mode (overall OK) passes, showing no quota left', async () => {
+    const limiter = await limiterAnswered({ overall_code: 'OK', statuses: [status('OVER_LIMIT', 0)] });
+    const decision = await limiter.consume('10.0.0.1');
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0 });
+    expect(decision.policies[0]).toMatchObject({ allowed: true, remaining: 0, resetAfterMs: 42_000 });
+  });
+
+  it('the same with two policies: the request passes', async () => {
+    const limiter = await limiterAnswered(
+      { overall_code: 'OK', statuses: [status('OK', 3), { ...status('OVER_LIMIT', 0), current_limit: undefined }] },
+      { policies: [{ name: 'per-ip', limit: 5, window: '1m' }, second] },
+    );
+    expect(await limiter.consume('10.0.0.1')).toMatchObject({ allowed: true, retryAfterMs: 0 });
+  });
+
+  it('a refusal that names no descriptor over its limit refuses every policy until its reset', async () => {
+    const limiter = await limiterAnswered({ overall_code: 'OVER_LIMIT', statuses: [status('OK', 2)] });
+    const decision = await limiter.consume('10.0.0.1');
+    expect(decision).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+    expect(decision.policies[0]).toMatchObject({ allowed: false });
+  });
+
+  it('a response without a decision (overall_code UNKNOWN) is a failure under the fail policy', async () => {
+    const thrown = await limiterAnswered(
+      { overall_code: 'UNKNOWN', statuses: [status('OK', 2)] },
+      {
+        onStoreError: 'throw',
+      },
+    );
+    await expect(thrown.consume('10.0.0.1')).rejects.toThrow('overall_code UNKNOWN');
+    const denied = await limiterAnswered({ statuses: [status('OK', 2)] }, { onStoreError: 'deny' });
+    expect(await denied.consume('10.0.0.1')).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+  });
+
+  it('agreeing codes are read as before: OK passes with its remaining, OVER_LIMIT refuses', async () => {
+    const passing = await limiterAnswered({ overall_code: 'OK', statuses: [status('OK', 3)] });
+    expect(await passing.consume('10.0.0.1')).toMatchObject({ allowed: true, remaining: 3 });
+    const refusing = await limiterAnswered({ overall_code: 'OVER_LIMIT', statuses: [status('OVER_LIMIT', 0)] });
+    expect(await refusing.consume('10.0.0.1')).toMatchObject({ allowed: false, retryAfterMs: 42_000 });
+  });
+});
