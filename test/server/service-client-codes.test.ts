@@ -28,7 +28,7 @@ const status = (code: string, remaining: number) => ({
   limit_remaining: remaining,
   duration_until_reset: { seconds: 42 },
 });
-const second = { name: 'per-user', limit: 5, window: '1m' };
+const second = { name: 'per-user', limit: 5, window: '1m' } as const;
 
 // Envoy refuses a request exactly when `overall_code` is OVER_LIMIT. A one-policy limiter read
 // only its descriptor's status, so a service in shadow mode, which reports the descriptor over
@@ -41,12 +41,15 @@ describe('the Node client follows overall_code, as Envoy does', () => {
     expect(decision.policies[0]).toMatchObject({ allowed: true, remaining: 0, resetAfterMs: 42_000 });
   });
 
-  it('the same with two policies: the request passes', async () => {
+  it('the same with two policies: the request passes, the one over its limit shown spent', async () => {
+    const perUser = { ...status('OVER_LIMIT', 0), current_limit: { requests_per_unit: 5, unit: 'MINUTE' } };
     const limiter = await limiterAnswered(
-      { overall_code: 'OK', statuses: [status('OK', 3), { ...status('OVER_LIMIT', 0), current_limit: undefined }] },
+      { overall_code: 'OK', statuses: [status('OK', 3), perUser] },
       { policies: [{ name: 'per-ip', limit: 5, window: '1m' }, second] },
     );
-    expect(await limiter.consume('10.0.0.1')).toMatchObject({ allowed: true, retryAfterMs: 0 });
+    const decision = await limiter.consume('10.0.0.1');
+    expect(decision).toMatchObject({ allowed: true, retryAfterMs: 0 });
+    expect(decision.policies[1]).toMatchObject({ name: 'per-user', allowed: true, remaining: 0 });
   });
 
   it('a refusal that names no descriptor over its limit refuses every policy until its reset', async () => {
