@@ -66,7 +66,10 @@ describe('the Node client follows overall_code, as Envoy does', () => {
         onStoreError: 'throw',
       },
     );
-    await expect(thrown.consume('10.0.0.1')).rejects.toThrow('overall_code UNKNOWN');
+    await expect(thrown.consume('10.0.0.1')).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      cause: { code: 'ERR_SLUICE_BAD_STORE_REPLY', message: expect.stringContaining('overall_code UNKNOWN') },
+    });
     const denied = await limiterAnswered({ statuses: [status('OK', 2)] }, { onStoreError: 'deny' });
     expect(await denied.consume('10.0.0.1')).toMatchObject({ allowed: false, reason: 'store-unavailable' });
   });

@@ -94,7 +94,8 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
         const decided = toOutcomes(response, request.policies, options.domain, warnOnce);
         if (decided === undefined) {
           const code = String(response.overallCode ?? 'none');
-          return reject(new Error(`the decision service answered overall_code ${code}, neither OK nor OVER_LIMIT`));
+          const message = `[sluice] The decision service answered overall_code ${code}, neither OK nor OVER_LIMIT.`;
+          return reject(new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', message));
         }
         resolve({ ...decided, now: Date.now() });
       });
