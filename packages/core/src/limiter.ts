@@ -86,6 +86,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
   const { clock, onStoreError, timeoutMs, logger, store } = limiterSettings(options);
+  // Without a clock, a function that reads nothing: the optimising compiler inlines it away,
+  // where `clock?.()` loads and checks an absent clock on every decision (some 5 instructions).
+  const readClock = clock ?? noClock;
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
@@ -111,7 +114,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     policies,
     capacities: caps,
     cost,
-    now: clock?.(),
+    now: readClock(),
   });
 
   /** The request `consume(key, { cost })` sends, checked. */
@@ -121,6 +124,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
   // lists, and one request object for every call, which the store reads during the call only.
   const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
+  // A one-policy limiter's effective capacity where its throttle fixes it (every mode but
+  // elastic): the optimising compiler folds it into each decision as a constant, where reading
+  // it from the capacities' array cost some 7 instructions.
+  const fixedCapacity = single !== undefined && throttle.mode !== 'elastic' ? (capacities()[0] as number) : undefined;
 
   /** The decision a store's reply gives the request `asked`. */
   const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision =>
@@ -169,7 +176,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     checkCost(cost);
     const caps = capacities();
     // Every value first: a user's clock may itself ask this limiter, and so fill it again.
-    const at = clock?.();
+    const at = readClock();
     // A store that takes keys as given makes them safe itself, skipping that for a key it holds.
     reused.key = keysAsGiven ? key : storeKey(key);
     reused.cost = cost;
@@ -195,9 +202,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const nowBound = (decideBound: BoundDecision, policy: Policy, key: string, cost: number): Decision => {
     checkKey(key);
     checkCost(cost);
-    const capacity = capacities()[0] as number;
+    const capacity = fixedCapacity ?? (capacities()[0] as number);
     // Read before the store is asked: a bad reading rejects the call, never counts as a store failure.
-    const at = clock?.();
+    const at = readClock();
     let outcome: PolicyOutcome;
     try {
       outcome = succeed(decideBound(key, capacity, cost, at));
@@ -354,6 +361,8 @@ const checkCost = (cost: unknown): number => {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) invalidCost(cost);
   return cost;
 };
+
+const noClock = (): undefined => undefined;
 
 function invalidKey(key: unknown): never {
   throw new SluiceError('ERR_SLUICE_INVALID_KEY', `[sluice] A client key must be a string; received ${typeof key}.`);

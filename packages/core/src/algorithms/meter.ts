@@ -14,10 +14,18 @@ export function meterInto(into: PolicyOutcome, held: number, policy: Policy, cap
   const overrun = after - capacity * windowMs;
   if (overrun <= policy.maxDelayMs * limit) {
     into.allowed = true;
-    into.remaining = Math.max(0, Math.floor(-overrun / windowMs));
     into.resetAfterMs = Math.ceil(after / limit);
     into.retryAfterMs = 0;
-    into.delayMs = overrun > 0 ? Math.ceil(overrun / limit) : 0;
+    // Nothing left once the charge overruns (queue mode); else what the capacity still holds,
+    // without `Math.max` on every decision (some 6 instructions). Not `-overrun`, which is -0
+    // for a charge that takes the last unit.
+    if (overrun > 0) {
+      into.remaining = 0;
+      into.delayMs = Math.ceil(overrun / limit);
+    } else {
+      into.remaining = Math.floor((capacity * windowMs - after) / windowMs);
+      into.delayMs = 0;
+    }
     return after;
   }
   into.allowed = false;
