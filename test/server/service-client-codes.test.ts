@@ -18,6 +18,8 @@ async function limiterAnswered(response: OfficialResponse, options: Partial<Limi
     policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
     store: client,
     logger: quiet,
+    // The first call opens the connection, which on a loaded machine outlasts the default 100 ms.
+    storeTimeoutMs: 10_000,
     ...options,
   } as LimiterOptions);
 }
