@@ -9,7 +9,7 @@ import { limiterPolicies } from './policy.js';
 import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
-import { capacitiesFor, toThrottle } from './throttle.js';
+import { capacitiesFor, capacitiesVary, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
   Decision,
@@ -124,10 +124,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // A one-policy limiter, the common case, takes the store's leanest path: no reply, no
   // lists, and one request object for every call, which the store reads during the call only.
   const single = policies.length === 1 ? (policies[0] as Policy) : undefined;
-  // A one-policy limiter's effective capacity where its throttle fixes it (every mode but
-  // elastic): the optimising compiler folds it into each decision as a constant, where reading
-  // it from the capacities' array cost some 7 instructions.
-  const fixedCapacity = single !== undefined && throttle.mode !== 'elastic' ? (capacities()[0] as number) : undefined;
+  // A one-policy limiter's effective capacity where its throttle fixes it: the optimising
+  // compiler folds it into each decision as a constant, where reading it from the capacities'
+  // array cost some 7 instructions.
+  const fixedCapacity = single !== undefined && !capacitiesVary(throttle) ? (capacities()[0] as number) : undefined;
 
   /** The decision a store's reply gives the request `asked`. */
   const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision =>

@@ -53,6 +53,12 @@ function percent(value: unknown, option: string): void {
 }
 
 /**
+ * Whether the effective capacities move from one decision to the next: only elastic mode's do,
+ * with the load. Under every other mode `capacitiesFor` gives the same list every time.
+ */
+export const capacitiesVary = (throttle: Throttle): boolean => throttle.mode === 'elastic';
+
+/**
  * Returns a function giving each policy's effective capacity for one decision. Soft mode
  * raises it by a fixed percentage; elastic mode by up to `maxOveragePercent`, less as the
  * load rises (none at load 1). The capacity is a whole number, so every store agrees.
