@@ -42,7 +42,7 @@ const settings = {
   heapKeys: 1_000_000,
   httpCycles: options.cycles,
   httpTableCycles: quick ? 1 : options.cycles,
-  httpWarmupS: quick ? 0.6 : 2,
+  httpWarmupS: quick ? 0.4 : 2,
   httpRunS: quick ? 0.15 : 0.5,
   httpPairRunS: quick ? 0.15 : 0.75,
   // Long enough to wake a server that idled (see `runFramework`); the quick run's cycles leave none idle long (see `HttpSettings`).
