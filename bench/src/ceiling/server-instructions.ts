@@ -7,12 +7,16 @@
  * work is counted where it happens; V8's other flags as in the HTTP section), is warmed up,
  * then counted over a fixed number of requests from 10 connections. Runs the compiled
  * packages: `pnpm build` first.
- *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts [--cache] <framework> <pass|deny> <variant…>
+ *   pnpm build && pnpm --dir bench exec tsx src/ceiling/server-instructions.ts [--cache] [--functions N] <framework> <pass|deny> <variant…>
  *   e.g. express pass bare fixed-headers sluice:memory
  * `--cache` adds callgrind's cache and branch simulation (the host processor's cache sizes) and
  * reports, per request beside the instructions, the misses of the first-level instruction and
  * data caches and the mispredicted branches: two servers that execute as much can still differ
  * in what each instruction costs. It runs about twice as slowly.
+ * `--functions N` also lists, for each variant after the first, the N functions whose own costs
+ * per request differ most from the first variant's (compiled JavaScript named through node's
+ * `--perf-basic-prof` map): where the difference comes from, Node's and the framework's code
+ * included.
  *
  * Work done on a timer (local-first's sync every 50 ms, a client's reconnect checks) runs as
  * often per second under callgrind as outside it, while requests arrive some 50 times more
@@ -27,6 +31,7 @@ import { MEMORY_BESIDE_IDLE_CLIENT } from '../http/apps/app.js';
 import { SERVER_V8_FLAGS, usesRedis } from '../http/plan.js';
 import { entryPoint, nodeFlags, spawnPinned, stop, waitForLine } from '../lib/children.js';
 import { type BenchRedis, freePort, startRedis } from '../lib/redis-server.js';
+import { type FunctionCosts, functionCosts } from './callgrind-functions.js';
 
 /**
  * Requests before the count starts. After 20,000 a Koa server's count still carried the
@@ -75,14 +80,22 @@ const CACHE_COLUMNS: Record<string, readonly string[]> = {
 };
 const columns = (cache: boolean) => (cache ? Object.keys(CACHE_COLUMNS) : ['instructions']);
 
-/** Per counted request of one server: its instructions, and with `cache` the columns of `CACHE_COLUMNS`. */
+interface Counted {
+  /** Per counted request: the instructions, and with `cache` the columns of `CACHE_COLUMNS`. */
+  perRequest: number[];
+  /** With `functions`: each function's own costs per counted request, in `events`' order. */
+  functions?: { events: string[]; costs: FunctionCosts };
+}
+
+/** One server's counts over `COUNTED` requests. */
 async function count(
   framework: string,
   mode: string,
   variant: string,
   redis: BenchRedis | undefined,
   cache: boolean,
-): Promise<number[]> {
+  functions: boolean,
+): Promise<Counted> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-server-callgrind-'));
   const port = await freePort();
   const server = spawnPinned(0, 'valgrind', [
@@ -92,6 +105,7 @@ async function count(
       `--callgrind-out-file=${dir}/cg`,
       process.execPath,
       '--single-threaded',
+      ...(functions ? ['--perf-basic-prof'] : []),
       ...SERVER_V8_FLAGS,
     ],
     ...[...nodeFlags, entryPoint('http/serve.ts'), '--framework', framework, '--variant', variant, '--mode', mode],
@@ -115,33 +129,85 @@ async function count(
     const summary = /^summary: (.+)$/m.exec(dump)?.[1]?.split(' ').map(Number);
     if (events === undefined || summary === undefined) throw new Error(`${variant}: callgrind wrote no summary`);
     const total = (event: string) => summary[events.indexOf(event)] ?? Number.NaN;
-    return columns(cache).map(
+    const perRequest = columns(cache).map(
       (column) => (CACHE_COLUMNS[column] ?? []).reduce((sum, event) => sum + total(event), 0) / COUNTED,
     );
+    if (!functions) return { perRequest };
+    await stop(server, 10_000);
+    return { perRequest, functions: functionCosts(`${dir}/cg.1`, perfMap(server.pid), COUNTED) };
   } finally {
     await stop(server, 10_000);
     rmSync(dir, { recursive: true, force: true });
+    if (functions) rmSync(perfMap(server.pid), { force: true });
   }
 }
 
-const cache = process.argv[2] === '--cache';
-const [framework = '', mode = '', ...variants] = process.argv.slice(cache ? 3 : 2);
+/** Where node writes the map of its compiled code (`--perf-basic-prof`): under callgrind, the server's own pid. */
+const perfMap = (pid: number | undefined): string => `/tmp/perf-${pid}.map`;
+
+/**
+ * The `most` functions whose own costs per request differ most, by instructions, between
+ * `base` and `other`: each one's instructions in both and the difference of each column.
+ */
+function functionDifferences(base: Counted, other: Counted, variant: string, most: number, cache: boolean): string[] {
+  const { events, costs } = other.functions as NonNullable<Counted['functions']>;
+  const baseCosts = (base.functions as NonNullable<Counted['functions']>).costs;
+  const columnOf = (values: readonly number[], column: string) =>
+    (CACHE_COLUMNS[column] ?? []).reduce((sum, event) => sum + (values[events.indexOf(event)] ?? 0), 0);
+  const shown = columns(cache);
+  const rows = [...new Set([...costs.keys(), ...baseCosts.keys()])].map((name) => {
+    const mine = costs.get(name) ?? [];
+    const theirs = baseCosts.get(name) ?? [];
+    return { name, mine, theirs, change: shown.map((c) => columnOf(mine, c) - columnOf(theirs, c)) };
+  });
+  rows.sort((a, b) => Math.abs(b.change[0] as number) - Math.abs(a.change[0] as number));
+  const number = (n: number) => Math.round(n).toLocaleString('en-US');
+  return [
+    '',
+    `| ${variant} − the first variant, per request: function | instructions, first | instructions, this | ${shown.map((c) => `Δ ${c}`).join(' | ')} |`,
+    `| --- | ---: | ---: |${shown.map(() => ' ---: |').join('')}`,
+    ...rows
+      .slice(0, most)
+      .map(
+        (r) =>
+          `| ${r.name.replaceAll('|', '\\|')} | ${number(columnOf(r.theirs, 'instructions'))} | ${number(columnOf(r.mine, 'instructions'))} | ${r.change.map(number).join(' | ')} |`,
+      ),
+  ];
+}
+
+const usage =
+  'usage: server-instructions.ts [--cache] [--functions N] <express|fastify|koa|node> <pass|deny> <variant…>';
+const argv = process.argv.slice(2);
+const cache = argv[0] === '--cache';
+if (cache) argv.shift();
+const most = argv[0] === '--functions' ? Number(argv[1]) : 0;
+if (argv[0] === '--functions') {
+  if (!Number.isInteger(most) || most < 1) throw new Error(usage);
+  argv.splice(0, 2);
+}
+const [framework = '', mode = '', ...variants] = argv;
 if (
   !['express', 'fastify', 'koa', 'node'].includes(framework) ||
   !['pass', 'deny'].includes(mode) ||
   variants.length === 0
 ) {
-  throw new Error('usage: server-instructions.ts [--cache] <express|fastify|koa|node> <pass|deny> <variant…>');
+  throw new Error(usage);
 }
 const redis = variants.some((v) => usesRedis(v) || v === MEMORY_BESIDE_IDLE_CLIENT) ? await startRedis(1) : undefined;
 try {
   const header = columns(cache);
   console.log(`| ${framework}, ${mode} path, per request | ${header.join(' | ')} |`);
   console.log(`| --- |${header.map(() => ' ---: |').join('')}`);
+  const counted: Counted[] = [];
   for (const variant of variants) {
     await redis?.flush();
-    const perRequest = await count(framework, mode, variant, redis, cache);
-    console.log(`| ${variant} | ${perRequest.map((n) => Math.round(n).toLocaleString('en-US')).join(' | ')} |`);
+    const one = await count(framework, mode, variant, redis, cache, most > 0);
+    counted.push(one);
+    console.log(`| ${variant} | ${one.perRequest.map((n) => Math.round(n).toLocaleString('en-US')).join(' | ')} |`);
+  }
+  for (let i = 1; most > 0 && i < counted.length; i++) {
+    const lines = functionDifferences(counted[0] as Counted, counted[i] as Counted, variants[i] as string, most, cache);
+    console.log(lines.join('\n'));
   }
 } finally {
   await redis?.stop();
