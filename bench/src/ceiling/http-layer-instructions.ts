@@ -8,6 +8,7 @@
  * four minutes a case; name cases to count only those.
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/http-layer-instructions.ts [case…]
  */
+import { int } from '../lib/format.js';
 import { instructionsPerCall } from './callgrind.js';
 import { httpLayerCases } from './http-layer-cases.js';
 
@@ -15,8 +16,7 @@ const asked = process.argv.slice(2);
 const unknown = asked.filter((name) => !(httpLayerCases as readonly string[]).includes(name));
 if (unknown.length > 0) throw new Error(`unknown case ${unknown.join(', ')}; the cases: ${httpLayerCases.join(', ')}`);
 console.log('| case | instructions per decision (range over layouts) |\n| --- | ---: |');
-const whole = (n: number) => Math.round(n).toLocaleString('en-US');
 for (const name of asked.length > 0 ? asked : httpLayerCases) {
   const { median, low, high } = await instructionsPerCall('ceiling/http-layer-loop.ts', [name], 1_000_000, 200_000);
-  console.log(`| ${name} | ${whole(median)} (${whole(low)}–${whole(high)}) |`);
+  console.log(`| ${name} | ${int(median)} (${int(low)}–${int(high)}) |`);
 }

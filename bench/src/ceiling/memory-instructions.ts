@@ -9,6 +9,7 @@
  * Runs the compiled packages: `pnpm build` first.
  *   pnpm build && pnpm --dir bench exec tsx src/ceiling/memory-instructions.ts [contender…]
  */
+import { int } from '../lib/format.js';
 import { type Counted, instructionsPerCall } from './callgrind.js';
 
 const contenders = [
@@ -28,9 +29,8 @@ for (const id of asked.length > 0 ? asked : contenders) {
   counts.set(id, await instructionsPerCall('ceiling/memory-loop.ts', [id], 1_200_000, 200_000));
 }
 const floor = counts.get('floor-lru-cache:memory');
-const whole = (n: number) => Math.round(n).toLocaleString('en-US');
 for (const [id, { median, low, high }] of counts) {
   // Fewer instructions is faster: the floor's count over the contender's reads as a throughput ratio.
   const ratio = floor === undefined ? '–' : (floor.median / median).toFixed(3);
-  console.log(`| ${id} | ${whole(median)} (${whole(low)}–${whole(high)}) | ${ratio} |`);
+  console.log(`| ${id} | ${int(median)} (${int(low)}–${int(high)}) | ${ratio} |`);
 }

@@ -30,6 +30,7 @@ import { join } from 'node:path';
 import { MEMORY_BESIDE_IDLE_CLIENT } from '../http/apps/app.js';
 import { SERVER_V8_FLAGS, usesRedis } from '../http/plan.js';
 import { entryPoint, nodeFlags, spawnPinned, stop, waitForLine } from '../lib/children.js';
+import { int } from '../lib/format.js';
 import { type BenchRedis, freePort, startRedis } from '../lib/redis-server.js';
 import { type FunctionCosts, functionCosts } from './callgrind-functions.js';
 
@@ -161,7 +162,6 @@ function functionDifferences(base: Counted, other: Counted, variant: string, mos
     return { name, mine, theirs, change: shown.map((c) => columnOf(mine, c) - columnOf(theirs, c)) };
   });
   rows.sort((a, b) => Math.abs(b.change[0] as number) - Math.abs(a.change[0] as number));
-  const number = (n: number) => Math.round(n).toLocaleString('en-US');
   return [
     '',
     `| ${variant} − the first variant, per request: function | instructions, first | instructions, this | ${shown.map((c) => `Δ ${c}`).join(' | ')} |`,
@@ -170,7 +170,7 @@ function functionDifferences(base: Counted, other: Counted, variant: string, mos
       .slice(0, most)
       .map(
         (r) =>
-          `| ${r.name.replaceAll('|', '\\|')} | ${number(columnOf(r.theirs, 'instructions'))} | ${number(columnOf(r.mine, 'instructions'))} | ${r.change.map(number).join(' | ')} |`,
+          `| ${r.name.replaceAll('|', '\\|')} | ${int(columnOf(r.theirs, 'instructions'))} | ${int(columnOf(r.mine, 'instructions'))} | ${r.change.map(int).join(' | ')} |`,
       ),
   ];
 }
@@ -203,7 +203,7 @@ try {
     await redis?.flush();
     const one = await count(framework, mode, variant, redis, cache, most > 0);
     counted.push(one);
-    console.log(`| ${variant} | ${one.perRequest.map((n) => Math.round(n).toLocaleString('en-US')).join(' | ')} |`);
+    console.log(`| ${variant} | ${one.perRequest.map(int).join(' | ')} |`);
   }
   for (let i = 1; most > 0 && i < counted.length; i++) {
     const lines = functionDifferences(counted[0] as Counted, counted[i] as Counted, variants[i] as string, most, cache);
