@@ -8,6 +8,14 @@ interface CodeRange {
   readonly start: number;
   readonly end: number;
   readonly name: string;
+  /** Its line in the map: V8 reuses the addresses of code it freed, and a later line holds them now. */
+  readonly line: number;
+}
+
+/** The map's ranges by start, and the longest: how far back a range holding an address can start. */
+interface PerfMap {
+  readonly ranges: readonly CodeRange[];
+  readonly longest: number;
 }
 
 /**
@@ -23,7 +31,7 @@ export function functionCosts(
   perfMap: string,
   units: number,
 ): { events: string[]; costs: FunctionCosts } {
-  const ranges = readPerfMap(perfMap);
+  const codeMap = readPerfMap(perfMap);
   const names = new Map<string, string>();
   // Callgrind names a function in full once, `(id) name`, and by `(id)` after that.
   const nameOf = (spec: string): string => {
@@ -42,7 +50,7 @@ export function functionCosts(
     if (line.startsWith('positions:')) positions = line.split(' ').length - 1;
     else if (line.startsWith('events:')) events = line.split(' ').slice(1);
     else if (line.startsWith('fn=')) {
-      const name = named(nameOf(line.slice(3)), ranges);
+      const name = named(nameOf(line.slice(3)), codeMap);
       current = costs.get(name) ?? [];
       costs.set(name, current);
     } else if (line.startsWith('cfn=')) nameOf(line.slice(4));
@@ -59,32 +67,44 @@ export function functionCosts(
   return { events, costs };
 }
 
-function readPerfMap(path: string): CodeRange[] {
+function readPerfMap(path: string): PerfMap {
   const ranges: CodeRange[] = [];
-  for (const line of readFileSync(path, 'utf8').split('\n')) {
-    const [start, size, ...name] = line.split(' ');
+  let longest = 0;
+  for (const text of readFileSync(path, 'utf8').split('\n')) {
+    const [start, size, ...name] = text.split(' ');
     if (start === undefined || size === undefined || name.length === 0) continue;
     const from = Number.parseInt(start, 16);
-    ranges.push({ start: from, end: from + Number.parseInt(size, 16), name: shortened(name.join(' ')) });
+    const length = Number.parseInt(size, 16);
+    longest = Math.max(longest, length);
+    ranges.push({ start: from, end: from + length, name: shortened(name.join(' ')), line: ranges.length });
   }
-  return ranges.sort((a, b) => a.start - b.start);
+  return { ranges: ranges.sort((a, b) => a.start - b.start), longest };
 }
 
-/** A callgrind function name, compiled code named by the perf map. */
-function named(name: string, ranges: readonly CodeRange[]): string {
+/**
+ * A callgrind function name, compiled code named by the perf map: of the ranges holding the
+ * address, the one the map lists last. V8 frees code and compiles other code where it was, so
+ * a map lists ranges that overlap; a server's map named the code of a content-type parser
+ * compiled late by the module lexer that had run at start-up where it now sits.
+ */
+function named(name: string, { ranges, longest }: PerfMap): string {
   const address = /^0x([0-9a-f]+)/.exec(name);
   if (address === null) return withoutParameters(name.replace(/'\d+$/, ''));
   const at = Number.parseInt(address[1] as string, 16);
+  // The last range that starts at or before the address; any holding it starts within `longest` before.
   let low = 0;
   let high = ranges.length - 1;
   while (low <= high) {
     const mid = (low + high) >> 1;
-    const range = ranges[mid] as CodeRange;
-    if (at < range.start) high = mid - 1;
-    else if (at >= range.end) low = mid + 1;
-    else return range.name;
+    if ((ranges[mid] as CodeRange).start <= at) low = mid + 1;
+    else high = mid - 1;
   }
-  return 'compiled code not in the perf map';
+  let holder: CodeRange | undefined;
+  for (let i = high; i >= 0 && (ranges[i] as CodeRange).start > at - longest; i--) {
+    const range = ranges[i] as CodeRange;
+    if (at < range.end && (holder === undefined || range.line > holder.line)) holder = range;
+  }
+  return holder?.name ?? 'compiled code not in the perf map';
 }
 
 /**
