@@ -24,9 +24,11 @@ const quick = options.quick;
 /**
  * The rounds of the cells the targets read, each sluice cell beside its references, after the
  * full run's matrix (the quick run has one round and no matrix): a target's ratio is the median
- * of one quotient per round.
+ * of one quotient per round. Nine: a memory pair's quotient ranged over some 0.1 within a run
+ * (gcra ÷ the lru-cache floor 0.838–0.934 on 2026-12-02), more than a target's margin, and the
+ * median of five moved between runs by as much (0.877 to 0.961 over twelve runs).
  */
-const TARGET_ROUNDS = quick ? 1 : 5;
+const TARGET_ROUNDS = quick ? 1 : 9;
 /** The watch section's rounds: each the unwatched cell paired with each watched one. */
 const WATCH_ROUNDS = 5;
 const WATCH_ROUNDS_QUICK = 1;
