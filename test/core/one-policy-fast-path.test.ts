@@ -4,6 +4,7 @@ import {
   decide,
   type PolicyOutcome,
   type RateLimitStore,
+  type StoreReply,
   type StoreRequest,
   storeKey,
   type Throttle,
@@ -137,6 +138,50 @@ describe("a custom in-process store's client keys", () => {
 });
 
 describe('a store that takes keys as given', () => {
+  it('gets them as given in consumeSync, and safe in every other call', async () => {
+    const seen: [string, string][] = [];
+    const passed = (request: StoreRequest): StoreReply => ({
+      allowed: true,
+      now: 0,
+      outcomes: request.policies.map(() => ({
+        allowed: true,
+        remaining: 1,
+        resetAfterMs: 1,
+        retryAfterMs: 0,
+        delayMs: 0,
+      })),
+    });
+    const store: RateLimitStore = {
+      name: 'given-in-process',
+      local: true,
+      takesKeysAsGiven: true,
+      consumeSync: (request) => {
+        seen.push(['consumeSync', request.key]);
+        return passed(request);
+      },
+      consume: async (request) => {
+        seen.push(['consume', request.key]);
+        return passed(request);
+      },
+      reset: async () => {},
+      refund: async () => {},
+    };
+    const limiter = createLimiter({
+      policies: [
+        { name: 'second', limit: 3, window: '1s' },
+        { name: 'minute', limit: 30, window: '1m' },
+      ],
+      store,
+    });
+    const key = 'user{a}\nb';
+    await limiter.consume(key);
+    await limiter.peek(key);
+    expect(seen).toEqual([
+      ['consumeSync', key],
+      ['consume', storeKey(key)],
+    ]);
+  });
+
   it('gets them as given in decideAtOnce only, and safe in every other call', async () => {
     const seen: [string, string][] = [];
     const passed = {

@@ -165,9 +165,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.cost,
         );
   };
-  // One request object for every call of the two paths whose store reads it during the call
-  // only: an in-process store's one-policy decision, and what a remote store may decide at once
-  // (a deny cache's refusal, a local-first count). A limiter's store takes one of them, never both.
+  // One request object for every call of the paths whose store reads it during the call only:
+  // an in-process store's decision that takes keys as given, and what a remote store may decide
+  // at once (a deny cache's refusal, a local-first count). A limiter's store takes one of them,
+  // never both.
   const keysAsGiven = store.takesKeysAsGiven === true;
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   /** The reused request, filled for this call. */
@@ -219,10 +220,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const now = (key: string, cost: number, consumeSync: NonNullable<RateLimitStore['consumeSync']>): Decision => {
     if (bound !== undefined) return nowBound(bound, single as Policy, key, cost);
     if (single !== undefined && store.consumeOneSync !== undefined) return nowOne(single, key, cost);
-    checkKey(key);
-    checkCost(cost);
-    const caps = capacities();
-    const asked = request(key, cost, caps);
+    const asked = keysAsGiven ? reuse(key, cost) : consumeRequest(key, cost);
     let reply: StoreReply;
     try {
       reply = succeed(consumeSync(asked));
@@ -230,7 +228,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       fail(cause);
       return unavailable(key);
     }
-    return toDecision(key, reply, policies, caps, throttle.mode, cost);
+    return toDecision(key, reply, policies, asked.capacities, throttle.mode, cost);
   };
 
   // A store that decides in another process is asked with one request, read from the clock

@@ -121,7 +121,11 @@ export interface RateLimitStore {
   checkPolicies?(policies: readonly Policy[], throttle: Throttle): void;
   /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
   consume(request: StoreRequest): Promise<StoreReply>;
-  /** The same decision without a promise, for in-process stores: the limiter's fast path. */
+  /**
+   * The same decision without a promise, for in-process stores: the limiter's fast path. For a
+   * store that takes keys as given (`takesKeysAsGiven`), the limiter reuses `request` for its
+   * next call: read it during this call only.
+   */
   consumeSync?(request: StoreRequest): StoreReply;
   /**
    * Optional, alongside `consumeSync`, for a request with exactly one policy: that policy's
@@ -142,11 +146,11 @@ export interface RateLimitStore {
    */
   decideAtOnce?(request: StoreRequest): StoreReply | undefined;
   /**
-   * True when `consumeOneSync` and `decideAtOnce` get the client key as the caller gave it,
-   * not made safe: the store makes it safe itself (`storeKey`), and may skip that for a key it
-   * finds among the safe keys it holds (`safeWhenHeld`). Every other call gets safe keys. A
-   * store that wraps another (`{ ...store, consumeOneSync }`) copies the flag: its own
-   * methods then get keys as given too, unless it sets the flag to false.
+   * True when `consumeSync`, `consumeOneSync` and `decideAtOnce` get the client key as the
+   * caller gave it, not made safe: the store makes it safe itself (`storeKey`), and may skip
+   * that for a key it finds among the safe keys it holds (`safeWhenHeld`). Every other call
+   * gets safe keys. A store that wraps another (`{ ...store, consumeOneSync }`) copies the
+   * flag: its own methods then get keys as given too, unless it sets the flag to false.
    */
   readonly takesKeysAsGiven?: boolean;
   /**

@@ -58,7 +58,8 @@ function dropLogs(entry: Entry, layoutId: number): void {
 /** Values before a segment's states. */
 export const HEAD = 2;
 
-const fixedSize: Record<AlgorithmName, number> = {
+/** Values a policy's state takes in a segment, by algorithm: a log takes none. */
+export const fixedSize: Readonly<Record<AlgorithmName, number>> = {
   'token-bucket': 2,
   'leaky-bucket': 2,
   gcra: 2,

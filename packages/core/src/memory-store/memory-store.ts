@@ -7,6 +7,7 @@ import { nowOf } from './checks.js';
 import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
 import type { Layout } from './layouts.js';
 import { NO_SLOT as NO_SLOT_IMPORT } from './lru.js';
+import { chargeSegment } from './segment-charge.js';
 import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 import { fitsRow, MemoryTable } from './table.js';
 import { type TakenOver, takeOver } from './take-over.js';
@@ -28,6 +29,7 @@ export interface MemoryStore extends RateLimitStore {
   readonly size: number;
   /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
   readonly evictions: number;
+  /** `RateLimitStore.consumeSync`: the store takes keys as given (`takesKeysAsGiven`). */
   consumeSync(request: StoreRequest): StoreReply;
   /** `RateLimitStore.consumeOneSync`: the store takes keys as given (`takesKeysAsGiven`). */
   consumeOneSync(request: StoreRequest): PolicyOutcome;
@@ -146,9 +148,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
           return lastFiled;
         };
 
-  // The layout of the last one-policy request, and what it was asked for: a limiter sends the
-  // same policies and namespace every time, and asking `layouts` cost a one-policy decision
-  // more than the rest of finding the client's state. One that is stale (see `Layouts`) is asked for
+  // The layout of the last request, and what it was asked for: a limiter sends the same
+  // policies and namespace every time, and asking `layouts` cost a one-policy decision more
+  // than the rest of finding the client's state. One that is stale (see `Layouts`) is asked for
   // again, which brings it back (as a limiter's next call must: see `Layouts`).
   let lastPolicies: readonly Policy[] | undefined;
   let lastAskedNamespace = '';
@@ -177,7 +179,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /**
    * A decision on the client's entry in its general form: several segments, a log, another
-   * version's states, or several policies. The entry is kept as the decision leaves it: a
+   * version's states, or what `chargeSegment` leaves to it. The entry is kept as the decision leaves it: a
    * charge written, a state a peek finds fresh dropped (SPEC §4: lazy expiry).
    */
   const decideOnEntry = (request: StoreRequest, key: string, layout: Layout, slot: number, now: number) => {
@@ -307,14 +309,16 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     };
   };
 
-  const consumeSync = (request: StoreRequest): StoreReply => {
-    const now = nowOf(request.now);
+  /** A decision on `key`, a safe key (`storeKey`), held at `slot` or not (`NO_SLOT`). */
+  const decideFor = (request: StoreRequest, key: string, slot: number, now: number): StoreReply => {
     if (request.policies.length === 1) {
-      const evaluation = decideOne(request, request.key, index.get(request.key), now);
+      const evaluation = decideOne(request, key, slot, now);
       return { allowed: evaluation.allowed, now, outcomes: [outcomeOf(evaluation)] };
     }
-    const layout = layouts.of(filed(request.namespace), request.policies);
-    const { allowed, outcomes } = decideOnEntry(request, request.key, layout, index.get(request.key), now);
+    const layout = layoutOf(request);
+    const charged = chargeSegment(table, request, key, layout, slot, now);
+    if (charged !== undefined) return charged;
+    const { allowed, outcomes } = decideOnEntry(request, key, layout, slot, now);
     return { allowed, now, outcomes };
   };
 
@@ -323,7 +327,15 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     local: true,
     takesKeysAsGiven: true,
     [TABLE]: table,
-    consumeSync,
+    consumeSync(request) {
+      const now = nowOf(request.now);
+      const given = request.key;
+      // Held as given, the key is its own safe form: `storeKey` is not run.
+      const slot = index.getAsGiven(given);
+      if (slot !== NO_SLOT) return decideFor(request, given, slot, now);
+      const key = storeKey(given);
+      return decideFor(request, key, key === given ? NO_SLOT : index.get(key), now);
+    },
     consumeOneSync(request) {
       const now = nowOf(request.now);
       const given = request.key;
@@ -333,7 +345,10 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const key = storeKey(given);
       return decideOne(request, key, key === given ? NO_SLOT : index.get(key), now);
     },
-    consume: (request) => Promise.resolve(consumeSync(request)),
+    consume(request) {
+      const now = nowOf(request.now);
+      return Promise.resolve(decideFor(request, request.key, index.get(request.key), now));
+    },
 
     refund(request) {
       const now = nowOf(request.now);

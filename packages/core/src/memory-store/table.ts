@@ -118,6 +118,11 @@ export class MemoryTable {
     return entry;
   }
 
+  /** The slot's entry when it is spilled, held whole; `undefined` when its client sits in a row. */
+  spilledAt(slot: number): Entry | undefined {
+    return this.rows[slot * STRIDE] === SPILLED ? this.spilled[slot] : undefined;
+  }
+
   /**
    * Keeps `entry` as the client's, `slot` being its slot or `NO_SLOT` for a key not held yet:
    * in its row when it is one segment that fits one, spilled otherwise. An empty entry lets go
