@@ -31,6 +31,43 @@ describe('script replies', () => {
     ]);
   });
 
+  it('reads a reply wherever it sits in a larger buffer, as a client slices one from what it read', () => {
+    const numbers = [1_700_000_000_000, 1, 4, 100, 0];
+    for (const offset of [1, 3, 5, 8]) {
+      const reply = Buffer.concat([Buffer.alloc(offset, 0xff), packed(numbers), Buffer.alloc(5, 0xff)]).subarray(
+        offset,
+        offset + 8 * numbers.length,
+      );
+      expect(parseReplies(reply, [onRedisClock(1)])).toEqual([
+        {
+          allowed: true,
+          now: 1_700_000_000_000,
+          outcomes: [{ allowed: true, remaining: 4, resetAfterMs: 100, retryAfterMs: 0, delayMs: 0 }],
+        },
+      ]);
+    }
+  });
+
+  it('reads a reply longer than any before it, and a shorter one after it', () => {
+    // 32 decisions of 4 policies: 513 numbers, each decision's remaining its own index.
+    const numbers = [1_700_000_000_000];
+    for (let d = 0; d < 32; d++) for (let p = 0; p < 4; p++) numbers.push(1, 4 * d + p, 100, 0);
+    const replies = parseReplies(
+      packed(numbers),
+      Array.from({ length: 32 }, () => onRedisClock(4)),
+    );
+    expect(replies.flatMap((r) => r.outcomes.map((o) => o.remaining))).toEqual(
+      Array.from({ length: 128 }, (_, i) => i),
+    );
+    expect(parseReplies(packed([5, 0, 0, 9, 9]), [onRedisClock(1)])).toEqual([
+      {
+        allowed: false,
+        now: 5,
+        outcomes: [{ allowed: false, remaining: 0, resetAfterMs: 9, retryAfterMs: 9, delayMs: 0 }],
+      },
+    ]);
+  });
+
   it.each([
     ['numbers in an array, not packed', [5, 1, 0, 0, 0], [onRedisClock(1)]],
     ['a text', 'OK', [onRedisClock(1)]],

@@ -26,29 +26,53 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
   let length = 1;
   for (const a of asked) length += FIELDS_PER_POLICY * a.policyCount;
   if (!Buffer.isBuffer(raw) || raw.length !== length * BYTES_PER_NUMBER) throw badReply(raw);
-  const redisNow = numberAt(raw, 0);
-  const replies: StoreReply[] = [];
+  const numbers = readable(raw);
+  const numberAt = (offset: number): number => wholeAt(numbers, offset, raw);
+  const redisNow = numberAt(0);
+  // Sized up front: a first push grows an empty array to room for 17.
+  const replies = new Array<StoreReply>(asked.length);
   let at = BYTES_PER_NUMBER;
-  for (const a of asked) {
-    const outcomes: PolicyOutcome[] = [];
+  for (let d = 0; d < asked.length; d++) {
+    const a = asked[d] as Asked;
+    const outcomes = new Array<PolicyOutcome>(a.policyCount);
     let allowed = true;
     for (let i = 0; i < a.policyCount; i++, at += FIELDS_PER_POLICY * BYTES_PER_NUMBER) {
-      const flag = numberAt(raw, at);
-      const wait = numberAt(raw, at + 3 * BYTES_PER_NUMBER);
+      const flag = numberAt(at);
+      const wait = numberAt(at + 3 * BYTES_PER_NUMBER);
       if (flag > 1) throw badReply(raw);
       allowed &&= flag === 1;
-      outcomes.push({
+      outcomes[i] = {
         allowed: flag === 1,
-        remaining: numberAt(raw, at + BYTES_PER_NUMBER),
-        resetAfterMs: numberAt(raw, at + 2 * BYTES_PER_NUMBER),
+        remaining: numberAt(at + BYTES_PER_NUMBER),
+        resetAfterMs: numberAt(at + 2 * BYTES_PER_NUMBER),
         retryAfterMs: flag === 1 ? 0 : wait,
         delayMs: flag === 1 ? wait : 0,
-      });
+      };
     }
     if (a.now === undefined && redisNow === 0) throw badReply(raw);
-    replies.push({ allowed, now: a.now ?? redisNow, outcomes });
+    replies[d] = { allowed, now: a.now ?? redisNow, outcomes };
   }
   return replies;
+}
+
+/**
+ * Where a reply's numbers are read: its bytes copied in, each number then read in place. A
+ * Buffer's `readDoubleLE` puts each number together byte by byte, some 20 ns a number (13
+ * numbers for a three-policy decision); the copy of a whole reply costs about one of them.
+ * Grown for a reply longer than any before; replies are read synchronously.
+ */
+const scratch = scratchOf(1024);
+
+function scratchOf(size: number): { bytes: Uint8Array; view: DataView } {
+  const buffer = new ArrayBuffer(size);
+  return { bytes: new Uint8Array(buffer), view: new DataView(buffer) };
+}
+
+/** The reply's bytes in `scratch`, read through its view. */
+function readable(raw: Buffer): DataView {
+  if (scratch.bytes.length < raw.length) Object.assign(scratch, scratchOf(2 * raw.length));
+  scratch.bytes.set(raw);
+  return scratch.view;
 }
 
 /**
@@ -57,8 +81,8 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
  * turns that field boxed in every outcome and decision after (an allocation each, slower
  * headers); `Math.trunc` of a whole number hands it on as a small integer.
  */
-function numberAt(raw: Buffer, offset: number): number {
-  const value = raw.readDoubleLE(offset);
+function wholeAt(numbers: DataView, offset: number, raw: Buffer): number {
+  const value = numbers.getFloat64(offset, true);
   if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
   return Math.trunc(value);
 }
