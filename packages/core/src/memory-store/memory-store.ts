@@ -179,8 +179,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /**
    * A decision on the client's entry in its general form: several segments, a log, another
-   * version's states, or what `chargeSegment` leaves to it. The entry is kept as the decision leaves it: a
-   * charge written, a state a peek finds fresh dropped (SPEC §4: lazy expiry).
+   * version's states, or whatever else `chargeSegment` leaves to it. The entry is kept as the
+   * decision leaves it: a charge written, a state a peek finds fresh dropped (SPEC §4: lazy
+   * expiry).
    */
   const decideOnEntry = (request: StoreRequest, key: string, layout: Layout, slot: number, now: number) => {
     const { policies, capacities, cost } = request;
@@ -322,6 +323,20 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return { allowed, now, outcomes };
   };
 
+  // The safe key `slotOfGiven` settled on: a field, where a second value returned would be an
+  // object made on every call.
+  const found = { key: '' };
+  /** The slot of a client key as the caller gave it, or `NO_SLOT`; its safe form left in `found`. */
+  const slotOfGiven = (given: string): number => {
+    // Held as given, the key is its own safe form: `storeKey` is not run.
+    const slot = index.getAsGiven(given);
+    found.key = given;
+    if (slot !== NO_SLOT) return slot;
+    const key = storeKey(given);
+    found.key = key;
+    return key === given ? NO_SLOT : index.get(key);
+  };
+
   const methods: Omit<MemoryStore, 'size' | 'evictions'> & Tabled = {
     name: 'memory',
     local: true,
@@ -329,21 +344,13 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     [TABLE]: table,
     consumeSync(request) {
       const now = nowOf(request.now);
-      const given = request.key;
-      // Held as given, the key is its own safe form: `storeKey` is not run.
-      const slot = index.getAsGiven(given);
-      if (slot !== NO_SLOT) return decideFor(request, given, slot, now);
-      const key = storeKey(given);
-      return decideFor(request, key, key === given ? NO_SLOT : index.get(key), now);
+      const slot = slotOfGiven(request.key);
+      return decideFor(request, found.key, slot, now);
     },
     consumeOneSync(request) {
       const now = nowOf(request.now);
-      const given = request.key;
-      // Held as given, the key is its own safe form: `storeKey` is not run.
-      const slot = index.getAsGiven(given);
-      if (slot !== NO_SLOT) return decideOne(request, given, slot, now);
-      const key = storeKey(given);
-      return decideOne(request, key, key === given ? NO_SLOT : index.get(key), now);
+      const slot = slotOfGiven(request.key);
+      return decideOne(request, found.key, slot, now);
     },
     consume(request) {
       const now = nowOf(request.now);
