@@ -29,12 +29,13 @@ const newOutcome = (): PolicyOutcome => ({
 /**
  * A charge (cost ≥ 1) of several policies whose states are all of fixed size, decided on the
  * states where they sit: the spilled segment of this layout of the client at `slot`, or for a
- * key not held (`NO_SLOT`) fresh states, the key (a safe one) taken in when charged. It decides as the reference `decide` does, without its copies: every policy
- * decides in place on one copy of the segment, which is written back only when all allow,
- * and a refusal reports each policy that allowed as it stands, uncharged. Nothing is
- * allocated but the reply (and a new key's entry). `undefined` for what the general path
- * decides (`decideOnEntry`): a peek, a log, a client held in a row, or a client whose states
- * are another version's, which it takes over.
+ * key not held (`NO_SLOT`) fresh states, the key (a safe one) taken in when charged. It
+ * decides as the reference `decide` does, without its copies: every policy decides in place
+ * on one copy of the segment, which is written back only when all allow, and a refusal
+ * reports each policy that allowed as it stands, uncharged. Nothing is allocated but the
+ * reply (and a new key's entry). `undefined` for what the general path decides
+ * (`decideOnEntry`): a peek, a log, a client held in a row, or a client whose states are
+ * another version's, which it takes over.
  */
 export function chargeSegment(
   table: MemoryTable,
