@@ -70,13 +70,19 @@ describe('rules across reloads (state is kept per rule and policy name)', () => 
     await get().expect(429);
   });
 
-  it('a window change starts that policy afresh, since its count means something else', async () => {
+  it('a changed window or algorithm keeps what each client has spent: never a fresh quota', async () => {
     await start(doc(perClient(2)));
     await get().expect(200);
     await get().expect(200);
     await get().expect(429);
     await change(doc(perClient(2).replace('window: 1m', 'window: 2m')));
-    expect(draft11(await get().expect(200)).state['per-client']?.r).toBe(1);
+    await get().expect(429);
+    await change(doc(perClient(2).replace('algorithm: fixed-window', 'algorithm: gcra')));
+    await get().expect(429);
+    // A larger limit in the new window admits what it adds, and no more.
+    await change(doc(perClient(3).replace('window: 1m', 'window: 2m')));
+    expect(draft11(await get().expect(200)).state['per-client']?.r).toBe(0);
+    await get().expect(429);
   });
 
   it('100 reloads under load: no request dropped, none ever sees half a set', async () => {

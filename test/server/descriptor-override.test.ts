@@ -57,6 +57,15 @@ describe('a descriptor limit override, as envoyproxy/ratelimit applies it', () =
     expect(await codes(overridden([{ key: 'free', value: fresh('f') }], perHour), 2)).toEqual(['OK', 'OVER_LIMIT']);
   });
 
+  it("counts an override in another unit than the rule's apart from the rule's own count", async () => {
+    const entries = [{ key: 'k', value: fresh('k') }];
+    expect(await codes(overridden(entries, { requests_per_unit: 1, unit: 'HOUR' }), 2)).toEqual(['OK', 'OVER_LIMIT']);
+    // The rule's own 2 a second have not been touched by the hour's count.
+    const own = await envoy.shouldRateLimit({ domain: 'd', descriptors: [{ entries }] });
+    expect(own.overall_code).toBe('OK');
+    expect(own.statuses?.[0]?.limit_remaining).toBe(1);
+  });
+
   it('limits nothing in a domain the rules do not know', async () => {
     const answers = [];
     for (let i = 0; i < 3; i++)

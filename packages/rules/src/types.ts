@@ -25,7 +25,8 @@ export interface RulePathEntry {
 export interface Rule {
   /**
    * Stable id from the domain and the descriptor's path, never from its limits: use it as the
-   * limiter's `prefix`, so a reload that changes a limit keeps every client's count.
+   * limiter's `prefix`, so a reload that changes a limit, window or algorithm keeps what every
+   * client has spent.
    */
   readonly id: string;
   readonly domain: string;

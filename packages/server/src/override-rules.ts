@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { PolicyOptions, RuleLike, RuleMatchLike } from '@sluice/core';
+import { type PolicyOptions, type RuleLike, type RuleMatchLike, toMs } from '@sluice/core';
 import type { RuleSet } from '@sluice/rules';
 import { overrideWindowMs } from './units.js';
 import type { DescriptorCall, RateLimitCall } from './wire-types.js';
@@ -22,9 +22,10 @@ const entriesKey = (entries: Entries): string =>
  * domain the rules do not know, it limits nothing.
  *
  * The counter follows envoyproxy's, whose key is the descriptor's entries and the window: over
- * a matched rule the override counts in that rule's state, under its first policy's name and
- * algorithm (so an override of the rule's own unit reads the rule's own count); with no rule,
- * per descriptor entries in a fixed window, under one namespace per domain.
+ * a matched rule the override counts under the rule's first policy's name and algorithm, in
+ * the rule's own namespace for the first policy's window (so it reads the rule's own count)
+ * and in a namespace of its window's otherwise; with no rule, per descriptor entries in a
+ * fixed window, under one namespace per domain.
  */
 export function createRuleMatcher() {
   const variants = new WeakMap<RuleLike, Map<string, RuleLike>>();
@@ -53,14 +54,17 @@ export function createRuleMatcher() {
       const first = rule.policies[0];
       // A rule without policies (unlimited, blocked, none at all) counts as envoyproxy does.
       const algorithm = first === undefined ? 'fixed-window' : first.algorithm;
+      const windowMs = overrideWindowMs(override.unit);
       const policy: PolicyOptions = {
         name: first?.name ?? `per-${override.unit.toLowerCase()}`,
         limit: override.requestsPerUnit,
-        window: overrideWindowMs(override.unit),
+        window: windowMs,
         ...(algorithm === undefined ? {} : { algorithm }),
       };
       variant = {
-        id: rule.id,
+        // envoyproxy's counter is the descriptor's and the window's: in the rule's own unit the
+        // override counts in the rule's namespace, in another unit in one of that unit's own.
+        id: first !== undefined && toMs(first.window, 'window') === windowMs ? rule.id : `${rule.id}.${windowMs}`,
         policies: [policy],
         throttle: undefined,
         unlimited: false,

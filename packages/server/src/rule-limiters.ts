@@ -9,9 +9,9 @@ export interface LimiterSettings {
 
 /**
  * The limiter of each rule (or override variant, `override-rules.ts`): core's rule limiters,
- * as the adapters have them, under the same namespaces (from the rule's place and its
- * policies' names, algorithms and windows), so a changed limit keeps each client's count, and
- * the service and adapters on one Redis share counts.
+ * as the adapters have them, under the same namespaces (the rule's id, from its place), so a
+ * changed limit, window or algorithm keeps what each client has spent, and the service and
+ * adapters on one Redis share counts.
  */
 export function createServiceLimiters(settings: LimiterSettings): (rule: RuleLike) => Limiter {
   return createRuleLimiters({

@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
-import { toPolicies } from '../../policy.js';
 import { STORE_FAILED } from '../../store-guard.js';
 import type {
   Decision,
@@ -26,27 +24,19 @@ export interface RuleVerdict {
   readonly decision: Decision;
 }
 
-const digest = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 8);
-
 /**
- * The limiter of each rule, made once per rule object. Its namespace is the rule's id (from
- * its place in the document, not its limits) and the policies' ids (names, algorithms and
- * windows, not limits): after a reload that changes a limit the new limiter reads the same
- * state, so every client keeps its count; a changed window starts afresh, as its state means
- * something else.
+ * The limiter of each rule, made once per rule object. Its namespace is the rule's id, from
+ * its place in the document and never from its limits: after a reload the new limiter reads
+ * the state the old one left, which the store keeps per policy name, so a changed limit,
+ * window or algorithm never gives a client a fresh quota (SPEC §4), and while old and new
+ * limiters take turns a client is admitted no more than the larger limit allows.
  */
 export function createRuleLimiters(base: Record<string, unknown>): (rule: RuleLike) => Limiter {
   const limiters = new WeakMap<RuleLike, Limiter>();
   return (rule) => {
     let limiter = limiters.get(rule);
     if (limiter === undefined) {
-      const ids = toPolicies(rule.policies).map((p) => p.id);
-      const options = {
-        ...base,
-        policies: rule.policies,
-        throttle: rule.throttle,
-        prefix: `${rule.id}.${digest(ids.join('|'))}`,
-      };
+      const options = { ...base, policies: rule.policies, throttle: rule.throttle, prefix: rule.id };
       limiter = createLimiter(options as unknown as LimiterOptions);
       limiters.set(rule, limiter);
     }
