@@ -4,7 +4,7 @@ import { invalid, SluiceError } from './errors.js';
 import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
-import { type BoundDecision, boundDecisionOf } from './memory-store/memory-store.js';
+import { type BoundDecision, boundDecisionOf, givenKeyDecisionsOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
 import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
@@ -165,11 +165,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.cost,
         );
   };
+  // A memory store made by core decides on keys as given through paths of its own: its methods
+  // take safe keys, as any store's do, so that a store wrapping it gets the keys it is given.
+  const onGivenKeys = givenKeyDecisionsOf(store);
   // One request object for every call of the paths whose store reads it during the call only:
   // an in-process store's decision that takes keys as given, and what a remote store may decide
   // at once (a deny cache's refusal, a local-first count). A limiter's store takes one of them,
   // never both.
-  const keysAsGiven = store.takesKeysAsGiven === true;
+  const keysAsGiven = onGivenKeys !== undefined || store.takesKeysAsGiven === true;
   const reused: Mutable<StoreRequest> = { namespace, key: '', policies, capacities: baseCapacities, cost: 0, now: 0 };
   /** The reused request, filled for this call. */
   const reuse = (key: string, cost: number): StoreRequest => {
@@ -189,7 +192,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const asked = reuse(key, cost);
     let outcome: PolicyOutcome;
     try {
-      outcome = succeed((store.consumeOneSync as ConsumeOneSync)(asked));
+      outcome = succeed(
+        onGivenKeys !== undefined ? onGivenKeys.consumeOneSync(asked) : (store.consumeOneSync as ConsumeOneSync)(asked),
+      );
     } catch (cause) {
       fail(cause);
       return unavailable(key);
@@ -237,7 +242,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const atOnceFirst = (key: string, cost: number): Decision | Promise<Decision> =>
     atOnce(key, reuse(key, cost)) ?? ask(key, keysAsGiven ? { ...reused, key: storeKey(key) } : { ...reused });
   const decide = (key: string, cost: number): Decision | Promise<Decision> => {
-    if (store.consumeSync !== undefined) return now(key, cost, store.consumeSync);
+    if (store.consumeSync !== undefined) return now(key, cost, onGivenKeys?.consumeSync ?? store.consumeSync);
     if (store.decideAtOnce === undefined) return ask(key, consumeRequest(key, cost));
     return atOnceFirst(key, cost);
   };

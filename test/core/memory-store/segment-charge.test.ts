@@ -1,4 +1,14 @@
-import { createLimiter, createMemoryStore, decide, type State, type StoreRequest, toPolicy } from '@sluice/core';
+import {
+  createLimiter,
+  createMemoryStore,
+  decide,
+  type MemoryStore,
+  type PolicyOptions,
+  type RateLimitStore,
+  type State,
+  type StoreRequest,
+  toPolicy,
+} from '@sluice/core';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type PolicySet, policySet } from '../../conformance/arbitraries.js';
@@ -47,6 +57,9 @@ describe('a charge of several fixed-size policies on the memory store', () => {
             const request: StoreRequest = { namespace: `l${limiter}`, key, policies, capacities, cost, now };
             const reference = decide(model.get(`${limiter}|${key}`) ?? [], policies, capacities, cost, now);
             if (reference.next !== undefined) model.set(`${limiter}|${key}`, reference.next);
+            // Lazy expiry: a peek that finds every state fresh drops them, and a clock that then
+            // steps back finds nothing, as after Redis expired the key.
+            if (cost === 0 && reference.outcomes.every((o) => o.resetAfterMs === 0)) model.delete(`${limiter}|${key}`);
             expect(store.consumeSync(request)).toEqual({
               allowed: reference.allowed,
               now,
@@ -101,4 +114,46 @@ describe('a charge of several fixed-size policies on the memory store', () => {
     }
     expect(store.size).toBe(keys.length);
   });
+
+  it('counts one client under one entry through any store that wraps the memory store', async () => {
+    const wrappers: [string, (store: MemoryStore) => RateLimitStore][] = [
+      ['spread', (store) => ({ ...store })],
+      ['spread, keys as given refused', (store) => ({ ...store, takesKeysAsGiven: false })],
+      [
+        'calling through',
+        (store) => ({
+          ...store,
+          consumeSync: (request) => store.consumeSync(request),
+          consumeOneSync: (request) => store.consumeOneSync(request),
+        }),
+      ],
+    ];
+    const key = 'user{a}\nb';
+    for (const [label, wrap] of wrappers) {
+      for (const policies of [[{ name: 'minute', limit: 5, window: '1m' }] as PolicyOptions[], twoPolicies]) {
+        const store = createMemoryStore();
+        const limiter = createLimiter({ policies, store: wrap(store), clock: () => START });
+        await limiter.consume(key, { cost: 2 });
+        await limiter.consume(key);
+        const spent = (await limiter.peek(key)).policies.map((p) => p.remaining);
+        expect(spent, label).toEqual(policies.map((p) => p.limit - 3));
+        await limiter.refund(key, 1);
+        expect(
+          (await limiter.peek(key)).policies.map((p) => p.remaining),
+          label,
+        ).toEqual(policies.map((p) => p.limit - 2));
+        await limiter.reset(key);
+        expect(
+          (await limiter.peek(key)).policies.map((p) => p.remaining),
+          label,
+        ).toEqual(policies.map((p) => p.limit));
+        expect(store.size, label).toBeLessThanOrEqual(1);
+      }
+    }
+  });
 });
+
+const twoPolicies: PolicyOptions[] = [
+  { name: 'second', limit: 5, window: '1s' },
+  { name: 'minute', limit: 50, window: '1m' },
+];

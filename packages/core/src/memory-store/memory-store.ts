@@ -29,9 +29,7 @@ export interface MemoryStore extends RateLimitStore {
   readonly size: number;
   /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
   readonly evictions: number;
-  /** `RateLimitStore.consumeSync`: the store takes keys as given (`takesKeysAsGiven`). */
   consumeSync(request: StoreRequest): StoreReply;
-  /** `RateLimitStore.consumeOneSync`: the store takes keys as given (`takesKeysAsGiven`). */
   consumeOneSync(request: StoreRequest): PolicyOutcome;
 }
 
@@ -67,6 +65,29 @@ const binders = new WeakMap<
   RateLimitStore,
   (namespace: string, policies: readonly Policy[]) => BoundDecision | undefined
 >();
+
+/**
+ * `consumeSync` and `consumeOneSync` on the client key as the caller gave it, not made safe:
+ * a key held as given is its own safe form, so `storeKey` does not read it (see
+ * `RateLimitStore.takesKeysAsGiven`). For core's limiter alone: the store's own methods take
+ * safe keys, as any store's do, so that a store wrapping it (by spreading it, or calling
+ * through to it) hands them the keys it was given.
+ */
+export interface GivenKeyDecisions {
+  consumeSync(request: StoreRequest): StoreReply;
+  consumeOneSync(request: StoreRequest): PolicyOutcome;
+}
+
+const givenKeyDecisions = new WeakMap<RateLimitStore, GivenKeyDecisions>();
+
+/**
+ * The decisions on keys as given of a memory store this module made; `undefined` for any other
+ * store, a store that wraps a memory store included.
+ * @internal
+ */
+export function givenKeyDecisionsOf(store: RateLimitStore): GivenKeyDecisions | undefined {
+  return givenKeyDecisions.get(store);
+}
 
 /**
  * The leanest path of a one-policy limiter over a memory store this module made: its decisions
@@ -337,11 +358,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return key === given ? NO_SLOT : index.get(key);
   };
 
-  const methods: Omit<MemoryStore, 'size' | 'evictions'> & Tabled = {
-    name: 'memory',
-    local: true,
-    takesKeysAsGiven: true,
-    [TABLE]: table,
+  const onGivenKeys: GivenKeyDecisions = {
     consumeSync(request) {
       const now = nowOf(request.now);
       const slot = slotOfGiven(request.key);
@@ -351,6 +368,20 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const now = nowOf(request.now);
       const slot = slotOfGiven(request.key);
       return decideOne(request, found.key, slot, now);
+    },
+  };
+
+  const methods: Omit<MemoryStore, 'size' | 'evictions'> & Tabled = {
+    name: 'memory',
+    local: true,
+    [TABLE]: table,
+    consumeSync(request) {
+      const now = nowOf(request.now);
+      return decideFor(request, request.key, index.get(request.key), now);
+    },
+    consumeOneSync(request) {
+      const now = nowOf(request.now);
+      return decideOne(request, request.key, index.get(request.key), now);
     },
     consume(request) {
       const now = nowOf(request.now);
@@ -394,6 +425,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   };
   const store: MemoryStore = withGetters(methods, storeGetters);
   binders.set(store, bindOne);
+  givenKeyDecisions.set(store, onGivenKeys);
   return store;
 }
 
