@@ -1,4 +1,5 @@
-import type { State } from '../algorithms/index.js';
+import type { EvaluateAt } from '../algorithms/algorithm.js';
+import { algorithms, type State } from '../algorithms/index.js';
 import type { AlgorithmName, Policy } from '../types.js';
 import { type LogBuffer, LogCharge, type MemoryState } from './sliding-log.js';
 
@@ -67,6 +68,12 @@ export const fixedSize: Readonly<Record<AlgorithmName, number>> = {
   'sliding-window-counter': 3,
   'sliding-window-log': 0,
 };
+
+/**
+ * How the algorithm of a policy whose state is of fixed size decides on it: in place. Every
+ * algorithm has `evaluateAt` but the sliding log, whose state takes no values in a segment.
+ */
+export const inPlace = (policy: Policy): EvaluateAt => algorithms[policy.algorithm].evaluateAt as EvaluateAt;
 
 /** The number of values after a segment's head for these policies: a log takes none. */
 export function segmentLength(policies: readonly Policy[]): number {

@@ -1,10 +1,18 @@
 import type { EvaluateAt } from '../algorithms/algorithm.js';
-import { algorithms, decide, refundStates } from '../algorithms/index.js';
+import { decide, refundStates } from '../algorithms/index.js';
 import { SluiceError } from '../errors.js';
 import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
-import { type Entry, findSegment, readStates, removeSegment, segmentsOf, writeSegment } from './entry.js';
+import {
+  type Entry,
+  findSegment,
+  inPlace as inPlaceImport,
+  readStates,
+  removeSegment,
+  segmentsOf,
+  writeSegment,
+} from './entry.js';
 import type { Layout } from './layouts.js';
 import { NO_SLOT as NO_SLOT_IMPORT } from './lru.js';
 import { chargeSegment } from './segment-charge.js';
@@ -48,11 +56,8 @@ const rowScratch = (size: number): RowScratch => ({
   values: new Float64Array(size),
 });
 
-/**
- * How the algorithm of a policy whose state fits a row (`fitsRow`) decides on it: in place.
- * Every algorithm has `evaluateAt` but the sliding log, whose state takes no row.
- */
-const inPlace = (policy: Policy): EvaluateAt => algorithms[policy.algorithm].evaluateAt as EvaluateAt;
+// How a policy whose state fits a row (`fitsRow`) decides on it; this module's own constant.
+const inPlace = inPlaceImport;
 
 /**
  * A consume of one policy, bound to a limiter: the client key as the caller gave it, the
@@ -358,6 +363,11 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return key === given ? NO_SLOT : index.get(key);
   };
 
+  const consumeSync = (request: StoreRequest): StoreReply => {
+    const now = nowOf(request.now);
+    return decideFor(request, request.key, index.get(request.key), now);
+  };
+
   const onGivenKeys: GivenKeyDecisions = {
     consumeSync(request) {
       const now = nowOf(request.now);
@@ -375,18 +385,12 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     name: 'memory',
     local: true,
     [TABLE]: table,
-    consumeSync(request) {
-      const now = nowOf(request.now);
-      return decideFor(request, request.key, index.get(request.key), now);
-    },
+    consumeSync,
     consumeOneSync(request) {
       const now = nowOf(request.now);
       return decideOne(request, request.key, index.get(request.key), now);
     },
-    consume(request) {
-      const now = nowOf(request.now);
-      return Promise.resolve(decideFor(request, request.key, index.get(request.key), now));
-    },
+    consume: (request) => Promise.resolve(consumeSync(request)),
 
     refund(request) {
       const now = nowOf(request.now);

@@ -1,7 +1,11 @@
-import type { EvaluateAt } from '../algorithms/algorithm.js';
-import { algorithms } from '../algorithms/index.js';
 import type { Policy, PolicyOutcome, StoreReply, StoreRequest } from '../types.js';
-import { type Entry, findSegment, fixedSize as fixedSizeImport, HEAD as HEAD_IMPORT } from './entry.js';
+import {
+  type Entry,
+  findSegment,
+  fixedSize as fixedSizeImport,
+  HEAD as HEAD_IMPORT,
+  inPlace as inPlaceImport,
+} from './entry.js';
 import type { Layout } from './layouts.js';
 import { NO_SLOT as NO_SLOT_IMPORT } from './lru.js';
 import type { MemoryTable } from './table.js';
@@ -11,6 +15,7 @@ import type { MemoryTable } from './table.js';
 const HEAD = HEAD_IMPORT;
 const NO_SLOT = NO_SLOT_IMPORT;
 const fixedSize = fixedSizeImport;
+const inPlace = inPlaceImport;
 
 /**
  * Where a segment's states are decided on: a copy, so that a refusal leaves the entry as it
@@ -86,8 +91,6 @@ function takeIn(table: MemoryTable, key: string, layout: Layout, values: Float64
   for (let j = 0; j < length; j++) entry[HEAD + j] = values[j] as number;
   table.keep(key, NO_SLOT, entry);
 }
-
-const inPlace = (policy: Policy): EvaluateAt => algorithms[policy.algorithm].evaluateAt as EvaluateAt;
 
 /**
  * After a refusal nothing was charged, so each policy that allowed reports its quota as it
