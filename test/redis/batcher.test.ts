@@ -24,7 +24,7 @@ interface Call {
 /** A reply the script could send for `count` one-policy decisions that all passed, on Redis's clock. */
 function replyFor(count: number): Buffer {
   const numbers = [1_700_000_000_000];
-  for (let i = 0; i < count; i++) numbers.push(1, 9, 100, 0);
+  for (let i = 0; i < count; i++) numbers.push(9, 100, 0);
   const buffer = Buffer.alloc(8 * numbers.length);
   for (const [i, n] of numbers.entries()) buffer.writeDoubleLE(n, 8 * i);
   return buffer;

@@ -12,8 +12,9 @@ function packed(numbers: readonly number[]): Buffer {
 }
 
 describe('script replies', () => {
-  it("reads the documented shape: Redis's now, then per policy allowed, remaining, reset and the wait", () => {
-    const batch = packed([1_700_000_000_000, 1, 4, 100, 0, 0, 0, 250, 250, 1, 7, 30, 2]);
+  it("reads the documented shape: Redis's now, then per policy remaining, reset and the wait signed by the outcome", () => {
+    // Allowed with no delay, refused with a retry of 250 (-1 - 250), allowed with a delay of 2.
+    const batch = packed([1_700_000_000_000, 4, 100, 0, 0, 250, -251, 7, 30, 2]);
     expect(parseReplies(batch, [onRedisClock(2), { policyCount: 1, now: 1_600_000_000_000 }])).toEqual([
       {
         allowed: false,
@@ -32,7 +33,7 @@ describe('script replies', () => {
   });
 
   it('reads a reply wherever it sits in a larger buffer, as a client slices one from what it read', () => {
-    const numbers = [1_700_000_000_000, 1, 4, 100, 0];
+    const numbers = [1_700_000_000_000, 4, 100, 0];
     for (const offset of [1, 3, 5, 8]) {
       const reply = Buffer.concat([Buffer.alloc(offset, 0xff), packed(numbers), Buffer.alloc(5, 0xff)]).subarray(
         offset,
@@ -49,9 +50,9 @@ describe('script replies', () => {
   });
 
   it('reads a reply longer than any before it, and a shorter one after it', () => {
-    // 32 decisions of 4 policies: 513 numbers, each decision's remaining its own index.
+    // 32 decisions of 4 policies: 385 numbers, each decision's remaining its own index.
     const numbers = [1_700_000_000_000];
-    for (let d = 0; d < 32; d++) for (let p = 0; p < 4; p++) numbers.push(1, 4 * d + p, 100, 0);
+    for (let d = 0; d < 32; d++) for (let p = 0; p < 4; p++) numbers.push(4 * d + p, 100, 0);
     const replies = parseReplies(
       packed(numbers),
       Array.from({ length: 32 }, () => onRedisClock(4)),
@@ -59,7 +60,7 @@ describe('script replies', () => {
     expect(replies.flatMap((r) => r.outcomes.map((o) => o.remaining))).toEqual(
       Array.from({ length: 128 }, (_, i) => i),
     );
-    expect(parseReplies(packed([5, 0, 0, 9, 9]), [onRedisClock(1)])).toEqual([
+    expect(parseReplies(packed([5, 0, 9, -10]), [onRedisClock(1)])).toEqual([
       {
         allowed: false,
         now: 5,
@@ -69,19 +70,22 @@ describe('script replies', () => {
   });
 
   it.each([
-    ['numbers in an array, not packed', [5, 1, 0, 0, 0], [onRedisClock(1)]],
+    ['numbers in an array, not packed', [5, 0, 0, 0], [onRedisClock(1)]],
     ['a text', 'OK', [onRedisClock(1)]],
     ['null', null, [onRedisClock(1)]],
-    ['too short', packed([5, 1, 0, 0]), [onRedisClock(1)]],
-    ['too long', packed([5, 1, 0, 0, 0, 9]), [onRedisClock(1)]],
-    ['a ragged length', Buffer.concat([packed([5, 1, 0, 0, 0]), Buffer.from([0])]), [onRedisClock(1)]],
-    ['a fraction', packed([5, 1, 0.5, 0, 0]), [onRedisClock(1)]],
-    ['a negative', packed([5, 1, -1, 0, 0]), [onRedisClock(1)]],
-    ['not a number', packed([5, 1, Number.NaN, 0, 0]), [onRedisClock(1)]],
-    ['a flag that is not 0 or 1', packed([5, 2, 0, 0, 0]), [onRedisClock(1)]],
-    ['beyond 2^53', packed([5, 1, 2 ** 53, 0, 0]), [onRedisClock(1)]],
-    ["no clock for a decision on Redis's clock", packed([0, 1, 0, 0, 0]), [onRedisClock(1)]],
-    ['a bad second decision', packed([5, 1, 0, 0, 0, 3, 0, 0, 0]), [onRedisClock(1), onRedisClock(1)]],
+    ['too short', packed([5, 0, 0]), [onRedisClock(1)]],
+    ['too long', packed([5, 0, 0, 0, 9]), [onRedisClock(1)]],
+    ['a ragged length', Buffer.concat([packed([5, 0, 0, 0]), Buffer.from([0])]), [onRedisClock(1)]],
+    ['a fraction', packed([5, 0.5, 0, 0]), [onRedisClock(1)]],
+    ['a fraction in the wait', packed([5, 0, 0, -1.5]), [onRedisClock(1)]],
+    ['a negative remaining', packed([5, -1, 0, 0]), [onRedisClock(1)]],
+    ['a negative reset', packed([5, 0, -1, 0]), [onRedisClock(1)]],
+    ['not a number', packed([5, Number.NaN, 0, 0]), [onRedisClock(1)]],
+    ['a wait that is not a number', packed([5, 0, 0, Number.NaN]), [onRedisClock(1)]],
+    ['beyond 2^53', packed([5, 2 ** 53, 0, 0]), [onRedisClock(1)]],
+    ['a wait beyond -2^53', packed([5, 0, 0, -(2 ** 53)]), [onRedisClock(1)]],
+    ["no clock for a decision on Redis's clock", packed([0, 0, 0, 0]), [onRedisClock(1)]],
+    ['a bad second decision', packed([5, 0, 0, 0, -3, 0, 0]), [onRedisClock(1), onRedisClock(1)]],
   ] as [string, unknown, Asked[]][])('refuses a reply with %s as ERR_SLUICE_BAD_STORE_REPLY', (_, raw, asked) => {
     let caught: unknown;
     try {

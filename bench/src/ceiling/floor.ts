@@ -31,9 +31,9 @@ return text`;
  * by one `struct.unpack` when the string holds this policy's state (its directory compared
  * whole), the next state written as the string other limiter versions read (the directory,
  * then five numbers by one `struct.pack`) by PSETEX with a formatted TTL, and the packed reply
- * of five numbers. The TTL is 1 ms, as in the replayed gcra call (a limit of 10^9 a minute
- * resets 1 ms after a charge), so the GET finds a state as rarely as there. A decision costs
- * at least this plus reading its figures and deciding.
+ * of four numbers (Redis's now, one policy's outcome). The TTL is 1 ms, as in the replayed
+ * gcra call (a limit of 10^9 a minute resets 1 ms after a charge), so the GET finds a state as
+ * rarely as there. A decision costs at least this plus reading its figures and deciding.
  */
 const layoutLua = `local time = redis.call('TIME')
 local now = time[1] * 1000 + math.floor(time[2] / 1000)
@@ -43,14 +43,14 @@ if text and string.find(text, directory, 1, true) == 1 and #text == #directory +
   a, b = struct.unpack('<dd', text, #directory + 1)
 end
 redis.call('PSETEX', KEYS[1], string.format('%d', 1), directory .. struct.pack('<ddddd', now + a % 2, b, 0, 1, now + 1))
-return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
+return struct.pack('<dddd', now, 1, 1, 0)`;
 
 /**
  * The layout floor in the sliding window counter's case, where the replayed state outlives
  * the calls (a counter's charge resets a window or two later): TIME, GET, the state's three
  * numbers and reset time read by one `struct.unpack`, the state written back in sluice's
  * layout keeping the key's TTL when there was one and by PSETEX for a window when there was
- * none, and the packed reply of five numbers. No policy figures are read and nothing is
+ * none, and the packed reply of four numbers. No policy figures are read and nothing is
  * decided; the numbers are carried over as read.
  */
 const layoutKeptLua = `local time = redis.call('TIME')
@@ -67,7 +67,7 @@ if reset_at then
 else
   redis.call('PSETEX', KEYS[1], string.format('%d', 60000), next)
 end
-return struct.pack('<ddddd', now, 1, 0, 1, 0)`;
+return struct.pack('<dddd', now, 1, 1, 0)`;
 
 const script = (label: string, lua: string) => ({
   label,

@@ -161,7 +161,7 @@ function block(shape: Shape, count: number, encoding: Encoding): string {
           .join(' .. ');
   const outcomes = policies.map(
     (i) =>
-      `reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = ok${i} and 1 or 0, remaining${i}, reset${i}, wait${i}\n    n = n + 4`,
+      `reply[n + 1], reply[n + 2], reply[n + 3] = remaining${i}, reset${i}, ok${i} and wait${i} or -1 - wait${i}\n    n = n + 3`,
   );
   const ttl = policies.map((i) => `if reset${i} > ttl then ttl = reset${i} end`);
   return `${figures.join('\n  ')}

@@ -1,6 +1,7 @@
 import type { StoreReply, StoreRequest } from '@sluice/core';
-import { MAX_KEYS_PER_CALL, type ScriptCall } from './commands.js';
+import type { ScriptCall } from './commands.js';
 import { runHeader } from './decision-args.js';
+import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
 

@@ -7,7 +7,6 @@ import { type Script, scripts } from './scripts.js';
  * declared key of the same slot, and the script reads only the keys its decisions name).
  */
 const KEY_COUNTS: readonly number[] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32];
-export const MAX_KEYS_PER_CALL = 32;
 /** A decision's keys are its client key and one per log policy, so 16 always fit in one call. */
 export const MAX_POLICIES = 16;
 

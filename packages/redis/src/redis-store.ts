@@ -10,12 +10,13 @@ import {
   untilReady,
   watchReady,
 } from './client.js';
-import { defineScripts, MAX_KEYS_PER_CALL } from './commands.js';
+import { defineScripts } from './commands.js';
 import { decisionArgs, type Operation, policyList, runHeader } from './decision-args.js';
 import { createDenyCache, type DenyCacheOptions } from './deny-cache.js';
 import { decisionKeys } from './keys.js';
 import { createLocalFirst, type LocalFirstParts } from './local-first/local-first-store.js';
 import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.js';
+import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { parseReplies } from './reply.js';
 import { mixedScript, scriptFor } from './scripts.js';
 

@@ -1,6 +1,6 @@
 import { type PolicyOutcome, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
+import { REPLY_NUMBERS } from './lua/prelude.js';
 
-const FIELDS_PER_POLICY = 4;
 const BYTES_PER_NUMBER = 8;
 
 /** What the reader needs of each decision in a batch: its policy count and injected clock. */
@@ -14,17 +14,18 @@ export interface Asked {
 /**
  * The one place a script reply is read. The reply is one binary string of little-endian
  * doubles (exact for integers below 2^53): the Redis clock's now (0 if the call did not read
- * it), then for each decision asked, in order, four integers per policy: allowed, remaining,
- * resetAfterMs and the wait (delayMs when allowed, retryAfterMs when refused). One string,
- * because a client parses an array's integers one by one at a cost that grows with every
- * policy. A decision is allowed when all its policies are, and decided at its injected now or
- * else Redis's. Anything but that shape (not whole, negative or beyond 2^53, a flag not 0 or 1,
- * too few or too many numbers, no clock where one was needed) means the script and this code
- * disagree, so it is refused rather than guessed at.
+ * it), then for each decision asked, in order, three integers per policy: remaining,
+ * resetAfterMs and the wait signed by the outcome, delayMs (0 or more) when allowed and
+ * -1 - retryAfterMs when refused. One string, because a client parses an array's integers one
+ * by one at a cost that grows with every policy. A decision is allowed when all its policies
+ * are, and decided at its injected now or else Redis's. Anything but that shape (not whole,
+ * beyond 2^53 either way, a remaining or reset below 0, too few or too many numbers, no clock
+ * where one was needed) means the script and this code disagree, so it is refused rather than
+ * guessed at.
  */
 export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[] {
   let length = 1;
-  for (const a of asked) length += FIELDS_PER_POLICY * a.policyCount;
+  for (const a of asked) length += REPLY_NUMBERS * a.policyCount;
   if (!Buffer.isBuffer(raw) || raw.length !== length * BYTES_PER_NUMBER) throw badReply(raw);
   const numbers = readable(raw);
   const numberAt = (offset: number): number => wholeAt(numbers, offset, raw);
@@ -36,17 +37,16 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
     const a = asked[d] as Asked;
     const outcomes = new Array<PolicyOutcome>(a.policyCount);
     let allowed = true;
-    for (let i = 0; i < a.policyCount; i++, at += FIELDS_PER_POLICY * BYTES_PER_NUMBER) {
-      const flag = numberAt(at);
-      const wait = numberAt(at + 3 * BYTES_PER_NUMBER);
-      if (flag > 1) throw badReply(raw);
-      allowed &&= flag === 1;
+    for (let i = 0; i < a.policyCount; i++, at += REPLY_NUMBERS * BYTES_PER_NUMBER) {
+      const wait = signedAt(numbers, at + 2 * BYTES_PER_NUMBER, raw);
+      const passed = wait >= 0;
+      allowed &&= passed;
       outcomes[i] = {
-        allowed: flag === 1,
-        remaining: numberAt(at + BYTES_PER_NUMBER),
-        resetAfterMs: numberAt(at + 2 * BYTES_PER_NUMBER),
-        retryAfterMs: flag === 1 ? 0 : wait,
-        delayMs: flag === 1 ? wait : 0,
+        allowed: passed,
+        remaining: numberAt(at),
+        resetAfterMs: numberAt(at + BYTES_PER_NUMBER),
+        retryAfterMs: passed ? 0 : -1 - wait,
+        delayMs: passed ? wait : 0,
       };
     }
     if (a.now === undefined && redisNow === 0) throw badReply(raw);
@@ -57,7 +57,7 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
 
 /**
  * Where a reply's numbers are read: its bytes copied in, each number then read in place. A
- * Buffer's `readDoubleLE` puts each number together byte by byte, some 20 ns a number (13
+ * Buffer's `readDoubleLE` puts each number together byte by byte, some 20 ns a number (10
  * numbers for a three-policy decision); the copy of a whole reply costs about one of them.
  * Grown for a reply longer than any before; replies are read synchronously.
  */
@@ -82,8 +82,15 @@ function readable(raw: Buffer): DataView {
  * headers); `Math.trunc` of a whole number hands it on as a small integer.
  */
 function wholeAt(numbers: DataView, offset: number, raw: Buffer): number {
+  const value = signedAt(numbers, offset, raw);
+  if (value < 0) throw badReply(raw);
+  return value;
+}
+
+/** The whole number at `offset`, of either sign, as `wholeAt` reads it. */
+function signedAt(numbers: DataView, offset: number, raw: Buffer): number {
   const value = numbers.getFloat64(offset, true);
-  if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
+  if (!Number.isSafeInteger(value)) throw badReply(raw);
   return Math.trunc(value);
 }
 

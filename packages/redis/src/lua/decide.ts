@@ -6,7 +6,7 @@ import {
   SHORT_FIGURES,
   sendsAllFiguresLua,
 } from '../figures.js';
-import { DIRECTORY_END, DIRECTORY_START, directoryOf, STATE_BYTES, statesFormat } from './prelude.js';
+import { DIRECTORY_END, DIRECTORY_START, directoryOf, REPLY_NUMBERS, STATE_BYTES, statesFormat } from './prelude.js';
 
 /**
  * The body of every script: decide each request of the batch in order. Every client's state
@@ -279,15 +279,12 @@ local function finish_decision(d, decided, allowed)
 
   for i = 1, count do
     local o = outcomes[i]
-    -- An allowed policy has no retry and a refused one no delay: one number says which wait.
-    if o.allowed then
-      reply[n + 1], reply[n + 4] = 1, o.delay
-    else
-      reply[n + 1], reply[n + 4] = 0, o.retry
-    end
-    reply[n + 2] = o.remaining
-    reply[n + 3] = o.reset
-    n = n + 4
+    -- An allowed policy has no retry and a refused one no delay: one signed number says which
+    -- wait, and with it the outcome.
+    local wait = o.delay
+    if not o.allowed then wait = -1 - o.retry end
+    reply[n + 1], reply[n + 2], reply[n + 3] = o.remaining, o.reset, wait
+    n = n + ${REPLY_NUMBERS}
   end
 end
 

@@ -15,17 +15,12 @@ import {
   indented,
   keepsTtlWhen,
   packed,
+  room,
   stateNumbers,
 } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
-import { directoryOf, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
+import { directoryOf, REPLY_NUMBERS, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
 
-/**
- * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
- * constructor, and each doubling after that reallocates it. Sized for one decision of the
- * fewest policies this loop decides; more grow as usual.
- */
-const room = (size: number, first = 'nil') => `{ ${[first, ...Array<string>(size - 1).fill('nil')].join(', ')} }`;
 const POLICIES = UNROLLED_POLICIES + 1;
 
 /** Policy `i`'s figures, from the `policy` table, into the locals its decision reads. */
@@ -110,8 +105,9 @@ do
   -- The reply holds each policy's outcome as it is decided; the next states' numbers wait
   -- beside it, in the order the write packs them. A charge leaves each policy of these
   -- algorithms a reset above 0 (a gcra TAT ahead, a counter's unit in this window), so the
-  -- string keeps every state.
-  local reply, nexts, n = ${room(1 + 4 * POLICIES, 'redis_now')}, ${room(STATE_NUMBERS * POLICIES)}, 1
+  -- string keeps every state. Both tables are made with room for one decision of the fewest
+  -- policies this loop decides; more grow as usual.
+  local reply, nexts, n = ${room(1 + REPLY_NUMBERS * POLICIES, 'redis_now')}, ${room(STATE_NUMBERS * POLICIES)}, 1
   for d = 1, decisions do
     local text, numbers, allowed, v, ttl${expiryStart(shape)} = texts[d], nil, true, 0, min_ttl
     if text then numbers = { struct.unpack(states_format, text, #directory + 1) } end
@@ -121,17 +117,17 @@ do
       ${indented(state(shape), '      ')}${expiryCheck(shape)}
       ${indented(decision(algorithm, ''), '      ')}
       if ok then
-        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 1, remaining, reset, wait
+        reply[n + 1], reply[n + 2], reply[n + 3] = remaining, reset, wait
         local used = capacity - remaining
         if used < 1 then used = 1 end
         nexts[v + 1], nexts[v + 2], nexts[v + 3], nexts[v + 4], nexts[v + 5] = ${packed(shape, 'used', 'now + reset').join(', ')}
         v = v + ${STATE_NUMBERS}
         if reset > ttl then ttl = reset end
       else
-        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = 0, remaining, reset, wait
+        reply[n + 1], reply[n + 2], reply[n + 3] = remaining, reset, -1 - wait
         allowed = false
       end
-      n = n + 4
+      n = n + ${REPLY_NUMBERS}
     end
     if allowed and cost > 0 then${keepsTtl(shape)}
       ${chargeWrite(
@@ -143,13 +139,14 @@ do
     elseif cost > 0 then
       -- Nothing was charged, so a policy that would have allowed reports its quota as it stands.
       for i = 1, count do
-        local r, p, at = n - 4 * (count - i + 1), 4 * i, ${STATE_NUMBERS} * (i - 1)
-        if reply[r + 1] == 1 then
+        local r, p, at = n - ${REPLY_NUMBERS} * (count - i + 1), 4 * i, ${STATE_NUMBERS} * (i - 1)
+        -- Allowed: its signed wait is 0 or more.
+        if reply[r + 3] >= 0 then
           ${indented(figures(shape), '          ')}
           ${indented(state(shape), '          ')}
           local remaining, reset, wait
           ${indented(asItStands(algorithm, ''), '          ')}
-          reply[r + 2], reply[r + 3], reply[r + 4] = remaining, reset, wait
+          reply[r + 1], reply[r + 2], reply[r + 3] = remaining, reset, wait
         end
       end
     end

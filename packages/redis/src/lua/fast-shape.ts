@@ -1,3 +1,10 @@
+/**
+ * A table constructor with room for `size` entries, the first given: Lua sizes a table by its
+ * constructor, and each doubling after that reallocates it.
+ */
+export const room = (size: number, first = 'nil') =>
+  `{ ${[first, ...Array<string>(size - 1).fill('nil')].join(', ')} }`;
+
 /** `text` with every line after the first indented by `indent`. */
 export const indented = (text: string, indent: string): string => text.replaceAll('\n', `\n${indent}`);
 

@@ -17,6 +17,21 @@ export const statesFormat = (count: number): string => `<${'d'.repeat(STATE_NUMB
  */
 export const stringFormat = (count: number): string => `<c0${statesFormat(count).slice(1)}`;
 
+/** The most keys one call carries: a batch of decisions is cut there. */
+export const MAX_KEYS_PER_CALL = 32;
+
+/**
+ * Numbers a policy's outcome takes in the reply: remaining, resetAfterMs, and the wait signed
+ * by the outcome, delayMs (0 or more) when allowed and -1 - retryAfterMs when refused. Every
+ * wait is a whole number of 0 or more, so its sign says which it is: an allowed flag of its own
+ * was a fourth number a policy that Redis set in a table, packed and sent for every decision (a
+ * three-policy counter decision in a call of 32: 42.9k instructions with it, 41.0k without).
+ */
+export const REPLY_NUMBERS = 3;
+
+/** A policy's signed wait (see `REPLY_NUMBERS`) as a Lua expression, from Lua expressions of its outcome. */
+export const signedWaitLua = (allowed: string, wait: string): string => `${allowed} and ${wait} or -1 - ${wait}`;
+
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
 export const DIRECTORY_END = 0;
@@ -62,8 +77,9 @@ export const preludeLua = `
 --          states' numbers start in a string of these policies' states, as decimal text after
 --          a byte of its length (see figures.ts)
 -- reply    one string of little-endian doubles, each an integer: the Redis clock's now (epoch ms)
---          if the call read it, else 0; then per decision, per policy: allowed 1|0, remaining
---          (units), resetAfterMs, and the wait: delayMs if allowed, retryAfterMs if not
+--          if the call read it, else 0; then per decision, per policy: remaining (units),
+--          resetAfterMs, and the wait signed by the outcome: delayMs (>= 0) if allowed,
+--          -1 - retryAfterMs (< 0) if not
 -- The client's state key holds one string: byte 1, then ' <slot>@<version>=' per policy slot with
 -- state, whichever version of the limiter wrote it (the directory), byte 0, then per slot in the
 -- directory's order five little-endian doubles: the state's numbers (a third of 0 for a state of
