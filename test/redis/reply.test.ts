@@ -69,6 +69,16 @@ describe('script replies', () => {
     ]);
   });
 
+  it('reads a wait of -1 as a refusal with no retry, not as an allowed outcome', () => {
+    expect(parseReplies(packed([5, 0, 9, -1]), [onRedisClock(1)])).toEqual([
+      {
+        allowed: false,
+        now: 5,
+        outcomes: [{ allowed: false, remaining: 0, resetAfterMs: 9, retryAfterMs: 0, delayMs: 0 }],
+      },
+    ]);
+  });
+
   it.each([
     ['numbers in an array, not packed', [5, 0, 0, 0], [onRedisClock(1)]],
     ['a text', 'OK', [onRedisClock(1)]],
@@ -84,6 +94,7 @@ describe('script replies', () => {
     ['a wait that is not a number', packed([5, 0, 0, Number.NaN]), [onRedisClock(1)]],
     ['beyond 2^53', packed([5, 2 ** 53, 0, 0]), [onRedisClock(1)]],
     ['a wait beyond -2^53', packed([5, 0, 0, -(2 ** 53)]), [onRedisClock(1)]],
+    ['an infinite wait', packed([5, 0, 0, Number.NEGATIVE_INFINITY]), [onRedisClock(1)]],
     ["no clock for a decision on Redis's clock", packed([0, 0, 0, 0]), [onRedisClock(1)]],
     ['a bad second decision', packed([5, 0, 0, 0, -3, 0, 0]), [onRedisClock(1), onRedisClock(1)]],
   ] as [string, unknown, Asked[]][])('refuses a reply with %s as ERR_SLUICE_BAD_STORE_REPLY', (_, raw, asked) => {
