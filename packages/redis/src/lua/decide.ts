@@ -6,7 +6,15 @@ import {
   SHORT_FIGURES,
   sendsAllFiguresLua,
 } from '../figures.js';
-import { DIRECTORY_END, DIRECTORY_START, directoryOf, REPLY_NUMBERS, STATE_BYTES, statesFormat } from './prelude.js';
+import {
+  DIRECTORY_END,
+  DIRECTORY_START,
+  directoryOf,
+  REPLY_NUMBERS,
+  refusedWaitLua,
+  STATE_BYTES,
+  statesFormat,
+} from './prelude.js';
 
 /**
  * The body of every script: decide each request of the batch in order. Every client's state
@@ -282,7 +290,7 @@ local function finish_decision(d, decided, allowed)
     -- An allowed policy has no retry and a refused one no delay: one signed number says which
     -- wait, and with it the outcome.
     local wait = o.delay
-    if not o.allowed then wait = -1 - o.retry end
+    if not o.allowed then wait = ${refusedWaitLua('o.retry')} end
     reply[n + 1], reply[n + 2], reply[n + 3] = o.remaining, o.reset, wait
     n = n + ${REPLY_NUMBERS}
   end

@@ -19,7 +19,7 @@ import {
   stateNumbers,
 } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
-import { directoryOf, REPLY_NUMBERS, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
+import { directoryOf, REPLY_NUMBERS, refusedWaitLua, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
 
 const POLICIES = UNROLLED_POLICIES + 1;
 
@@ -124,7 +124,7 @@ do
         v = v + ${STATE_NUMBERS}
         if reset > ttl then ttl = reset end
       else
-        reply[n + 1], reply[n + 2], reply[n + 3] = remaining, reset, -1 - wait
+        reply[n + 1], reply[n + 2], reply[n + 3] = remaining, reset, ${refusedWaitLua('wait')}
         allowed = false
       end
       n = n + ${REPLY_NUMBERS}

@@ -171,14 +171,17 @@ ${decide(algorithm, count)}
 return struct.pack('<d${'d'.repeat(REPLY_NUMBERS * count)}', redis_now,
   ${outcomes(count)})`;
 
+/** A call of more decisions than this makes its reply's table whole at once (see `batch`). */
+const WHOLE_REPLY_TABLE_ABOVE = 8;
+
 /**
  * A batch: every client's string checked before the first decision writes, each client at
  * most once; each string's numbers are read as its decision comes (kept in a table between
  * the two, they cost a call of 32 three-policy decisions a tenth of its instructions, the
- * table growing as it filled). A call of more than 8 decisions makes its reply's table with
- * room for a full call's outcomes, so that none of them grows it: in a call of 32 three-policy
- * decisions growing cost each decision 1k instructions of 42k, while for a call of two the
- * constructor's slots cost each 3k more than growing did.
+ * table growing as it filled). A call of more than `WHOLE_REPLY_TABLE_ABOVE` decisions makes
+ * its reply's table with room for a full call's outcomes, so that none of them grows it: in a
+ * call of 32 three-policy decisions growing cost each decision 1k instructions of 42k, while
+ * for a call of two the constructor's slots cost each 3k more than growing did.
  */
 const batch = (algorithm: FastAlgorithm, count: number): string => {
   const perDecision = REPLY_NUMBERS * count;
@@ -193,7 +196,7 @@ for d = 1, decisions do
   seen[key] = true
 end
 local reply, n = { redis_now }, 1
-if decisions > 8 then reply = ${room(1 + perDecision * MAX_KEYS_PER_CALL, 'redis_now')} end
+if decisions > ${WHOLE_REPLY_TABLE_ABOVE} then reply = ${room(1 + perDecision * MAX_KEYS_PER_CALL, 'redis_now')} end
 for d = 1, decisions do
   local key, text, ${readOf(algorithm.shape, count).join(', ')} = KEYS[d], texts[d]
   if text then

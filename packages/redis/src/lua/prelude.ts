@@ -29,8 +29,12 @@ export const MAX_KEYS_PER_CALL = 32;
  */
 export const REPLY_NUMBERS = 3;
 
+/** A refused policy's wait in the reply (see `REPLY_NUMBERS`), from a Lua expression of its retryAfterMs. */
+export const refusedWaitLua = (retry: string): string => `-1 - ${retry}`;
+
 /** A policy's signed wait (see `REPLY_NUMBERS`) as a Lua expression, from Lua expressions of its outcome. */
-export const signedWaitLua = (allowed: string, wait: string): string => `${allowed} and ${wait} or -1 - ${wait}`;
+export const signedWaitLua = (allowed: string, wait: string): string =>
+  `${allowed} and ${wait} or ${refusedWaitLua(wait)}`;
 
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
