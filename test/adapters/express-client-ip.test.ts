@@ -41,3 +41,48 @@ describe('express: the socket address stands in for req.ip when no proxy is trus
     },
   );
 });
+
+describe('express: a trust proxy setting that trusts any address warns as `true` does', () => {
+  const codesFor = async (trust: unknown): Promise<string[]> => {
+    const app = express();
+    app.set('trust proxy', trust);
+    const logger = collectingLogger();
+    app.use(rateLimit({ limit: 100, window: '1m', logger }));
+    app.get('/', (_req, res) => {
+      res.end();
+    });
+    await request(app).get('/').set('X-Forwarded-For', '198.51.100.7').expect(200);
+    return logger.codes();
+  };
+
+  it.each([
+    ['a function trusting everyone', () => true],
+    ['two halves of IPv4', '0.0.0.0/1,128.0.0.0/1'],
+    ['two halves of IPv6', '::/1, 8000::/1'],
+  ])('%s', async (_label, trust) => {
+    expect(await codesFor(trust)).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+  });
+
+  it.each([
+    ['a hop count', 2],
+    ['loopback and private ranges', 'loopback, uniquelocal'],
+    ['a function trusting loopback', (address: string) => address === '127.0.0.1' || address === '::ffff:127.0.0.1'],
+  ])('%s does not', async (_label, trust) => {
+    expect(await codesFor(trust)).toEqual([]);
+  });
+
+  it('judges a changed setting of the same app anew', async () => {
+    const app = express();
+    const logger = collectingLogger();
+    app.set('trust proxy', 'loopback');
+    app.use(rateLimit({ limit: 100, window: '1m', logger }));
+    app.get('/', (_req, res) => {
+      res.end();
+    });
+    await request(app).get('/').expect(200);
+    expect(logger.codes()).toEqual([]);
+    app.set('trust proxy', () => true);
+    await request(app).get('/').expect(200);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+  });
+});

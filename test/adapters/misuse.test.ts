@@ -85,3 +85,39 @@ describe.each(frameworks)('$name: common mistakes', (framework) => {
     expect(logger.messages).toEqual([]);
   });
 });
+
+describe.each([
+  ['express', expressRateLimit],
+  ['koa', koaRateLimit],
+] as const)('%s: options that are not an object', (_name, rateLimit) => {
+  it.each([undefined, null, 5, 'limit'])('%s fails with the option code, before anything reads it', (options) => {
+    const call = rateLimit as (options: unknown) => unknown;
+    expect(() => call(options)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('an object') }),
+    );
+  });
+});
+
+describe.each([
+  ['express', expressRateLimit],
+  ['koa', koaRateLimit],
+] as const)('%s: a message object JSON cannot write', (_name, rateLimit) => {
+  it.each([
+    [
+      'a cycle',
+      (() => {
+        const body: Record<string, unknown> = { title: 'slow down' };
+        body.self = body;
+        return body;
+      })(),
+    ],
+    ['a BigInt', { retry: 10n }],
+  ])('with %s fails at start-up, not on every refusal', (_label, message) => {
+    expect(() => rateLimit({ limit: 1, window: '1m', message })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringContaining('an object JSON can write'),
+      }),
+    );
+  });
+});

@@ -1,6 +1,9 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
-import { parseRules } from '@sluice/rules';
+import { parseRules, watchRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
 
 const rules = parseRules(`
@@ -26,5 +29,37 @@ describe.each([
 ] as const)('%s with rules: bad limiter settings fail at construction', (_name, rateLimit) => {
   it.each(badSettings)('%s', (_label, settings, code) => {
     expect(() => rateLimit({ rules, ...(settings as object) })).toThrow(expect.objectContaining({ code }));
+  });
+});
+
+describe.each([
+  ['express', expressRateLimit],
+  ['koa', koaRateLimit],
+] as const)('%s with rules: a domain the rules lack', (_name, rateLimit) => {
+  it('fails at construction for a rule set, which never gains one', () => {
+    expect(() => rateLimit({ rules, domain: 'apl' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('["api"]') }),
+    );
+  });
+
+  it('is warned of once for a watcher, whose next reload may bring it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-domain-'));
+    writeFileSync(
+      join(dir, 'rules.yaml'),
+      'domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n',
+    );
+    const watcher = watchRules(dir);
+    try {
+      const warnings: string[] = [];
+      const logger = { warn: (message: string) => warnings.push(message), error: () => {} };
+      rateLimit({ rules: watcher, domain: 'apl', logger });
+      rateLimit({ rules: watcher, domain: 'api', logger });
+      expect(warnings).toEqual([
+        expect.stringMatching(/^\[sluice\] WRN_SLUICE_UNKNOWN_DOMAIN: the rules hold no domain `apl`/),
+      ]);
+    } finally {
+      watcher.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -161,6 +161,24 @@ describe('bad input at call time', () => {
     await expect(limiter.refund('k', cost as number)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
   });
 
+  it('a null cost, options that are not an object, or a misspelt option reject, charging nothing', async () => {
+    const consume = limiter.consume as (key: string, options: unknown) => Promise<unknown>;
+    await expect(consume('c', { cost: null })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
+    for (const options of [5, null, 'cost']) {
+      await expect(consume('c', options)).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringContaining('an object such as `{ cost: 2 }`'),
+      });
+    }
+    await expect(consume('c', { costs: 5 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNKNOWN_OPTION',
+      message: expect.stringContaining('did you mean `cost`?'),
+    });
+    // An absent cost is 1, whether the options are left out or leave it out.
+    expect((await consume('c', { cost: undefined })) as { remaining: number }).toMatchObject({ remaining: 4 });
+    expect(await limiter.consume('c')).toMatchObject({ remaining: 3 });
+  });
+
   it.each([42, undefined, null, {}, Symbol('k')])(
     'key %s rejects with ERR_SLUICE_INVALID_KEY, not as a store failure',
     async (key) => {

@@ -128,6 +128,13 @@ describe('elastic throttling', () => {
     expect(await admittedAt(-3, 10, 50, 'fixed-window')).toHaveLength(15);
     expect(await admittedAt(7, 10, 50, 'fixed-window')).toHaveLength(10);
     expect(await admittedAt(Number.NaN, 10, 50, 'fixed-window')).toHaveLength(10);
+    // What a mistaken probe hands back (an async function's promise, nothing, text): each lent
+    // nothing, never NaN capacities that refused every request.
+    for (const reading of [Promise.resolve(0.1), undefined, '0.5', null, {}]) {
+      const admitted = await admittedAt(reading as unknown as number, 10, 50, 'fixed-window');
+      expect(admitted, String(reading)).toHaveLength(10);
+      expect(admitted.every((d) => d.overLimit === undefined && d.remaining >= 0)).toBe(true);
+    }
   });
 
   it('works with the default event-loop probe, within [L, ceiling]', async () => {

@@ -202,3 +202,44 @@ describe('shadow mode and store failure', () => {
     expect(decision.policies[0]).toMatchObject({ allowed: false, retryAfterMs: STORE_DENY_RETRY_AFTER_MS });
   });
 });
+
+describe('a store whose reply is no decision', () => {
+  /** A remote-looking store answering every decision with `reply`. */
+  const answering = (reply: unknown): RateLimitStore => ({
+    name: 'garbled',
+    consume: async () => reply as StoreReply,
+    reset: async () => {},
+    refund: async () => {},
+  });
+  const outcome = { allowed: true, remaining: 1, resetAfterMs: 10, retryAfterMs: 0, delayMs: 0 };
+  const garbled: [string, unknown][] = [
+    ['null', null],
+    ['an empty object', {}],
+    ['no outcomes', { allowed: true, now: 0, outcomes: [] }],
+    ['`allowed` as text', { allowed: 'yes', now: 0, outcomes: [outcome] }],
+    ['a NaN figure', { allowed: true, now: 0, outcomes: [{ ...outcome, remaining: Number.NaN }] }],
+    ['a figure as text', { allowed: true, now: 0, outcomes: [{ ...outcome, retryAfterMs: '0' }] }],
+    ['a negative delay', { allowed: true, now: 0, outcomes: [{ ...outcome, delayMs: -100 }] }],
+  ];
+
+  it.each(garbled)('%s fails under the fail policy, coded, for consume and peek', async (_label, reply) => {
+    const logger = { warn: vi.fn<(message: string) => void>() };
+    const options = { limit: 2, window: '1m', store: answering(reply), logger, clock: () => 0 } as const;
+    const allowing = createLimiter({ ...options, prefix: 'allow', onStoreError: 'allow' });
+    for (const decision of [await allowing.consume('k'), await allowing.peek('k')]) {
+      expect(decision).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+    }
+    expect(logger.warn.mock.calls[0]?.[0]).toMatch(/WRN_SLUICE_STORE_UNAVAILABLE.*The store answered a decision with/);
+    const throwing = createLimiter({ ...options, prefix: 'throw', onStoreError: 'throw' });
+    await expect(throwing.consume('k')).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      cause: expect.objectContaining({ code: 'ERR_SLUICE_BAD_STORE_REPLY' }),
+    });
+  });
+
+  it('a reply that is a decision, Infinity for a wait no state could end included, passes', async () => {
+    const reply = { allowed: false, now: 0, outcomes: [{ ...outcome, allowed: false, retryAfterMs: Infinity }] };
+    const limiter = createLimiter({ limit: 2, window: '1m', store: answering(reply), onStoreError: 'throw' });
+    expect(await limiter.consume('k')).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+  });
+});

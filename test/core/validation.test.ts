@@ -5,6 +5,7 @@ import { base, type ConfigCase, expectConfigError } from './support/config-error
 
 const cases: ConfigCase[] = [
   ['options not an object', null as never, 'ERR_SLUICE_INVALID_OPTION', ['options', 'null']],
+  ['limit a BigInt, shown as one', { ...base, limit: 10n as never }, 'ERR_SLUICE_INVALID_LIMIT', ['received 10n.']],
   ['throttle a string', { ...base, throttle: 'soft' }, 'ERR_SLUICE_INVALID_THROTTLE', ['throttle', '"soft"']],
   [
     'throttle mode unknown',

@@ -55,16 +55,22 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
   });
 
   it('answers 400 for a bad request and 413 for an oversized body, counting nothing', async () => {
+    const typo = [{ key: 'remote_address', value: `typo-${process.pid}` }];
     for (const bad of [
       '{not json',
       { descriptors: [] },
       { domain: 'edge', descriptors: [] },
       { domain: 'edge', descriptors: [{ entries: [{ key: 'a' }] }] },
+      // A misspelt wrapper is refused, never read as the present 0 that looks without counting.
+      { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { valu: 2 } }] },
+      { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { value: 'two' } }] },
     ]) {
       const response = await postJson(bad);
       expect(response.status).toBe(400);
       expect(((await response.json()) as { code: string }).code).toBe('INVALID');
     }
+    const after = await postJson({ domain: 'edge', descriptors: [{ entries: typo }] });
+    expect(((await after.json()) as { statuses: { limitRemaining: number }[] }).statuses[0]?.limitRemaining).toBe(2);
     expect((await postJson('x'.repeat(2 * 1024 * 1024))).status).toBe(413);
   });
 

@@ -28,6 +28,8 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_OPTION'
   | 'ERR_SLUICE_INVALID_KEY'
   | 'ERR_SLUICE_INVALID_COST'
+  | 'ERR_SLUICE_NOT_BOOLEAN'
+  | 'ERR_SLUICE_INVALID_MESSAGE'
   | 'ERR_SLUICE_STORE_UNAVAILABLE'
   | 'ERR_SLUICE_STORE_TIMEOUT'
   | 'ERR_SLUICE_BAD_STORE_REPLY'
@@ -75,6 +77,8 @@ export function describe(value: unknown): string {
   if (Array.isArray(value)) return 'an array';
   if (value === null) return 'null';
   if (typeof value === 'object') return 'an object';
+  // `10n` as such: "received 10" would hide why a limit of 10 was refused.
+  if (typeof value === 'bigint') return `${value}n`;
   return String(value);
 }
 

@@ -9,6 +9,7 @@ import { limiterPolicies } from './policy.js';
 import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
+import { checkedReply } from './store-reply.js';
 import { capacitiesFor, capacitiesVary, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
@@ -145,7 +146,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
     guardedRead(
       () => store.consume(asked),
-      (reply) => replied(key, reply, asked),
+      (reply) => replied(key, checkedReply(reply, policies.length), asked),
       () => unavailable(key),
     );
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
@@ -266,7 +267,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     namespace,
     consume(key, consumeOptions?: ConsumeOptions) {
       try {
-        const cost = consumeOptions?.cost ?? 1;
+        const cost = consumeOptions === undefined ? 1 : consumeCost(consumeOptions);
         const decision = decisionsWatched() ? events.observe(key, cost, decide) : decideNow(key, cost);
         // A field read first tells the optimising compiler the decision's shape, which has no
         // `then`: `Promise.resolve` then settles with it at once, where it would otherwise look
@@ -282,7 +283,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
       // overage counts as one that passes; shadow mode passes it anyway, marked.
       const caps = capacities();
       const asked = request(checkKey(key), 0, caps);
-      const reply = await guarded(() => store.consume(asked));
+      const reply = await guardedRead<StoreReply, StoreReply | typeof STORE_FAILED>(
+        () => store.consume(asked),
+        (answer) => checkedReply(answer, policies.length),
+        () => STORE_FAILED,
+      );
       if (reply === STORE_FAILED) return unavailable(key);
       const decision = toDecision(key, reply, policies, caps, throttle.mode, 0);
       const fits = reply.outcomes.every((o) => o.remaining > 0);
@@ -364,6 +369,21 @@ const checkCost = (cost: unknown): number => {
   if (typeof cost !== 'number' || !Number.isSafeInteger(cost) || cost <= 0) invalidCost(cost);
   return cost;
 };
+
+/**
+ * The cost `consume`'s options name, 1 when they leave it out; the decision checks it. Options
+ * that are not an object (`consume(key, 5)`) or name anything else (`{ costs: 5 }`) would
+ * otherwise charge 1 without a word. A loop over the names, not a list of them: the HTTP
+ * middleware passes options with every request its own functions decide.
+ */
+function consumeCost(options: unknown): number {
+  if (typeof options !== 'object' || options === null)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'options of consume', options, 'an object such as `{ cost: 2 }`');
+  for (const name in options) if (name !== 'cost') checkKnownOptions(options, CONSUME_OPTION_NAMES);
+  const { cost } = options as ConsumeOptions;
+  return cost === undefined ? 1 : cost;
+}
+const CONSUME_OPTION_NAMES = ['cost'];
 
 const noClock = (): undefined => undefined;
 

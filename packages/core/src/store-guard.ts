@@ -1,4 +1,5 @@
 import { isSluiceError, SluiceError } from './errors.js';
+import { isBadReply } from './store-reply.js';
 import type { Logger, OnStoreError, RateLimitStore } from './types.js';
 
 /** What a caller gets when the store failed and the fail policy is not `'throw'`. */
@@ -79,7 +80,15 @@ export function createStoreGuard(
     }
     if (store.local === true) {
       return pending.then(
-        (value) => answered(succeed(value)),
+        (value) => {
+          try {
+            return answered(succeed(value));
+          } catch (error) {
+            if (!isBadReply(error)) throw error;
+            fail(error);
+            return unavailable();
+          }
+        },
         (cause: unknown) => {
           fail(cause);
           return unavailable();
@@ -103,7 +112,9 @@ export function createStoreGuard(
         try {
           resolve(answered(succeed(value)));
         } catch (error) {
-          reject(error);
+          // A reply that is no decision is the store's failure, under the fail policy.
+          if (isBadReply(error)) settleFailure(error, unavailable, resolve, reject);
+          else reject(error);
         }
       }, failed);
     });

@@ -101,8 +101,12 @@ const raise = (capacity: number, percent: number): number => {
   return Math.abs(raised - whole) <= raised * 1e-12 ? whole : Math.floor(raised);
 };
 
-/** A load outside [0, 1] is clamped; one that is not a number counts as saturated. */
-const clamp = (load: number): number => (Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load)));
+/**
+ * A load outside [0, 1] is clamped; one that is not a number (NaN, undefined, a string, an
+ * async function's promise) counts as saturated, so a broken probe lends nothing.
+ */
+const clamp = (load: unknown): number =>
+  typeof load !== 'number' || Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load));
 
 /**
  * The default load probe: the event loop's utilisation over the last full sample period

@@ -10,6 +10,7 @@ import {
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
+import { expressProxyTrust } from './proxy-trust.js';
 
 declare global {
   namespace Express {
@@ -31,10 +32,7 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
 const binding: AdapterBinding<Request, Response> = {
   rawRequest: (req) => req,
   rawResponse: (res) => res,
-  proxyTrust(req) {
-    const trust: unknown = req.app.get('trust proxy');
-    return trust === true ? 'all' : trust ? 'some' : 'none';
-  },
+  proxyTrust: (req) => expressProxyTrust(req.app),
   // Trusting no proxy (`false` or 0), Express's `req.ip` is the socket's address, which it
   // finds only after parsing X-Forwarded-For on every request. The setting is `proxyTrust`'s
   // reading: a second `req.app.get` cost some 1,200 instructions a request, most of them in

@@ -68,11 +68,17 @@ function toEntry(item: unknown, where: string): { key: string; value: string } {
   return { key, value };
 }
 
-/** `google.protobuf.UInt64Value`: `{ value }` over gRPC, a bare number or numeric string in JSON. */
+/**
+ * `google.protobuf.UInt64Value`: `{ value }` over gRPC, a bare number or numeric string in JSON.
+ * A wrapper of 0 arrives as `{}` (proto3 sends no default), so an empty one is a present 0; one
+ * with any other field (`{ valu: 5 }`) is refused, not read as that 0.
+ */
 function hitsOverride(wrapper: unknown, where: string): number {
-  const value =
-    typeof wrapper === 'object' && wrapper !== null ? ((wrapper as { value?: unknown }).value ?? 0) : wrapper;
-  return wholeNumber(value, `\`${where}.hits_addend\``, UINT32_MAX);
+  const what = `\`${where}.hits_addend\``;
+  if (typeof wrapper !== 'object' || wrapper === null) return wholeNumber(wrapper, what, UINT32_MAX);
+  const stray = Object.keys(wrapper).find((name) => name !== 'value');
+  if (stray !== undefined) badRequest(`${what} has a field \`${stray}\`; a UInt64Value has only \`value\``);
+  return wholeNumber((wrapper as { value?: unknown }).value ?? 0, what, UINT32_MAX);
 }
 
 function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['limit']> {

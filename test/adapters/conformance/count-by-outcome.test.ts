@@ -80,6 +80,18 @@ describe.each(cases)('$name: counting by outcome', ({ harness, store }) => {
     await settledRemaining(app, '127.0.0.1', 1);
   });
 
+  it('a requestWasSuccessful answering neither true nor false leaves the request counted, and warns', async () => {
+    const logger = collectingLogger();
+    // A body that forgot its `return`: read by truthiness, every request would be a failure.
+    const requestWasSuccessful = () => undefined;
+    app = await harness.start({
+      limits: [options({ limit: 3, skipFailedRequests: true, requestWasSuccessful, logger })],
+    });
+    await request(app.url).get('/').set('x-status', '500').expect(500);
+    await vi.waitFor(() => expect(logger.codes()).toEqual(['WRN_SLUICE_CALLBACK_FAILED']));
+    await settledRemaining(app, '127.0.0.1', 2);
+  });
+
   it('a request the client aborts counts as failed: refunded under skipFailedRequests', async () => {
     app = await harness.start({ limits: [options({ limit: 2, skipFailedRequests: true })] });
     await abortedRequest(app, app.hits());

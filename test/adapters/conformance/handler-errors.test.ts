@@ -4,6 +4,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
 import { clockAt, collectingLogger, decisionOf } from '../helpers.js';
 
+/** One rule per client address, for the rules-mode cases. */
+const rules = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 5, window: 1m, algorithm: fixed-window }]
+`);
+
 describe.each(harnesses)("$name: what the user's functions return", (harness) => {
   let app: RunningApp | undefined;
   const unhandled: unknown[] = [];
@@ -64,17 +72,46 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
   });
 
   it('in rules mode too, a cost function that returns 0 fails the request with an error naming that function', async () => {
-    const rules = parseRules(`
-domain: api
-descriptors:
-  - key: remote_address
-    policies: [{ name: per-client, limit: 5, window: 1m, algorithm: fixed-window }]
-`);
     app = await harness.start({ limits: [{ rules, cost: () => 0, clock: clockAt(0), logger: collectingLogger() }] });
     expect(await failure()).toMatchObject({
       code: 'ERR_SLUICE_INVALID_COST',
       message: expect.stringMatching(/Your `cost` function returned 0 for this request/),
     });
+  });
+
+  it.each([
+    ['skip', { skip: () => 'false' }, '"false"'],
+    ['allowList', { allowList: async () => 1 }, '1'],
+  ])(
+    'a %s function answering other than true or false fails the request, never judged by truthiness',
+    async (name, option, shown) => {
+      app = await harness.start({ limits: [{ ...oneEach, ...option, clock: clockAt(0) }] });
+      expect(await failure()).toMatchObject({
+        code: 'ERR_SLUICE_NOT_BOOLEAN',
+        message: expect.stringContaining(`Your \`${name}\` function returned ${shown} for this request`),
+      });
+    },
+  );
+
+  it.each([
+    ['nothing', () => undefined, 'undefined'],
+    ['a number, late', async () => 42, '42'],
+    ['an object JSON cannot write', () => ({ count: 1n }), 'an object'],
+  ])(
+    'a message function returning %s fails the refusal with an error naming that function',
+    async (_label, message, shown) => {
+      app = await harness.start({ limits: [{ ...oneEach, message, clock: clockAt(0) }] });
+      await request(app.url).get('/').expect(200);
+      expect(await failure()).toMatchObject({
+        code: 'ERR_SLUICE_INVALID_MESSAGE',
+        message: expect.stringContaining(`Your \`message\` function returned ${shown} for this request`),
+      });
+    },
+  );
+
+  it('in rules mode too, a skip function answering other than true or false fails the request', async () => {
+    app = await harness.start({ limits: [{ rules, skip: () => ({}), clock: clockAt(0), logger: collectingLogger() }] });
+    expect(await failure()).toMatchObject({ code: 'ERR_SLUICE_NOT_BOOLEAN' });
   });
 
   it('a tier missing from the map a policies function reads blames that function, not option `policies`', async () => {

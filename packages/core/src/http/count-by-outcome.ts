@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { SluiceError } from '../errors.js';
+import { describe, SluiceError } from '../errors.js';
 import type { WarnOnce } from './warnings.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -61,8 +61,13 @@ export function checkCountByOutcome<Req, Res>(
       Promise.resolve()
         .then(() => sent && (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
         .then(
-          (success) => {
-            if (success ? skipSuccessfulRequests : skipFailedRequests) refund().catch(ignore);
+          (success: unknown) => {
+            if (typeof success !== 'boolean') {
+              warn(
+                'WRN_SLUICE_CALLBACK_FAILED',
+                `\`requestWasSuccessful\` returned ${describe(success)}, not true or false, so the request stays counted`,
+              );
+            } else if (success ? skipSuccessfulRequests : skipFailedRequests) refund().catch(ignore);
           },
           (error: unknown) =>
             warn(

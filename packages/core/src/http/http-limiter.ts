@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { invalid } from '../errors.js';
 import { createLimiter, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
@@ -21,7 +22,7 @@ import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
-import { costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
+import { booleanFromUser, costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
 
 interface Entry {
@@ -46,6 +47,8 @@ export function createHttpLimiter<Req, Res>(
   binding: AdapterBinding<Req, Res>,
   extraOptionNames: readonly string[] = [],
 ): HttpLimiter<Req, Res> {
+  if (typeof options !== 'object' || options === null)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
   if (isRulesMode(options)) return createRulesHttpLimiter(options, binding, extraOptionNames);
   const checked = checkHttpOptions<Req>(options, extraOptionNames);
   const all = options as unknown as Record<string, unknown>;
@@ -137,9 +140,9 @@ export function createHttpLimiter<Req, Res>(
   };
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
-    if (skip !== undefined && (await skip(req))) return SKIPPED;
+    if (skip !== undefined && booleanFromUser(await skip(req), 'skip')) return SKIPPED;
     const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
-    if (isAllowed !== undefined && (await isAllowed(req, clientKey))) return SKIPPED;
+    if (isAllowed !== undefined && booleanFromUser(await isAllowed(req, clientKey), 'allowList')) return SKIPPED;
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
     if (bannedNow !== undefined) return banned(req, res, bannedNow);
     const entry =

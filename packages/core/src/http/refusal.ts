@@ -1,4 +1,4 @@
-import { invalid, SluiceError } from '../errors.js';
+import { describe, invalid, SluiceError } from '../errors.js';
 import type { Decision } from '../types.js';
 import type { Outcome } from './adapter-contract.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, problemStatus } from './problem.js';
@@ -28,10 +28,32 @@ export type RefusalFor<Req> = (req: Req, decision: Decision, status?: number) =>
 const TEXT = 'text/plain; charset=utf-8';
 const JSON_TYPE = 'application/json; charset=utf-8';
 
-const render = (status: number, body: Body): Refusal =>
-  typeof body === 'string'
-    ? { status, contentType: TEXT, body }
-    : { status, contentType: JSON_TYPE, body: JSON.stringify(body) };
+/**
+ * A `message` function's body as sent: text as is, an object as JSON. Anything else (nothing,
+ * a number, an object JSON cannot write) fails the request with a coded error, where it would
+ * be sent as `null`, an empty body or a bare number under a JSON type.
+ */
+const render = (status: number, body: unknown): Refusal => {
+  if (typeof body === 'string') return { status, contentType: TEXT, body };
+  const json = jsonOf(body);
+  if (json === undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_MESSAGE',
+      `[sluice] Your \`message\` function returned ${describe(body)} for this request; it must return a string, or an object JSON can write.`,
+    );
+  }
+  return { status, contentType: JSON_TYPE, body: json };
+};
+
+/** `value` as JSON text, when it is an object JSON can write (no cycle, no BigInt); else undefined. */
+function jsonOf(value: unknown): string | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Validates `message` and `statusCode` and returns how a refusal is answered. A refusal
@@ -56,6 +78,10 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
   if (message !== undefined && kind !== 'string' && kind !== 'function' && (kind !== 'object' || message === null)) {
     invalid('ERR_SLUICE_INVALID_OPTION', 'message', message, 'a string, an object to send as JSON, or a function');
   }
+  // An object is written once, here: one JSON cannot write fails at start-up, not per refusal.
+  const fixedJson = kind === 'object' ? jsonOf(message) : undefined;
+  if (kind === 'object' && fixedJson === undefined)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'message', message, 'an object JSON can write (no cycle, no BigInt)');
   const quotaStatus = (statusCode as number | undefined) ?? 429;
   return (req, decision, status) => {
     if (decision.reason === 'store-unavailable') {
@@ -65,8 +91,9 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
     const sent = status ?? quotaStatus;
     if (message === undefined)
       return { status: sent, contentType: PROBLEM_CONTENT_TYPE, body: problemBody(decision, sent) };
-    if (typeof message !== 'function') return render(sent, message as Body);
-    const made = (message as (req: Req, decision: Decision) => Awaitable<Body>)(req, decision);
+    if (typeof message === 'string') return render(sent, message);
+    if (fixedJson !== undefined) return { status: sent, contentType: JSON_TYPE, body: fixedJson };
+    const made = (message as (req: Req, decision: Decision) => Awaitable<unknown>)(req, decision);
     return made instanceof Promise ? made.then((body) => render(sent, body)) : render(sent, made);
   };
 }

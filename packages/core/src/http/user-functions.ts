@@ -25,6 +25,18 @@ export function costFromUser(value: unknown): number {
 }
 
 /**
+ * What a `skip` or `allowList` function answered: true or false, never judged by truthiness,
+ * where `'false'`, `1` or an object would skip the request or allow the client uncounted.
+ */
+export function booleanFromUser(value: unknown, name: 'skip' | 'allowList'): boolean {
+  if (typeof value === 'boolean') return value;
+  throw new SluiceError(
+    'ERR_SLUICE_NOT_BOOLEAN',
+    `[sluice] Your \`${name}\` function returned ${describe(value)} for this request; it must return true or false (or a promise of one).`,
+  );
+}
+
+/**
  * The limiter for what a `policies` function returned. A tier missing from a lookup such as
  * `tiers[plan]` gives `undefined`, which would otherwise be reported against option `policies`.
  */

@@ -61,6 +61,10 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     options.credentials ?? credentials.createInsecure(),
   );
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
+  // Connects now, as a Redis client does, rather than on the first decision: the channel's
+  // setup (name resolution, HTTP/2, modules grpc-js loads on first use) would otherwise run
+  // in that decision's turn and outlast a short `storeTimeoutMs`.
+  client.getChannel().getConnectivityState(true);
   const warned = new Set<string>();
   const warnOnce = (message: string): void => {
     if (warned.has(message)) return;

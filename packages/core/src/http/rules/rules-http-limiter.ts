@@ -14,12 +14,12 @@ import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
-import { costFromUser } from '../user-functions.js';
+import { booleanFromUser, costFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike } from './rule-like.js';
 import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
-import { currentOf, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
+import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 
@@ -56,6 +56,12 @@ export function createRulesHttpLimiter<Req, Res>(
       `the rules' domain to use, one of ${JSON.stringify(domains)}`,
     );
   }
+  // A static set never gains a domain: one it lacks would limit nothing, so it fails here. A
+  // watcher's may arrive with a later reload; until then its requests pass, which `warn` says.
+  const watched = !isRuleSet(options.rules);
+  if (!watched && !domains.includes(domain)) {
+    invalid('ERR_SLUICE_INVALID_OPTION', 'domain', domain, `a domain of the rules, one of ${JSON.stringify(domains)}`);
+  }
   checkHandlers(options, ['skip', 'onLimited']);
   const cost = checkCost(options.cost);
   const maxQueued = checkMaxQueued(options.maxQueued);
@@ -74,6 +80,12 @@ export function createRulesHttpLimiter<Req, Res>(
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
+  if (watched && !domains.includes(domain)) {
+    warn(
+      'WRN_SLUICE_UNKNOWN_DOMAIN',
+      `the rules hold no domain \`${domain}\` (they hold ${JSON.stringify(domains)}): every request passes uncounted until a reload brings it.`,
+    );
+  }
   const addressKey = createClientAddressKey(binding, ipv6Subnet, warn);
   const limiterOf = createRuleLimiters(base);
   const writers = new WeakMap<RuleLike, HeaderWriter>();
@@ -169,7 +181,7 @@ export function createRulesHttpLimiter<Req, Res>(
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
     if (!firstVisit(request)) return SKIPPED;
-    if (typeof skip === 'function' && (await skip(req))) return SKIPPED;
+    if (typeof skip === 'function' && booleanFromUser(await skip(req), 'skip')) return SKIPPED;
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),

@@ -58,7 +58,7 @@ export const RULES_OPTION_NAMES: readonly string[] = [
   'logger',
 ];
 
-const isRuleSet = (value: unknown): value is RuleSetLike =>
+export const isRuleSet = (value: unknown): value is RuleSetLike =>
   typeof (value as RuleSetLike | undefined)?.match === 'function';
 
 /** The set in force: read once per request, so one request never sees two sets. */
