@@ -146,6 +146,7 @@ async function measure(): Promise<RunResults> {
     startedAt: startedAt.toISOString(),
     seconds: 0,
     quick,
+    sections: options.sections,
     machine: machine(),
     settings,
     inproc: [],
@@ -225,8 +226,11 @@ async function main() {
   const results = options.report ? (JSON.parse(readFileSync(options.report, 'utf8')) as RunResults) : await measure();
   const stamp = results.startedAt.replaceAll(':', '-').slice(0, 19);
   if (!options.report) writeFileSync(`${resultsDir}/raw/${stamp}.json`, `${JSON.stringify(results, null, 2)}\n`);
-  const complete = options.sections.length === SECTIONS.length || options.report !== undefined;
-  // A partial run never replaces the committed report; it lands next to its raw data.
+  // Runs from before the sections were recorded were re-reported only when complete.
+  const sections = results.sections ?? SECTIONS;
+  const complete = !results.quick && sections.length === SECTIONS.length;
+  // A quick or partial run never replaces the committed report, re-reported or not: it lands
+  // next to its raw data.
   const base = complete ? `${resultsDir}/latest` : `${resultsDir}/raw/${stamp}`;
   writeReport(results, base);
   process.stderr.write(

@@ -1,5 +1,6 @@
 import type { HostSpeed } from './lib/host-speed.js';
 import type { Disturbance } from './lib/job.js';
+import type { Section } from './options.js';
 
 export interface InprocResult extends Disturbance {
   contender: string;
@@ -114,6 +115,8 @@ export interface RunResults {
   startedAt: string;
   seconds: number;
   quick: boolean;
+  /** The sections measured; absent in runs from before they were recorded. */
+  sections?: readonly Section[];
   machine: { cpus: number; cpuModel: string; node: string; redis: string; kernel: string };
   /** The host's speed before the first section and after the last; absent in runs from before it was taken. */
   host?: { start: HostSpeed; end: HostSpeed };
