@@ -67,6 +67,13 @@ describe('express: a trust proxy setting that trusts any address warns as `true`
     ['a hop count', 2],
     ['loopback and private ranges', 'loopback, uniquelocal'],
     ['a function trusting loopback', (address: string) => address === '127.0.0.1' || address === '::ffff:127.0.0.1'],
+    [
+      'a function that throws on an address it does not expect',
+      (address: string) => {
+        if (address.startsWith('2001:db8')) throw new Error(`unexpected ${address}`);
+        return address.endsWith('127.0.0.1');
+      },
+    ],
   ])('%s does not', async (_label, trust) => {
     expect(await codesFor(trust)).toEqual([]);
   });

@@ -237,6 +237,30 @@ describe('a store whose reply is no decision', () => {
     });
   });
 
+  it('is no recovery: after an outage, the store is back only once it answers with a decision', async () => {
+    const { store, state } = flakyStore();
+    let garble = false;
+    const consume = store.consume;
+    const garbling: RateLimitStore = {
+      ...store,
+      consume: (request) => (garble ? Promise.resolve({ allowed: 'yes' } as unknown as StoreReply) : consume(request)),
+    };
+    const logger = { warn: vi.fn<(message: string) => void>() };
+    const limiter = createLimiter({ limit: 2, window: '1m', store: garbling, onStoreError: 'allow', logger });
+    const warnings = () => logger.warn.mock.calls.map(([m]) => m.match(/WRN_SLUICE_\w+/)?.[0]);
+    state.mode = 'rejects';
+    await limiter.consume('k');
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
+    state.mode = 'up';
+    garble = true;
+    expect(await limiter.consume('k')).toMatchObject({ reason: 'store-unavailable' });
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+    garble = false;
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(warnings()).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE', 'WRN_SLUICE_STORE_RECOVERED']);
+  });
+
   it('a reply that is a decision, Infinity for a wait no state could end included, passes', async () => {
     const reply = { allowed: false, now: 0, outcomes: [{ ...outcome, allowed: false, retryAfterMs: Infinity }] };
     const limiter = createLimiter({ limit: 2, window: '1m', store: answering(reply), onStoreError: 'throw' });

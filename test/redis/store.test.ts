@@ -557,6 +557,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(Object.keys(store).sort()).toEqual([
       'backing',
       'checkPolicies',
+      'checksReplies',
       'consume',
       'consumeAll',
       'decideAtOnce',

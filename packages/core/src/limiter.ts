@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
-import { invalid, SluiceError } from './errors.js';
+import { describe, invalid, SluiceError } from './errors.js';
 import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
@@ -98,6 +98,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
   const events = limiterEvents(namespace, store, policies);
+  const checkReplies = store.checksReplies !== true;
   const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
     events.storeFailed(cause, onStoreError),
   );
@@ -146,7 +147,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
     guardedRead(
       () => store.consume(asked),
-      (reply) => replied(key, checkedReply(reply, policies.length), asked),
+      (reply) => replied(key, checkReplies ? checkedReply(reply, policies.length) : reply, asked),
       () => unavailable(key),
     );
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
@@ -285,7 +286,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const asked = request(checkKey(key), 0, caps);
       const reply = await guardedRead<StoreReply, StoreReply | typeof STORE_FAILED>(
         () => store.consume(asked),
-        (answer) => checkedReply(answer, policies.length),
+        (answer) => (checkReplies ? checkedReply(answer, policies.length) : answer),
         () => STORE_FAILED,
       );
       if (reply === STORE_FAILED) return unavailable(key);
@@ -372,18 +373,24 @@ const checkCost = (cost: unknown): number => {
 
 /**
  * The cost `consume`'s options name, 1 when they leave it out; the decision checks it. Options
- * that are not an object (`consume(key, 5)`) or name anything else (`{ costs: 5 }`) would
- * otherwise charge 1 without a word. A loop over the names, not a list of them: the HTTP
- * middleware passes options with every request its own functions decide.
+ * that are not an object (`consume(key, 5)`) or name anything else (`{ costs: 5 }`,
+ * rate-limiter-flexible's `points`) would otherwise charge 1 without a word. The names are
+ * walked with `for…in`, which allocates nothing: the HTTP middleware passes options with every
+ * request its own functions decide.
  */
 function consumeCost(options: unknown): number {
   if (typeof options !== 'object' || options === null)
     invalid('ERR_SLUICE_INVALID_OPTION', 'options of consume', options, 'an object such as `{ cost: 2 }`');
-  for (const name in options) if (name !== 'cost') checkKnownOptions(options, CONSUME_OPTION_NAMES);
+  for (const name in options) {
+    if (name !== 'cost')
+      throw new SluiceError(
+        'ERR_SLUICE_UNKNOWN_OPTION',
+        `[sluice] Unknown option \`${name}\` of consume; its only option is \`cost\`.`,
+      );
+  }
   const { cost } = options as ConsumeOptions;
   return cost === undefined ? 1 : cost;
 }
-const CONSUME_OPTION_NAMES = ['cost'];
 
 const noClock = (): undefined => undefined;
 
@@ -394,6 +401,6 @@ function invalidKey(key: unknown): never {
 function invalidCost(cost: unknown): never {
   throw new SluiceError(
     'ERR_SLUICE_INVALID_COST',
-    `[sluice] A cost must be a positive whole number; received ${String(cost)}.`,
+    `[sluice] A cost must be a positive whole number; received ${describe(cost)}.`,
   );
 }

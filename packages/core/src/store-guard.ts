@@ -81,13 +81,16 @@ export function createStoreGuard(
     if (store.local === true) {
       return pending.then(
         (value) => {
+          let read: U;
           try {
-            return answered(succeed(value));
+            read = answered(value);
           } catch (error) {
             if (!isBadReply(error)) throw error;
             fail(error);
             return unavailable();
           }
+          succeed(value);
+          return read;
         },
         (cause: unknown) => {
           fail(cause);
@@ -109,13 +112,18 @@ export function createStoreGuard(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        // Read before the store counts as answering: a reply that is no decision is its
+        // failure, under the fail policy, and never first logged as a recovery.
+        let read: U;
         try {
-          resolve(answered(succeed(value)));
+          read = answered(value);
         } catch (error) {
-          // A reply that is no decision is the store's failure, under the fail policy.
           if (isBadReply(error)) settleFailure(error, unavailable, resolve, reject);
           else reject(error);
+          return;
         }
+        succeed(value);
+        resolve(read);
       }, failed);
     });
   }

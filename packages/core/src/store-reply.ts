@@ -2,12 +2,14 @@ import { describe, isSluiceError, SluiceError } from './errors.js';
 import type { PolicyOutcome, StoreReply } from './types.js';
 
 /**
- * A remote or custom store's reply to a decision over `policyCount` policies, checked before a
+ * A reply to `consume` from a store that does not check its own (`checksReplies`: a custom
+ * store's, the decision service client's), over `policyCount` policies, checked before a
  * decision is made of it: a reply that is not an object, lacks an outcome per policy, or
  * carries a figure that is not a number of 0 or more (NaN, text, a negative wait) would
  * otherwise escape as a TypeError or pass into the headers and the queue's hold. It throws
  * `ERR_SLUICE_BAD_STORE_REPLY`, which the store guard settles under the fail policy, as any
- * store failure. (`retryAfterMs` may be Infinity: a cost no state could grant.)
+ * store failure. (`retryAfterMs` may be Infinity: a cost no state could grant.) Replies a
+ * store decides at once or in-process (`decideAtOnce`, `consumeSync`) are not checked here.
  */
 export function checkedReply(reply: unknown, policyCount: number): StoreReply {
   if (typeof reply !== 'object' || reply === null) badReply(`${describe(reply)} instead of a reply`);
@@ -20,21 +22,23 @@ export function checkedReply(reply: unknown, policyCount: number): StoreReply {
     const outcome = outcomes[i] as Partial<PolicyOutcome> | null;
     if (typeof outcome !== 'object' || outcome === null) badReply(`outcome ${i} ${describe(outcome)}`);
     if (typeof outcome.allowed !== 'boolean') badReply(`outcome ${i}'s \`allowed\` ${describe(outcome.allowed)}`);
-    for (const figure of ['remaining', 'resetAfterMs', 'retryAfterMs', 'delayMs'] as const) {
-      const value = outcome[figure];
-      if (
-        typeof value !== 'number' ||
-        !(value >= 0) ||
-        (value === Number.POSITIVE_INFINITY && figure !== 'retryAfterMs')
-      )
-        badReply(`outcome ${i}'s \`${figure}\` ${describe(value)}, not a number of 0 or more`);
-    }
+    // Each figure by name: a field read through a variable name is a keyed load.
+    checkFigure(outcome.remaining, 'remaining', i, false);
+    checkFigure(outcome.resetAfterMs, 'resetAfterMs', i, false);
+    checkFigure(outcome.retryAfterMs, 'retryAfterMs', i, true);
+    checkFigure(outcome.delayMs, 'delayMs', i, false);
   }
   return reply as StoreReply;
 }
 
 export const isBadReply = (error: unknown): boolean =>
   isSluiceError(error) && error.code === 'ERR_SLUICE_BAD_STORE_REPLY';
+
+/** A figure of outcome `i`: a number of 0 or more, Infinity only where the wait may be `endless`. */
+function checkFigure(value: unknown, name: string, i: number, endless: boolean): void {
+  if (typeof value !== 'number' || !(value >= 0) || (value === Number.POSITIVE_INFINITY && !endless))
+    badReply(`outcome ${i}'s \`${name}\` ${describe(value)}, not a number of 0 or more`);
+}
 
 function badReply(what: string): never {
   throw new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', `[sluice] The store answered a decision with ${what}.`);

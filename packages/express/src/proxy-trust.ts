@@ -24,9 +24,17 @@ export function expressProxyTrust(app: Application): 'none' | 'some' | 'all' {
   if (typeof setting === 'number') return 'some';
   let verdict = judged.get(app);
   if (verdict?.setting !== setting) {
-    const trusts = app.get('trust proxy fn') as TrustFunction;
-    verdict = { setting, trustsAnyone: STRANGERS.some((address) => trusts(address, FAR_HOP)) };
+    verdict = { setting, trustsAnyone: trustsStrangers(app.get('trust proxy fn') as TrustFunction) };
     judged.set(app, verdict);
   }
   return verdict.trustsAnyone ? 'all' : 'some';
+}
+
+/** Whether `trusts` trusts a documentation address far along the chain; a function that throws on one is judged not to (a warning never breaks a request). */
+function trustsStrangers(trusts: TrustFunction): boolean {
+  try {
+    return STRANGERS.some((address) => trusts(address, FAR_HOP) === true);
+  } catch {
+    return false;
+  }
 }

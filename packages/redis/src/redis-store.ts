@@ -115,6 +115,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       // Decided in-process; a new client's one read has its own timeout and never fails.
       local: true,
       takesKeysAsGiven: true,
+      // Local-first replies are built from this process's counts; Redis's by the checked parser.
+      checksReplies: true,
       prefix,
       backing: backingOf(client, prefix),
       checkPolicies(policies) {
@@ -183,6 +185,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   let justMissed = false;
   return {
     name: 'redis',
+    // Every reply comes through `parseReplies`, which refuses one that is no decision.
+    checksReplies: true,
     prefix,
     backing: backingOf(client, prefix),
     checkPolicies: policyList,

@@ -80,18 +80,24 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
   });
 
   it.each([
-    ['skip', { skip: () => 'false' }, '"false"'],
-    ['allowList', { allowList: async () => 1 }, '1'],
-  ])(
-    'a %s function answering other than true or false fails the request, never judged by truthiness',
-    async (name, option, shown) => {
-      app = await harness.start({ limits: [{ ...oneEach, ...option, clock: clockAt(0) }] });
-      expect(await failure()).toMatchObject({
-        code: 'ERR_SLUICE_NOT_BOOLEAN',
-        message: expect.stringContaining(`Your \`${name}\` function returned ${shown} for this request`),
-      });
-    },
-  );
+    ['skip', (answer: unknown) => ({ skip: () => answer })],
+    ['allowList', (answer: unknown) => ({ allowList: async () => answer })],
+  ])('a %s function counts the request unless it answers true, never judged by truthiness', async (name, option) => {
+    for (const [answer, warned] of [
+      [undefined, []],
+      [null, []],
+      ['false', ['WRN_SLUICE_CALLBACK_FAILED']],
+      [1, ['WRN_SLUICE_CALLBACK_FAILED']],
+    ] as const) {
+      const logger = collectingLogger();
+      app = await harness.start({ limits: [{ ...oneEach, ...option(answer), logger, clock: clockAt(0) }] });
+      await request(app.url).get('/').expect(200);
+      await request(app.url).get('/').expect(429);
+      expect(logger.codes(), `${name} answering ${String(answer)}`).toEqual(warned);
+      await app.close();
+      app = undefined;
+    }
+  });
 
   it.each([
     ['nothing', () => undefined, 'undefined'],
@@ -109,9 +115,12 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
     },
   );
 
-  it('in rules mode too, a skip function answering other than true or false fails the request', async () => {
-    app = await harness.start({ limits: [{ rules, skip: () => ({}), clock: clockAt(0), logger: collectingLogger() }] });
-    expect(await failure()).toMatchObject({ code: 'ERR_SLUICE_NOT_BOOLEAN' });
+  it('in rules mode too, a skip function answering other than true or false counts the request', async () => {
+    const logger = collectingLogger();
+    app = await harness.start({ limits: [{ rules, skip: () => ({}), clock: clockAt(0), logger }] });
+    for (let i = 0; i < 5; i++) await request(app.url).get('/').expect(200);
+    await request(app.url).get('/').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_CALLBACK_FAILED']);
   });
 
   it('a tier missing from the map a policies function reads blames that function, not option `policies`', async () => {

@@ -57,7 +57,7 @@ export function checkCountByOutcome<Req, Res>(
   const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];
   return (req, res, raw, refund) => {
     raw.once('close', () => {
-      const sent = raw.writableFinished;
+      const sent = raw.writableFinished === true;
       Promise.resolve()
         .then(() => sent && (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
         .then(

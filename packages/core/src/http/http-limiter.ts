@@ -22,7 +22,7 @@ import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
 import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
-import { booleanFromUser, costFromUser, keyFromUser, tierFromUser } from './user-functions.js';
+import { costFromUser, keyFromUser, skipsFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
 
 interface Entry {
@@ -140,9 +140,9 @@ export function createHttpLimiter<Req, Res>(
   };
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
-    if (skip !== undefined && booleanFromUser(await skip(req), 'skip')) return SKIPPED;
+    if (skip !== undefined && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
     const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
-    if (isAllowed !== undefined && booleanFromUser(await isAllowed(req, clientKey), 'allowList')) return SKIPPED;
+    if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn)) return SKIPPED;
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
     if (bannedNow !== undefined) return banned(req, res, bannedNow);
     const entry =

@@ -1,5 +1,6 @@
 import { describe, isSluiceError, SluiceError } from '../errors.js';
 import type { PolicyOptions } from '../types.js';
+import type { WarnOnce } from './warnings.js';
 
 /**
  * What the user's `key`, `cost` and `policies` functions return is checked here, per request,
@@ -25,15 +26,20 @@ export function costFromUser(value: unknown): number {
 }
 
 /**
- * What a `skip` or `allowList` function answered: true or false, never judged by truthiness,
- * where `'false'`, `1` or an object would skip the request or allow the client uncounted.
+ * Whether a `skip` or `allowList` function's answer lets the request go uncounted: only
+ * `true`. Nothing (`undefined`, `null`: a function that returns only to skip) counts it, as
+ * `false` does. Any other answer (`'false'`, `1`, an object) is a mistake that truthiness
+ * would read as "skip": it counts the request, the safe side, and is warned about once.
  */
-export function booleanFromUser(value: unknown, name: 'skip' | 'allowList'): boolean {
-  if (typeof value === 'boolean') return value;
-  throw new SluiceError(
-    'ERR_SLUICE_NOT_BOOLEAN',
-    `[sluice] Your \`${name}\` function returned ${describe(value)} for this request; it must return true or false (or a promise of one).`,
-  );
+export function skipsFromUser(value: unknown, name: 'skip' | 'allowList', warn: WarnOnce): boolean {
+  if (value === true) return true;
+  if (value !== false && value !== undefined && value !== null) {
+    warn(
+      'WRN_SLUICE_CALLBACK_FAILED',
+      `\`${name}\` returned ${describe(value)}, neither true nor false, so the request is counted.`,
+    );
+  }
+  return false;
 }
 
 /**

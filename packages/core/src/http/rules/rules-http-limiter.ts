@@ -14,7 +14,7 @@ import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
-import { booleanFromUser, costFromUser } from '../user-functions.js';
+import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike } from './rule-like.js';
@@ -181,7 +181,7 @@ export function createRulesHttpLimiter<Req, Res>(
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
     if (!firstVisit(request)) return SKIPPED;
-    if (typeof skip === 'function' && booleanFromUser(await skip(req), 'skip')) return SKIPPED;
+    if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
     const facts: RequestFacts = {
       request,
       route: binding.routePattern?.(req),
