@@ -57,6 +57,8 @@ describe('express: a trust proxy setting that trusts any address warns as `true`
 
   it.each([
     ['a function trusting everyone', () => true],
+    // Express reads the answer by truthiness: 1 trusts the hop.
+    ['a function answering 1 to everyone', () => 1],
     ['two halves of IPv4', '0.0.0.0/1,128.0.0.0/1'],
     ['two halves of IPv6', '::/1, 8000::/1'],
   ])('%s', async (_label, trust) => {

@@ -87,4 +87,26 @@ describe('decideRules in one store call', () => {
       unsubscribe(SLUICE_CHANNELS.storeError, listener);
     }
   });
+
+  const outcome = { allowed: true, remaining: 0, resetAfterMs: 1000, retryAfterMs: 0, delayMs: 0 };
+  const reply = { allowed: true, now: now(), outcomes: [outcome] };
+  it.each([
+    ['one reply for two requests', [reply], /1 replies instead of 2 replies/],
+    ['no list', { replies: [reply, reply] }, /an object instead of 2 replies/],
+    ['a NaN figure', [reply, { ...reply, outcomes: [{ ...outcome, remaining: Number.NaN }] }], /`remaining` NaN/],
+  ])("a reply list with %s is a store failure under each rule's fail policy", async (_label, replies, why) => {
+    const store = { ...failingStore(new Error('unused')), consumeAll: async () => replies as never };
+    const limiterOf = createRuleLimiters({ store, clock: now, logger: { warn: () => {} }, onStoreError: 'deny' });
+    const failures: StoreErrorEvent[] = [];
+    const listener = (event: unknown) => failures.push(event as StoreErrorEvent);
+    subscribe(SLUICE_CHANNELS.storeError, listener);
+    try {
+      const verdicts = await decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
+      expect(verdicts.map((v) => v.decision.reason)).toEqual(['store-unavailable', 'store-unavailable']);
+      expect(failures.map((f) => f.errorType)).toEqual(['ERR_SLUICE_BAD_STORE_REPLY', 'ERR_SLUICE_BAD_STORE_REPLY']);
+      expect(String(failures[0]?.error)).toMatch(why);
+    } finally {
+      unsubscribe(SLUICE_CHANNELS.storeError, listener);
+    }
+  });
 });

@@ -380,7 +380,10 @@ const checkCost = (cost: unknown): number => {
  */
 function consumeCost(options: unknown): number {
   if (typeof options !== 'object' || options === null)
-    invalid('ERR_SLUICE_INVALID_OPTION', 'options of consume', options, 'an object such as `{ cost: 2 }`');
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] The options of consume must be an object such as \`{ cost: 2 }\`; received ${describe(options)}.`,
+    );
   for (const name in options) {
     if (name !== 'cost')
       throw new SluiceError(

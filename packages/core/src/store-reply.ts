@@ -1,10 +1,10 @@
 import { describe, isSluiceError, SluiceError } from './errors.js';
-import type { PolicyOutcome, StoreReply } from './types.js';
+import type { PolicyOutcome, StoreReply, StoreRequest } from './types.js';
 
 /**
- * A reply to `consume` from a store that does not check its own (`checksReplies`: a custom
- * store's, the decision service client's), over `policyCount` policies, checked before a
- * decision is made of it: a reply that is not an object, lacks an outcome per policy, or
+ * A reply to `consume` (or each of `consumeAll`'s) from a store that does not check its own
+ * (`checksReplies`: a custom store's, the decision service client's), over `policyCount`
+ * policies, checked before a decision is made of it: a reply that is not an object, lacks an outcome per policy, or
  * carries a figure that is not a number of 0 or more (NaN, text, a negative wait) would
  * otherwise escape as a TypeError or pass into the headers and the queue's hold. It throws
  * `ERR_SLUICE_BAD_STORE_REPLY`, which the store guard settles under the fail policy, as any
@@ -29,6 +29,16 @@ export function checkedReply(reply: unknown, policyCount: number): StoreReply {
     checkFigure(outcome.delayMs, 'delayMs', i, false);
   }
   return reply as StoreReply;
+}
+
+/** A reply to `consumeAll`: one decision per request, each checked as `checkedReply` does. */
+export function checkedReplies(replies: unknown, requests: readonly StoreRequest[]): StoreReply[] {
+  if (!Array.isArray(replies) || replies.length !== requests.length) {
+    const got = Array.isArray(replies) ? `${replies.length} replies` : describe(replies);
+    badReply(`${got} instead of ${requests.length} replies, one per request`);
+  }
+  for (let i = 0; i < requests.length; i++) checkedReply(replies[i], (requests[i] as StoreRequest).policies.length);
+  return replies as StoreReply[];
 }
 
 export const isBadReply = (error: unknown): boolean =>

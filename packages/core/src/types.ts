@@ -109,9 +109,9 @@ export interface RateLimitStore {
   /** True when calls finish in-process without I/O: the limiter then sets no timeout timer. */
   readonly local?: boolean;
   /**
-   * True when every reply `consume` resolves with is a decision by construction (the store
-   * checks what it reads, as sluice's Redis store does): the limiter then does not check it
-   * again. Without it, a reply that is no decision is `ERR_SLUICE_BAD_STORE_REPLY`.
+   * True when every reply `consume` and `consumeAll` resolve with is a decision by
+   * construction (the store checks what it reads, as sluice's Redis store does): the limiter
+   * then does not check it again. Without it, a reply that is no decision is `ERR_SLUICE_BAD_STORE_REPLY`.
    */
   readonly checksReplies?: boolean;
   /**

@@ -33,7 +33,8 @@ export function expressProxyTrust(app: Application): 'none' | 'some' | 'all' {
 /** Whether `trusts` trusts a documentation address far along the chain; a function that throws on one is judged not to (a warning never breaks a request). */
 function trustsStrangers(trusts: TrustFunction): boolean {
   try {
-    return STRANGERS.some((address) => trusts(address, FAR_HOP) === true);
+    // Read as Express reads it: any truthy answer trusts the hop.
+    return STRANGERS.some((address) => Boolean(trusts(address, FAR_HOP)));
   } catch {
     return false;
   }

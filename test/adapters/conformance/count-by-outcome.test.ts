@@ -88,7 +88,7 @@ describe.each(cases)('$name: counting by outcome', ({ harness, store }) => {
       limits: [options({ limit: 3, skipFailedRequests: true, requestWasSuccessful, logger })],
     });
     await request(app.url).get('/').set('x-status', '500').expect(500);
-    await vi.waitFor(() => expect(logger.codes()).toEqual(['WRN_SLUICE_CALLBACK_FAILED']));
+    await vi.waitFor(() => expect(logger.codes()).toEqual(['WRN_SLUICE_NOT_BOOLEAN']));
     await settledRemaining(app, '127.0.0.1', 2);
   });
 

@@ -86,8 +86,8 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
     for (const [answer, warned] of [
       [undefined, []],
       [null, []],
-      ['false', ['WRN_SLUICE_CALLBACK_FAILED']],
-      [1, ['WRN_SLUICE_CALLBACK_FAILED']],
+      ['false', ['WRN_SLUICE_NOT_BOOLEAN']],
+      [1, ['WRN_SLUICE_NOT_BOOLEAN']],
     ] as const) {
       const logger = collectingLogger();
       app = await harness.start({ limits: [{ ...oneEach, ...option(answer), logger, clock: clockAt(0) }] });
@@ -120,7 +120,23 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
     app = await harness.start({ limits: [{ rules, skip: () => ({}), clock: clockAt(0), logger }] });
     for (let i = 0; i < 5; i++) await request(app.url).get('/').expect(200);
     await request(app.url).get('/').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_NOT_BOOLEAN']);
+  });
+
+  it("a skip answering 'false' is warned about even after a hook's failure was", async () => {
+    const logger = collectingLogger();
+    const onExceeded = () => {
+      throw new Error('hook broke');
+    };
+    let answer: unknown = false;
+    const skip = () => answer;
+    app = await harness.start({ limits: [{ ...oneEach, skip, onExceeded, logger, clock: clockAt(0) }] });
+    await request(app.url).get('/').expect(200);
+    await request(app.url).get('/').expect(429);
     expect(logger.codes()).toEqual(['WRN_SLUICE_CALLBACK_FAILED']);
+    answer = 'false';
+    await request(app.url).get('/').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_CALLBACK_FAILED', 'WRN_SLUICE_NOT_BOOLEAN']);
   });
 
   it('a tier missing from the map a policies function reads blames that function, not option `policies`', async () => {

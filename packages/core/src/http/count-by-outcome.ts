@@ -64,7 +64,7 @@ export function checkCountByOutcome<Req, Res>(
           (success: unknown) => {
             if (typeof success !== 'boolean') {
               warn(
-                'WRN_SLUICE_CALLBACK_FAILED',
+                'WRN_SLUICE_NOT_BOOLEAN',
                 `\`requestWasSuccessful\` returned ${describe(success)}, not true or false, so the request stays counted`,
               );
             } else if (success ? skipSuccessfulRequests : skipFailedRequests) refund().catch(ignore);

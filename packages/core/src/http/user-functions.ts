@@ -29,13 +29,14 @@ export function costFromUser(value: unknown): number {
  * Whether a `skip` or `allowList` function's answer lets the request go uncounted: only
  * `true`. Nothing (`undefined`, `null`: a function that returns only to skip) counts it, as
  * `false` does. Any other answer (`'false'`, `1`, an object) is a mistake that truthiness
- * would read as "skip": it counts the request, the safe side, and is warned about once.
+ * would read as "skip": it counts the request, the safe side, and is warned about once, under
+ * a code of its own, so that a hook's failure logged first never hides it.
  */
 export function skipsFromUser(value: unknown, name: 'skip' | 'allowList', warn: WarnOnce): boolean {
   if (value === true) return true;
   if (value !== false && value !== undefined && value !== null) {
     warn(
-      'WRN_SLUICE_CALLBACK_FAILED',
+      'WRN_SLUICE_NOT_BOOLEAN',
       `\`${name}\` returned ${describe(value)}, neither true nor false, so the request is counted.`,
     );
   }

@@ -9,6 +9,7 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_INVALID_IP'
   | 'WRN_SLUICE_CREATED_IN_REQUEST'
   | 'WRN_SLUICE_CALLBACK_FAILED'
+  | 'WRN_SLUICE_NOT_BOOLEAN'
   | 'WRN_SLUICE_UNKNOWN_DOMAIN';
 
 export type WarnOnce = (code: SluiceWarningCode, message: string) => void;

@@ -1,5 +1,6 @@
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
 import { STORE_FAILED } from '../../store-guard.js';
+import { checkedReplies } from '../../store-reply.js';
 import type {
   Decision,
   Limiter,
@@ -203,13 +204,20 @@ function decideJointly(
   );
 }
 
-/** The store's `consumeAll`, a throw turned into a rejection; `undefined` when it declines. */
+/**
+ * The store's `consumeAll`, a throw turned into a rejection; `undefined` when it declines. A
+ * reply list from a store that does not check its own is checked here, so that one that is no
+ * decision per request rejects, under each rule's fail policy, rather than reach the headers.
+ */
 function askAll(store: RateLimitStore, requests: readonly StoreRequest[]): Promise<StoreReply[]> | undefined {
+  let replies: Promise<StoreReply[]> | undefined;
   try {
-    return store.consumeAll?.(requests);
+    replies = store.consumeAll?.(requests);
   } catch (error) {
     return Promise.reject(error);
   }
+  if (replies === undefined || store.checksReplies === true) return replies;
+  return replies.then((list) => checkedReplies(list, requests));
 }
 
 /** Gives a charge back and shows the figures as they stand after it. */
