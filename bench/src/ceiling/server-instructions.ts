@@ -20,7 +20,7 @@
  * That map makes V8 report every object it moves (`Heap::OnMoveEvent`), which can make a
  * server's collections costly: read totals from a run without it (a Koa server refusing from
  * the deny cache counted 193,530 a request with it, nearly all in the young-generation
- * collector, and 108,805 in a run without it).
+ * collector, and 108,651 in the same count without it).
  *
  * Work done on a timer (local-first's sync every 50 ms, a client's reconnect checks) runs as
  * often per second under callgrind as outside it, while requests arrive some 50 times more
