@@ -8,6 +8,7 @@
  *   node --expose-gc --min-semi-space-size=64 --max-semi-space-size=64 memory-allocation.js <contender>
  */
 import { getHeapSpaceStatistics } from 'node:v8';
+import { median } from '../lib/stats.js';
 import { memoryDecisions } from './memory-decisions.js';
 
 const BATCH = 20_000;
@@ -32,5 +33,4 @@ for (let batch = 0; batch < BATCHES; batch++) {
   perDecision.push(allocated / BATCH);
 }
 await decisions.close();
-perDecision.sort((a, b) => a - b);
-console.log(JSON.stringify({ bytesPerDecision: perDecision[BATCHES >> 1] }));
+console.log(JSON.stringify({ bytesPerDecision: median(perDecision) }));
