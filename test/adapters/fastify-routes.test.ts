@@ -170,6 +170,29 @@ describe('fastify: per-route config and encapsulation', () => {
     expect((await as('grace')).statusCode).toBe(200);
   });
 
+  // Regression: two routes of one method and URL, told apart by a host constraint, shared the
+  // namespace of their own limits, so one host's requests spent the other's quota.
+  it('counts routes that Fastify tells apart by their constraints apart, each with a handle', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 100, window: '1m' });
+    const own = { config: { rateLimit: { name: 'per-host', limit: 2, window: '1m' } } } as const;
+    app.get('/x', { ...own, constraints: { host: 'a.example' } }, async () => 'a');
+    app.get('/x', { ...own, constraints: { host: 'b.example' } }, async () => 'b');
+    const on = (host: string) => app.inject({ method: 'GET', url: '/x', headers: { host } });
+    for (const host of ['a.example', 'a.example', 'b.example', 'b.example']) {
+      const res = await on(host);
+      expect([res.statusCode, res.body]).toEqual([200, host[0]]);
+    }
+    expect((await on('a.example')).statusCode).toBe(429);
+    const a = app.rateLimiter.route('GET', '/x', { host: 'a.example' });
+    const b = app.rateLimiter.route('GET', '/x', { host: 'b.example' });
+    expect(a?.limiter?.namespace).toBeDefined();
+    expect(a?.limiter?.namespace).not.toBe(b?.limiter?.namespace);
+    await a?.limiter?.reset('127.0.0.1');
+    expect((await on('a.example')).statusCode).toBe(200);
+    expect((await on('b.example')).statusCode).toBe(429);
+  });
+
   it('refuses a bad route config at start-up with a code', async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m' });

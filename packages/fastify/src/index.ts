@@ -43,8 +43,12 @@ export interface RateLimiterHandle {
   limiter: RateLimitHandle['limiter'];
   /** The plugin-wide limiter of one tier of a `policies` function; undefined with `global: false`. */
   limiterFor: RateLimitHandle['limiterFor'] | undefined;
-  /** The handle of the route with its own `config.rateLimit`, by method and URL as registered. */
-  route(method: string, url: string): RateLimitHandle | undefined;
+  /**
+   * The handle of the route with its own `config.rateLimit`, by method and URL as registered,
+   * and the `constraints` it was registered with (a route told from another of the same method
+   * and URL by its host or version).
+   */
+  route(method: string, url: string, constraints?: Record<string, unknown>): RateLimitHandle | undefined;
 }
 
 declare module 'fastify' {
@@ -109,7 +113,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     const handle: RateLimiterHandle = {
       limiter: globalHook?.limiter.limiter,
       limiterFor: globalHook?.limiter.limiterFor,
-      route: (method, url) => routes.get(`${method.toUpperCase()} ${url}`),
+      route: (method, url, constraints) => routes.get(routeName(method.toUpperCase(), url, constraints)),
     };
     app.decorate('rateLimiter', handle);
   }
@@ -119,14 +123,17 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   const getHooks = new Map<string, { own: unknown; hook: RateLimitHookEntry }>();
   const ownHookFor = (own: unknown, route: RouteOptions): RateLimitHookEntry => {
     const methods = [route.method].flat().map((method) => method.toUpperCase());
-    const get = getHooks.get(route.url);
-    const label = `config.rateLimit of ${methods.join(',')} ${route.url}`;
+    const { constraints } = route;
+    const get = getHooks.get(routeName('GET', route.url, constraints));
+    // The label names the route's namespace: two routes of one method and URL that Fastify
+    // tells apart by their constraints (a host, a version) count apart, as they are two routes.
+    const label = `config.rateLimit of ${routeName(methods.join(','), route.url, constraints)}`;
     const hook =
       get !== undefined && get.own === own && methods.length === 1 && methods[0] === 'HEAD'
         ? get.hook
         : inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
-    if (methods.includes('GET')) getHooks.set(route.url, { own, hook });
-    for (const method of methods) routes.set(`${method} ${route.url}`, hook.limiter);
+    if (methods.includes('GET')) getHooks.set(routeName('GET', route.url, constraints), { own, hook });
+    for (const method of methods) routes.set(routeName(method, route.url, constraints), hook.limiter);
     return hook;
   };
   app.addHook('onRoute', function sluiceRoute(route) {
@@ -140,6 +147,17 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     (route as unknown as Record<string, unknown>)[hook.name] = [...existing, hook.handler];
   });
 };
+
+/**
+ * A route as Fastify tells it from others: its method, URL and constraints, each constraint by
+ * name and value (a host constraint may be a RegExp, written as its source).
+ */
+function routeName(method: string, url: string, constraints: Record<string, unknown> | undefined): string {
+  const names = constraints === undefined ? [] : Object.keys(constraints).sort();
+  if (names.length === 0) return `${method} ${url}`;
+  const terms = names.map((name) => `${name}=${String((constraints as Record<string, unknown>)[name])}`);
+  return `${method} ${url} [${terms.join(' ')}]`;
+}
 
 /**
  * Fastify plugin: `await app.register(rateLimitPlugin, options)` limits every route registered
