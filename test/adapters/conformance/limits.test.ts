@@ -32,6 +32,25 @@ describe.each(harnesses)('$name: limits, tiers, cost, skip, key', (harness) => {
     expect(other.state.global?.r).toBe(6);
   });
 
+  // Regression: the route's limiter set `Retry-After` (and the problem's detail) from its own
+  // decision alone, 10 s, where the app-wide limit had just spent its last unit until 60 s: a
+  // client that waited as told was refused again.
+  it("sends a refusal's Retry-After no earlier than a limit the request passed with no quota left", async () => {
+    const clock = clockAt(0);
+    app = await harness.start({
+      limits: [{ ...fixed, name: 'global', limit: 3, window: '1m', clock }],
+      routeLimits: { '/login': { ...fixed, name: 'login', limit: 2, window: '10s', clock } },
+    });
+    await request(app.url).get('/login').expect(200);
+    await request(app.url).get('/login').expect(200);
+    const refused = await request(app.url).get('/login').expect(429);
+    expect(draft11(refused).state).toEqual({ global: { r: 0, t: 60 }, login: { r: 0, t: 10 } });
+    expect(refused.headers['retry-after']).toBe('60');
+    expect(JSON.parse(refused.text).detail).toBe('Quota restored for this request in 60 s.');
+    clock.advance(10_000);
+    expect((await request(app.url).get('/login').expect(429)).headers['retry-after']).toBe('50');
+  });
+
   it('gives each tier of a policies function its own limits and windows, counted separately', async () => {
     const tiers = {
       free: [{ name: 'free', limit: 2, window: '1m', algorithm: 'fixed-window' }],

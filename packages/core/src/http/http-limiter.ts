@@ -11,7 +11,7 @@ import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
-import { retryAfterMs } from './headers/effective-window.js';
+import { noteNoQuotaLeft, retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
@@ -112,7 +112,7 @@ export function createHttpLimiter<Req, Res>(
     }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {
-      const waitMs = retryAfterMs(decision);
+      const waitMs = retryAfterMs(decision, request);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
       if (ban === undefined || decision.reason !== undefined) return quotaRefusal(req, decision);
       return ban
@@ -120,6 +120,7 @@ export function createHttpLimiter<Req, Res>(
         .then((started) => (started ? banned(req, res, started) : quotaRefusal(req, decision)));
     }
     notify?.(req, decision);
+    noteNoQuotaLeft(request, decision);
     const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
     const refund = () => entry.limiter.refund(clientKey, units);
     if (decision.delayMs === 0) {

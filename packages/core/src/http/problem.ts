@@ -1,5 +1,5 @@
 import type { Decision } from '../types.js';
-import { retryAfterMs } from './headers/effective-window.js';
+import { statedWaitMs } from './headers/effective-window.js';
 
 /** The draft's problem type for a client over its quota (draft-11 §5.1). */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
@@ -28,7 +28,7 @@ const bannedDetail = (decision: Decision): string =>
  * The wait the detail states, in whole seconds: the one `Retry-After` carries, so the two never
  * disagree (the decision's own wait can be shorter than a policy's that has no quota left).
  */
-const waitSeconds = (decision: Decision): number => Math.ceil((retryAfterMs(decision) ?? decision.retryAfterMs) / 1000);
+const waitSeconds = (decision: Decision): number => Math.ceil((statedWaitMs(decision) ?? decision.retryAfterMs) / 1000);
 const detailOf = (decision: Decision): string =>
   decision.reason === 'cost-exceeds-limit'
     ? NEVER_DETAIL

@@ -7,7 +7,7 @@ import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome 
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit } from '../first-visit.js';
-import { retryAfterMs } from '../headers/effective-window.js';
+import { noteNoQuotaLeft, retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
@@ -160,10 +160,11 @@ export function createRulesHttpLimiter<Req, Res>(
   ): Outcome | Promise<Outcome> => {
     writeAll(verdicts, res, request);
     if (!decision.allowed) {
-      const waitMs = retryAfterMs(decision);
+      const waitMs = retryAfterMs(decision, request);
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
       return refuse(req, decision);
     }
+    noteNoQuotaLeft(request, decision);
     if (decision.delayMs === 0) return { action: 'next', decision };
     held++;
     return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
