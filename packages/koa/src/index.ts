@@ -5,6 +5,9 @@ import {
   type HttpLimiterOptions,
   lookupName,
   type Outcome,
+  PROBLEM_CONTENT_TYPE,
+  problemBody,
+  problemStatus,
   type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
@@ -19,7 +22,11 @@ declare module 'koa' {
 }
 
 export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<Context>) & {
-  /** Sets the response for a refused request instead of the default 429 problem document. */
+  /**
+   * Sets the response for a refused request instead of the default 429 problem document. The
+   * status is already 429 (503 when the store could not decide); a body left unset gets the
+   * default problem document under the status it has then.
+   */
   onLimited?: (ctx: Context, decision: Decision) => unknown;
 };
 
@@ -70,7 +77,7 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
       ctx.respond = false;
       return undefined;
     }
-    if (outcome.refusal === undefined) return onLimited?.(ctx, outcome.decision);
+    if (outcome.refusal === undefined) return limitedBy(onLimited, ctx, outcome.decision);
     const { status, contentType, body } = outcome.refusal;
     ctx.status = status;
     // Set as is: `ctx.type` would look the type up in the MIME database on every refusal.
@@ -88,6 +95,26 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
       : apply(ctx, next, outcome);
   };
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
+}
+
+/**
+ * A refusal answered by `onLimited`. Koa answers a response nobody set with 404, so the status
+ * is set first, and a body `onLimited` leaves unset is the default problem document: a refused
+ * request is never reported as missing, nor, with a body alone, as a success.
+ */
+function limitedBy(onLimited: RateLimitOptions['onLimited'], ctx: Context, decision: Decision): unknown {
+  ctx.status = problemStatus(decision);
+  const answered = onLimited?.(ctx, decision);
+  return answered instanceof Promise
+    ? answered.then(() => problemUnlessAnswered(ctx, decision))
+    : problemUnlessAnswered(ctx, decision);
+}
+
+function problemUnlessAnswered(ctx: Context, decision: Decision): void {
+  if (ctx.body !== undefined && ctx.body !== null) return;
+  if (ctx.respond === false || ctx.res.headersSent) return;
+  ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
+  ctx.body = problemBody(decision, ctx.status);
 }
 
 export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';
