@@ -5,7 +5,10 @@ import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockAt, collectingLogger } from './helpers.js';
 
-async function serve(trustProxy: number | string, logger: ReturnType<typeof collectingLogger>) {
+async function serve(
+  trustProxy: number | string | string[] | ((address: string, hop: number) => boolean),
+  logger: ReturnType<typeof collectingLogger>,
+) {
   // Fastify 5.12's types refuse a number; JavaScript apps and configs written for older
   // versions still pass one.
   const app = Fastify({ trustProxy: trustProxy as string });
@@ -46,5 +49,40 @@ describe('fastify: a trustProxy hop count', () => {
     const res = await request(served.url).get('/').set('X-Forwarded-For', '203.0.113.1').expect(200);
     expect(res.body).toEqual({ key: '203.0.113.1' });
     expect(logger.messages).toEqual([]);
+  });
+});
+
+// Regression: only `trustProxy: true` was reported; a function or subnets that trust every
+// address let each client pick its key with X-Forwarded-For without a word.
+describe('fastify: a trustProxy that trusts every proxy', () => {
+  let app: FastifyInstance | undefined;
+  afterEach(() => app?.close());
+
+  it.each([
+    ['true', true],
+    ['a function that trusts anyone', () => true],
+    ['two subnets that cover every IPv4 address', '0.0.0.0/1,128.0.0.0/1'],
+    ['a list of subnets that covers every address', ['0.0.0.0/1', '128.0.0.0/1', '::/1']],
+  ])('is reported once, with a code: %s', async (_name, trustProxy) => {
+    const logger = collectingLogger();
+    const served = await serve(trustProxy as string, logger);
+    app = served.app;
+    for (const client of ['198.51.100.1', '198.51.100.2']) {
+      const res = await request(served.url).get('/').set('X-Forwarded-For', client).expect(200);
+      expect(res.body).toEqual({ key: client });
+    }
+    expect(logger.codes()).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+  });
+
+  it('is not reported for a function or a list that trusts only the proxies', async () => {
+    for (const trustProxy of [(address: string) => address === '127.0.0.1', ['127.0.0.1', '10.0.0.0/8']]) {
+      const logger = collectingLogger();
+      const served = await serve(trustProxy, logger);
+      app = served.app;
+      await request(served.url).get('/').set('X-Forwarded-For', '198.51.100.1').expect(200);
+      expect(logger.messages).toEqual([]);
+      await app.close();
+      app = undefined;
+    }
   });
 });

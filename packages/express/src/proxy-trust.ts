@@ -1,9 +1,5 @@
+import { trustsStrangers } from '@sluice/core';
 import type { Application } from 'express';
-
-/** Documentation addresses (RFC 5737, RFC 3849): no real proxy has one. */
-const STRANGERS = ['203.0.113.9', '2001:db8::9'];
-/** A hop no chain of proxies reaches: a hop count trusts fewer. */
-const FAR_HOP = 1000;
 
 type TrustFunction = (address: string, hop: number) => boolean;
 
@@ -28,14 +24,4 @@ export function expressProxyTrust(app: Application): 'none' | 'some' | 'all' {
     judged.set(app, verdict);
   }
   return verdict.trustsAnyone ? 'all' : 'some';
-}
-
-/** Whether `trusts` trusts a documentation address far along the chain; a function that throws on one is judged not to (a warning never breaks a request). */
-function trustsStrangers(trusts: TrustFunction): boolean {
-  try {
-    // Read as Express reads it: any truthy answer trusts the hop.
-    return STRANGERS.some((address) => Boolean(trusts(address, FAR_HOP)));
-  } catch {
-    return false;
-  }
 }

@@ -1,4 +1,5 @@
-import { type AdapterBinding, lookupName as lookupNameImport } from '@sluice/core';
+import { compile } from '@fastify/proxy-addr';
+import { type AdapterBinding, lookupName as lookupNameImport, trustsStrangers } from '@sluice/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 /** Fastify keeps `trustProxy` private; its options symbol is the only place it can be read. */
@@ -11,12 +12,30 @@ export function trustProxyOf(app: FastifyInstance): unknown {
 }
 
 /**
+ * Whether `trustProxy` trusts every proxy: `true`, or addresses, subnets or a function that
+ * trust a documentation address far along the chain, judged in the form Fastify compiles them
+ * to (with its own `@fastify/proxy-addr`). A setting it cannot compile is Fastify's to refuse.
+ */
+function trustsEveryProxy(trustProxy: unknown): boolean {
+  if (trustProxy === true) return true;
+  if (typeof trustProxy === 'function') return trustsStrangers(trustProxy as (address: string, hop: number) => unknown);
+  const addresses =
+    typeof trustProxy === 'string' ? trustProxy.split(',').map((address) => address.trim()) : trustProxy;
+  if (!Array.isArray(addresses)) return false;
+  try {
+    return trustsStrangers(compile(addresses));
+  } catch {
+    return false;
+  }
+}
+
+/**
  * A hop count is trusted by older Fastify and refused by 5.12 and later, which then take every
  * request's address from the socket. The request tells which: a request that came through a
  * proxy (`X-Forwarded-For`) keeps only the socket's address when the count was ignored.
  */
 function proxyTrustFor(trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply>['proxyTrust'] {
-  if (trustProxy === true) return (request) => (request.ips === undefined ? 'none' : 'all');
+  if (trustsEveryProxy(trustProxy)) return (request) => (request.ips === undefined ? 'none' : 'all');
   if (typeof trustProxy === 'number' && trustProxy > 0) {
     return (request) => {
       const { ips } = request;

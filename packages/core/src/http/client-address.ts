@@ -22,6 +22,26 @@ export interface ClientAddressSource<Req> {
   trustAdvice: string;
 }
 
+/** Documentation addresses (RFC 5737, RFC 3849): no real proxy has one. */
+const STRANGERS = ['203.0.113.9', '2001:db8::9'];
+/** A hop no chain of proxies reaches: a hop count trusts fewer. */
+const FAR_HOP = 1000;
+
+/**
+ * Whether a framework's compiled trust-proxy function trusts every proxy: it trusts a
+ * documentation address however far along the chain it stands (`() => true`, `'0.0.0.0/0'`,
+ * `'0.0.0.0/1,128.0.0.0/1'`), so any client picks its key with X-Forwarded-For. A function that
+ * throws on one is judged not to: a warning never breaks a request.
+ */
+export function trustsStrangers(trusts: (address: string, hop: number) => unknown): boolean {
+  try {
+    // Read as the frameworks read it: any truthy answer trusts the hop.
+    return STRANGERS.some((address) => Boolean(trusts(address, FAR_HOP)));
+  } catch {
+    return false;
+  }
+}
+
 /** The shared key of requests whose framework reported no client address. */
 export const UNKNOWN_IP_KEY = 'unknown-ip';
 

@@ -2,7 +2,7 @@ export type { AdapterBinding, HttpLimiter, Outcome, RateLimitHandle } from './ad
 export type { AllowList } from './allow-list.js';
 export type { BanOptions } from './ban.js';
 export type { ProxyTrust } from './client-address.js';
-export { UNKNOWN_IP_KEY } from './client-address.js';
+export { trustsStrangers, UNKNOWN_IP_KEY } from './client-address.js';
 export { DEFAULT_IPV6_SUBNET, ipKey } from './client-key.js';
 export type { CountByOutcomeOptions } from './count-by-outcome.js';
 export { keepDecision, keptDecision } from './first-visit.js';
