@@ -37,6 +37,30 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // Regression: on Redis, a bucket's wait for a cost this far above its capacity passes 2^53;
+  // the store refused the reply as no decision, and under the default fail policy the request
+  // was let through.
+  it.each(algorithmNames)(
+    '%s: a cost far above the capacity is refused as one that can never pass',
+    async (algorithm) => {
+      const limiter = createLimiter({
+        ...strict,
+        store: store(),
+        prefix: freshPrefix(),
+        clock: () => START_MS,
+        limit: 10,
+        window: '1s',
+        algorithm,
+      });
+      for (const cost of [2 ** 30, 2 ** 49, Number.MAX_SAFE_INTEGER]) {
+        const decision = await limiter.consume('k', { cost });
+        expect(decision).toMatchObject({ allowed: false, reason: 'cost-exceeds-limit', remaining: 10 });
+        expect(decision.retryAfterMs).toBe(Number.POSITIVE_INFINITY);
+      }
+      expect((await limiter.consume('k')).remaining).toBe(9);
+    },
+  );
+
   it('two versions taking turns in any order never admit more than the larger limit (property)', async () => {
     const version = fc.record({
       algorithm: fc.constantFrom(...algorithmNames),

@@ -32,6 +32,13 @@ describe('script replies', () => {
     ]);
   });
 
+  it('reads a refusal whose wait passes 2^53, as a cost far above a bucket’s capacity gets', () => {
+    const [reply] = parseReplies(packed([1_700_000_000_000, 10, 0, -(2 ** 56)]), [onRedisClock(1)]);
+    expect(reply?.outcomes).toEqual([
+      { allowed: false, remaining: 10, resetAfterMs: 0, retryAfterMs: 2 ** 56, delayMs: 0 },
+    ]);
+  });
+
   it('reads a reply wherever it sits in a larger buffer, as a client slices one from what it read', () => {
     const numbers = [1_700_000_000_000, 4, 100, 0];
     for (const offset of [1, 3, 5, 8]) {
@@ -93,7 +100,7 @@ describe('script replies', () => {
     ['not a number', packed([5, Number.NaN, 0, 0]), [onRedisClock(1)]],
     ['a wait that is not a number', packed([5, 0, 0, Number.NaN]), [onRedisClock(1)]],
     ['beyond 2^53', packed([5, 2 ** 53, 0, 0]), [onRedisClock(1)]],
-    ['a wait beyond -2^53', packed([5, 0, 0, -(2 ** 53)]), [onRedisClock(1)]],
+    ['a wait that is no whole number', packed([5, 0, 0, -1.5]), [onRedisClock(1)]],
     ['an infinite wait', packed([5, 0, 0, Number.NEGATIVE_INFINITY]), [onRedisClock(1)]],
     ["no clock for a decision on Redis's clock", packed([0, 0, 0, 0]), [onRedisClock(1)]],
     ['a bad second decision', packed([5, 0, 0, 0, -3, 0, 0]), [onRedisClock(1), onRedisClock(1)]],

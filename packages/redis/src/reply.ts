@@ -38,7 +38,7 @@ export function parseReplies(raw: unknown, asked: readonly Asked[]): StoreReply[
     const outcomes = new Array<PolicyOutcome>(a.policyCount);
     let allowed = true;
     for (let i = 0; i < a.policyCount; i++, at += REPLY_NUMBERS * BYTES_PER_NUMBER) {
-      const wait = signedAt(numbers, at + 2 * BYTES_PER_NUMBER, raw);
+      const wait = waitAt(numbers, at + 2 * BYTES_PER_NUMBER, raw);
       const passed = wait >= 0;
       allowed &&= passed;
       outcomes[i] = {
@@ -82,15 +82,19 @@ function readable(raw: Buffer): DataView {
  * headers); `Math.trunc` of a whole number hands it on as a small integer.
  */
 function wholeAt(numbers: DataView, offset: number, raw: Buffer): number {
-  const value = signedAt(numbers, offset, raw);
-  if (value < 0) throw badReply(raw);
-  return value;
+  const value = numbers.getFloat64(offset, true);
+  if (!Number.isSafeInteger(value) || value < 0) throw badReply(raw);
+  return Math.trunc(value);
 }
 
-/** The whole number at `offset`, of either sign, as `wholeAt` reads it. */
-function signedAt(numbers: DataView, offset: number, raw: Buffer): number {
+/**
+ * A policy's wait at `offset`, signed by its outcome, as `wholeAt` reads a number, but not held
+ * below 2^53: a bucket's wait for a cost far above its capacity passes it (2^49 units of a 1 s
+ * window, say), as the memory store's does. Such a cost can never pass, and the limiter says so.
+ */
+function waitAt(numbers: DataView, offset: number, raw: Buffer): number {
   const value = numbers.getFloat64(offset, true);
-  if (!Number.isSafeInteger(value)) throw badReply(raw);
+  if (!Number.isInteger(value)) throw badReply(raw);
   return Math.trunc(value);
 }
 
