@@ -66,6 +66,14 @@ const cases: ConfigCase[] = [
     'ERR_SLUICE_INVALID_REFILL',
     ['refillAmount', '0'],
   ],
+  // Regression: accepted, it made every wait of the bucket pass 2^53, which the Redis store
+  // refused as no decision: under the default fail policy every request passed.
+  [
+    'refill from empty past 2^49 ms',
+    { limit: 1_000_000, window: '1s', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '1000d' },
+    'ERR_SLUICE_INVALID_REFILL',
+    ['refillInterval', '"1000d"', '2^49'],
+  ],
   [
     'refill interval 0',
     { ...base, algorithm: 'token-bucket', refillInterval: 0 },
