@@ -105,6 +105,9 @@ describe('durations', () => {
     ['1h', 3_600_000],
     ['1d', 86_400_000],
     ['1.5s', 1_500],
+    ['0.001s', 1],
+    ['2.50h', 9_000_000],
+    ['1.000000000000000000ms', 1],
     [250, 250],
   ] as const)('%s is %i ms', (window, ms) => {
     expect(toMs(window, 'window')).toBe(ms);
@@ -113,10 +116,26 @@ describe('durations', () => {
     );
   });
 
-  it.each(['1.5ms', 0, -1, '-5s', '1 s', 'soon', '1e3s', 1.5, Number.NaN, Infinity, null, {}])(
-    'rejects %s with ERR_SLUICE_INVALID_DURATION',
-    (value) => {
-      expect(() => toMs(value, 'window')).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION' }));
-    },
-  );
+  // Regression: read as a double, '1.0000000000000001ms' was taken for 1 ms.
+  it.each([
+    '1.5ms',
+    '1.0000000000000001ms',
+    '1.0000000000000001s',
+    '0.0001s',
+    '1.s',
+    '104249991375d',
+    0,
+    -1,
+    '-5s',
+    '1 s',
+    'soon',
+    '1e3s',
+    1.5,
+    Number.NaN,
+    Infinity,
+    null,
+    {},
+  ])('rejects %s with ERR_SLUICE_INVALID_DURATION', (value) => {
+    expect(() => toMs(value, 'window')).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION' }));
+  });
 });

@@ -4,7 +4,7 @@ import { invalid } from './errors.js';
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 const unitMs = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-const pattern = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
+const pattern = /^(\d+)(?:\.(\d+))?(ms|s|m|h|d)$/;
 
 /**
  * Turns a duration into whole milliseconds. Throws `ERR_SLUICE_INVALID_DURATION` for anything
@@ -16,7 +16,7 @@ export function toMs(value: unknown, option: string): number {
   if (typeof value === 'number') ms = value;
   else if (typeof value === 'string') {
     const match = pattern.exec(value);
-    if (match) ms = Number(match[1]) * unitMs[match[2] as keyof typeof unitMs];
+    if (match) ms = exactMs(match[1] as string, match[2] ?? '', unitMs[match[3] as keyof typeof unitMs]);
   }
   if (ms === undefined || !Number.isSafeInteger(ms) || ms <= 0) {
     invalid(
@@ -27,6 +27,19 @@ export function toMs(value: unknown, option: string): number {
     );
   }
   return ms;
+}
+
+/**
+ * `whole.fraction` units of `unit` ms, counted exactly: `undefined` unless a whole number of
+ * ms. Read as a double first, `'1.0000000000000001ms'` would have been taken for 1 ms.
+ */
+function exactMs(whole: string, fraction: string, unit: number): number | undefined {
+  const digits = fraction.replace(/0+$/, '');
+  const scale = 10n ** BigInt(digits.length);
+  const scaled = (BigInt(whole) * scale + BigInt(digits === '' ? '0' : digits)) * BigInt(unit);
+  if (scaled % scale !== 0n) return undefined;
+  const ms = scaled / scale;
+  return ms <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(ms) : undefined;
 }
 
 /** Formats milliseconds as the shortest exact duration string, e.g. 60000 → `'1m'`. */
