@@ -129,6 +129,13 @@ describe('memory store options', () => {
     },
   );
 
+  // Regression: `null` threw a TypeError from `Object.keys`, with no code.
+  it.each([null, 5, 'big'])('options that are no object (%s) throw ERR_SLUICE_INVALID_OPTION', (options) => {
+    expect(() => createMemoryStore(options as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+  });
+
   it('an unknown option throws ERR_SLUICE_UNKNOWN_OPTION naming it', () => {
     expect(() => createMemoryStore({ max: 10 } as never)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_OPTION', message: expect.stringContaining('`max`') }),

@@ -1,6 +1,6 @@
 import type { EvaluateAt } from '../algorithms/algorithm.js';
 import { decide, refundStates } from '../algorithms/index.js';
-import { SluiceError } from '../errors.js';
+import { invalid, SluiceError } from '../errors.js';
 import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { nowOf } from './checks.js';
@@ -137,6 +137,8 @@ const storeGetters = {
  * const limiter = createLimiter({ limit: 100, window: '1m', store: createMemoryStore({ maxKeys: 50_000 }) });
  */
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  if (typeof options !== 'object' || options === null)
+    invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object such as `{ maxKeys: 50000 }`');
   for (const key of Object.keys(options)) {
     if (key !== 'maxKeys')
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown memory store option \`${key}\`.`);
