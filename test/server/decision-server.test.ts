@@ -1,6 +1,7 @@
+import { connect } from 'node:net';
 import { type Client, credentials, loadPackageDefinition, type StatusObject, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { createLimiter } from '@sluice/core';
+import { createLimiter, createMemoryStore, type RateLimitStore } from '@sluice/core';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
 import { protoPath as healthProto } from 'grpc-health-check';
@@ -19,6 +20,12 @@ describe('createDecisionServer', () => {
     [{ rules, httpPort: -1 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`httpPort`'],
     [{ rules, storeTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, host: '' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`host`'],
+    // Regressions: a wait past 2^31 - 1 ms made the shutdown timer fire after 1 ms and cut off
+    // calls in flight; `store: null` became the memory store, and a string threw a TypeError.
+    [{ rules, shutdownTimeoutMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`shutdownTimeoutMs`'],
+    [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
+    [{ rules, store: null }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
+    [{ rules, store: 'redis' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, headers: { standard: 'draft-9' } }, 'ERR_SLUICE_INVALID_HEADERS', 'headers.standard'],
     [{ rules, grpcport: 1 }, 'ERR_SLUICE_UNKNOWN_OPTION', '`grpcPort`'],
   ])('refuses %o at construction', (options, code, mention) => {
@@ -38,6 +45,57 @@ describe('createDecisionServer', () => {
     const again = createDecisionServer({ rules, grpcPort, httpPort, host: '127.0.0.1', log: quietLog });
     await again.listen();
     await again.close();
+  });
+
+  // Regression: the answer to a call in flight kept its connection alive, so close() waited
+  // out Node's keep-alive timeout, and a call sent on that connection meanwhile was decided.
+  it('close() finishes a /json call in flight, closes its connection and decides nothing after', async () => {
+    // The memory store, its answers held until released: the call is in flight when close() begins.
+    const { consumeSync, consumeOneSync, ...memory } = createMemoryStore();
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let asked = 0;
+    const store: RateLimitStore = {
+      ...memory,
+      async consume(request) {
+        asked++;
+        await held;
+        return memory.consume(request);
+      },
+    };
+    const server = createDecisionServer({
+      rules: parseRules('domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n'),
+      store,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log: quietLog,
+      // Longer than the test may run: close() must not wait for it.
+      shutdownTimeoutMs: 600_000,
+    });
+    const { httpPort } = await server.listen();
+    const body = JSON.stringify({ domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] });
+    const call = `POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const socket = connect(httpPort, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+    });
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    socket.write(call);
+    await waitFor('the call to reach the store', async () => asked === 1);
+    const closed = server.close();
+    // A second call on the same connection, as a kept-alive client sends it.
+    socket.write(call);
+    release();
+    await closed;
+    await ended;
+    expect([...received.matchAll(/HTTP\/1\.1 (\d+)/g)].map((m) => m[1])).toEqual(['200']);
+    expect(received).toMatch(/\r\nConnection: close\r\n/);
+    expect(received).toContain('"limitRemaining":4');
+    expect(asked).toBe(1);
   });
 
   it('close() ends open Health/Watch streams with NOT_SERVING (it waited shutdownTimeoutMs for them)', async () => {

@@ -73,7 +73,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),
   );
   const grpc = createGrpcServer(handleCall);
-  const http: HttpServer = createHttpServer(handleCall, metrics, serving);
+  const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing);
 
   const bindGrpc = (): Promise<number> =>
     new Promise((resolve, reject) => {

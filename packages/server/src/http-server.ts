@@ -11,12 +11,6 @@ const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, number> = {
   internal: 500,
 };
 
-const send = (res: ServerResponse, code: number, type: string, body: string): void => {
-  res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) }).end(body);
-};
-const sendJson = (res: ServerResponse, code: number, body: unknown): void =>
-  send(res, code, 'application/json', JSON.stringify(body));
-
 function readBody(req: IncomingMessage): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -47,7 +41,21 @@ export interface MetricsText {
   render(): Promise<string>;
 }
 
-export function createHttpServer(handleCall: CallHandler, metrics: MetricsText, serving: () => boolean) {
+export function createHttpServer(
+  handleCall: CallHandler,
+  metrics: MetricsText,
+  serving: () => boolean,
+  closing: () => boolean,
+) {
+  // Once `close()` has begun, every answer, to the calls in flight too, closes its connection:
+  // a kept-alive client cannot hold the close up until its connection times out.
+  const send = (res: ServerResponse, code: number, type: string, body: string): void => {
+    if (closing()) res.setHeader('Connection', 'close');
+    res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) }).end(body);
+  };
+  const sendJson = (res: ServerResponse, code: number, body: unknown): void =>
+    send(res, code, 'application/json', JSON.stringify(body));
+
   const json = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const body = await readBody(req);
     if (body === undefined) {
@@ -69,6 +77,8 @@ export function createHttpServer(handleCall: CallHandler, metrics: MetricsText, 
   };
 
   return createServer((req, res) => {
+    // A call that arrives once `close()` has begun, on a connection kept alive, is refused.
+    if (closing()) return sendJson(res, 503, { code: 'UNAVAILABLE', message: 'the service is shutting down' });
     const path = (req.url ?? '/').split('?')[0];
     const route = routes[`${req.method} ${path}`];
     if (route === undefined) {

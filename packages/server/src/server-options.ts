@@ -2,6 +2,7 @@ import {
   checkHeaders,
   checkKnownOptions,
   type HeadersOptions,
+  MAX_TIMER_MS,
   type RateLimitStore,
   type ResolvedHeaders,
   SluiceError,
@@ -76,11 +77,20 @@ function port(value: unknown, option: string, fallback: number): number {
   return value as number;
 }
 
+/** A wait in ms, held to what a Node timer keeps: one set longer fires after 1 ms. */
 function positive(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) <= 0)
-    invalidOption(option, value, 'a positive whole number of milliseconds');
+  if (!Number.isSafeInteger(value) || (value as number) <= 0 || (value as number) > MAX_TIMER_MS)
+    invalidOption(option, value, `a positive whole number of milliseconds, at most ${MAX_TIMER_MS}`);
   return value as number;
+}
+
+/** The store the options name, checked before anything reads it; the memory store when left out. */
+function storeOf(value: unknown): RateLimitStore {
+  if (value === undefined) return createMemoryStore();
+  if (typeof value !== 'object' || value === null)
+    invalidOption('store', value, 'a store such as createRedisStore({ client }), or left out for the memory store');
+  return value as RateLimitStore;
 }
 
 /** Validates `createDecisionServer`'s options at construction (SPEC: bad config fails at start-up). */
@@ -97,7 +107,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     invalidOption('clock', options.clock, 'a function returning epoch milliseconds');
   return {
     rules,
-    store: options.store ?? createMemoryStore(),
+    store: storeOf(options.store),
     grpcPort: port(options.grpcPort, 'grpcPort', 8081),
     httpPort: port(options.httpPort, 'httpPort', 8080),
     host: options.host ?? '0.0.0.0',
