@@ -16,12 +16,15 @@ descriptors:
 `);
 let server: DecisionServer;
 let envoy: ReturnType<typeof createEnvoyClient>;
+let httpPort = 0;
 let run = 0;
 const fresh = (label: string) => `${label}-${++run}-${process.pid}`;
 
 beforeAll(async () => {
   server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: { line() {}, warn() {} } });
-  const { grpcPort } = await server.listen();
+  const ports = await server.listen();
+  const { grpcPort } = ports;
+  httpPort = ports.httpPort;
   envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
 });
 afterAll(async () => {
@@ -55,6 +58,25 @@ describe('a descriptor limit override, as envoyproxy/ratelimit applies it', () =
     expect(await codes(overridden([{ key: 'nomatch', value: fresh('x') }], perHour), 1)).toEqual(['OK']);
     // And an `unlimited` rule's descriptor is limited by an override too.
     expect(await codes(overridden([{ key: 'free', value: fresh('f') }], perHour), 2)).toEqual(['OK', 'OVER_LIMIT']);
+  });
+
+  // Regression: proto3 JSON gives an enum as its name or its number; `unit: 3` was refused.
+  it("takes an override's unit in /json as its number as well as its name", async () => {
+    const postOverride = (unit: string | number, value: string) =>
+      fetch(`http://127.0.0.1:${httpPort}/json`, {
+        method: 'POST',
+        body: JSON.stringify({
+          domain: 'd',
+          descriptors: [{ entries: [{ key: 'nomatch', value }], limit: { requestsPerUnit: 1, unit } }],
+        }),
+      });
+    const value = fresh('json-unit');
+    const first = await postOverride(3, value);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toMatchObject({ statuses: [{ currentLimit: { requestsPerUnit: 1, unit: 'HOUR' } }] });
+    // The same override, named: one count.
+    expect((await postOverride('HOUR', value)).status).toBe(429);
+    for (const bad of [0, 7, 2.5, -1]) expect((await postOverride(bad, fresh('bad-unit'))).status).toBe(400);
   });
 
   it("counts an override in another unit than the rule's apart from the rule's own count", async () => {

@@ -20,6 +20,14 @@ const eachOf = (value: unknown, read: (item: unknown) => unknown): unknown =>
 const objectOf = (value: unknown, read: (object: object) => object): unknown =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? read(value) : value;
 
+/**
+ * The proto's `RateLimitResponse.RateLimit.Unit` by number: in proto3 JSON an enum comes as
+ * its name or its number. Any other value is left for the checks to refuse.
+ */
+const unitNames = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
+const unitOf = (value: unknown): unknown =>
+  typeof value === 'number' && Number.isInteger(value) ? (unitNames[value] ?? value) : value;
+
 const readEntry = (entry: unknown) => objectOf(entry, (e) => ({ key: field(e, 'key'), value: field(e, 'value') }));
 
 const readDescriptor = (descriptor: unknown) =>
@@ -27,7 +35,7 @@ const readDescriptor = (descriptor: unknown) =>
     entries: eachOf(field(d, 'entries'), readEntry),
     limit: objectOf(field(d, 'limit'), (l) => ({
       requestsPerUnit: field(l, 'requestsPerUnit', 'requests_per_unit'),
-      unit: field(l, 'unit'),
+      unit: unitOf(field(l, 'unit')),
     })),
     hitsAddend: field(d, 'hitsAddend', 'hits_addend'),
   }));
