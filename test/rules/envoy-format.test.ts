@@ -103,6 +103,18 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(one?.key).not.toBe(two?.key);
   });
 
+  // Regression: a key written with no value was refused, where envoyproxy/ratelimit's decoder
+  // leaves the field at its zero value: no descriptors, an empty value (a bare key), false.
+  it('reads a key written with no value as its zero value, as envoyproxy/ratelimit does', () => {
+    const rules = fixture('envoy-nulls.yaml');
+    const tenant = rules.matchOne('nulls', d(['tenant', 'acme']));
+    expect(tenant?.rule.rateLimit).toEqual({ unit: 'minute', requestsPerUnit: 2, windowMs: 60_000 });
+    expect(tenant?.rule.shadowMode).toBe(false);
+    // A bare key counts each value apart.
+    expect(rules.matchOne('nulls', d(['tenant', 'other']))?.key).not.toBe(tenant?.key);
+    expect(parseRules('domain: bare\ndescriptors:\n').domains).toEqual(['bare']);
+  });
+
   it('reads the same document written as JSON', () => {
     const json = JSON.stringify({
       domain: 'messaging',

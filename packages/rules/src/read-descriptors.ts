@@ -3,7 +3,7 @@ import { isSeq, type Node } from 'yaml';
 import { plainOf } from './aliases.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
-import { type Field, fieldsOf, flagOf, type Reader, required, textOf } from './reader.js';
+import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf } from './reader.js';
 import type { Rule, RulePathEntry } from './types.js';
 
 const DESCRIPTOR_KEYS = [
@@ -55,7 +55,7 @@ export function readDescriptors(
   path: readonly RulePathEntry[],
 ): TreeNode[] {
   const list = field.value;
-  if (list === null) return [];
+  if (isNull(list)) return [];
   if (!isSeq(list)) {
     reader.report(list, 'ERR_SLUICE_RULES_INVALID_VALUE', '`descriptors` must be a list of descriptors.');
     return [];

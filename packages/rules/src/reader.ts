@@ -108,12 +108,21 @@ export function required(
 }
 
 /**
+ * Whether a key was written with no value (`value:`, `~`, `null`). Go's YAML decoder leaves
+ * such a field at its zero value in envoyproxy/ratelimit, and the field reads so here too:
+ * empty text, `false`, no descriptors.
+ */
+export const isNull = (node: Node | null): boolean => node === null || (isScalar(node) && node.value === null);
+
+/**
  * A scalar as text. Numbers and booleans keep the text they were written with, as Go's
- * YAML decoder does for a string field in envoyproxy/ratelimit (`value: 01` stays `01`).
+ * YAML decoder does for a string field in envoyproxy/ratelimit (`value: 01` stays `01`); no
+ * value is empty text.
  */
 export function textOf(reader: Reader, field: Field, what: string): string | undefined {
   const node = field.value;
-  if (!isScalar(node) || node.value === null || typeof node.value === 'object') {
+  if (isNull(node)) return '';
+  if (!isScalar(node) || typeof node.value === 'object') {
     reader.report(node ?? field.key, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be a string.`);
     return undefined;
   }
@@ -133,6 +142,7 @@ const yaml11Booleans = new Map(
 export function flagOf(reader: Reader, field: Field | undefined, what: string): boolean {
   if (field === undefined) return false;
   const node = field.value;
+  if (isNull(node)) return false;
   if (isScalar(node)) {
     if (typeof node.value === 'boolean') return node.value;
     const word = node.type === 'PLAIN' && typeof node.value === 'string' ? yaml11Booleans.get(node.value) : undefined;
