@@ -11,6 +11,8 @@ interface Visit {
   /** The limiter that met the request (its token), the limiters in the order met, or none yet. */
   met: object | object[] | undefined;
   decision: Decision | undefined;
+  /** See `RequestWaits`; 0 for none. */
+  spentMs: number;
 }
 const visits = new WeakMap<object, Visit>();
 
@@ -32,7 +34,7 @@ export function createFirstVisit(swapsPrototype = false): (request: object) => b
     return (request) => {
       const visit = visits.get(request);
       if (visit !== undefined) return meets(visit, token);
-      visits.set(request, { met: token, decision: undefined });
+      visits.set(request, { met: token, decision: undefined, spentMs: 0 });
       return true;
     };
   }
@@ -65,6 +67,42 @@ export const keptDecision = (request: object): Decision | undefined => visits.ge
 /** Keeps `decision` as the request's, for `keptDecision`. */
 export function keepDecision(request: object, decision: Decision | undefined): void {
   const visit = visits.get(request);
-  if (visit === undefined) visits.set(request, { met: undefined, decision });
+  if (visit === undefined) visits.set(request, { met: undefined, decision, spentMs: 0 });
   else visit.decision = decision;
+}
+
+/**
+ * The longest wait among the policies with no quota left that the limiters a request passed
+ * reported on it: a refusal further on must not send the client back before they are restored.
+ * Kept as the limiters' marks are (see `createFirstVisit`): on the request under a symbol, or in
+ * its `Visit` where the framework swaps request prototypes. A WeakMap of its own cost each
+ * refusal a look-up (some 80 instructions).
+ */
+export interface RequestWaits {
+  /** Notes `waitMs` for `request`, unless a longer one is noted already. */
+  note(request: object, waitMs: number): void;
+  /** The wait noted for `request`; 0 for none. */
+  of(request: object): number;
+}
+
+const SPENT = Symbol('sluice.spent');
+
+export function createRequestWaits(swapsPrototype = false): RequestWaits {
+  if (swapsPrototype) {
+    return {
+      note(request, waitMs) {
+        const visit = visits.get(request);
+        if (visit === undefined) visits.set(request, { met: undefined, decision: undefined, spentMs: waitMs });
+        else if (waitMs > visit.spentMs) visit.spentMs = waitMs;
+      },
+      of: (request) => visits.get(request)?.spentMs ?? 0,
+    };
+  }
+  return {
+    note(request, waitMs) {
+      const marked = request as Record<symbol, number | undefined>;
+      if (waitMs > (marked[SPENT] ?? 0)) marked[SPENT] = waitMs;
+    },
+    of: (request) => (request as Record<symbol, number | undefined>)[SPENT] ?? 0,
+  };
 }

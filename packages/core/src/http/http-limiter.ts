@@ -9,9 +9,9 @@ import { createBan } from './ban.js';
 import { createClientAddressKey } from './client-address.js';
 import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
-import { createFirstVisit } from './first-visit.js';
+import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
-import { noteNoQuotaLeft, retryAfterMs } from './headers/effective-window.js';
+import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
@@ -91,6 +91,8 @@ export function createHttpLimiter<Req, Res>(
     return refuse(req, decision);
   };
 
+  const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
+
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
@@ -112,7 +114,7 @@ export function createHttpLimiter<Req, Res>(
     }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {
-      const waitMs = retryAfterMs(decision, request);
+      const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
       if (ban === undefined || decision.reason !== undefined) return quotaRefusal(req, decision);
       return ban
@@ -120,7 +122,8 @@ export function createHttpLimiter<Req, Res>(
         .then((started) => (started ? banned(req, res, started) : quotaRefusal(req, decision)));
     }
     notify?.(req, decision);
-    noteNoQuotaLeft(request, decision);
+    const spentMs = spentWaitMs(decision);
+    if (spentMs > 0) spentWaits.note(request, spentMs);
     const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
     const refund = () => entry.limiter.refund(clientKey, units);
     if (decision.delayMs === 0) {

@@ -34,51 +34,46 @@ export function isMoreRestrictive(candidate: Headline, current: Headline): boole
 }
 
 /**
- * By HTTP request: the longest effective window among the policies with no quota left that
- * the limiters it passed reported on it (`noteNoQuotaLeft`).
- */
-const spentBefore = new WeakMap<object, number>();
-
-/**
  * By refused decision: the `Retry-After` of its response, where a limiter the request passed
- * before raised it above the decision's own wait. Decisions are fresh on every call.
+ * before raised it above the decision's own wait. Decisions are fresh on every call. Looked at
+ * only once a wait has been raised: most apps never raise one.
  */
 const raisedWaits = new WeakMap<Decision, number>();
+let raisedAny = false;
 
 /**
- * Notes, for the limiters after this one on `request`, the waits of the policies this allowed
- * decision reports with no quota left: a refusal further on must not send the client back
- * before they are restored. The top-level `remaining` is the policy closest to exhaustion, so
- * it is 0 whenever any policy's is.
+ * The wait to note for the limiters after this one on a request (`RequestWaits`): the longest
+ * of the policies this allowed decision reports with no quota left, 0 for none. The top-level
+ * `remaining` is the policy closest to exhaustion, so it is 0 whenever any policy's is.
  */
-export function noteNoQuotaLeft(request: object, decision: Decision): void {
-  if (decision.remaining !== 0) return;
-  let waitMs = spentBefore.get(request) ?? 0;
+export function spentWaitMs(decision: Decision): number {
+  if (decision.remaining !== 0) return 0;
+  let waitMs = 0;
   for (const policy of decision.policies) {
     if (policy.remaining === 0) waitMs = Math.max(waitMs, effectiveWindowMs(policy));
   }
-  spentBefore.set(request, waitMs);
+  return waitMs;
 }
 
 /**
  * `Retry-After` for a refused request: the decision's own wait, and never earlier than the
- * effective window of any policy that reports no quota left (draft-11 §6), its own or, given
- * the `request`, one a limiter it passed before reported. `undefined` when the request can
+ * effective window of any policy that reports no quota left (draft-11 §6), its own or one a
+ * limiter the request passed before reported (`spentBeforeMs`, see `RequestWaits`). `undefined` when the request can
  * never pass (`reason: 'cost-exceeds-limit'`): no wait would help.
  */
-export function retryAfterMs(decision: Decision, request?: object): number | undefined {
+export function retryAfterMs(decision: Decision, spentBeforeMs = 0): number | undefined {
   if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return undefined;
   let waitMs = decision.retryAfterMs;
   for (const policy of decision.policies) {
     if (policy.remaining === 0 || !policy.allowed) waitMs = Math.max(waitMs, effectiveWindowMs(policy));
   }
-  const before = request === undefined ? undefined : spentBefore.get(request);
-  if (before === undefined || before <= waitMs) return waitMs;
-  raisedWaits.set(decision, before);
-  return before;
+  if (spentBeforeMs <= waitMs) return waitMs;
+  raisedAny = true;
+  raisedWaits.set(decision, spentBeforeMs);
+  return spentBeforeMs;
 }
 
 /** The wait a refusal states, as its `Retry-After` does: raised by a limiter before it, or its own. */
 export function statedWaitMs(decision: Decision): number | undefined {
-  return raisedWaits.get(decision) ?? retryAfterMs(decision);
+  return (raisedAny ? raisedWaits.get(decision) : undefined) ?? retryAfterMs(decision);
 }

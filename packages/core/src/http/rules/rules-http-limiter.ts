@@ -6,8 +6,8 @@ import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../.
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../adapter-contract.js';
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
-import { createFirstVisit } from '../first-visit.js';
-import { noteNoQuotaLeft, retryAfterMs } from '../headers/effective-window.js';
+import { createFirstVisit, createRequestWaits } from '../first-visit.js';
+import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { hold } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
@@ -160,11 +160,12 @@ export function createRulesHttpLimiter<Req, Res>(
   ): Outcome | Promise<Outcome> => {
     writeAll(verdicts, res, request);
     if (!decision.allowed) {
-      const waitMs = retryAfterMs(decision, request);
+      const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
       return refuse(req, decision);
     }
-    noteNoQuotaLeft(request, decision);
+    const spentMs = spentWaitMs(decision);
+    if (spentMs > 0) spentWaits.note(request, spentMs);
     if (decision.delayMs === 0) return { action: 'next', decision };
     held++;
     return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
@@ -178,6 +179,7 @@ export function createRulesHttpLimiter<Req, Res>(
 
   // A limiter reached twice by one request (mounted on the app and on a router) counts it once.
   const firstVisit = createFirstVisit(binding.swapsRequestPrototype);
+  const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
