@@ -1,6 +1,6 @@
 import { badRequest, toCall } from './request-checks.js';
 import { sluiceMetadata } from './sluice-metadata.js';
-import type { DescriptorAnswer, RateLimitAnswer, RateLimitCall } from './wire-types.js';
+import { type DescriptorAnswer, OVERRIDE_UNITS, type RateLimitAnswer, type RateLimitCall } from './wire-types.js';
 
 /**
  * proto3 JSON names each field in lowerCamelCase or as the proto does (snake_case); either is
@@ -21,12 +21,13 @@ const objectOf = (value: unknown, read: (object: object) => object): unknown =>
   typeof value === 'object' && value !== null && !Array.isArray(value) ? read(value) : value;
 
 /**
- * The proto's `RateLimitResponse.RateLimit.Unit` by number: in proto3 JSON an enum comes as
- * its name or its number. Any other value is left for the checks to refuse.
+ * An override's unit by name: in proto3 JSON an enum comes as its name or its number. Any other
+ * value is left for the checks to refuse.
  */
-const unitNames = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
 const unitOf = (value: unknown): unknown =>
-  typeof value === 'number' && Number.isInteger(value) ? (unitNames[value] ?? value) : value;
+  typeof value === 'number' && Number.isInteger(value)
+    ? ((OVERRIDE_UNITS as readonly string[])[value] ?? value)
+    : value;
 
 const readEntry = (entry: unknown) => objectOf(entry, (e) => ({ key: field(e, 'key'), value: field(e, 'value') }));
 

@@ -1,6 +1,12 @@
 import { MAX_UNITS, SluiceError } from '@sluice/core';
 import { overrideWindowMs } from './units.js';
-import { type DescriptorCall, type OverrideUnit, type RateLimitCall, UINT32_MAX } from './wire-types.js';
+import {
+  type DescriptorCall,
+  OVERRIDE_UNITS,
+  type OverrideUnit,
+  type RateLimitCall,
+  UINT32_MAX,
+} from './wire-types.js';
 
 /**
  * Bounds on one request. envoyproxy/ratelimit has none; a decision service facing many
@@ -14,7 +20,8 @@ export const REQUEST_LIMITS = {
   valueLength: 1024,
 } as const;
 
-const overrideUnits: readonly string[] = ['SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'];
+/** The units an override may name: every one but UNKNOWN. */
+const overrideUnits: readonly string[] = OVERRIDE_UNITS.slice(1);
 
 /** Refuses the whole request: gRPC INVALID_ARGUMENT, HTTP 400. Nothing is counted. */
 export function badRequest(message: string): never {

@@ -1,5 +1,9 @@
-/** `envoy.type.v3.RateLimitUnit` as proto3 JSON names it (a descriptor's `limit` override). */
-export type OverrideUnit = 'UNKNOWN' | 'SECOND' | 'MINUTE' | 'HOUR' | 'DAY' | 'MONTH' | 'YEAR';
+/**
+ * `envoy.type.v3.RateLimitUnit` as proto3 JSON names it (a descriptor's `limit` override), in
+ * the proto's order: each name's index is its number.
+ */
+export const OVERRIDE_UNITS = ['UNKNOWN', 'SECOND', 'MINUTE', 'HOUR', 'DAY', 'MONTH', 'YEAR'] as const;
+export type OverrideUnit = (typeof OVERRIDE_UNITS)[number];
 /** `RateLimitResponse.RateLimit.Unit`, which also has WEEK. */
 export type ReportedUnit = OverrideUnit | 'WEEK';
 export type Code = 'OK' | 'OVER_LIMIT';
