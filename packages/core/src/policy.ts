@@ -66,12 +66,13 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
     );
   }
   // The longest wait of a stepped bucket, empty to full: held to the same bound as a window.
-  if (refillIntervalMs > 0 && Math.ceil(capacity / refillAmount) * refillIntervalMs > MAX_UNITS) {
+  const refills = refillIntervalMs > 0 ? Math.ceil(capacity / refillAmount) : 0;
+  if (refills * refillIntervalMs > MAX_UNITS) {
     invalid(
       'ERR_SLUICE_INVALID_REFILL',
       `${path}.refillInterval`,
       options.refillInterval,
-      `short enough that the time to refill the bucket from empty stays at most 2^49 ms; ${Math.ceil(capacity / refillAmount)} refills × ${refillIntervalMs} ms is too long`,
+      `short enough that the time to refill the bucket from empty stays at most 2^49 ms; ${refills} refills × ${refillIntervalMs} ms is too long`,
     );
   }
   const given = options.name === undefined ? `${limit}-per-${formatMs(windowMs)}` : options.name;

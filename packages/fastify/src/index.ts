@@ -124,7 +124,8 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   const ownHookFor = (own: unknown, route: RouteOptions): RateLimitHookEntry => {
     const methods = [route.method].flat().map((method) => method.toUpperCase());
     const { constraints } = route;
-    const get = getHooks.get(routeName('GET', route.url, constraints));
+    const getName = routeName('GET', route.url, constraints);
+    const get = getHooks.get(getName);
     // The label names the route's namespace: two routes of one method and URL that Fastify
     // tells apart by their constraints (a host, a version) count apart, as they are two routes.
     const label = `config.rateLimit of ${routeName(methods.join(','), route.url, constraints)}`;
@@ -132,7 +133,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
       get !== undefined && get.own === own && methods.length === 1 && methods[0] === 'HEAD'
         ? get.hook
         : inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
-    if (methods.includes('GET')) getHooks.set(routeName('GET', route.url, constraints), { own, hook });
+    if (methods.includes('GET')) getHooks.set(getName, { own, hook });
     for (const method of methods) routes.set(routeName(method, route.url, constraints), hook.limiter);
     return hook;
   };

@@ -58,8 +58,9 @@ export function spentWaitMs(decision: Decision): number {
 /**
  * `Retry-After` for a refused request: the decision's own wait, and never earlier than the
  * effective window of any policy that reports no quota left (draft-11 §6), its own or one a
- * limiter the request passed before reported (`spentBeforeMs`, see `RequestWaits`). `undefined` when the request can
- * never pass (`reason: 'cost-exceeds-limit'`): no wait would help.
+ * limiter the request passed before reported (`spentBeforeMs`, see `RequestWaits`).
+ * `undefined` when the request can never pass (`reason: 'cost-exceeds-limit'`): no wait would
+ * help.
  */
 export function retryAfterMs(decision: Decision, spentBeforeMs = 0): number | undefined {
   if (decision.retryAfterMs === Number.POSITIVE_INFINITY) return undefined;
