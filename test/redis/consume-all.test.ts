@@ -53,6 +53,18 @@ describe.skipIf(standalone.skip)('Redis store consumeAll on a standalone Redis',
     expect(await client.llen(`${prefix}{logged|client}:log`)).toBe(2);
   });
 
+  // The deny cache keeps a refusal while nothing but time can change it: a charge made by
+  // consumeAll changes it, as a consume's does.
+  it('a charge makes the deny cache forget the refusal it held for that client', async () => {
+    const window = toPolicy({ name: 'window', limit: 3, window: '1m', algorithm: 'fixed-window' }, 'policies[0]');
+    expect((await store.consume(ask('cached', [window]))).allowed).toBe(true);
+    const refused = await store.consume(ask('cached', [window], 3));
+    expect(refused.outcomes[0]?.remaining).toBe(2);
+    expect((await store.consumeAll?.([ask('cached', [window], 2)]))?.[0]?.allowed).toBe(true);
+    const again = await store.consume(ask('cached', [window], 3));
+    expect(again).toMatchObject({ allowed: false, outcomes: [{ remaining: 0 }] });
+  });
+
   // The script reads a client's state once per call: two requests on one client would both
   // be decided on the state before either charge, admitting twice on a quota of one.
   it('declines two requests on one client, which the caller then decides one by one', async () => {

@@ -176,7 +176,17 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     const send = async (): Promise<StoreReply[]> => {
       const opening = untilReady(client);
       if (opening) await opening;
-      return parseReplies(await callScript(script, keys, args), asked);
+      const sentAt = Date.now();
+      const replies = parseReplies(await callScript(script, keys, args), asked);
+      // Each reply teaches the deny cache as a consume's does: a charge forgets the client's
+      // refusal, whose figures it changed, and a refusal is kept as any other.
+      if (denyCache !== undefined) {
+        for (let i = 0; i < requests.length; i++) {
+          const request = requests[i] as StoreRequest;
+          denyCache.learn(request, request.now ?? sentAt, replies[i] as StoreReply);
+        }
+      }
+      return replies;
     };
     return send();
   };

@@ -14,6 +14,7 @@ import {
   refusedWaitLua,
   STATE_BYTES,
   statesFormat,
+  wholeNumberLua,
 } from './prelude.js';
 
 /**
@@ -105,7 +106,8 @@ local texts = redis.call('MGET', unpack(client_keys))
 -- Decoded on first use: states[key][slot] = { version, state = { n, n, n }, used, reset_at }.
 local states, write_sets, write_ttls, write_nows, write_floors = {}, {}, {}, {}, {}
 -- Decodes a client's string, on a miss in states: this layout (see the header), or the text
--- layout earlier versions wrote, which the next write replaces.
+-- layout earlier versions wrote, which the next write replaces. A string holding a number
+-- sluice never writes is damaged: none of its states is read.
 local function decode_states(key, text)
   local by_slot = {}
   if text and string.byte(text, 1) == ${DIRECTORY_START} then
@@ -115,6 +117,12 @@ local function decode_states(key, text)
       for slot, version in string.gmatch(string.sub(text, 2, stop - 1), ' ([^@ ]+)@([^= ]+)=') do
         if #text < at + ${STATE_BYTES - 1} then break end
         local a, b, c, used, reset_at = struct.unpack('${statesFormat(1)}', text, at)
+        -- Their sum checked, as the straight-line paths do (see unpackStates in fast-unrolled.ts).
+        local sum = a + b + c + used + reset_at
+        if not (${wholeNumberLua('sum')}) then
+          by_slot = {}
+          break
+        end
         by_slot[slot] = { version = version, used = used, reset_at = reset_at, state = { a, b, c } }
         at = at + ${STATE_BYTES}
       end

@@ -19,7 +19,7 @@ import {
   stateNumbers,
 } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
-import { directoryOf, REPLY_NUMBERS, refusedWaitLua, STATE_BYTES, STATE_NUMBERS } from './prelude.js';
+import { directoryOf, REPLY_NUMBERS, refusedWaitLua, STATE_BYTES, STATE_NUMBERS, wholeNumbersLua } from './prelude.js';
 
 const POLICIES = UNROLLED_POLICIES + 1;
 
@@ -92,9 +92,14 @@ do
   -- Every client's string checked before the first decision writes: each client at most
   -- once, its string nothing but these policies' states.
   local texts, seen
-  if decisions == 1 then texts = { redis.call('GET', KEYS[1]) } else texts, seen = redis.call('MGET', unpack(KEYS, 1, decisions)), {} end
+  if decisions == 1 then texts = { redis.pcall('GET', KEYS[1]) } else texts, seen = redis.call('MGET', unpack(KEYS, 1, decisions)), {} end
   for d = 1, decisions do
     local key, text = KEYS[d], texts[d]
+    -- A value of another type at the key (an error reply, or nil from MGET): no state.
+    if text and text.err then
+      text = false
+      texts[d] = false
+    end
     if seen then
       if seen[key] then return general() end
       seen[key] = true
@@ -110,7 +115,17 @@ do
   local reply, nexts, n = ${room(1 + REPLY_NUMBERS * POLICIES, 'redis_now')}, ${room(STATE_NUMBERS * POLICIES)}, 1
   for d = 1, decisions do
     local text, numbers, allowed, v, ttl${expiryStart(shape)} = texts[d], nil, true, 0, min_ttl
-    if text then numbers = { struct.unpack(states_format, text, #directory + 1) } end
+    if text then
+      numbers = { struct.unpack(states_format, text, #directory + 1) }
+      -- A damaged string (see wholeNumbersLua): its client decides as fresh.
+      for k = 1, ${STATE_NUMBERS} * count do
+        local x = numbers[k]
+        if not (${wholeNumbersLua(['x'])}) then
+          numbers = nil
+          break
+        end
+      end
+    end
     for i = 1, count do
       local p, at = 4 * i, ${STATE_NUMBERS} * (i - 1)
       ${indented(figures(shape), '      ')}

@@ -14,6 +14,28 @@ local sliding_log = { own_key = true }
 local LOG_CHUNK = 128
 local min = math.min
 local function log_number(key, index) return tonumber(redis.call('LINDEX', key, index)) end
+-- Entries from..to of the list. A value of another type at the key (an error reply) is no
+-- log: it is deleted, as a client's string of another type is overwritten, where the error
+-- would end the script after earlier decisions of its batch had written their lists.
+local function log_range(key, from, to)
+  local entries = redis.pcall('LRANGE', key, from, to)
+  if entries.err then
+    redis.call('DEL', key)
+    return {}
+  end
+  return entries
+end
+-- The units of every entry after the expired ones, which are dropped: the list counted anew
+-- when it holds more than the string's total says (edited by hand, or written by a call that
+-- failed before writing the string), which would otherwise go below 0 and admit more.
+local function log_recount(state, boundary)
+  local entries, drop, total = redis.call('LRANGE', state.key, 0, -1), 0, 0
+  for i = 1, #entries - 1, 2 do
+    if tonumber(entries[i]) <= boundary then drop = i + 1 else total = total + tonumber(entries[i + 1]) end
+  end
+  if drop > 0 then redis.call('LTRIM', state.key, drop, -1) end
+  state.total, state.trimmed = total, true
+end
 -- A version's own state: the list as it is, with the total the string kept.
 sliding_log.load = function(key, total) return { key = key, total = total } end
 -- Another version's state taken over: a list of one entry, used units spent now. The old
@@ -34,7 +56,7 @@ end
 local function log_trim(state, boundary)
   local size = LOG_CHUNK
   while state.total > 0 do
-    local head = redis.call('LRANGE', state.key, 0, size * 2 - 1)
+    local head = log_range(state.key, 0, size * 2 - 1)
     if #head == 0 then
       state.total, state.trimmed = 0, true
       return
@@ -47,6 +69,13 @@ local function log_trim(state, boundary)
     if drop > 0 then
       redis.call('LTRIM', state.key, drop, -1)
       state.total, state.trimmed = state.total - gone, true
+    end
+    if state.total <= 0 then
+      -- Entries left (in this chunk, or maybe past a full one) with the total spent: the
+      -- total is short of the list. None left: the log is empty, whatever the total said.
+      if drop < #head or #head == size * 2 then return log_recount(state, boundary) end
+      state.total = 0
+      return
     end
     if drop < #head then return end
     size = min(size * 2, LOG_CHUNK * 512)
@@ -95,7 +124,7 @@ end
 -- Writes what a charge appended: onto the newest entry when it is from the same ms.
 sliding_log.save = function(key, next)
   if next.append == nil or next.append <= 0 then return end
-  local tail = redis.call('LRANGE', key, -2, -1)
+  local tail = log_range(key, -2, -1)
   if #tail == 2 and tonumber(tail[1]) == next.at then
     redis.call('LSET', key, -1, tonumber(tail[2]) + next.append)
   else

@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { type AlgorithmName, createLimiter, type Decision, type PolicyOptions } from '@sluice/core';
+import { createRedisStore, type RedisStore } from '@sluice/redis';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { decodeStates } from '../helpers/redis-state.js';
+
+// A client's key holding what sluice never wrote there (bytes damaged by hand, a value of
+// another type written by another app) is read as no state and overwritten by the next
+// charge, alone or batched, on every path of the scripts: one such client neither fails the
+// call it joins, whose other decisions Redis has charged, nor fails open for good.
+
+const target = await standaloneRedis();
+
+const algorithms: AlgorithmName[] = [
+  'token-bucket',
+  'leaky-bucket',
+  'gcra',
+  'fixed-window',
+  'sliding-window-counter',
+  'sliding-window-log',
+];
+const LIMIT = 3;
+/** One policy (gcra's and the counter's unrolled path) or five (their loop past four policies). */
+const policyCounts = [1, 5];
+
+const policiesOf = (algorithm: AlgorithmName, count: number): PolicyOptions[] =>
+  Array.from({ length: count }, (_, i) => ({ name: `p${i}`, limit: LIMIT, window: 60_000 * (i + 1), algorithm }));
+
+/** Every byte after a state string's directory replaced: 0xff reads as NaN, 0x7f as a huge number. */
+function damaged(raw: Buffer, byte: number): Buffer {
+  const end = raw.indexOf(0);
+  return Buffer.concat([raw.subarray(0, end + 1), Buffer.alloc(raw.length - end - 1, byte)]);
+}
+
+/** A damaged string whose first number is 1.5: whole numbers only. */
+function fractional(raw: Buffer): Buffer {
+  const copy = Buffer.from(raw);
+  copy.writeDoubleLE(1.5, copy.indexOf(0) + 1);
+  return copy;
+}
+
+describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', () => {
+  const prefix = `sluice-test:${randomUUID()}:`;
+  let client: Redis;
+  let store: RedisStore;
+  beforeAll(async () => {
+    client = await connectRedis(target.require());
+    store = createRedisStore({ client, prefix, denyCache: false });
+  });
+  afterAll(async () => {
+    if (client === undefined) return;
+    await deleteKeys(client, prefix);
+    client.disconnect();
+  });
+
+  const limiterOf = (name: string, algorithm: AlgorithmName, count: number) => {
+    const clock = manualClock();
+    // 'deny': a decision the store could not make shows as refused, with its reason.
+    const limiter = createLimiter({
+      policies: policiesOf(algorithm, count),
+      store,
+      prefix: name,
+      clock,
+      onStoreError: 'deny',
+    });
+    return { limiter, clock, keyOf: (client: string) => `${prefix}{${name}|${client}}` };
+  };
+
+  const fresh = (decision: Decision) => ({
+    reason: decision.reason,
+    allowed: decision.allowed,
+    left: decision.remaining,
+  });
+  const FRESH = { reason: undefined, allowed: true, left: LIMIT - 1 };
+
+  for (const algorithm of algorithms) {
+    for (const count of policyCounts) {
+      for (const [damage, spoil] of [
+        ['NaN', (raw: Buffer) => damaged(raw, 0xff)],
+        ['a huge number', (raw: Buffer) => damaged(raw, 0x7f)],
+        ['a fraction', fractional],
+      ] as const) {
+        it(`${algorithm}, ${count} ${count === 1 ? 'policy' : 'policies'}: a state of ${damage} reads as fresh, alone and in a batch`, async () => {
+          const name = `${algorithm}-${count}-${damage.replaceAll(' ', '-')}`;
+          const { limiter, keyOf } = limiterOf(name, algorithm, count);
+          for (const id of ['alone', 'batched']) {
+            await limiter.consume(id);
+            await limiter.consume(id);
+            const raw = (await client.getBuffer(keyOf(id))) as Buffer;
+            await client.set(keyOf(id), spoil(raw), 'PX', 60_000);
+          }
+          expect(fresh(await limiter.consume('alone'))).toEqual(FRESH);
+          // Decided together with clients whose states are sound: each is charged and told so.
+          const batch = await Promise.all(['good-1', 'batched', 'good-2'].map((id) => limiter.consume(id)));
+          expect(batch.map(fresh)).toEqual([FRESH, FRESH, FRESH]);
+          for (const id of ['alone', 'batched', 'good-1']) {
+            const states = decodeStates((await client.getBuffer(keyOf(id))) as Buffer);
+            expect(states.flatMap((s) => [...s.numbers, s.used, s.resetAt]).every(Number.isSafeInteger)).toBe(true);
+            expect(fresh(await limiter.peek(id))).toMatchObject({ reason: undefined, left: LIMIT - 1 });
+          }
+        });
+      }
+
+      it(`${algorithm}, ${count} ${count === 1 ? 'policy' : 'policies'}: a value of another type at the client key reads as fresh, alone and in a batch`, async () => {
+        const { limiter, keyOf } = limiterOf(`${algorithm}-${count}-typed`, algorithm, count);
+        await client.hset(keyOf('alone'), 'field', 'value');
+        await client.rpush(keyOf('batched'), 'entry');
+        expect(fresh(await limiter.consume('alone'))).toEqual(FRESH);
+        const batch = await Promise.all(['good', 'batched'].map((id) => limiter.consume(id)));
+        expect(batch.map(fresh)).toEqual([FRESH, FRESH]);
+        for (const id of ['alone', 'batched']) expect(await client.type(keyOf(id))).toBe('string');
+      });
+    }
+  }
+
+  // A log's list is written as its decision goes, its total in the string at the end: an
+  // error on a later decision's list would leave this one's entry charged and its total not.
+  it('sliding-window-log: a list key of another type in a batch charges every decision once', async () => {
+    const { limiter, keyOf } = limiterOf('log-typed-list', 'sliding-window-log', 1);
+    await limiter.consume('b');
+    await client.set(`${keyOf('b')}:p0`, 'not a list');
+    const batch = await Promise.all(['a', 'b'].map((id) => limiter.consume(id)));
+    expect(batch.map(fresh)).toEqual([FRESH, FRESH]);
+    for (const id of ['a', 'b']) {
+      expect(await client.llen(`${keyOf(id)}:p0`)).toBe(2);
+      expect(decodeStates((await client.getBuffer(keyOf(id))) as Buffer)[0]?.numbers[0]).toBe(1);
+    }
+  });
+
+  it('sliding-window-log: a list holding more than its total is counted anew, never admitting past the limit', async () => {
+    const { limiter, clock, keyOf } = limiterOf('log-long-list', 'sliding-window-log', 1);
+    const first = [(await limiter.consume('c')).allowed];
+    // An entry the total never counted, as a call failing after its list write left it.
+    await client.rpush(`${keyOf('c')}:p0`, clock(), 1);
+    for (let i = 1; i < LIMIT + 1; i++) first.push((await limiter.consume('c')).allowed);
+    expect(first).toEqual([true, true, true, false]);
+    // A window on, trimming takes four units off a total of three.
+    clock.advance(60_000);
+    const next = [];
+    for (let i = 0; i < LIMIT + 2; i++) next.push((await limiter.consume('c')).allowed);
+    expect(next).toEqual([true, true, true, false, false]);
+    expect(await client.llen(`${keyOf('c')}:p0`)).toBe(2);
+  });
+});
