@@ -35,6 +35,35 @@ describe('queue mode (leaky-bucket and gcra as a queue)', () => {
     },
   );
 
+  it.each(['leaky-bucket', 'gcra'] as const)(
+    '%s: peek says whether a unit passes without waiting, and the wait the queue holds',
+    async (algorithm) => {
+      const clock = manualClock();
+      const limiter = createLimiter({
+        limit: 2,
+        window: '1s',
+        algorithm,
+        queue: { maxDelayMs: '1s' },
+        store: createMemoryStore(),
+        clock,
+      });
+      const seen: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const peeked = await limiter.peek('a');
+        const consumed = await limiter.consume('a');
+        seen.push(`${peeked.allowed}/${peeked.delayMs} ${consumed.allowed}/${consumed.delayMs}`);
+      }
+      // The third and fourth requests are queued (500 and 1000 ms), while peek reads false.
+      expect(seen).toEqual([
+        'true/0 true/0',
+        'true/0 true/0',
+        'false/0 true/500',
+        'false/500 true/1000',
+        'false/1000 false/0',
+      ]);
+    },
+  );
+
   it('an interval that is not a whole number of ms (3/s) never drifts: slot k leaves at ⌈k × 1000/3⌉', () => {
     const meter = createMeter(
       policyOf({ limit: 3, window: '1s', burst: 1, algorithm: 'gcra', queue: { maxDelayMs: '1m' } }),
