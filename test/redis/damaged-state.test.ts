@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type AlgorithmName, createLimiter, type Decision, type PolicyOptions } from '@sluice/core';
+import { type AlgorithmName, algorithmNames, createLimiter, type Decision, type PolicyOptions } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,14 +14,6 @@ import { decodeStates } from '../helpers/redis-state.js';
 
 const target = await standaloneRedis();
 
-const algorithms: AlgorithmName[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-counter',
-  'sliding-window-log',
-];
 const LIMIT = 3;
 /** One policy (gcra's and the counter's unrolled path) or five (their loop past four policies). */
 const policyCounts = [1, 5];
@@ -76,7 +68,7 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
   });
   const FRESH = { reason: undefined, allowed: true, left: LIMIT - 1 };
 
-  for (const algorithm of algorithms) {
+  for (const algorithm of algorithmNames) {
     for (const count of policyCounts) {
       for (const [damage, spoil] of [
         ['NaN', (raw: Buffer) => damaged(raw, 0xff)],
