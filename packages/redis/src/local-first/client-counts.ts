@@ -12,8 +12,8 @@ import {
  * What one process knows of one policy of one client in local-first mode: the algorithm's
  * state as of the last sync plus this process's own charges since (`view`), and this
  * process's cumulative count of the latest window it charged (`current`, for `window`) and of
- * the window before (`previous`), which the sync writes to Redis. Older windows no longer
- * count for any algorithm local-first runs, and no sync writes them.
+ * the window before (`previous`), which the sync writes to Redis while some process still reads
+ * them (`firstKeptWindow`). Older windows no longer count for any algorithm local-first runs.
  */
 export interface PolicyCounts {
   view: State | undefined;
@@ -22,11 +22,15 @@ export interface PolicyCounts {
   previous: number;
 }
 
-/** One client of one limiter, as this process sees it. */
+/** One client of one policy set (every limiter with those policies and namespace), as this process sees it. */
 export interface ClientCounts {
   readonly namespace: string;
   readonly key: string;
   readonly policies: readonly Policy[];
+  /** This process's number for the policy set: its field in the window keys. */
+  readonly policySet: number;
+  /** The hash slot of the client's keys (0 off a cluster): Redis is reached or not per slot. */
+  readonly slot: number;
   readonly counts: PolicyCounts[];
   /** The latest `now` a decision used: syncs pick their windows by it (an injected clock works). */
   lastNow: number;
@@ -36,11 +40,13 @@ export interface ClientCounts {
   stale: boolean;
 }
 
-export function newClientCounts(request: StoreRequest, now: number): ClientCounts {
+export function newClientCounts(request: StoreRequest, now: number, policySet = 0, slot = 0): ClientCounts {
   return {
     namespace: request.namespace,
     key: request.key,
     policies: request.policies,
+    policySet,
+    slot,
     counts: request.policies.map(() => ({ view: undefined, window: -1, current: 0, previous: 0 })),
     lastNow: now,
     touched: false,
@@ -67,7 +73,7 @@ export function decideLocally(client: ClientCounts, request: StoreRequest, now: 
     for (let i = 0; i < policies.length; i++) {
       const counts = client.counts[i] as PolicyCounts;
       counts.view = next[i];
-      charge(counts, windowOf(policies[i] as Policy, now), cost);
+      charge(counts, chargedWindow(counts), cost);
     }
   }
   seen(client, now);
@@ -116,7 +122,7 @@ export function decideOneLocally(
   } else {
     algorithm.evaluateAt(view, 0, false, policy, capacity, cost, now, evaluation);
   }
-  if (evaluation.allowed && cost > 0) charge(counts, windowOf(policy, now), cost);
+  if (evaluation.allowed && cost > 0) charge(counts, chargedWindow(counts), cost);
   seen(client, now);
   into.allowed = evaluation.allowed;
   into.now = now;
@@ -145,6 +151,20 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
 }
 
 export const windowOf = (policy: Policy, now: number): number => Math.floor(now / policy.windowMs);
+
+/**
+ * The window an admission was charged in: the view's, which is `now`'s unless the clock stepped
+ * back, where the algorithm decides as of the later window the view was written in (`clockLag`),
+ * and the units must count there too.
+ */
+const chargedWindow = (counts: PolicyCounts): number => (counts.view as State)[0] as number;
+
+/**
+ * The oldest window any process still reads at `now`: the current one, and for the sliding
+ * window counter the one before, which it weighs. Older ones are neither kept nor written.
+ */
+export const firstKeptWindow = (policy: Policy, now: number): number =>
+  windowOf(policy, now) - (policy.algorithm === 'sliding-window-counter' ? 1 : 0);
 
 /** Adds `units` to this process's count of `window`; a window older than the one before the latest is not kept. */
 function charge(counts: PolicyCounts, window: number, units: number): void {

@@ -4,6 +4,7 @@ import {
   type ClientCounts,
   decideLocally,
   decideOneLocally,
+  firstKeptWindow,
   newClientCounts,
   type PolicyCounts,
   refundLocally,
@@ -11,6 +12,7 @@ import {
   windowOf,
 } from './client-counts.js';
 import { type CheckedLocalFirst, checkLocalFirstPolicies } from './options.js';
+import { createReachability } from './reachability.js';
 import { createSyncExchange, withTimeout } from './sync-exchange.js';
 
 export interface LocalFirstParts {
@@ -37,77 +39,84 @@ export function createLocalFirst(
   { syncIntervalMs, outageShare }: CheckedLocalFirst,
   logger: Logger,
 ): LocalFirstParts {
-  const { windowKey, exchange } = createSyncExchange(client, prefix);
-  // Per limiter (its policies), so two versions of a limiter side by side keep their own counts;
-  // then by namespace and client key, in levels: a `namespace|key` string built per decision
-  // would cost the decision more than its count.
-  const limiters = new Map<readonly Policy[], Map<string, Map<string, ClientCounts>>>();
+  const { windowKey, slotOf, exchange } = createSyncExchange(client, prefix);
+  const { record, shareOf } = createReachability(outageShare, logger);
+  // Per policy set, not per limiter: limiters given the same prefix and policies share a count
+  // on purpose, and a reload's new limiter keeps every client's. Then by namespace and client
+  // key, in levels: a `namespace|key` string built per decision would cost the decision more
+  // than its count.
+  const policySets = new Map<string, PolicySet>();
+  const setOfPolicies = new WeakMap<readonly Policy[], PolicySet>();
   const loading = new Map<ClientCounts, Promise<void>>();
-  let reachable = true;
   let running: Promise<void> | undefined;
+  /** The calls of the last sync still unanswered (timed out, not yet failed). */
+  let draining: Promise<unknown> | undefined;
   /** The latest time any decision used: a client whose windows are all older is forgotten. */
   let latestNow = 0;
-  // A sync that hangs (a silent Redis) must not stop the next ones: it counts as failed.
+  // Each call of a sync is bounded: one that hangs (a silent Redis) counts as failed.
   const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
 
-  /**
-   * Writes the targets' totals and reads the fleet's back, all within one sync's timeout,
-   * the wait for a first connection included: a Redis that accepts the connection and then
-   * stays silent must not hold a decision that waits for its client's read.
-   */
-  const reconcile = async (targets: ClientCounts[]): Promise<void> => {
-    let failure: unknown;
-    try {
-      await withTimeout((expired) => exchange(targets, expired), syncTimeoutMs);
-    } catch (error) {
-      failure = error;
-    }
-    settle(targets, failure);
-  };
-
-  const settle = (targets: ClientCounts[], failure: unknown): void => {
-    if (failure !== undefined) {
-      // Totals are kept and written again at the next sync, which counts them once.
-      for (const counts of targets) counts.touched = true;
-      if (reachable) {
-        logger.warn(
-          `[sluice] WRN_SLUICE_LOCAL_FIRST_OFFLINE: a local-first sync failed (${String(failure)}); each process limits alone at ${outageShare} of each limit until Redis answers.`,
-        );
+  const policySetOf = (policies: readonly Policy[]): PolicySet => {
+    let set = setOfPolicies.get(policies);
+    if (set === undefined) {
+      const signature = policies.map((policy) => `${policy.slot}@${policy.version}`).join(',');
+      set = policySets.get(signature);
+      if (set === undefined) {
+        set = { number: policySets.size, namespaces: new Map() };
+        policySets.set(signature, set);
       }
-      reachable = false;
-      throw failure;
+      setOfPolicies.set(policies, set);
     }
-    if (!reachable)
-      logger.warn('[sluice] WRN_SLUICE_LOCAL_FIRST_ONLINE: Redis answers again; local-first counts are reconciled.');
-    reachable = true;
+    return set;
   };
 
-  const sync = (): Promise<void> => {
-    if (running !== undefined) return running;
+  /** Writes the targets' totals and reads the fleet's back; rejects when a call failed. */
+  const reconcile = async (targets: ClientCounts[]): Promise<void> => {
+    record(await exchange(targets, latestNow, syncTimeoutMs).outcome);
+  };
+
+  /** The touched clients whose windows still matter; forgets the others' over windows. */
+  const syncTargets = (): ClientCounts[] => {
     const targets: ClientCounts[] = [];
-    for (const [policies, namespaces] of limiters) {
+    for (const { namespaces } of policySets.values()) {
       for (const [namespace, clients] of namespaces) {
         for (const [key, counts] of clients) {
           if (loading.has(counts)) continue; // its own read is on the way
-          if (counts.touched) targets.push(counts);
-          // Every window it counted in is over: the next request starts afresh.
-          else if (isOver(counts, latestNow)) clients.delete(key);
+          // Every window it counted in is over, written or not (a failed sync's): the next
+          // request starts afresh, and memory does not grow through an outage.
+          if (isOver(counts, latestNow)) clients.delete(key);
+          else if (counts.touched) targets.push(counts);
           // Idle: kept for its totals, but read again before it decides.
           else counts.stale = true;
         }
         if (clients.size === 0) namespaces.delete(namespace);
       }
-      if (namespaces.size === 0) limiters.delete(policies);
     }
     // A map deleted above may be the one `clientsOf` remembers; it is found again when next asked.
     lastPolicies = undefined;
-    if (targets.length === 0) return Promise.resolve();
-    running = reconcile(targets).finally(() => {
+    return targets;
+  };
+
+  const syncOnce = async (): Promise<void> => {
+    // Never two syncs' calls at once: a Redis too slow for one would only be sent more.
+    if (draining !== undefined) await withTimeout(() => draining as Promise<unknown>, syncTimeoutMs);
+    const targets = syncTargets();
+    if (targets.length === 0) return;
+    const { outcome, drained } = exchange(targets, latestNow, syncTimeoutMs);
+    const watched = drained.finally(() => {
+      if (draining === watched) draining = undefined;
+    });
+    draining = watched;
+    record(await outcome);
+  };
+
+  const sync = (): Promise<void> => {
+    if (running !== undefined) return running;
+    running = syncOnce().finally(() => {
       running = undefined;
     });
     return running;
   };
-
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
   timer.unref();
 
@@ -120,7 +129,7 @@ export function createLocalFirst(
   /** The limiter's clients under the request's namespace, if any are known here. */
   const clientsOf = (request: StoreRequest): Map<string, ClientCounts> | undefined => {
     if (request.policies !== lastPolicies || request.namespace !== lastNamespace) {
-      const clients = limiters.get(request.policies)?.get(request.namespace);
+      const clients = setOfPolicies.get(request.policies)?.namespaces.get(request.namespace);
       if (clients === undefined) return undefined;
       lastPolicies = request.policies;
       lastNamespace = request.namespace;
@@ -146,21 +155,44 @@ export function createLocalFirst(
     return key === given ? undefined : ready(clients.get(key));
   };
 
+  /**
+   * Reads new and idle clients' counts in one exchange per event-loop turn, batched per slot as
+   * a sync is: a burst of first requests costs a few calls, not one each.
+   */
+  let firstReads: ClientCounts[] = [];
+  let firstReadsDone: Promise<void> | undefined;
+  const readSoon = (counts: ClientCounts): Promise<void> => {
+    firstReads.push(counts);
+    firstReadsDone ??= new Promise((resolve) => {
+      setImmediate(() => {
+        const batch = firstReads;
+        firstReads = [];
+        firstReadsDone = undefined;
+        reconcile(batch)
+          .catch(() => {})
+          .finally(() => {
+            for (const target of batch) {
+              target.stale = false;
+              loading.delete(target);
+            }
+            resolve();
+          });
+      });
+    });
+    return firstReadsDone;
+  };
+
   /** A new or idle client's counts, once the fleet's have been read (or could not be). */
   const loadClient = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
-    let namespaces = limiters.get(request.policies);
-    if (namespaces === undefined) {
-      namespaces = new Map<string, Map<string, ClientCounts>>();
-      limiters.set(request.policies, namespaces);
-    }
-    let clients = namespaces.get(request.namespace);
+    const set = policySetOf(request.policies);
+    let clients = set.namespaces.get(request.namespace);
     if (clients === undefined) {
       clients = new Map<string, ClientCounts>();
-      namespaces.set(request.namespace, clients);
+      set.namespaces.set(request.namespace, clients);
     }
     let counts = clients.get(request.key);
     if (counts === undefined) {
-      counts = newClientCounts(request, now);
+      counts = newClientCounts(request, now, set.number, slotOf(request.namespace, request.key));
       clients.set(request.key, counts);
     }
     // An idle client's read is of the windows this request falls in, not of those it last used.
@@ -169,14 +201,8 @@ export function createLocalFirst(
     // from what this process knows.
     let refresh = loading.get(counts);
     if (refresh === undefined) {
-      const target = counts;
-      refresh = reconcile([target])
-        .catch(() => {})
-        .finally(() => {
-          target.stale = false;
-          loading.delete(target);
-        });
-      loading.set(target, refresh);
+      refresh = readSoon(counts);
+      loading.set(counts, refresh);
     }
     await refresh;
     return counts;
@@ -184,8 +210,6 @@ export function createLocalFirst(
 
   const clientOf = (request: StoreRequest, now: number): ClientCounts | Promise<ClientCounts> =>
     freshClient(request) ?? loadClient(request, now);
-
-  const share = () => (reachable ? 1 : outageShare);
 
   /** The decision's time, which also moves on the latest time a sync judges windows by. */
   const decisionTime = (request: StoreRequest): number => {
@@ -206,8 +230,8 @@ export function createLocalFirst(
       if (counts === undefined) return undefined;
       try {
         const now = decisionTime(request);
-        if (request.policies.length === 1) return decideOneLocally(counts, request, now, share(), atOnce);
-        return decideLocally(counts, request, now, share());
+        if (request.policies.length === 1) return decideOneLocally(counts, request, now, shareOf(counts.slot), atOnce);
+        return decideLocally(counts, request, now, shareOf(counts.slot));
       } catch {
         // `consume` meets the same failure under the limiter's store-error policy.
         return undefined;
@@ -218,22 +242,24 @@ export function createLocalFirst(
       const counts = freshClient(request);
       if (counts !== undefined) {
         try {
-          return Promise.resolve(decideLocally(counts, request, now, share()));
+          return Promise.resolve(decideLocally(counts, request, now, shareOf(counts.slot)));
         } catch (error) {
           return Promise.reject(error);
         }
       }
-      return loadClient(request, now).then((loaded) => decideLocally(loaded, request, now, share()));
+      return loadClient(request, now).then((loaded) => decideLocally(loaded, request, now, shareOf(loaded.slot)));
     },
     async refund(request) {
       const now = request.now ?? Date.now();
       refundLocally(await clientOf(request, now), request, now);
     },
     async reset(namespace, key, policies) {
-      const clients = limiters.get(policies)?.get(namespace);
+      const clients = setOfPolicies.get(policies)?.namespaces.get(namespace);
       const counts = clients?.get(key);
       clients?.delete(key);
-      const now = counts?.lastNow ?? Date.now();
+      // A reset carries no clock: the windows are those of the client's last decision here, or
+      // of the latest decision this store made (an injected clock's time), or the host's.
+      const now = counts?.lastNow ?? (latestNow > 0 ? latestNow : Date.now());
       const keys = policies.flatMap((policy) => {
         const window = windowOf(policy, now);
         return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
@@ -253,7 +279,18 @@ export function createLocalFirst(
   };
 }
 
-/** True when no window this process counted in can matter any more (its totals included). */
+/** True when no window this process counted or decided in is read any more (its totals included). */
 function isOver(counts: ClientCounts, now: number): boolean {
-  return counts.policies.every((policy, i) => (counts.counts[i] as PolicyCounts).window < windowOf(policy, now) - 1);
+  return counts.policies.every((policy, i) => {
+    const own = counts.counts[i] as PolicyCounts;
+    const viewed = own.view === undefined ? -1 : (own.view[0] as number);
+    return Math.max(own.window, viewed) < firstKeptWindow(policy, now);
+  });
+}
+
+/** Every limiter's clients with one set of policies, by namespace and client key. */
+interface PolicySet {
+  /** The set's number in this process, part of its field in Redis. */
+  readonly number: number;
+  readonly namespaces: Map<string, Map<string, ClientCounts>>;
 }

@@ -2,19 +2,48 @@ import { randomUUID } from 'node:crypto';
 import type { Policy } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { type RedisClient, untilReady } from '../client.js';
-import { applySync, type ClientCounts, ownCount, type PolicyCounts, windowOf } from './client-counts.js';
+import {
+  applySync,
+  type ClientCounts,
+  firstKeptWindow,
+  ownCount,
+  type PolicyCounts,
+  windowOf,
+} from './client-counts.js';
 import { defineSyncScript } from './sync-script.js';
 
 /** Keys per sync call: a slot with more clients takes several calls. */
 const KEYS_PER_CALL = 512;
-/** A key's arguments in a sync call: its field, total and expiry (see sync-script.ts). */
-const ARGS_PER_KEY = 3;
+/**
+ * Calls of one exchange out at once. Each call's timeout runs from when it is sent, so a large
+ * sync is a series of short calls, each bounded, rather than a queue whose tail waits for
+ * all the calls before it; a few at once keep every master of a cluster busy.
+ */
+const CALLS_IN_FLIGHT = 4;
 
+/** One policy of one client in a call: what it sent, and where its sums are in the reply. */
 interface Slice {
   client: ClientCounts;
   policy: number;
   window: number;
   sent: [number, number];
+  /** Whether the call carries the window before `window` (a sliding counter reads it). */
+  withPrevious: boolean;
+  /** Index of its first sum in the call's reply. */
+  at: number;
+}
+
+interface Call {
+  slot: number;
+  keys: string[];
+  args: string[];
+  slices: Slice[];
+}
+
+/** What an exchange learnt of each slot it called: answered, or the first failure. */
+export interface ExchangeOutcome {
+  answered: Set<number>;
+  failed: Map<number, unknown>;
 }
 
 /** A local-first store's exchange with Redis: its window keys, and the sync of some clients' counts. */
@@ -25,68 +54,114 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
 
   // A window's key names the policy's slot and window length, not its version: a change of
   // limit or algorithm (both count units per window) reads and adds to the same counts, so it
-  // never starts a client afresh (SPEC §4). Each version writes a field of its own (`fieldOf`).
+  // never starts a client afresh (SPEC §4).
   const windowKey = (namespace: string, key: string, policy: Policy, window: number) =>
     `${prefix}lf:{${namespace}|${key}}:${policy.slot}@${policy.windowMs}:${window}`;
-  // Two versions in one process (a rules reload) keep counts of their own: each writes its
-  // total to a field of its own, where one field would hold whichever wrote last.
-  const fieldOf = (policy: Policy) => `${processId}:${policy.version}`;
+  // Limiters with the same policies share one count per client here (`policySet`), so one field
+  // per process and policy set: two sets meeting in a key (a rules reload) each keep their own
+  // total, where one field would hold whichever wrote last.
+  const fieldOf = (counts: ClientCounts) => `${processId}:${counts.policySet}`;
+  /** The hash slot of every key of a client (they share its hash tag); 0 off a cluster. */
+  const slotOf = (namespace: string, key: string) => (onCluster ? calculateSlot(`{${namespace}|${key}}`) : 0);
 
-  /**
-   * Writes the targets' totals and reads the fleet's back: one script call per slot (and per
-   * 512 keys), all in parallel, each applying what it read to its clients.
-   */
-  const exchange = async (targets: ClientCounts[], expired: () => boolean): Promise<void> => {
-    await untilReady(client);
-    // Settled as failed meanwhile: its clients are marked to be written again; leave them so.
-    if (expired()) return;
-    const bySlot = new Map<number, { keys: string[]; args: string[]; slices: Slice[] }>();
+  /** The targets' windows that still matter at `latestNow`, in calls of one slot each. */
+  const callsFor = (targets: readonly ClientCounts[], latestNow: number): Call[] => {
+    const open = new Map<number, Call>();
+    const calls: Call[] = [];
     for (const counts of targets) {
       counts.touched = false;
+      const field = fieldOf(counts);
       counts.policies.forEach((policy, i) => {
         const own = counts.counts[i] as PolicyCounts;
         const window = windowOf(policy, counts.lastNow);
+        const kept = firstKeptWindow(policy, latestNow);
+        // A window over everywhere is never read again: its key would only expire.
+        if (window < kept) return;
+        const withPrevious = policy.algorithm === 'sliding-window-counter' && window - 1 >= kept;
         const sent: [number, number] = [ownCount(own, window), ownCount(own, window - 1)];
-        const current = windowKey(counts.namespace, counts.key, policy, window);
-        const slot = onCluster ? calculateSlot(current) : 0;
-        const call = bySlot.get(slot) ?? { keys: [], args: [], slices: [] };
-        bySlot.set(slot, call);
+        let call = open.get(counts.slot);
+        if (call === undefined || call.keys.length + 2 > KEYS_PER_CALL) {
+          call = { slot: counts.slot, keys: [], args: [], slices: [] };
+          open.set(counts.slot, call);
+          calls.push(call);
+        }
         // A window's count matters until the end of the next one (a sliding counter's previous).
         const ttl = String(2 * policy.windowMs + 1000);
-        const field = fieldOf(policy);
-        call.keys.push(current, windowKey(counts.namespace, counts.key, policy, window - 1));
-        call.args.push(field, String(sent[0]), ttl, field, String(sent[1]), ttl);
-        call.slices.push({ client: counts, policy: i, window, sent });
+        call.slices.push({ client: counts, policy: i, window, sent, withPrevious, at: call.keys.length });
+        call.keys.push(windowKey(counts.namespace, counts.key, policy, window));
+        call.args.push(field, String(sent[0]), ttl);
+        if (withPrevious) {
+          call.keys.push(windowKey(counts.namespace, counts.key, policy, window - 1));
+          call.args.push(field, String(sent[1]), ttl);
+        }
       });
     }
-    const calls: Promise<void>[] = [];
-    for (const { keys, args, slices } of bySlot.values()) {
-      for (let start = 0; start < keys.length; start += KEYS_PER_CALL) {
-        const part = slices.slice(start / 2, (start + KEYS_PER_CALL) / 2);
-        calls.push(
-          run(
-            keys.slice(start, start + KEYS_PER_CALL),
-            args.slice(start * ARGS_PER_KEY, (start + KEYS_PER_CALL) * ARGS_PER_KEY),
-          ).then((sums) => {
-            part.forEach(({ client: counts, policy, window, sent }, j) => {
-              const policyCounts = counts.counts[policy] as PolicyCounts;
-              applySync(
-                counts.policies[policy] as Policy,
-                policyCounts,
-                window,
-                [sums[2 * j] as number, sums[2 * j + 1] as number],
-                sent,
-              );
-            });
-          }),
-        );
-      }
-    }
-    const failed = (await Promise.allSettled(calls)).find((result) => result.status === 'rejected');
-    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    return calls;
   };
 
-  return { windowKey, exchange };
+  const applyReply = (call: Call, sums: number[]): void => {
+    for (const { client: counts, policy, window, sent, withPrevious, at } of call.slices) {
+      // A window not carried is one nobody reads again: this process's own count stands for it.
+      const previous = withPrevious ? (sums[at + 1] as number) : sent[1];
+      applySync(
+        counts.policies[policy] as Policy,
+        counts.counts[policy] as PolicyCounts,
+        window,
+        [sums[at] as number, previous],
+        sent,
+      );
+    }
+  };
+
+  /**
+   * Writes the targets' totals and reads the fleet's back, one slot per call, a few calls at a
+   * time, each within `timeoutMs` of being sent (the wait for a first connection included).
+   * A call that answered counts whatever the others do; a failed call's clients are written
+   * again at the next sync, and the rest of its slot is not sent (it would only queue behind
+   * it). `drained` settles once every call sent has settled, late replies included.
+   */
+  const exchange = (
+    targets: readonly ClientCounts[],
+    latestNow: number,
+    timeoutMs: number,
+  ): { outcome: Promise<ExchangeOutcome>; drained: Promise<unknown> } => {
+    const calls = callsFor(targets, latestNow);
+    const result: ExchangeOutcome = { answered: new Set(), failed: new Map() };
+    const sent: Promise<unknown>[] = [];
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next < calls.length) {
+        const call = calls[next++] as Call;
+        if (result.failed.has(call.slot)) {
+          for (const slice of call.slices) slice.client.touched = true;
+          continue;
+        }
+        try {
+          await withTimeout((expired) => {
+            const reply = send(call, expired);
+            sent.push(reply);
+            return reply;
+          }, timeoutMs);
+          result.answered.add(call.slot);
+        } catch (error) {
+          // Totals are kept and written again at the next sync, which counts them once.
+          for (const slice of call.slices) slice.client.touched = true;
+          if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
+        }
+      }
+    };
+    const send = async (call: Call, expired: () => boolean): Promise<void> => {
+      await untilReady(client);
+      // Settled as failed meanwhile: its clients are marked to be written again; leave them so.
+      if (expired()) return;
+      applyReply(call, await run(call.keys, call.args));
+    };
+    const workers = Array.from({ length: Math.min(CALLS_IN_FLIGHT, calls.length) }, worker);
+    const outcome = Promise.all(workers).then(() => result);
+    return { outcome, drained: outcome.then(() => Promise.allSettled(sent)) };
+  };
+
+  return { windowKey, slotOf, exchange };
 }
 
 /**
@@ -100,8 +175,12 @@ export function withTimeout(work: (expired: () => boolean) => Promise<unknown>, 
   let expired = false;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      expired = true;
-      reject(new Error(`no reply within ${ms} ms`));
+      // Not yet: a reply that came while the event loop was busy is read in the poll phase,
+      // which runs before `setImmediate`'s, and wins the race. Only a missing one times out.
+      setImmediate(() => {
+        expired = true;
+        reject(new Error(`no reply within ${ms} ms`));
+      });
     }, ms);
   });
   return Promise.race([work(() => expired), timeout]).finally(() => clearTimeout(timer));

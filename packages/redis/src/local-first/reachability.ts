@@ -1,0 +1,50 @@
+import type { Logger } from '@sluice/core';
+import type { ExchangeOutcome } from './sync-exchange.js';
+
+/** Hash slots of a Redis Cluster; a standalone Redis is slot 0. */
+const SLOTS = 16_384;
+
+/**
+ * Which hash slots Redis answered for at their last call. A client on a slot whose call failed
+ * is limited at `outageShare` while clients on slots that answer go on at full share: on a
+ * cluster with one master down, reads of healthy slots must not lift the share of the dead
+ * one's clients. The store warns once when the first slot fails and once when the last one
+ * answers again, however many calls come and go between.
+ */
+export function createReachability(outageShare: number, logger: Logger) {
+  // One byte per slot: a decision reads its client's with nothing allocated.
+  const down = new Uint8Array(SLOTS);
+  let downCount = 0;
+
+  /** Records what an exchange learnt; throws its first failure, if any. */
+  const record = ({ answered, failed }: ExchangeOutcome): void => {
+    const wasDown = downCount > 0;
+    for (const slot of answered) {
+      if (down[slot] === 1 && !failed.has(slot)) {
+        down[slot] = 0;
+        downCount--;
+      }
+    }
+    let first: unknown;
+    for (const [slot, error] of failed) {
+      first ??= error;
+      if (down[slot] === 0) {
+        down[slot] = 1;
+        downCount++;
+      }
+    }
+    if (!wasDown && downCount > 0) {
+      logger.warn(
+        `[sluice] WRN_SLUICE_LOCAL_FIRST_OFFLINE: a local-first sync failed (${String(first)}); each process limits alone at ${outageShare} of each limit until Redis answers.`,
+      );
+    } else if (wasDown && downCount === 0) {
+      logger.warn('[sluice] WRN_SLUICE_LOCAL_FIRST_ONLINE: Redis answers again; local-first counts are reconciled.');
+    }
+    if (failed.size > 0) throw first;
+  };
+
+  /** The share of each capacity a client on `slot` may use now. */
+  const shareOf = (slot: number): number => (down[slot] === 0 ? 1 : outageShare);
+
+  return { record, shareOf };
+}
