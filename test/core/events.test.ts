@@ -143,6 +143,25 @@ describe('sluice:decision', () => {
     expect(failures).toHaveLength(2);
   });
 
+  // One error type was kept per limiter, written at each failure and read when a decision was
+  // published: of two concurrent failures, both decisions named the later one's.
+  it('gives each failed decision its own error type when failures overlap', async () => {
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const codes = ['CLUSTERDOWN', 'ECONNRESET'];
+    let calls = 0;
+    const store: RateLimitStore = {
+      ...failingStore(null),
+      name: 'cluster',
+      consume: () => Promise.reject(Object.assign(new Error('shard down'), { code: codes[calls++] })),
+    };
+    const limiter = createLimiter({ limit: 5, window: '1m', store, prefix: 'c', logger: quiet });
+    await Promise.all([limiter.consume('a'), limiter.consume('b')]);
+    expect(decisions.map((e) => [e.decision.key, e.errorType])).toEqual([
+      ['a', 'CLUSTERDOWN'],
+      ['b', 'ECONNRESET'],
+    ]);
+  });
+
   it('reports a store timeout as error type timeout', async () => {
     vi.useFakeTimers();
     const failures = listen<StoreErrorEvent>(SLUICE_CHANNELS.storeError);
@@ -183,11 +202,26 @@ describe('sluice:queue and sluice:rules-reload', () => {
     left.emit('close');
     await vi.advanceTimersByTimeAsync(200);
     expect([await done, await abandoned]).toEqual([true, false]);
+    const [first, second] = events;
     expect(events).toEqual([
       { phase: 'held', limiter: 'api', delayMs: 300 },
       { phase: 'held', limiter: 'api', delayMs: 300 },
-      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 100, completed: false },
-      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 300, completed: true },
+      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 100, completed: false, hold: second },
+      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 300, completed: true, hold: first },
+    ]);
+    // Each release names the very hold it ends.
+    expect((events[2] as Extract<QueueEvent, { phase: 'released' }>).hold).toBe(second);
+    expect((events[3] as Extract<QueueEvent, { phase: 'released' }>).hold).toBe(first);
+  });
+
+  it('names no hold in a release whose hold began while nobody listened', async () => {
+    vi.useFakeTimers();
+    const held = hold(response() as unknown as ServerResponse, 300, 'api');
+    const events = listen<QueueEvent>(SLUICE_CHANNELS.queue);
+    await vi.advanceTimersByTimeAsync(300);
+    expect(await held).toBe(true);
+    expect(events).toEqual([
+      { phase: 'released', limiter: 'api', delayMs: 300, heldMs: 300, completed: true, hold: undefined },
     ]);
   });
 

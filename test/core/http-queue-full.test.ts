@@ -1,3 +1,4 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
@@ -5,17 +6,22 @@ import {
   createHttpLimiter,
   createLimiter,
   type Decision,
+  type DecisionEvent,
   type HttpLimiter,
   type Outcome,
   problemFor,
   problemJson,
+  type QueueEvent,
+  type RateLimitStore,
   retryAfterFieldMs,
+  SLUICE_CHANNELS,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { parseRules } from '@sluice/rules';
 import { parseItem, parseList } from 'structured-headers';
 import { afterEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
+import { promiseStore } from '../helpers/stores.js';
 
 interface Req {
   ip: string;
@@ -49,9 +55,18 @@ const response = (): Res => {
   responses.push(res);
   return res;
 };
+const listeners: [string, (message: unknown) => void][] = [];
+function listen<T>(name: string): T[] {
+  const seen: T[] = [];
+  const listener = (message: unknown) => seen.push(message as T);
+  subscribe(name, listener);
+  listeners.push([name, listener]);
+  return seen;
+}
 // Held requests wait on a timer: closing their responses lets them go, so no test waits.
 afterEach(() => {
   for (const res of responses.splice(0)) res.raw.emit('close');
+  for (const [name, listener] of listeners.splice(0)) unsubscribe(name, listener);
 });
 
 const send = (limiter: HttpLimiter<Req, Res>, headers: Record<string, string> = {}) => {
@@ -146,6 +161,76 @@ descriptors:
     expect(retryAfterS).toBe(2);
     expect(decision).toMatchObject({ allowed: false, retryAfterMs: 2000, delayMs: 0 });
     expect(entry(decision, 'queued')).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+  });
+});
+
+describe('the events of a request the queue held or had no room for', () => {
+  const queued = { name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
+  const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: queued, limit: 2, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5s } }]
+`);
+  const plain = (store: RateLimitStore = createMemoryStore()) =>
+    createHttpLimiter<Req, Res>(
+      { policies: [queued], maxQueued: 1, clock: manualClock(), store, prefix: 'q' },
+      binding,
+    );
+  const ruled = (store: RateLimitStore = createMemoryStore()) =>
+    createHttpLimiter<Req, Res>(
+      { rules, descriptors: [['header.x-client']], maxQueued: 1, clock: manualClock(), store },
+      binding,
+    );
+
+  // The limiter published the refused request as `queued` before the HTTP layer refused it:
+  // metrics counted a 429 as queued (and near the limit), never as limited.
+  it.each([
+    ['plain, memory store', () => plain(), {}],
+    ['plain, promise store', () => plain(promiseStore()), {}],
+    ['rules, memory store', () => ruled(), { 'x-client': 'c' }],
+    ['rules, promise store', () => ruled(promiseStore()), { 'x-client': 'c' }],
+  ])('publishes a refusal for a full queue as limited (%s)', async (_mode, make, headers) => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const { decision } = await fourth(make(), headers);
+    expect(events.map((e) => [e.policy, e.result])).toEqual([
+      ['queued', 'allowed'],
+      ['queued', 'allowed'],
+      ['queued', 'queued'],
+      ['queued', 'limited'],
+    ]);
+    const refusal = events[3] as DecisionEvent;
+    expect(refusal.decision).toEqual(decision);
+    expect(refusal.decision).toMatchObject({ allowed: false, retryAfterMs: 2000, delayMs: 0 });
+    expect(refusal.cost).toBe(1);
+  });
+
+  // In rules mode the hold was published under the limiter name '', not the rule's.
+  it.each([
+    ['plain', () => plain(), {}],
+    ['rules', () => ruled(), { 'x-client': 'c' }],
+  ])('publishes a hold under the limiter its decisions name (%s)', async (_mode, make, headers) => {
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const holds = listen<QueueEvent>(SLUICE_CHANNELS.queue);
+    const limiter = make();
+    for (let i = 0; i < 2; i++) await send(limiter, headers).outcome;
+    const begun = new Promise<void>((resolve) => {
+      const once = () => {
+        unsubscribe(SLUICE_CHANNELS.queue, once);
+        resolve();
+      };
+      subscribe(SLUICE_CHANNELS.queue, once);
+    });
+    const { res, outcome } = send(limiter, headers);
+    await begun;
+    res.raw.emit('close');
+    expect(await outcome).toMatchObject({ action: 'gone' });
+    const name = (decisions[2] as DecisionEvent).limiter;
+    expect(name).not.toBe('');
+    expect(holds.map((e) => [e.phase, e.limiter])).toEqual([
+      ['held', name],
+      ['released', name],
+    ]);
   });
 });
 

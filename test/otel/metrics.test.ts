@@ -1,12 +1,16 @@
-import { channel } from 'node:diagnostics_channel';
-import { EventEmitter } from 'node:events';
-import type { ServerResponse } from 'node:http';
+import { channel, subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { EventEmitter, once } from 'node:events';
+import { type ClientRequest, get, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { metrics } from '@opentelemetry/api';
 import type { Histogram } from '@opentelemetry/sdk-metrics';
 import { createLimiter, hold, publishRulesReload, SLUICE_CHANNELS } from '@sluice/core';
+import { rateLimit } from '@sluice/express';
 import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics, METRICS } from '@sluice/otel';
+import express from 'express';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
 import { failingStore, promiseStore } from '../helpers/stores.js';
 import { pointsOf, sdkMetrics, seriesOf } from './sdk.js';
 
@@ -218,6 +222,117 @@ describe('enableMetrics', () => {
     const limiter = createLimiter({ name: 'api', limit: 10, window: '1m', prefix: 'again', clock: () => 0 });
     for (let i = 0; i < 3; i++) await limiter.consume('k');
     expect(seriesOf(await collect(), METRICS.decisions)).toEqual(decisionSeries('again', 'api', { allowed: 3 }));
+  });
+
+  // Each enableMetrics counted from 0 while the SDK kept the provider's totals: 3 decisions,
+  // disable(), enabled again, 5 more read 5 where 8 were made.
+  it('goes on from its counts when enabled again on the same provider, counting nothing while off', async () => {
+    const { meterProvider, collect, disable } = setup();
+    const limiter = createLimiter({ name: 'api', limit: 100, window: '1m', prefix: 'toggle', clock: () => 0 });
+    for (let i = 0; i < 3; i++) await limiter.consume('k');
+    expect(seriesOf(await collect(), METRICS.decisions)).toEqual(decisionSeries('toggle', 'api', { allowed: 3 }));
+    disable();
+    await limiter.consume('k');
+    cleanups.push(enableMetrics({ meterProvider }));
+    for (let i = 0; i < 5; i++) await limiter.consume('k');
+    expect(seriesOf(await collect(), METRICS.decisions)).toEqual(decisionSeries('toggle', 'api', { allowed: 8 }));
+  });
+
+  // A hold begun before enableMetrics (or before a disable and enable) was never added, but
+  // its release was subtracted: the queue's depth read -1.
+  it('subtracts only the holds it counted from the queue depth', async () => {
+    vi.useFakeTimers();
+    const sdk = sdkMetrics();
+    cleanups.push(sdk.shutdown);
+    const collect = async () => {
+      const collected = sdk.collect();
+      await vi.advanceTimersByTimeAsync(0);
+      return seriesOf(await collected, METRICS.queueHeld);
+    };
+    const response = () => Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
+    const before = hold(response() as unknown as ServerResponse, 1000, 'q');
+    let disable = enableMetrics({ meterProvider: sdk.meterProvider });
+    const across = hold(response() as unknown as ServerResponse, 2000, 'q');
+    expect(await collect()).toEqual([[{ 'sluice.limiter': 'q' }, 1]]);
+    disable();
+    disable = enableMetrics({ meterProvider: sdk.meterProvider });
+    cleanups.push(disable);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect([await before, await across]).toEqual([true, true]);
+    expect(await collect()).toEqual([[{ 'sluice.limiter': 'q' }, 0]]);
+  });
+
+  // The limiter counted the decision as queued before the HTTP layer refused it for a full
+  // queue (maxQueued): every 429 was counted queued, and near the limit.
+  it('counts a request refused because the queue is full as limited, as its client saw it', async () => {
+    const { collect } = setup();
+    const app = express().use(
+      rateLimit({
+        policies: [{ name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } }],
+        maxQueued: 1,
+        prefix: 'full',
+        clock: manualClock(),
+        store: createMemoryStore(),
+      }),
+    );
+    app.get('/', (_req, res) => res.send('ok'));
+    const server: Server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    cleanups.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const { port } = server.address() as AddressInfo;
+    const requests: ClientRequest[] = [];
+    const status = () =>
+      new Promise<number | undefined>((resolve) => {
+        const sent = get({ host: '127.0.0.1', port, path: '/', agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        });
+        sent.on('error', () => resolve(undefined));
+        requests.push(sent);
+      });
+    expect([await status(), await status()]).toEqual([200, 200]);
+    // The third is held; the fourth, sent once the hold has begun, finds the queue full.
+    const begun = new Promise<void>((resolve) => {
+      const held = () => {
+        unsubscribe(SLUICE_CHANNELS.queue, held);
+        resolve();
+      };
+      subscribe(SLUICE_CHANNELS.queue, held);
+    });
+    const third = status();
+    await begun;
+    expect(await status()).toBe(429);
+    requests[2]?.destroy();
+    await third;
+    const collected = await collect();
+    expect(seriesOf(collected, METRICS.decisions)).toEqual(
+      decisionSeries('full', 'queued', { allowed: 2, limited: 1, queued: 1 }),
+    );
+    // The second (none left after it) and the third (queued); not the refused fourth.
+    expect(seriesOf(collected, METRICS.nearLimit)).toEqual([
+      [{ 'sluice.limiter': 'full', 'sluice.policy': 'queued' }, 2],
+    ]);
+  });
+
+  it('counts a shadow pass while the store failed as fail-open, whatever the fail policy', async () => {
+    const { collect } = setup();
+    const limiter = createLimiter({
+      name: 'p',
+      limit: 5,
+      window: '1m',
+      store: failingStore(new Error('down')),
+      onStoreError: 'deny',
+      throttle: { mode: 'shadow' },
+      prefix: 's',
+      logger: quiet,
+    });
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+    const collected = await collect();
+    expect(seriesOf(collected, METRICS.decisions)).toEqual(decisionSeries('s', 'p', { store_error: 1 }));
+    expect(seriesOf(collected, METRICS.storeFailOpen)).toEqual([[{ 'sluice.limiter': 's', 'sluice.policy': 'p' }, 1]]);
   });
 
   // The threshold was the first version's: after a limit of 1000 became 10 under one name,

@@ -93,6 +93,22 @@ describe('enableTracing', () => {
     });
   });
 
+  // A second enableTracing subscribed again: every refusal added its event to the span twice.
+  it('refuses to be enabled twice until the first is disabled', async () => {
+    expect(() => enableTracing()).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringMatching(/already on/) }),
+    );
+    disable();
+    disable();
+    disable = enableTracing();
+    const limiter = createLimiter({ limit: 1, window: '1m', prefix: 'twice', clock: () => 0 });
+    await tracer.startActiveSpan('twice', async (span) => {
+      for (let i = 0; i < 2; i++) await limiter.consume('client');
+      span.end();
+    });
+    expect(exporter.getFinishedSpans()[0]?.events.map((e) => e.name)).toEqual([LIMITED_EVENT]);
+  });
+
   it('does nothing without an active span, or with one that does not record', async () => {
     const limiter = createLimiter({ limit: 1, window: '1m' });
     await expect(limiter.consume('k')).resolves.toMatchObject({ allowed: true });

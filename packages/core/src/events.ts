@@ -55,9 +55,16 @@ export interface StoreErrorEvent {
   readonly onStoreError: OnStoreError;
 }
 
+/** Published on `sluice:queue` when a hold starts. */
+export interface QueueHeldEvent {
+  readonly phase: 'held';
+  readonly limiter: string;
+  readonly delayMs: number;
+}
+
 /** Published on `sluice:queue`: `held` when the hold starts, `released` when it ends. */
 export type QueueEvent =
-  | { readonly phase: 'held'; readonly limiter: string; readonly delayMs: number }
+  | QueueHeldEvent
   | {
       readonly phase: 'released';
       readonly limiter: string;
@@ -66,6 +73,11 @@ export type QueueEvent =
       readonly heldMs: number;
       /** False when the client went away before the hold ended. */
       readonly completed: boolean;
+      /**
+       * The `held` event this hold began with, the same object; `undefined` when nobody listened
+       * then. A subscriber that counts the requests held subtracts only the holds it added.
+       */
+      readonly hold: QueueHeldEvent | undefined;
     };
 
 /** Published on `sluice:rules-reload` by whatever loads rules (`@sluice/rules`). */
@@ -91,15 +103,19 @@ export function publishRulesReload(event: RulesReloadEvent): void {
   if (rulesReloads.hasSubscribers) rulesReloads.publish(event);
 }
 
-/** Publishes a queue hold on `sluice:queue`, when anyone listens. */
-export function publishQueueEvent(event: () => QueueEvent): void {
-  if (queue.hasSubscribers) queue.publish(event());
+/** Publishes a queue hold on `sluice:queue`, when anyone listens, and gives back what it published. */
+export function publishQueueEvent<E extends QueueEvent>(event: () => E): E | undefined {
+  if (!queue.hasSubscribers) return undefined;
+  const published = event();
+  queue.publish(published);
+  return published;
 }
 
 /**
  * A stable, low-cardinality name for a store failure: the `error.type` of OpenTelemetry's
- * conventions. A timeout is `timeout`; otherwise the error's string `code` (`ECONNREFUSED`),
- * its class name (`ReplyError`), or `_OTHER` for something that is not an Error.
+ * conventions. A timeout is `timeout`; otherwise the error's string `code`
+ * (`ERR_SLUICE_STORE_UNAVAILABLE`, `ECONNRESET`), its class name (`ReplyError`), or `_OTHER`
+ * for something that is not an Error.
  */
 export function errorType(cause: unknown): string {
   if (cause instanceof Error) {
@@ -127,13 +143,40 @@ function reportedPolicy(decision: Decision): string {
   return (top ?? (list[0] as PolicyDecision)).name;
 }
 
+/** The error type of each decision a store failure made: concurrent failures each keep their own. */
+const failures = new WeakMap<Decision, string>();
+
+/** Events of queued decisions held back for the caller that holds the queue: see {@link publishQueued}. */
+const awaitingQueue = new WeakMap<Decision, DecisionEvent>();
+
+/**
+ * Publishes the event of a queued decision taken for a caller that holds queued requests
+ * itself (the HTTP layer, through `observe`'s `holdsQueue`): as decided when the request is
+ * held, or as `refusal`, the 429 the client got, when the queue had no room (`maxQueued`).
+ */
+export function publishQueued(decision: Decision, refusal?: Decision): void {
+  if (!decisions.hasSubscribers) return;
+  const event = awaitingQueue.get(decision);
+  if (event === undefined) return;
+  awaitingQueue.delete(decision);
+  decisions.publish(
+    refusal === undefined
+      ? event
+      : { ...event, policy: reportedPolicy(refusal), result: decisionResult(refusal), decision: refusal },
+  );
+}
+
 /**
  * The events of one limiter. `observe` wraps a decision only while someone listens to
  * `sluice:decision` (`decisionsWatched`), so a limiter nobody watches pays one check per call.
  */
 export function limiterEvents(limiter: string, store: RateLimitStore, policies: readonly Policy[]) {
-  let lastErrorType: string | undefined;
-  const publish = (decision: Decision, cost: number, storeDurationMs: number | undefined): Decision => {
+  const publish = (
+    decision: Decision,
+    cost: number,
+    storeDurationMs: number | undefined,
+    holdsQueue: boolean,
+  ): Decision => {
     const result = decisionResult(decision);
     const event: DecisionEvent = {
       limiter,
@@ -143,10 +186,12 @@ export function limiterEvents(limiter: string, store: RateLimitStore, policies: 
       result,
       cost,
       storeDurationMs,
-      errorType: result === 'store_error' ? lastErrorType : undefined,
+      errorType: result === 'store_error' ? failures.get(decision) : undefined,
       decision,
     };
-    decisions.publish(event);
+    // The caller may yet refuse it for a full queue: its event waits for `publishQueued`.
+    if (holdsQueue && decision.delayMs > 0) awaitingQueue.set(decision, event);
+    else decisions.publish(event);
     return decision;
   };
 
@@ -155,25 +200,30 @@ export function limiterEvents(limiter: string, store: RateLimitStore, policies: 
      * Runs `decide` and publishes what it decided. Nothing is published for a rejection, nor
      * for `undefined` (the synchronous path declining: `consume` then decides, and publishes).
      * Only a store that answers with a promise is timed: an in-process answer takes less time
-     * than reading the clock twice would add to it.
+     * than reading the clock twice would add to it. With `holdsQueue`, a decision with a delay
+     * is published when the caller calls `publishQueued`.
      */
     observe<T extends Decision | Promise<Decision> | undefined>(
       key: string,
       cost: number,
       decide: (key: string, cost: number) => T,
+      holdsQueue = false,
     ): T {
       const startedAt = store.consumeSync === undefined ? performance.now() : undefined;
       const decision = decide(key, cost);
       if (decision === undefined) return decision;
-      if (!(decision instanceof Promise)) return publish(decision as Decision, cost, undefined) as T;
+      if (!(decision instanceof Promise)) return publish(decision as Decision, cost, undefined, holdsQueue) as T;
       return decision.then((d: Decision) =>
-        publish(d, cost, startedAt === undefined ? undefined : performance.now() - startedAt),
+        publish(d, cost, startedAt === undefined ? undefined : performance.now() - startedAt, holdsQueue),
       ) as T;
     },
     storeFailed(cause: unknown, onStoreError: OnStoreError): void {
-      lastErrorType = errorType(cause);
       if (storeErrors.hasSubscribers)
-        storeErrors.publish({ limiter, store: store.name, errorType: lastErrorType, error: cause, onStoreError });
+        storeErrors.publish({ limiter, store: store.name, errorType: errorType(cause), error: cause, onStoreError });
+    },
+    /** Keeps the error type of the failure `cause` with the decision it made, for that decision's event. */
+    failedWith(decision: Decision, cause: unknown): void {
+      failures.set(decision, errorType(cause));
     },
   };
 }

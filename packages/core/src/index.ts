@@ -4,7 +4,14 @@ export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export type { SluiceErrorCode } from './errors.js';
 export { isSluiceError, SluiceError } from './errors.js';
-export type { DecisionEvent, DecisionResult, QueueEvent, RulesReloadEvent, StoreErrorEvent } from './events.js';
+export type {
+  DecisionEvent,
+  DecisionResult,
+  QueueEvent,
+  QueueHeldEvent,
+  RulesReloadEvent,
+  StoreErrorEvent,
+} from './events.js';
 export { decisionResult, errorType, publishRulesReload, SLUICE_CHANNELS } from './events.js';
 export * from './http/index.js';
 export { checkKnownOptions, closestName, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from './known-options.js';

@@ -35,7 +35,11 @@ const derivedPattern = /^rl-[A-Za-z0-9_-]{8}$/;
 const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
-export type SynchronousPath = (key: string, cost: number) => Decision | Promise<Decision>;
+/**
+ * `holdsQueue`: the caller holds queued requests itself (the HTTP layer), and publishes the
+ * event of a decision with a delay once it knows whether its queue had room (`publishQueued`).
+ */
+export type SynchronousPath = (key: string, cost: number, holdsQueue?: boolean) => Decision | Promise<Decision>;
 const synchronousPaths = new WeakMap<Limiter, SynchronousPath>();
 
 /** What deciding several limiters' requests in one store call (`consumeAll`) needs of one. */
@@ -43,10 +47,12 @@ export interface JointPart {
   readonly store: RateLimitStore;
   /** The request `consume(key, { cost })` would send. */
   readonly request: StoreRequest;
-  /** Runs the store call under this limiter's timeout and fail policy. */
-  guarded<T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED>;
-  /** Reads this request's reply, or the call's failure, as `consume` would, and reports it. */
-  settle(reply: Promise<StoreReply | typeof STORE_FAILED>): Promise<Decision>;
+  /**
+   * Reads this request's reply, the `index`th of the joint call's `replies`, under this
+   * limiter's timeout and fail policy, as `consume` would, and reports it (`holdsQueue` as
+   * for {@link SynchronousPath}).
+   */
+  settle(replies: Promise<readonly StoreReply[]>, index: number, holdsQueue?: boolean): Promise<Decision>;
 }
 const jointParts = new WeakMap<Limiter, (key: string, cost: number) => JointPart | undefined>();
 
@@ -102,11 +108,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
     events.storeFailed(cause, onStoreError),
   );
-  const unavailable = (key: string): Decision => {
+  const failedDecision = (key: string): Decision => {
     const decision = storeUnavailableDecision(key, policies, onStoreError === 'allow', STORE_DENY_RETRY_AFTER_MS);
     // Shadow mode never refuses, not even when the fail policy would: it reports the refusal.
     if (throttle.mode === 'shadow' && !decision.allowed)
       Object.assign(decision, { allowed: true, retryAfterMs: 0, overLimit: 'shadow' });
+    return decision;
+  };
+  /** A consume's decision when the store failed with `cause`, which its event names. */
+  const unavailable = (key: string, cause: unknown): Decision => {
+    const decision = failedDecision(key);
+    if (decisionsWatched()) events.failedWith(decision, cause);
     return decision;
   };
 
@@ -148,7 +160,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     guardedRead(
       () => store.consume(asked),
       (reply) => replied(key, checkReplies ? checkedReply(reply, policies.length) : reply, asked),
-      () => unavailable(key),
+      (cause) => unavailable(key, cause),
     );
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
@@ -199,7 +211,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
     } catch (cause) {
       fail(cause);
-      return unavailable(key);
+      return unavailable(key, cause);
     }
     return oneDecision(key, outcome, policy, asked.capacities[0] as number, throttle.mode, cost);
   };
@@ -218,7 +230,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       outcome = succeed(decideBound(key, capacity, cost, at));
     } catch (cause) {
       fail(cause);
-      return unavailable(key);
+      return unavailable(key, cause);
     }
     return oneDecision(key, outcome, policy, capacity, throttle.mode, cost);
   };
@@ -233,7 +245,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       reply = succeed(consumeSync(asked));
     } catch (cause) {
       fail(cause);
-      return unavailable(key);
+      return unavailable(key, cause);
     }
     return toDecision(key, reply, policies, asked.capacities, throttle.mode, cost);
   };
@@ -289,7 +301,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         (answer) => (checkReplies ? checkedReply(answer, policies.length) : answer),
         () => STORE_FAILED,
       );
-      if (reply === STORE_FAILED) return unavailable(key);
+      if (reply === STORE_FAILED) return failedDecision(key);
       const decision = toDecision(key, reply, policies, caps, throttle.mode, 0);
       const fits = reply.outcomes.every((o) => o.remaining > 0);
       if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
@@ -309,17 +321,23 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
     const caps = capacities();
     const asked = request(checkKey(key), checkCost(cost), caps);
-    const read = (reply: StoreReply | typeof STORE_FAILED): Decision =>
-      reply === STORE_FAILED ? unavailable(key) : toDecision(key, reply, policies, caps, throttle.mode, cost);
+    // Read under this limiter's own guard, so a failure makes its decision at once, with its cause.
+    const read = (replies: Promise<readonly StoreReply[]>, index: number): Promise<Decision> =>
+      guardedRead(
+        () => replies,
+        (list) => toDecision(key, list[index] as StoreReply, policies, caps, throttle.mode, cost),
+        (cause) => unavailable(key, cause),
+      );
     return {
       store,
       request: asked,
-      guarded,
-      settle: (reply) => (decisionsWatched() ? events.observe(key, cost, () => reply.then(read)) : reply.then(read)),
+      settle: (replies, index, holdsQueue) =>
+        decisionsWatched() ? events.observe(key, cost, () => read(replies, index), holdsQueue) : read(replies, index),
     };
   });
-  synchronousPaths.set(limiter, (key, cost) =>
-    decisionsWatched() ? events.observe(key, cost, decide) : decideNow(key, cost),
+  // `holdsQueue` is read only by `observe`: nobody watching, the path is `decideNow`'s alone.
+  synchronousPaths.set(limiter, (key, cost, holdsQueue) =>
+    decisionsWatched() ? events.observe(key, cost, decide, holdsQueue) : decideNow(key, cost),
   );
   return limiter;
 }

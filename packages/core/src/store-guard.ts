@@ -67,11 +67,15 @@ export function createStoreGuard(
   /**
    * One promise per call, settled by whichever comes first: the store's answer, read by
    * `answered`, or the timer. Whatever comes second is ignored, and a late rejection is
-   * absorbed here. A failure settles it with `unavailable()` under the fail policy, or
+   * absorbed here. A failure settles it with `unavailable(cause)` under the fail policy, or
    * rejects when the policy is 'throw'. Reading the answer here, not after another `then`,
    * saves each remote decision a promise and a turn of the microtask queue.
    */
-  function guardedRead<T, U>(call: () => Promise<T>, answered: (value: T) => U, unavailable: () => U): Promise<U> {
+  function guardedRead<T, U>(
+    call: () => Promise<T>,
+    answered: (value: T) => U,
+    unavailable: (cause: unknown) => U,
+  ): Promise<U> {
     let pending: Promise<T>;
     try {
       pending = call();
@@ -87,14 +91,14 @@ export function createStoreGuard(
           } catch (error) {
             if (!isBadReply(error)) throw error;
             fail(error);
-            return unavailable();
+            return unavailable(error);
           }
           succeed(value);
           return read;
         },
         (cause: unknown) => {
           fail(cause);
-          return unavailable();
+          return unavailable(cause);
         },
       );
     }
@@ -132,16 +136,16 @@ export function createStoreGuard(
   const guarded = <T>(call: () => Promise<T>): Promise<T | typeof STORE_FAILED> =>
     guardedRead<T, T | typeof STORE_FAILED>(call, answeredAsIs, storeFailed);
 
-  /** `fail` settling a call: with `unavailable()`, or a rejection when the policy is 'throw'. */
+  /** `fail` settling a call: with `unavailable(cause)`, or a rejection when the policy is 'throw'. */
   const settleFailure = <U>(
     cause: unknown,
-    unavailable: () => U,
+    unavailable: (cause: unknown) => U,
     resolve: (value: U) => void,
     reject: (error: unknown) => void,
   ): void => {
     try {
       fail(cause);
-      resolve(unavailable());
+      resolve(unavailable(cause));
     } catch (error) {
       reject(error);
     }

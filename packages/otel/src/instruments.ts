@@ -20,7 +20,7 @@ const OBSERVED = {
     METRICS.storeFailOpen,
     'counter',
     '{decision}',
-    'Requests let through because the store failed (onStoreError: allow).',
+    'Requests let through while the store failed (onStoreError: allow, or shadow mode under any fail policy).',
   ],
   queueHeld: [METRICS.queueHeld, 'updown', '{request}', 'Requests held in a queue now.'],
   memoryKeys: [METRICS.memoryKeys, 'gauge', '{key}', 'Client keys a memory store tracks now.'],

@@ -2,7 +2,7 @@ import { type Attributes, createNoopMeter, type MeterProvider, metrics } from '@
 import { type Logger, SluiceError } from '@sluice/core';
 import { createInstruments } from './instruments.js';
 import { ATTRIBUTES } from './names.js';
-import { createTally } from './tally.js';
+import { createCounts, createTally, type TallyCounts } from './tally.js';
 
 /** What `enableMetrics` reads from a memory store: `createMemoryStore()` has both. */
 export interface CountedStore {
@@ -24,6 +24,13 @@ const OPTION_NAMES = new Set(['meterProvider', 'memoryStores', 'logger']);
 /** Providers metrics are enabled on: two tallies reporting one instrument would hide each other's counts. */
 const enabledOn = new WeakSet<MeterProvider>();
 
+/**
+ * What each provider has counted, kept when metrics are disabled: the SDK keeps the totals it
+ * last read from the observable instruments, so a later `enableMetrics` on the provider must go
+ * on from them. Starting again from 0 read as a drop (cumulative) or lost the difference (delta).
+ */
+const countsOf = new WeakMap<MeterProvider, TallyCounts>();
+
 /** The API's no-op meter, which the global provider hands out until an SDK registers one. */
 const NoopMeter = createNoopMeter().constructor;
 
@@ -31,7 +38,8 @@ const NoopMeter = createNoopMeter().constructor;
  * Exports sluice's decisions through OpenTelemetry (SPEC §9). Counts are kept in plain
  * objects and reported by observable instruments when the SDK collects, so a decision pays an
  * increment, not an SDK call; only timed store calls and queue holds record synchronously.
- * Returns `disable()`, which stops counting and reporting.
+ * Returns `disable()`, which stops counting and reporting; enabled again on the same provider,
+ * the counts go on from where they stopped, with nothing counted in between.
  *
  * @example
  * const disable = enableMetrics({ meterProvider });
@@ -55,6 +63,11 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     );
   }
   enabledOn.add(provider);
+  let counts = countsOf.get(provider);
+  if (counts === undefined) {
+    counts = createCounts();
+    countsOf.set(provider, counts);
+  }
 
   const { observed, storeDuration, queueDuration } = createInstruments(meter);
   const attributeCache = new Map<string, Attributes>();
@@ -67,23 +80,26 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     return attributes;
   };
 
-  const tally = createTally({
-    storeDuration({ limiter, store, errorType }, ms) {
-      const attributes = cached(`d\u0000${limiter}\u0000${store}\u0000${errorType ?? ''}`, () => ({
-        [ATTRIBUTES.limiter]: limiter,
-        [ATTRIBUTES.store]: store,
-        ...(errorType === undefined ? {} : { [ATTRIBUTES.errorType]: errorType }),
-      }));
-      storeDuration.record(ms / 1000, attributes);
+  const tally = createTally(
+    {
+      storeDuration({ limiter, store, errorType }, ms) {
+        const attributes = cached(`d\u0000${limiter}\u0000${store}\u0000${errorType ?? ''}`, () => ({
+          [ATTRIBUTES.limiter]: limiter,
+          [ATTRIBUTES.store]: store,
+          ...(errorType === undefined ? {} : { [ATTRIBUTES.errorType]: errorType }),
+        }));
+        storeDuration.record(ms / 1000, attributes);
+      },
+      queueReleased({ limiter, heldMs, completed }) {
+        const attributes = cached(`q\u0000${limiter}\u0000${completed}`, () => ({
+          [ATTRIBUTES.limiter]: limiter,
+          [ATTRIBUTES.queueCompleted]: completed,
+        }));
+        queueDuration.record(heldMs / 1000, attributes);
+      },
     },
-    queueReleased({ limiter, heldMs, completed }) {
-      const attributes = cached(`q\u0000${limiter}\u0000${completed}`, () => ({
-        [ATTRIBUTES.limiter]: limiter,
-        [ATTRIBUTES.queueCompleted]: completed,
-      }));
-      queueDuration.record(heldMs / 1000, attributes);
-    },
-  });
+    counts,
+  );
 
   const { decisions, nearLimit, storeErrors, failOpen, queueHeld, memoryKeys, memoryEvictions, reloads, reloadErrors } =
     observed;

@@ -24,7 +24,10 @@ export interface PolicyTally {
   readonly decisions: Record<DecisionResult, number>;
   /** Allowed or queued decisions that left fewer than `nearBelow` units. */
   nearLimit: number;
-  /** `store_error` decisions that let the request through (`onStoreError: 'allow'`). */
+  /**
+   * `store_error` decisions that let the request through: under `onStoreError: 'allow'`, and in
+   * shadow mode whatever the fail policy (shadow mode refuses nothing, not even for a failed store).
+   */
   failOpen: number;
   /** The threshold of the version last seen: a changed limit under the same name moves it. */
   nearBelow: number;
@@ -36,9 +39,17 @@ export interface LimiterTally {
   readonly policies: Map<string, PolicyTally>;
   /** Store failures by store and error type. */
   readonly storeErrors: Map<string, { store: string; errorType: string; count: number }>;
-  /** Requests the HTTP layer holds in its queue now. */
+  /** Requests the HTTP layer holds in its queue now, of those whose hold this tally saw begin. */
   held: number;
 }
+
+/** The counts of one meter provider: kept across `disable()` and a later `enableMetrics` on it. */
+export interface TallyCounts {
+  readonly limiters: Map<string, LimiterTally>;
+  readonly reloads: Map<string, { source: string; applied: number; rejected: number }>;
+}
+
+export const createCounts = (): TallyCounts => ({ limiters: new Map(), reloads: new Map() });
 
 export interface Hooks {
   /** A decision timed by core (a store that answers with a promise). */
@@ -47,13 +58,17 @@ export interface Hooks {
 }
 
 /**
- * Counts sluice's events in plain objects, the cheapest place to count: a decision costs two
- * comparisons and an increment, and two map reads when its limiter or policy is not the last
- * one's. Exporters read the counts when they collect.
+ * Counts sluice's events into `counts`, plain objects, the cheapest place to count: a decision
+ * costs two comparisons and an increment, and two map reads when its limiter or policy is not
+ * the last one's. Exporters read the counts when they collect. Counts go on from where `counts`
+ * stands, since the SDK remembers the totals it last read; the queue's depth starts from 0, as
+ * the releases of holds begun before now are not subtracted.
  */
-export function createTally(hooks: Hooks) {
-  const limiters = new Map<string, LimiterTally>();
-  const reloads = new Map<string, { source: string; applied: number; rejected: number }>();
+export function createTally(hooks: Hooks, counts: TallyCounts) {
+  const { limiters, reloads } = counts;
+  for (const tally of limiters.values()) tally.held = 0;
+  /** The `held` events this tally counted: only their releases may subtract. */
+  const counted = new WeakSet<QueueEvent>();
 
   const limiterOf = (limiter: string): LimiterTally => {
     let tally = limiters.get(limiter);
@@ -125,9 +140,12 @@ export function createTally(hooks: Hooks) {
   const onQueue = (message: unknown): void => {
     const event = message as QueueEvent;
     const tally = limiterOf(event.limiter);
-    if (event.phase === 'held') tally.held++;
-    else {
-      tally.held--;
+    if (event.phase === 'held') {
+      tally.held++;
+      counted.add(event);
+    } else {
+      // A hold begun before this tally subscribed (or while metrics were off) was never added.
+      if (event.hold !== undefined && counted.delete(event.hold)) tally.held--;
       hooks.queueReleased(event);
     }
   };

@@ -1,10 +1,13 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { trace } from '@opentelemetry/api';
-import { type DecisionEvent, SLUICE_CHANNELS } from '@sluice/core';
+import { type DecisionEvent, SLUICE_CHANNELS, SluiceError } from '@sluice/core';
 import { ATTRIBUTES } from './names.js';
 
 /** The span event added when a request is refused. */
 export const LIMITED_EVENT = 'sluice.limited';
+
+/** Whether tracing is on: spans come from the active context, so a second subscriber would add each event twice. */
+let tracing = false;
 
 /**
  * Adds each decision to the OpenTelemetry span active around `consume` (the HTTP server span
@@ -12,9 +15,17 @@ export const LIMITED_EVENT = 'sluice.limited';
  * `sluice.remaining` as attributes, and an event `sluice.limited` with the wait when the
  * request is refused. It creates no span of its own; with no span active, or one not
  * recording, it does nothing. A request that meets several limiters keeps the attributes of
- * the last one and an event per refusal. Returns `disable()`.
+ * the last one and an event per refusal. Returns `disable()`. It is on once per process: a
+ * second `enableTracing` before the first one's `disable()` throws `ERR_SLUICE_INVALID_OPTION`.
  */
 export function enableTracing(): () => void {
+  if (tracing) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      '[sluice] enableTracing is already on: a second would add every decision to the active span twice; call the disable() it returned first.',
+    );
+  }
+  tracing = true;
   const onDecision = (message: unknown): void => {
     const span = trace.getActiveSpan();
     if (span === undefined || !span.isRecording()) return;
@@ -38,7 +49,9 @@ export function enableTracing(): () => void {
   subscribe(SLUICE_CHANNELS.decision, onDecision);
   let enabled = true;
   return function disable() {
-    if (enabled) unsubscribe(SLUICE_CHANNELS.decision, onDecision);
+    if (!enabled) return;
     enabled = false;
+    tracing = false;
+    unsubscribe(SLUICE_CHANNELS.decision, onDecision);
   };
 }

@@ -12,7 +12,7 @@ describe('hold', () => {
 
   it('resolves true after the delay and leaves no listener behind', async () => {
     const res = fakeResponse();
-    const held = hold(res, 250);
+    const held = hold(res, 250, 'api');
     vi.advanceTimersByTime(249);
     expect(vi.getTimerCount()).toBe(1);
     vi.advanceTimersByTime(1);
@@ -22,15 +22,15 @@ describe('hold', () => {
 
   it('resolves false as soon as the response closes, clearing its timer', async () => {
     const res = fakeResponse();
-    const held = hold(res, 10_000);
+    const held = hold(res, 10_000, 'api');
     res.emit('close');
     await expect(held).resolves.toBe(false);
     expect(vi.getTimerCount()).toBe(0);
   });
 
   it('does not wait for a response that is already gone', async () => {
-    await expect(hold(fakeResponse({ destroyed: true }), 10_000)).resolves.toBe(false);
-    await expect(hold(fakeResponse({ writableEnded: true }), 10_000)).resolves.toBe(false);
+    await expect(hold(fakeResponse({ destroyed: true }), 10_000, 'api')).resolves.toBe(false);
+    await expect(hold(fakeResponse({ writableEnded: true }), 10_000, 'api')).resolves.toBe(false);
     expect(vi.getTimerCount()).toBe(0);
   });
 });

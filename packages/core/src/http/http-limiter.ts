@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid } from '../errors.js';
+import { publishQueued } from '../events.js';
 import { createLimiter, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
@@ -28,6 +29,8 @@ import { createWarnOnce } from './warnings.js';
 interface Entry {
   limiter: Limiter;
   headers: HeaderWriter;
+  /** The limiter's synchronous path, which `createLimiter`'s limiters all have. */
+  consume: SynchronousPath;
 }
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
@@ -62,12 +65,12 @@ export function createHttpLimiter<Req, Res>(
   const wrap = (limiter: Limiter): Entry => ({
     limiter,
     headers: createHeaderWriter(limiter.policies, checked.headers, clock),
+    consume: synchronousPathOf(limiter) as SynchronousPath,
   });
   if (policiesFor === undefined && typeof checked.cost === 'number') checkCostCanPass(checked.cost, base);
   const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
-  // The fixed limiter is `createLimiter`'s own, so it has a synchronous path.
-  const consumeFixed = fixedEntry === undefined ? undefined : synchronousPathOf(fixedEntry.limiter);
+  const consumeFixed = fixedEntry?.consume;
   const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;
   const refuse = createRefuse<Req>(all);
   const afterResponse = checkCountByOutcome<Req, Res>(all, warn);
@@ -106,11 +109,13 @@ export function createHttpLimiter<Req, Res>(
     clientKey: string,
     units: number,
   ): Outcome | Promise<Outcome> => {
-    // A queue with no room left: refused, not held, and its reserved slot given back.
+    // A queue with no room left: refused, not held, and its reserved slot given back. Its
+    // decision's event, held back by the limiter, goes out as the refusal the client gets.
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
-      return queueFull(entry.limiter, clientKey, decision, units).then((refused) =>
-        finish(entry, refused, req, res, request, clientKey, units),
-      );
+      return queueFull(entry.limiter, clientKey, decision, units).then((refused) => {
+        publishQueued(decision, refused);
+        return finish(entry, refused, req, res, request, clientKey, units);
+      });
     }
     entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {
@@ -131,6 +136,7 @@ export function createHttpLimiter<Req, Res>(
       return { action: 'next', decision };
     }
     held++;
+    publishQueued(decision);
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
       if (!heldToTheEnd) {
@@ -154,7 +160,7 @@ export function createHttpLimiter<Req, Res>(
         ? (fixedEntry as Entry)
         : tierFromUser(await (policiesFor as PoliciesFor<Req>)(req, clientKey), tiers.entryFor);
     const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
-    const decision = await entry.limiter.consume(clientKey, { cost: units });
+    const decision = await entry.consume(clientKey, units, true);
     return finish(entry, decision, req, res, request, clientKey, units);
   };
 
@@ -179,7 +185,7 @@ export function createHttpLimiter<Req, Res>(
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;
       const clientKey = keyOf(req, request);
-      const decision = (consumeFixed as SynchronousPath)(clientKey, units);
+      const decision = (consumeFixed as SynchronousPath)(clientKey, units, true);
       if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
       return decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
     },

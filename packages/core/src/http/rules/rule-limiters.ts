@@ -1,5 +1,5 @@
+import { publishQueued } from '../../events.js';
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
-import { STORE_FAILED } from '../../store-guard.js';
 import { checkedReplies } from '../../store-reply.js';
 import type {
   Decision,
@@ -100,10 +100,10 @@ const charged = (verdict: RuleVerdict): boolean =>
  * did not make (one a caller of `decideRules` wrapped, say) has no synchronous path: it is
  * asked through `consume`.
  */
-function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<Decision> {
+function ask(limiter: Limiter, key: string, cost: number, holdsQueue: boolean): Decision | Promise<Decision> {
   if (cost === 0) return limiter.peek(key);
   const now = synchronousPathOf(limiter);
-  return now === undefined ? limiter.consume(key, { cost }) : now(key, cost);
+  return now === undefined ? limiter.consume(key, { cost }) : now(key, cost, holdsQueue);
 }
 
 /**
@@ -116,14 +116,18 @@ function ask(limiter: Limiter, key: string, cost: number): Decision | Promise<De
  * concurrent request may briefly see a charge that is then refunded. `cost` is one for every
  * match or one per match (the decision service's per-descriptor `hits_addend`), and
  * `limiterOf` is told the match's position (the service's per-descriptor `limit` override).
+ * `holdsQueue`: the caller holds queued requests itself, and publishes the events of the
+ * verdicts it is given with a delay (`publishQueued`) once it knows whether its queue had room;
+ * those of a request refused here, which no queue holds, are published here.
  */
 export async function decideRules(
   matches: readonly (RuleMatchLike | undefined)[],
   limiterOf: (rule: RuleLike, index: number) => Limiter,
   cost: number | readonly number[],
   now: () => number,
+  holdsQueue = false,
 ): Promise<RuleVerdict[]> {
-  const joint = decideJointly(matches, limiterOf, cost);
+  const joint = decideJointly(matches, limiterOf, cost, holdsQueue);
   if (joint !== undefined) return joint;
   const decided: (RuleVerdict | Promise<RuleVerdict>)[] = [];
   let waiting = false;
@@ -137,7 +141,7 @@ export async function decideRules(
       return;
     }
     const limiter = limiterOf(rule, index);
-    const decision = ask(limiter, key, units);
+    const decision = ask(limiter, key, units, holdsQueue);
     if (decision instanceof Promise) {
       waiting = true;
       decided.push(decision.then((d) => ({ index, rule, key, cost: units, limiter, decision: d })));
@@ -148,6 +152,8 @@ export async function decideRules(
   // No await before the refunds when nothing was waited for: they land in this turn.
   const verdicts = waiting ? await Promise.all(decided) : (decided as RuleVerdict[]);
   if (passes(verdicts)) return verdicts;
+  // Refused, so held by no queue: a queued rule's event, held back, goes out as decided.
+  if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
   return giveBack(verdicts);
 }
 
@@ -170,6 +176,7 @@ function decideJointly(
   matches: readonly (RuleMatchLike | undefined)[],
   limiterOf: (rule: RuleLike, index: number) => Limiter,
   cost: number | readonly number[],
+  holdsQueue: boolean,
 ): Promise<RuleVerdict[]> | undefined {
   const charged = matches.filter((m) => m !== undefined && !m.rule.unlimited);
   if (charged.length < 2 || charged.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
@@ -197,8 +204,7 @@ function decideJointly(
     parts.map(async ({ index, match, limiter, part }, i) => {
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
       // errors and outage warning, as if it had asked alone.
-      const reply = part.guarded(() => replies).then((r) => (r === STORE_FAILED ? r : (r[i] as StoreReply)));
-      const decision = await part.settle(reply);
+      const decision = await part.settle(replies, i, holdsQueue);
       return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
     }),
   );

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
+import { publishQueued } from '../../events.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../../types.js';
@@ -135,9 +136,15 @@ export function createRulesHttpLimiter<Req, Res>(
       // A rule that delayed the request refuses it, in its own headers and in the decision;
       // the others give back what they charged.
       const delayed = (v: RuleVerdict) => v.limiter !== undefined && v.decision.delayMs > 0;
+      // Each delayed rule's event, held back by its limiter, goes out as the refusal it became.
+      const refuseQueued = (v: RuleVerdict) =>
+        queueFull(v.limiter as Limiter, v.key, v.decision, v.cost).then((refusal) => {
+          publishQueued(v.decision, refusal);
+          return refusal;
+        });
       return Promise.all([
         giveBack(verdicts.map((v) => (delayed(v) ? { ...v, cost: 0 } : v))),
-        ...verdicts.map((v) => (delayed(v) ? queueFull(v.limiter as Limiter, v.key, v.decision, v.cost) : undefined)),
+        ...verdicts.map((v) => (delayed(v) ? refuseQueued(v) : undefined)),
       ]).then(([back, ...refusals]) => {
         const refused = back.map((verdict, i) => {
           const decided = refusals[i];
@@ -159,6 +166,8 @@ export function createRulesHttpLimiter<Req, Res>(
     request: IncomingMessage,
   ): Outcome | Promise<Outcome> => {
     writeAll(verdicts, res, request);
+    // Held or refused by another rule, the queued rules' events, held back, go out as decided.
+    if (decision.delayMs > 0) for (const verdict of verdicts) publishQueued(verdict.decision);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
@@ -168,7 +177,9 @@ export function createRulesHttpLimiter<Req, Res>(
     if (spentMs > 0) spentWaits.note(request, spentMs);
     if (decision.delayMs === 0) return { action: 'next', decision };
     held++;
-    return hold(binding.rawResponse(res), decision.delayMs).then((heldToTheEnd): Outcome => {
+    // Published under the limiter of the rule that asked for the longest delay, the one held to.
+    const longest = verdicts.find((v) => v.decision.delayMs === decision.delayMs)?.limiter as Limiter;
+    return hold(binding.rawResponse(res), decision.delayMs, longest.namespace).then((heldToTheEnd): Outcome => {
       held--;
       if (heldToTheEnd) return { action: 'next', decision };
       // The reserved slots were never used: give them back.
@@ -193,7 +204,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const rules = current();
     const descriptors = await descriptorsOf(req, facts);
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
-    const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock);
+    const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock, true);
     return finish(verdicts, req, res, request);
   };
 
