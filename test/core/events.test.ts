@@ -1,4 +1,3 @@
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import {
@@ -17,18 +16,10 @@ import { createMemoryStore } from '@sluice/memory';
 import express from 'express';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { listen } from '../helpers/channels.js';
 import { failingStore, promiseStore } from '../helpers/stores.js';
 
-const listeners: [string, (message: unknown) => void][] = [];
-function listen<T>(name: string): T[] {
-  const seen: T[] = [];
-  const listener = (message: unknown) => seen.push(message as T);
-  subscribe(name, listener);
-  listeners.push([name, listener]);
-  return seen;
-}
 afterEach(() => {
-  for (const [name, listener] of listeners.splice(0)) unsubscribe(name, listener);
   vi.useRealTimers();
 });
 

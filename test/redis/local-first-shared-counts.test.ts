@@ -4,16 +4,11 @@ import { createRedisStore, type RedisStore } from '@sluice/redis';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
+import { admitted } from '../helpers/local-first.js';
 import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
 
 const target = await standaloneRedis();
 const quiet: Logger = { warn() {} };
-
-async function admitted(limiter: ReturnType<typeof createLimiter>, key: string, tries: number): Promise<number> {
-  let passed = 0;
-  for (let i = 0; i < tries; i++) if ((await limiter.consume(key)).allowed) passed++;
-  return passed;
-}
 
 // Each limiter used to keep its own count of a client and write it to the one field of its
 // process and policy version: two limiters given the same prefix (sharing a count on purpose)

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { createLimiter, type Logger } from '@sluice/core';
-import { createRedisStore, type RedisStore } from '@sluice/redis';
+import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
-import { connectRedis, deleteKeys, escapeGlob, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
+import { admitted, localFirstFleetForSuite } from '../helpers/local-first.js';
+import { escapeGlob, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
 import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 
 const target = await standaloneRedis();
@@ -12,36 +13,10 @@ const ownServer = redisTarget('redis-server', hasRedisServer() || undefined, 're
 const quiet: Logger = { warn() {} };
 const WINDOW_MS = 60_000;
 
-async function admitted(limiter: ReturnType<typeof createLimiter>, key: string, tries: number): Promise<number> {
-  let passed = 0;
-  for (let i = 0; i < tries; i++) if ((await limiter.consume(key)).allowed) passed++;
-  return passed;
-}
-
 describe.skipIf(target.skip)('Redis store, local-first mode: windows and clocks', () => {
   const prefix = `sluice-lf-windows:${randomUUID()}:`;
-  const clients: Redis[] = [];
-  const stores: RedisStore[] = [];
-  let admin: Redis;
-
-  beforeAll(async () => {
-    admin = await connectRedis(target.require());
-  });
-  afterAll(async () => {
-    for (const store of stores) await store.localFirst?.close().catch(() => {});
-    for (const client of clients) client.disconnect();
-    if (admin === undefined) return;
-    await deleteKeys(admin, prefix);
-    admin.disconnect();
-  });
-
-  const appProcess = async () => {
-    const client = await connectRedis(target.require());
-    clients.push(client);
-    const store = createRedisStore({ client, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
-    stores.push(store);
-    return store;
-  };
+  const fleet = localFirstFleetForSuite(target, prefix);
+  const { appProcess } = fleet;
 
   // The algorithm decides as of the later window when the clock steps back into an earlier one
   // (`clockLag`), but local-first booked the units to the earlier window, which no sync of the
@@ -74,7 +49,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: windows and clocks'
     await a.localFirst?.sync();
     await onB.consume('someone-else');
     await onB.reset('k');
-    expect(await admin.keys(`${escapeGlob(prefix)}lf:{reset|k}*`)).toEqual([]);
+    expect(await fleet.admin.keys(`${escapeGlob(prefix)}lf:{reset|k}*`)).toEqual([]);
   });
 });
 

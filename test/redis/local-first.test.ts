@@ -2,21 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createHttpLimiter, createLimiter, type Logger, storeKey, toPolicy } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fakeBinding } from '../adapters/unit/fake-binding.js';
 import { manualClock } from '../helpers/clock.js';
-import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
+import { admitted, localFirstFleetForSuite } from '../helpers/local-first.js';
+import { standaloneRedis } from '../helpers/redis-env.js';
 import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
 
 const target = await standaloneRedis();
 const quiet: Logger = { warn() {} };
-
-/** Units admitted out of `tries` single requests. */
-async function admitted(limiter: ReturnType<typeof createLimiter>, key: string, tries: number): Promise<number> {
-  let passed = 0;
-  for (let i = 0; i < tries; i++) if ((await limiter.consume(key)).allowed) passed++;
-  return passed;
-}
 
 /** Syncs as soon as the client has reconnected (bounded: 2 s). */
 async function syncWhenBack(store: RedisStore): Promise<void> {
@@ -32,29 +26,8 @@ async function syncWhenBack(store: RedisStore): Promise<void> {
 
 describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Redis', () => {
   const prefix = `sluice-lf:${randomUUID()}:`;
-  const clients: Redis[] = [];
-  const stores: RedisStore[] = [];
-  let admin: Redis;
-
-  beforeAll(async () => {
-    admin = await connectRedis(target.require());
-  });
-  afterAll(async () => {
-    for (const store of stores) await store.localFirst?.close().catch(() => {});
-    for (const client of clients) client.disconnect();
-    if (admin === undefined) return;
-    await deleteKeys(admin, prefix);
-    admin.disconnect();
-  });
-
-  /** One app process: its own connection and its own store (the timer never fires in a test). */
-  const appProcess = async () => {
-    const client = await connectRedis(target.require());
-    clients.push(client);
-    const store = createRedisStore({ client, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
-    stores.push(store);
-    return store;
-  };
+  const fleet = localFirstFleetForSuite(target, prefix);
+  const { appProcess } = fleet;
 
   it.each(['fixed-window', 'sliding-window-counter'] as const)(
     '%s: decides locally, and each sync adds every process count to the others (exactly once)',
@@ -72,7 +45,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
       await b.localFirst?.sync();
       await a.localFirst?.sync(); // again: a total written twice counts once
       const windowKey = `${prefix}lf:{both-${algorithm}|k}:_0@${onA.policies[0]?.windowMs}:${Math.floor(clock() / 60_000)}`;
-      const perProcess = Object.values(await admin.hgetall(windowKey)).map(Number);
+      const perProcess = Object.values(await fleet.admin.hgetall(windowKey)).map(Number);
       expect(perProcess.sort()).toEqual([6, 6]);
       // Both now see 12 of 10 and refuse, with the figures the algorithm gives for that count.
       const refusedA = await onA.consume('k');
@@ -156,7 +129,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     expect(await admitted(old, 'k', 1)).toBe(0);
     const windowKey = `${prefix}lf:{changed|k}:_0@60000:${Math.floor(clock() / 60_000)}`;
     expect(
-      Object.values(await admin.hgetall(windowKey))
+      Object.values(await fleet.admin.hgetall(windowKey))
         .map(Number)
         .sort(),
     ).toEqual([1, 1, 5]);
@@ -251,7 +224,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
         expect.objectContaining({ code: 'ERR_SLUICE_INVALID_POLICIES' }),
       );
     }
-    const client = clients[0] as Redis;
+    const client = fleet.admin;
     for (const localFirst of [
       {},
       { syncIntervalMs: 1 },
