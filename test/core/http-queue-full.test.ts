@@ -20,6 +20,7 @@ import { createMemoryStore } from '@sluice/memory';
 import { parseRules } from '@sluice/rules';
 import { parseItem, parseList } from 'structured-headers';
 import { afterEach, describe, expect, it } from 'vitest';
+import { listen } from '../helpers/channels.js';
 import { manualClock } from '../helpers/clock.js';
 import { promiseStore } from '../helpers/stores.js';
 
@@ -55,18 +56,9 @@ const response = (): Res => {
   responses.push(res);
   return res;
 };
-const listeners: [string, (message: unknown) => void][] = [];
-function listen<T>(name: string): T[] {
-  const seen: T[] = [];
-  const listener = (message: unknown) => seen.push(message as T);
-  subscribe(name, listener);
-  listeners.push([name, listener]);
-  return seen;
-}
 // Held requests wait on a timer: closing their responses lets them go, so no test waits.
 afterEach(() => {
   for (const res of responses.splice(0)) res.raw.emit('close');
-  for (const [name, listener] of listeners.splice(0)) unsubscribe(name, listener);
 });
 
 const send = (limiter: HttpLimiter<Req, Res>, headers: Record<string, string> = {}) => {
@@ -88,11 +80,26 @@ async function fourth(limiter: HttpLimiter<Req, Res>, headers?: Record<string, s
   return { decision: refused.decision, retryAfterS, problem, state: Object.fromEntries(items) };
 }
 
+/** Two requests per 2 s; one beyond them is held, up to 5 s. */
+const queued = { name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
+/** The same policy, as the rule for each `x-client`. */
+const queuedRules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: queued, limit: 2, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5s } }]
+`);
+/** A rules-mode limiter of `queued` with room for one held request. */
+const ruled = (store: RateLimitStore = createMemoryStore()) =>
+  createHttpLimiter<Req, Res>(
+    { rules: queuedRules, descriptors: [['header.x-client']], maxQueued: 1, clock: manualClock(), store },
+    binding,
+  );
+
 const restoredIn = (seconds: number) => `Quota restored for this request in ${seconds} s.`;
 const entry = (decision: Decision, name: string) => decision.policies.find((p) => p.name === name);
 
 describe('a request refused because the queue is full (maxQueued)', () => {
-  const queued = { name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
   const hourly = { name: 'hourly', limit: 100, window: '1h' } as const;
 
   // It named no violated policy, and its detail said 2 s where Retry-After said 4.
@@ -144,17 +151,7 @@ describe('a request refused because the queue is full (maxQueued)', () => {
   });
 
   it('says the same in rules mode, in the rule’s own RateLimit item', async () => {
-    const rules = parseRules(`
-domain: api
-descriptors:
-  - key: header.x-client
-    policies: [{ name: queued, limit: 2, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5s } }]
-`);
-    const limiter = createHttpLimiter<Req, Res>(
-      { rules, descriptors: [['header.x-client']], maxQueued: 1, clock: manualClock(), store: createMemoryStore() },
-      binding,
-    );
-    const { decision, retryAfterS, problem, state } = await fourth(limiter, { 'x-client': 'c' });
+    const { decision, retryAfterS, problem, state } = await fourth(ruled(), { 'x-client': 'c' });
     expect(problem['violated-policies']).toEqual(['queued']);
     expect(state.queued).toEqual({ r: 0, t: 2 });
     expect(problem.detail).toBe(restoredIn(retryAfterS));
@@ -164,22 +161,45 @@ descriptors:
   });
 });
 
-describe('the events of a request the queue held or had no room for', () => {
-  const queued = { name: 'queued', limit: 2, window: '2s', algorithm: 'gcra', queue: { maxDelayMs: '5s' } } as const;
-  const rules = parseRules(`
+describe('a request another rule refuses while the queue is full', () => {
+  // It took the queue-full path after every rule's charge had been given back, and the rule
+  // that queued it gave its charge back a second time: the held request's slot was handed out
+  // again (the next refusal said 1 s where 2 s were due).
+  it('gives each rule its charge back once', async () => {
+    const rules = parseRules(`
 domain: api
 descriptors:
   - key: header.x-client
     policies: [{ name: queued, limit: 2, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5s } }]
+  - key: header.x-user
+    policies: [{ name: user, limit: 1, window: 1h, algorithm: fixed-window }]
 `);
+    const limiter = createHttpLimiter<Req, Res>(
+      {
+        rules,
+        descriptors: [['header.x-client'], ['header.x-user']],
+        maxQueued: 1,
+        clock: manualClock(),
+        store: createMemoryStore(),
+      },
+      binding,
+    );
+    const as = (user: string) => send(limiter, { 'x-client': 'c', 'x-user': user });
+    for (const user of ['u1', 'u2']) expect((await as(user).outcome).decision?.delayMs).toBe(0);
+    expect(as('u3').outcome).toBeInstanceOf(Promise);
+    // u1 has spent its hour: refused by the user rule, with nothing held.
+    const byUser = (await as('u1').outcome) as Extract<Outcome, { action: 'limited' }>;
+    expect(byUser.action).toBe('limited');
+    // The next request finds the queue full; its slot is 2 s away (two passed, one held).
+    const full = (await as('u5').outcome) as Extract<Outcome, { action: 'limited' }>;
+    expect(full.decision).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+  });
+});
+
+describe('the events of a request the queue held or had no room for', () => {
   const plain = (store: RateLimitStore = createMemoryStore()) =>
     createHttpLimiter<Req, Res>(
       { policies: [queued], maxQueued: 1, clock: manualClock(), store, prefix: 'q' },
-      binding,
-    );
-  const ruled = (store: RateLimitStore = createMemoryStore()) =>
-    createHttpLimiter<Req, Res>(
-      { rules, descriptors: [['header.x-client']], maxQueued: 1, clock: manualClock(), store },
       binding,
     );
 

@@ -122,14 +122,24 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
     }
   });
 
-  it('sliding-window-log: a list holding more than its total is counted anew, never admitting past the limit', async () => {
+  it('sliding-window-log: a list holding more entries than its total has units is counted anew at once', async () => {
+    const { limiter, clock, keyOf } = limiterOf('log-extra-entry', 'sliding-window-log', 1);
+    expect((await limiter.consume('d')).allowed).toBe(true);
+    await client.rpush(`${keyOf('d')}:p0`, clock() + 1000, 1);
+    clock.advance(2000);
+    const later = [];
+    for (let i = 0; i < 3; i++) later.push((await limiter.consume('d')).allowed);
+    expect(later).toEqual([true, false, false]);
+  });
+
+  it('sliding-window-log: an uncounted entry in the same ms is counted anew, in this window and the next', async () => {
     const { limiter, clock, keyOf } = limiterOf('log-long-list', 'sliding-window-log', 1);
     const first = [(await limiter.consume('c')).allowed];
     // An entry the total never counted, as a call failing after its list write left it.
     await client.rpush(`${keyOf('c')}:p0`, clock(), 1);
     for (let i = 1; i < LIMIT + 1; i++) first.push((await limiter.consume('c')).allowed);
-    expect(first).toEqual([true, true, true, false]);
-    // A window on, trimming takes four units off a total of three.
+    expect(first).toEqual([true, true, false, false]);
+    // A window on, every entry has left: the log starts empty.
     clock.advance(60_000);
     const next = [];
     for (let i = 0; i < LIMIT + 2; i++) next.push((await limiter.consume('c')).allowed);

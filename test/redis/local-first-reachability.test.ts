@@ -29,4 +29,18 @@ describe('local-first reachability, per hash slot', () => {
     expect(() => record(outcome([0], [0]))).toThrow();
     expect(shareOf(0)).toBe(0.25);
   });
+
+  // No call goes to a slot without clients: a failed slot whose clients all left stayed down
+  // for good, and the next outage went unannounced.
+  it('forgets a failed slot no client is on any more, so the next outage is announced', () => {
+    const warnings: string[] = [];
+    const reachability = createReachability(0.5, { warn: (message) => warnings.push(message) });
+    expect(() => reachability.record(outcome([], [1, 2]))).toThrow();
+    reachability.record(outcome([1], []));
+    expect(reachability.anyDown()).toBe(true);
+    reachability.keepOnly(new Set([1, 3]));
+    expect([reachability.anyDown(), reachability.shareOf(2)]).toEqual([false, 1]);
+    expect(() => reachability.record(outcome([], [3]))).toThrow();
+    expect(warnings.filter((message) => message.includes('OFFLINE'))).toHaveLength(2);
+  });
 });

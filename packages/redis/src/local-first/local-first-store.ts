@@ -40,7 +40,8 @@ export function createLocalFirst(
   logger: Logger,
 ): LocalFirstParts {
   const { windowKey, slotOf, exchange } = createSyncExchange(client, prefix);
-  const { record, shareOf } = createReachability(outageShare, logger);
+  const reachability = createReachability(outageShare, logger);
+  const { record, shareOf } = reachability;
   // Per policy set, not per limiter: limiters given the same prefix and policies share a count
   // on purpose, and a reload's new limiter keeps every client's. Then by namespace and client
   // key, in levels: a `namespace|key` string built per decision would cost the decision more
@@ -78,20 +79,29 @@ export function createLocalFirst(
   /** The touched clients whose windows still matter; forgets the others' over windows. */
   const syncTargets = (): ClientCounts[] => {
     const targets: ClientCounts[] = [];
+    // While a slot is down, the slots that still hold a client (see `keepOnly`).
+    const inUse = reachability.anyDown() ? new Set<number>() : undefined;
     for (const { namespaces } of policySets.values()) {
       for (const [namespace, clients] of namespaces) {
         for (const [key, counts] of clients) {
-          if (loading.has(counts)) continue; // its own read is on the way
           // Every window it counted in is over, written or not (a failed sync's): the next
-          // request starts afresh, and memory does not grow through an outage.
-          if (isOver(counts, latestNow)) clients.delete(key);
-          else if (counts.touched) targets.push(counts);
+          // request starts afresh, and memory does not grow through an outage. One whose own
+          // read is on the way is left to it.
+          const loads = loading.has(counts);
+          if (!loads && isOver(counts, latestNow)) {
+            clients.delete(key);
+            continue;
+          }
+          inUse?.add(counts.slot);
+          if (loads) continue;
+          if (counts.touched) targets.push(counts);
           // Idle: kept for its totals, but read again before it decides.
           else counts.stale = true;
         }
         if (clients.size === 0) namespaces.delete(namespace);
       }
     }
+    if (inUse !== undefined) reachability.keepOnly(inUse);
     // A map deleted above may be the one `clientsOf` remembers; it is found again when next asked.
     lastPolicies = undefined;
     return targets;

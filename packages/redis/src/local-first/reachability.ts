@@ -16,15 +16,17 @@ export function createReachability(outageShare: number, logger: Logger) {
   const down = new Uint8Array(SLOTS);
   let downCount = 0;
 
+  const clear = (slot: number): void => {
+    if (down[slot] === 1) {
+      down[slot] = 0;
+      downCount--;
+    }
+  };
+
   /** Records what an exchange learnt; throws its first failure, if any. */
   const record = ({ answered, failed }: ExchangeOutcome): void => {
     const wasDown = downCount > 0;
-    for (const slot of answered) {
-      if (down[slot] === 1 && !failed.has(slot)) {
-        down[slot] = 0;
-        downCount--;
-      }
-    }
+    for (const slot of answered) if (!failed.has(slot)) clear(slot);
     let first: unknown;
     for (const [slot, error] of failed) {
       first ??= error;
@@ -46,5 +48,18 @@ export function createReachability(outageShare: number, logger: Logger) {
   /** The share of each capacity a client on `slot` may use now. */
   const shareOf = (slot: number): number => (down[slot] === 0 ? 1 : outageShare);
 
-  return { record, shareOf };
+  /** Whether any slot is down: only then does the store tell which slots still hold clients. */
+  const anyDown = (): boolean => downCount > 0;
+
+  /**
+   * Forgets the failure of every slot outside `inUse`, the slots that still hold a client: no
+   * call goes to a slot without clients, so its failure would never be cleared, and the store
+   * would stay in an outage (its next one unannounced). A new client there is read first and
+   * finds out again. Nothing is logged: Redis has not answered there.
+   */
+  const keepOnly = (inUse: ReadonlySet<number>): void => {
+    for (let slot = 0; slot < SLOTS && downCount > 0; slot++) if (!inUse.has(slot)) clear(slot);
+  };
+
+  return { record, shareOf, anyDown, keepOnly };
 }

@@ -26,8 +26,8 @@ local function log_range(key, from, to)
   return entries
 end
 -- The units of every entry after the expired ones, which are dropped: the list counted anew
--- when it holds more than the string's total says (edited by hand, or written by a call that
--- failed before writing the string), which would otherwise go below 0 and admit more.
+-- when it holds more entries than the string's total has units (edited by hand, or written by
+-- a call that failed before writing the string), which would otherwise admit more.
 local function log_recount(state, boundary)
   local entries, drop, total = redis.call('LRANGE', state.key, 0, -1), 0, 0
   for i = 1, #entries - 1, 2 do
@@ -70,10 +70,13 @@ local function log_trim(state, boundary)
       redis.call('LTRIM', state.key, drop, -1)
       state.total, state.trimmed = state.total - gone, true
     end
+    -- Every entry holds a unit at least: more entries left in this chunk than the total has
+    -- units, or maybe some past a full one with the total spent, and the total is short of
+    -- the list. None left: the log is empty, whatever the total said.
+    if state.total < (#head - drop) / 2 or (state.total <= 0 and #head == size * 2) then
+      return log_recount(state, boundary)
+    end
     if state.total <= 0 then
-      -- Entries left (in this chunk, or maybe past a full one) with the total spent: the
-      -- total is short of the list. None left: the log is empty, whatever the total said.
-      if drop < #head or #head == size * 2 then return log_recount(state, boundary) end
       state.total = 0
       return
     end

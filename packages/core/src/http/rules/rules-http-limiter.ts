@@ -131,7 +131,8 @@ export function createRulesHttpLimiter<Req, Res>(
   ): Outcome | Promise<Outcome> => {
     const decision = combinedDecision(verdicts);
     if (decision === undefined) return SKIPPED;
-    if (decision.delayMs > 0 && held >= maxQueued) {
+    // Refused by another rule, the request is not queued: every rule's charge is given back already.
+    if (decision.allowed && decision.delayMs > 0 && held >= maxQueued) {
       // A queue with no room left: refused, not held, and what each rule charged given back.
       // A rule that delayed the request refuses it, in its own headers and in the decision;
       // the others give back what they charged.
