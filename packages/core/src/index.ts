@@ -11,8 +11,9 @@ export type {
   QueueHeldEvent,
   RulesReloadEvent,
   StoreErrorEvent,
-} from './events.js';
-export { decisionResult, errorType, publishRulesReload, SLUICE_CHANNELS } from './events.js';
+} from './event-types.js';
+export { SLUICE_CHANNELS } from './event-types.js';
+export { decisionResult, errorType, publishRulesReload } from './events.js';
 export * from './http/index.js';
 export { checkKnownOptions, closestName, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { publishQueueEvent, type QueueHeldEvent } from '../events.js';
+import type { QueueHeldEvent } from '../event-types.js';
+import { publishQueueEvent } from '../events.js';
 
 /**
  * Holds a queued request for `delayMs`. Resolves `true` when the time is up and `false` as
