@@ -73,7 +73,7 @@ export function decideLocally(client: ClientCounts, request: StoreRequest, now: 
     for (let i = 0; i < policies.length; i++) {
       const counts = client.counts[i] as PolicyCounts;
       counts.view = next[i];
-      charge(counts, chargedWindow(counts), cost);
+      charge(counts, viewedWindow(counts), cost);
     }
   }
   seen(client, now);
@@ -122,7 +122,7 @@ export function decideOneLocally(
   } else {
     algorithm.evaluateAt(view, 0, false, policy, capacity, cost, now, evaluation);
   }
-  if (evaluation.allowed && cost > 0) charge(counts, chargedWindow(counts), cost);
+  if (evaluation.allowed && cost > 0) charge(counts, viewedWindow(counts), cost);
   seen(client, now);
   into.allowed = evaluation.allowed;
   into.now = now;
@@ -153,11 +153,11 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
 export const windowOf = (policy: Policy, now: number): number => Math.floor(now / policy.windowMs);
 
 /**
- * The window an admission was charged in: the view's, which is `now`'s unless the clock stepped
- * back, where the algorithm decides as of the later window the view was written in (`clockLag`),
- * and the units must count there too.
+ * The window the view was written in (-1 before there is one), where admissions count: `now`'s
+ * unless the clock stepped back, when the algorithm decides as of the later window the view was
+ * written in (`clockLag`), and the units must count there too.
  */
-const chargedWindow = (counts: PolicyCounts): number => (counts.view as State)[0] as number;
+const viewedWindow = (counts: PolicyCounts): number => (counts.view === undefined ? -1 : (counts.view[0] as number));
 
 /**
  * The oldest window any process still reads at `now`: the current one, and for the sliding
@@ -165,6 +165,14 @@ const chargedWindow = (counts: PolicyCounts): number => (counts.view as State)[0
  */
 export const firstKeptWindow = (policy: Policy, now: number): number =>
   windowOf(policy, now) - (policy.algorithm === 'sliding-window-counter' ? 1 : 0);
+
+/** True when no window this process counted or decided in is read any more (its totals included). */
+export function isOver(client: ClientCounts, now: number): boolean {
+  return client.policies.every((policy, i) => {
+    const counts = client.counts[i] as PolicyCounts;
+    return Math.max(counts.window, viewedWindow(counts)) < firstKeptWindow(policy, now);
+  });
+}
 
 /** Adds `units` to this process's count of `window`; a window older than the one before the latest is not kept. */
 function charge(counts: PolicyCounts, window: number, units: number): void {
@@ -190,7 +198,7 @@ export function applySync(
 ): void {
   const current = sums[0] - sent[0] + ownCount(counts, window);
   const previous = sums[1] - sent[1] + ownCount(counts, window - 1);
-  const viewWindow = counts.view === undefined ? window : Math.max(window, counts.view[0] as number);
+  const viewWindow = Math.max(window, viewedWindow(counts));
   if (viewWindow === window) {
     counts.view = policy.algorithm === 'fixed-window' ? [window, current] : [window, current, previous];
   } else if (policy.algorithm === 'sliding-window-counter' && viewWindow === window + 1) {

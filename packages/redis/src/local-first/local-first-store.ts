@@ -4,9 +4,8 @@ import {
   type ClientCounts,
   decideLocally,
   decideOneLocally,
-  firstKeptWindow,
+  isOver,
   newClientCounts,
-  type PolicyCounts,
   refundLocally,
   reusedReply,
   windowOf,
@@ -287,15 +286,6 @@ export function createLocalFirst(
       await sync();
     },
   };
-}
-
-/** True when no window this process counted or decided in is read any more (its totals included). */
-function isOver(counts: ClientCounts, now: number): boolean {
-  return counts.policies.every((policy, i) => {
-    const own = counts.counts[i] as PolicyCounts;
-    const viewed = own.view === undefined ? -1 : (own.view[0] as number);
-    return Math.max(own.window, viewed) < firstKeptWindow(policy, now);
-  });
 }
 
 /** Every limiter's clients with one set of policies, by namespace and client key. */

@@ -132,22 +132,23 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const worker = async (): Promise<void> => {
       while (next < calls.length) {
         const call = calls[next++] as Call;
-        if (result.failed.has(call.slot)) {
-          for (const slice of call.slices) slice.client.touched = true;
-          continue;
+        if (!result.failed.has(call.slot)) {
+          try {
+            await withTimeout((expired) => {
+              const reply = send(call, expired);
+              sent.push(reply);
+              return reply;
+            }, timeoutMs);
+            result.answered.add(call.slot);
+            continue;
+          } catch (error) {
+            // Another call of the slot may have failed meanwhile: the first failure is kept.
+            if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
+          }
         }
-        try {
-          await withTimeout((expired) => {
-            const reply = send(call, expired);
-            sent.push(reply);
-            return reply;
-          }, timeoutMs);
-          result.answered.add(call.slot);
-        } catch (error) {
-          // Totals are kept and written again at the next sync, which counts them once.
-          for (const slice of call.slices) slice.client.touched = true;
-          if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
-        }
+        // Failed, or not sent after its slot failed: the totals are kept and written again at
+        // the next sync, which counts them once.
+        for (const slice of call.slices) slice.client.touched = true;
       }
     };
     const send = async (call: Call, expired: () => boolean): Promise<void> => {

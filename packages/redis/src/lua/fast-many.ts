@@ -19,7 +19,7 @@ import {
   stateNumbers,
 } from './fast-shape.js';
 import { UNROLLED_POLICIES } from './fast-unrolled.js';
-import { directoryOf, REPLY_NUMBERS, refusedWaitLua, STATE_BYTES, STATE_NUMBERS, wholeNumbersLua } from './prelude.js';
+import { directoryOf, REPLY_NUMBERS, refusedWaitLua, STATE_BYTES, STATE_NUMBERS, wholeNumberLua } from './prelude.js';
 
 const POLICIES = UNROLLED_POLICIES + 1;
 
@@ -92,14 +92,16 @@ do
   -- Every client's string checked before the first decision writes: each client at most
   -- once, its string nothing but these policies' states.
   local texts, seen
-  if decisions == 1 then texts = { redis.pcall('GET', KEYS[1]) } else texts, seen = redis.call('MGET', unpack(KEYS, 1, decisions)), {} end
+  if decisions == 1 then
+    -- A value of another type at the key (an error reply): no state, as MGET reads it.
+    local text = redis.pcall('GET', KEYS[1])
+    if text and text.err then text = false end
+    texts = { text }
+  else
+    texts, seen = redis.call('MGET', unpack(KEYS, 1, decisions)), {}
+  end
   for d = 1, decisions do
     local key, text = KEYS[d], texts[d]
-    -- A value of another type at the key (an error reply, or nil from MGET): no state.
-    if text and text.err then
-      text = false
-      texts[d] = false
-    end
     if seen then
       if seen[key] then return general() end
       seen[key] = true
@@ -117,10 +119,10 @@ do
     local text, numbers, allowed, v, ttl${expiryStart(shape)} = texts[d], nil, true, 0, min_ttl
     if text then
       numbers = { struct.unpack(states_format, text, #directory + 1) }
-      -- A damaged string (see wholeNumbersLua): its client decides as fresh.
+      -- A damaged string (see wholeNumberLua): its client decides as fresh.
       for k = 1, ${STATE_NUMBERS} * count do
         local x = numbers[k]
-        if not (${wholeNumbersLua(['x'])}) then
+        if not (${wholeNumberLua('x')}) then
           numbers = nil
           break
         end

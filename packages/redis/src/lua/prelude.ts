@@ -37,16 +37,13 @@ export const signedWaitLua = (allowed: string, wait: string): string =>
   `${allowed} and ${wait} or ${refusedWaitLua(wait)}`;
 
 /**
- * Whether each of `numbers`, Lua expressions of a state's numbers read from a client's string,
- * is what sluice writes there: a whole number within 2^53 either way. Bytes written into the
- * key by anything else can unpack to NaN, an infinity, a fraction or a number too large to
- * reply with exactly; such a string is read as no state (fresh) and the next charge overwrites
- * it, so one damaged client neither fails every call it joins nor keeps failing itself.
- * Written inline: a Lua function would cost a call per number.
+ * Whether `x`, a Lua expression of a number read from a client's string (or of a sum of such
+ * numbers), is what sluice writes there: a whole number within 2^53 either way. Bytes written
+ * into the key by anything else can unpack to NaN, an infinity, a fraction or a number too
+ * large to reply with exactly; such a string is read as no state (fresh) and the next charge
+ * overwrites it, so one damaged client neither fails every call it joins nor keeps failing
+ * itself. Written inline: a Lua function would cost a call per number.
  */
-export const wholeNumbersLua = (numbers: readonly string[]): string => numbers.map(wholeNumberLua).join(' and ');
-
-/** `wholeNumbersLua` of one number. */
 export const wholeNumberLua = (x: string): string =>
   `${x} > -9007199254740992 and ${x} < 9007199254740992 and ${x} % 1 == 0`;
 
