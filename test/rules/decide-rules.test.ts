@@ -3,14 +3,17 @@ import {
   type ConsumeOptions,
   createMemoryStore,
   createRuleLimiters,
+  type DecisionEvent,
   decideRules,
   type Limiter,
   SLUICE_CHANNELS,
   type StoreErrorEvent,
+  type StoreRequest,
 } from '@sluice/core';
 import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
-import { failingStore } from '../helpers/stores.js';
+import { listen } from '../helpers/channels.js';
+import { failingStore, promiseStore } from '../helpers/stores.js';
 
 const rules = parseRules(`
 domain: app
@@ -108,5 +111,52 @@ describe('decideRules in one store call', () => {
     } finally {
       unsubscribe(SLUICE_CHANNELS.storeError, listener);
     }
+  });
+});
+
+describe("decideRules when one rule's store call fails under onStoreError 'throw'", () => {
+  const queued = parseRules(`
+domain: app
+descriptors:
+  - key: user
+    policies:
+      - { name: burst, limit: 1, window: 1h, algorithm: gcra, queue: { maxDelayMs: 2h } }
+  - key: route
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+`);
+  const both = () => queued.match('app', [[{ key: 'user', value: 'u' }], [{ key: 'route', value: '/a' }]]);
+  const userAlone = () => queued.match('app', [[{ key: 'user', value: 'u' }]]);
+  const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+  /** Answers through promises, as a remote store does; the route rule's calls fail. */
+  const routeDown = () => {
+    const inner = promiseStore();
+    const routeRule = both()[1]?.rule.id;
+    return {
+      ...inner,
+      consume: (request: StoreRequest) =>
+        request.namespace === routeRule ? Promise.reject(down) : inner.consume(request),
+    };
+  };
+
+  it('rejects with the failure and gives back what the other rules charged', async () => {
+    const limiterOf = createRuleLimiters({ store: routeDown(), clock: now, onStoreError: 'throw' });
+    await expect(decideRules(both(), limiterOf, 1, now)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      cause: down,
+    });
+    // The user's one unit was given back: alone, the user passes without waiting.
+    const [alone] = await decideRules(userAlone(), limiterOf, 1, now);
+    expect(alone?.decision).toMatchObject({ allowed: true, delayMs: 0 });
+  });
+
+  it('publishes the queued rule it held back, since no queue will hold the request', async () => {
+    const limiterOf = createRuleLimiters({ store: routeDown(), clock: now, onStoreError: 'throw' });
+    await decideRules(userAlone(), limiterOf, 1, now, true);
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    await expect(decideRules(both(), limiterOf, 1, now, true)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      cause: down,
+    });
+    expect(events.map((e) => e.result)).toEqual(['queued']);
   });
 });

@@ -150,11 +150,29 @@ export async function decideRules(
     }
   });
   // No await before the refunds when nothing was waited for: they land in this turn.
-  const verdicts = waiting ? await Promise.all(decided) : (decided as RuleVerdict[]);
+  const verdicts = waiting ? await allOrGiveBack(decided, holdsQueue) : (decided as RuleVerdict[]);
   if (passes(verdicts)) return verdicts;
   // Refused, so held by no queue: a queued rule's event, held back, goes out as decided.
   if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
   return giveBack(verdicts);
+}
+
+/**
+ * Every rule's verdict; when one rejected (its store failed under `onStoreError: 'throw'`),
+ * the request fails with that error, and, as for a refusal, the others' charges are given
+ * back and their held-back queued events published, since no queue will hold the request.
+ */
+async function allOrGiveBack(
+  decided: readonly (RuleVerdict | Promise<RuleVerdict>)[],
+  holdsQueue: boolean,
+): Promise<RuleVerdict[]> {
+  const settled = await Promise.allSettled(decided);
+  const failed = settled.find((s) => s.status === 'rejected');
+  const verdicts = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  if (failed === undefined) return verdicts;
+  if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
+  await giveBack(verdicts);
+  throw failed.reason;
 }
 
 /**
