@@ -10,6 +10,7 @@ import {
   reusedReply,
   windowOf,
 } from './client-counts.js';
+import { createFirstReads } from './first-reads.js';
 import { type CheckedLocalFirst, checkLocalFirstPolicies } from './options.js';
 import { createReachability } from './reachability.js';
 import { createSyncExchange, withTimeout } from './sync-exchange.js';
@@ -47,7 +48,6 @@ export function createLocalFirst(
   // than its count.
   const policySets = new Map<string, PolicySet>();
   const setOfPolicies = new WeakMap<readonly Policy[], PolicySet>();
-  const loading = new Map<ClientCounts, Promise<void>>();
   let running: Promise<void> | undefined;
   /** The calls of the last sync still unanswered (timed out, not yet failed). */
   let draining: Promise<unknown> | undefined;
@@ -70,10 +70,9 @@ export function createLocalFirst(
     return set;
   };
 
-  /** Writes the targets' totals and reads the fleet's back; rejects when a call failed. */
-  const reconcile = async (targets: ClientCounts[]): Promise<void> => {
+  const firstReads = createFirstReads(async (targets) => {
     record(await exchange(targets, latestNow, syncTimeoutMs).outcome);
-  };
+  });
 
   /** The touched clients whose windows still matter; forgets the others' over windows. */
   const syncTargets = (): ClientCounts[] => {
@@ -86,7 +85,7 @@ export function createLocalFirst(
           // Every window it counted in is over, written or not (a failed sync's): the next
           // request starts afresh, and memory does not grow through an outage. One whose own
           // read is on the way is left to it.
-          const loads = loading.has(counts);
+          const loads = firstReads.pending(counts);
           if (!loads && isOver(counts, latestNow)) {
             clients.delete(key);
             continue;
@@ -164,33 +163,6 @@ export function createLocalFirst(
     return key === given ? undefined : ready(clients.get(key));
   };
 
-  /**
-   * Reads new and idle clients' counts in one exchange per event-loop turn, batched per slot as
-   * a sync is: a burst of first requests costs a few calls, not one each.
-   */
-  let firstReads: ClientCounts[] = [];
-  let firstReadsDone: Promise<void> | undefined;
-  const readSoon = (counts: ClientCounts): Promise<void> => {
-    firstReads.push(counts);
-    firstReadsDone ??= new Promise((resolve) => {
-      setImmediate(() => {
-        const batch = firstReads;
-        firstReads = [];
-        firstReadsDone = undefined;
-        reconcile(batch)
-          .catch(() => {})
-          .finally(() => {
-            for (const target of batch) {
-              target.stale = false;
-              loading.delete(target);
-            }
-            resolve();
-          });
-      });
-    });
-    return firstReadsDone;
-  };
-
   /** A new or idle client's counts, once the fleet's have been read (or could not be). */
   const loadClient = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
     const set = policySetOf(request.policies);
@@ -208,12 +180,7 @@ export function createLocalFirst(
     if (now > counts.lastNow) counts.lastNow = now;
     // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
     // from what this process knows.
-    let refresh = loading.get(counts);
-    if (refresh === undefined) {
-      refresh = readSoon(counts);
-      loading.set(counts, refresh);
-    }
-    await refresh;
+    await firstReads.read(counts);
     return counts;
   };
 
