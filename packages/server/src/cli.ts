@@ -3,6 +3,8 @@ import { parseServeArgs, USAGE } from './cli-args.js';
 import { createServiceLog } from './log.js';
 import { serve } from './serve.js';
 
+const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
+
 /**
  * The `sluice` command. Exit codes: 0 after a graceful stop, 2 for a bad command line, 1 when
  * start-up fails (bad rules, unreachable Redis, a port in use). SIGTERM and SIGINT stop it
@@ -42,7 +44,11 @@ export async function main(argv: readonly string[]): Promise<number> {
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {
       log.line('info', `received ${signal}`);
-      process.once(signal, () => process.exit(1));
+      // A second signal, either one (Ctrl-C after `docker stop`), exits at once.
+      for (const name of SIGNALS) {
+        process.off(name, stop);
+        process.once(name, () => process.exit(1));
+      }
       running.stop().then(
         () => resolve(0),
         (error: unknown) => {
@@ -51,7 +57,6 @@ export async function main(argv: readonly string[]): Promise<number> {
         },
       );
     };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    for (const name of SIGNALS) process.once(name, stop);
   });
 }

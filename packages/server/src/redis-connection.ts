@@ -1,10 +1,11 @@
-import { SluiceError } from '@sluice/core';
-import { createRedisStore } from '@sluice/redis';
+import { type RateLimitStore, SluiceError } from '@sluice/core';
+import { clientSlot, createRedisStore } from '@sluice/redis';
 import { Cluster, Redis } from 'ioredis';
 import type { ServiceLog } from './log.js';
+import { guardStalls } from './stall-guard.js';
 
 export interface RedisConnection {
-  store: ReturnType<typeof createRedisStore>;
+  store: RateLimitStore;
   /** Calls `onChange(false)` when the connection drops and `onChange(true)` when it is ready again. */
   watch(onChange: (up: boolean) => void): void;
   close(): Promise<void>;
@@ -12,16 +13,20 @@ export interface RedisConnection {
 
 /** How long start-up waits for Redis before giving up with a clear message. */
 const CONNECT_TIMEOUT_MS = 5000;
+/** How long `close()` waits for QUIT's reply: a stalled Redis never sends it. */
+const QUIT_TIMEOUT_MS = 1000;
 /** Between reconnection attempts once started: quick at first, then every 2 s, for ever. */
 const retryDelay = (attempt: number): number => Math.min(attempt * 200, 2000);
 
 /**
  * Connects before the service starts serving, so an unreachable Redis stops start-up with a
  * clear message. Once connected, ioredis reconnects for ever; commands fail at once while it
- * is away (no offline queue), so calls fail fast with UNAVAILABLE instead of piling up.
+ * is away (no offline queue), and while it stalls with the connection open the store sends
+ * nothing more to it (`guardStalls`), so calls fail fast with UNAVAILABLE instead of piling up.
  */
 export async function connectRedis(
   target: { url: string } | { nodes: { host: string; port: number }[] },
+  storeTimeoutMs: number,
   log: ServiceLog,
 ): Promise<RedisConnection> {
   const client =
@@ -36,6 +41,8 @@ export async function connectRedis(
           lazyConnect: true,
           enableOfflineQueue: false,
           clusterRetryStrategy: retryDelay,
+          // Never re-sent when a node's connection closes: the master may have decided it already.
+          retryDelayOnFailover: 0,
           redisOptions: { maxRetriesPerRequest: 0 },
         });
   const where = 'url' in target ? target.url : target.nodes.map((n) => `${n.host}:${n.port}`).join(',');
@@ -47,12 +54,16 @@ export async function connectRedis(
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
-      client.connect(),
+      // Every master answers, so that the first calls do not wait for their connections to open.
+      client
+        .connect()
+        .then(() =>
+          Promise.all(client instanceof Cluster ? client.nodes('master').map((n) => n.ping()) : [client.ping()]),
+        ),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
       }),
     ]);
-    await client.ping();
   } catch (cause) {
     client.disconnect();
     throw new SluiceError(
@@ -64,8 +75,10 @@ export async function connectRedis(
     clearTimeout(timer);
   }
   log.line('info', 'connected to Redis', { redis: where });
+  const onCluster = client instanceof Cluster;
+  const slotOf = (namespace: string, key: string): number => (onCluster ? clientSlot(namespace, key) : 0);
   return {
-    store: createRedisStore({ client }),
+    store: guardStalls(createRedisStore({ client, logger: log }), storeTimeoutMs, slotOf),
     watch(onChange) {
       client.on('ready', () => onChange(true));
       client.on('close', () => onChange(false));
@@ -75,7 +88,14 @@ export async function connectRedis(
       client.removeAllListeners('ready');
       client.removeAllListeners('close');
       client.removeAllListeners('end');
-      await client.quit().catch(() => client.disconnect());
+      // No call is left in flight by now: a QUIT that gets no answer is not waited for.
+      let timer: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, QUIT_TIMEOUT_MS);
+      });
+      await Promise.race([client.quit().catch(() => {}), gaveUp]);
+      clearTimeout(timer);
+      client.disconnect();
     },
   };
 }

@@ -40,7 +40,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     await redis?.close();
   };
   try {
-    redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, log);
+    redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, flags.storeTimeoutMs, log);
     const store: RateLimitStore | undefined = redis?.store;
     const server = createDecisionServer({
       rules: watcher,

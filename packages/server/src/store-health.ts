@@ -1,4 +1,4 @@
-import { createLimiter, type Logger, type RateLimitStore } from '@sluice/core';
+import { createLimiter, type Logger, OUTAGE_QUIET_MS, type RateLimitStore } from '@sluice/core';
 
 /** Between looks at a store that failed, until it answers. */
 const STORE_PROBE_INTERVAL_MS = 1000;
@@ -9,13 +9,17 @@ export interface StoreHealthOptions {
   logger: Logger;
   /** Hears every change (read `up`); `why` says what failed when the store went down. */
   onChange(why?: string): void;
+  /** Monotonic ms. @default performance.now */
+  clock?: () => number;
 }
 
 /**
  * Whether the store answers, as health reports it. A call the store failed marks it down;
  * from then on the service looks at the store itself every second (a cost-0 look at one
- * fixed key, through the same store, under the same timeout) until it answers, and only that
- * marks it up again. A call's success proves nothing: an unknown domain, an unlimited
+ * fixed key, through the same store, under the same timeout) until it answers with no call
+ * failed for `OUTAGE_QUIET_MS`, and only that marks it up again: the look's one key lives on
+ * one Cluster master, and while another is down the calls to it still fail, so the look alone
+ * would report up and down again every second. A call's success proves nothing: an unknown domain, an unlimited
  * descriptor or the Redis store's deny cache answer without the store, and readiness probes
  * send no calls, so waiting for one left a replica out for good. No timer runs while the
  * store is up.
@@ -30,8 +34,10 @@ export function createStoreHealth(options: StoreHealthOptions) {
     storeTimeoutMs: options.storeTimeoutMs,
     logger: options.logger,
   });
+  const clock = options.clock ?? performance.now.bind(performance);
   let up = true;
   let closed = false;
+  let lastFailureAt = 0;
   let timer: NodeJS.Timeout | undefined;
 
   const lookLater = (): void => {
@@ -42,6 +48,7 @@ export function createStoreHealth(options: StoreHealthOptions) {
     probe.peek('probe').then(
       () => {
         if (closed || up) return;
+        if (clock() - lastFailureAt < OUTAGE_QUIET_MS) return lookLater();
         up = true;
         onChange();
       },
@@ -58,7 +65,9 @@ export function createStoreHealth(options: StoreHealthOptions) {
     /** A call the store failed (an error or a timeout). */
     failed(why: string): void {
       // A call that fails while the service drains says nothing about serving: it has stopped.
-      if (!up || closed) return;
+      if (closed) return;
+      lastFailureAt = clock();
+      if (!up) return;
       up = false;
       onChange(why);
       if (!closed) lookLater();

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Policy } from '@sluice/core';
-import calculateSlot from 'cluster-key-slot';
 import { type RedisClient, untilReady } from '../client.js';
+import { clientSlot } from '../keys.js';
 import {
   applySync,
   type ClientCounts,
@@ -62,7 +62,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
   // total, where one field would hold whichever wrote last.
   const fieldOf = (counts: ClientCounts) => `${processId}:${counts.policySet}`;
   /** The hash slot of every key of a client (they share its hash tag); 0 off a cluster. */
-  const slotOf = (namespace: string, key: string) => (onCluster ? calculateSlot(`{${namespace}|${key}}`) : 0);
+  const slotOf = (namespace: string, key: string) => (onCluster ? clientSlot(namespace, key) : 0);
 
   /** The targets' windows that still matter at `latestNow`, in calls of one slot each. */
   const callsFor = (targets: readonly ClientCounts[], latestNow: number): Call[] => {

@@ -1,0 +1,90 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { clientSlot } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEnvoyClient } from '../helpers/envoy-client.js';
+import { type RedisClusterHandle, startRedisCluster } from '../helpers/redis-cluster.js';
+import { isCi } from '../helpers/redis-env.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
+import { type ServingSluice, startSluice } from '../helpers/sluice-process.js';
+
+const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+const skip = !hasRedisServer() && !isCi;
+
+/** The port of a master that does not serve `slot`. */
+async function masterWithout(port: number, slot: number): Promise<number> {
+  const node = new Redis(port, '127.0.0.1');
+  try {
+    const ranges = await node.cluster('SLOTS');
+    const other = ranges.find(([from, to]) => slot < from || slot > to);
+    const port = other?.[2]?.[1];
+    if (port === undefined) throw new Error('every range holds the slot');
+    return port;
+  } finally {
+    node.disconnect();
+  }
+}
+
+// A cluster of its own: one of its masters is shut down here.
+describe.skipIf(skip)('sluice serve --redis-cluster with one master down', () => {
+  let cluster: RedisClusterHandle;
+  let sluice: ServingSluice;
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+    const nodes = cluster.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+    sluice = await startSluice(['--rules', rules, '--redis-cluster', nodes, '--store-timeout-ms', '500']);
+  }, 60_000);
+  afterAll(async () => {
+    await sluice?.kill();
+    await cluster?.stop();
+  });
+
+  it("stays NOT_SERVING while calls to it fail, though the health look's own key answers (it flapped every second)", async () => {
+    const envoy = createEnvoyClient(sluice.grpcAddress);
+    const health = () => fetch(`${sluice.httpUrl}/healthcheck`).then((r) => r.status);
+    // Clients spread over every master, as a busy service's are.
+    const round = (n: number) =>
+      Promise.all(
+        Array.from({ length: 24 }, (_, i) =>
+          envoy
+            .shouldRateLimit({
+              domain: 'edge',
+              descriptors: [{ entries: [{ key: 'exact', value: `c${n}-${i}-${process.pid}` }] }],
+            })
+            .then(
+              () => 'OK',
+              () => 'UNAVAILABLE',
+            ),
+        ),
+      );
+    try {
+      expect(new Set(await round(0))).toEqual(new Set(['OK']));
+      const probeSlot = clientSlot('sluice-health', 'probe');
+      const down = await masterWithout(cluster.nodes[0]?.port as number, probeSlot);
+      await promisify(execFile)('redis-cli', ['-p', String(down), 'shutdown', 'nosave']).catch(() => {});
+      let n = 1;
+      await waitFor('a call to fail', async () => (await round(n++)).includes('UNAVAILABLE'));
+      await waitFor('NOT_SERVING', async () => (await health()) === 503);
+      // Well within the cluster's failover (node timeout 3 s): calls to the dead master keep failing.
+      const seen = new Set<number>();
+      const until = performance.now() + 2500;
+      while (performance.now() < until) {
+        await round(n++);
+        seen.add(await health());
+      }
+      expect([...seen]).toEqual([503]);
+      // A replica takes over; once calls have answered for a while the service serves again.
+      await waitFor(
+        'SERVING after failover',
+        async () => {
+          await round(n++);
+          return (await health()) === 200;
+        },
+        30_000,
+      );
+    } finally {
+      envoy.close();
+    }
+  }, 60_000);
+});
