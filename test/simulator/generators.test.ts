@@ -1,4 +1,4 @@
-import { type Arrival, boundaryAttack, bursts, diurnal, heavyTailed, steady } from '@sluice/simulator';
+import { type Arrival, boundaryAttack, bursts, diurnal, type FlashCrowd, heavyTailed, steady } from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
 
 const inOrder = (traffic: readonly Arrival[]) =>
@@ -70,6 +70,61 @@ describe('traffic generators', () => {
     expect(traffic.filter((a) => a.at >= 950 && a.at < 1_000)).toHaveLength(10);
     expect(traffic.filter((a) => a.at >= 1_000 && a.at < 1_050)).toHaveLength(10);
     expect(traffic.filter((a) => a.at >= 2_950 && a.at < 3_050)).toHaveLength(20);
+  });
+
+  it('seeds mix into the whole generator state: the first Poisson gap is one mean gap, not ~18', () => {
+    // pure-rand's xoroshiro128plus(seed) made the first draw ≈ 0.99999998 for every small seed.
+    const seeds = Array.from({ length: 500 }, (_, seed) => seed);
+    const first = seeds.map((seed) => heavyTailed({ clients: 1, ratePerSecond: 1, duration: '1h', seed })[0]?.at);
+    const mean = first.reduce((sum: number, at) => sum + (at as number), 0) / seeds.length;
+    expect(mean).toBeGreaterThan(800);
+    expect(mean).toBeLessThan(1_200);
+    const tenSeconds = seeds
+      .slice(1, 201)
+      .map((seed) => heavyTailed({ clients: 10, ratePerSecond: 1, duration: '10s', seed }));
+    expect(tenSeconds.filter((traffic) => traffic.length === 0).length).toBeLessThan(5);
+  });
+
+  it('seeds differing only above the low 32 bits give different traffic, the same seed the same', () => {
+    const seeds = [0, 1, 2 ** 32, 2 ** 40, Number.MAX_SAFE_INTEGER];
+    const traffic = seeds.map((seed) => steady({ ratePerSecond: 5, duration: '10s', seed }));
+    expect(new Set(traffic.map((t) => JSON.stringify(t))).size).toBe(seeds.length);
+    expect(steady({ ratePerSecond: 5, duration: '10s', seed: 2 ** 40 })).toEqual(traffic[3]);
+  });
+
+  it.each([-1, 1.5, Number.MAX_SAFE_INTEGER + 1, Number.NaN])(
+    'refuses the seed %s, outside 0 to MAX_SAFE_INTEGER',
+    (seed) => {
+      expect(() => steady({ ratePerSecond: 1, duration: '1s', seed })).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('`seed`') }),
+      );
+    },
+  );
+
+  it('boundary attack: a spread wider than the window is refused, not turned into negative, out-of-order times', () => {
+    expect(() => boundaryAttack({ limit: 3, window: '1s', attacks: 2, spread: '5s' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('`spread`') }),
+    );
+    const widest = boundaryAttack({ limit: 3, window: '1s', attacks: 2, spread: '1s' });
+    expect(widest[0]?.at).toBe(0);
+    expect(inOrder(widest)).toBe(true);
+  });
+
+  it('boundary attack: no request comes before startMs', () => {
+    // The first boundary after 950 ms is 1000 ms, too close for a 100 ms half before it.
+    const traffic = boundaryAttack({ limit: 10, window: '1s', attacks: 1, spread: 100, startMs: 950 });
+    expect(traffic[0]?.at).toBe(1_900);
+  });
+
+  it('generators without options, and diurnal with a null flash crowd, throw coded errors rather than TypeErrors', () => {
+    const missing = [steady, bursts, heavyTailed, diurnal, boundaryAttack] as ((options?: unknown) => unknown)[];
+    for (const generator of missing) {
+      expect(() => generator()).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }));
+    }
+    const flashCrowd = null as unknown as FlashCrowd;
+    expect(() => diurnal({ clients: 1, meanRatePerSecond: 1, flashCrowd })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('flashCrowd') }),
+    );
   });
 
   it('refuses bad options with a coded error naming the option', () => {

@@ -1,8 +1,10 @@
 import {
   type Arrival,
+  admittedSeries,
   bursts,
   compareWithExactLog,
   counterErrorCountingEveryRequest,
+  offeredSeries,
   simulate,
   trailingWindowSeries,
   worstWindow,
@@ -87,5 +89,62 @@ describe('worstWindow and trailingWindowSeries', () => {
       excess: 0,
     });
     expect(compareWithExactLog(decisions, 10, 1000).wronglyAllowed).toBe(10);
+  });
+});
+
+describe('measure options', () => {
+  const invalid = [Number.NaN, 0, -1, 1.5, '60000' as unknown as number];
+
+  it.each(invalid)(
+    'refuse the limit %s with ERR_SLUICE_INVALID_LIMIT (NaN gave NaN, 0 an Infinity ratio)',
+    async (limit) => {
+      const { decisions } = await simulate(at([0, 1]), { limit: 1, window: 1000 });
+      const expected = expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_LIMIT',
+        message: expect.stringContaining('`limit`'),
+      });
+      expect(() => worstWindow(decisions, limit, 1000)).toThrow(expected);
+      expect(() => compareWithExactLog(decisions, limit, 1000)).toThrow(expected);
+      expect(() => counterErrorCountingEveryRequest(at([0, 1]), limit, 1000)).toThrow(expected);
+    },
+  );
+
+  it.each(invalid)(
+    'refuse the window %s ms with ERR_SLUICE_INVALID_DURATION (0 gave a worst window of 0)',
+    async (windowMs) => {
+      const { decisions } = await simulate(at([0, 1]), { limit: 1, window: 1000 });
+      const expected = expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message: expect.stringContaining('`windowMs`'),
+      });
+      expect(() => worstWindow(decisions, 1, windowMs)).toThrow(expected);
+      expect(() => compareWithExactLog(decisions, 1, windowMs)).toThrow(expected);
+      expect(() => counterErrorCountingEveryRequest(at([0, 1]), 1, windowMs)).toThrow(expected);
+      expect(() => trailingWindowSeries(decisions, windowMs, { bucketMs: 1 })).toThrow(expected);
+    },
+  );
+
+  it.each(invalid)(
+    'refuse a bucketMs of %s with ERR_SLUICE_INVALID_DURATION (0 threw an uncoded RangeError)',
+    async (bucketMs) => {
+      const { decisions } = await simulate(at([0, 1]), { limit: 1, window: 1000 });
+      const expected = expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message: expect.stringContaining('`bucketMs`'),
+      });
+      expect(() => admittedSeries(decisions, { bucketMs })).toThrow(expected);
+      expect(() => trailingWindowSeries(decisions, 1000, { bucketMs })).toThrow(expected);
+    },
+  );
+
+  it('refuse a bucketMs that makes more than a million buckets, rather than run out of memory', () => {
+    const traffic = at([0, 2_000_000]);
+    expect(() => offeredSeries(traffic, { bucketMs: 1 })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message: expect.stringContaining('at least 3 ms'),
+      }),
+    );
+    expect(offeredSeries(traffic, { bucketMs: 3 }).values).toHaveLength(666_667);
   });
 });

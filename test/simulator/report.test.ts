@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lineChart } from '../../packages/simulator/src/chart/line-chart.js';
 import { scenarioCharts, worstWindowChart } from '../../packages/simulator/src/report/charts.js';
 import { renderPage } from '../../packages/simulator/src/report/page.js';
 import { runScenario, type ScenarioResult } from '../../packages/simulator/src/report/run-scenario.js';
@@ -22,6 +23,14 @@ beforeAll(async () => {
 });
 
 afterAll(() => rm(dir, { recursive: true, force: true }));
+
+/** The recorded-trace scenario on `lines`, written to a file as `--trace` would name it. */
+async function replay(name: string, lines: readonly string[]): Promise<ScenarioResult> {
+  const path = join(dir, name);
+  await writeFile(path, `${lines.join('\n')}\n`);
+  const recorded = scenarios({ path, limit: 5, windowMs: 10_000 }).find((s) => s.id === 'recorded-trace');
+  return runScenario(recorded as NonNullable<typeof recorded>);
+}
 
 describe('the simulate report', () => {
   it('refuses a trace with no requests instead of drawing empty charts', async () => {
@@ -67,5 +76,37 @@ describe('the simulate report', () => {
     expect(page).toMatch(/\| `fixed-window` +\| +11 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
     expect(page).toMatch(/\| `sliding-window-log` +\| +6 \| +5 \| +45\.45 % \| +1 \| +5 \(1×\) \|/);
     expect(page).toContain('## The sliding window counter against the exact log');
+  });
+
+  it.each([
+    ['ten years', ['0 a', `${10 * 365 * 86_400_000} a`]],
+    ['millennia', ['0 a', '999999999999999 a']],
+  ])('charts a trace spanning %s in about 120 buckets (one bucket a day ran out of memory)', async (name, lines) => {
+    const long = await replay(`${name.replace(' ', '-')}.txt`, lines);
+    expect(long.offered.values.length).toBeLessThanOrEqual(122);
+    const charts = scenarioCharts(long);
+    expect(charts).toHaveLength(2);
+    expect(renderPage([long], worstWindowChart([long]), new Map([[long, charts]]))).toContain('## Recorded trace');
+  });
+
+  it('draws a series too long to spread into Math.max (it overflowed the call stack)', () => {
+    const values = Array.from({ length: 500_000 }, (_, i) => i % 7);
+    const svg = lineChart({
+      title: 'long',
+      yLabel: 'requests',
+      lines: [{ label: 'offered', series: { startMs: 0, bucketMs: 1, values } }],
+      originMs: 0,
+    });
+    expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+  });
+
+  it('escapes a ] in a client key in the image alt text of the page, which ended the alt text early', async () => {
+    const result = await replay('brackets.txt', ['1000 a]b(c)', '2000 a]b(c)', '3000 other']);
+    const charts = scenarioCharts(result);
+    const page = renderPage([result], worstWindowChart([result]), new Map([[result, charts]]));
+    const image = page.split('\n').find((line) => line.endsWith('(recorded-trace-window.svg)'));
+    expect(image).toContain('busiest client (a\\]b(c))');
+    // Every ] in the alt text is escaped, so the first unescaped ] is the one that closes it.
+    expect(image?.match(/^!\[(?:[^\]\\]|\\.)*\]\(([^)]*)\)$/)?.[1]).toBe('recorded-trace-window.svg');
   });
 });

@@ -54,6 +54,64 @@ describe('parseTrace', () => {
     expect((caught as Error).message).toContain(`my.log line ${line}:`);
   });
 
+  it("reads nginx's default main format: combined with a quoted X-Forwarded-For after it", () => {
+    const text = [
+      '203.0.113.7 - - [24/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 612 "-" "curl/8.5.0" "-"',
+      '203.0.113.7 - - [24/Nov/2026:10:00:01 +0000] "GET /a HTTP/1.1" 200 612 "-" "curl/8.5.0" "198.51.100.9"',
+    ].join('\n');
+    expect(parseTrace(text)).toEqual([
+      { at: Date.UTC(2026, 10, 24, 10, 0, 0), key: '203.0.113.7', cost: 1 },
+      { at: Date.UTC(2026, 10, 24, 10, 0, 1), key: '203.0.113.7', cost: 1 },
+    ]);
+  });
+
+  it('reports an access-log line it cannot read as an access-log problem, not as a bad plain line', () => {
+    const line = '203.0.113.7 - - [24/Nov/2026:10:00:00 +0000] "GET / HTTP/1.1" 200';
+    expect(() => parseTrace(line)).toThrow(expect.objectContaining({ message: expect.stringContaining('Log Format') }));
+    expect(() => parseTrace(`1 a\n${line}`)).toThrow(
+      expect.objectContaining({ line: 2, message: expect.stringContaining('an access-log line in a plain trace') }),
+    );
+  });
+
+  it.each([
+    ['30 February', '2026-02-30T12:00:00Z'],
+    ['31 February at 24:00', '2026-02-31T24:00:00Z'],
+    ['hour 24', '2026-03-01T24:00:00Z'],
+    ['minute 60', '2026-03-01T10:60:00Z'],
+    ['1969', '1969-12-31T23:59:59Z'],
+    ['1970 local time before 1970 in UTC', '1970-01-01T00:30:00+01:00'],
+    ['year 0050, which Date.UTC reads as 1950', '0050-06-01T00:00:00Z'],
+  ])(
+    'rejects an ISO time that is no real date (Date.parse rolled 30 February over) or is before 1970: %s, naming the line',
+    (_, time) => {
+      expect(() => parseTrace(`1 a\n${time} b`, { source: 'my.log' })).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_TRACE',
+          line: 2,
+          message: expect.stringContaining('my.log line 2:'),
+        }),
+      );
+    },
+  );
+
+  it('rejects an access-log time before 1970, naming the line', () => {
+    const line = '192.0.2.7 - - [31/Dec/1969:23:59:59 +0000] "GET / HTTP/1.0" 200 1';
+    expect(() => parseTrace(line)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', line: 1 }));
+  });
+
+  it('reads real ISO dates with zones and fractions exactly', () => {
+    expect(parseTrace('2024-02-29T23:59:59.5+01:00 a\n1970-01-01T01:00:00.007+01:00 b')).toEqual([
+      { at: 7, key: 'b', cost: 1 },
+      { at: Date.UTC(2024, 1, 29, 22, 59, 59, 500), key: 'a', cost: 1 },
+    ]);
+  });
+
+  it('throws ERR_SLUICE_INVALID_TRACE, not a TypeError, when given something other than text', () => {
+    expect(() => parseTrace(123 as unknown as string)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining('received 123') }),
+    );
+  });
+
   it('refuses a format it does not know, and reads a forced format', () => {
     expect(() => parseTrace('1 a', { format: 'csv' as 'plain' })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining('format') }),

@@ -46,16 +46,20 @@ export function lineChart(options: LineChartOptions): string {
   const bottom = top + PLOT_HEIGHT;
   const height = bottom + 56;
 
-  const startMs = Math.min(...lines.map((l) => l.series.startMs));
-  const endMs = Math.max(...lines.map((l) => l.series.startMs + l.series.values.length * l.series.bucketMs));
   const pointOf = (line: ChartLine, i: number) => {
     const v = line.series.values[i];
     return v === undefined ? undefined : v * (line.scale ?? 1);
   };
-  const peak = Math.max(
-    reference?.value ?? 0,
-    ...lines.flatMap((l) => l.series.values.map((_, i) => pointOf(l, i) ?? 0)),
-  );
+  // Loops, not Math.max(...values): spreading a long series overflows the call stack.
+  let startMs = Number.POSITIVE_INFINITY;
+  let endMs = Number.NEGATIVE_INFINITY;
+  let peak = reference?.value ?? 0;
+  for (const line of lines) {
+    const { series } = line;
+    startMs = Math.min(startMs, series.startMs);
+    endMs = Math.max(endMs, series.startMs + series.values.length * series.bucketMs);
+    for (let i = 0; i < series.values.length; i++) peak = Math.max(peak, pointOf(line, i) ?? 0);
+  }
   const yTicks = niceTicks(peak * 1.08);
   const yMax = yTicks[yTicks.length - 1] as number;
   const x = (ms: number) => LEFT + ((ms - startMs) / (endMs - startMs)) * plotWidth;

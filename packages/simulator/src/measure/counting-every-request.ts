@@ -1,5 +1,6 @@
 import { algorithms, type State, toPolicy } from '@sluice/core';
 import type { Traffic } from '../traffic/arrival.js';
+import { checkLimit, checkMs } from './checks.js';
 import { comparison, type ExactLogComparison } from './exact-log.js';
 import { KeyWindows } from './key-windows.js';
 
@@ -23,6 +24,9 @@ export function counterErrorCountingEveryRequest(
   limit: number,
   windowMs: number,
 ): CountingEveryRequest {
+  checkLimit(limit);
+  checkMs(windowMs, 'windowMs');
+  // Core's own checks too: limit × window must stay within what the counter computes exactly.
   const policy = toPolicy({ limit, window: windowMs, algorithm: 'sliding-window-counter' }, 'policy');
   const counter = algorithms['sliding-window-counter'];
   // A capacity no key can reach, so that charging always succeeds and every request is counted.

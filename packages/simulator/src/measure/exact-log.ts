@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import { checkLimit, checkMs } from './checks.js';
 import { KeyWindows } from './key-windows.js';
 
 export interface ExactLogComparison {
@@ -28,6 +29,8 @@ export function compareWithExactLog(
   limit: number,
   windowMs: number,
 ): ExactLogComparison {
+  checkLimit(limit);
+  checkMs(windowMs, 'windowMs');
   const admitted = new KeyWindows(windowMs);
   let wronglyAllowed = 0;
   let wronglyRefused = 0;

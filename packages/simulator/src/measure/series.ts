@@ -1,5 +1,7 @@
+import { SluiceError } from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
-import type { Arrival } from '../traffic/arrival.js';
+import { type Arrival, describe } from '../traffic/arrival.js';
+import { checkMs } from './checks.js';
 
 /** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
 export interface Series {
@@ -17,15 +19,42 @@ export interface Buckets {
   endMs?: number;
 }
 
+/** The most buckets a series may have: far more than a chart can show, and 8 MB of numbers. */
+export const MAX_BUCKETS = 1_000_000;
+
 /** The buckets' first start, their number, and the bucket a time falls in, defaults taken from the decisions. */
 export function frame(decisions: readonly Arrival[], buckets: Buckets) {
-  const { bucketMs } = buckets;
+  if (typeof buckets !== 'object' || buckets === null) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Buckets must be { bucketMs, startMs?, endMs? }; received ${describe(buckets)}.`,
+    );
+  }
+  const bucketMs = checkMs(buckets.bucketMs, 'bucketMs');
   const first = decisions[0]?.at ?? 0;
   const last = decisions[decisions.length - 1]?.at ?? 0;
-  const startMs = buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs;
-  const count = Math.max(1, Math.ceil(((buckets.endMs ?? last + 1) - startMs) / bucketMs));
+  const startMs = epochMs(buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs, 'startMs');
+  const endMs = epochMs(buckets.endMs ?? last + 1, 'endMs');
+  const count = Math.max(1, Math.ceil((endMs - startMs) / bucketMs));
+  // One bucket per millisecond of a long trace would fill the memory before any chart is drawn.
+  if (count > MAX_BUCKETS) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_DURATION',
+      `[sluice] Option \`bucketMs\` must be at least ${Math.ceil((endMs - startMs) / MAX_BUCKETS)} ms to cover ${startMs}–${endMs} ms in at most ${MAX_BUCKETS.toLocaleString('en-US')} buckets; received ${bucketMs}.`,
+    );
+  }
   const index = (at: number) => Math.floor((at - startMs) / bucketMs);
   return { startMs, count, index };
+}
+
+function epochMs(value: unknown, option: string): number {
+  if (!Number.isSafeInteger(value)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Option \`${option}\` must be whole epoch milliseconds; received ${describe(value)}.`,
+    );
+  }
+  return value as number;
 }
 
 /** Sum of `cost` per bucket over the decisions `select` keeps, at the time `timeOf` gives. */

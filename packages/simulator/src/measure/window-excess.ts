@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import { checkLimit, checkMs } from './checks.js';
 import { type Buckets, frame, type Series } from './series.js';
 
 export interface WorstWindow {
@@ -38,6 +39,8 @@ function admittedByKey(decisions: readonly SimulatedDecision[]): Map<string, { a
  * scores 0; aligned fixed windows reach 2 × limit at a boundary.
  */
 export function worstWindow(decisions: readonly SimulatedDecision[], limit: number, windowMs: number): WorstWindow {
+  checkLimit(limit);
+  checkMs(windowMs, 'windowMs');
   let worst: WorstWindow = { admitted: 0, excess: 0, ratio: 0, key: undefined, atMs: undefined };
   for (const [key, { at, cost }] of admittedByKey(decisions)) {
     let sum = 0;
@@ -61,10 +64,11 @@ export function trailingWindowSeries(
   windowMs: number,
   buckets: Buckets,
 ): Series {
+  checkMs(windowMs, 'windowMs');
+  const { startMs, count } = frame(decisions, buckets);
+  const { bucketMs } = buckets;
   const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
   passed.sort((a, b) => a.at - b.at);
-  const { bucketMs } = buckets;
-  const { startMs, count } = frame(decisions, buckets);
   const values = new Array<number>(count).fill(0);
   // Walk request times and bucket ends together; the sum at each is the trailing window's.
   let sum = 0;

@@ -14,6 +14,9 @@ const seconds = (ms: number) => `${formatNumber(ms / 1000, 2)} s`;
 const ratio = (run: RunResult) => `${formatNumber(run.worst.ratio, 2)}×`;
 const window = (ms: number) =>
   ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+/** A chart as markdown; its caption can hold a client key from a trace, whose `]` would end the alt text. */
+const image = (chart: Chart) => `![${chart.caption.replace(/[\\[\]]/g, '\\$&')}](${chart.file})`;
+
 /** A markdown table with its columns padded to one width, so the file reads well as text too. */
 function table(head: readonly string[], rows: readonly (readonly string[])[], align: string): string {
   const widths = head.map((h, c) => Math.max(3, h.length, ...rows.map((r) => (r[c] ?? '').length)));
@@ -48,7 +51,7 @@ export function renderPage(
       : [`Every limiter runs with \`throttle: ${JSON.stringify(throttle)}\` (\`pnpm simulate --throttle\`).`, '']),
     '## At a glance: worst window ÷ limit',
     '',
-    `![${summary.caption}](${summary.file})`,
+    image(summary),
     '',
     table(
       ['scenario', ...names.map((name) => `\`${name}\``)],
@@ -87,7 +90,7 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
     '',
     scenario.about,
     '',
-    ...charts.flatMap((chart) => [`![${chart.caption}](${chart.file})`, '']),
+    ...charts.flatMap((chart) => [image(chart), '']),
     table(
       [
         'algorithm',

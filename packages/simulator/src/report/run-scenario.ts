@@ -148,9 +148,19 @@ async function measure(
   return result;
 }
 
-/** A bucket width people read easily: 1, 2, 5 × 10^n ms, or whole seconds, minutes, hours. */
+const DAY_MS = 86_400_000;
+
+/**
+ * A bucket width people read easily and at least `ms`: 1, 2, 5 × 10^n ms, whole seconds,
+ * minutes, hours, or 1, 2, 5 × 10^n days. No upper bound, so that a trace spanning years
+ * still gets about 120 buckets rather than one per day.
+ */
 function roundBucket(ms: number): number {
   const choices = [1, 2, 5, 10, 20, 50, 100, 250, 500, 1_000, 2_000, 5_000, 10_000, 15_000, 30_000, 60_000];
-  const more = [120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, 86_400_000];
-  return [...choices, ...more].find((c) => c >= ms) ?? 86_400_000;
+  const more = [120_000, 300_000, 600_000, 900_000, 1_800_000, 3_600_000, 7_200_000, 21_600_000, DAY_MS];
+  const within = [...choices, ...more].find((c) => c >= ms);
+  if (within !== undefined) return within;
+  for (let days = 1; ; days *= 10) {
+    for (const step of [2, 5, 10]) if (step * days * DAY_MS >= ms) return step * days * DAY_MS;
+  }
 }

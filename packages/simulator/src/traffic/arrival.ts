@@ -16,7 +16,10 @@ export interface GeneratorOptions {
   duration: Duration;
   /** Time of the first possible request, epoch ms. @default 0 */
   startMs?: number;
-  /** Seed of the pseudo-random source: the same seed gives the same traffic. @default 1 */
+  /**
+   * Seed of the pseudo-random source, a whole number from 0 to `Number.MAX_SAFE_INTEGER`: the
+   * same seed gives the same traffic, another seed other traffic. @default 1
+   */
   seed?: number;
 }
 
@@ -41,6 +44,14 @@ export function positiveInteger(value: unknown, option: string): number {
   return value as number;
 }
 
+/** A generator's options, checked to be an object before any option is read. */
+export function generatorOptions<T>(options: T): T {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw trafficError(`Traffic options must be an object; received ${describe(options)}.`);
+  }
+  return options;
+}
+
 /** The window [startMs, endMs) and the seed of a generator's options. */
 export function span(options: GeneratorOptions): { startMs: number; endMs: number; seed: number } {
   const startMs = options.startMs ?? 0;
@@ -48,10 +59,20 @@ export function span(options: GeneratorOptions): { startMs: number; endMs: numbe
     throw trafficError(`Traffic option \`startMs\` must be a whole number ≥ 0; received ${String(startMs)}.`);
   }
   const seed = options.seed ?? 1;
-  if (!Number.isSafeInteger(seed)) {
-    throw trafficError(`Traffic option \`seed\` must be a whole number; received ${String(seed)}.`);
+  if (!Number.isSafeInteger(seed) || seed < 0) {
+    throw trafficError(
+      `Traffic option \`seed\` must be a whole number from 0 to Number.MAX_SAFE_INTEGER; received ${describe(seed)}.`,
+    );
   }
   return { startMs, endMs: startMs + toMs(options.duration, 'duration'), seed };
+}
+
+/** A value as an error message shows it: strings quoted, objects by kind. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (Array.isArray(value)) return 'an array';
+  if (value === null) return 'null';
+  return typeof value === 'object' ? 'an object' : String(value);
 }
 
 /** Merges arrival lists into one in time order; ties keep list order, so the result is deterministic. */

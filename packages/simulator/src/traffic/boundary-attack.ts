@@ -1,5 +1,5 @@
 import { type Duration, toMs } from '@sluice/core';
-import { type Arrival, positiveInteger, span } from './arrival.js';
+import { type Arrival, generatorOptions, positiveInteger, span, trafficError } from './arrival.js';
 
 export interface BoundaryAttackOptions {
   /** The limit under attack: requests per window. */
@@ -8,9 +8,9 @@ export interface BoundaryAttackOptions {
   window: Duration;
   /** How many window boundaries to attack. @default 3 */
   attacks?: number;
-  /** How long before and after the boundary each half of the attack lasts. @default window / 20 */
+  /** How long before and after the boundary each half of the attack lasts, at most `window`. @default window / 20 */
   spread?: Duration;
-  /** @default 0 */
+  /** No request comes before it: the first attack is at the first boundary it leaves room for. @default 0 */
   startMs?: number;
   /** @default 'attacker' */
   key?: string;
@@ -23,14 +23,22 @@ export interface BoundaryAttackOptions {
  * randomness: the attack is aimed.
  */
 export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
+  generatorOptions(options);
   const limit = positiveInteger(options.limit, 'limit');
   const windowMs = toMs(options.window, 'window');
   const attacks = positiveInteger(options.attacks ?? 3, 'attacks');
   const spreadMs =
     options.spread === undefined ? Math.max(1, Math.floor(windowMs / 20)) : toMs(options.spread, 'spread');
+  // Attacks are two windows apart: a wider spread runs one attack's second half into the next
+  // one's first half, out of time order, and is no longer an attack within one window.
+  if (spreadMs > windowMs) {
+    throw trafficError(
+      `Traffic option \`spread\` must be at most the window (${windowMs} ms); received ${spreadMs} ms.`,
+    );
+  }
   const { startMs } = span({ duration: 1, startMs: options.startMs ?? 0 });
   const key = options.key ?? 'attacker';
-  const firstBoundary = (Math.floor(startMs / windowMs) + 1) * windowMs;
+  const firstBoundary = Math.ceil((startMs + spreadMs) / windowMs) * windowMs;
   const arrivals: Arrival[] = [];
   for (let n = 0; n < attacks; n++) {
     const boundary = firstBoundary + 2 * n * windowMs;

@@ -1,5 +1,13 @@
 import { type Duration, toMs } from '@sluice/core';
-import { type Arrival, type GeneratorOptions, merge, positiveInteger, positiveNumber, span } from './arrival.js';
+import {
+  type Arrival,
+  type GeneratorOptions,
+  generatorOptions,
+  merge,
+  positiveInteger,
+  positiveNumber,
+  span,
+} from './arrival.js';
 import { seededRandom } from './random.js';
 import { steady } from './steady.js';
 
@@ -18,12 +26,12 @@ export interface BurstsOptions extends GeneratorOptions {
 
 /** One client: steady traffic with a burst of `burstSize` requests every `burstEvery`. */
 export function bursts(options: BurstsOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(options);
+  const { startMs, endMs, seed } = span(generatorOptions(options));
   const key = options.key ?? 'client';
   const size = positiveInteger(options.burstSize, 'burstSize');
   const everyMs = toMs(options.burstEvery, 'burstEvery');
   const lengthMs = toMs(options.burstLength ?? '1s', 'burstLength');
-  const random = seededRandom(seed + 1);
+  const random = seededRandom(seed, 1);
   const burst: Arrival[] = [];
   // The first burst comes after one quiet period, so the chart shows the calm before it.
   for (let from = startMs + everyMs; from < endMs; from += everyMs) {

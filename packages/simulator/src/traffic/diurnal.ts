@@ -1,7 +1,9 @@
 import { type Duration, toMs } from '@sluice/core';
 import {
   type Arrival,
+  describe,
   type GeneratorOptions,
+  generatorOptions,
   merge,
   positiveInteger,
   positiveNumber,
@@ -44,7 +46,7 @@ const DAY_MS = 86_400_000;
  * are `client-<rank>`, the crowd `crowd-<n>`.
  */
 export function diurnal(options: DiurnalOptions): Arrival[] {
-  const { startMs, endMs, seed } = span({ ...options, duration: options.duration ?? '1d' });
+  const { startMs, endMs, seed } = span({ ...generatorOptions(options), duration: options.duration ?? '1d' });
   const clients = positiveInteger(options.clients, 'clients');
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
   const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
@@ -58,9 +60,14 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
     .map((t): Arrival => ({ at: Math.floor(t), key: `client-${pick() + 1}`, cost: 1 }));
   if (options.flashCrowd === undefined) return regular;
   const crowd = options.flashCrowd;
+  if (typeof crowd !== 'object' || crowd === null || Array.isArray(crowd)) {
+    throw trafficError(
+      `Traffic option \`flashCrowd\` must be { at, duration, extraRatePerSecond, clients } or left out; received ${describe(crowd)}.`,
+    );
+  }
   const from = startMs + toMs(crowd.at, 'flashCrowd.at');
   const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
-  const crowdRandom = seededRandom(seed + 1);
+  const crowdRandom = seededRandom(seed, 1);
   const extra = poissonTimes(
     crowdRandom,
     positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond') / 1000,

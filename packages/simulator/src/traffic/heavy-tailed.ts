@@ -1,4 +1,11 @@
-import { type Arrival, type GeneratorOptions, positiveInteger, positiveNumber, span } from './arrival.js';
+import {
+  type Arrival,
+  type GeneratorOptions,
+  generatorOptions,
+  positiveInteger,
+  positiveNumber,
+  span,
+} from './arrival.js';
 import { poissonTimes, seededRandom, zipfPicker } from './random.js';
 
 export interface HeavyTailedOptions extends GeneratorOptions {
@@ -18,7 +25,7 @@ export interface HeavyTailedOptions extends GeneratorOptions {
  * while the long tail sends a handful each.
  */
 export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(options);
+  const { startMs, endMs, seed } = span(generatorOptions(options));
   const clients = positiveInteger(options.clients, 'clients');
   const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
   const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');

@@ -1,11 +1,34 @@
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
-import { xoroshiro128plus } from 'pure-rand/generator/xoroshiro128plus';
+import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
 
 /** A seeded source of uniform numbers in [0, 1): the same seed always gives the same traffic. */
 export type Random = () => number;
 
-export function seededRandom(seed: number): Random {
-  const rng = xoroshiro128plus(seed);
+const MASK_64 = (1n << 64n) - 1n;
+const GOLDEN_GAMMA = 0x9e3779b97f4a7c15n;
+
+/** One step of SplitMix64 (Steele, Lea & Flood 2014), the seeding Vigna recommends for xoroshiro. */
+function splitMix64(state: bigint): { state: bigint; value: bigint } {
+  const next = (state + GOLDEN_GAMMA) & MASK_64;
+  let z = next;
+  z = ((z ^ (z >> 30n)) * 0xbf58476d1ce4e5b9n) & MASK_64;
+  z = ((z ^ (z >> 27n)) * 0x94d049bb133111ebn) & MASK_64;
+  return { state: next, value: z ^ (z >> 31n) };
+}
+
+/**
+ * `stream` gives a generator several independent sources from one seed. The seed is mixed
+ * into all 128 bits of state: pure-rand's `xoroshiro128plus(seed)` keeps only its low 32 bits
+ * and starts small seeds next to an all-ones state, whose first output is ≈ 0.99999998 (a
+ * first Poisson gap of ~18 mean gaps).
+ */
+export function seededRandom(seed: number, stream: 0 | 1 = 0): Random {
+  const first = splitMix64(BigInt(seed) * 2n + BigInt(stream));
+  const second = splitMix64(first.state);
+  const words = [first.value >> 32n, first.value, second.value >> 32n, second.value].map((w) =>
+    Number(BigInt.asIntN(32, w)),
+  );
+  const rng = xoroshiro128plusFromState(words);
   return () => uniformFloat64(rng);
 }
 

@@ -1,4 +1,4 @@
-import { type Arrival, type GeneratorOptions, positiveNumber, span } from './arrival.js';
+import { type Arrival, type GeneratorOptions, generatorOptions, positiveNumber, span } from './arrival.js';
 import { seededRandom } from './random.js';
 
 export interface SteadyOptions extends GeneratorOptions {
@@ -13,7 +13,7 @@ export interface SteadyOptions extends GeneratorOptions {
  * rate's share, give or take one request.
  */
 export function steady(options: SteadyOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(options);
+  const { startMs, endMs, seed } = span(generatorOptions(options));
   const gapMs = 1000 / positiveNumber(options.ratePerSecond, 'ratePerSecond');
   const random = seededRandom(seed);
   const key = options.key ?? 'client';

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { SluiceError } from '@sluice/core';
-import type { Arrival } from './arrival.js';
+import { type Arrival, describe } from './arrival.js';
 
 export type TraceFormat = 'plain' | 'access-log';
 
@@ -16,13 +16,16 @@ export interface TraceError extends SluiceError {
   readonly line: number;
 }
 
-// host ident user [10/Oct/2000:13:55:36 -0700] "request" status bytes, then optionally
-// "referer" "user-agent" (the combined format).
-const accessLogLine =
-  /^(\S+) \S+ \S+ \[([^\]]+)\] "(?:[^"\\]|\\.)*" (?:\d{3}|-) (?:\d+|-)(?: "(?:[^"\\]|\\.)*" "(?:[^"\\]|\\.)*")?\s*$/;
+// host ident user [10/Oct/2000:13:55:36 -0700] "request" status bytes, then any quoted fields:
+// "referer" "user-agent" in the combined format, and nginx's default `main` format adds
+// "$http_x_forwarded_for".
+const accessLogLine = /^(\S+) \S+ \S+ \[([^\]]+)\] "(?:[^"\\]|\\.)*" (?:\d{3}|-) (?:\d+|-)(?: "(?:[^"\\]|\\.)*")*\s*$/;
+// Up to the quoted request: no plain line has a field in brackets followed by a quote, so a line
+// that starts so is an access-log line, and its problem is reported as one.
+const accessLogStart = /^\S+ \S+ \S+ \[[^\]]*\] "/;
 const clfTime = /^(\d{2})\/([A-Z][a-z]{2})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/;
 const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-const isoTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,3})?(?:Z|[+-]\d{2}:\d{2})$/;
+const isoTime = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 const wholeMs = /^\d{1,16}$/;
 const positiveWhole = /^[1-9]\d{0,15}$/;
 
@@ -30,10 +33,12 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  * Reads a recorded trace, so real logs can be replayed through every algorithm.
  *
  * - `plain`: one request per line, `timestamp key [cost]` separated by spaces or tabs. The
- *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`);
- *   cost is a positive whole number, 1 when left out. Blank lines and `#` comments are skipped.
- * - `access-log`: the Common or Combined Log Format of Apache and nginx. The key is the client
- *   host (first field), the cost 1; times have whole-second resolution.
+ *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`),
+ *   a real date (not 30 February, not 24:00) no earlier than 1970; cost is a positive whole
+ *   number, 1 when left out. Blank lines and `#` comments are skipped.
+ * - `access-log`: the Common or Combined Log Format of Apache and nginx, with any further quoted
+ *   fields after them (nginx's default `main` format adds `"$http_x_forwarded_for"`). The key
+ *   is the client host (first field), the cost 1; times have whole-second resolution.
  *
  * Requests are returned in time order (a log written as requests finish is slightly out of
  * order; ties keep file order). Any line that does not parse throws `ERR_SLUICE_INVALID_TRACE`
@@ -41,6 +46,12 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  */
 export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] {
   const source = options.source ?? 'trace';
+  if (typeof text !== 'string') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_TRACE',
+      `[sluice] parseTrace takes the trace's text as a string; received ${describe(text)}.`,
+    );
+  }
   const lines = text.split(/\r?\n/);
   let format = options.format;
   if (format !== undefined && format !== 'plain' && format !== 'access-log') {
@@ -53,7 +64,7 @@ export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] 
   lines.forEach((raw, index) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    format ??= accessLogLine.test(line) ? 'access-log' : 'plain';
+    format ??= accessLogStart.test(line) ? 'access-log' : 'plain';
     const arrival = format === 'access-log' ? accessLogArrival(line) : plainArrival(line);
     if (typeof arrival === 'string') throw traceError(source, index + 1, raw, arrival);
     arrivals.push(arrival);
@@ -68,13 +79,16 @@ export async function readTrace(path: string, options: Omit<TraceOptions, 'sourc
 
 /** The arrival, or what is wrong with the line. */
 function plainArrival(line: string): Arrival | string {
+  if (accessLogStart.test(line)) return 'an access-log line in a plain trace (its first line decides the format)';
   const fields = line.split(/\s+/);
   if (fields.length < 2 || fields.length > 3) return 'expected "timestamp key [cost]"';
   const [time, key, cost] = fields as [string, string, string | undefined];
-  let at: number;
+  const iso = isoTime.exec(time);
+  let at: number | string;
   if (wholeMs.test(time)) at = Number(time);
-  else if (isoTime.test(time)) at = Date.parse(time);
+  else if (iso !== null) at = isoMs(iso);
   else return 'the timestamp must be whole epoch milliseconds or ISO 8601 with a zone';
+  if (typeof at === 'string') return at;
   if (!Number.isSafeInteger(at)) return 'the timestamp is not a valid time';
   if (cost !== undefined && !positiveWhole.test(cost)) return 'the cost must be a positive whole number';
   return { at, key, cost: cost === undefined ? 1 : Number(cost) };
@@ -82,7 +96,9 @@ function plainArrival(line: string): Arrival | string {
 
 function accessLogArrival(line: string): Arrival | string {
   const match = accessLogLine.exec(line);
-  if (match === null) return 'expected a Common or Combined Log Format line';
+  if (match === null) {
+    return 'expected a Common or Combined Log Format line: host ident user [time] "request" status bytes, then any "quoted" fields';
+  }
   const time = clfTime.exec(match[2] as string);
   const month = months.indexOf(time?.[2] ?? '');
   if (time === null || month < 0) return 'the time must look like [10/Oct/2000:13:55:36 -0700]';
@@ -91,9 +107,42 @@ function accessLogArrival(line: string): Arrival | string {
   // Date.UTC rolls 31 Feb over into March; a log never means that.
   if (new Date(utc).getUTCDate() !== day || (hour as number) > 23 || (minute as number) > 59 || (second as number) > 60)
     return 'the time is not a valid date';
-  const offsetMs = ((zoneHours as number) * 60 + (zoneMinutes as number)) * 60_000;
-  return { at: time[7] === '-' ? utc + offsetMs : utc - offsetMs, key: match[1] as string, cost: 1 };
+  const at = zoned(utc, time[7] as string, zoneHours as number, zoneMinutes as number);
+  return typeof at === 'string' ? at : { at, key: match[1] as string, cost: 1 };
 }
+
+/** Epoch ms of an ISO 8601 match, or what is wrong with it. */
+function isoMs(iso: RegExpExecArray): number | string {
+  const fields = [1, 2, 3, 4, 5, 6].map((i) => Number(iso[i]));
+  const [year, month, day, hour, minute, second] = fields as [number, number, number, number, number, number];
+  // setUTCFullYear, not Date.UTC, which reads years 0–99 as 1900–1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, Number((iso[7] ?? '').padEnd(3, '0')));
+  // Date rolls 30 February over into March and 24:00 into the next day (Date.parse too): read
+  // back, a rolled-over time differs from what the line says.
+  const readBack = [
+    date.getUTCFullYear(),
+    date.getUTCMonth() + 1,
+    date.getUTCDate(),
+    date.getUTCHours(),
+    date.getUTCMinutes(),
+    date.getUTCSeconds(),
+  ];
+  if (readBack.some((value, i) => value !== fields[i])) return 'the time is not a valid date';
+  if (iso[8] === undefined) return checkEpoch(date.getTime());
+  return zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
+}
+
+/** A local time in a zone `sign` hours:minutes from UTC, as epoch ms, or what is wrong with the zone or time. */
+function zoned(localMs: number, sign: string, hours: number, minutes: number): number | string {
+  if (hours > 23 || minutes > 59) return 'the time zone offset is not a valid offset';
+  const offsetMs = (hours * 60 + minutes) * 60_000;
+  return checkEpoch(sign === '-' ? localMs + offsetMs : localMs - offsetMs);
+}
+
+/** Simulated time is epoch ms ≥ 0, as `simulate` requires: refused here, where the line is known. */
+const checkEpoch = (at: number): number | string => (at < 0 ? 'the time is before 1970-01-01T00:00:00Z' : at);
 
 function traceError(source: string, line: number, raw: string, problem: string): TraceError {
   const shown = raw.length > 120 ? `${raw.slice(0, 117)}…` : raw;

@@ -1,0 +1,97 @@
+import { constants } from 'node:fs';
+import { access, mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { SluiceError, type Throttle, toMs, toThrottle } from '@sluice/core';
+import { SAMPLE_TRACE } from './scenarios.js';
+
+export const USAGE = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
+
+Runs every algorithm on the same traffic in virtual time and writes charts (SVG) and a
+markdown page with the figures to DIR (default docs/simulations/).
+
+  --trace FILE       replay FILE as the recorded trace: plain "timestamp key [cost]" lines
+                     or a Common/Combined Log Format access log (default: the shipped sample)
+  --limit N          the trace's limit per client, a whole number (default 60)
+  --window DURATION  the trace's window, e.g. 1m (default 1m)
+  --throttle MODE    run every limiter in a throttle mode: hard (default), soft:PERCENT
+                     (e.g. soft:20) or shadow`;
+
+export interface CliOptions {
+  /** The directory the page and charts go to, absolute. */
+  out: string;
+  trace: { path: string; limit: number; windowMs: number };
+  throttle: Throttle | undefined;
+}
+
+const flagError = (flag: string, received: string, expected: string) =>
+  new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `[sluice] --${flag} must be ${expected}; received ${JSON.stringify(received)}.`,
+  );
+
+/** Digits only, no sign, exponent, hex, point or padding: `Number()` would take `0x10`, `1e1`, ` 7` and `5.0`. */
+function wholeNumber(text: string, flag: string): number {
+  const value = Number(text);
+  if (!/^[1-9]\d*$/.test(text) || !Number.isSafeInteger(value)) {
+    throw flagError(flag, text, 'a positive whole number written in digits, such as 60');
+  }
+  return value;
+}
+
+/** A path flag: empty (an unset shell variable, say) would resolve to the working directory itself. */
+function path(text: string, flag: string, cwd: string, what: string): string {
+  if (text.trim() === '')
+    throw flagError(flag, text, `the path of ${what}, not empty (that would be the current directory)`);
+  return resolve(cwd, text);
+}
+
+/** `hard`, `shadow` or `soft:<percent>`; elastic needs a live load probe, which virtual time has not. */
+function parseThrottle(value: string | undefined): Throttle | undefined {
+  if (value === undefined || value === 'hard') return undefined;
+  if (value === 'shadow') return { mode: 'shadow' };
+  if (value.startsWith('soft:')) {
+    const overagePercent = wholeNumber(value.slice('soft:'.length), 'throttle soft:PERCENT');
+    return toThrottle({ mode: 'soft', overagePercent });
+  }
+  throw flagError('throttle', value, 'hard, shadow or soft:PERCENT');
+}
+
+/** The command line's options, every flag checked before any simulation starts; `undefined` for `--help`. */
+export function parseCliOptions(args: readonly string[], cwd: string): CliOptions | undefined {
+  const { values } = parseArgs({
+    args: [...args],
+    options: {
+      out: { type: 'string' },
+      trace: { type: 'string' },
+      limit: { type: 'string' },
+      window: { type: 'string' },
+      throttle: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return undefined;
+  return {
+    out: path(values.out ?? 'docs/simulations', 'out', cwd, 'a directory'),
+    trace: {
+      path: values.trace === undefined ? SAMPLE_TRACE : path(values.trace, 'trace', cwd, 'a file'),
+      limit: values.limit === undefined ? 60 : wholeNumber(values.limit, 'limit'),
+      windowMs: toMs(values.window ?? '1m', '--window'),
+    },
+    throttle: parseThrottle(values.throttle),
+  };
+}
+
+/** Creates the output directory and checks it can be written, so a bad `--out` fails before the work. */
+export async function prepareOut(out: string): Promise<void> {
+  try {
+    await mkdir(out, { recursive: true });
+    await access(out, constants.W_OK);
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] --out must be a directory that can be written; ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
+}

@@ -1,0 +1,86 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseCliOptions, prepareOut } from '../../packages/simulator/src/report/cli-options.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+let dir: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'sluice-simulate-cli-'));
+});
+
+afterAll(() => rm(dir, { recursive: true, force: true }));
+
+/** `pnpm simulate <args>` typed in `cwd`: its exit code and output. */
+function simulateCli(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
+  const child = spawn(
+    `${root}node_modules/.bin/tsx`,
+    ['--conditions=@sluice/source', `${root}packages/simulator/src/report/main.ts`, ...args],
+    // INIT_CWD as pnpm sets it: the directory the user typed the command in.
+    { cwd: root, env: { ...process.env, INIT_CWD: cwd }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  return new Promise((resolve) => child.once('exit', (code) => resolve({ code, output })));
+}
+
+const refused = (flag: string) =>
+  expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining(`--${flag}`) });
+
+describe('pnpm simulate options', () => {
+  it.each(['0x10', '1e1', ' 7', '5.0', '+5', '007', '0', '-3', '9007199254740993'])(
+    "refuses --limit %j: a limit is digits only (Number() took 0x10, 1e1, ' 7' and 5.0)",
+    (limit) => {
+      expect(() => parseCliOptions([`--limit=${limit}`], dir)).toThrow(refused('limit'));
+    },
+  );
+
+  it.each(['soft:0x10', 'soft:1e1', 'soft:020', 'soft:'])('refuses --throttle %s', (throttle) => {
+    expect(() => parseCliOptions(['--throttle', throttle], dir)).toThrow(refused('throttle'));
+  });
+
+  it('reads whole numbers written in digits', () => {
+    expect(parseCliOptions(['--limit', '120', '--window', '1m', '--throttle', 'soft:20'], dir)).toMatchObject({
+      trace: { limit: 120, windowMs: 60_000 },
+      throttle: { mode: 'soft', overagePercent: 20 },
+    });
+  });
+
+  it('refuses an empty --out, which resolved to the working directory and overwrote its README.md', () => {
+    expect(() => parseCliOptions(['--out', ''], dir)).toThrow(refused('out'));
+    expect(() => parseCliOptions(['--out', ' '], dir)).toThrow(refused('out'));
+    expect(() => parseCliOptions(['--trace', ''], dir)).toThrow(refused('trace'));
+  });
+
+  it('creates the output directory, and refuses a file as one', async () => {
+    const nested = join(dir, 'a', 'b');
+    await prepareOut(nested);
+    expect((await stat(nested)).isDirectory()).toBe(true);
+    const file = join(dir, 'a-file');
+    await writeFile(file, 'x');
+    await expect(prepareOut(file)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+
+  it('fails on a bad --out before simulating anything, and leaves the working directory alone', async () => {
+    const cwd = await mkdtemp(join(dir, 'cwd-'));
+    await writeFile(join(cwd, 'README.md'), '# My project\n');
+    await writeFile(join(cwd, 'somefile'), 'x');
+    for (const out of ['', 'somefile']) {
+      const { code, output } = await simulateCli(['--out', out], cwd);
+      expect(code).toBe(1);
+      expect(output).toContain('simulate: [sluice] --out must be');
+      // Each scenario prints a line when it is done: none ran.
+      expect(output).not.toContain('requests ×');
+    }
+    expect(await readFile(join(cwd, 'README.md'), 'utf8')).toBe('# My project\n');
+  });
+});
