@@ -1,8 +1,13 @@
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { isRulesError, loadRules, type RuleProblem } from '@sluice/rules';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const execFileAsync = promisify(execFile);
 
 const perIp = (domain: string, limit: number) =>
   `domain: ${domain}\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
@@ -75,5 +80,28 @@ describe('loadRules', () => {
   it('a missing path or an empty directory is ERR_SLUICE_RULES_READ', async () => {
     expect((await problemsOf(join(dir, 'nope.yaml')))[0]?.code).toBe('ERR_SLUICE_RULES_READ');
     expect((await problemsOf(dir))[0]?.message).toContain('no .yaml');
+  });
+
+  it('a read problem stands at line 1, column 1 (it was at 0:0, though lines count from 1)', async () => {
+    const missing = join(dir, 'nope.yaml');
+    const error = await loadRules(missing).catch((e: unknown) => e);
+    expect(isRulesError(error) && error.problems.map((p) => [p.line, p.column])).toEqual([[1, 1]]);
+    expect((error as Error).message).toContain(`${missing}:1:1 Cannot read the rules`);
+  });
+
+  it('a directory of more files than the process may open at once loads (it failed with EMFILE)', async () => {
+    await Promise.all(Array.from({ length: 600 }, (_, i) => writeFile(join(dir, `d${i}.yaml`), perIp(`d${i}`, 1))));
+    // A child process under a limit of 128 open files, far below the 600 files to read.
+    const script =
+      'import { loadRules } from "@sluice/rules"; console.log((await loadRules(process.argv[1])).domains.length);';
+    const args = ['--import', 'tsx', '--conditions=@sluice/source', '--input-type=module', '-e', script, dir];
+    const { stdout } = await execFileAsync(
+      'bash',
+      ['-c', 'ulimit -n 128 && exec "$0" "$@"', process.execPath, ...args],
+      {
+        cwd: fileURLToPath(new URL('../..', import.meta.url)),
+      },
+    );
+    expect(stdout.trim()).toBe('600');
   });
 });

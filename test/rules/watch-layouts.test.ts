@@ -73,4 +73,21 @@ describe('watchRules across deploy layouts', () => {
     await writeFile(join(dir, 'srv', 'rules.yaml'), perIp('edge', 2));
     await eventually(() => expect(limitOf(watcher)).toBe(2));
   });
+
+  it('a directory of symlinks to files kept elsewhere (as nginx sites-enabled) reloads when a linked file is edited', async () => {
+    for (const app of ['app1', 'app2']) await mkdir(join(dir, app));
+    await mkdir(join(dir, 'rules.d'));
+    await writeFile(join(dir, 'app1', 'edge.yaml'), perIp('edge', 1));
+    await symlink(join(dir, 'app1', 'edge.yaml'), join(dir, 'rules.d', 'edge.yaml'));
+    const watcher = watch(join(dir, 'rules.d'));
+    await writeFile(join(dir, 'app1', 'edge.yaml'), perIp('edge', 2));
+    await eventually(() => expect(limitOf(watcher)).toBe(2));
+    // The link pointed elsewhere: the new target's directory is watched from then on.
+    await writeFile(join(dir, 'app2', 'edge.yaml'), perIp('edge', 3));
+    await symlink(join(dir, 'app2', 'edge.yaml'), join(dir, 'rules.d', '.edge.yaml.new'));
+    await rename(join(dir, 'rules.d', '.edge.yaml.new'), join(dir, 'rules.d', 'edge.yaml'));
+    await eventually(() => expect(limitOf(watcher)).toBe(3));
+    await writeFile(join(dir, 'app2', 'edge.yaml'), perIp('edge', 4));
+    await eventually(() => expect(limitOf(watcher)).toBe(4));
+  });
 });

@@ -160,6 +160,32 @@ describe('watchRules', () => {
     expect([limitOf(watcher), watcher.reloads, watcher.errors]).toEqual([40, 1, 3]);
   });
 
+  it('a missing rules directory is reported once, however often its parent changes (it was reported on every event)', async () => {
+    const rules = join(dir, 'rules');
+    await mkdir(rules);
+    await writeFile(join(rules, 'a.yaml'), perIp('edge', 10));
+    const errors: RulesError[] = [];
+    const watcher = watch(rules, { onError: (e) => errors.push(e) });
+    // Moved away in one step: removing the files, then the directory, would be two failures.
+    await rename(rules, join(dir, 'gone'));
+    await eventually(() => expect(errors).toHaveLength(1));
+    // Other files come and go beside the missing directory; each is an event and a re-read.
+    for (let i = 0; i < 3; i++) await writeFile(join(dir, `other-${i}.txt`), 'x');
+    for (let i = 0; i < 3; i++) await watcher.reload();
+    expect([errors.length, watcher.errors]).toEqual([1, 1]);
+    expect(errors[0]?.problems.map((p) => [p.code, p.source, p.line, p.column])).toEqual([
+      ['ERR_SLUICE_RULES_READ', rules, 1, 1],
+    ]);
+    // Once the rules load again, the same failure is news again.
+    await mkdir(join(dir, 'next'));
+    await writeFile(join(dir, 'next', 'a.yaml'), perIp('edge', 20));
+    await rename(join(dir, 'next'), rules);
+    await watcher.reload();
+    await rename(rules, join(dir, 'gone-again'));
+    await watcher.reload();
+    expect([limitOf(watcher), watcher.reloads, errors.length]).toEqual([20, 1, 2]);
+  });
+
   it('a burst of writes makes one reload with the last text; an unchanged touch makes none', async () => {
     const file = join(dir, 'rules.yaml');
     await writeFile(file, perIp('edge', 1));

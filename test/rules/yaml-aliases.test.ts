@@ -79,4 +79,67 @@ describe('YAML anchors, aliases and merge keys', () => {
     const text = `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n    metadata:\n${metadata}`;
     expect(problemsOf(text).map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 6]]);
   });
+
+  it('a descriptor that aliases itself is refused at the alias (it overflowed the stack, with no code)', () => {
+    const perSecond = 'rate_limit: { unit: second, requests_per_unit: 1 }';
+    const cycles = [
+      // Itself among its own children.
+      `domain: d\ndescriptors:\n  - &a { key: k, ${perSecond}, descriptors: [ *a ] }\n`,
+      // A `descriptors` list among its own descriptors' children.
+      'domain: d\ndescriptors: &l\n  - { key: a, descriptors: *l }\n',
+      // A child merging its parent, and so the list that holds the child.
+      'domain: d\ndescriptors:\n  - &a { key: k, descriptors: [ { <<: *a, value: v } ] }\n',
+    ];
+    expect(cycles.map((text) => problemsOf(text).map((p) => [p.code, p.line, p.column]))).toEqual([
+      [['ERR_SLUICE_RULES_INVALID_VALUE', 3, 85]],
+      [['ERR_SLUICE_RULES_INVALID_VALUE', 3, 28]],
+      [['ERR_SLUICE_RULES_INVALID_VALUE', 3, 31]],
+    ]);
+    expect(problemsOf(cycles[0] as string)[0]?.message).toContain('contains it');
+    // The same descriptor aliased beside itself, not inside, is no cycle.
+    const shared = parseRules(
+      `domain: d\ndescriptors:\n  - &a { key: a, ${perSecond} }\n  - key: b\n    descriptors: [ *a ]\n`,
+    );
+    expect(shared.rules.map((r) => r.path.map((e) => e.key).join('/'))).toEqual(['a', 'b/a']);
+  });
+
+  it('metadata that aliases itself is refused at the alias (freezing it overflowed the stack)', () => {
+    const text =
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n    metadata: &m { a: *m }\n';
+    expect(problemsOf(text).map((p) => [p.code, p.line, p.column])).toEqual([
+      ['ERR_SLUICE_RULES_INVALID_VALUE', 5, 23],
+    ]);
+  });
+
+  it('descriptors that aliases multiply are refused past the budget (1.5 KB once took 10 s to read)', () => {
+    // Each level lists 10 merged copies of the level below: 10^6 descriptors from 1.7 KB.
+    const multiplied = (levels: number) => {
+      let text = 'domain: d\ndescriptors:\n  - &l0 { key: k0, rate_limit: { unit: second, requests_per_unit: 1 } }\n';
+      for (let i = 1; i <= levels; i++) {
+        const copies = Array.from({ length: 10 }, (_, j) => `{ <<: *l${i - 1}, value: v${j} }`);
+        text += `  - &l${i} { key: k${i}, descriptors: [${copies.join(', ')}] }\n`;
+      }
+      return text;
+    };
+    const problems = problemsOf(multiplied(6));
+    expect(problems.map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 4]]);
+    expect(problems[0]?.message).toContain(`more than ${10_000} descriptors`);
+    // Within the budget, the copies are read: 10 + 100 + 1,000 leaves below the top ones.
+    expect(parseRules(multiplied(3)).rules).toHaveLength(1 + 10 + 100 + 1000);
+  });
+
+  it('a document with more YAML nodes than the least budget may read one descriptor per node', () => {
+    // 2,000 written descriptors (some 26,000 nodes), aliased 6 times over: 14,000 read.
+    const written = Array.from({ length: 2000 }, (_, i) => `{ key: k, value: v${i}, rate_limit: *r }`);
+    const text = [
+      'domain: d',
+      'descriptors:',
+      '  - key: limit',
+      '    rate_limit: &r { unit: second, requests_per_unit: 1 }',
+      `  - { key: a0, descriptors: &all [${written.join(', ')}] }`,
+      ...Array.from({ length: 6 }, (_, i) => `  - { key: a${i + 1}, descriptors: *all }`),
+      '',
+    ].join('\n');
+    expect(parseRules(text).rules).toHaveLength(1 + 7 * 2000);
+  });
 });

@@ -10,13 +10,17 @@ export interface RuleProblem {
   readonly column: number;
 }
 
-/** A problem with reading the rules (a file, a directory, Redis) rather than with their text: it has no line. */
+/**
+ * A problem with reading the rules (a file, a directory, Redis) rather than with their text:
+ * it has no place of its own, so it stands at the start, line 1, column 1, as lines and
+ * columns count from 1 everywhere.
+ */
 export const readProblem = (source: string, message: string): RuleProblem => ({
   code: 'ERR_SLUICE_RULES_READ',
   message,
   source,
-  line: 0,
-  column: 0,
+  line: 1,
+  column: 1,
 });
 
 /**

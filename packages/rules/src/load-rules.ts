@@ -20,6 +20,10 @@ const ruleFilesOf = (dir: string, names: string[]): string[] =>
     .sort()
     .map((name) => join(dir, name));
 
+/** The files `loadRules` reads at `path`: the path itself, or a directory's rules files; throws when it cannot tell. */
+export const ruleFilesSync = (path: string): string[] =>
+  statSync(path).isDirectory() ? ruleFilesOf(path, readdirSync(path)) : [path];
+
 /** Builds one rule set from every file's text (or the error reading it), or throws every problem. */
 function build(path: string, files: readonly string[], texts: readonly (string | Error)[]): RuleSet {
   if (files.length === 0)
@@ -47,6 +51,24 @@ const unreadable = (path: string, error: unknown): RulesError =>
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
+/**
+ * Files read at once: a directory of thousands read all together would open as many files,
+ * beyond a process's usual limit of open files (EMFILE), while a few at a time read as fast.
+ */
+const FILES_READ_AT_ONCE = 16;
+
+/** Every file's text, or the error reading it, in the files' order. */
+async function readEach(files: readonly string[]): Promise<(string | Error)[]> {
+  const texts: (string | Error)[] = [];
+  let next = 0;
+  const reader = async (): Promise<void> => {
+    for (let i = next++; i < files.length; i = next++)
+      texts[i] = await readFile(files[i] as string, 'utf8').catch(asError);
+  };
+  await Promise.all(Array.from({ length: Math.min(FILES_READ_AT_ONCE, files.length) }, reader));
+  return texts;
+}
+
 /** The text of `loadRules`, for a watcher to tell a change from a touch before it parses. */
 export async function readRulesText(path: string): Promise<RulesText> {
   let files: string[];
@@ -55,15 +77,14 @@ export async function readRulesText(path: string): Promise<RulesText> {
   } catch (error) {
     throw unreadable(path, error);
   }
-  const texts = await Promise.all(files.map((file) => readFile(file, 'utf8').catch(asError)));
-  return rulesText(path, files, texts);
+  return rulesText(path, files, await readEach(files));
 }
 
 /** The same, synchronously: a watcher loads its first set at construction, so a bad one throws there. */
 export function readRulesTextSync(path: string): RulesText {
   let files: string[];
   try {
-    files = statSync(path).isDirectory() ? ruleFilesOf(path, readdirSync(path)) : [path];
+    files = ruleFilesSync(path);
   } catch (error) {
     throw unreadable(path, error);
   }

@@ -1,6 +1,6 @@
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import { type RuleProblem, RulesError } from './errors.js';
-import { readDescriptors } from './read-descriptors.js';
+import { readDescriptorTree } from './read-descriptors.js';
 import { createReader, fieldsOf, type Location, required, textOf } from './reader.js';
 import { createRuleSet, type DomainRules } from './rule-set.js';
 import type { RuleSet } from './types.js';
@@ -55,7 +55,7 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
       reader.report(domainField?.value, 'ERR_SLUICE_RULES_INVALID_VALUE', '`domain` must not be empty.');
     const before = problems.length;
     const descriptors = fields.get('descriptors');
-    const nodes = descriptors === undefined ? [] : readDescriptors(reader, descriptors, domain ?? '', []);
+    const nodes = descriptors === undefined ? [] : readDescriptorTree(reader, descriptors, domain ?? '');
     if (domain && problems.length === before)
       domains.push({ domain, nodes, location: reader.locate(domainField?.value) });
   }

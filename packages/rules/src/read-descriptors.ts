@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { isSeq, type Node } from 'yaml';
-import { plainOf } from './aliases.js';
+import { isNode, isSeq, type Node } from 'yaml';
+import { plainOf, resolved } from './aliases.js';
+import { createDescriptorWalk, type DescriptorWalk } from './descriptor-walk.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
 import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf } from './reader.js';
@@ -47,23 +48,34 @@ const ruleId = (domain: string, path: readonly RulePathEntry[]): string =>
     .digest('base64url')
     .slice(0, 16)}`;
 
+interface Context {
+  readonly reader: Reader;
+  readonly domain: string;
+  readonly walk: DescriptorWalk;
+}
+
+/** Reads a document's `descriptors`, each alias followed, within the document's budget of descriptors. */
+export function readDescriptorTree(reader: Reader, field: Field, domain: string): TreeNode[] {
+  return readDescriptors({ reader, domain, walk: createDescriptorWalk(reader) }, field, []);
+}
+
 /** Reads a `descriptors` list; a key and value given twice at one level is a duplicate, as there. */
-export function readDescriptors(
-  reader: Reader,
-  field: Field,
-  domain: string,
-  path: readonly RulePathEntry[],
-): TreeNode[] {
+function readDescriptors(context: Context, field: Field, path: readonly RulePathEntry[]): TreeNode[] {
+  const { reader, walk } = context;
   const list = field.value;
   if (isNull(list)) return [];
   if (!isSeq(list)) {
     reader.report(list, 'ERR_SLUICE_RULES_INVALID_VALUE', '`descriptors` must be a list of descriptors.');
     return [];
   }
+  if (!walk.enter(list, field.written, 'list')) return [];
   const seen = new Set<string>();
   const nodes: TreeNode[] = [];
   for (const item of list.items as (Node | null)[]) {
-    const node = readDescriptor(reader, item, domain, path);
+    const map = resolved(reader, item);
+    if (isNode(map) && !walk.enter(map, item, 'descriptor')) continue;
+    const node = readDescriptor(context, item, path);
+    if (isNode(map)) walk.leave(map);
     if (node === undefined) continue;
     const composite = JSON.stringify([node.key, node.value ?? null]);
     if (seen.has(composite)) {
@@ -77,15 +89,12 @@ export function readDescriptors(
     seen.add(composite);
     nodes.push(node);
   }
+  walk.leave(list);
   return nodes;
 }
 
-function readDescriptor(
-  reader: Reader,
-  item: Node | null,
-  domain: string,
-  parent: readonly RulePathEntry[],
-): TreeNode | undefined {
+function readDescriptor(context: Context, item: Node | null, parent: readonly RulePathEntry[]): TreeNode | undefined {
+  const { reader, domain } = context;
   const fields = fieldsOf(reader, item, DESCRIPTOR_KEYS, 'a descriptor');
   if (fields === undefined) return undefined;
   const keyField = required(reader, fields, 'key', item, 'A descriptor');
@@ -99,7 +108,7 @@ function readDescriptor(
   const path = Object.freeze([...parent, Object.freeze(entry)]);
   const rule = readRule(reader, fields, item, domain, path);
   const below = fields.get('descriptors');
-  const children = below === undefined ? [] : readDescriptors(reader, below, domain, path);
+  const children = below === undefined ? [] : readDescriptors(context, below, path);
   if (key === undefined || key === '') return undefined;
   return { key, value, rule, children };
 }

@@ -10,13 +10,24 @@ import {
 } from '@sluice/core';
 import { isMap, isSeq, type Node } from 'yaml';
 import { plainOf } from './aliases.js';
+import { hasAmbiguousNumbers } from './ambiguous-numbers.js';
 import { type Field, fieldsOf, type Reader } from './reader.js';
 
 const THROTTLE_KEYS = ['mode', 'overagePercent', 'maxOveragePercent'] as const;
 
-/** Core's options from the fields read, so a key a merge key (`<<: *base`) brings in counts as one written. */
-const optionsOf = (reader: Reader, fields: Map<string, Field>, what: string): Record<string, unknown> =>
-  Object.fromEntries([...fields].map(([name, field]) => [name, plainOf(reader, field.value, `\`${what}.${name}\``)]));
+/**
+ * Core's options from the fields read, so a key a merge key (`<<: *base`) brings in counts as
+ * one written; `undefined` when a number among them is written with a leading zero.
+ */
+function optionsOf(reader: Reader, fields: Map<string, Field>, what: string): Record<string, unknown> | undefined {
+  let ambiguous = false;
+  for (const [name, field] of fields)
+    ambiguous = hasAmbiguousNumbers(reader, field.value, `\`${what}.${name}\``) || ambiguous;
+  if (ambiguous) return undefined;
+  return Object.fromEntries(
+    [...fields].map(([name, field]) => [name, plainOf(reader, field.value, `\`${what}.${name}\``)]),
+  );
+}
 
 /**
  * Reports core's verdict at the option it names (core says "Option `policies[0].limit` …"),
@@ -60,7 +71,11 @@ export function readPolicies(reader: Reader, field: Field): PolicyOptions[] | un
       valid = false;
       return;
     }
-    const options = optionsOf(reader, fields, what) as unknown as PolicyOptions;
+    const options = optionsOf(reader, fields, what) as PolicyOptions | undefined;
+    if (options === undefined) {
+      valid = false;
+      return;
+    }
     try {
       const policy = toPolicy(options, what);
       policies.push(options.name === undefined ? { ...options, name: `per-${formatMs(policy.windowMs)}` } : options);
@@ -84,8 +99,10 @@ export function readThrottle(reader: Reader, field: Field): Throttle | undefined
   const before = reader.problems.length;
   const fields = fieldsOf(reader, field.value, THROTTLE_KEYS, '`throttle`');
   if (fields === undefined || reader.problems.length > before) return undefined;
+  const options = optionsOf(reader, fields, 'throttle');
+  if (options === undefined) return undefined;
   try {
-    return toThrottle(optionsOf(reader, fields, 'throttle'));
+    return toThrottle(options);
   } catch (error) {
     reportCore(reader, error, field.value as Node, 'throttle');
     return undefined;

@@ -1,6 +1,7 @@
 import { closestName, type SluiceErrorCode } from '@sluice/core';
 import { type Document, isMap, isScalar, type LineCounter, type Node, type Scalar } from 'yaml';
 import { pairsOf, resolved } from './aliases.js';
+import { isAmbiguousNumber } from './ambiguous-numbers.js';
 import type { RuleProblem } from './errors.js';
 
 /** Where a rule or a problem is in its file; lines and columns count from 1. */
@@ -50,7 +51,10 @@ export function createReader(
 
 export interface Field {
   readonly key: Scalar;
+  /** The value, an alias (`*name`) followed to what it stands for. */
   readonly value: Node | null;
+  /** The value as written: the alias itself where there is one, so a problem with the alias is reported there. */
+  readonly written: Node | null;
 }
 
 /**
@@ -89,7 +93,8 @@ export function fieldsOf(
     }
     // A key written beside a merge key overrides the merged one (YAML duplicates are caught earlier).
     if (fields.has(key.value)) continue;
-    fields.set(key.value, { key, value: resolved(reader, pair.value as Node | null) ?? null });
+    const written = (pair.value as Node | null) ?? null;
+    fields.set(key.value, { key, value: resolved(reader, written) ?? null, written });
   }
   return fields;
 }
@@ -152,15 +157,23 @@ export function flagOf(reader: Reader, field: Field | undefined, what: string): 
   return false;
 }
 
+/** What a node holds, for a message: text quoted (YAML 1.2 reads `1_000` as text), other scalars as written. */
+function shown(node: Node | null): string {
+  if (isNull(node)) return 'nothing';
+  if (!isScalar(node)) return isMap(node) ? 'a mapping' : 'a list';
+  return typeof node.value === 'string' ? `the text ${JSON.stringify(node.value)}` : `\`${node.source ?? node.value}\``;
+}
+
 /** A whole number from 0 to 2^32 − 1, the range of envoyproxy/ratelimit's `uint32` fields. */
 export function uint32Of(reader: Reader, field: Field, what: string): number | undefined {
   const node = field.value;
+  if (isAmbiguousNumber(reader, node, what)) return undefined;
   const value = isScalar(node) ? node.value : undefined;
   if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xffff_ffff) return value;
   reader.report(
     node ?? field.key,
     'ERR_SLUICE_RULES_INVALID_VALUE',
-    `${what} must be a whole number from 0 to 4294967295.`,
+    `${what} must be a whole number from 0 to 4294967295; received ${shown(node)}.`,
   );
   return undefined;
 }

@@ -65,8 +65,10 @@ export function createReloader(
   options: ReloadOptions & { debounceMs: number; source: string },
 ): Reloader {
   let loaded = { text: initial.text, rules: initial.build() };
-  // The text that failed last: a bad document left in place is reported once, not on every poll.
-  let failed: string | undefined;
+  // What failed last, a text or a read (by its error's message): a bad document, or a missing
+  // directory whose parent keeps changing, is reported once, not on every event or poll.
+  let failedText: string | undefined;
+  let failedRead: string | undefined;
   let reloads = 0;
   let errors = 0;
   let closed = false;
@@ -75,28 +77,41 @@ export function createReloader(
   let again = false;
   const releases: (() => void)[] = [];
 
+  const fail = (error: unknown): void => {
+    errors++;
+    publishRulesReload({ source: options.source, ok: false, error });
+    safely(options.onError ?? warn, error as RulesError);
+  };
+
   const once = async (): Promise<void> => {
-    let next: RulesText | undefined;
+    let next: RulesText;
     try {
       next = await read();
-      if (closed || next.text === failed) return;
-      if (next.text === loaded.text) {
-        failed = undefined;
-        return;
-      }
-      loaded = { text: next.text, rules: next.build() };
-      failed = undefined;
-      reloads++;
-      publishRulesReload({ source: options.source, ok: true });
-      safely(options.onReload, loaded.rules);
     } catch (error) {
-      if (closed) return;
-      // A read that failed has no text: it is reported each time, as the outage it is.
-      failed = next?.text;
-      errors++;
-      publishRulesReload({ source: options.source, ok: false, error });
-      safely(options.onError ?? warn, error as RulesError);
+      const message = (error as Error).message;
+      if (closed || message === failedRead) return;
+      failedRead = message;
+      failedText = undefined;
+      fail(error);
+      return;
     }
+    failedRead = undefined;
+    if (closed || next.text === failedText) return;
+    if (next.text === loaded.text) {
+      failedText = undefined;
+      return;
+    }
+    try {
+      loaded = { text: next.text, rules: next.build() };
+    } catch (error) {
+      failedText = next.text;
+      fail(error);
+      return;
+    }
+    failedText = undefined;
+    reloads++;
+    publishRulesReload({ source: options.source, ok: true });
+    safely(options.onReload, loaded.rules);
   };
 
   const run = (): Promise<void> => {

@@ -2,9 +2,9 @@ import { type FSWatcher, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
-import { readRulesText, readRulesTextSync } from './load-rules.js';
+import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
 import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
-import { directoriesLeadingTo } from './watched-directories.js';
+import { directoriesDeciding } from './watched-directories.js';
 
 export interface WatchRulesOptions extends ReloadOptions {
   /** Quiet time after the last file event before reloading: an editor's save is several events. @default 100 */
@@ -42,14 +42,24 @@ function watchDirectory(dir: string, onEvent: () => void): FSWatcher | undefined
   }
 }
 
+/** The rules files at `path`, or none while it cannot be read: the reload that follows reports why. */
+function filesOrNone(path: string): string[] {
+  try {
+    return ruleFilesSync(path);
+  } catch {
+    return [];
+  }
+}
+
 /**
  * Loads the rules at `path` (a file, or a directory of files) and keeps them current. The
  * first load happens here, so a bad document throws at start-up. Then any change of what
  * `path` reads (an in-place write, an editor's atomic save, a Kubernetes ConfigMap's `..data`
  * symlink swap, a runtime root's `current` symlink swapped, a directory replaced under the
- * same name, an edit of the file a symlink points to) leads, after `debounceMs` of quiet, to a
- * re-read of every file; a valid result replaces the whole set at once, a bad one keeps the
- * set in force and goes to `onError` (once per failing text).
+ * same name, an edit of the file a symlink points to, `path` itself or a file of its
+ * directory) leads, after `debounceMs` of quiet, to a re-read of every file; a valid result
+ * replaces the whole set at once, a bad one keeps the set in force and goes to `onError`
+ * (once per failing text or read error).
  *
  * @example
  * const rules = watchRules('/etc/sluice/rules', { onError: (e) => log.error(e.message) });
@@ -60,14 +70,16 @@ export function watchRules(path: string, options: WatchRulesOptions = {}): Rules
   const target = resolve(path);
   let watchers: FSWatcher[] = [];
   let closed = false;
-  // Every reload watches anew, before it reads: a directory replaced under the same name, or
-  // a symlink above the rules swapped, leaves a watch on what is gone (and a new directory may
-  // even reuse the old inode number, so no identity check is reliable). A change between the
-  // old watch and the new one is in the read that follows.
+  // Every reload watches anew, before it reads: a directory replaced under the same name, a
+  // symlink above the rules swapped, or a rules file's link pointed elsewhere, leaves a watch
+  // on what is gone (and a new directory may even reuse the old inode number, so no identity
+  // check is reliable). A change between the old watch and the new one is in the read that
+  // follows. Every old watch is closed first: a directory no longer read is no longer watched.
   const rewatch = (): void => {
     if (closed) return;
     for (const watcher of watchers) watcher.close();
-    watchers = directoriesLeadingTo(target).flatMap((dir) => watchDirectory(dir, reloader.schedule) ?? []);
+    const dirs = directoriesDeciding(target, filesOrNone(target));
+    watchers = dirs.flatMap((dir) => watchDirectory(dir, reloader.schedule) ?? []);
   };
   const reloader = createReloader(
     readRulesTextSync(target),

@@ -63,3 +63,17 @@ export function directoriesLeadingTo(path: string): string[] {
   }
   return [...dirs];
 }
+
+/**
+ * The directories to watch for a watcher of `path` reading `files`: those leading to `path`,
+ * and for each file that is a symlink (a directory of links to files kept elsewhere, as
+ * nginx's `sites-enabled`), those leading to what it points to, where an edit of the linked
+ * file is an event.
+ */
+export function directoriesDeciding(path: string, files: readonly string[]): string[] {
+  const dirs = new Set(directoriesLeadingTo(path));
+  for (const file of files) {
+    if (lstatOrUndefined(file)?.isSymbolicLink()) for (const dir of directoriesLeadingTo(file)) dirs.add(dir);
+  }
+  return [...dirs];
+}
