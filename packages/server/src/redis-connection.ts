@@ -13,6 +13,8 @@ export interface RedisConnection {
 
 /** How long start-up waits for Redis before giving up with a clear message. */
 const CONNECT_TIMEOUT_MS = 5000;
+/** How often a Cluster client re-reads which master serves which slots. */
+const SLOTS_REFRESH_MS = 1000;
 /** How long `close()` waits for QUIT's reply: a stalled Redis never sends it. */
 const QUIT_TIMEOUT_MS = 1000;
 /** Between reconnection attempts once started: quick at first, then every 2 s, for ever. */
@@ -43,6 +45,9 @@ export async function connectRedis(
           clusterRetryStrategy: retryDelay,
           // Never re-sent when a node's connection closes: the master may have decided it already.
           retryDelayOnFailover: 0,
+          // That re-send was also when ioredis re-read the slot map: without it, only a timer
+          // finds the replica that took over a failed master's slots.
+          slotsRefreshInterval: SLOTS_REFRESH_MS,
           redisOptions: { maxRetriesPerRequest: 0 },
         });
   const where = 'url' in target ? target.url : target.nodes.map((n) => `${n.host}:${n.port}`).join(',');

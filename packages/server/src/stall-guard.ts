@@ -1,29 +1,39 @@
 import { type RateLimitStore, SluiceError, type StoreRequest } from '@sluice/core';
 
+/** How often a stalled slot is sent one call, to look whether Redis answers again. */
+const LOOK_EVERY_MS = 1000;
+
 /**
  * Stops sending to a Redis that has stopped answering while its connection stays open (a
  * paused or frozen server, a host gone without a reset). Each call a caller gave up on after
  * the store timeout would still wait in the connection and run, charging its client, once
  * Redis resumes, though the call was answered `UNAVAILABLE` long before: a stall of a few
  * seconds would spend every busy client's quota. So once the oldest unanswered call to a hash
- * slot is older than the timeout, further calls to that slot fail at once, sent nowhere, until
- * that call is answered or fails (the connection closing fails it). Only calls sent within a
- * timeout of the stall's start can count late. Per slot, not per store: on a Cluster a master
- * that stalls stops its own slots only. Decisions the store makes in-process (its deny cache)
- * go on as before.
+ * slot is older than the timeout, further calls to that slot fail at once, sent nowhere, but
+ * for one a second (or two timeouts, if longer), which looks whether Redis answers again. Once
+ * a call is answered (or fails: the connection closing fails it), the calls sent before it stop
+ * counting as unanswered: Redis answers a connection's calls in order, so one left over was
+ * lost, and must not stop the slot for good. Only the calls of the stall's first timeout, and one a second after,
+ * can count late. Per slot, not per store: on a Cluster a master that stalls stops its own
+ * slots only. Decisions the store makes in-process (its deny cache) go on as before.
  */
 export function guardStalls(
   store: RateLimitStore,
   timeoutMs: number,
   slotOf: (namespace: string, key: string) => number,
-  clock: () => number = performance.now.bind(performance),
 ): RateLimitStore {
-  /** Per slot, the start times of its calls not yet answered, oldest first. */
-  const unanswered = new Map<number, Set<{ sentAt: number }>>();
+  const clock = performance.now.bind(performance);
+  const lookEveryMs = Math.max(LOOK_EVERY_MS, 2 * timeoutMs);
+  /** Per slot, its calls not yet answered, oldest first, and when the last was sent. */
+  const slots = new Map<number, { calls: Set<{ sentAt: number }>; lastSentAt: number }>();
 
+  /** When the slot's oldest unanswered call was sent, if longer ago than the timeout, unless it is time for a look. */
   const stalledSince = (slot: number): number | undefined => {
-    const oldest = unanswered.get(slot)?.values().next().value;
-    return oldest !== undefined && clock() - oldest.sentAt > timeoutMs ? oldest.sentAt : undefined;
+    const state = slots.get(slot);
+    const oldest = state?.calls.values().next().value;
+    if (state === undefined || oldest === undefined) return undefined;
+    const now = clock();
+    return now - oldest.sentAt > timeoutMs && now - state.lastSentAt < lookEveryMs ? oldest.sentAt : undefined;
   };
 
   /** `send`'s promise, or a rejection without sending while the slot stalls. */
@@ -38,16 +48,23 @@ export function guardStalls(
         ),
       );
     }
-    let calls = unanswered.get(slot);
-    if (calls === undefined) {
-      calls = new Set();
-      unanswered.set(slot, calls);
+    let state = slots.get(slot);
+    if (state === undefined) {
+      state = { calls: new Set(), lastSentAt: 0 };
+      slots.set(slot, state);
     }
+    const { calls } = state;
     const call = { sentAt: clock() };
+    state.lastSentAt = call.sentAt;
     calls.add(call);
     const done = (): void => {
-      calls.delete(call);
-      if (calls.size === 0 && unanswered.get(slot) === calls) unanswered.delete(slot);
+      if (!calls.has(call)) return;
+      // This call and every one sent before it.
+      for (const earlier of calls) {
+        calls.delete(earlier);
+        if (earlier === call) break;
+      }
+      if (calls.size === 0 && slots.get(slot) === state) slots.delete(slot);
     };
     let reply: Promise<T>;
     try {
