@@ -1,15 +1,6 @@
-import { isRulesError, parseRules, type RuleProblem } from '@sluice/rules';
+import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
-
-const problemsOf = (text: string): RuleProblem[] => {
-  try {
-    parseRules(text);
-  } catch (error) {
-    if (isRulesError(error)) return [...error.problems];
-    throw error;
-  }
-  throw new Error('expected the rules to be refused');
-};
+import { problemsOf } from '../helpers/rules.js';
 
 describe('YAML anchors, aliases and merge keys', () => {
   it('merge keys (`<<: *anchor`) are resolved as envoyproxy/ratelimit resolves them, not refused', () => {

@@ -1,19 +1,10 @@
-import { isRulesError, parseRules, type RuleProblem } from '@sluice/rules';
+import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
+import { problemsOf } from '../helpers/rules.js';
 
 // envoyproxy/ratelimit reads its files as YAML 1.1 (Go's gopkg.in/yaml.v2); sluice reads YAML 1.2.
 const withCount = (count: string) =>
   `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: ${count} }\n`;
-
-function problemsOf(text: string): RuleProblem[] {
-  try {
-    parseRules(text);
-  } catch (error) {
-    if (isRulesError(error)) return [...error.problems];
-    throw error;
-  }
-  throw new Error('expected the rules to be refused');
-}
 
 describe('numbers YAML 1.1 and YAML 1.2 read apart', () => {
   it('a count with a leading zero is refused at it (`010` read as 10, where envoyproxy/ratelimit reads 8)', () => {
