@@ -3,7 +3,7 @@ export { algorithmNames, algorithms, convertState, decide, refundStates } from '
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export type { SluiceErrorCode } from './errors.js';
-export { isSluiceError, SluiceError } from './errors.js';
+export { describe, invalid, isSluiceError, SluiceError } from './errors.js';
 export type {
   DecisionEvent,
   DecisionResult,

@@ -1,6 +1,6 @@
-import { SluiceError } from '@sluice/core';
+import { describe, invalid, SluiceError } from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
-import { type Arrival, describe } from '../traffic/arrival.js';
+import type { Arrival } from '../traffic/arrival.js';
 import { checkMs } from './checks.js';
 
 /** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
@@ -48,12 +48,7 @@ export function frame(decisions: readonly Arrival[], buckets: Buckets) {
 }
 
 function epochMs(value: unknown, option: string): number {
-  if (!Number.isSafeInteger(value)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `[sluice] Option \`${option}\` must be whole epoch milliseconds; received ${describe(value)}.`,
-    );
-  }
+  if (!Number.isSafeInteger(value)) invalid('ERR_SLUICE_INVALID_OPTION', option, value, 'whole epoch milliseconds');
   return value as number;
 }
 

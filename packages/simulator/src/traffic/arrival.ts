@@ -1,4 +1,4 @@
-import { type Duration, SluiceError, toMs } from '@sluice/core';
+import { type Duration, describe, SluiceError, toMs } from '@sluice/core';
 
 /** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
 export interface Arrival {
@@ -65,14 +65,6 @@ export function span(options: GeneratorOptions): { startMs: number; endMs: numbe
     );
   }
   return { startMs, endMs: startMs + toMs(options.duration, 'duration'), seed };
-}
-
-/** A value as an error message shows it: strings quoted, objects by kind. */
-export function describe(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (Array.isArray(value)) return 'an array';
-  if (value === null) return 'null';
-  return typeof value === 'object' ? 'an object' : String(value);
 }
 
 /** Merges arrival lists into one in time order; ties keep list order, so the result is deterministic. */

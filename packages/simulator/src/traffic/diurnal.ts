@@ -1,7 +1,6 @@
-import { type Duration, toMs } from '@sluice/core';
+import { type Duration, describe, toMs } from '@sluice/core';
 import {
   type Arrival,
-  describe,
   type GeneratorOptions,
   generatorOptions,
   merge,

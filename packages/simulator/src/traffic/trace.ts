@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
-import { SluiceError } from '@sluice/core';
-import { type Arrival, describe } from './arrival.js';
+import { describe, SluiceError } from '@sluice/core';
+import type { Arrival } from './arrival.js';
 
 export type TraceFormat = 'plain' | 'access-log';
 
