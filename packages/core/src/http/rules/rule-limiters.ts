@@ -151,16 +151,21 @@ export async function decideRules(
   });
   // No await before the refunds when nothing was waited for: they land in this turn.
   const verdicts = waiting ? await allOrGiveBack(decided, holdsQueue) : (decided as RuleVerdict[]);
-  if (passes(verdicts)) return verdicts;
-  // Refused, so held by no queue: a queued rule's event, held back, goes out as decided.
+  return passes(verdicts) ? verdicts : unheld(verdicts, holdsQueue);
+}
+
+/**
+ * A request no queue will hold (refused, or failed): a queued rule's event, held back, goes
+ * out as decided, and what each rule charged is given back.
+ */
+function unheld(verdicts: readonly RuleVerdict[], holdsQueue: boolean): Promise<RuleVerdict[]> {
   if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
   return giveBack(verdicts);
 }
 
 /**
  * Every rule's verdict; when one rejected (its store failed under `onStoreError: 'throw'`),
- * the request fails with that error, and, as for a refusal, the others' charges are given
- * back and their held-back queued events published, since no queue will hold the request.
+ * the request fails with that error, and the others are `unheld` as for a refusal.
  */
 async function allOrGiveBack(
   decided: readonly (RuleVerdict | Promise<RuleVerdict>)[],
@@ -170,8 +175,7 @@ async function allOrGiveBack(
   const failed = settled.find((s) => s.status === 'rejected');
   const verdicts = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   if (failed === undefined) return verdicts;
-  if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
-  await giveBack(verdicts);
+  await unheld(verdicts, holdsQueue);
   throw failed.reason;
 }
 
