@@ -36,18 +36,21 @@ export function guardStalls(
     return now - oldest.sentAt > timeoutMs && now - state.lastSentAt < lookEveryMs ? oldest.sentAt : undefined;
   };
 
-  /** `send`'s promise, or a rejection without sending while the slot stalls. */
-  const sent = <T>(slot: number, send: () => Promise<T>): Promise<T> => {
+  /** A rejection, sent nowhere, for a call to a slot that stalls; `undefined` to send the call. */
+  const refusal = (slot: number): Promise<never> | undefined => {
     const since = stalledSince(slot);
-    if (since !== undefined) {
-      const waitedMs = Math.round(clock() - since);
-      return Promise.reject(
-        new SluiceError(
-          'ERR_SLUICE_STORE_UNAVAILABLE',
-          `[sluice] Store "${store.name}" has not answered a call sent ${waitedMs} ms ago; not sending more to it until it does.`,
-        ),
-      );
-    }
+    if (since === undefined) return undefined;
+    const waitedMs = Math.round(clock() - since);
+    return Promise.reject(
+      new SluiceError(
+        'ERR_SLUICE_STORE_UNAVAILABLE',
+        `[sluice] Store "${store.name}" has not answered a call sent ${waitedMs} ms ago; not sending more to it until it does.`,
+      ),
+    );
+  };
+
+  /** `reply`, a call just sent to `slot`, counted as unanswered until it settles. */
+  const watched = <T>(slot: number, reply: Promise<T>): Promise<T> => {
     let state = slots.get(slot);
     if (state === undefined) {
       state = { calls: new Set(), lastSentAt: 0 };
@@ -66,16 +69,11 @@ export function guardStalls(
       }
       if (calls.size === 0 && slots.get(slot) === state) slots.delete(slot);
     };
-    let reply: Promise<T>;
-    try {
-      reply = send();
-    } catch (error) {
-      done();
-      return Promise.reject(error);
-    }
     reply.then(done, done);
     return reply;
   };
+
+  const sent = <T>(slot: number, send: () => Promise<T>): Promise<T> => refusal(slot) ?? watched(slot, send());
 
   const slotOfRequest = (request: StoreRequest): number => slotOf(request.namespace, request.key);
   const { consumeAll } = store;
@@ -93,13 +91,10 @@ export function guardStalls(
             const first = requests[0];
             if (first === undefined) return consumeAll.call(store, requests);
             const slot = slotOfRequest(first);
-            let declined = false;
-            const replies = sent(slot, () => {
-              const answer = consumeAll.call(store, requests);
-              if (answer === undefined) declined = true;
-              return answer ?? Promise.resolve([]);
-            });
-            return declined ? undefined : replies;
+            const stalled = refusal(slot);
+            if (stalled !== undefined) return stalled;
+            const replies = consumeAll.call(store, requests);
+            return replies && watched(slot, replies);
           },
         }),
   };
