@@ -9,8 +9,6 @@ export interface StoreHealthOptions {
   logger: Logger;
   /** Hears every change (read `up`); `why` says what failed when the store went down. */
   onChange(why?: string): void;
-  /** Monotonic ms. @default performance.now */
-  clock?: () => number;
 }
 
 /**
@@ -34,7 +32,6 @@ export function createStoreHealth(options: StoreHealthOptions) {
     storeTimeoutMs: options.storeTimeoutMs,
     logger: options.logger,
   });
-  const clock = options.clock ?? performance.now.bind(performance);
   let up = true;
   let closed = false;
   let lastFailureAt = 0;
@@ -48,7 +45,7 @@ export function createStoreHealth(options: StoreHealthOptions) {
     probe.peek('probe').then(
       () => {
         if (closed || up) return;
-        if (clock() - lastFailureAt < OUTAGE_QUIET_MS) return lookLater();
+        if (performance.now() - lastFailureAt < OUTAGE_QUIET_MS) return lookLater();
         up = true;
         onChange();
       },
@@ -66,7 +63,7 @@ export function createStoreHealth(options: StoreHealthOptions) {
     failed(why: string): void {
       // A call that fails while the service drains says nothing about serving: it has stopped.
       if (closed) return;
-      lastFailureAt = clock();
+      lastFailureAt = performance.now();
       if (!up) return;
       up = false;
       onChange(why);
