@@ -122,6 +122,58 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
     }
   });
 
+  // Each a list no version of sluice writes; `at` is the time of the entry the client has.
+  const damagedLists: [string, (at: number) => (string | number)[]][] = [
+    ['a time that is no number', () => ['noon', 1]],
+    ['a cost that is no number', (at) => [at, 'one']],
+    ['a fractional cost', (at) => [at, 0.5]],
+    ['a cost of 0', (at) => [at, 0]],
+    ['a time past 2^53', () => [2 ** 53, 1]],
+    ['an entry without its pair', (at) => [at, 1, at]],
+    ['a damaged newest entry', (at) => [at, 1, at + 1, 'x']],
+  ];
+  for (const [index, [damage, entriesOf]] of damagedLists.entries()) {
+    it(`sliding-window-log: a list with ${damage} reads as fresh, alone and in a batch`, async () => {
+      const { limiter, clock, keyOf } = limiterOf(`log-damaged-${index}`, 'sliding-window-log', 1);
+      for (const id of ['alone', 'batched']) {
+        await limiter.consume(id);
+        await client.del(`${keyOf(id)}:p0`);
+        await client.rpush(`${keyOf(id)}:p0`, ...entriesOf(clock()));
+      }
+      expect(fresh(await limiter.consume('alone'))).toEqual(FRESH);
+      const batch = await Promise.all(['good', 'batched'].map((id) => limiter.consume(id)));
+      expect(batch.map(fresh)).toEqual([FRESH, FRESH]);
+      for (const id of ['alone', 'batched', 'good']) {
+        expect(await client.lrange(`${keyOf(id)}:p0`, 0, -1)).toEqual([String(clock()), '1']);
+        expect(fresh(await limiter.peek(id))).toMatchObject({ reason: undefined, left: LIMIT - 1 });
+      }
+    });
+  }
+
+  it('sliding-window-log: a damaged entry only a refusal reads reads as fresh', async () => {
+    const { limiter, clock, keyOf } = limiterOf('log-damaged-deep', 'sliding-window-log', 1);
+    for (let i = 0; i < LIMIT; i++) {
+      await limiter.consume('e');
+      clock.advance(1);
+    }
+    // The oldest entry's cost: the trim reads only its time, which is in the window, and only
+    // the refusal's wait reads its cost.
+    await client.lset(`${keyOf('e')}:p0`, 1, 'x');
+    expect(fresh(await limiter.consume('e'))).toEqual(FRESH);
+    expect(await client.lrange(`${keyOf('e')}:p0`, 0, -1)).toEqual([String(clock()), '1']);
+  });
+
+  it('sliding-window-log: a refund over a damaged newest entry gives back nothing and reads as fresh', async () => {
+    const { limiter, clock, keyOf } = limiterOf('log-damaged-refund', 'sliding-window-log', 1);
+    await limiter.consume('f');
+    clock.advance(1);
+    await limiter.consume('f');
+    await client.lset(`${keyOf('f')}:p0`, -1, 'x');
+    await limiter.refund('f', 1);
+    expect(await client.exists(`${keyOf('f')}:p0`)).toBe(0);
+    expect(fresh(await limiter.consume('f'))).toEqual(FRESH);
+  });
+
   it('sliding-window-log: a list holding more entries than its total has units is counted anew at once', async () => {
     const { limiter, clock, keyOf } = limiterOf('log-extra-entry', 'sliding-window-log', 1);
     expect((await limiter.consume('d')).allowed).toBe(true);

@@ -13,25 +13,40 @@ export const slidingWindowLogLua = `
 local sliding_log = { own_key = true }
 local LOG_CHUNK = 128
 local min = math.min
-local function log_number(key, index) return tonumber(redis.call('LINDEX', key, index)) end
--- Entries from..to of the list. A value of another type at the key (an error reply) is no
--- log: it is deleted, as a client's string of another type is overwritten, where the error
--- would end the script after earlier decisions of its batch had written their lists.
-local function log_range(key, from, to)
+local MAX_WHOLE = 2 ^ 53
+-- A list sluice never wrote (a value of another type at the key, an entry that is no whole
+-- number below 2^53, a cost below 1, an entry without its pair) is deleted, and the state
+-- reading it, when given, becomes fresh: the client decides as fresh, as it does for a damaged
+-- string, where an error would end the script after earlier decisions of its batch had
+-- written. Entries are checked as they are read, not a chunk at a time: a trim reads one
+-- chunk for the few entries at its head.
+local function log_damaged(key, state)
+  redis.call('DEL', key)
+  if state ~= nil then state.total, state.trimmed, state.damaged = 0, true, true end
+end
+-- An entry as a number: a time (least 0) or a cost (least 1); nil when it is damaged.
+local function log_number(entry, least)
+  local v = tonumber(entry)
+  if v == nil or v % 1 ~= 0 or v < least or v >= MAX_WHOLE then return nil end
+  return v
+end
+-- Entries from..to of the list, from an even index or the tail pair: times at odd positions,
+-- costs at even ones; none when the list is no list or has an entry without its pair.
+local function log_range(key, from, to, state)
   local entries = redis.pcall('LRANGE', key, from, to)
-  if entries.err then
-    redis.call('DEL', key)
-    return {}
-  end
-  return entries
+  if entries.err == nil and #entries % 2 == 0 then return entries end
+  log_damaged(key, state)
+  return {}
 end
 -- The units of every entry after the expired ones, which are dropped: the list counted anew
 -- when it holds more entries than the string's total has units (edited by hand, or written by
 -- a call that failed before writing the string), which would otherwise admit more.
 local function log_recount(state, boundary)
-  local entries, drop, total = redis.call('LRANGE', state.key, 0, -1), 0, 0
+  local entries, drop, total = log_range(state.key, 0, -1, state), 0, 0
   for i = 1, #entries - 1, 2 do
-    if tonumber(entries[i]) <= boundary then drop = i + 1 else total = total + tonumber(entries[i + 1]) end
+    local at, units = log_number(entries[i], 0), log_number(entries[i + 1], 1)
+    if at == nil or units == nil then return log_damaged(state.key, state) end
+    if at <= boundary then drop = i + 1 else total = total + units end
   end
   if drop > 0 then redis.call('LTRIM', state.key, drop, -1) end
   state.total, state.trimmed = total, true
@@ -56,15 +71,19 @@ end
 local function log_trim(state, boundary)
   local size = LOG_CHUNK
   while state.total > 0 do
-    local head = log_range(state.key, 0, size * 2 - 1)
+    local head = log_range(state.key, 0, size * 2 - 1, state)
     if #head == 0 then
       state.total, state.trimmed = 0, true
       return
     end
     local drop, gone = 0, 0
     for i = 1, #head - 1, 2 do
-      if tonumber(head[i]) > boundary then break end
-      drop, gone = drop + 2, gone + tonumber(head[i + 1])
+      local at = log_number(head[i], 0)
+      if at == nil then return log_damaged(state.key, state) end
+      if at > boundary then break end
+      local units = log_number(head[i + 1], 1)
+      if units == nil then return log_damaged(state.key, state) end
+      drop, gone = drop + 2, gone + units
     end
     if drop > 0 then
       redis.call('LTRIM', state.key, drop, -1)
@@ -90,56 +109,84 @@ local function log_retry(state, capacity, cost, window, now)
   if cost > capacity then return window end
   local left, from = state.total, 0
   while true do
-    local chunk = redis.call('LRANGE', state.key, from, from + LOG_CHUNK * 2 - 1)
+    local chunk = log_range(state.key, from, from + LOG_CHUNK * 2 - 1, state)
     if #chunk == 0 then return window end
     for i = 1, #chunk - 1, 2 do
-      left = left - tonumber(chunk[i + 1])
-      if left + cost <= capacity then return tonumber(chunk[i]) + window - now end
+      local at, units = log_number(chunk[i], 0), log_number(chunk[i + 1], 1)
+      if at == nil or units == nil then
+        log_damaged(state.key, state)
+        return window
+      end
+      left = left - units
+      if left + cost <= capacity then return at + window - now end
     end
     from = from + LOG_CHUNK * 2
   end
 end
+-- The newest entry's time and cost; none when the list is empty or damaged.
+local function log_tail(state)
+  local tail = log_range(state.key, -2, -1, state)
+  if #tail == 0 then return nil end
+  local at, units = log_number(tail[1], 0), log_number(tail[2], 1)
+  if at == nil or units == nil then return log_damaged(state.key, state) end
+  return at, units
+end
 local function log_reset(state, window, now)
   if state.total <= 0 then return 0 end
-  return log_number(state.key, -2) + window - now
+  local at = log_tail(state)
+  if at == nil then return 0 end
+  return at + window - now
 end
 sliding_log.evaluate = function(state, p, capacity, cost, now)
   local window = p.window
   if state == nil then state = { total = 0 } else log_trim(state, now - window) end
   local used = state.total
+  local outcome
   if used + cost <= capacity then
     -- Logged at the newest entry's time when the clock stands behind it, so the list stays in
     -- order. A peek (cost 0) logs nothing, so its reset time is that of the entries already there.
     local at = now
-    if used > 0 then at = max(now, log_number(state.key, -2)) end
+    if used > 0 then at = max(now, log_tail(state) or now) end
     local reset = at + window - now
     if cost == 0 then reset = log_reset(state, window, now) end
-    return {
+    outcome = {
       allowed = true, remaining = capacity - used - cost, reset = reset, retry = 0, delay = 0,
       next = { key = state.key, total = used + cost, append = cost, at = at },
     }
+  else
+    outcome = {
+      allowed = false, remaining = max(0, capacity - used), reset = log_reset(state, window, now),
+      retry = log_retry(state, capacity, cost, window, now), delay = 0,
+    }
   end
-  return {
-    allowed = false, remaining = max(0, capacity - used), reset = log_reset(state, window, now),
-    retry = log_retry(state, capacity, cost, window, now), delay = 0,
-  }
+  -- A damaged list met past the trim is gone: decided again, the client decides as fresh.
+  if state.damaged then
+    state.damaged = nil
+    return sliding_log.evaluate(state, p, capacity, cost, now)
+  end
+  return outcome
 end
 -- Writes what a charge appended: onto the newest entry when it is from the same ms.
 sliding_log.save = function(key, next)
   if next.append == nil or next.append <= 0 then return end
   local tail = log_range(key, -2, -1)
-  if #tail == 2 and tonumber(tail[1]) == next.at then
-    redis.call('LSET', key, -1, tonumber(tail[2]) + next.append)
-  else
-    redis.call('RPUSH', key, next.at, next.append)
+  if #tail == 2 then
+    local at, units = log_number(tail[1], 0), log_number(tail[2], 1)
+    if at == nil or units == nil then
+      log_damaged(key)
+    elseif at == next.at then
+      redis.call('LSET', key, -1, units + next.append)
+      return
+    end
   end
+  redis.call('RPUSH', key, next.at, next.append)
 end
 -- Gives cost back from the newest entries, never beyond an empty log.
 sliding_log.refund = function(state, p, _, cost, now)
   log_trim(state, now - p.window)
   local left = cost
   while left > 0 and state.total > 0 do
-    local newest = log_number(state.key, -1)
+    local _, newest = log_tail(state)
     if newest == nil then break end
     if newest > left then
       redis.call('LSET', state.key, -1, newest - left)
