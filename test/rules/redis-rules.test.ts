@@ -107,6 +107,42 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     });
   });
 
+  // Node runs a timer longer than 2^31 - 1 ms after 1 ms: a poll meant for once a month would
+  // ask Redis a thousand times a second from every server.
+  it('a poll longer than a timer can wait rejects at start-up', async () => {
+    await publishRules(client, key, perIp(10));
+    await expect(watchRedisRules({ client, key, pollIntervalMs: 2 ** 31 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('2147483647'),
+    });
+  });
+
+  it('a poll reads the version, and the document only when the version changed', async () => {
+    await publishRules(client, key, perIp(10));
+    const reads = { hget: 0, hgetall: 0 };
+    // The real client, its two reads counted.
+    const counted = Object.create(client, {
+      hget: { value: (...args: [string, string]) => (reads.hget++, client.hget(...args)) },
+      hgetall: { value: (name: string) => (reads.hgetall++, client.hgetall(name)) },
+      duplicate: { value: () => client.duplicate() },
+    }) as Redis;
+    vi.useFakeTimers({ toFake: ['setInterval'] });
+    try {
+      const watcher = await watch({ client: counted, pollIntervalMs: 1000 });
+      for (let i = 0; i < 5; i++) vi.advanceTimersByTime(1000);
+      await eventually(() => expect(reads.hget).toBe(5));
+      await client.ping();
+      expect(reads.hgetall).toBe(1);
+      // Written without a message: only the poll can find it.
+      await client.hset(key, 'document', perIp(50), 'version', 'written-without-a-message');
+      vi.advanceTimersByTime(1000);
+      await eventually(() => expect(limitOf(watcher)).toBe(50));
+      expect(reads).toEqual({ hget: 6, hgetall: 2 });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('close() ends the subscription: a later publish changes nothing', async () => {
     await publishRules(client, key, perIp(10));
     const closed = await watch({ pollIntervalMs: 600_000 });

@@ -244,4 +244,16 @@ describe('watchRules', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
     );
   });
+
+  // Node runs a timer longer than 2^31 - 1 ms after 1 ms: a poll meant for once a month would
+  // re-read the rules a thousand times a second.
+  it('a poll or debounce longer than a timer can wait throws at start-up', async () => {
+    await writeFile(join(dir, 'rules.yaml'), perIp('edge', 1));
+    const file = join(dir, 'rules.yaml');
+    for (const options of [{ pollIntervalMs: 2 ** 31 }, { debounceMs: 3_000_000_000 }]) {
+      expect(() => watchRules(file, options)).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('2147483647') }),
+      );
+    }
+  });
 });

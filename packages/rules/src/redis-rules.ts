@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { SluiceError } from '@sluice/core';
+import { invalid, MAX_TIMER_MS, SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { parseRules } from './parse-rules.js';
 import { createReloader, type ReloadOptions, type RulesText, type RulesWatcher } from './reloader.js';
@@ -10,6 +10,7 @@ import { createReloader, type ReloadOptions, type RulesText, type RulesWatcher }
  */
 export interface RedisRulesClient {
   hgetall(key: string): Promise<Record<string, string>>;
+  hget(key: string, field: string): Promise<string | null>;
   hset(key: string, ...fieldsAndValues: string[]): Promise<unknown>;
   publish(channel: string, message: string): Promise<unknown>;
   duplicate(): RedisRulesSubscriber;
@@ -29,9 +30,10 @@ export interface RedisRulesOptions extends ReloadOptions {
   /** Where a change is announced. @default `${key}:changed` */
   channel?: string;
   /**
-   * Also compare the version this often: pub/sub delivers at most once, so a message lost
-   * while a server reconnects is caught here. Every server runs the new set within this
-   * bound (and usually within one round trip of the publish). @default 5000
+   * Also compare the version this often (one `HGET`; the document is read only when the
+   * version differs): pub/sub delivers at most once, so a message lost while a server
+   * reconnects is caught here. Every server runs the new set within this bound (and usually
+   * within one round trip of the publish). At most 2^31 - 1, Node's longest timer. @default 5000
    */
   pollIntervalMs?: number;
 }
@@ -57,7 +59,7 @@ export async function publishRules(
   return version;
 }
 
-async function readRules(client: RedisRulesClient, key: string): Promise<RulesText> {
+async function readRules(client: RedisRulesClient, key: string): Promise<RulesText & { version: string | undefined }> {
   const source = `redis:${key}`;
   let fields: Record<string, string>;
   try {
@@ -71,7 +73,7 @@ async function readRules(client: RedisRulesClient, key: string): Promise<RulesTe
     const message = `The hash ${JSON.stringify(key)} has no \`document\` field; store one with publishRules.`;
     throw new RulesError([readProblem(source, message)]);
   }
-  return { text: document, build: () => parseRules(document, { source }) };
+  return { text: document, version: fields.version, build: () => parseRules(document, { source }) };
 }
 
 /**
@@ -88,21 +90,37 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
   if (typeof client?.hgetall !== 'function' || typeof client.duplicate !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_CLIENT', '[sluice] Option `client` must be an ioredis Redis or Cluster.');
   }
-  if (!Number.isSafeInteger(pollIntervalMs) || pollIntervalMs <= 0) {
-    throw new SluiceError(
+  // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would ask Redis a
+  // thousand times a second.
+  if (!Number.isSafeInteger(pollIntervalMs) || pollIntervalMs <= 0 || pollIntervalMs > MAX_TIMER_MS)
+    invalid(
       'ERR_SLUICE_INVALID_OPTION',
-      '[sluice] Option `pollIntervalMs` must be a positive whole number.',
+      'pollIntervalMs',
+      pollIntervalMs,
+      `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
     );
-  }
-  const read = () => readRules(client, key);
+  // The version of the document last read: a poll compares it and reads the document only
+  // when it differs, so a fleet polling a large document sends a digest, not the document.
+  let version: string | undefined;
+  const read = async () => {
+    const rules = await readRules(client, key);
+    version = rules.version;
+    return rules;
+  };
   const reloader = createReloader(await read(), read, { ...options, debounceMs: 0, source: `redis:${key}` });
+  const look = (): void => {
+    client.hget(key, 'version').then((current) => {
+      // A hash without a version (written by other means) is read whole each time.
+      if (current === null || current !== version) reloader.schedule();
+    }, reloader.schedule);
+  };
   const subscriber = client.duplicate();
   // The subscriber reconnects on its own; meanwhile polling keeps the bound.
   subscriber.on('error', () => {});
   subscriber.on('message', (channel) => {
     if (channel === channelOf(options)) reloader.schedule();
   });
-  const poll = setInterval(reloader.schedule, pollIntervalMs);
+  const poll = setInterval(look, pollIntervalMs);
   poll.unref();
   reloader.onClose(() => {
     clearInterval(poll);

@@ -1,6 +1,6 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { SluiceError } from '@sluice/core';
+import { invalid, MAX_TIMER_MS } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
 import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
@@ -17,14 +17,16 @@ export interface WatchRulesOptions extends ReloadOptions {
 }
 
 function checkOptions(options: WatchRulesOptions): void {
-  const bad = (option: string, expected: string): never => {
-    throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`${option}\` must be ${expected}.`);
-  };
+  const bad = (option: keyof WatchRulesOptions, expected: string): never =>
+    invalid('ERR_SLUICE_INVALID_OPTION', option, options[option], expected);
   const { debounceMs, pollIntervalMs, onReload, onError } = options;
-  if (debounceMs !== undefined && !(Number.isSafeInteger(debounceMs) && debounceMs >= 0))
-    bad('debounceMs', 'a whole number of milliseconds, 0 or more');
-  if (pollIntervalMs !== undefined && !(Number.isSafeInteger(pollIntervalMs) && pollIntervalMs > 0))
-    bad('pollIntervalMs', 'a positive whole number of milliseconds');
+  // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would re-read the
+  // rules a thousand times a second.
+  const isTimerMs = (ms: number, least: number) => Number.isSafeInteger(ms) && ms >= least && ms <= MAX_TIMER_MS;
+  if (debounceMs !== undefined && !isTimerMs(debounceMs, 0))
+    bad('debounceMs', `a whole number of milliseconds from 0 to ${MAX_TIMER_MS}`);
+  if (pollIntervalMs !== undefined && !isTimerMs(pollIntervalMs, 1))
+    bad('pollIntervalMs', `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`);
   if (onReload !== undefined && typeof onReload !== 'function') bad('onReload', 'a function');
   if (onError !== undefined && typeof onError !== 'function') bad('onError', 'a function');
 }
