@@ -80,10 +80,16 @@ export async function connectRedis(
     clearTimeout(timer);
   }
   log.line('info', 'connected to Redis', { redis: where });
-  const onCluster = client instanceof Cluster;
-  const slotOf = (namespace: string, key: string): number => (onCluster ? clientSlot(namespace, key) : 0);
+  const cluster = client instanceof Cluster ? client : undefined;
+  // On a Cluster, the master that holds the key's slot in the client's slot map as it is now:
+  // after a failover the slots lead to the replica that took over, a connection of its own.
+  const connectionOf = (namespace: string, key: string): string => {
+    if (cluster === undefined) return 'redis';
+    const slot = clientSlot(namespace, key);
+    return cluster.slots[slot]?.[0] ?? `slot ${slot}`;
+  };
   return {
-    store: guardStalls(createRedisStore({ client, logger: log }), storeTimeoutMs, slotOf),
+    store: guardStalls(createRedisStore({ client, logger: log }), storeTimeoutMs, connectionOf),
     watch(onChange) {
       client.on('ready', () => onChange(true));
       client.on('close', () => onChange(false));

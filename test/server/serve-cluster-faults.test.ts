@@ -26,8 +26,12 @@ async function masterWithout(port: number, slot: number): Promise<number> {
   }
 }
 
-// A cluster of its own: one of its masters is shut down here.
-describe.skipIf(skip)('sluice serve --redis-cluster with one master down', () => {
+/** Every node of the cluster, told `CLIENT <args>`. */
+const toEveryNode = (cluster: RedisClusterHandle, ...args: string[]) =>
+  Promise.all(cluster.nodes.map((n) => promisify(execFile)('redis-cli', ['-p', String(n.port), 'client', ...args])));
+
+// A cluster of its own: its masters are paused, and one is shut down, here.
+describe.skipIf(skip)('sluice serve --redis-cluster when masters stall or fail', () => {
   let cluster: RedisClusterHandle;
   let sluice: ServingSluice;
   beforeAll(async () => {
@@ -39,6 +43,36 @@ describe.skipIf(skip)('sluice serve --redis-cluster with one master down', () =>
     await sluice?.kill();
     await cluster?.stop();
   });
+
+  it('stops sending to a stalled master as a whole: calls to its other slots, answered UNAVAILABLE, no longer spend quota when it resumes', async () => {
+    const envoy = createEnvoyClient(sluice.grpcAddress);
+    const ask = (value: string) =>
+      envoy.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'exact', value }] }] }).then(
+        (response) => response.statuses?.[0]?.limit_remaining ?? -1,
+        () => 'UNAVAILABLE' as const,
+      );
+    const clients = (name: string, count: number) =>
+      Array.from({ length: count }, (_, i) => `${name}-${i}-${process.pid}`);
+    try {
+      // WRITE: sluice's scripts wait, and CLIENT UNPAUSE below does not.
+      await toEveryNode(cluster, 'pause', '20000', 'WRITE');
+      // Sent to every master, then given up on after the store timeout: each master stalls.
+      expect(new Set(await Promise.all(clients('first', 24).map(ask)))).toEqual(new Set(['UNAVAILABLE']));
+      // Clients in slots no call has gone to yet, on the masters that stall.
+      const later = clients('later', 60);
+      expect(new Set(await Promise.all(later.map(ask)))).toEqual(new Set(['UNAVAILABLE']));
+      await toEveryNode(cluster, 'unpause');
+      await waitFor('SERVING once the masters answer', async () => (await fetch(`${sluice.httpUrl}/healthcheck`)).ok);
+      // Each of them charged now, once; charged during the stall too, it would have 98 left.
+      const remaining = await Promise.all(later.map(ask));
+      const chargedDuringStall = remaining.filter((left) => left !== 99);
+      // One call a second may look whether a master answers again: none is due this soon.
+      expect(chargedDuringStall.length).toBeLessThanOrEqual(3);
+    } finally {
+      await toEveryNode(cluster, 'unpause');
+      envoy.close();
+    }
+  }, 60_000);
 
   it("stays NOT_SERVING while calls to it fail, though the health look's own key answers (it flapped every second)", async () => {
     const envoy = createEnvoyClient(sluice.grpcAddress);
