@@ -3,7 +3,7 @@ import { decide, refundStates } from '../algorithms/index.js';
 import { invalid, SluiceError } from '../errors.js';
 import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
-import { nowOf } from './checks.js';
+import { costOf, nowOf, settled } from './checks.js';
 import {
   type Entry,
   findSegment,
@@ -131,7 +131,9 @@ const storeGetters = {
  * evicted only after `maxKeys` other keys have been used since its own last use, so a client
  * that keeps sending requests is never evicted; an evicted key starts again from a fresh
  * state. Expiry is lazy: a state past its reset time reads exactly like a fresh one, and is
- * dropped when a peek or refund finds it so. No timer runs, per key or otherwise.
+ * replaced by the client's next charge, dropped by a refund that brings it back to fresh, or
+ * evicted. A peek keeps it: a clock that steps back behind its reset time still counts it, as
+ * the reference does. No timer runs, per key or otherwise.
  *
  * @example
  * const limiter = createLimiter({ limit: 100, window: '1m', store: createMemoryStore({ maxKeys: 50_000 }) });
@@ -144,12 +146,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown memory store option \`${key}\`.`);
   }
   const maxKeys = options.maxKeys === undefined ? DEFAULT_MAX_KEYS : options.maxKeys;
-  if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 30) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_MAX_KEYS',
-      `[sluice] Option \`maxKeys\` must be a whole number from 1 to 2^30; received ${String(maxKeys)}.`,
-    );
-  }
+  if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 30)
+    invalid('ERR_SLUICE_INVALID_MAX_KEYS', 'maxKeys', maxKeys, 'a whole number from 1 to 2^30');
   return memoryStoreOver(new MemoryTable(maxKeys));
 }
 
@@ -207,9 +205,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
 
   /**
    * A decision on the client's entry in its general form: several segments, a log, another
-   * version's states, or whatever else `chargeSegment` leaves to it. The entry is kept as the
-   * decision leaves it: a charge written, a state a peek finds fresh dropped (SPEC §4: lazy
-   * expiry).
+   * version's states, or whatever else `chargeSegment` leaves to it. Only a charge writes: a
+   * peek keeps even a state past its reset time, which a clock that steps back still counts
+   * (see `Algorithm`), as the reference does.
    */
   const decideOnEntry = (request: StoreRequest, key: string, layout: Layout, slot: number, now: number) => {
     const { policies, capacities, cost } = request;
@@ -225,7 +223,6 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const states = at < 0 ? noStates : readStates(entry as Entry, at, policies);
       reply = decide(states, policies, capacities, cost, now, memoryAlgorithms);
       if (reply.next !== undefined) entry = writeSegment(entry, at, layout.id, reply.next, policies);
-      else if (at >= 0 && cost === 0 && allFresh(reply.outcomes)) removeSegment(entry as Entry, at);
     }
     if (entry !== undefined) table.keep(key, slot, entry);
     return reply;
@@ -280,7 +277,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       return decideOnEntry(request, key, layout, slot, now).outcomes[0] as PolicyOutcome;
     }
     const capacity = request.capacities[0] as number;
-    const outcome = decideOnRow(
+    return decideOnRow(
       key,
       slot,
       layout,
@@ -290,8 +287,6 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       now,
       scratches[layout.length - 2] as RowScratch,
     );
-    if (cost === 0 && slot !== NO_SLOT && outcome.resetAfterMs === 0) table.drop(key, slot);
-    return outcome;
   };
 
   /**
@@ -365,9 +360,34 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return key === given ? NO_SLOT : index.get(key);
   };
 
+  // The store's own methods check the cost a caller gives; the limiter's paths below (keys as
+  // given, `bindOne`) are handed costs it checked.
   const consumeSync = (request: StoreRequest): StoreReply => {
     const now = nowOf(request.now);
+    costOf(request.cost);
     return decideFor(request, request.key, index.get(request.key), now);
+  };
+
+  const refundSync = (request: StoreRequest): void => {
+    const now = nowOf(request.now);
+    costOf(request.cost);
+    const layout = layouts.of(filed(request.namespace), request.policies);
+    const { policies, capacities } = request;
+    const slot = index.get(request.key);
+    if (slot === NO_SLOT) return;
+    const entry = table.entryAt(slot);
+    const at = findSegment(entry, layout.id);
+    const taken = at < 0 ? takeOver(entry, layout, layouts, now) : undefined;
+    if (at >= 0 || taken !== undefined) {
+      const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
+      const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
+      const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
+      if (taken !== undefined) replace(entry, layout, taken, states);
+      else if (allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes))
+        removeSegment(entry, at);
+      else writeSegment(entry, at, layout.id, states, policies);
+    }
+    table.keep(request.key, slot, entry);
   };
 
   const onGivenKeys: GivenKeyDecisions = {
@@ -390,31 +410,12 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     consumeSync,
     consumeOneSync(request) {
       const now = nowOf(request.now);
+      costOf(request.cost);
       return decideOne(request, request.key, index.get(request.key), now);
     },
-    consume: (request) => Promise.resolve(consumeSync(request)),
+    consume: (request) => settled(() => consumeSync(request)),
 
-    refund(request) {
-      const now = nowOf(request.now);
-      const layout = layouts.of(filed(request.namespace), request.policies);
-      const { policies, capacities } = request;
-      const slot = index.get(request.key);
-      if (slot === NO_SLOT) return Promise.resolve();
-      const entry = table.entryAt(slot);
-      const at = findSegment(entry, layout.id);
-      const taken = at < 0 ? takeOver(entry, layout, layouts, now) : undefined;
-      if (at >= 0 || taken !== undefined) {
-        const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
-        const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
-        const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
-        if (taken !== undefined) replace(entry, layout, taken, states);
-        else if (allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes))
-          removeSegment(entry, at);
-        else writeSegment(entry, at, layout.id, states, policies);
-      }
-      table.keep(request.key, slot, entry);
-      return Promise.resolve();
-    },
+    refund: (request) => settled(() => refundSync(request)),
 
     reset(namespace, key) {
       const slot = index.peek(key);
