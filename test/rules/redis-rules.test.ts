@@ -122,8 +122,18 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     const reads = { hget: 0, hgetall: 0 };
     // The real client, its two reads counted.
     const counted = Object.create(client, {
-      hget: { value: (...args: [string, string]) => (reads.hget++, client.hget(...args)) },
-      hgetall: { value: (name: string) => (reads.hgetall++, client.hgetall(name)) },
+      hget: {
+        value: (...args: [string, string]) => {
+          reads.hget++;
+          return client.hget(...args);
+        },
+      },
+      hgetall: {
+        value: (name: string) => {
+          reads.hgetall++;
+          return client.hgetall(name);
+        },
+      },
       duplicate: { value: () => client.duplicate() },
     }) as Redis;
     vi.useFakeTimers({ toFake: ['setInterval'] });
