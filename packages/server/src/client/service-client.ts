@@ -1,27 +1,20 @@
-import { type ChannelCredentials, type Client, credentials, loadPackageDefinition } from '@grpc/grpc-js';
+import { type ChannelCredentials, type Client, loadPackageDefinition } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
+import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import { LOADER_OPTIONS, PROTO_DIR } from '../proto.js';
-import { invalidOption } from '../server-options.js';
 import { UINT32_MAX } from '../wire-types.js';
+import { checkClientOptions, type ServiceClientOptions } from './client-options.js';
 import { toOutcomes, type WireResponse } from './to-outcome.js';
 
-export interface ServiceClientOptions {
-  /** The service's gRPC address, e.g. `'127.0.0.1:8081'`. */
-  address: string;
-  /** The rules domain every decision is asked under. */
-  domain: string;
-  /** @default insecure (plain HTTP/2) */
-  credentials?: ChannelCredentials;
-  /** gRPC deadline per call; the limiter's `storeTimeoutMs` usually answers first. @default 1000 */
-  deadlineMs?: number;
-  /** Receives one-time warnings (a policy the service has no rule for). @default console */
-  logger?: Logger;
-}
+export type { ServiceClientOptions } from './client-options.js';
 
 /** A store that asks the decision service; `close()` releases its channel. */
 export interface ServiceClient extends RateLimitStore {
-  close(): void;
+  /**
+   * Refuses new decisions at once and resolves once those already asked have been answered
+   * (each within `deadlineMs`) and the channel is released. Calling it again returns the same promise.
+   */
+  close(): Promise<void>;
 }
 
 type ShouldRateLimit = (
@@ -29,6 +22,12 @@ type ShouldRateLimit = (
   options: { deadline: number },
   callback: (error: Error | null, response?: WireResponse) => void,
 ) => void;
+
+/**
+ * The value sent for an empty client key: the service refuses an empty value, and no key core
+ * makes safe is `#` alone (a hashed key is `#` and 43 characters more).
+ */
+const EMPTY_KEY = '#';
 
 /**
  * A `RateLimitStore` that asks a `sluice serve` (or any Envoy rate-limit service) instead of
@@ -44,22 +43,21 @@ type ShouldRateLimit = (
  * app.use(rateLimit({ store, policies: [{ name: 'per-ip', limit: 100, window: '1m' }] }));
  */
 export function createServiceClient(options: ServiceClientOptions): ServiceClient {
-  if (typeof options?.address !== 'string' || options.address === '')
-    invalidOption('address', options?.address, 'a gRPC address such as "127.0.0.1:8081"');
-  if (typeof options.domain !== 'string' || options.domain === '')
-    invalidOption('domain', options.domain, 'the rules domain to ask under');
-  const deadlineMs = options.deadlineMs ?? 1000;
-  if (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0)
-    invalidOption('deadlineMs', deadlineMs, 'a positive whole number of milliseconds');
-  const logger = options.logger ?? console;
+  const { address, domain, credentials, deadlineMs, maxReconnectBackoffMs, logger } = checkClientOptions(options);
   const definition = loadSync('envoy/service/ratelimit/v3/rls.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
   const Service = (loadPackageDefinition(definition) as unknown as Record<string, never>).envoy as unknown as {
-    service: { ratelimit: { v3: { RateLimitService: new (address: string, creds: ChannelCredentials) => Client } } };
+    service: {
+      ratelimit: {
+        v3: { RateLimitService: new (address: string, creds: ChannelCredentials, options: object) => Client };
+      };
+    };
   };
-  const client = new Service.service.ratelimit.v3.RateLimitService(
-    options.address,
-    options.credentials ?? credentials.createInsecure(),
-  );
+  // gRPC's own backoff grows to 2 minutes: a client whose service was down for a minute went
+  // on failing for most of a minute after it was back.
+  const client = new Service.service.ratelimit.v3.RateLimitService(address, credentials, {
+    'grpc.initial_reconnect_backoff_ms': Math.min(1000, maxReconnectBackoffMs),
+    'grpc.max_reconnect_backoff_ms': maxReconnectBackoffMs,
+  });
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
   // Connects now, as a Redis client does, rather than on the first decision: the channel's
   // setup (name resolution, HTTP/2, modules grpc-js loads on first use) would otherwise run
@@ -79,35 +77,50 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       ),
     );
 
+  // The channel stays open until the calls in flight are answered: grpc-js cancels a call
+  // asked in the turn its channel closes, which would fail a decision asked before `close()`.
+  let inFlight = 0;
+  let closed: Promise<void> | undefined;
+  let released = () => {};
+  const release = () => {
+    client.close();
+    released();
+  };
+
   const consume = (request: StoreRequest): Promise<StoreReply> => {
+    if (closed !== undefined)
+      return Promise.reject(
+        new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The service client for ${address} is closed.`),
+      );
     // Envoy's `hits_addend` is a uint32: a larger cost would wrap round to a small one on the
     // wire. No limit the service reports exceeds it either, so such a cost never passes.
     if (request.cost > UINT32_MAX) return Promise.resolve(neverPasses(request));
     return new Promise((resolve, reject) => {
       const hits = request.cost === 0 ? { hitsAddend: { value: 0 } } : {};
+      const value = request.key === '' ? EMPTY_KEY : request.key;
       const message = {
-        domain: options.domain,
+        domain,
         hitsAddend: request.cost,
-        descriptors: request.policies.map((policy) => ({
-          entries: [{ key: policy.name, value: request.key }],
-          ...hits,
-        })),
+        descriptors: request.policies.map((policy) => ({ entries: [{ key: policy.name, value }], ...hits })),
       };
       call(message, { deadline: Date.now() + deadlineMs }, (error, response) => {
+        inFlight--;
+        if (closed !== undefined && inFlight === 0) release();
         if (error !== null || response === undefined) return reject(error ?? new Error('empty response'));
-        const decided = toOutcomes(response, request.policies, options.domain, warnOnce);
-        if (decided === undefined) {
-          const code = String(response.overallCode ?? 'none');
-          const message = `[sluice] The decision service answered overall_code ${code}, neither OK nor OVER_LIMIT.`;
-          return reject(new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', message));
+        // Thrown here, an error would escape grpc-js as an uncaught exception and leave the
+        // decision unsettled: a reply that is no decision, or a logger that throws, fails the call.
+        try {
+          resolve({ ...toOutcomes(response, request.policies, domain, warnOnce), now: Date.now() });
+        } catch (thrown) {
+          reject(thrown);
         }
-        resolve({ ...decided, now: Date.now() });
       });
+      inFlight++;
     });
   };
 
   return {
-    name: `sluice service ${options.address}`,
+    name: `sluice service ${address}`,
     checkPolicies(_policies, throttle) {
       // The service decides on its rules' capacities; a capacity raised here would never reach it.
       if (throttle.mode === 'soft' || throttle.mode === 'elastic') {
@@ -120,7 +133,13 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     consume,
     reset: () => unsupported('reset'),
     refund: () => unsupported('refund'),
-    close: () => client.close(),
+    close() {
+      closed ??= new Promise((resolve) => {
+        released = resolve;
+        if (inFlight === 0) release();
+      });
+      return closed;
+    },
   };
 }
 

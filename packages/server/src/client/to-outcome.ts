@@ -1,4 +1,4 @@
-import type { Policy, PolicyOutcome } from '@sluice/core';
+import { type Policy, type PolicyOutcome, SluiceError } from '@sluice/core';
 import type { SluiceStatusMetadata } from '../sluice-metadata.js';
 
 /** `google.protobuf.Value` as the gRPC loader decodes it. */
@@ -38,40 +38,55 @@ const durationMs = (d: WireStatus['durationUntilReset']): number =>
   d === undefined ? 0 : (d.seconds ?? 0) * 1000 + Math.ceil((d.nanos ?? 0) / 1_000_000);
 
 /**
+ * How long a refused policy waits: sluice's exact figure (-1: never), else until the reset.
+ * A service that gives neither still refused: the policy's window bounds the wait, where 0
+ * would tell every client to retry at once.
+ */
+function refusedFor(retryAfterMs: number | undefined, resetAfterMs: number, policy: Policy): number {
+  if (retryAfterMs !== undefined && retryAfterMs < 0) return Number.POSITIVE_INFINITY;
+  if (retryAfterMs !== undefined && retryAfterMs > 0) return retryAfterMs;
+  return resetAfterMs > 0 ? resetAfterMs : policy.windowMs;
+}
+
+/**
  * One policy's outcome from its descriptor's status. Without sluice's metadata (another
  * Envoy rate-limit service), a refused descriptor waits until its reset.
  */
 function toOutcome(
+  status: WireStatus,
   response: WireResponse,
   index: number,
   policy: Policy,
   domain: string,
   warnOnce: (message: string) => void,
 ): PolicyOutcome {
-  const status = response.statuses?.[index];
-  if (status?.currentLimit === undefined) {
+  // The code decides, as it does for Envoy: a refusal without `current_limit` is no missing rule.
+  const allowed = status.code !== 'OVER_LIMIT';
+  if (status.currentLimit === undefined && allowed) {
     warnOnce(
       `[sluice] WRN_SLUICE_NO_RULE: the decision service has no rule for policy "${policy.name}" in domain "${domain}"; it is not limited there.`,
     );
     return { allowed: true, remaining: policy.capacity, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
   }
-  const limit = status.currentLimit.requestsPerUnit ?? 0;
-  if (limit !== policy.limit) {
+  const limit = status.currentLimit?.requestsPerUnit ?? 0;
+  if (status.currentLimit !== undefined && limit !== policy.limit) {
     warnOnce(
       `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" has limit ${policy.limit} here but ${limit} in the decision service's rules for domain "${domain}"; headers show the local figure.`,
     );
   }
-  const allowed = status.code !== 'OVER_LIMIT';
   const resetAfterMs = durationMs(status.durationUntilReset);
   const figures = sluiceFigures(response, index);
-  const retry = figures.retryAfterMs;
   return {
     allowed,
     remaining: status.limitRemaining ?? 0,
     resetAfterMs,
-    retryAfterMs: allowed ? 0 : retry === undefined ? resetAfterMs : retry < 0 ? Number.POSITIVE_INFINITY : retry,
+    retryAfterMs: allowed ? 0 : refusedFor(figures.retryAfterMs, resetAfterMs, policy),
     delayMs: figures.delayMs ?? 0,
   };
+}
+
+function badReply(what: string): never {
+  throw new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', `[sluice] The decision service answered ${what}.`);
 }
 
 /**
@@ -79,20 +94,37 @@ function toOutcome(
  * acts on (it refuses a request exactly when the code is `OVER_LIMIT`). A service in shadow
  * mode (envoyproxy/ratelimit's `SHADOW_MODE`) reports a descriptor over its limit and lets the
  * request through: its outcome passes, as the request does. A service that refuses without
- * naming a descriptor over its limit has every policy refuse, each until its reset. `undefined`
- * for a response with no code of the two: the service did not decide.
+ * naming a descriptor over its limit has every policy refuse, each until its reset. A response
+ * with no code of the two, or without one status per descriptor (which `rls.proto` promises),
+ * did not decide: `ERR_SLUICE_BAD_STORE_REPLY`.
  */
 export function toOutcomes(
   response: WireResponse,
   policies: readonly Policy[],
   domain: string,
   warnOnce: (message: string) => void,
-): { allowed: boolean; outcomes: PolicyOutcome[] } | undefined {
+): { allowed: boolean; outcomes: PolicyOutcome[] } {
   const code = response.overallCode;
-  if (code !== 'OK' && code !== 'OVER_LIMIT') return undefined;
+  if (code !== 'OK' && code !== 'OVER_LIMIT')
+    badReply(`overall_code ${String(code ?? 'none')}, neither OK nor OVER_LIMIT`);
+  const statuses = response.statuses ?? [];
+  if (statuses.length !== policies.length)
+    badReply(
+      `${statuses.length} status${statuses.length === 1 ? '' : 'es'} for ${policies.length} descriptor${policies.length === 1 ? '' : 's'}; it owes one per descriptor`,
+    );
   const allowed = code === 'OK';
-  const outcomes = policies.map((policy, i) => toOutcome(response, i, policy, domain, warnOnce));
+  const outcomes = policies.map((policy, i) =>
+    toOutcome(statuses[i] as WireStatus, response, i, policy, domain, warnOnce),
+  );
   if (allowed) return { allowed, outcomes: outcomes.map((o) => (o.allowed ? o : { ...o, allowed, retryAfterMs: 0 })) };
   if (outcomes.some((o) => !o.allowed)) return { allowed, outcomes };
-  return { allowed, outcomes: outcomes.map((o) => ({ ...o, allowed, retryAfterMs: o.resetAfterMs, delayMs: 0 })) };
+  return {
+    allowed,
+    outcomes: outcomes.map((o, i) => ({
+      ...o,
+      allowed,
+      retryAfterMs: refusedFor(undefined, o.resetAfterMs, policies[i] as Policy),
+      delayMs: 0,
+    })),
+  };
 }

@@ -1,0 +1,56 @@
+import { ChannelCredentials, credentials } from '@grpc/grpc-js';
+import { checkKnownOptions, invalid, type Logger, MAX_TIMER_MS } from '@sluice/core';
+import { REQUEST_LIMITS } from '../request-checks.js';
+import { invalidOption } from '../server-options.js';
+
+export interface ServiceClientOptions {
+  /** The service's gRPC address, e.g. `'127.0.0.1:8081'`. */
+  address: string;
+  /** The rules domain every decision is asked under. */
+  domain: string;
+  /** @default insecure (plain HTTP/2) */
+  credentials?: ChannelCredentials;
+  /** gRPC deadline per call; the limiter's `storeTimeoutMs` usually answers first. @default 1000 */
+  deadlineMs?: number;
+  /** Longest wait between two attempts to reach a service that is down. @default 1000 */
+  maxReconnectBackoffMs?: number;
+  /** Receives one-time warnings (a policy the service has no rule for). @default console */
+  logger?: Logger;
+}
+
+export type CheckedClientOptions = Required<ServiceClientOptions>;
+
+const names = ['address', 'domain', 'credentials', 'deadlineMs', 'maxReconnectBackoffMs', 'logger'];
+
+/** Validates `createServiceClient`'s options: a mistake fails at start-up, not at every decision. */
+export function checkClientOptions(options: ServiceClientOptions): CheckedClientOptions {
+  if (typeof options !== 'object' || options === null) invalidOption('options', options, 'an object');
+  checkKnownOptions(options, names);
+  const { address, domain, logger = console } = options;
+  // A URL's scheme is no gRPC target: the channel would fail every call on name resolution.
+  if (typeof address !== 'string' || address === '' || /^https?:/i.test(address))
+    invalidOption('address', address, 'a gRPC address such as "127.0.0.1:8081", without http://');
+  // The service refuses a longer domain in every call (INVALID_ARGUMENT): an outage for good.
+  if (typeof domain !== 'string' || domain === '' || domain.length > REQUEST_LIMITS.domainLength)
+    invalidOption('domain', domain, `the rules domain to ask under, 1 to ${REQUEST_LIMITS.domainLength} characters`);
+  const given = options.credentials ?? credentials.createInsecure();
+  if (!(given instanceof ChannelCredentials))
+    invalidOption('credentials', given, 'ChannelCredentials from @grpc/grpc-js, such as credentials.createSsl()');
+  if (typeof logger?.warn !== 'function')
+    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  return {
+    address,
+    domain,
+    credentials: given,
+    deadlineMs: milliseconds(options.deadlineMs, 'deadlineMs', 1000),
+    maxReconnectBackoffMs: milliseconds(options.maxReconnectBackoffMs, 'maxReconnectBackoffMs', 1000),
+    logger,
+  };
+}
+
+function milliseconds(value: unknown, option: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (!Number.isSafeInteger(value) || (value as number) <= 0 || (value as number) > MAX_TIMER_MS)
+    invalidOption(option, value, `a positive whole number of milliseconds, at most ${MAX_TIMER_MS}`);
+  return value as number;
+}

@@ -1,0 +1,25 @@
+import { createServiceClient } from '@sluice/server';
+import { expect, it } from 'vitest';
+
+const good = { address: '127.0.0.1:8081', domain: 'api' };
+
+// Each was taken without a word and failed at every decision instead (or, for `deadline`, was
+// ignored): a gRPC target with a URL scheme fails name resolution, a domain over 256 characters
+// is refused by the service, a logger without `warn` threw out of the gRPC callback.
+it.each([
+  [{ ...good, deadline: 50 }, 'ERR_SLUICE_UNKNOWN_OPTION', '`deadlineMs`'],
+  [{ ...good, address: 'http://127.0.0.1:8081' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`address`'],
+  [{ ...good, domain: 'd'.repeat(257) }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`domain`'],
+  [{ ...good, credentials: {} }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`credentials`'],
+  [{ ...good, logger: {} }, 'ERR_SLUICE_INVALID_LOGGER', '`logger`'],
+  [{ ...good, deadlineMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`deadlineMs`'],
+  [{ ...good, maxReconnectBackoffMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`maxReconnectBackoffMs`'],
+  [null, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`options`'],
+])('createServiceClient refuses %o at creation', (options, code, mention) => {
+  expect(() => createServiceClient(options as never)).toThrow(expect.objectContaining({ code }));
+  expect(() => createServiceClient(options as never)).toThrow(mention);
+});
+
+it('takes a domain of exactly 256 characters', async () => {
+  await createServiceClient({ ...good, domain: 'd'.repeat(256), logger: { warn() {} } }).close();
+});
