@@ -2,9 +2,12 @@ import { parseArgs } from 'node:util';
 import type { StandardHeaders } from '@sluice/core';
 import { invalidOption } from './server-options.js';
 
+export type RedisTarget = { url: string } | { nodes: { host: string; port: number }[] };
+
 export interface ServeFlags {
-  rules: string;
-  redis: { url: string } | { nodes: { host: string; port: number }[] } | undefined;
+  /** A file or directory, watched; or the key of a hash in the service's Redis, written by `publishRules`. */
+  rules: { path: string } | { redisKey: string };
+  redis: RedisTarget | undefined;
   grpcPort: number;
   httpPort: number;
   host: string;
@@ -13,12 +16,18 @@ export interface ServeFlags {
 }
 
 export const USAGE = `Usage: sluice serve --rules <file|dir> [options]
+       sluice serve --rules-key <key> --redis <url> [options]
+       sluice publish-rules --rules <file> --rules-key <key> --redis <url>
 
-Serves Envoy's rate-limit protocol: gRPC envoy.service.ratelimit.v3.RateLimitService and
-grpc.health.v1.Health; HTTP POST /json, GET /healthcheck, GET /metrics.
+serve: serves Envoy's rate-limit protocol: gRPC envoy.service.ratelimit.v3.RateLimitService
+and grpc.health.v1.Health; HTTP POST /json, GET /healthcheck, GET /metrics.
+publish-rules: checks a rules document and stores it in Redis for every server that serves
+with --rules-key; they reload it at once. Prints its version.
 
 Options:
-  --rules <file|dir>              rules document(s), reloaded on change (required)
+  --rules <file|dir>              rules document(s), reloaded on change
+  --rules-key <key>               instead, the rules in this Redis hash (publish-rules writes it),
+                                  reloaded when published; needs --redis or --redis-cluster
   --redis <url>                   a Redis, e.g. redis://127.0.0.1:6379 (default: in-memory)
   --redis-cluster <host:port,…>   Redis Cluster start-up nodes
   --grpc-port <port>              default 8081
@@ -44,49 +53,99 @@ function clusterNodes(text: string): { host: string; port: number }[] {
   });
 }
 
-/** `sluice serve`'s flags; a bad or unknown flag throws ERR_SLUICE_INVALID_SERVER_OPTION. */
-export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
-  let values: Record<string, string | boolean | undefined>;
+const REDIS_OPTIONS = { redis: { type: 'string' }, 'redis-cluster': { type: 'string' } } as const;
+
+/** Flags as `parseArgs` reads them; an unknown one throws ERR_SLUICE_INVALID_SERVER_OPTION. */
+function flagsOf(
+  args: readonly string[],
+  options: Record<string, { type: 'string' | 'boolean' }>,
+): Record<string, string | boolean | undefined> {
   try {
-    ({ values } = parseArgs({
-      args: [...args],
-      strict: true,
-      allowPositionals: false,
-      options: {
-        rules: { type: 'string' },
-        redis: { type: 'string' },
-        'redis-cluster': { type: 'string' },
-        'grpc-port': { type: 'string' },
-        'http-port': { type: 'string' },
-        host: { type: 'string' },
-        headers: { type: 'string' },
-        'store-timeout-ms': { type: 'string' },
-        help: { type: 'boolean' },
-      },
-    }));
+    return parseArgs({ args: [...args], strict: true, allowPositionals: false, options }).values;
   } catch (error) {
-    invalidOption('flags', args.join(' '), `known flags (${(error as Error).message})`);
+    return invalidOption('flags', args.join(' '), `known flags (${(error as Error).message})`);
   }
-  if (values.help === true) return 'help';
-  const str = (name: string): string | undefined => values[name] as string | undefined;
-  const rules = str('rules');
-  if (rules === undefined || rules === '') invalidOption('--rules', rules, 'a rules file or directory');
-  const url = str('redis');
-  const cluster = str('redis-cluster');
+}
+
+function redisTarget(values: Record<string, string | boolean | undefined>): RedisTarget | undefined {
+  const url = values.redis as string | undefined;
+  const cluster = values['redis-cluster'] as string | undefined;
   if (url !== undefined && cluster !== undefined)
     invalidOption('--redis', url, 'left out when --redis-cluster is given');
   if (url !== undefined && !/^rediss?:\/\//.test(url))
     invalidOption('--redis', url, 'a URL such as redis://127.0.0.1:6379');
+  return url !== undefined ? { url } : cluster !== undefined ? { nodes: clusterNodes(cluster) } : undefined;
+}
+
+/** `--rules` or `--rules-key`, exactly one; a key only where a Redis holds it. */
+function rulesSource(
+  values: Record<string, string | boolean | undefined>,
+  redis: RedisTarget | undefined,
+): ServeFlags['rules'] {
+  const path = values.rules as string | undefined;
+  const key = values['rules-key'] as string | undefined;
+  if (path !== undefined && key !== undefined) invalidOption('--rules-key', key, 'left out when --rules is given');
+  if (key !== undefined) {
+    if (key === '') invalidOption('--rules-key', key, 'the key of the rules hash');
+    if (redis === undefined) invalidOption('--rules-key', key, 'given with --redis or --redis-cluster');
+    return { redisKey: key };
+  }
+  if (path === undefined || path === '')
+    invalidOption('--rules', path, 'a rules file or directory (or --rules-key with --redis)');
+  return { path };
+}
+
+/** `sluice serve`'s flags; a bad or unknown flag throws ERR_SLUICE_INVALID_SERVER_OPTION. */
+export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
+  const values = flagsOf(args, {
+    rules: { type: 'string' },
+    'rules-key': { type: 'string' },
+    ...REDIS_OPTIONS,
+    'grpc-port': { type: 'string' },
+    'http-port': { type: 'string' },
+    host: { type: 'string' },
+    headers: { type: 'string' },
+    'store-timeout-ms': { type: 'string' },
+    help: { type: 'boolean' },
+  });
+  if (values.help === true) return 'help';
+  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const redis = redisTarget(values);
+  const rules = rulesSource(values, redis);
   const headers = str('headers');
   if (headers !== undefined && !['draft-11', 'draft-7', 'draft-6'].includes(headers))
     invalidOption('--headers', headers, 'draft-11, draft-7 or draft-6');
   return {
     rules,
-    redis: url !== undefined ? { url } : cluster !== undefined ? { nodes: clusterNodes(cluster) } : undefined,
+    redis,
     grpcPort: integer(str('grpc-port'), '--grpc-port', 8081, 0, 65535),
     httpPort: integer(str('http-port'), '--http-port', 8080, 0, 65535),
     host: str('host') ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
   };
+}
+
+export interface PublishFlags {
+  file: string;
+  key: string;
+  redis: RedisTarget;
+}
+
+/** `sluice publish-rules`'s flags; a bad or unknown flag throws ERR_SLUICE_INVALID_SERVER_OPTION. */
+export function parsePublishArgs(args: readonly string[]): PublishFlags | 'help' {
+  const values = flagsOf(args, {
+    rules: { type: 'string' },
+    'rules-key': { type: 'string' },
+    ...REDIS_OPTIONS,
+    help: { type: 'boolean' },
+  });
+  if (values.help === true) return 'help';
+  const redis = redisTarget(values);
+  if (redis === undefined) invalidOption('--redis', undefined, 'the Redis to publish to (or --redis-cluster)');
+  const file = values.rules as string | undefined;
+  if (file === undefined || file === '') invalidOption('--rules', file, 'the rules file to publish');
+  const key = values['rules-key'] as string | undefined;
+  if (key === undefined || key === '') invalidOption('--rules-key', key, 'the key of the rules hash');
+  return { file, key, redis };
 }

@@ -1,6 +1,7 @@
 import { isSluiceError } from '@sluice/core';
-import { parseServeArgs, USAGE } from './cli-args.js';
+import { parsePublishArgs, parseServeArgs, USAGE } from './cli-args.js';
 import { createServiceLog } from './log.js';
+import { publishRulesFile } from './publish-rules.js';
 import { serve } from './serve.js';
 
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
@@ -16,6 +17,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return command === undefined ? 2 : 0;
   }
+  if (command === 'publish-rules') return publish(args);
   if (command !== 'serve') {
     process.stderr.write(`sluice: unknown command "${command}"\n\n${USAGE}\n`);
     return 2;
@@ -59,4 +61,27 @@ export async function main(argv: readonly string[]): Promise<number> {
     };
     for (const name of SIGNALS) process.once(name, stop);
   });
+}
+
+/** `sluice publish-rules`: prints the version stored; 2 for a bad command line, 1 when it fails. */
+async function publish(args: readonly string[]): Promise<number> {
+  let flags: ReturnType<typeof parsePublishArgs>;
+  try {
+    flags = parsePublishArgs(args);
+  } catch (error) {
+    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  try {
+    const version = await publishRulesFile(flags);
+    process.stdout.write(`${version}\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`sluice: cannot publish: ${(error as Error).message}\n`);
+    return 1;
+  }
 }

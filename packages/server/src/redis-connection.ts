@@ -1,11 +1,14 @@
 import { type RateLimitStore, SluiceError } from '@sluice/core';
 import { clientSlot, createRedisStore } from '@sluice/redis';
+import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import type { ServiceLog } from './log.js';
 import { guardStalls } from './stall-guard.js';
 
 export interface RedisConnection {
   store: RateLimitStore;
+  /** The same Redis as a rules source (`watchRedisRules`) reads it. */
+  rules: RedisRulesClient;
   /** Calls `onChange(false)` when the connection drops and `onChange(true)` when it is ready again. */
   watch(onChange: (up: boolean) => void): void;
   close(): Promise<void>;
@@ -88,8 +91,21 @@ export async function connectRedis(
     const slot = clientSlot(namespace, key);
     return cluster.slots[slot]?.[0] ?? `slot ${slot}`;
   };
+  // The rules subscriber is a connection of its own, made now: it may wait for its SUBSCRIBE
+  // to be sent, where the store's connections fail a call at once while they are away.
+  const subscriberOptions = { lazyConnect: false, enableOfflineQueue: true };
   return {
     store: guardStalls(createRedisStore({ client, logger: log }), storeTimeoutMs, connectionOf),
+    rules: {
+      hgetall: (key) => client.hgetall(key),
+      hget: (key, field) => client.hget(key, field),
+      hset: (key, ...fieldsAndValues) => client.hset(key, ...fieldsAndValues),
+      publish: (channel, message) => client.publish(channel, message),
+      duplicate: () =>
+        cluster === undefined
+          ? (client as Redis).duplicate(subscriberOptions)
+          : cluster.duplicate([], subscriberOptions),
+    },
     watch(onChange) {
       client.on('ready', () => onChange(true));
       client.on('close', () => onChange(false));

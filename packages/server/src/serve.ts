@@ -1,9 +1,10 @@
 import type { RateLimitStore } from '@sluice/core';
-import { type RulesWatcher, watchRules } from '@sluice/rules';
+import { type ReloadOptions, type RulesWatcher, watchRedisRules, watchRules } from '@sluice/rules';
 import type { ServeFlags } from './cli-args.js';
 import { createDecisionServer } from './decision-server.js';
 import type { ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
+import { invalidOption } from './server-options.js';
 
 export interface RunningService {
   grpcPort: number;
@@ -17,33 +18,38 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 /**
  * `sluice serve`: loads the rules (a bad document stops start-up), connects to Redis when
  * asked (an unreachable one stops start-up), then serves, reloads the rules on change, and
- * reports Redis losses through health while ioredis reconnects.
+ * reports Redis losses through health while ioredis reconnects. Rules from a file are read
+ * before Redis is reached, rules from Redis once it is.
  */
 export async function serve(flags: ServeFlags, log: ServiceLog): Promise<RunningService> {
+  const source = 'path' in flags.rules ? flags.rules.path : `redis:${flags.rules.redisKey}`;
   let reportLoad: (result: 'success' | 'error') => void = () => {};
-  const watcher: RulesWatcher = watchRules(flags.rules, {
+  const reloads = {
     onReload: () => {
       reportLoad('success');
-      log.line('info', 'rules reloaded', { rules: flags.rules });
+      log.line('info', 'rules reloaded', { rules: source });
     },
-    onError: (error) => {
+    onError: (error: unknown) => {
       reportLoad('error');
-      log.line('error', 'rules not reloaded; keeping the last good set', {
-        rules: flags.rules,
-        error: messageOf(error),
-      });
+      log.line('error', 'rules not reloaded; keeping the last good set', { rules: source, error: messageOf(error) });
     },
-  });
+  };
+  let watcher: RulesWatcher | undefined;
   let redis: RedisConnection | undefined;
   const release = async (): Promise<void> => {
-    await watcher.close();
+    await watcher?.close();
     await redis?.close();
   };
   try {
+    const { rules } = flags;
+    if ('path' in rules) watcher = watchRules(rules.path, reloads);
     redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, flags.storeTimeoutMs, log);
+    if ('redisKey' in rules) watcher = await watchRulesIn(redis, rules.redisKey, reloads);
+    // One of the two ran: the rules come from a path or from a key.
+    const current = watcher as RulesWatcher;
     const store: RateLimitStore | undefined = redis?.store;
     const server = createDecisionServer({
-      rules: watcher,
+      rules: current,
       ...(store === undefined ? {} : { store }),
       grpcPort: flags.grpcPort,
       httpPort: flags.httpPort,
@@ -54,7 +60,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     });
     reportLoad = server.countRulesLoad;
     reportLoad('success');
-    log.line('info', 'rules loaded', { rules: flags.rules, domains: watcher.current.domains });
+    log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
     redis?.watch((up) => server.setServing(up));
     const ports = await server.listen();
     return {
@@ -68,4 +74,10 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     await release();
     throw error;
   }
+}
+
+/** The rules in the service's Redis (`--rules-key`), kept current as `publishRules` changes them. */
+function watchRulesIn(redis: RedisConnection | undefined, key: string, reloads: ReloadOptions): Promise<RulesWatcher> {
+  if (redis === undefined) invalidOption('--rules-key', key, 'given with --redis or --redis-cluster');
+  return watchRedisRules({ client: redis.rules, key, ...reloads });
 }
