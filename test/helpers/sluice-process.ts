@@ -55,6 +55,12 @@ export function runSluice(args: string[]): SluiceProcess {
   };
 }
 
+/** Runs `sluice <args>` to its end: its exit code and what it wrote. */
+export async function exitOf(args: string[]): Promise<{ code: number | null; output: string }> {
+  const sluice = runSluice(args);
+  return { code: await sluice.exited, output: sluice.output() };
+}
+
 export interface ServingSluice extends SluiceProcess {
   readonly grpcPort: number;
   readonly httpPort: number;

@@ -6,16 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvoyClient } from '../helpers/envoy-client.js';
 import { isCi } from '../helpers/redis-env.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
-import { runSluice, startSluice } from '../helpers/sluice-process.js';
+import { exitOf, startSluice } from '../helpers/sluice-process.js';
 
 const skip = !hasRedisServer() && !isCi;
 const perIp = (limit: number) =>
   `domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: { unit: hour, requests_per_unit: ${limit} }\n`;
-
-async function exitOf(args: string[]): Promise<{ code: number | null; output: string }> {
-  const sluice = runSluice(args);
-  return { code: await sluice.exited, output: sluice.output() };
-}
 
 // A fleet of decision services sharing one rule set from Redis: `sluice publish-rules` stores
 // it, every `sluice serve --rules-key` reloads it.
@@ -83,17 +78,8 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
   });
 
   it('serve exits 1 when the key holds no rules, naming it', async () => {
-    const { code, output } = await exitOf([
-      'serve',
-      '--rules-key',
-      'nothing-here',
-      '--redis',
-      redis.url,
-      '--grpc-port',
-      '0',
-      '--http-port',
-      '0',
-    ]);
+    const ports = ['--grpc-port', '0', '--http-port', '0'];
+    const { code, output } = await exitOf(['serve', '--rules-key', 'nothing-here', '--redis', redis.url, ...ports]);
     expect(code).toBe(1);
     expect(output).toContain('nothing-here');
     expect(output).toContain('ERR_SLUICE_RULES_READ');

@@ -3,15 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../helpers/redis-server.js';
-import { runSluice } from '../helpers/sluice-process.js';
+import { exitOf } from '../helpers/sluice-process.js';
 
 const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
-
-async function exitOf(args: string[]): Promise<{ code: number | null; output: string }> {
-  const sluice = runSluice(args);
-  const code = await sluice.exited;
-  return { code, output: sluice.output() };
-}
 
 describe('sluice refuses to start, with a clear message and a non-zero exit', () => {
   it.each([

@@ -22,17 +22,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`sluice: unknown command "${command}"\n\n${USAGE}\n`);
     return 2;
   }
-  let flags: ReturnType<typeof parseServeArgs>;
-  try {
-    flags = parseServeArgs(args);
-  } catch (error) {
-    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (flags === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const flags = flagsOrExit(parseServeArgs, args);
+  if (typeof flags === 'number') return flags;
   const log = createServiceLog();
   let running: Awaited<ReturnType<typeof serve>>;
   try {
@@ -65,17 +56,8 @@ export async function main(argv: readonly string[]): Promise<number> {
 
 /** `sluice publish-rules`: prints the version stored; 2 for a bad command line, 1 when it fails. */
 async function publish(args: readonly string[]): Promise<number> {
-  let flags: ReturnType<typeof parsePublishArgs>;
-  try {
-    flags = parsePublishArgs(args);
-  } catch (error) {
-    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
-    return 2;
-  }
-  if (flags === 'help') {
-    process.stdout.write(`${USAGE}\n`);
-    return 0;
-  }
+  const flags = flagsOrExit(parsePublishArgs, args);
+  if (typeof flags === 'number') return flags;
   try {
     const version = await publishRulesFile(flags);
     process.stdout.write(`${version}\n`);
@@ -84,4 +66,23 @@ async function publish(args: readonly string[]): Promise<number> {
     process.stderr.write(`sluice: cannot publish: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+/** A command's flags, or its exit code when there is nothing more to do: 0 after `--help`, 2 for a bad command line. */
+function flagsOrExit<T extends object>(
+  parse: (args: readonly string[]) => T | 'help',
+  args: readonly string[],
+): T | number {
+  let flags: T | 'help';
+  try {
+    flags = parse(args);
+  } catch (error) {
+    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  if (flags === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  return flags;
 }
