@@ -79,15 +79,21 @@ describe('the simulate report', () => {
   });
 
   it.each([
-    ['ten years', ['0 a', `${10 * 365 * 86_400_000} a`]],
-    ['millennia', ['0 a', '999999999999999 a']],
-  ])('charts a trace spanning %s in about 120 buckets (one bucket a day ran out of memory)', async (name, lines) => {
-    const long = await replay(`${name.replace(' ', '-')}.txt`, lines);
-    expect(long.offered.values.length).toBeLessThanOrEqual(122);
-    const charts = scenarioCharts(long);
-    expect(charts).toHaveLength(2);
-    expect(renderPage([long], worstWindowChart([long]), new Map([[long, charts]]))).toContain('## Recorded trace');
-  });
+    ['ten years', 'years', ['0 a', `${10 * 365 * 86_400_000} a`]],
+    ['millennia', 'years', ['0 a', '999999999999999 a']],
+    ['a week', 'days', ['0 a', `${7 * 86_400_000} a`]],
+  ])(
+    'charts a trace spanning %s in about 120 buckets (one bucket a day ran out of memory), its time axis in %s',
+    async (name, unit, lines) => {
+      const long = await replay(`${name.replace(' ', '-')}.txt`, lines);
+      expect(long.offered.values.length).toBeLessThanOrEqual(122);
+      const charts = scenarioCharts(long);
+      expect(charts).toHaveLength(2);
+      // Labelled in hours, ten years read 87,600 at the axis's end.
+      for (const chart of charts) expect(chart.svg).toContain(`(${unit})</text>`);
+      expect(renderPage([long], worstWindowChart([long]), new Map([[long, charts]]))).toContain('## Recorded trace');
+    },
+  );
 
   it('draws a series too long to spread into Math.max (it overflowed the call stack)', () => {
     const values = Array.from({ length: 500_000 }, (_, i) => i % 7);

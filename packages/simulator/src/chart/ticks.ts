@@ -13,8 +13,13 @@ export function niceTicks(max: number, count = 5): number[] {
 export function timeUnit(spanMs: number): { label: string; ms: number } {
   if (spanMs <= 3 * 60_000) return { label: 's', ms: 1_000 };
   if (spanMs <= 3 * 3_600_000) return { label: 'min', ms: 60_000 };
-  return { label: 'h', ms: 3_600_000 };
+  if (spanMs <= 3 * 86_400_000) return { label: 'h', ms: 3_600_000 };
+  if (spanMs <= 3 * YEAR_MS) return { label: 'days', ms: 86_400_000 };
+  return { label: 'years', ms: YEAR_MS };
 }
+
+/** A Julian year: a trace spanning years is labelled in years of 365.25 days. */
+const YEAR_MS = 365.25 * 86_400_000;
 
 /** A number for an axis or a table: thousands separated, at most `digits` decimals. */
 export function formatNumber(value: number, digits = 2): string {
