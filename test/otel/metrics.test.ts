@@ -210,6 +210,17 @@ describe('enableMetrics', () => {
     expect(channel(SLUICE_CHANNELS.decision).hasSubscribers).toBe(false);
   });
 
+  // A provider already shut down hands out no-op meters: the warning blamed the global provider,
+  // which the caller had not used.
+  it('warns that a meterProvider given hands out no-op meters, not that the global one does', async () => {
+    const sdk = sdkMetrics();
+    await sdk.shutdown();
+    const warnings: string[] = [];
+    cleanups.push(enableMetrics({ meterProvider: sdk.meterProvider, logger: { warn: (m) => warnings.push(m) } }));
+    expect(warnings).toEqual([expect.stringMatching(/WRN_SLUICE_METRICS_NOOP: the `meterProvider` given.*shut down/)]);
+    expect(channel(SLUICE_CHANNELS.decision).hasSubscribers).toBe(false);
+  });
+
   // A second enableMetrics on one provider reported the same instruments from a tally of its
   // own, and the SDK kept the later, smaller count (5 shown of 10 decisions).
   it('refuses to be enabled twice on one provider until the first is disabled', async () => {
@@ -359,5 +370,7 @@ describe('enableMetrics', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringMatching(/memoryStores\.a/) }),
     );
     expect(() => enableMetrics(null as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
+    // An array was taken for no options.
+    expect(() => enableMetrics([] as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
   });
 });

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { createLimiter, publishRulesReload } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { createPrometheusMetrics, PROMETHEUS_CONTENT_TYPE } from '@sluice/otel/prometheus';
@@ -67,5 +68,29 @@ describe('createPrometheusMetrics', () => {
     // `_sum`: those are read from the lines themselves.
     expect(histogram?.metrics.map((m) => m.buckets)).toEqual([expect.objectContaining({ '1': '2', '+Inf': '2' })]);
     expect(text).toContain('sluice_store_duration_seconds_count{sluice_limiter="remote",sluice_store="remote"} 2\n');
+  });
+
+  // A `meterProvider` was spread under the private one and dropped without a word, null and an
+  // array were taken for no options, and other errors named enableMetrics.
+  it('refuses a meterProvider, which it would drop for its own, and options that are no object', () => {
+    expect(() => createPrometheusMetrics({ meterProvider: new MeterProvider() } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringMatching(
+          /createPrometheusMetrics option `meterProvider`.*enableMetrics\(\{ meterProvider \}\)/,
+        ),
+      }),
+    );
+    for (const options of [null, [], 'x']) {
+      expect(() => createPrometheusMetrics(options as never)).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_OPTION',
+          message: expect.stringMatching(/`options` of createPrometheusMetrics must be an object/),
+        }),
+      );
+    }
+    expect(() => createPrometheusMetrics({ memoryStores: { main: {} } } as never)).toThrow(
+      expect.objectContaining({ message: expect.stringMatching(/`memoryStores\.main` of createPrometheusMetrics/) }),
+    );
   });
 });

@@ -10,10 +10,15 @@ import {
 /**
  * The real metrics SDK with an in-memory exporter: `collect()` exports now and returns what
  * the SDK would send. The export interval is an hour: nothing exports unless asked.
+ * `cardinalityLimit` replaces the SDK's 2,000 series per instrument.
  */
-export function sdkMetrics() {
+export function sdkMetrics(cardinalityLimit?: number) {
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 3_600_000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter,
+    exportIntervalMillis: 3_600_000,
+    ...(cardinalityLimit === undefined ? {} : { cardinalityLimits: { default: cardinalityLimit } }),
+  });
   const meterProvider = new MeterProvider({ readers: [reader] });
   return {
     meterProvider,

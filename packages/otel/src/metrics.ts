@@ -2,7 +2,8 @@ import { type Attributes, createNoopMeter, type MeterProvider, metrics } from '@
 import { type Logger, SluiceError } from '@sluice/core';
 import { createInstruments } from './instruments.js';
 import { ATTRIBUTES } from './names.js';
-import { createCounts, createTally, type TallyCounts } from './tally.js';
+import { checkMetricsOptions } from './options.js';
+import { createCounts, createTally, OVERFLOW, type TallyCounts } from './tally.js';
 
 /** What `enableMetrics` reads from a memory store: `createMemoryStore()` has both. */
 export interface CountedStore {
@@ -18,8 +19,6 @@ export interface MetricsOptions {
   /** Where the warning of a no-op global provider goes. @default console */
   logger?: Logger;
 }
-
-const OPTION_NAMES = new Set(['meterProvider', 'memoryStores', 'logger']);
 
 /** Providers metrics are enabled on: two tallies reporting one instrument would hide each other's counts. */
 const enabledOn = new WeakSet<MeterProvider>();
@@ -45,14 +44,16 @@ const NoopMeter = createNoopMeter().constructor;
  * const disable = enableMetrics({ meterProvider });
  */
 export function enableMetrics(options: MetricsOptions = {}): () => void {
-  const { meterProvider, memoryStores, logger = console } = checkOptions(options);
+  const { meterProvider, memoryStores, logger = console } = checkMetricsOptions(options, 'enableMetrics');
   const provider = meterProvider ?? metrics.getMeterProvider();
   const meter = provider.getMeter('@sluice/otel');
   // OpenTelemetry's metrics API has no proxy: a meter taken before the SDK registers stays a
   // no-op for good. Counting for it would slow every decision and report nothing.
   if (meter instanceof NoopMeter) {
     logger.warn(
-      '[sluice] WRN_SLUICE_METRICS_NOOP: enableMetrics found no OpenTelemetry SDK (the global MeterProvider is the no-op one), so nothing would be recorded; register the SDK before calling it, or pass `meterProvider`.',
+      meterProvider === undefined
+        ? '[sluice] WRN_SLUICE_METRICS_NOOP: enableMetrics found no OpenTelemetry SDK (the global MeterProvider is the no-op one), so nothing would be recorded; register the SDK before calling it, or pass `meterProvider`.'
+        : "[sluice] WRN_SLUICE_METRICS_NOOP: the `meterProvider` given to enableMetrics hands out no-op meters (it was shut down, or is the API's no-op provider), so nothing would be recorded.",
     );
     return () => {};
   }
@@ -79,20 +80,25 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     }
     return attributes;
   };
+  // The limiters past the tally's bound are reported as the SDK reports series past its own.
+  const limiterAttributes = (limiter: string): Attributes =>
+    cached(`l\u0000${limiter}`, () =>
+      limiter === OVERFLOW ? { [ATTRIBUTES.overflow]: true } : { [ATTRIBUTES.limiter]: limiter },
+    );
 
   const tally = createTally(
     {
-      storeDuration({ limiter, store, errorType }, ms) {
+      storeDuration(limiter, { store, errorType }, ms) {
         const attributes = cached(`d\u0000${limiter}\u0000${store}\u0000${errorType ?? ''}`, () => ({
-          [ATTRIBUTES.limiter]: limiter,
+          ...limiterAttributes(limiter),
           [ATTRIBUTES.store]: store,
           ...(errorType === undefined ? {} : { [ATTRIBUTES.errorType]: errorType }),
         }));
         storeDuration.record(ms / 1000, attributes);
       },
-      queueReleased({ limiter, heldMs, completed }) {
+      queueReleased(limiter, { heldMs, completed }) {
         const attributes = cached(`q\u0000${limiter}\u0000${completed}`, () => ({
-          [ATTRIBUTES.limiter]: limiter,
+          ...limiterAttributes(limiter),
           [ATTRIBUTES.queueCompleted]: completed,
         }));
         queueDuration.record(heldMs / 1000, attributes);
@@ -107,13 +113,12 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
 
   const collect = (observer: Parameters<Parameters<typeof meter.addBatchObservableCallback>[0]>[0]): void => {
     for (const limiter of tally.limiters()) {
-      const byLimiter = cached(`l\u0000${limiter.limiter}`, () => ({ [ATTRIBUTES.limiter]: limiter.limiter }));
+      const byLimiter = limiterAttributes(limiter.limiter);
       observer.observe(queueHeld, limiter.held, byLimiter);
       for (const policy of limiter.policies.values()) {
-        const byPolicy = cached(`p\u0000${policy.limiter}\u0000${policy.policy}`, () => ({
-          [ATTRIBUTES.limiter]: policy.limiter,
-          [ATTRIBUTES.policy]: policy.policy,
-        }));
+        const byPolicy = cached(`p\u0000${policy.limiter}\u0000${policy.policy}`, () =>
+          policy.policy === OVERFLOW ? byLimiter : { ...byLimiter, [ATTRIBUTES.policy]: policy.policy },
+        );
         for (const [result, count] of Object.entries(policy.decisions)) {
           if (count === 0) continue;
           const attributes = cached(`r\u0000${policy.limiter}\u0000${policy.policy}\u0000${result}`, () => ({
@@ -155,33 +160,4 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     tally.close();
     meter.removeBatchObservableCallback(collect, observables);
   };
-}
-
-function checkOptions(options: MetricsOptions): MetricsOptions {
-  if (typeof options !== 'object' || options === null) bad('options', options, 'an object');
-  for (const name of Object.keys(options)) {
-    if (!OPTION_NAMES.has(name))
-      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown enableMetrics option \`${name}\`.`);
-  }
-  const { meterProvider, memoryStores, logger } = options;
-  if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
-    bad('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
-  if (logger !== undefined && typeof logger?.warn !== 'function') bad('logger', logger, 'an object with `warn`');
-  if (memoryStores !== undefined) {
-    if (typeof memoryStores !== 'object' || memoryStores === null)
-      bad('memoryStores', memoryStores, 'an object of stores by name');
-    for (const [name, store] of Object.entries(memoryStores)) {
-      if (typeof store?.size !== 'number' || typeof store.evictions !== 'number')
-        bad(`memoryStores.${name}`, store, 'a store from createMemoryStore()');
-    }
-  }
-  return options;
-}
-
-function bad(option: string, value: unknown, expected: string): never {
-  const received = value === null ? 'null' : typeof value;
-  throw new SluiceError(
-    'ERR_SLUICE_INVALID_OPTION',
-    `[sluice] Option \`${option}\` of enableMetrics must be ${expected}; received ${received}.`,
-  );
 }

@@ -26,4 +26,6 @@ export const ATTRIBUTES = {
   errorType: 'error.type',
   queueCompleted: 'sluice.queue.completed',
   rulesSource: 'sluice.rules.source',
+  /** In place of `limiter` and `policy` on the counts of the limiters past the bound: the SDK's own overflow attribute. */
+  overflow: 'otel.metric.overflow',
 } as const;

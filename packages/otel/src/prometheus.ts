@@ -2,6 +2,7 @@ import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporte
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { enableMetrics, type MetricsOptions } from './metrics.js';
 import { METRICS } from './names.js';
+import { checkMetricsOptions } from './options.js';
 
 /** The `Content-Type` of Prometheus's text exposition format. */
 export const PROMETHEUS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -25,6 +26,7 @@ export interface PrometheusMetrics {
  * app.get('/metrics', async (_req, res) => res.type(prometheus.contentType).send(await prometheus.render()));
  */
 export function createPrometheusMetrics(options: Omit<MetricsOptions, 'meterProvider'> = {}): PrometheusMetrics {
+  checkMetricsOptions(options, 'createPrometheusMetrics');
   const exporter = new PrometheusExporter({ preventServerStart: true });
   // Prometheus names carry their unit; the exporter only adds `_total` to counters.
   const views = [METRICS.storeDuration, METRICS.queueDuration].map((name) => ({

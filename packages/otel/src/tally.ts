@@ -15,6 +15,19 @@ import {
  */
 export const NEAR_LIMIT_RATIO = 0.8;
 
+/**
+ * Limiters counted apart, at most: OpenTelemetry SDKs report at most 2,000 series of an
+ * instrument by default, and limiter names can come from data (each `policies(req)` tier is a
+ * limiter of its own), so counts kept for every name ever seen grew without bound.
+ */
+export const MAX_COUNTED_LIMITERS = 2000;
+
+/**
+ * The name the limiters past {@link MAX_COUNTED_LIMITERS} count under, with one policy of the
+ * same name: no limiter or policy is named with the empty string.
+ */
+export const OVERFLOW = '';
+
 const RESULTS: readonly DecisionResult[] = ['allowed', 'limited', 'soft', 'elastic', 'shadow', 'queued', 'store_error'];
 
 /** Counts of one policy of one limiter. */
@@ -33,7 +46,7 @@ export interface PolicyTally {
   nearBelow: number;
 }
 
-/** Counts of one limiter. */
+/** Counts of one limiter, or of all those past the bound ({@link OVERFLOW}). */
 export interface LimiterTally {
   readonly limiter: string;
   readonly policies: Map<string, PolicyTally>;
@@ -52,9 +65,9 @@ export interface TallyCounts {
 export const createCounts = (): TallyCounts => ({ limiters: new Map(), reloads: new Map() });
 
 export interface Hooks {
-  /** A decision timed by core (a store that answers with a promise). */
-  storeDuration(event: DecisionEvent, ms: number): void;
-  queueReleased(event: Extract<QueueEvent, { phase: 'released' }>): void;
+  /** A decision timed by core (a store that answers with a promise), of `limiter` as counted. */
+  storeDuration(limiter: string, event: DecisionEvent, ms: number): void;
+  queueReleased(limiter: string, event: Extract<QueueEvent, { phase: 'released' }>): void;
 }
 
 /**
@@ -73,8 +86,12 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
   const limiterOf = (limiter: string): LimiterTally => {
     let tally = limiters.get(limiter);
     if (tally === undefined) {
-      tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0 };
-      limiters.set(limiter, tally);
+      const name = limiters.size < MAX_COUNTED_LIMITERS ? limiter : OVERFLOW;
+      tally = limiters.get(name);
+      if (tally === undefined) {
+        tally = { limiter: name, policies: new Map(), storeErrors: new Map(), held: 0 };
+        limiters.set(name, tally);
+      }
     }
     return tally;
   };
@@ -87,11 +104,12 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
   const policyOf = (tally: LimiterTally, name: string, policies: readonly Policy[]): PolicyTally => {
     const capacity = policies.find((p) => p.name === name)?.capacity ?? 0;
     const nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
-    let counts = tally.policies.get(name);
+    const policy = tally.limiter === OVERFLOW ? OVERFLOW : name;
+    let counts = tally.policies.get(policy);
     if (counts === undefined) {
       const decisions = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<DecisionResult, number>;
-      counts = { limiter: tally.limiter, policy: name, decisions, nearLimit: 0, failOpen: 0, nearBelow };
-      tally.policies.set(name, counts);
+      counts = { limiter: tally.limiter, policy, decisions, nearLimit: 0, failOpen: 0, nearBelow };
+      tally.policies.set(policy, counts);
     }
     counts.nearBelow = nearBelow;
     return counts;
@@ -125,7 +143,7 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
     counts.decisions[result]++;
     if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
     else if (result === 'store_error' && decision.allowed) counts.failOpen++;
-    if (event.storeDurationMs !== undefined) hooks.storeDuration(event, event.storeDurationMs);
+    if (event.storeDurationMs !== undefined) hooks.storeDuration(counts.limiter, event, event.storeDurationMs);
   };
 
   const onStoreError = (message: unknown): void => {
@@ -146,7 +164,7 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
     } else {
       // A hold begun before this tally subscribed (or while metrics were off) was never added.
       if (event.hold !== undefined && counted.delete(event.hold)) tally.held--;
-      hooks.queueReleased(event);
+      hooks.queueReleased(tally.limiter, event);
     }
   };
 
