@@ -82,6 +82,18 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
     expect((await fetch(`${sluice.httpUrl}/json`)).status).toBe(405);
   });
 
+  // A 405 named no method, and HEAD, which some health checkers send, was refused as one.
+  it('a 405 names the methods its path takes, and HEAD is answered as GET without a body', async () => {
+    const refused = await fetch(`${sluice.httpUrl}/json`);
+    expect([refused.status, refused.headers.get('allow')]).toEqual([405, 'POST']);
+    const wrong = await fetch(`${sluice.httpUrl}/healthcheck`, { method: 'DELETE' });
+    expect([wrong.status, wrong.headers.get('allow')]).toEqual([405, 'GET, HEAD']);
+    for (const path of ['/healthcheck', '/metrics']) {
+      const head = await fetch(`${sluice.httpUrl}${path}`, { method: 'HEAD' });
+      expect([path, head.status, await head.text()]).toEqual([path, 200, '']);
+    }
+  });
+
   it('GET /metrics exposes the decisions and the calls answered in Prometheus text', async () => {
     const response = await fetch(`${sluice.httpUrl}/metrics`);
     expect(response.status).toBe(200);

@@ -80,10 +80,16 @@ export function createHttpServer(
     // A call that arrives once `close()` has begun, on a connection kept alive, is refused.
     if (closing()) return sendJson(res, 503, { code: 'UNAVAILABLE', message: 'the service is shutting down' });
     const path = (req.url ?? '/').split('?')[0];
-    const route = routes[`${req.method} ${path}`];
+    // HEAD is GET without the body (RFC 9110), which Node leaves out for a HEAD request.
+    const route = routes[`${req.method === 'HEAD' ? 'GET' : req.method} ${path}`];
     if (route === undefined) {
-      const known = Object.keys(routes).some((r) => r.endsWith(` ${path}`));
-      return sendJson(res, known ? 405 : 404, { code: known ? 'METHOD_NOT_ALLOWED' : 'NOT_FOUND', message: path });
+      const allowed = Object.keys(routes)
+        .filter((r) => r.endsWith(` ${path}`))
+        .flatMap((r) => (r.startsWith('GET ') ? ['GET', 'HEAD'] : [r.split(' ')[0] as string]));
+      if (allowed.length === 0) return sendJson(res, 404, { code: 'NOT_FOUND', message: path });
+      // A 405 names the methods the path takes (RFC 9110 §15.5.6).
+      res.setHeader('Allow', allowed.join(', '));
+      return sendJson(res, 405, { code: 'METHOD_NOT_ALLOWED', message: path });
     }
     Promise.resolve(route(req, res)).catch((error: unknown) => {
       if (!res.headersSent) sendJson(res, 500, { code: 'INTERNAL', message: String(error) });
