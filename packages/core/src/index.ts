@@ -23,5 +23,5 @@ export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js'
 export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { safeWhenHeld, storeKey } from './store-key.js';
 export { eventLoopLoad, toThrottle } from './throttle.js';
-export { MAX_TIMER_MS } from './timer.js';
+export { isTimerMs, MAX_TIMER_MS } from './timer.js';
 export type * from './types.js';

@@ -1,6 +1,6 @@
 import { describe, invalid, SluiceError } from './errors.js';
 import { defaultMemoryStore } from './memory-store/index.js';
-import { MAX_TIMER_MS } from './timer.js';
+import { isTimerMs } from './timer.js';
 import type { LimiterBaseOptions, Logger, OnStoreError, RateLimitStore } from './types.js';
 
 const DEFAULT_STORE_TIMEOUT_MS = 100;
@@ -25,7 +25,7 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
   if (!['allow', 'deny', 'throw'].includes(onStoreError))
     invalid('ERR_SLUICE_INVALID_ON_STORE_ERROR', 'onStoreError', onStoreError, "'allow', 'deny' or 'throw'");
   const timeoutMs = options.storeTimeoutMs === undefined ? DEFAULT_STORE_TIMEOUT_MS : options.storeTimeoutMs;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > MAX_TIMER_MS)
+  if (!isTimerMs(timeoutMs))
     invalid(
       'ERR_SLUICE_INVALID_STORE_TIMEOUT',
       'storeTimeoutMs',

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { invalid, MAX_TIMER_MS, SluiceError } from '@sluice/core';
+import { invalid, isTimerMs, MAX_TIMER_MS, SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { parseRules } from './parse-rules.js';
 import { createReloader, type ReloadOptions, type RulesText, type RulesWatcher } from './reloader.js';
@@ -92,7 +92,7 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
   }
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would ask Redis a
   // thousand times a second.
-  if (!Number.isSafeInteger(pollIntervalMs) || pollIntervalMs <= 0 || pollIntervalMs > MAX_TIMER_MS)
+  if (!isTimerMs(pollIntervalMs))
     invalid(
       'ERR_SLUICE_INVALID_OPTION',
       'pollIntervalMs',

@@ -1,6 +1,6 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { invalid, MAX_TIMER_MS } from '@sluice/core';
+import { invalid, isTimerMs, MAX_TIMER_MS } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
 import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
@@ -22,7 +22,6 @@ function checkOptions(options: WatchRulesOptions): void {
   const { debounceMs, pollIntervalMs, onReload, onError } = options;
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would re-read the
   // rules a thousand times a second.
-  const isTimerMs = (ms: number, least: number) => Number.isSafeInteger(ms) && ms >= least && ms <= MAX_TIMER_MS;
   if (debounceMs !== undefined && !isTimerMs(debounceMs, 0))
     bad('debounceMs', `a whole number of milliseconds from 0 to ${MAX_TIMER_MS}`);
   if (pollIntervalMs !== undefined && !isTimerMs(pollIntervalMs, 1))

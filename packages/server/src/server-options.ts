@@ -2,6 +2,7 @@ import {
   checkHeaders,
   checkKnownOptions,
   type HeadersOptions,
+  isTimerMs,
   MAX_TIMER_MS,
   type RateLimitStore,
   type ResolvedHeaders,
@@ -78,11 +79,11 @@ function port(value: unknown, option: string, fallback: number): number {
 }
 
 /** A wait in ms, held to what a Node timer keeps: one set longer fires after 1 ms. */
-function positive(value: unknown, option: string, fallback: number): number {
+export function positive(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) <= 0 || (value as number) > MAX_TIMER_MS)
+  if (!isTimerMs(value))
     invalidOption(option, value, `a positive whole number of milliseconds, at most ${MAX_TIMER_MS}`);
-  return value as number;
+  return value;
 }
 
 /** The store the options name, checked before anything reads it; the memory store when left out. */

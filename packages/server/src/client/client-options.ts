@@ -1,7 +1,7 @@
 import { ChannelCredentials, credentials } from '@grpc/grpc-js';
-import { checkKnownOptions, invalid, type Logger, MAX_TIMER_MS } from '@sluice/core';
+import { checkKnownOptions, invalid, type Logger } from '@sluice/core';
 import { REQUEST_LIMITS } from '../request-checks.js';
-import { invalidOption } from '../server-options.js';
+import { invalidOption, positive } from '../server-options.js';
 
 export interface ServiceClientOptions {
   /** The service's gRPC address, e.g. `'127.0.0.1:8081'`. */
@@ -42,15 +42,8 @@ export function checkClientOptions(options: ServiceClientOptions): CheckedClient
     address,
     domain,
     credentials: given,
-    deadlineMs: milliseconds(options.deadlineMs, 'deadlineMs', 1000),
-    maxReconnectBackoffMs: milliseconds(options.maxReconnectBackoffMs, 'maxReconnectBackoffMs', 1000),
+    deadlineMs: positive(options.deadlineMs, 'deadlineMs', 1000),
+    maxReconnectBackoffMs: positive(options.maxReconnectBackoffMs, 'maxReconnectBackoffMs', 1000),
     logger,
   };
-}
-
-function milliseconds(value: unknown, option: string, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || (value as number) <= 0 || (value as number) > MAX_TIMER_MS)
-    invalidOption(option, value, `a positive whole number of milliseconds, at most ${MAX_TIMER_MS}`);
-  return value as number;
 }
