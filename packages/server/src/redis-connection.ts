@@ -2,6 +2,7 @@ import { type RateLimitStore, SluiceError } from '@sluice/core';
 import { clientSlot, createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
+import type { RedisTarget } from './cli-args.js';
 import type { ServiceLog } from './log.js';
 import { guardStalls } from './stall-guard.js';
 
@@ -23,17 +24,16 @@ const QUIT_TIMEOUT_MS = 1000;
 /** Between reconnection attempts once started: quick at first, then every 2 s, for ever. */
 const retryDelay = (attempt: number): number => Math.min(attempt * 200, 2000);
 
+/** Where `target` is, as messages name it. */
+const whereOf = (target: RedisTarget): string =>
+  'url' in target ? target.url : target.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+
 /**
- * Connects before the service starts serving, so an unreachable Redis stops start-up with a
- * clear message. Once connected, ioredis reconnects for ever; commands fail at once while it
- * is away (no offline queue), and while it stalls with the connection open the store sends
- * nothing more to it (`guardStalls`), so calls fail fast with UNAVAILABLE instead of piling up.
+ * A client of `target`, connected, with every master answering, within 5 s; else
+ * `ERR_SLUICE_STORE_CONNECT` with the reason. Once connected, ioredis reconnects for ever and
+ * commands fail at once while it is away (no offline queue).
  */
-export async function connectRedis(
-  target: { url: string } | { nodes: { host: string; port: number }[] },
-  storeTimeoutMs: number,
-  log: ServiceLog,
-): Promise<RedisConnection> {
+export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
   const client =
     'url' in target
       ? new Redis(target.url, {
@@ -53,7 +53,6 @@ export async function connectRedis(
           slotsRefreshInterval: SLOTS_REFRESH_MS,
           redisOptions: { maxRetriesPerRequest: 0 },
         });
-  const where = 'url' in target ? target.url : target.nodes.map((n) => `${n.host}:${n.port}`).join(',');
   // Until start-up is over, errors reject `connect()`; later ones are reported through health.
   let lastError: string | undefined;
   client.on('error', (error: Error) => {
@@ -76,13 +75,38 @@ export async function connectRedis(
     client.disconnect();
     throw new SluiceError(
       'ERR_SLUICE_STORE_CONNECT',
-      `[sluice] Cannot reach Redis at ${where}: ${lastError ?? (cause instanceof Error ? cause.message : String(cause))}`,
+      `[sluice] Cannot reach Redis at ${whereOf(target)}: ${lastError ?? (cause instanceof Error ? cause.message : String(cause))}`,
       { cause },
     );
   } finally {
     clearTimeout(timer);
   }
-  log.line('info', 'connected to Redis', { redis: where });
+  return client;
+}
+
+/** QUIT, then the connection dropped: a stalled Redis never answers QUIT, so it is waited for 1 s at most. */
+export async function quitRedis(client: Redis | Cluster): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, QUIT_TIMEOUT_MS);
+  });
+  await Promise.race([client.quit().catch(() => {}), gaveUp]);
+  clearTimeout(timer);
+  client.disconnect();
+}
+
+/**
+ * Connects before the service starts serving, so an unreachable Redis stops start-up with a
+ * clear message. While Redis stalls with the connection open the store sends nothing more to
+ * it (`guardStalls`), so calls fail fast with UNAVAILABLE instead of piling up.
+ */
+export async function connectRedis(
+  target: RedisTarget,
+  storeTimeoutMs: number,
+  log: ServiceLog,
+): Promise<RedisConnection> {
+  const client = await openRedis(target);
+  log.line('info', 'connected to Redis', { redis: whereOf(target) });
   const cluster = client instanceof Cluster ? client : undefined;
   // On a Cluster, the master that holds the key's slot in the client's slot map as it is now:
   // after a failover the slots lead to the replica that took over, a connection of its own.
@@ -115,14 +139,8 @@ export async function connectRedis(
       client.removeAllListeners('ready');
       client.removeAllListeners('close');
       client.removeAllListeners('end');
-      // No call is left in flight by now: a QUIT that gets no answer is not waited for.
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, QUIT_TIMEOUT_MS);
-      });
-      await Promise.race([client.quit().catch(() => {}), gaveUp]);
-      clearTimeout(timer);
-      client.disconnect();
+      // No call is left in flight by now.
+      await quitRedis(client);
     },
   };
 }
