@@ -124,16 +124,16 @@ local function log_retry(state, capacity, cost, window, now)
   end
 end
 -- The newest entry's time and cost; none when the list is empty or damaged.
-local function log_tail(state)
-  local tail = log_range(state.key, -2, -1, state)
+local function log_tail(key, state)
+  local tail = log_range(key, -2, -1, state)
   if #tail == 0 then return nil end
   local at, units = log_number(tail[1], 0), log_number(tail[2], 1)
-  if at == nil or units == nil then return log_damaged(state.key, state) end
+  if at == nil or units == nil then return log_damaged(key, state) end
   return at, units
 end
 local function log_reset(state, window, now)
   if state.total <= 0 then return 0 end
-  local at = log_tail(state)
+  local at = log_tail(state.key, state)
   if at == nil then return 0 end
   return at + window - now
 end
@@ -146,7 +146,7 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
     -- Logged at the newest entry's time when the clock stands behind it, so the list stays in
     -- order. A peek (cost 0) logs nothing, so its reset time is that of the entries already there.
     local at = now
-    if used > 0 then at = max(now, log_tail(state) or now) end
+    if used > 0 then at = max(now, log_tail(state.key, state) or now) end
     local reset = at + window - now
     if cost == 0 then reset = log_reset(state, window, now) end
     outcome = {
@@ -169,24 +169,19 @@ end
 -- Writes what a charge appended: onto the newest entry when it is from the same ms.
 sliding_log.save = function(key, next)
   if next.append == nil or next.append <= 0 then return end
-  local tail = log_range(key, -2, -1)
-  if #tail == 2 then
-    local at, units = log_number(tail[1], 0), log_number(tail[2], 1)
-    if at == nil or units == nil then
-      log_damaged(key)
-    elseif at == next.at then
-      redis.call('LSET', key, -1, units + next.append)
-      return
-    end
+  local at, units = log_tail(key)
+  if at == next.at then
+    redis.call('LSET', key, -1, units + next.append)
+  else
+    redis.call('RPUSH', key, next.at, next.append)
   end
-  redis.call('RPUSH', key, next.at, next.append)
 end
 -- Gives cost back from the newest entries, never beyond an empty log.
 sliding_log.refund = function(state, p, _, cost, now)
   log_trim(state, now - p.window)
   local left = cost
   while left > 0 and state.total > 0 do
-    local _, newest = log_tail(state)
+    local _, newest = log_tail(state.key, state)
     if newest == nil then break end
     if newest > left then
       redis.call('LSET', state.key, -1, newest - left)
