@@ -14,6 +14,18 @@ const cases: ConfigCase[] = [
     ['throttle.mode', '"turbo"'],
   ],
   [
+    'throttle mode a name every object has',
+    { ...base, throttle: { mode: 'constructor' } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['throttle.mode', '"constructor"'],
+  ],
+  [
+    'throttle mode that only prints as one',
+    { ...base, throttle: { mode: ['soft'], overagePercent: 10 } },
+    'ERR_SLUICE_INVALID_THROTTLE',
+    ['throttle.mode', 'an array'],
+  ],
+  [
     'soft without a percentage',
     { ...base, throttle: { mode: 'soft' } },
     'ERR_SLUICE_INVALID_THROTTLE',
@@ -95,6 +107,14 @@ describe('bad limiter options throw at construction with a stable code, naming t
   it('an unknown option far from any known one gets no made-up suggestion', () => {
     expect(() => createLimiter({ ...base, zzzzzzzz: 1 } as never)).toThrow(/Unknown option `zzzzzzzz`\.$/);
   });
+
+  it.each(['__proto__', 'constructor', 'toString'])(
+    'an option named %s, as a JSON config may hold, is unknown and named as given',
+    (name) => {
+      const options = JSON.parse(`{ "limit": 1, "window": "1s", "${name}": { "limit": 5 } }`);
+      expect(() => createLimiter(options)).toThrow(new RegExp(`Unknown option \`${name}\`\\.$`));
+    },
+  );
 });
 
 describe('durations', () => {

@@ -117,6 +117,14 @@ describe('rules validation', () => {
     expect(problemsOf(text).map(brief)).toEqual([['ERR_SLUICE_RULES_CONFLICT', 5, 5]]);
   });
 
+  it('a unit named as a property every object has is an unknown unit, not a window', () => {
+    const problems = problemsOf(
+      'domain: d\ndescriptors:\n  - key: u\n    rate_limit: { unit: constructor, requests_per_unit: 1 }\n',
+    );
+    expect(problems.map(brief)).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 4, 25]]);
+    expect(problems[0]?.message).toContain('`rate_limit.unit` must be one of second, minute');
+  });
+
   it('a limit beyond what core counts exactly is refused at requests_per_unit', () => {
     const problems = problemsOf(
       'domain: d\ndescriptors:\n  - key: u\n    rate_limit:\n      unit: year\n      requests_per_unit: 1000000\n',

@@ -35,7 +35,9 @@ export function checkKnownOptions(options: object, known: readonly string[] = LI
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
   if (unknown.length === 0) return;
   const described = unknown.map((name) => {
-    const hint = PEER_OPTION_NAMES[name] ?? quoted(closestName(name, known));
+    // Own names only: `__proto__` or `constructor`, as a JSON config may hold them, would
+    // otherwise read the object's prototype as a peer's option.
+    const hint = Object.hasOwn(PEER_OPTION_NAMES, name) ? PEER_OPTION_NAMES[name] : quoted(closestName(name, known));
     return { name, hint };
   });
   if (described.length === 1) {
@@ -54,7 +56,7 @@ const quoted = (name: string | undefined): string | undefined => (name === undef
 /** The known name a misspelt one most likely meant (at most two edits away), for "did you mean" hints. */
 export function closestName(name: string, known: readonly string[]): string | undefined {
   const aliases: Record<string, string> = { windowMs: 'window', max: 'limit', points: 'limit', duration: 'window' };
-  if (aliases[name] !== undefined) return aliases[name];
+  if (Object.hasOwn(aliases, name)) return aliases[name];
   let best: string | undefined;
   let bestDistance = 3;
   for (const candidate of known) {

@@ -4,6 +4,14 @@ import type { Policy, Throttle } from './types.js';
 
 const MAX_OVERAGE_PERCENT = 1000;
 
+/** Each mode's options. */
+const allowedOptions = new Map([
+  ['hard', ['mode']],
+  ['soft', ['mode', 'overagePercent']],
+  ['elastic', ['mode', 'maxOveragePercent', 'load']],
+  ['shadow', ['mode']],
+]);
+
 /** Validates `throttle`; defaults to hard limiting. */
 export function toThrottle(value: unknown): Throttle {
   if (value === undefined) return { mode: 'hard' };
@@ -15,13 +23,9 @@ export function toThrottle(value: unknown): Throttle {
       "an object such as `{ mode: 'soft', overagePercent: 10 }`",
     );
   const throttle = value as Record<string, unknown>;
-  const allowed: Record<string, string[]> = {
-    hard: ['mode'],
-    soft: ['mode', 'overagePercent'],
-    elastic: ['mode', 'maxOveragePercent', 'load'],
-    shadow: ['mode'],
-  };
-  const keys = allowed[String(throttle.mode)];
+  // A Map, not an object: `mode: 'constructor'` must read as no mode, and a mode that only
+  // prints as one (`['soft']`) must not pass for it.
+  const keys = typeof throttle.mode === 'string' ? allowedOptions.get(throttle.mode) : undefined;
   if (keys === undefined)
     invalid('ERR_SLUICE_INVALID_THROTTLE', 'throttle.mode', throttle.mode, "'hard', 'soft', 'elastic' or 'shadow'");
   for (const key of Object.keys(throttle)) {

@@ -83,7 +83,8 @@ function readUnit(reader: Reader, field: Field | undefined): RateLimitUnit | und
   const text = textOf(reader, field, '`rate_limit.unit`');
   if (text === undefined) return undefined;
   const unit = text.toLowerCase();
-  if (unit in UNIT_MS) return unit as RateLimitUnit;
+  // Own names only: `constructor` is in every object.
+  if (Object.hasOwn(UNIT_MS, unit)) return unit as RateLimitUnit;
   const units = Object.keys(UNIT_MS).join(', ');
   reader.report(
     field.value,
