@@ -93,4 +93,17 @@ describe('createPrometheusMetrics', () => {
       expect.objectContaining({ message: expect.stringMatching(/`memoryStores\.main` of createPrometheusMetrics/) }),
     );
   });
+
+  it('after disable(), render() rejects with a coded error and metrics may be enabled afresh', async () => {
+    const prometheus = createPrometheusMetrics();
+    await Promise.all([prometheus.disable(), prometheus.disable()]);
+    await expect(prometheus.render()).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNSUPPORTED',
+      message: expect.stringMatching(/render\(\) after disable\(\)/),
+    });
+    const next = createPrometheusMetrics();
+    cleanups.push(next.disable);
+    await createLimiter({ limit: 1, window: '1m', prefix: 'again', clock: () => 0 }).consume('a');
+    expect(await next.render()).toMatch(/sluice_decisions_total\{sluice_limiter="again"/);
+  });
 });

@@ -1,5 +1,6 @@
 import { PrometheusExporter, PrometheusSerializer } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import { SluiceError } from '@sluice/core';
 import { enableMetrics, type MetricsOptions } from './metrics.js';
 import { METRICS } from './names.js';
 import { checkMetricsOptions } from './options.js';
@@ -38,15 +39,24 @@ export function createPrometheusMetrics(options: Omit<MetricsOptions, 'meterProv
   // No `target_info` (the private provider's resource says nothing about the app) and no scope
   // labels: the series are the instruments' own.
   const serializer = new PrometheusSerializer(undefined, undefined, undefined, true, true);
+  let disabled: Promise<void> | undefined;
   return {
     contentType: PROMETHEUS_CONTENT_TYPE,
     async render() {
+      // The exporter, shut down, rejects with an error of its own that names no cause a
+      // scrape route could match on.
+      if (disabled !== undefined) {
+        throw new SluiceError('ERR_SLUICE_UNSUPPORTED', '[sluice] render() after disable(): these metrics are off.');
+      }
       const { resourceMetrics } = await exporter.collect();
       return serializer.serialize(resourceMetrics);
     },
-    async disable() {
-      disableMetrics();
-      await meterProvider.shutdown();
+    disable() {
+      disabled ??= (async () => {
+        disableMetrics();
+        await meterProvider.shutdown();
+      })();
+      return disabled;
     },
   };
 }
