@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import {
+  type ChannelCredentials,
   type Client,
   credentials,
   loadPackageDefinition,
@@ -49,11 +50,11 @@ export interface OfficialRequest {
 }
 
 /** A `RateLimitService` client built from the official protos, with snake_case fields as Envoy names them. */
-export function createEnvoyClient(address: string) {
+export function createEnvoyClient(address: string, channel: ChannelCredentials = credentials.createInsecure()) {
   const api = loadPackageDefinition(loadOfficialRls()) as unknown as {
     envoy: { service: { ratelimit: { v3: { RateLimitService: new (a: string, c: unknown) => Client } } } };
   };
-  const client = new api.envoy.service.ratelimit.v3.RateLimitService(address, credentials.createInsecure());
+  const client = new api.envoy.service.ratelimit.v3.RateLimitService(address, channel);
   const call = (
     client as unknown as { ShouldRateLimit: Unary<OfficialRequest, OfficialResponse> }
   ).ShouldRateLimit.bind(client);
@@ -69,11 +70,11 @@ export function createEnvoyClient(address: string) {
 }
 
 /** A `grpc.health.v1.Health` client: `check(service)` resolves with the serving status. */
-export function createHealthClient(address: string) {
+export function createHealthClient(address: string, channel: ChannelCredentials = credentials.createInsecure()) {
   const health = loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
     grpc: { health: { v1: { Health: new (a: string, c: unknown) => Client } } };
   };
-  const client = new health.grpc.health.v1.Health(address, credentials.createInsecure());
+  const client = new health.grpc.health.v1.Health(address, channel);
   type Check = (
     request: { service: string },
     callback: (error: ServiceError | null, value?: { status: string }) => void,

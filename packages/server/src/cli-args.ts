@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { StandardHeaders } from '@sluice/core';
 import { invalidOption } from './server-options.js';
+import type { TlsFiles } from './tls.js';
 
 export type RedisTarget = { url: string } | { nodes: { host: string; port: number }[] };
 
@@ -13,6 +14,8 @@ export interface ServeFlags {
   host: string;
   headers: StandardHeaders | undefined;
   storeTimeoutMs: number;
+  /** gRPC over TLS; plain when absent. */
+  tls: TlsFiles | undefined;
 }
 
 export const USAGE = `Usage: sluice serve --rules <file|dir> [options]
@@ -36,6 +39,9 @@ Options:
   --headers <draft-11|draft-7|draft-6>
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
+  --tls-cert <file> --tls-key <file>
+                                  serve gRPC over TLS with this PEM certificate (chain) and key
+  --tls-client-ca <file>          with them, require client certificates this CA signed
   --help                          this text`;
 
 const integer = (text: string | undefined, option: string, fallback: number, min: number, max: number): number => {
@@ -95,6 +101,22 @@ function rulesSource(
   return { path };
 }
 
+/** `--tls-cert` and `--tls-key`, both or neither; `--tls-client-ca` only with them. */
+function tlsFiles(values: Record<string, string | boolean | undefined>): TlsFiles | undefined {
+  const [cert, key, clientCa] = ['tls-cert', 'tls-key', 'tls-client-ca'].map(
+    (name) => values[name] as string | undefined,
+  );
+  if (cert === undefined && key === undefined) {
+    if (clientCa !== undefined) invalidOption('--tls-client-ca', clientCa, 'given with --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (cert === undefined || cert === '')
+    invalidOption('--tls-cert', cert, 'the certificate file, given with --tls-key');
+  if (key === undefined || key === '') invalidOption('--tls-key', key, 'the private key file, given with --tls-cert');
+  if (clientCa === '') invalidOption('--tls-client-ca', clientCa, 'a CA certificate file');
+  return { cert, key, clientCa };
+}
+
 /** `sluice serve`'s flags; a bad or unknown flag throws ERR_SLUICE_INVALID_SERVER_OPTION. */
 export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
   const values = flagsOf(args, {
@@ -106,6 +128,9 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: { type: 'string' },
     headers: { type: 'string' },
     'store-timeout-ms': { type: 'string' },
+    'tls-cert': { type: 'string' },
+    'tls-key': { type: 'string' },
+    'tls-client-ca': { type: 'string' },
     help: { type: 'boolean' },
   });
   if (values.help === true) return 'help';
@@ -123,6 +148,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: str('host') ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
+    tls: tlsFiles(values),
   };
 }
 

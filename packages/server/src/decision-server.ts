@@ -1,5 +1,4 @@
 import type { Server as HttpServer } from 'node:http';
-import { ServerCredentials } from '@grpc/grpc-js';
 import type { CountedStore } from '@sluice/otel';
 import { createCallHandler } from './call-handler.js';
 import { createDecider } from './decider.js';
@@ -77,10 +76,8 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
 
   const bindGrpc = (): Promise<number> =>
     new Promise((resolve, reject) => {
-      grpc.server.bindAsync(
-        `${settings.host}:${settings.grpcPort}`,
-        ServerCredentials.createInsecure(),
-        (error, port) => (error ? reject(error) : resolve(port)),
+      grpc.server.bindAsync(`${settings.host}:${settings.grpcPort}`, settings.grpcCredentials, (error, port) =>
+        error ? reject(error) : resolve(port),
       );
     });
   const bindHttp = (): Promise<number> =>

@@ -5,6 +5,7 @@ import { createDecisionServer } from './decision-server.js';
 import type { ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
+import { readTls } from './tls.js';
 
 export interface RunningService {
   grpcPort: number;
@@ -41,6 +42,8 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     await redis?.close();
   };
   try {
+    // Unusable certificates stop start-up before anything else is opened.
+    const tls = flags.tls === undefined ? undefined : await readTls(flags.tls);
     const { rules } = flags;
     if ('path' in rules) watcher = watchRules(rules.path, reloads);
     redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, flags.storeTimeoutMs, log);
@@ -54,6 +57,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
       grpcPort: flags.grpcPort,
       httpPort: flags.httpPort,
       host: flags.host,
+      ...(tls === undefined ? {} : { grpcCredentials: tls.credentials }),
       headers: flags.headers === undefined ? false : { standard: flags.headers },
       storeTimeoutMs: flags.storeTimeoutMs,
       log,
@@ -61,6 +65,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     reportLoad = server.countRulesLoad;
     reportLoad('success');
     log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
+    if (tls !== undefined) log.line('info', 'gRPC over TLS', tls.described);
     redis?.watch((up) => server.setServing(up));
     const ports = await server.listen();
     return {

@@ -1,3 +1,4 @@
+import { ServerCredentials } from '@grpc/grpc-js';
 import {
   checkHeaders,
   checkKnownOptions,
@@ -23,6 +24,8 @@ export interface DecisionServerOptions {
   httpPort?: number;
   /** Address both listen on. @default '0.0.0.0' */
   host?: string;
+  /** The gRPC port's security, such as `ServerCredentials.createSsl(…)` for TLS. @default insecure */
+  grpcCredentials?: ServerCredentials;
   /** The IETF RateLimit fields in `response_headers_to_add`, or `false` for none. @default false */
   headers?: HeadersOptions | false;
   /** Longest wait on the store before a call fails with UNAVAILABLE. @default 100 */
@@ -41,6 +44,7 @@ export interface CheckedServerOptions {
   grpcPort: number;
   httpPort: number;
   host: string;
+  grpcCredentials: ServerCredentials;
   headers: ResolvedHeaders | undefined;
   storeTimeoutMs: number;
   shutdownTimeoutMs: number;
@@ -54,6 +58,7 @@ const names = [
   'grpcPort',
   'httpPort',
   'host',
+  'grpcCredentials',
   'headers',
   'storeTimeoutMs',
   'shutdownTimeoutMs',
@@ -104,6 +109,13 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     invalidOption('rules', rules, 'a rule set from parseRules/loadRules, or a watcher from watchRules');
   if (options.host !== undefined && (typeof options.host !== 'string' || options.host === ''))
     invalidOption('host', options.host, 'an address such as "0.0.0.0" or "127.0.0.1"');
+  const grpcCredentials = options.grpcCredentials ?? ServerCredentials.createInsecure();
+  if (!(grpcCredentials instanceof ServerCredentials))
+    invalidOption(
+      'grpcCredentials',
+      grpcCredentials,
+      'ServerCredentials from @grpc/grpc-js, such as ServerCredentials.createSsl()',
+    );
   if (options.clock !== undefined && typeof options.clock !== 'function')
     invalidOption('clock', options.clock, 'a function returning epoch milliseconds');
   return {
@@ -112,6 +124,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     grpcPort: port(options.grpcPort, 'grpcPort', 8081),
     httpPort: port(options.httpPort, 'httpPort', 8080),
     host: options.host ?? '0.0.0.0',
+    grpcCredentials,
     headers: options.headers === undefined || options.headers === false ? undefined : checkHeaders(options.headers),
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),

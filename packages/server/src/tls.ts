@@ -1,0 +1,76 @@
+import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { ServerCredentials } from '@grpc/grpc-js';
+import { SluiceError } from '@sluice/core';
+
+/** PEM files for gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`). */
+export interface TlsFiles {
+  cert: string;
+  key: string;
+  /** When given, every client must present a certificate this CA signed (mutual TLS). */
+  clientCa?: string | undefined;
+}
+
+export interface TlsCredentials {
+  credentials: ServerCredentials;
+  /** What the log says of it: the certificate's subject and when it expires. */
+  described: { subject: string; validTo: string; clientCertificates: 'required' | 'not asked' };
+}
+
+const unusable = (flag: string, file: string, why: string, cause?: unknown): never => {
+  throw new SluiceError('ERR_SLUICE_INVALID_SERVER_OPTION', `[sluice] ${flag} ${file}: ${why}.`, { cause });
+};
+
+async function pem(flag: string, file: string): Promise<Buffer> {
+  try {
+    return await readFile(file);
+  } catch (cause) {
+    return unusable(flag, file, `cannot be read (${(cause as NodeJS.ErrnoException).code ?? cause})`, cause);
+  }
+}
+
+function certificate(flag: string, file: string, text: Buffer): X509Certificate {
+  try {
+    return new X509Certificate(text);
+  } catch (cause) {
+    return unusable(flag, file, 'holds no PEM certificate', cause);
+  }
+}
+
+/**
+ * Server credentials from the files, checked first: gRPC would take a key that does not match
+ * its certificate, or a certificate out of date, and then fail every client's handshake with
+ * nothing in the service's log. Read once at start-up: a renewed certificate is served after
+ * a restart (SIGTERM lets calls in flight finish).
+ */
+export async function readTls(files: TlsFiles, now: Date = new Date()): Promise<TlsCredentials> {
+  const [certText, keyText, caText] = await Promise.all([
+    pem('--tls-cert', files.cert),
+    pem('--tls-key', files.key),
+    files.clientCa === undefined ? undefined : pem('--tls-client-ca', files.clientCa),
+  ]);
+  const cert = certificate('--tls-cert', files.cert, certText);
+  let key: KeyObject;
+  try {
+    key = createPrivateKey(keyText);
+  } catch (cause) {
+    return unusable('--tls-key', files.key, 'holds no PEM private key', cause);
+  }
+  if (!cert.checkPrivateKey(key))
+    unusable('--tls-key', files.key, `is not the key of the certificate in ${files.cert}`);
+  if (now < new Date(cert.validFrom)) unusable('--tls-cert', files.cert, `is not valid before ${cert.validFrom}`);
+  if (now > new Date(cert.validTo)) unusable('--tls-cert', files.cert, `expired ${cert.validTo}`);
+  if (caText !== undefined) certificate('--tls-client-ca', files.clientCa as string, caText);
+  return {
+    credentials: ServerCredentials.createSsl(
+      caText ?? null,
+      [{ cert_chain: certText, private_key: keyText }],
+      caText !== undefined,
+    ),
+    described: {
+      subject: cert.subject,
+      validTo: new Date(cert.validTo).toISOString(),
+      clientCertificates: caText === undefined ? 'not asked' : 'required',
+    },
+  };
+}

@@ -1,0 +1,191 @@
+import { readFileSync } from 'node:fs';
+import { credentials, type ServiceError, status } from '@grpc/grpc-js';
+import { createLimiter } from '@sluice/core';
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer, createServiceClient } from '@sluice/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readTls } from '../../packages/server/src/tls.js';
+import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.js';
+import { exitOf, type ServingSluice, startSluice } from '../helpers/sluice-process.js';
+
+const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+const file = (name: string) => new URL(`./fixtures/tls/${name}`, import.meta.url).pathname;
+const pem = (name: string) => readFileSync(file(name));
+const quiet = { warn: () => {} };
+/** What a client that trusts the test CA presents: nothing, or the named certificate. */
+const trusting = (ca: string, client?: string) =>
+  client === undefined
+    ? credentials.createSsl(pem(ca))
+    : credentials.createSsl(pem(ca), pem(`${client}-key.pem`), pem(`${client}.pem`));
+
+let run = 0;
+const fresh = () => `198.51.100.${++run}-${process.pid}`;
+const askOnce = async (address: string, channel: ReturnType<typeof credentials.createInsecure>) => {
+  const envoy = createEnvoyClient(address, channel);
+  try {
+    const answer = await envoy.shouldRateLimit({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: fresh() }] }],
+    });
+    return answer.overall_code;
+  } catch (error) {
+    return (error as ServiceError).code;
+  } finally {
+    envoy.close();
+  }
+};
+
+describe('sluice serve --tls-cert --tls-key: gRPC over TLS', () => {
+  let sluice: ServingSluice;
+  beforeAll(async () => {
+    sluice = await startSluice([
+      '--rules',
+      rules,
+      '--tls-cert',
+      file('server.pem'),
+      '--tls-key',
+      file('server-key.pem'),
+    ]);
+  });
+  afterAll(() => sluice?.kill());
+
+  it('answers a client that trusts its CA, and logs what it serves', async () => {
+    expect(await askOnce(sluice.grpcAddress, trusting('ca.pem'))).toBe('OK');
+    const health = createHealthClient(sluice.grpcAddress, trusting('ca.pem'));
+    expect(await health.check()).toBe('SERVING');
+    health.close();
+    expect(sluice.lines.find((line) => line.msg === 'gRPC over TLS')).toMatchObject({
+      subject: 'CN=sluice service',
+      validTo: expect.stringMatching(/^21\d\d-/),
+      clientCertificates: 'not asked',
+    });
+  });
+
+  it('refuses a plain-text client and one that does not trust its certificate', async () => {
+    expect(await askOnce(sluice.grpcAddress, credentials.createInsecure())).toBe(status.UNAVAILABLE);
+    expect(await askOnce(sluice.grpcAddress, trusting('other-ca.pem'))).toBe(status.UNAVAILABLE);
+  });
+
+  it('serves a limiter through the service client over TLS, counting as the rules say', async () => {
+    const store = createServiceClient({
+      address: sluice.grpcAddress,
+      domain: 'edge',
+      credentials: trusting('ca.pem'),
+      logger: quiet,
+    });
+    const limiter = createLimiter({
+      store,
+      policies: [{ name: 'remote_address', limit: 3, window: '1h' }],
+      onStoreError: 'throw',
+      storeTimeoutMs: 5000,
+    });
+    const key = fresh();
+    const allowed = [];
+    for (let i = 0; i < 4; i++) allowed.push((await limiter.consume(key)).allowed);
+    expect(allowed).toEqual([true, true, true, false]);
+    await store.close();
+  });
+});
+
+describe('sluice serve --tls-client-ca: mutual TLS', () => {
+  let sluice: ServingSluice;
+  beforeAll(async () => {
+    sluice = await startSluice([
+      '--rules',
+      rules,
+      '--tls-cert',
+      file('server.pem'),
+      '--tls-key',
+      file('server-key.pem'),
+      '--tls-client-ca',
+      file('ca.pem'),
+    ]);
+  });
+  afterAll(() => sluice?.kill());
+
+  it('answers only a client whose certificate the CA signed', async () => {
+    expect(await askOnce(sluice.grpcAddress, trusting('ca.pem', 'client'))).toBe('OK');
+    expect(await askOnce(sluice.grpcAddress, trusting('ca.pem'))).toBe(status.UNAVAILABLE);
+    expect(await askOnce(sluice.grpcAddress, trusting('ca.pem', 'stranger'))).toBe(status.UNAVAILABLE);
+    expect(sluice.lines.find((line) => line.msg === 'gRPC over TLS')).toMatchObject({ clientCertificates: 'required' });
+  });
+});
+
+describe('certificates that cannot serve stop start-up', () => {
+  it.each([
+    [
+      'a key that is not the certificate’s',
+      'server.pem',
+      'client-key.pem',
+      '--tls-key',
+      'is not the key of the certificate',
+    ],
+    ['an expired certificate', 'expired.pem', 'expired-key.pem', '--tls-cert', 'expired Jan  1 00:00:00 2021 GMT'],
+    [
+      'a key where the certificate belongs',
+      'server-key.pem',
+      'server-key.pem',
+      '--tls-cert',
+      'holds no PEM certificate',
+    ],
+    ['a certificate where the key belongs', 'server.pem', 'server.pem', '--tls-key', 'holds no PEM private key'],
+    ['a file that is not there', 'server.pem', 'absent-key.pem', '--tls-key', 'cannot be read (ENOENT)'],
+  ])('%s', async (_, cert, key, flag, why) => {
+    const refused = readTls({ cert: file(cert), key: file(key) });
+    await expect(refused).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining(`[sluice] ${flag} ${file(flag === '--tls-cert' ? cert : key)}: ${why}`),
+    });
+  });
+
+  it('a client CA file that holds no certificate', async () => {
+    await expect(
+      readTls({ cert: file('server.pem'), key: file('server-key.pem'), clientCa: file('client-key.pem') }),
+    ).rejects.toMatchObject({ message: expect.stringContaining('--tls-client-ca') });
+  });
+
+  it('a certificate not yet valid', async () => {
+    await expect(
+      readTls({ cert: file('server.pem'), key: file('server-key.pem') }, new Date('2000-01-01T00:00:00Z')),
+    ).rejects.toMatchObject({ message: expect.stringContaining('is not valid before') });
+  });
+
+  it('exit 1 from sluice serve, naming the file and why', async () => {
+    const { code, output } = await exitOf([
+      'serve',
+      '--rules',
+      rules,
+      '--grpc-port',
+      '0',
+      '--http-port',
+      '0',
+      '--tls-cert',
+      file('expired.pem'),
+      '--tls-key',
+      file('expired-key.pem'),
+    ]);
+    expect(code).toBe(1);
+    expect(output).toContain('cannot start');
+    expect(output).toContain('expired.pem: expired');
+  });
+
+  it.each([
+    ['--tls-cert without --tls-key', ['--tls-cert', file('server.pem')], '--tls-key'],
+    ['--tls-key without --tls-cert', ['--tls-key', file('server-key.pem')], '--tls-cert'],
+    ['--tls-client-ca alone', ['--tls-client-ca', file('ca.pem')], '--tls-client-ca'],
+  ])('exit 2 for %s', async (_, flags, mention) => {
+    const { code, output } = await exitOf(['serve', '--rules', rules, ...flags]);
+    expect(code).toBe(2);
+    expect(output).toContain(mention);
+  });
+
+  it('createDecisionServer refuses grpcCredentials that are no ServerCredentials', () => {
+    const ruleSet = parseRules('domain: d\ndescriptors: []\n');
+    expect(() => createDecisionServer({ rules: ruleSet, grpcCredentials: {} as never })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+        message: expect.stringContaining('`grpcCredentials`'),
+      }),
+    );
+  });
+});
