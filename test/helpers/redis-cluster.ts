@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { connect } from 'node:tls';
 import { promisify } from 'node:util';
 import { Cluster, Redis } from 'ioredis';
 import { isCi, type RedisTarget, redisTarget, waitReady } from './redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from './redis-server.js';
+import { freePort, hasRedisServer, type RedisServer, startRedisServer, waitFor } from './redis-server.js';
 
 export interface ClusterNode {
   host: string;
@@ -76,6 +78,85 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
               .map((line) => line.split(' ')[2] ?? '');
             return info.includes('cluster_state:ok') && flags.filter((f) => f.includes('slave')).length === 3;
           },
+          30_000,
+        );
+      } finally {
+        node.disconnect();
+      }
+    }
+  } catch (error) {
+    await Promise.all(servers.map((s) => s.stop()));
+    throw error;
+  }
+  return {
+    nodes: servers.map((s) => ({ host: '127.0.0.1', port: s.port })),
+    stop: async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
+
+export interface SecuredClusterOptions {
+  /** The default user's password: `requirepass`, and `masterauth` for the nodes' own links. */
+  password: string;
+  /** PEM files: the nodes then speak only TLS, to clients and to each other. */
+  tls?: { cert: string; key: string; ca: string };
+}
+
+/** True once a TLS-only node answers PING, with PONG or asking for a password first. */
+function answersOverTls(ca: Buffer): (port: number) => Promise<boolean> {
+  return (port) =>
+    new Promise((resolve) => {
+      const socket = connect({ port, host: '127.0.0.1', ca, timeout: 500 }, () => socket.write('PING\r\n'));
+      const done = (ok: boolean) => {
+        socket.destroy();
+        resolve(ok);
+      };
+      socket.once('timeout', () => done(false));
+      socket.once('error', () => done(false));
+      socket.once('data', (data) => done(/^(\+PONG|-NOAUTH)/.test(data.toString())));
+    });
+}
+
+/** Three masters without replicas behind a password and, with `tls`, speaking only TLS. */
+export async function startSecuredCluster({ password, tls }: SecuredClusterOptions): Promise<RedisClusterHandle> {
+  const ca = tls === undefined ? undefined : readFileSync(tls.ca);
+  const servers: RedisServer[] = [];
+  try {
+    for (let i = 0; i < 3; i++) {
+      const port = await freePort();
+      const args = [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        'nodes.conf',
+        '--cluster-node-timeout',
+        '3000',
+      ];
+      args.push('--requirepass', password, '--masterauth', password);
+      if (tls !== undefined) {
+        // The cluster bus listens on the TLS port + 10000, which freePort keeps free.
+        args.push('--port', '0', '--tls-port', String(port), '--tls-cluster', 'yes', '--tls-replication', 'yes');
+        args.push('--tls-cert-file', tls.cert, '--tls-key-file', tls.key, '--tls-ca-cert-file', tls.ca);
+        args.push('--tls-auth-clients', 'no');
+      }
+      servers.push(await startRedisServer(args, port, ca === undefined ? undefined : answersOverTls(ca)));
+    }
+    const secured = ['-a', password, '--no-auth-warning', ...(tls === undefined ? [] : ['--tls', '--cacert', tls.ca])];
+    const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
+    await promisify(execFile)('redis-cli', [...secured, '--cluster', 'create', ...addresses, '--cluster-yes'], {
+      timeout: 30_000,
+    });
+    for (const server of servers) {
+      const node = new Redis(server.port, '127.0.0.1', {
+        lazyConnect: true,
+        password,
+        ...(ca === undefined ? {} : { tls: { ca } }),
+      });
+      try {
+        await waitFor(
+          `cluster_state:ok from ${server.port}`,
+          async () => ((await node.cluster('INFO')) as string).includes('cluster_state:ok'),
           30_000,
         );
       } finally {

@@ -26,7 +26,7 @@ function listenOnce(port: number): Promise<number> {
   });
 }
 
-/** True once the port answers PING with PONG. */
+/** True once the port answers PING: with PONG, or asking for a password first. */
 export function pings(port: number, timeoutMs = 500): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = new Socket();
@@ -36,7 +36,7 @@ export function pings(port: number, timeoutMs = 500): Promise<boolean> {
     };
     socket.setTimeout(timeoutMs, () => done(false));
     socket.once('error', () => done(false));
-    socket.once('data', (data) => done(data.toString().startsWith('+PONG')));
+    socket.once('data', (data) => done(/^(\+PONG|-NOAUTH)/.test(data.toString())));
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
   });
 }
@@ -67,7 +67,15 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-export async function startRedisServer(extraArgs: string[] = [], port?: number): Promise<RedisServer> {
+/**
+ * Starts redis-server on `port` (a spare one when absent) and waits until `answers` says it
+ * does: by default a plain PING; a server that speaks only TLS needs a check of its own.
+ */
+export async function startRedisServer(
+  extraArgs: string[] = [],
+  port?: number,
+  answers: (port: number) => Promise<boolean> = pings,
+): Promise<RedisServer> {
   const chosen = port ?? (await freePort());
   const dir = mkdtempSync(join(tmpdir(), `sluice-redis-${chosen}-`));
   let child: ChildProcess | undefined;
@@ -81,7 +89,7 @@ export async function startRedisServer(extraArgs: string[] = [], port?: number):
       child = started;
       running.add(started);
       started.once('exit', () => running.delete(started));
-      await waitFor(`redis-server on port ${chosen}`, () => pings(chosen));
+      await waitFor(`redis-server on port ${chosen}`, () => answers(chosen));
     },
     async kill() {
       const victim = child;

@@ -17,11 +17,15 @@ export interface SluiceProcess {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs `sluice <args>` and returns at once; see `startSluice` to wait until it serves. */
-export function runSluice(args: string[]): SluiceProcess {
+/**
+ * Runs `sluice <args>` and returns at once, with `env` added to this process's environment;
+ * see `startSluice` to wait until it serves.
+ */
+export function runSluice(args: string[], env: NodeJS.ProcessEnv = {}): SluiceProcess {
   const child = spawn(tsx, ['--conditions=@sluice/source', entry, ...args], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   const lines: Record<string, unknown>[] = [];
   let text = '';
@@ -56,8 +60,11 @@ export function runSluice(args: string[]): SluiceProcess {
 }
 
 /** Runs `sluice <args>` to its end: its exit code and what it wrote. */
-export async function exitOf(args: string[]): Promise<{ code: number | null; output: string }> {
-  const sluice = runSluice(args);
+export async function exitOf(
+  args: string[],
+  env?: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; output: string }> {
+  const sluice = runSluice(args, env);
   return { code: await sluice.exited, output: sluice.output() };
 }
 
@@ -69,8 +76,8 @@ export interface ServingSluice extends SluiceProcess {
 }
 
 /** Starts `sluice serve` on free loopback ports and waits for its `listening` line. */
-export async function startSluice(args: string[], timeoutMs = 15_000): Promise<ServingSluice> {
-  const proc = runSluice(['serve', '--host', '127.0.0.1', '--grpc-port', '0', '--http-port', '0', ...args]);
+export async function startSluice(args: string[], timeoutMs = 15_000, env?: NodeJS.ProcessEnv): Promise<ServingSluice> {
+  const proc = runSluice(['serve', '--host', '127.0.0.1', '--grpc-port', '0', '--http-port', '0', ...args], env);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const listening = proc.lines.find((line) => line.msg === 'listening');

@@ -3,7 +3,10 @@ import type { StandardHeaders } from '@sluice/core';
 import { invalidOption } from './server-options.js';
 import type { TlsFiles } from './tls.js';
 
-export type RedisTarget = { url: string } | { nodes: { host: string; port: number }[] };
+/** One Redis by URL, or a Cluster's start-up nodes with what every node's connection needs. */
+export type RedisTarget =
+  | { url: string }
+  | { nodes: { host: string; port: number }[]; tls: boolean; username?: string; password?: string };
 
 export interface ServeFlags {
   /** A file or directory, watched; or the key of a hash in the service's Redis, written by `publishRules`. */
@@ -32,7 +35,8 @@ Options:
   --rules-key <key>               instead, the rules in this Redis hash (publish-rules writes it),
                                   reloaded when published; needs --redis or --redis-cluster
   --redis <url>                   a Redis, e.g. redis://127.0.0.1:6379 (default: in-memory)
-  --redis-cluster <host:port,…>   Redis Cluster start-up nodes
+  --redis-cluster <host:port,…>   Redis Cluster start-up nodes, after rediss:// and
+                                  user:password@ when every node needs them
   --grpc-port <port>              default 8081
   --http-port <port>              default 8080
   --host <address>                default 0.0.0.0
@@ -51,13 +55,28 @@ const integer = (text: string | undefined, option: string, fallback: number, min
   return value;
 };
 
-function clusterNodes(text: string): { host: string; port: number }[] {
-  return text.split(',').map((item) => {
+/**
+ * `[redis[s]://[user:password@]]host:port,…`: a scheme and credentials, given once before the
+ * first node, hold for every node, as a Cluster's nodes share them.
+ */
+function clusterTarget(text: string): RedisTarget {
+  const shape = 'a list of host:port, comma-separated, optionally after redis:// or rediss:// and user:password@';
+  const [, scheme, userinfo, list] = /^(?:(rediss?):\/\/(?:([^@/]*)@)?)?(.*)$/i.exec(text) as string[];
+  const nodes = (list as string).split(',').map((item) => {
     const match = /^(.+):(\d+)$/.exec(item.trim());
-    if (match === null) invalidOption('--redis-cluster', text, 'a list of host:port, comma-separated');
+    if (match === null) invalidOption('--redis-cluster', redacted(text), shape);
     return { host: match[1] as string, port: integer(match[2], '--redis-cluster', 0, 1, 65535) };
   });
+  const target = { nodes, tls: scheme?.toLowerCase() === 'rediss' };
+  if (userinfo === undefined) return target;
+  const credentials = new URL(`redis://${userinfo}@host`);
+  if (credentials.password === '') invalidOption('--redis-cluster', redacted(text), `${shape}, with a password`);
+  const username = decodeURIComponent(credentials.username);
+  return { ...target, ...(username === '' ? {} : { username }), password: decodeURIComponent(credentials.password) };
 }
+
+/** A Redis URL or node list as messages and logs show it: any password as `***`. */
+export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:@/\s]*:)[^@/\s]*@/gi, '$1***@');
 
 const REDIS_OPTIONS = { redis: { type: 'string' }, 'redis-cluster': { type: 'string' } } as const;
 
@@ -69,7 +88,7 @@ function flagsOf(
   try {
     return parseArgs({ args: [...args], strict: true, allowPositionals: false, options }).values;
   } catch (error) {
-    return invalidOption('flags', args.join(' '), `known flags (${(error as Error).message})`);
+    return invalidOption('flags', args.map(redacted).join(' '), `known flags (${(error as Error).message})`);
   }
 }
 
@@ -77,10 +96,10 @@ function redisTarget(values: Record<string, string | boolean | undefined>): Redi
   const url = values.redis as string | undefined;
   const cluster = values['redis-cluster'] as string | undefined;
   if (url !== undefined && cluster !== undefined)
-    invalidOption('--redis', url, 'left out when --redis-cluster is given');
+    invalidOption('--redis', redacted(url), 'left out when --redis-cluster is given');
   if (url !== undefined && !/^rediss?:\/\//.test(url))
-    invalidOption('--redis', url, 'a URL such as redis://127.0.0.1:6379');
-  return url !== undefined ? { url } : cluster !== undefined ? { nodes: clusterNodes(cluster) } : undefined;
+    invalidOption('--redis', redacted(url), 'a URL such as redis://127.0.0.1:6379');
+  return url !== undefined ? { url } : cluster !== undefined ? clusterTarget(cluster) : undefined;
 }
 
 /** `--rules` or `--rules-key`, exactly one; a key only where a Redis holds it. */

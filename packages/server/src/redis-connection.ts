@@ -2,7 +2,7 @@ import { type RateLimitStore, SluiceError } from '@sluice/core';
 import { clientSlot, createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
-import type { RedisTarget } from './cli-args.js';
+import { type RedisTarget, redacted } from './cli-args.js';
 import type { ServiceLog } from './log.js';
 import { guardStalls } from './stall-guard.js';
 
@@ -24,9 +24,11 @@ const QUIT_TIMEOUT_MS = 1000;
 /** Between reconnection attempts once started: quick at first, then every 2 s, for ever. */
 const retryDelay = (attempt: number): number => Math.min(attempt * 200, 2000);
 
-/** Where `target` is, as messages name it. */
+/** Where `target` is, as messages and the log name it: never with its password. */
 const whereOf = (target: RedisTarget): string =>
-  'url' in target ? target.url : target.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+  'url' in target
+    ? redacted(target.url)
+    : `${target.tls ? 'rediss://' : ''}${target.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
 
 /**
  * A client of `target`, connected, with every master answering, within 5 s; else
@@ -51,12 +53,20 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
           // That re-send was also when ioredis re-read the slot map: without it, only a timer
           // finds the replica that took over a failed master's slots.
           slotsRefreshInterval: SLOTS_REFRESH_MS,
-          redisOptions: { maxRetriesPerRequest: 0 },
+          redisOptions: {
+            maxRetriesPerRequest: 0,
+            username: target.username,
+            password: target.password,
+            // Node's own trust store, with NODE_EXTRA_CA_CERTS for a private CA, as for rediss:// URLs.
+            ...(target.tls ? { tls: {} } : {}),
+          },
         });
   // Until start-up is over, errors reject `connect()`; later ones are reported through health.
   let lastError: string | undefined;
-  client.on('error', (error: Error) => {
-    lastError = error.message;
+  client.on('error', (error: Error & { lastNodeError?: Error }) => {
+    // A Cluster that no node let in says only "Failed to refresh slots cache"; the last node's
+    // own error says why (a wrong password, a refused connection, a TLS failure).
+    lastError = error.message + (error.lastNodeError === undefined ? '' : ` (${error.lastNodeError.message})`);
   });
   let timer: NodeJS.Timeout | undefined;
   try {
