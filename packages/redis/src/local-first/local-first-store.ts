@@ -1,4 +1,12 @@
-import { type Logger, type Policy, type StoreReply, type StoreRequest, safeWhenHeld, storeKey } from '@sluice/core';
+import {
+  type Logger,
+  type Policy,
+  SluiceError,
+  type StoreReply,
+  type StoreRequest,
+  safeWhenHeld,
+  storeKey,
+} from '@sluice/core';
 import { type RedisClient, untilReady } from '../client.js';
 import {
   type ClientCounts,
@@ -51,7 +59,11 @@ export function createLocalFirst(
   let running: Promise<void> | undefined;
   /** The calls of the last sync still unanswered (timed out, not yet failed). */
   let draining: Promise<unknown> | undefined;
-  /** The latest time any decision used: a client whose windows are all older is forgotten. */
+  /**
+   * The time the latest decision used: a client whose windows are all older is forgotten. The
+   * latest decision's, not the largest ever seen: after a clock stepped forward and back, the
+   * largest would make every window look over until the clock caught up with it.
+   */
   let latestNow = 0;
   // Each call of a sync is bounded: one that hangs (a silent Redis) counts as failed.
   const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
@@ -70,8 +82,12 @@ export function createLocalFirst(
     return set;
   };
 
+  // A slot whose last call failed is not read: each new client there would wait out the whole
+  // timeout, and a frozen Redis would be sent one more call every turn of the event loop. Its
+  // clients decide as in an outage, and the syncs, which keep trying, write and read them.
   const firstReads = createFirstReads(async (targets) => {
-    record(await exchange(targets, latestNow, syncTimeoutMs).outcome);
+    const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
+    record(await exchange(reachable, latestNow, syncTimeoutMs).outcome);
   });
 
   /** The touched clients whose windows still matter; forgets the others' over windows. */
@@ -120,9 +136,16 @@ export function createLocalFirst(
 
   const sync = (): Promise<void> => {
     if (running !== undefined) return running;
-    running = syncOnce().finally(() => {
-      running = undefined;
-    });
+    running = syncOnce()
+      .catch((cause: unknown) => {
+        // One code for a sync Redis did not take, whichever way it failed (README, Local-first).
+        throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] A local-first sync failed: ${String(cause)}`, {
+          cause,
+        });
+      })
+      .finally(() => {
+        running = undefined;
+      });
     return running;
   };
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
@@ -187,11 +210,10 @@ export function createLocalFirst(
   const clientOf = (request: StoreRequest, now: number): ClientCounts | Promise<ClientCounts> =>
     freshClient(request) ?? loadClient(request, now);
 
-  /** The decision's time, which also moves on the latest time a sync judges windows by. */
+  /** The decision's time, which is also the time the next sync judges windows by. */
   const decisionTime = (request: StoreRequest): number => {
-    const now = request.now ?? Date.now();
-    if (now > latestNow) latestNow = now;
-    return now;
+    latestNow = request.now ?? Date.now();
+    return latestNow;
   };
 
   // The limiter reads a reply decided at once before it asks again: one-policy clients are

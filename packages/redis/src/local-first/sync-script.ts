@@ -9,17 +9,32 @@ import type { RedisClient } from '../client.js';
  *
  * KEYS: window hashes, one slot. ARGV: per key its field ('<process id>:<version>'), its total
  * and the key's expiry in ms. Reply: per key the sum over every field, this one's included.
+ *
+ * What sluice never writes there reads as no count, as a damaged decision key reads as no
+ * state: a key of another type is replaced, a field that is no whole number from 0 to 2^53 adds
+ * nothing. Failing the call instead would hold every client of the slot to its outage share,
+ * and a negative count would admit past the limit.
  */
 const SYNC_LUA = `
 local out = {}
 for i = 1, #KEYS do
-  local field, total = ARGV[3 * i - 2], ARGV[3 * i - 1]
-  if total ~= '0' or redis.call('HEXISTS', KEYS[i], field) == 1 then
-    redis.call('HSET', KEYS[i], field, total)
-    redis.call('PEXPIRE', KEYS[i], ARGV[3 * i])
+  local key, field, total = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]
+  -- On a key of another type HEXISTS returns an error, and so does HSET: the key is replaced.
+  if total ~= '0' or redis.pcall('HEXISTS', key, field) ~= 0 then
+    local written = redis.pcall('HSET', key, field, total)
+    if type(written) == 'table' then
+      -- Any other refusal (out of memory) fails the call, as it would have failed the write.
+      if not string.find(written.err, 'WRONGTYPE', 1, true) then return written end
+      redis.call('DEL', key)
+      redis.call('HSET', key, field, total)
+    end
+    redis.call('PEXPIRE', key, ARGV[3 * i])
   end
   local sum = 0
-  for _, count in ipairs(redis.call('HVALS', KEYS[i])) do sum = sum + tonumber(count) end
+  for _, text in ipairs(redis.call('HVALS', key)) do
+    local count = tonumber(text)
+    if count and count >= 0 and count < 9007199254740992 and count % 1 == 0 then sum = sum + count end
+  end
   out[i] = sum
 end
 return out
