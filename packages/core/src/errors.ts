@@ -49,7 +49,8 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_REQUEST'
   | 'ERR_SLUICE_INVALID_SERVER_OPTION'
   | 'ERR_SLUICE_STORE_CONNECT'
-  | 'ERR_SLUICE_UNSUPPORTED';
+  | 'ERR_SLUICE_UNSUPPORTED'
+  | 'ERR_SLUICE_HEADERS_SENT';
 
 const brand = Symbol.for('sluice.error');
 

@@ -71,12 +71,8 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
     if (outcome.decision !== undefined) setRateLimit(req, outcome.decision);
     if (outcome.action === 'next') next();
     else if (outcome.action === 'limited') {
-      if (outcome.refusal === undefined) {
-        // An async handler's rejection goes to `next`: dropped, it would leave the client
-        // waiting and the rejection unhandled.
-        const handled = onLimited?.(req, res, next, outcome.decision);
-        if (isThenable(handled)) handled.then(undefined, next);
-      } else {
+      if (outcome.refusal === undefined) limitedBy(onLimited, outcome, req, res, next);
+      else {
         const { status, contentType, body } = outcome.refusal;
         res.status(status).setHeader('Content-Type', contentType).end(body);
       }
@@ -103,6 +99,36 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
     }
   };
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
+}
+
+/**
+ * A refusal answered by `onLimited`. As in Koa and Fastify, the response has the refusal's
+ * status (429, 503 when the store could not decide, or a ban's) before it runs, so a body it
+ * sends without one (`res.json(…)`) is not a 200 OK. Going on (`next`) gives the request back
+ * the status it had: a request let through, or an error (thrown, or an async handler's
+ * rejection, which dropped would leave the client waiting) for the app's error handling.
+ */
+function limitedBy(
+  onLimited: RateLimitOptions['onLimited'],
+  { decision, status }: Extract<Outcome, { refusal: undefined }>,
+  req: Request,
+  res: Response,
+  next: NextFunction,
+): void {
+  const { statusCode } = res;
+  res.status(status);
+  const goOn: NextFunction = (error?: unknown) => {
+    res.status(statusCode);
+    next(error);
+  };
+  let handled: unknown;
+  try {
+    handled = onLimited?.(req, res, goOn, decision);
+  } catch (error) {
+    goOn(error);
+    return;
+  }
+  if (isThenable(handled)) handled.then(undefined, goOn);
 }
 
 export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';

@@ -6,7 +6,6 @@ import {
   type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemBody,
-  problemStatus,
   SluiceError,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
@@ -63,18 +62,24 @@ export function createRateLimitHook(
     else if (outcome.refusal === undefined) {
       // A refused request never reaches the handler, whatever `onLimited` does (going on when it
       // sent nothing let every refusal through). As from a Fastify handler, a value it returns
-      // is the body; the checks on the reply are Fastify's own (`wrap-thenable.js`). The status
-      // is set only after it: one set before would also answer its errors.
+      // is the body; the checks on the reply are Fastify's own (`wrap-thenable.js`). The reply
+      // has the refusal's status (429, 503, or a ban's) before it runs, as in Koa, so a body it
+      // sends without one is not a 200 OK; what it throws, at once or later, is answered under
+      // the status the reply had.
       const { decision } = outcome;
       const { statusCode } = reply;
-      Promise.resolve(onLimited?.(request, reply, decision))
+      const failed = (error: Error): void => {
+        reply.code(statusCode);
+        done(error);
+      };
+      reply.code(outcome.status);
+      new Promise((resolve) => resolve(onLimited?.(request, reply, decision)))
         .then((body) => {
           if (reply.sent || reply.raw.headersSent) return;
-          if (reply.statusCode === statusCode) reply.code(problemStatus(decision));
           if (body === undefined) sendProblem(reply, decision);
           else reply.send(body);
         })
-        .then(undefined, done);
+        .then(undefined, failed);
     } else {
       const { status, contentType, body } = outcome.refusal;
       reply

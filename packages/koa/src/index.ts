@@ -7,7 +7,6 @@ import {
   type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemBody,
-  problemStatus,
   type RateLimitHandle,
   type RulesHttpOptions,
 } from '@sluice/core';
@@ -77,7 +76,7 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
       ctx.respond = false;
       return undefined;
     }
-    if (outcome.refusal === undefined) return limitedBy(onLimited, ctx, outcome.decision);
+    if (outcome.refusal === undefined) return limitedBy(onLimited, ctx, outcome.decision, outcome.status);
     const { status, contentType, body } = outcome.refusal;
     ctx.status = status;
     // Set as is: `ctx.type` would look the type up in the MIME database on every refusal.
@@ -102,8 +101,13 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
  * is set first, and a body `onLimited` leaves unset is the default problem document: a refused
  * request is never reported as missing, nor, with a body alone, as a success.
  */
-function limitedBy(onLimited: RateLimitOptions['onLimited'], ctx: Context, decision: Decision): unknown {
-  ctx.status = problemStatus(decision);
+function limitedBy(
+  onLimited: RateLimitOptions['onLimited'],
+  ctx: Context,
+  decision: Decision,
+  status: number,
+): unknown {
+  ctx.status = status;
   const answered = onLimited?.(ctx, decision);
   return answered instanceof Promise
     ? answered.then(() => problemUnlessAnswered(ctx, decision))

@@ -23,13 +23,15 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res>, ClientAddre
  * - `next`: go on (`decision` is undefined when `skip` or `allowList` matched or this limiter
  *   already counted the request);
  * - `limited`: refused (over the quota, or banned: `decision.reason === 'banned'`); headers and
- *   `Retry-After` are set, the adapter sends `refusal`, or calls the user's `onLimited`
- *   (then `refusal` is undefined);
+ *   `Retry-After` are set, the adapter sends `refusal`, or calls the user's `onLimited` (then
+ *   `refusal` is undefined) on a response given `status`: 429, 503 when the store could not
+ *   decide, or a ban's;
  * - `gone`: the client left while its queued request was held; send nothing.
  */
 export type Outcome =
   | { readonly action: 'next'; readonly decision: Decision | undefined }
-  | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: Refusal | undefined }
+  | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: Refusal }
+  | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: undefined; readonly status: number }
   | { readonly action: 'gone'; readonly decision: Decision };
 
 /** What a middleware carries besides itself: the limiter it counts in, for application code. */

@@ -1,4 +1,4 @@
-import { invalid } from '../errors.js';
+import { describe, invalid, SluiceError } from '../errors.js';
 import { carriesIpv4, formatIpv4, formatIpv6, maskGroups, parseIp } from './ip-address.js';
 
 /** Called through this module's own constant: see `charCodeAt` in `store-key.ts`. */
@@ -9,6 +9,11 @@ const charCodeAt = String.prototype.charCodeAt;
  * would let one client walk its prefix to dodge a per-IP limit.
  */
 export const DEFAULT_IPV6_SUBNET = 56;
+
+const PREFIX_LENGTH = 'a prefix length from 1 to 128 (ISPs commonly assign 48, 56 or 64), or false';
+
+const isPrefixLength = (value: unknown): value is number | false =>
+  value === false || (typeof value === 'number' && Number.isInteger(value) && value >= 1 && value <= 128);
 
 // The last address keyed, and its key: a client that sends many requests in a row (a flood
 // most of all) is keyed once, not once per request. Requests on one connection bring the
@@ -29,8 +34,16 @@ let lastKey = '';
  * rateLimit({ limit: 100, window: '1m', key: (req) => req.user?.id ?? ipKey(req.ip) ?? 'unknown' })
  */
 export function ipKey(ip: string | undefined, ipv6Subnet: number | false = DEFAULT_IPV6_SUBNET): string | undefined {
+  if (ip !== undefined && ip === lastIp && ipv6Subnet === lastSubnet) return lastKey;
+  // Checked past the memo, which holds only a good prefix length, and for every address: a bad
+  // one (`Number()` of an unset variable, 0) would otherwise surface with the first IPv6 client.
+  if (!isPrefixLength(ipv6Subnet)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_IPV6_SUBNET',
+      `[sluice] The prefix length given to \`ipKey\` must be ${PREFIX_LENGTH}; received ${describe(ipv6Subnet)}.`,
+    );
+  }
   if (ip === undefined) return undefined;
-  if (ip === lastIp && ipv6Subnet === lastSubnet) return lastKey;
   const key = keyOfAddress(ip, ipv6Subnet);
   if (key !== undefined) {
     lastIp = ip;
@@ -81,14 +94,6 @@ function isCanonicalIpv4(text: string): boolean {
 /** Validates `ipv6Subnet`: a prefix length from 1 to 128, or `false` for no masking. */
 export function checkIpv6Subnet(value: unknown): number | false {
   if (value === undefined) return DEFAULT_IPV6_SUBNET;
-  if (value === false) return false;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 128) {
-    invalid(
-      'ERR_SLUICE_INVALID_IPV6_SUBNET',
-      'ipv6Subnet',
-      value,
-      'a prefix length from 1 to 128 (ISPs commonly assign 48, 56 or 64), or false',
-    );
-  }
+  if (!isPrefixLength(value)) invalid('ERR_SLUICE_INVALID_IPV6_SUBNET', 'ipv6Subnet', value, PREFIX_LENGTH);
   return value;
 }

@@ -14,6 +14,7 @@ import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
 import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
+import { checkHeadersUnsent } from './headers-sent.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
@@ -75,7 +76,7 @@ export function createHttpLimiter<Req, Res>(
   const refuse = createRefuse<Req>(all);
   const afterResponse = checkCountByOutcome<Req, Res>(all, warn);
   const notify = checkNotifications<Req>(all, warn);
-  const isAllowed = checkAllowList<Req>(all.allowList);
+  const isAllowed = checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined);
   const ban = createBan(all.ban, base, namespace);
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
@@ -181,6 +182,7 @@ export function createHttpLimiter<Req, Res>(
     handle(req, res) {
       const request = binding.rawRequest(req);
       if (!firstVisit(request)) return SKIPPED;
+      checkHeadersUnsent(binding.rawResponse(res));
       if (!simple) return general(req, res, request);
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;

@@ -100,14 +100,22 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
 
 /**
  * The `limited` outcome for a refused decision: with `onLimited` the adapter calls it (no
- * `refusal`); otherwise the refusal `message` and `statusCode` shape, at once or, for an async
- * `message`, once it is made.
+ * `refusal`, but the status its response starts from: a ban's `status`, else `problemStatus`);
+ * otherwise the refusal `message` and `statusCode` shape, at once or, for an async `message`,
+ * once it is made.
  */
 export function createRefuse<Req>(
   options: Record<string, unknown>,
 ): (req: Req, decision: Decision, status?: number) => Outcome | Promise<Outcome> {
   const refusalFor = checkRefusal<Req>(options);
-  if (options.onLimited !== undefined) return (_req, decision) => ({ action: 'limited', decision, refusal: undefined });
+  if (options.onLimited !== undefined) {
+    return (_req, decision, status) => ({
+      action: 'limited',
+      decision,
+      refusal: undefined,
+      status: status ?? problemStatus(decision),
+    });
+  }
   return (req, decision, status) => {
     const refusal = refusalFor(req, decision, status);
     return refusal instanceof Promise

@@ -10,6 +10,7 @@ import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit, createRequestWaits } from '../first-visit.js';
 import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
+import { checkHeadersUnsent } from '../headers-sent.js';
 import { hold } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
@@ -196,6 +197,7 @@ export function createRulesHttpLimiter<Req, Res>(
   const handle = async (req: Req, res: Res): Promise<Outcome> => {
     const request = binding.rawRequest(req);
     if (!firstVisit(request)) return SKIPPED;
+    checkHeadersUnsent(binding.rawResponse(res));
     if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
     const facts: RequestFacts = {
       request,
