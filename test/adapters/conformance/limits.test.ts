@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { createMemoryStore } from '@sluice/memory';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
 import { clockAt, collectingLogger, decisionOf, draft11 } from '../helpers.js';
@@ -75,15 +76,34 @@ describe.each(harnesses)('$name: limits, tiers, cost, skip, key', (harness) => {
     await get('pro').expect(429);
   });
 
-  it('takes a sync policies function too, and a tier with the same name but another limit counts apart', async () => {
+  it('takes a sync policies function too, and a tier whose policy shares a name keeps its count (SPEC §4)', async () => {
     const small = [{ name: 'api', limit: 1, window: '1m', algorithm: 'fixed-window' }];
     const large = [{ name: 'api', limit: 3, window: '1m', algorithm: 'fixed-window' }];
     const policies = (req: unknown) => (harness.header(req, 'x-tier') === 'large' ? large : small);
     app = await harness.start({ limits: [{ policies, logger, clock: clockAt(0) }] });
     await request(app.url).get('/').expect(200);
     await request(app.url).get('/').expect(429);
+    // Moved to the larger quota, the client has used 1 of its 3: this request leaves 1.
     const res = await request(app.url).get('/').set('x-tier', 'large').expect(200);
-    expect(draft11(res).state.api?.r).toBe(2);
+    expect(draft11(res).state.api?.r).toBe(1);
+  });
+
+  it('keeps a tier’s counts when its limit changes between processes on one store (a rolling deploy)', async () => {
+    const store = createMemoryStore();
+    const shared = { prefix: 'api', store, logger, clock: clockAt(0) };
+    const tier = (limit: number) => () => [{ name: 'minute', limit, window: '1m', algorithm: 'fixed-window' }];
+    const old = await harness.start({ limits: [{ ...shared, policies: tier(5) }] });
+    const next = await harness.start({ limits: [{ ...shared, policies: tier(6) }] });
+    try {
+      for (let i = 0; i < 5; i++) await request(old.url).get('/').expect(200);
+      await request(old.url).get('/').expect(429);
+      // The new version admits one more, to its own limit of 6, and no fresh quota.
+      await request(next.url).get('/').expect(200);
+      await request(next.url).get('/').expect(429);
+    } finally {
+      await old.close();
+      await next.close();
+    }
   });
 
   it('charges the cost of each request', async () => {

@@ -9,10 +9,13 @@ export const MAX_TIER_LIMITERS = 1024;
 const digest = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 12);
 
 /**
- * One limiter per distinct policy set returned by a `policies` function, so each tier counts
- * separately. Every tier's namespace is derived from the adapter's own root namespace and the
- * tier's full policies, so it is the same in every process and whatever order tiers are first
- * seen in; a dropped limiter object therefore loses no state, the store keeps it.
+ * One limiter per distinct policy set returned by a `policies` function. A tier's namespace is
+ * derived from the adapter's own root namespace and the names of the tier's policies, so it is
+ * the same in every process and whatever order tiers are first seen in, and a dropped limiter
+ * object loses no state: the store keeps it. Names, not figures: as for every limiter (SPEC
+ * §4), a policy keeps its clients' counts when its limit, window or algorithm changes (a
+ * rolling deploy, a tier's new quota), so tiers count apart when their policies are named
+ * apart, and a client moved to a tier whose policies share names keeps what it used.
  *
  * The root is claimed at start-up with a placeholder limiter: that validates the shared
  * options at construction and keeps the namespace from any other limiter on the store.
@@ -34,7 +37,13 @@ export function createTierLimiters<Entry>(
     const text = JSON.stringify(list);
     let entry = byText.get(text);
     if (entry === undefined) {
-      const tier = digest(JSON.stringify(toPolicies(list)));
+      const tier = digest(
+        JSON.stringify(
+          toPolicies(list)
+            .map((policy) => policy.name)
+            .sort(),
+        ),
+      );
       const prefix = root.length <= 51 ? `${root}.${tier}` : `${root.slice(0, 38)}.${digest(root)}.${tier}`;
       entry = wrap(createLimiter({ ...base, policies: list, prefix } as unknown as LimiterOptions));
       if (byText.size >= MAX_TIER_LIMITERS) byText.delete(byText.keys().next().value as string);
