@@ -63,3 +63,11 @@ describe.each([
     }
   });
 });
+
+describe('rules descriptors name built-in keys or fields of their own, never what every object has', () => {
+  it.each(['toString', 'constructor', '__proto__'])('a descriptor key %s is refused at construction', (key) => {
+    expect(() => expressRateLimit({ rules, descriptors: [[key]] })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+  });
+});

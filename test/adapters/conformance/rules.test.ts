@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { parseRules } from '@sluice/rules';
 import request from 'supertest';
@@ -52,6 +53,27 @@ describe.each(harnesses)('$name: rules in place of policies', (harness) => {
     clock.advance(1000);
     await from('203.0.113.7').expect(200);
     await from('50.0.0.5').expect(429);
+  });
+
+  it('a rule on a path holds for every spelling a router may take for it', async () => {
+    app = await harness.start({
+      limits: [{ rules: layered, descriptors: layeredDescriptors, clock: clockAt(0), logger }],
+    });
+    const { port } = new URL(app.url);
+    // Sent as written: a client library would tidy `/x/../other` before sending it.
+    const statusOf = (path: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path, headers: { 'x-user': 'bea' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        }).once('error', reject);
+      });
+    const spellings = ['/OTHER', '/other/', '/%6fther', '//other', '/x/../other', '/Other?page=2'];
+    const statuses = [];
+    for (const path of spellings) statuses.push(await statusOf(path));
+    // other-per-user allows 2 a minute, whichever spelling asks.
+    expect(statuses.slice(0, 2)).not.toContain(429);
+    expect(statuses.slice(2)).toEqual([429, 429, 429, 429]);
   });
 
   it('several matched rules: one all-or-nothing decision, one header item per matched policy', async () => {

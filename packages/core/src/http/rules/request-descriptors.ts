@@ -30,13 +30,40 @@ export interface RequestFacts {
 
 type Builtin = (facts: RequestFacts) => string | undefined;
 
-const builtins: Record<string, Builtin> = {
-  remote_address: (facts) => facts.remoteAddress(),
-  method: (facts) => facts.request.method,
+/**
+ * The path as a rule names it: routers reach one handler by many spellings (Express and
+ * `@koa/router` ignore case and a trailing slash, Fastify decodes `%6c` to `l`), and a limit on
+ * `/login` must hold for every one of them. Decoded, lower case, without repeated slashes, dot
+ * segments or a trailing slash. Spellings a router tells apart may share a count: stricter,
+ * never looser. A segment whose escapes are malformed stays as sent.
+ */
+export function rulePath(url: string): string {
+  const segments: string[] = [];
+  // An absolute-form target (`GET http://host/login`, as sent to a proxy) is routed by its path.
+  const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?]*/i, '');
+  for (const raw of target.split('?', 1)[0]?.split('/') ?? []) {
+    let segment = raw;
+    try {
+      segment = decodeURIComponent(raw);
+    } catch {
+      // Kept as sent: no router decodes it either.
+    }
+    for (const part of segment.toLowerCase().split('/')) {
+      if (part === '..') segments.pop();
+      else if (part !== '' && part !== '.') segments.push(part);
+    }
+  }
+  return `/${segments.join('/')}`;
+}
+
+/** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
+const builtins = new Map<string, Builtin>([
+  ['remote_address', (facts) => facts.remoteAddress()],
+  ['method', (facts) => facts.request.method],
   // The pattern, never the raw URL: one counter per route, not per id in the path.
-  route: (facts) => (facts.route === undefined ? undefined : `${facts.request.method} ${facts.route}`),
-  path: (facts) => facts.request.url?.split('?', 1)[0],
-};
+  ['route', (facts) => (facts.route === undefined ? undefined : `${facts.request.method} ${facts.route}`)],
+  ['path', (facts) => (facts.request.url === undefined ? undefined : rulePath(facts.request.url))],
+]);
 
 const headerField =
   (name: string): Builtin =>
@@ -48,7 +75,7 @@ const headerField =
 /**
  * Compiles the `descriptors` and `fields` options into a function giving a request's
  * descriptors. Built-in keys: `remote_address`, `method`, `route` (`'GET /users/:id'`),
- * `path` (without the query) and `header.<name>`; `fields` adds any other (`user`, `tier`, …)
+ * `path` (`rulePath`) and `header.<name>`; `fields` adds any other (`user`, `tier`, …)
  * and may replace a built-in.
  */
 export function compileDescriptors<Req>(
@@ -63,8 +90,9 @@ export function compileDescriptors<Req>(
     if (typeof field !== 'function')
       invalid('ERR_SLUICE_INVALID_OPTION', `fields.${key}`, field, 'a function of the request');
   }
+  // Own names only: `toString` in `descriptors` would otherwise read Object's method as a field.
   const known = (key: string): boolean =>
-    key in own || key in builtins || /^header\.[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key);
+    Object.hasOwn(own, key) || builtins.has(key) || /^header\.[!#$%&'*+.^_`|~0-9a-z-]+$/.test(key);
   const lists = descriptors === undefined ? DEFAULT_DESCRIPTORS.filter((list) => list.every(known)) : descriptors;
   if (!Array.isArray(lists) || lists.length === 0) {
     invalid(
@@ -86,9 +114,9 @@ export function compileDescriptors<Req>(
   });
   const keys = [...new Set((lists as string[][]).flat())];
   const readers = keys.map((key): ((req: Req, facts: RequestFacts) => Awaitable<string | undefined>) => {
-    const field = own[key] as DescriptorField<Req> | undefined;
+    const field = Object.hasOwn(own, key) ? (own[key] as DescriptorField<Req>) : undefined;
     if (field !== undefined) return (req) => field(req);
-    const builtin = builtins[key] ?? headerField(key.slice('header.'.length));
+    const builtin = builtins.get(key) ?? headerField(key.slice('header.'.length));
     return (_req, facts) => builtin(facts);
   });
   // Each list as positions in `keys`, found once here rather than looked up per request.

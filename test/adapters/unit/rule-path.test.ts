@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { rulePath } from '../../../packages/core/src/http/rules/request-descriptors.js';
+
+describe('rulePath: the path a rule names, whatever the spelling', () => {
+  it.each([
+    ['/login', '/login'],
+    ['/LOGIN', '/login'],
+    ['/login/', '/login'],
+    ['//login', '/login'],
+    ['/%6Cogin', '/login'],
+    ['/a/./b/../login', '/a/login'],
+    ['/../../login', '/login'],
+    ['/login?next=/admin', '/login'],
+    ['/api%2Fusers', '/api/users'],
+    ['http://example.com/Login/?x=1', '/login'],
+    ['/', '/'],
+    ['', '/'],
+    ['/%zz/login', '/%zz/login'],
+    ['/caf%C3%A9', '/café'],
+  ])('%j reads as %j', (url, path) => {
+    expect(rulePath(url)).toBe(path);
+  });
+});
