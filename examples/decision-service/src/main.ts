@@ -10,7 +10,8 @@ const app = express();
 app.use(
   rateLimit({
     store,
-    // The name is the descriptor the rules limit; the figures are what the headers advertise.
+    // The name is the descriptor the rules limit; the figures, kept equal to the rule's, are
+    // what the headers advertise.
     policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
     // If the service is down or slow, serve rather than fail, and give up on it after 20 ms.
     onStoreError: 'allow',
@@ -22,10 +23,10 @@ app.get('/', (req, res) => {
 });
 
 const port = Number(process.env.PORT ?? 3000);
-const server = app.listen(port, () => {
-  console.log(`listening on http://127.0.0.1:${port} — try: curl -i localhost:${port}`);
+const server = app.listen(port, '127.0.0.1', () => {
+  console.log(`decision-service app on http://127.0.0.1:${port} — try: curl -i http://127.0.0.1:${port}/`);
 });
 process.once('SIGTERM', () => {
   server.close();
-  store.close();
+  void store.close();
 });

@@ -12,10 +12,21 @@ export interface DemoServer {
   close(): Promise<void>;
 }
 
-/** A real HTTP server on loopback: Express, one sluice limit, the embedded memory store. */
-export async function startServer(algorithm: AlgorithmName): Promise<DemoServer> {
+/**
+ * A real HTTP server on loopback: Express, one sluice limit, the embedded memory store. `clock`
+ * replaces the wall clock (tests).
+ */
+export async function startServer(algorithm: AlgorithmName, clock?: () => number): Promise<DemoServer> {
   const app = express();
-  app.use(rateLimit({ limit: LIMIT_PER_SECOND, window: '1s', algorithm, store: createMemoryStore() }));
+  app.use(
+    rateLimit({
+      limit: LIMIT_PER_SECOND,
+      window: '1s',
+      algorithm,
+      store: createMemoryStore(),
+      ...(clock === undefined ? {} : { clock }),
+    }),
+  );
   app.get('/work', (_req, res) => {
     res.type('text').send('done');
   });

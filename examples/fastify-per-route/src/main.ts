@@ -37,4 +37,6 @@ await app.register(
 
 const port = Number(process.env.PORT ?? 3000);
 await app.listen({ port, host: '127.0.0.1' });
-console.log(`fastify-per-route on http://127.0.0.1:${port} — try /search, /login, /health, /admin/stats`);
+console.log(
+  `fastify-per-route on http://127.0.0.1:${port} — try: curl -i -X POST http://127.0.0.1:${port}/login (and /search, /health, /admin/stats)`,
+);

@@ -6,7 +6,19 @@ import Koa from 'koa';
 // The connection is yours: sluice never closes it. Every app server pointing at this Redis
 // shares one count per client, decided atomically by a Lua script on Redis time.
 const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+  // A decision in flight when the connection drops must fail, not be sent again: it may have
+  // been counted already (see @sluice/redis, "Failures").
   maxRetriesPerRequest: 0,
+});
+// ioredis emits an 'error' for every failed reconnect and prints it as unhandled unless someone
+// listens; one line per outage is enough (sluice also warns once when it starts failing open).
+let redisDown = false;
+client.on('error', (error: Error) => {
+  if (!redisDown) console.error(`Redis: ${error.message}; retrying in the background.`);
+  redisDown = true;
+});
+client.on('ready', () => {
+  redisDown = false;
 });
 
 const app = new Koa();
@@ -36,7 +48,9 @@ app.use((ctx) => {
 
 const port = Number(process.env.PORT ?? 3000);
 const server = app.listen(port, '127.0.0.1', () => {
-  console.log(`koa-redis on http://127.0.0.1:${port} with ${client.options.host}:${client.options.port}`);
+  console.log(
+    `koa-redis on http://127.0.0.1:${port}, counting in Redis at ${client.options.host}:${client.options.port} — try: curl -i http://127.0.0.1:${port}/`,
+  );
 });
 
 process.once('SIGINT', () => {

@@ -21,7 +21,8 @@ export function createApp(options: { clock?: () => number } = {}): Express {
   });
 
   // Was: rateLimit({ windowMs: 60 * 60 * 1000, limit: 5, skipSuccessfulRequests: true,
-  //   keyGenerator: (req) => req.body.username ?? ipKeyGenerator(req.ip) })
+  //   keyGenerator: (req) => typeof req.query.user === 'string' ? `user:${req.query.user}`
+  //     : `ip:${ipKeyGenerator(req.ip)}` })
   const login = rateLimit({
     window: '1h',
     limit: 5,
@@ -42,7 +43,7 @@ export function createApp(options: { clock?: () => number } = {}): Express {
       res.status(401).json({ error: 'wrong password', attemptsLeft: req.rateLimit?.remaining });
       return;
     }
-    // Was: login.resetKey(key). The limiter is the one the middleware counts in.
+    // Was: login.resetKey(`user:${req.query.user}`). The limiter is the one the middleware counts in.
     await login.limiter?.reset(req.rateLimit?.key ?? '');
     res.json({ ok: true });
   });

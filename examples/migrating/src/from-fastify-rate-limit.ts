@@ -23,9 +23,9 @@ export async function createApp(options: { clock?: () => number } = {}): Promise
     if (token !== undefined) request.account = { id: token, plan: token.startsWith('pro-') ? 'pro' : 'free' };
   });
 
-  // Was: register(fastifyRateLimit, { max: (req, key) => …, timeWindow: '1 minute',
-  //   hook: 'preHandler', keyGenerator: (req) => req.user?.id ?? req.ip, allowList: ['127.0.0.2'],
-  //   ban: 3, onExceeded: (req, key) => …, errorResponseBuilder: … })
+  // Was: register(fastifyRateLimit, { max: (request) => (request.account?.plan === 'pro' ? 10 : 3),
+  //   timeWindow: '1 minute', hook: 'preHandler', keyGenerator: (request) => request.account?.id ?? request.ip,
+  //   allowList: ['monitoring'], ban: 3, onExceeded: (request, key) => exceeded.push(key) })
   await app.register(rateLimitPlugin, {
     limit: (request) => (request.account?.plan === 'pro' ? 10 : 3),
     window: '1m',
@@ -44,7 +44,8 @@ export async function createApp(options: { clock?: () => number } = {}): Promise
   app.post('/reports', { config: { rateLimit: { limit: 1, window: '1m', hook: 'preHandler' } } }, async () => ({
     queued: true,
   }));
-  // Was: groupId: 'auth' on both routes. The same prefix shares one count.
+  // Was: { config: { rateLimit: { max: 2, timeWindow: '1 minute', groupId: 'auth' } } } on both
+  // routes. The same prefix shares one count.
   const auth = { limit: 2, window: '1m', prefix: 'auth', hook: 'preHandler' } as const;
   app.post('/login', { config: { rateLimit: auth } }, async () => ({ ok: true }));
   app.post('/signup', { config: { rateLimit: auth } }, async () => ({ ok: true }));

@@ -10,9 +10,9 @@ export function createApp(options: { clock?: () => number } = {}): Koa {
   const app = new Koa();
   app.silent = true;
 
-  // Was: ratelimit({ driver: 'memory', db: new Map(), duration: 60000, max: 100,
+  // Was: ratelimit({ driver: 'memory', db: new Map(), duration: 60_000, max: 3,
   //   id: (ctx) => ctx.ip, whitelist: (ctx) => ctx.get('x-internal') === '1',
-  //   errorMessage: 'Sometimes You Just Have to Slow Down.' })
+  //   blacklist: (ctx) => banned.has(ctx.ip), errorMessage: 'Sometimes You Just Have to Slow Down.' })
   app.use(
     rateLimit({
       window: 60_000,

@@ -9,8 +9,8 @@ import express, { type Express } from 'express';
  * nothing.
  */
 export function createApp(options: { clock?: () => number; store?: RateLimitStore } = {}): Express {
-  // Was: new RateLimiterRedis({ storeClient: redis, keyPrefix: 'api', points: 10, duration: 1 })
-  // (on Redis: store: createRedisStore({ client: redis }))
+  // Was: new RateLimiterMemory({ keyPrefix: 'api', points: 10, duration: 1 })
+  // (RateLimiterRedis's `storeClient: redis` is `store: createRedisStore({ client: redis })`)
   const limiter = createLimiter({
     prefix: 'api',
     limit: 10,

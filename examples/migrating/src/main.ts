@@ -4,11 +4,18 @@ import { createApp as fromFastifyRateLimit } from './from-fastify-rate-limit.js'
 import { createApp as fromKoaRatelimit } from './from-koa-ratelimit.js';
 import { createApp as fromRateLimiterFlexible } from './from-rate-limiter-flexible.js';
 
-// One port per guide's app, on loopback.
-fromExpressRateLimit().listen(3001, '127.0.0.1');
-await (await fromFastifyRateLimit()).listen({ port: 3002, host: '127.0.0.1' });
-fromRateLimiterFlexible().listen(3003, '127.0.0.1');
-createServer(fromKoaRatelimit().callback()).listen(3004, '127.0.0.1');
+// One port per guide's app, on loopback: PORT and the three after it (3001 to 3004 by default).
+const port = Number(process.env.PORT ?? 3001);
+fromExpressRateLimit().listen(port, '127.0.0.1');
+await (await fromFastifyRateLimit()).listen({ port: port + 1, host: '127.0.0.1' });
+fromRateLimiterFlexible().listen(port + 2, '127.0.0.1');
+createServer(fromKoaRatelimit().callback()).listen(port + 3, '127.0.0.1');
+const url = (offset: number) => `http://127.0.0.1:${port + offset}`;
 console.log(
-  'express-rate-limit → :3001, @fastify/rate-limit → :3002, rate-limiter-flexible → :3003, koa-ratelimit → :3004',
+  [
+    `express-rate-limit    → ${url(0)}  try: curl -i ${url(0)}/api/items`,
+    `@fastify/rate-limit   → ${url(1)}  try: curl -i -H 'authorization: Bearer ada' ${url(1)}/search`,
+    `rate-limiter-flexible → ${url(2)}  try: curl -i ${url(2)}/export`,
+    `koa-ratelimit         → ${url(3)}  try: curl -i ${url(3)}/`,
+  ].join('\n'),
 );

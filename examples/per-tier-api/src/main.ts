@@ -16,8 +16,9 @@ declare global {
   }
 }
 
-// Each plan has its own limits *and* windows. Keep these arrays constant: sluice keeps one
-// limiter per distinct policy set, and each plan counts separately.
+// Each plan has its own limits *and* windows, and counts separately: sluice keeps one limiter
+// per distinct policy set. Return these same arrays for every request rather than building new
+// ones, so each request finds its plan's limiter at once.
 const plans: Record<Plan, PolicyOptions[]> = {
   anonymous: [{ name: 'anonymous', limit: 10, window: '1m' }],
   free: [

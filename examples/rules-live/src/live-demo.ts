@@ -8,6 +8,7 @@ import { createApp } from './app.js';
 /**
  * Serves with a copy of rules/, then edits it while serving: the search limit goes from 5 to
  * 8 per 10 s (the requests already made still count), then a broken edit, which changes nothing.
+ * The requests go through `app.inject`, from one client address.
  */
 const dir = await mkdtemp(join(tmpdir(), 'sluice-rules-live-'));
 await cp(fileURLToPath(new URL('../rules', import.meta.url)), dir, { recursive: true });
@@ -23,25 +24,26 @@ const app = await createApp(rules);
 // Serving, as a real app does (a watcher alone does not keep the process alive).
 await app.listen({ port: 0, host: '127.0.0.1' });
 
+/** `n` searches, then one more: their statuses, and that last one's status and RateLimit field. */
 const search = async (n: number) => {
   const statuses: number[] = [];
   for (let i = 0; i < n; i++)
     statuses.push((await app.inject({ url: '/search', remoteAddress: '203.0.113.7' })).statusCode);
-  const last = await app.inject({ url: '/search', remoteAddress: '203.0.113.7' });
-  return { statuses, last: last.statusCode, ratelimit: last.headers.ratelimit };
+  const next = await app.inject({ url: '/search', remoteAddress: '203.0.113.7' });
+  return { statuses, next: next.statusCode, ratelimit: next.headers.ratelimit };
 };
 const edit = async (from: string, to: string) => {
   const text = await readFile(file, 'utf8');
   await writeFile(file, text.replace(from, to));
 };
 
-console.log('limit 5 per 10 s:', await search(4));
+console.log('limit 5 per 10 s: 5 searches pass, the next is refused:', await search(5));
 const swapped = new Promise<RuleSet>((resolve) => {
   reloaded = resolve;
 });
 await edit('limit: 5, window: 10s', 'limit: 8, window: 10s');
 await swapped;
-console.log('after the edit, limit 8 per 10 s, the 5 requests made still count:', await search(2));
+console.log('after the edit, limit 8 per 10 s: the 5 made still count, so 3 more pass:', await search(3));
 const reported = new Promise<string>((resolve) => {
   failed = resolve;
 });

@@ -12,4 +12,4 @@ app.addHook('onClose', () => rules.close());
 const port = Number(process.env.PORT ?? 3000);
 await app.listen({ port, host: '127.0.0.1' });
 console.log(`rules-live on http://127.0.0.1:${port}, rules from ${path}`);
-console.log(`try: curl -i http://127.0.0.1:${port}/search   then edit ${path}/api.yaml and try again`);
+console.log(`try: curl -i http://127.0.0.1:${port}/search   then edit a limit in ${path} and try again`);
