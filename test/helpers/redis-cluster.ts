@@ -41,10 +41,27 @@ export function clusterTarget(): RedisTarget<() => Promise<RedisClusterHandle>> 
   return redisTarget('Redis Cluster', startRedisCluster);
 }
 
+/**
+ * The cluster the nodes `setUp` starts (pushing each into `servers`) form; should it fail, every
+ * node started so far is stopped.
+ */
+async function formCluster(setUp: (servers: RedisServer[]) => Promise<void>): Promise<RedisClusterHandle> {
+  const servers: RedisServer[] = [];
+  const stopAll = async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+  };
+  try {
+    await setUp(servers);
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  return { nodes: servers.map((s) => ({ host: '127.0.0.1', port: s.port })), stop: stopAll };
+}
+
 /** Three masters with one replica each on spare loopback ports, ready once every node sees them all and `cluster_state:ok`. */
 export async function startRedisCluster(): Promise<RedisClusterHandle> {
-  const servers: RedisServer[] = [];
-  try {
+  return formCluster(async (servers) => {
     for (let i = 0; i < 6; i++) {
       servers.push(
         await startRedisServer([
@@ -84,16 +101,7 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
         node.disconnect();
       }
     }
-  } catch (error) {
-    await Promise.all(servers.map((s) => s.stop()));
-    throw error;
-  }
-  return {
-    nodes: servers.map((s) => ({ host: '127.0.0.1', port: s.port })),
-    stop: async () => {
-      await Promise.all(servers.map((s) => s.stop()));
-    },
-  };
+  });
 }
 
 export interface SecuredClusterOptions {
@@ -121,8 +129,7 @@ function answersOverTls(ca: Buffer): (port: number) => Promise<boolean> {
 /** Three masters without replicas behind a password and, with `tls`, speaking only TLS. */
 export async function startSecuredCluster({ password, tls }: SecuredClusterOptions): Promise<RedisClusterHandle> {
   const ca = tls === undefined ? undefined : readFileSync(tls.ca);
-  const servers: RedisServer[] = [];
-  try {
+  return formCluster(async (servers) => {
     for (let i = 0; i < 3; i++) {
       const port = await freePort();
       const args = [
@@ -163,16 +170,7 @@ export async function startSecuredCluster({ password, tls }: SecuredClusterOptio
         node.disconnect();
       }
     }
-  } catch (error) {
-    await Promise.all(servers.map((s) => s.stop()));
-    throw error;
-  }
-  return {
-    nodes: servers.map((s) => ({ host: '127.0.0.1', port: s.port })),
-    stop: async () => {
-      await Promise.all(servers.map((s) => s.stop()));
-    },
-  };
+  });
 }
 
 /** A connected Cluster client; fails rather than hangs if the cluster is not ready in time. */
