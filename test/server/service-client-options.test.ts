@@ -1,3 +1,4 @@
+import { createLimiter } from '@sluice/core';
 import { createServiceClient } from '@sluice/server';
 import { expect, it } from 'vitest';
 
@@ -22,4 +23,18 @@ it.each([
 
 it('takes a domain of exactly 256 characters', async () => {
   await createServiceClient({ ...good, domain: 'd'.repeat(256), logger: { warn() {} } }).close();
+});
+
+// The service counts by `<policy name>: <client key>`, so a prefix would not part two limiters.
+it('two limiters with the same policies on one client are told to name their policies apart', async () => {
+  const store = createServiceClient({ ...good, logger: { warn() {} } });
+  const policies = [{ name: 'per-ip', limit: 5, window: '1m' }];
+  createLimiter({ store, policies });
+  expect(() => createLimiter({ store, policies })).toThrow(
+    expect.objectContaining({
+      code: 'ERR_SLUICE_NAMESPACE_TAKEN',
+      message: expect.stringContaining('name their policies apart to count apart'),
+    }),
+  );
+  await store.close();
 });

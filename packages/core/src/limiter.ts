@@ -359,9 +359,12 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
   const namespace = prefix ?? `rl-${createHash('sha256').update(ids).digest('base64url').slice(0, 8)}`;
   const owner = claimed.get(namespace);
   if (prefix === undefined && owner !== undefined) {
+    // A prefix would not part two limiters on a store that counts by policy name.
+    const apart =
+      store.countsByPolicyName === true ? 'name their policies apart' : 'give each limiter its own `prefix`';
     throw new SluiceError(
       'ERR_SLUICE_NAMESPACE_TAKEN',
-      `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined ? '' : "'s connection"}; give each limiter its own \`prefix\` to count apart, or the same \`prefix\` to share one count.`,
+      `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined ? '' : "'s connection"}; ${apart} to count apart, or give both the same \`prefix\` to share one count.`,
     );
   }
   if (prefix !== undefined && owner === 'derived') {

@@ -121,6 +121,12 @@ export interface RateLimitStore {
    */
   readonly backing?: object;
   /**
+   * True when the store counts each policy by its name alone, whatever the limiter's namespace
+   * (the decision service's client, whose service keys counts by descriptor): limiters there
+   * count apart only when their policies are named apart, and errors say so.
+   */
+  readonly countsByPolicyName?: boolean;
+  /**
    * Called once when a limiter is created: throws a coded error for policies, or a throttle,
    * this store cannot decide, so the limiter fails at start-up rather than at every request.
    */

@@ -121,6 +121,8 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
 
   return {
     name: `sluice service ${address}`,
+    // The service counts by descriptor, `<policy name>: <client key>`: a limiter's prefix never reaches it.
+    countsByPolicyName: true,
     checkPolicies(_policies, throttle) {
       // The service decides on its rules' capacities; a capacity raised here would never reach it.
       if (throttle.mode === 'soft' || throttle.mode === 'elastic') {
