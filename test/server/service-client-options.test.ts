@@ -1,4 +1,4 @@
-import { createLimiter } from '@sluice/core';
+import { createLimiter, type PolicyOptions } from '@sluice/core';
 import { createServiceClient } from '@sluice/server';
 import { expect, it } from 'vitest';
 
@@ -28,7 +28,7 @@ it('takes a domain of exactly 256 characters', async () => {
 // The service counts by `<policy name>: <client key>`, so a prefix would not part two limiters.
 it('two limiters with the same policies on one client are told to name their policies apart', async () => {
   const store = createServiceClient({ ...good, logger: { warn() {} } });
-  const policies = [{ name: 'per-ip', limit: 5, window: '1m' }];
+  const policies: PolicyOptions[] = [{ name: 'per-ip', limit: 5, window: '1m' }];
   createLimiter({ store, policies });
   expect(() => createLimiter({ store, policies })).toThrow(
     expect.objectContaining({
