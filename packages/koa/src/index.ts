@@ -98,8 +98,8 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
 
 /**
  * A refusal answered by `onLimited`. Koa answers a response nobody set with 404, so the status
- * is set first, and a body `onLimited` leaves unset is the default problem document: a refused
- * request is never reported as missing, nor, with a body alone, as a success.
+ * is set first, and a body `onLimited` leaves unset (or sets to `null`) is the default problem
+ * document: a refused request is never reported as missing, nor, with a body alone, as a success.
  */
 function limitedBy(
   onLimited: RateLimitOptions['onLimited'],
@@ -110,13 +110,15 @@ function limitedBy(
   ctx.status = status;
   const answered = onLimited?.(ctx, decision);
   return answered instanceof Promise
-    ? answered.then(() => problemUnlessAnswered(ctx, decision))
-    : problemUnlessAnswered(ctx, decision);
+    ? answered.then(() => problemUnlessAnswered(ctx, decision, status))
+    : problemUnlessAnswered(ctx, decision, status);
 }
 
-function problemUnlessAnswered(ctx: Context, decision: Decision): void {
+function problemUnlessAnswered(ctx: Context, decision: Decision, status: number): void {
   if (ctx.body !== undefined && ctx.body !== null) return;
   if (ctx.respond === false || ctx.res.headersSent) return;
+  // Koa turns a null body into 204 No Content: a refusal keeps its own status.
+  if (ctx.status === 204) ctx.status = status;
   ctx.set('Content-Type', PROBLEM_CONTENT_TYPE);
   ctx.body = problemBody(decision, ctx.status);
 }

@@ -1,5 +1,5 @@
-import request from 'supertest';
 import { createMemoryStore } from '@sluice/memory';
+import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from '../harness/index.js';
 import { clockAt, collectingLogger, decisionOf, draft11 } from '../helpers.js';

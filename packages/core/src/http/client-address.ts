@@ -74,11 +74,8 @@ export function createClientAddressKey<Req>(
         'WRN_SLUICE_IGNORED_TRUST_PROXY',
         `the framework ignores the app's trust-proxy setting, so the client address is the proxy's and all clients behind it share one key. ${trustAdvice}`,
       );
-    } else if (trust === 'none' && firstOnConnection(request) && request.headers['x-forwarded-for'] !== undefined) {
-      warn(
-        'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR',
-        `a request carries X-Forwarded-For but the app trusts no proxy, so all clients behind a proxy share its key. If the app runs behind a proxy: ${trustAdvice}`,
-      );
+    } else if (firstOnConnection(request)) {
+      warnIfProxyUnread(request, trust, ip, trustAdvice, warn);
     }
     if (ip === undefined || ip === '') {
       warn(
@@ -95,6 +92,53 @@ export function createClientAddressKey<Req>(
     );
     return ip;
   };
+}
+
+/**
+ * Proxy setups the framework cannot see through, each of which leaves every client behind the
+ * proxy on the proxy's key: X-Forwarded-For while no proxy is trusted; X-Forwarded-For from a
+ * peer the trusted-proxy list leaves out (the framework stops at the socket's address, while the
+ * proxy's own entry, last in the header, is not that address); or only `Forwarded` or
+ * `X-Real-IP`, which none of the frameworks reads.
+ */
+function warnIfProxyUnread(
+  request: IncomingMessage,
+  trust: ProxyTrust,
+  ip: string | undefined,
+  trustAdvice: string,
+  warn: WarnOnce,
+): void {
+  const { headers } = request;
+  const forwardedFor = headers['x-forwarded-for'];
+  if (forwardedFor === undefined) {
+    const unread =
+      headers.forwarded !== undefined ? 'Forwarded' : headers['x-real-ip'] !== undefined ? 'X-Real-IP' : '';
+    if (unread === '') return;
+    warn(
+      'WRN_SLUICE_UNREAD_PROXY_HEADER',
+      `a request carries ${unread} but no X-Forwarded-For, the only header the framework reads the client address from, so all clients behind that proxy share its key. Make the proxy send X-Forwarded-For, and ${trustAdvice}`,
+    );
+  } else if (trust === 'none') {
+    warn(
+      'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR',
+      `a request carries X-Forwarded-For but the app trusts no proxy, so all clients behind a proxy share its key. If the app runs behind a proxy: ${trustAdvice}`,
+    );
+  } else if (
+    ip !== undefined &&
+    ip === (socketOf(request) as { remoteAddress?: string } | undefined)?.remoteAddress &&
+    lastHop(forwardedFor) !== ip
+  ) {
+    warn(
+      'WRN_SLUICE_UNTRUSTED_PROXY',
+      `a request from ${ip} carries X-Forwarded-For, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
+    );
+  }
+}
+
+/** The right-most entry of X-Forwarded-For: the address the nearest proxy saw. */
+function lastHop(forwardedFor: string | string[]): string {
+  const chain = String(forwardedFor);
+  return chain.slice(chain.lastIndexOf(',') + 1).trim();
 }
 
 /**

@@ -65,7 +65,7 @@ export function createHttpLimiter<Req, Res>(
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
   const wrap = (limiter: Limiter): Entry => ({
     limiter,
-    headers: createHeaderWriter(limiter.policies, checked.headers, clock),
+    headers: createHeaderWriter(limiter.policies, checked.headers, clock, warn),
     consume: synchronousPathOf(limiter) as SynchronousPath,
   });
   if (policiesFor === undefined && typeof checked.cost === 'number') checkCostCanPass(checked.cost, base);

@@ -7,13 +7,18 @@ import type { WarnOnce } from './warnings.js';
  * so an error names the function that returned it rather than an option of the limiter.
  */
 
-/** A key as the store takes it: a string as is, a whole number (a numeric user id) as its decimal string. */
+/**
+ * A key as the store takes it: a string as is, a whole number (a numeric user id) as its
+ * decimal string. An empty string is refused like `undefined`: it comes from a missing header
+ * or claim (`req.get('x-api-key') ?? ''`), and as a key it would put everyone it reaches on one
+ * shared quota.
+ */
 export function keyFromUser(value: unknown): string {
-  if (typeof value === 'string') return value;
+  if (typeof value === 'string' && value !== '') return value;
   if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
   throw new SluiceError(
     'ERR_SLUICE_INVALID_KEY',
-    `[sluice] Your \`key\` function returned ${describe(value)} for this request; it must return a string (a whole number is taken as its decimal string).`,
+    `[sluice] Your \`key\` function returned ${describe(value)} for this request; it must return a non-empty string (a whole number is taken as its decimal string).`,
   );
 }
 

@@ -1,6 +1,7 @@
 import { invalid, SluiceError } from '../../errors.js';
 import type { Decision, Policy } from '../../types.js';
 import { sfString } from '../structured-fields.js';
+import type { WarnOnce } from '../warnings.js';
 import { draft6Fields } from './draft-6.js';
 import { draft7PolicyField, draft7RateLimitField } from './draft-7.js';
 import { draft11PolicyField, draft11RateLimitField } from './draft-11.js';
@@ -45,7 +46,27 @@ export function lookupName(name: string): string {
 
 const standards: readonly unknown[] = ['draft-11', 'draft-7', 'draft-6', false];
 
+/**
+ * The drafts the middleware of this process speak. Two drafts cannot share one `RateLimit`
+ * field (draft-7's is a Dictionary, draft-11's a List), so once a second one is configured each
+ * request records the draft that wrote on it first (`draftOnRequest`); until then, as in most
+ * apps, writing costs no look-up.
+ */
+const draftsInUse = new Set<StandardHeaders>();
+let mixedDrafts = false;
+const draftOnRequest = new WeakMap<object, StandardHeaders>();
+
+/** Validates `headers`; called once per middleware, so it also notes the draft for `draftsInUse`. */
 export function checkHeaders(value: unknown): ResolvedHeaders {
+  const checked = checkedHeaders(value);
+  if (checked.standard !== false) {
+    draftsInUse.add(checked.standard);
+    mixedDrafts = draftsInUse.size > 1;
+  }
+  return checked;
+}
+
+function checkedHeaders(value: unknown): ResolvedHeaders {
   if (value === undefined) return { standard: 'draft-11', legacy: false };
   if (typeof value !== 'object' || value === null) {
     invalid(
@@ -84,11 +105,15 @@ export interface HeaderWriter {
   write<Res>(decision: Decision, res: Res, target: HeaderTarget<Res>, request: object): void;
 }
 
-/** Serialises once what never changes for a limiter (its policy field, its quoted names). */
+/**
+ * Serialises once what never changes for a limiter (its policy field, its quoted names).
+ * `warn` reports a request on which another limiter wrote another draft first.
+ */
 export function createHeaderWriter(
   policies: readonly Policy[],
   options: ResolvedHeaders,
   clock: () => number,
+  warn?: WarnOnce,
 ): HeaderWriter {
   const { standard, legacy } = options;
   const policyField =
@@ -96,19 +121,39 @@ export function createHeaderWriter(
   const quotedNames = policies.map((p) => sfString(p.name));
   const hasHeadline = legacy || standard === 'draft-7' || standard === 'draft-6';
 
+  /**
+   * Whether this limiter's draft may write on the request: the first draft written keeps the
+   * fields, since mixing two would replace the other's items or leave a field no parser reads.
+   */
+  const speaksOn = (request: object): boolean => {
+    if (standard === false) return true;
+    const first = draftOnRequest.get(request);
+    if (first === undefined) draftOnRequest.set(request, standard);
+    else if (first !== standard) {
+      warn?.(
+        'WRN_SLUICE_MIXED_HEADER_DRAFTS',
+        `this limiter speaks ${standard} but another limiter wrote ${first} fields on the request first; one response carries one draft's RateLimit fields, so this limiter's are left out. Give every limiter the same \`headers.standard\`.`,
+      );
+      return false;
+    }
+    return true;
+  };
+
   return {
     write(decision, res, target, request) {
       // A store that did not decide gave no figures; inventing some would mislead clients.
       if (decision.reason === 'store-unavailable') return;
-      if (policyField !== undefined) target.appendHeader(res, 'RateLimit-Policy', policyField);
-      if (standard === 'draft-11') target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
+      const speaks = !mixedDrafts || speaksOn(request);
+      if (speaks && policyField !== undefined) target.appendHeader(res, 'RateLimit-Policy', policyField);
+      if (speaks && standard === 'draft-11')
+        target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
       if (!hasHeadline) return;
       const headline = headlineOf(decision);
       const sent = headlines.get(request);
       if (sent !== undefined && !isMoreRestrictive(headline, sent)) return;
       headlines.set(request, headline);
-      if (standard === 'draft-7') target.setHeader(res, 'RateLimit', draft7RateLimitField(headline));
-      if (standard === 'draft-6')
+      if (speaks && standard === 'draft-7') target.setHeader(res, 'RateLimit', draft7RateLimitField(headline));
+      if (speaks && standard === 'draft-6')
         for (const [name, value] of draft6Fields(headline)) target.setHeader(res, name, value);
       if (legacy) for (const [name, value] of legacyFields(headline, clock())) target.setHeader(res, name, value);
     },

@@ -30,8 +30,16 @@ export interface RuleMatchLike {
   readonly key: string;
 }
 
+/** A rule's place in the document: its domain and the descriptor entries leading to it. */
+export interface RulePlaceLike {
+  readonly domain: string;
+  readonly path: readonly { readonly key: string; readonly value?: string }[];
+}
+
 export interface RuleSetLike {
   readonly domains: readonly string[];
+  /** Every rule, for checks of the whole set (`@sluice/rules` lists them; a set without is not checked). */
+  readonly rules?: readonly RulePlaceLike[];
   match(
     domain: string,
     descriptors: readonly (readonly DescriptorEntryLike[])[],

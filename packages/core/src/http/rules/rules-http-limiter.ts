@@ -21,6 +21,7 @@ import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike } from './rule-like.js';
 import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
+import { createRulePathCheck } from './rule-path-spelling.js';
 import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
@@ -88,6 +89,12 @@ export function createRulesHttpLimiter<Req, Res>(
       `the rules hold no domain \`${domain}\` (they hold ${JSON.stringify(domains)}): every request passes uncounted until a reload brings it.`,
     );
   }
+  // Only the built-in `path` is respelt: a `fields.path` gives values as its function makes them.
+  const sendsRulePath =
+    !Object.hasOwn((options.fields ?? {}) as object, 'path') &&
+    (options.descriptors as readonly (readonly string[])[] | undefined)?.some((list) => list.includes('path')) === true;
+  const checkPaths = sendsRulePath ? createRulePathCheck(domain, warn) : undefined;
+  checkPaths?.(current());
   const addressKey = createClientAddressKey(binding, ipv6Subnet, warn);
   const limiterOf = createRuleLimiters(base);
   const writers = new WeakMap<RuleLike, HeaderWriter>();
@@ -95,7 +102,7 @@ export function createRulesHttpLimiter<Req, Res>(
     if (verdict.limiter === undefined) return undefined; // a blocked rule has no quota to describe
     let writer = writers.get(verdict.rule);
     if (writer === undefined) {
-      writer = createHeaderWriter(verdict.limiter.policies, headerOptions, clock);
+      writer = createHeaderWriter(verdict.limiter.policies, headerOptions, clock, warn);
       writers.set(verdict.rule, writer);
     }
     return writer;
@@ -205,6 +212,7 @@ export function createRulesHttpLimiter<Req, Res>(
       remoteAddress: () => addressKey(req, request),
     };
     const rules = current();
+    checkPaths?.(rules);
     const descriptors = await descriptorsOf(req, facts);
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock, true);

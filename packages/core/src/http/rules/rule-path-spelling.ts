@@ -1,0 +1,40 @@
+import type { WarnOnce } from '../warnings.js';
+import { rulePath } from './request-descriptors.js';
+import type { RuleSetLike } from './rule-like.js';
+
+/**
+ * How a rule's `path` value must be written to match: `rulePath`'s spelling of a request's
+ * path, each `*` wildcard kept where it stands. A value that starts with a wildcard may leave
+ * the leading slash to it.
+ */
+export function rulePathValue(value: string): string {
+  // A placeholder no path spelling changes stands for each wildcard while the rest is respelt.
+  const form = rulePath(value.replaceAll('*', '\0')).replaceAll('\0', '*');
+  return value.startsWith('*') && form.startsWith('/*') ? form.slice(1) : form;
+}
+
+/**
+ * Warns, once per value, of `path` values in the domain's rules that no request's `path` can
+ * equal (`/Login`, `/login/`): such a rule never matches and leaves that path unlimited. Each
+ * rule set is read once, when it first comes into force: at start-up and after each reload.
+ */
+export function createRulePathCheck(domain: string, warn: WarnOnce): (rules: RuleSetLike) => void {
+  let checked: RuleSetLike | undefined;
+  return (rules) => {
+    if (rules === checked) return;
+    checked = rules;
+    for (const rule of rules.rules ?? []) {
+      if (rule.domain !== domain) continue;
+      for (const { key, value } of rule.path) {
+        if (key !== 'path' || value === undefined) continue;
+        const written = rulePathValue(value);
+        if (written === value) continue;
+        warn(
+          'WRN_SLUICE_RULE_PATH_SPELLING',
+          `a rule's \`path\` value ${JSON.stringify(value)} can never match: request paths are compared decoded, in lower case, without repeated slashes, dot segments or a trailing slash. Write ${JSON.stringify(written)}.`,
+          value,
+        );
+      }
+    }
+  };
+}

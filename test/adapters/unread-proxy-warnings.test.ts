@@ -1,0 +1,82 @@
+import type { AddressInfo } from 'node:net';
+import { rateLimit as expressRateLimit } from '@sluice/express';
+import { rateLimitPlugin } from '@sluice/fastify';
+import express from 'express';
+import Fastify from 'fastify';
+import request from 'supertest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { harnesses, type RunningApp } from './harness/index.js';
+import { clockAt, collectingLogger, decisionOf } from './helpers.js';
+
+const oneEach = { algorithm: 'fixed-window', limit: 1, window: '1m' } as const;
+
+// Regression: a proxy the frameworks cannot read through (one that sends only `Forwarded` or
+// `X-Real-IP`) left every client on the proxy's key without a word.
+describe.each(harnesses)('$name: a proxy header the framework does not read', (harness) => {
+  let app: RunningApp | undefined;
+  afterEach(() => app?.close());
+
+  it.each([
+    ['Forwarded', 'none', 'for=203.0.113.7;proto=https'],
+    ['X-Real-IP', 'none', '203.0.113.7'],
+    ['Forwarded', 'loopback', 'for=203.0.113.7'],
+    ['X-Real-IP', 'loopback', '203.0.113.7'],
+  ] as const)('%s alone (trusting %s) warns once, with a code', async (name, trust, value) => {
+    const logger = collectingLogger();
+    app = await harness.start({
+      trust,
+      limits: [{ ...oneEach, logger, clock: clockAt(0) }],
+    });
+    expect(decisionOf(await request(app.url).get('/').set(name, value).expect(200)).key).toBe('127.0.0.1');
+    await request(app.url).get('/').set(name, '203.0.113.8').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_UNREAD_PROXY_HEADER']);
+    expect(logger.messages[0]).toContain(name);
+  });
+
+  it('says nothing when X-Forwarded-For comes with it from a trusted proxy', async () => {
+    const logger = collectingLogger();
+    app = await harness.start({ trust: 'loopback', limits: [{ ...oneEach, logger, clock: clockAt(0) }] });
+    await request(app.url).get('/').set('X-Real-IP', '203.0.113.7').set('X-Forwarded-For', '203.0.113.7').expect(200);
+    expect(logger.messages).toEqual([]);
+  });
+});
+
+// Regression: a trusted-proxy list that misses the real proxy left every client behind it on the
+// proxy's key without a word.
+describe('a trust-proxy list that misses the proxy', () => {
+  let close: (() => Promise<unknown>) | undefined;
+  afterEach(() => close?.());
+
+  const serveExpress = async (logger: ReturnType<typeof collectingLogger>) => {
+    const app = express();
+    app.set('trust proxy', '10.0.0.1');
+    app.use(expressRateLimit({ ...oneEach, logger, clock: clockAt(0) }));
+    app.get('/', (req, res) => res.json({ key: req.rateLimit?.key }));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    close = () => new Promise((resolve) => server.close(resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+
+  const serveFastify = async (logger: ReturnType<typeof collectingLogger>) => {
+    const app = Fastify({ trustProxy: '10.0.0.1' });
+    await app.register(rateLimitPlugin, { ...oneEach, logger, clock: clockAt(0) });
+    app.get('/', async (req) => ({ key: req.rateLimit?.key }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    close = () => app.close();
+    return `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+  };
+
+  it.each([
+    ['express', serveExpress],
+    ['fastify', serveFastify],
+  ])('%s: warns once, naming the proxy the setting does not trust', async (_name, serve) => {
+    const logger = collectingLogger();
+    const url = await serve(logger);
+    const res = await request(url).get('/').set('X-Forwarded-For', '203.0.113.7').expect(200);
+    expect(res.body.key).toBe('127.0.0.1');
+    await request(url).get('/').set('X-Forwarded-For', '203.0.113.8').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_UNTRUSTED_PROXY']);
+    expect(logger.messages[0]).toContain('127.0.0.1');
+  });
+});
