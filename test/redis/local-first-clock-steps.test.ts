@@ -21,7 +21,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a clock stepped for
   let client: Redis;
 
   beforeAll(async () => {
-    server = await startRedisServer([], 7310);
+    server = await startRedisServer();
     client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     await client.ping();
   });

@@ -22,7 +22,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged
   let admin: Redis;
 
   beforeAll(async () => {
-    server = await startRedisServer([], 7311);
+    server = await startRedisServer();
     admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     await admin.ping();
   });

@@ -27,30 +27,59 @@ export interface ClientCounts {
   readonly namespace: string;
   readonly key: string;
   readonly policies: readonly Policy[];
-  /** This process's number for the policy set: its field in the window keys. */
+  /** This process's number for the policy set: with `incarnation`, its field in the window keys. */
   readonly policySet: number;
+  /** This process's number for this client's counts: a client forgotten and met again counts anew. */
+  readonly incarnation: number;
   /** The hash slot of the client's keys (0 off a cluster): Redis is reached or not per slot. */
   readonly slot: number;
   readonly counts: PolicyCounts[];
   /** The latest `now` a decision used: syncs pick their windows by it (an injected clock works). */
   lastNow: number;
-  /** Decided on since the last sync: read back at the next one even with nothing to write. */
+  // The client table's bookkeeping (client-table.ts).
+  /** Decided on since the last sync: on the table's touched list, written and read at the next one. */
   touched: boolean;
-  /** Idle through a whole sync: its view is old, so it is read again before it decides. */
-  stale: boolean;
+  /** The sync round it was last decided or read in: idle through a whole round, it is read again before it decides. */
+  round: number;
+  /** Forgotten by the table: whatever still holds it must neither write it nor keep it. */
+  gone: boolean;
+  /** Its ending while its counts are all written (`endings`); undefined otherwise. */
+  ending: Ending | undefined;
+  /** Its neighbours on the one list it is on: the touched list (`next` only) or its ending. */
+  prev: ClientCounts | undefined;
+  next: ClientCounts | undefined;
 }
 
-export function newClientCounts(request: StoreRequest, now: number, policySet = 0, slot = 0): ClientCounts {
+/** The written clients whose windows are all over by `endsAt`, least recently used first. */
+export interface Ending {
+  readonly endsAt: number;
+  first: ClientCounts | undefined;
+  last: ClientCounts | undefined;
+}
+
+export function newClientCounts(
+  request: StoreRequest,
+  now: number,
+  policySet = 0,
+  slot = 0,
+  incarnation = 0,
+): ClientCounts {
   return {
     namespace: request.namespace,
     key: request.key,
     policies: request.policies,
     policySet,
+    incarnation,
     slot,
     counts: request.policies.map(() => ({ view: undefined, window: -1, current: 0, previous: 0 })),
     lastNow: now,
     touched: false,
-    stale: true,
+    // Before any round: read before it decides.
+    round: -2,
+    gone: false,
+    ending: undefined,
+    prev: undefined,
+    next: undefined,
   };
 }
 
@@ -134,7 +163,6 @@ const scaledCapacity = (capacity: number, share: number): number =>
 
 function seen(client: ClientCounts, now: number): void {
   if (now > client.lastNow) client.lastNow = now;
-  client.touched = true;
 }
 
 /** Gives units back to this process's count of the current window (never below zero). */
@@ -147,7 +175,6 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
     if (given > 0) charge(counts, window, -given);
     counts.view = algorithms[policy.algorithm].refund(counts.view, policy, request.capacities[i] as number, given, now);
   }
-  client.touched = true;
 }
 
 export const windowOf = (policy: Policy, now: number): number => Math.floor(now / policy.windowMs);
@@ -166,12 +193,20 @@ const viewedWindow = (counts: PolicyCounts): number => (counts.view === undefine
 export const firstKeptWindow = (policy: Policy, now: number): number =>
   windowOf(policy, now) - (policy.algorithm === 'sliding-window-counter' ? 1 : 0);
 
-/** True when no window this process counted or decided in is read any more (its totals included). */
-export function isOver(client: ClientCounts, now: number): boolean {
-  return client.policies.every((policy, i) => {
+/**
+ * The time from which no window this process counted or decided in is read any more (its
+ * totals included): `firstKeptWindow` has passed every one of them.
+ */
+export function overAt(client: ClientCounts): number {
+  let at = 0;
+  for (let i = 0; i < client.policies.length; i++) {
+    const policy = client.policies[i] as Policy;
     const counts = client.counts[i] as PolicyCounts;
-    return Math.max(counts.window, viewedWindow(counts)) < firstKeptWindow(policy, now);
-  });
+    const last = Math.max(counts.window, viewedWindow(counts));
+    const read = policy.algorithm === 'sliding-window-counter' ? 2 : 1;
+    at = Math.max(at, (last + read) * policy.windowMs);
+  }
+  return at;
 }
 
 /** Adds `units` to this process's count of `window`; a window older than the one before the latest is not kept. */

@@ -1,18 +1,14 @@
 import type { ClientCounts } from './client-counts.js';
 
-export interface FirstReads {
-  /** Resolves once the client's counts have been read from Redis, or could not be. */
-  read(counts: ClientCounts): Promise<void>;
-  /** True while the client's read is on the way. */
-  pending(counts: ClientCounts): boolean;
-}
-
 /**
  * Reads new and idle clients' counts in one exchange per event-loop turn (`reconcile`, which
  * batches per slot as a sync does): a burst of first requests costs a few calls, not one each.
- * A client asked for twice before its read lands waits for the same read.
+ * A client asked for twice before its read lands waits for the same read. The promise resolves
+ * once the counts have been read from Redis, or could not be.
  */
-export function createFirstReads(reconcile: (targets: ClientCounts[]) => Promise<void>): FirstReads {
+export function createFirstReads(
+  reconcile: (targets: ClientCounts[]) => Promise<void>,
+): (counts: ClientCounts) => Promise<void> {
   const loading = new Map<ClientCounts, Promise<void>>();
   let batch: ClientCounts[] = [];
   let batchRead: Promise<void> | undefined;
@@ -27,10 +23,7 @@ export function createFirstReads(reconcile: (targets: ClientCounts[]) => Promise
         reconcile(targets)
           .catch(() => {})
           .finally(() => {
-            for (const target of targets) {
-              target.stale = false;
-              loading.delete(target);
-            }
+            for (const target of targets) loading.delete(target);
             resolve();
           });
       });
@@ -38,15 +31,12 @@ export function createFirstReads(reconcile: (targets: ClientCounts[]) => Promise
     return batchRead;
   };
 
-  return {
-    read(counts) {
-      let read = loading.get(counts);
-      if (read === undefined) {
-        read = readSoon(counts);
-        loading.set(counts, read);
-      }
-      return read;
-    },
-    pending: (counts) => loading.has(counts),
+  return (counts) => {
+    let read = loading.get(counts);
+    if (read === undefined) {
+      read = readSoon(counts);
+      loading.set(counts, read);
+    }
+    return read;
   };
 }

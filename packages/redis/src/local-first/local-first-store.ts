@@ -12,12 +12,11 @@ import {
   type ClientCounts,
   decideLocally,
   decideOneLocally,
-  isOver,
-  newClientCounts,
   refundLocally,
   reusedReply,
   windowOf,
 } from './client-counts.js';
+import { createClientTable } from './client-table.js';
 import { createFirstReads } from './first-reads.js';
 import { type CheckedLocalFirst, checkLocalFirstPolicies } from './options.js';
 import { createReachability } from './reachability.js';
@@ -30,7 +29,7 @@ export interface LocalFirstParts {
   refund(request: StoreRequest): Promise<void>;
   reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
   checkPolicies(policies: readonly Policy[]): void;
-  /** Reconciles with Redis now: writes every count, reads the fleet's back. */
+  /** Reconciles with Redis now: writes every count changed since the last sync, reads the fleet's back. */
   sync(): Promise<void>;
   /** Stops the sync timer after one last sync. */
   close(): Promise<void>;
@@ -44,21 +43,19 @@ export interface LocalFirstParts {
 export function createLocalFirst(
   client: RedisClient,
   prefix: string,
-  { syncIntervalMs, outageShare }: CheckedLocalFirst,
+  { syncIntervalMs, outageShare, maxKeys }: CheckedLocalFirst,
   logger: Logger,
 ): LocalFirstParts {
   const { windowKey, slotOf, exchange } = createSyncExchange(client, prefix);
   const reachability = createReachability(outageShare, logger);
   const { record, shareOf } = reachability;
-  // Per policy set, not per limiter: limiters given the same prefix and policies share a count
-  // on purpose, and a reload's new limiter keeps every client's. Then by namespace and client
-  // key, in levels: a `namespace|key` string built per decision would cost the decision more
-  // than its count.
-  const policySets = new Map<string, PolicySet>();
-  const setOfPolicies = new WeakMap<readonly Policy[], PolicySet>();
   let running: Promise<void> | undefined;
   /** The calls of the last sync still unanswered (timed out, not yet failed). */
   let draining: Promise<unknown> | undefined;
+  /** Tells whoever waits for the next sync's end whether it went through. */
+  let syncEnded: ((reached: boolean) => void) | undefined;
+  let nextSyncEnd: Promise<boolean> | undefined;
+  let closed = false;
   /**
    * The time the latest decision used: a client whose windows are all older is forgotten. The
    * latest decision's, not the largest ever seen: after a clock stepped forward and back, the
@@ -68,142 +65,103 @@ export function createLocalFirst(
   // Each call of a sync is bounded: one that hangs (a silent Redis) counts as failed.
   const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
 
-  const policySetOf = (policies: readonly Policy[]): PolicySet => {
-    let set = setOfPolicies.get(policies);
-    if (set === undefined) {
-      const signature = policies.map((policy) => `${policy.slot}@${policy.version}`).join(',');
-      set = policySets.get(signature);
-      if (set === undefined) {
-        set = { number: policySets.size, namespaces: new Map() };
-        policySets.set(signature, set);
-      }
-      setOfPolicies.set(policies, set);
-    }
-    return set;
-  };
+  const table = createClientTable(maxKeys, syncIntervalMs, () => {
+    // No sync comes after `close()`.
+    if (closed) return Promise.resolve(false);
+    nextSyncEnd ??= new Promise((resolve) => {
+      syncEnded = resolve;
+    });
+    return nextSyncEnd;
+  });
 
   // A slot whose last call failed is not read: each new client there would wait out the whole
   // timeout, and a frozen Redis would be sent one more call every turn of the event loop. Its
   // clients decide as in an outage, and the syncs, which keep trying, write and read them.
-  const firstReads = createFirstReads(async (targets) => {
+  const readFirst = createFirstReads(async (targets) => {
     const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
+    // Its clients are decided on next, which puts them on the touched list, written or not.
     record(await exchange(reachable, latestNow, syncTimeoutMs).outcome);
   });
-
-  /** The touched clients whose windows still matter; forgets the others' over windows. */
-  const syncTargets = (): ClientCounts[] => {
-    const targets: ClientCounts[] = [];
-    // While a slot is down, the slots that still hold a client (see `keepOnly`).
-    const inUse = reachability.anyDown() ? new Set<number>() : undefined;
-    for (const { namespaces } of policySets.values()) {
-      for (const [namespace, clients] of namespaces) {
-        for (const [key, counts] of clients) {
-          // Every window it counted in is over, written or not (a failed sync's): the next
-          // request starts afresh, and memory does not grow through an outage. One whose own
-          // read is on the way is left to it.
-          const loads = firstReads.pending(counts);
-          if (!loads && isOver(counts, latestNow)) {
-            clients.delete(key);
-            continue;
-          }
-          inUse?.add(counts.slot);
-          if (loads) continue;
-          if (counts.touched) targets.push(counts);
-          // Idle: kept for its totals, but read again before it decides.
-          else counts.stale = true;
-        }
-        if (clients.size === 0) namespaces.delete(namespace);
-      }
-    }
-    if (inUse !== undefined) reachability.keepOnly(inUse);
-    // A map deleted above may be the one `clientsOf` remembers; it is found again when next asked.
-    lastPolicies = undefined;
-    return targets;
-  };
 
   const syncOnce = async (): Promise<void> => {
     // Never two syncs' calls at once: a Redis too slow for one would only be sent more.
     if (draining !== undefined) await withTimeout(() => draining as Promise<unknown>, syncTimeoutMs);
-    const targets = syncTargets();
+    const targets = table.takeTouched(latestNow);
+    // While a slot is down, those that no longer hold a client are forgotten (see `keepOnly`).
+    if (reachability.anyDown()) reachability.keepOnly(table.slotsInUse);
     if (targets.length === 0) return;
     const { outcome, drained } = exchange(targets, latestNow, syncTimeoutMs);
     const watched = drained.finally(() => {
       if (draining === watched) draining = undefined;
     });
     draining = watched;
-    record(await outcome);
+    const result = await outcome;
+    for (const counts of result.unwritten) table.touch(counts);
+    table.written(targets);
+    record(result);
   };
 
   const sync = (): Promise<void> => {
     if (running !== undefined) return running;
     running = syncOnce()
-      .catch((cause: unknown) => {
-        // One code for a sync Redis did not take, whichever way it failed (README, Local-first).
-        throw new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] A local-first sync failed: ${String(cause)}`, {
-          cause,
-        });
-      })
+      .then(
+        () => endSync(true),
+        (cause: unknown) => {
+          endSync(false);
+          // One code for a sync Redis did not take, whichever way it failed (README, Local-first).
+          throw new SluiceError(
+            'ERR_SLUICE_STORE_UNAVAILABLE',
+            `[sluice] A local-first sync failed: ${String(cause)}`,
+            {
+              cause,
+            },
+          );
+        },
+      )
       .finally(() => {
         running = undefined;
       });
     return running;
   };
+  const endSync = (reached: boolean): void => {
+    const ended = syncEnded;
+    syncEnded = undefined;
+    nextSyncEnd = undefined;
+    ended?.(reached);
+  };
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
   timer.unref();
 
-  // The clients of the last limiter and namespace asked for: an app's limiter asks with the
-  // same two every time, and two map lookups cost a decision more than its count does.
-  let lastPolicies: readonly Policy[] | undefined;
-  let lastNamespace = '';
-  let lastClients: Map<string, ClientCounts> | undefined;
-
-  /** The limiter's clients under the request's namespace, if any are known here. */
-  const clientsOf = (request: StoreRequest): Map<string, ClientCounts> | undefined => {
-    if (request.policies !== lastPolicies || request.namespace !== lastNamespace) {
-      const clients = setOfPolicies.get(request.policies)?.namespaces.get(request.namespace);
-      if (clients === undefined) return undefined;
-      lastPolicies = request.policies;
-      lastNamespace = request.namespace;
-      lastClients = clients;
-    }
-    return lastClients;
-  };
-
-  /** Counts that can decide now: known here and read since the client was idle. */
-  const ready = (counts: ClientCounts | undefined) => (counts === undefined || counts.stale ? undefined : counts);
-
   /** The client's counts when they can decide now, for a request whose key is safe. */
-  const freshClient = (request: StoreRequest): ClientCounts | undefined => ready(clientsOf(request)?.get(request.key));
+  const freshClient = (request: StoreRequest): ClientCounts | undefined => {
+    const counts = table.clientsOf(request)?.get(request.key);
+    return counts !== undefined && table.isFresh(counts) ? counts : undefined;
+  };
 
   /** `freshClient` for a key as the caller gave it (`decideAtOnce`): made safe unless held as it is. */
   const freshGivenClient = (request: StoreRequest): ClientCounts | undefined => {
-    const clients = clientsOf(request);
+    const clients = table.clientsOf(request);
     if (clients === undefined) return undefined;
     const given = request.key;
-    const held = safeWhenHeld(given) ? clients.get(given) : undefined;
-    if (held !== undefined) return ready(held);
-    const key = storeKey(given);
-    return key === given ? undefined : ready(clients.get(key));
+    let counts = safeWhenHeld(given) ? clients.get(given) : undefined;
+    if (counts === undefined) {
+      const key = storeKey(given);
+      if (key === given) return undefined;
+      counts = clients.get(key);
+    }
+    return counts !== undefined && table.isFresh(counts) ? counts : undefined;
   };
 
   /** A new or idle client's counts, once the fleet's have been read (or could not be). */
   const loadClient = async (request: StoreRequest, now: number): Promise<ClientCounts> => {
-    const set = policySetOf(request.policies);
-    let clients = set.namespaces.get(request.namespace);
-    if (clients === undefined) {
-      clients = new Map<string, ClientCounts>();
-      set.namespaces.set(request.namespace, clients);
-    }
-    let counts = clients.get(request.key);
-    if (counts === undefined) {
-      counts = newClientCounts(request, now, set.number, slotOf(request.namespace, request.key));
-      clients.set(request.key, counts);
-    }
+    const counts = await table.admit(request, now, () => slotOf(request.namespace, request.key));
     // An idle client's read is of the windows this request falls in, not of those it last used.
     if (now > counts.lastNow) counts.lastNow = now;
+    table.hold(counts);
     // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
     // from what this process knows.
-    await firstReads.read(counts);
+    await readFirst(counts);
+    table.touch(counts);
     return counts;
   };
 
@@ -228,8 +186,12 @@ export function createLocalFirst(
       if (counts === undefined) return undefined;
       try {
         const now = decisionTime(request);
-        if (request.policies.length === 1) return decideOneLocally(counts, request, now, shareOf(counts.slot), atOnce);
-        return decideLocally(counts, request, now, shareOf(counts.slot));
+        const reply =
+          request.policies.length === 1
+            ? decideOneLocally(counts, request, now, shareOf(counts.slot), atOnce)
+            : decideLocally(counts, request, now, shareOf(counts.slot));
+        if (!counts.touched) table.touch(counts);
+        return reply;
       } catch {
         // `consume` meets the same failure under the limiter's store-error policy.
         return undefined;
@@ -240,7 +202,9 @@ export function createLocalFirst(
       const counts = freshClient(request);
       if (counts !== undefined) {
         try {
-          return Promise.resolve(decideLocally(counts, request, now, shareOf(counts.slot)));
+          const reply = decideLocally(counts, request, now, shareOf(counts.slot));
+          table.touch(counts);
+          return Promise.resolve(reply);
         } catch (error) {
           return Promise.reject(error);
         }
@@ -249,12 +213,13 @@ export function createLocalFirst(
     },
     async refund(request) {
       const now = request.now ?? Date.now();
-      refundLocally(await clientOf(request, now), request, now);
+      const counts = await clientOf(request, now);
+      refundLocally(counts, request, now);
+      table.touch(counts);
     },
     async reset(namespace, key, policies) {
-      const clients = setOfPolicies.get(policies)?.namespaces.get(namespace);
-      const counts = clients?.get(key);
-      clients?.delete(key);
+      const counts = table.find(namespace, key, policies);
+      if (counts !== undefined) table.forget(counts);
       // A reset carries no clock: the windows are those of the client's last decision here, or
       // of the latest decision this store made (an injected clock's time), or the host's.
       const now = counts?.lastNow ?? (latestNow > 0 ? latestNow : Date.now());
@@ -271,15 +236,10 @@ export function createLocalFirst(
     sync,
     async close() {
       clearInterval(timer);
+      // Whoever waits for room waits for this last sync at most.
+      closed = true;
       await running?.catch(() => {});
       await sync();
     },
   };
-}
-
-/** Every limiter's clients with one set of policies, by namespace and client key. */
-interface PolicySet {
-  /** The set's number in this process, part of its field in Redis. */
-  readonly number: number;
-  readonly namespaces: Map<string, Map<string, ClientCounts>>;
 }

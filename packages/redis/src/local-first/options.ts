@@ -1,4 +1,4 @@
-import { type Policy, SluiceError } from '@sluice/core';
+import { DEFAULT_MAX_KEYS, type Policy, SluiceError } from '@sluice/core';
 
 export interface LocalFirstOptions {
   /** How often this process writes its counts to Redis and reads the fleet's back, in ms (5 to 60000). */
@@ -8,14 +8,20 @@ export interface LocalFirstOptions {
    * from 0 (exclusive) to 1. With N processes, `1 / N` keeps the fleet within the limit. @default 1
    */
   outageShare?: number;
+  /**
+   * The most clients this process keeps (1 to 2^30). When full, it forgets the least recently
+   * used one whose counts Redis holds, which is read again at its next request. @default 100000
+   */
+  maxKeys?: number;
 }
 
 export interface CheckedLocalFirst {
   syncIntervalMs: number;
   outageShare: number;
+  maxKeys: number;
 }
 
-const names = new Set(['syncIntervalMs', 'outageShare']);
+const names = new Set(['syncIntervalMs', 'outageShare', 'maxKeys']);
 
 export function checkLocalFirst(options: unknown): CheckedLocalFirst {
   if (typeof options !== 'object' || options === null) {
@@ -27,11 +33,11 @@ export function checkLocalFirst(options: unknown): CheckedLocalFirst {
     if (!names.has(name)) {
       throw new SluiceError(
         'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown local-first option \`${name}\`; the options are \`syncIntervalMs\` and \`outageShare\`.`,
+        `[sluice] Unknown local-first option \`${name}\`; the options are \`syncIntervalMs\`, \`outageShare\` and \`maxKeys\`.`,
       );
     }
   }
-  const { syncIntervalMs, outageShare = 1 } = options as Partial<LocalFirstOptions>;
+  const { syncIntervalMs, outageShare = 1, maxKeys = DEFAULT_MAX_KEYS } = options as Partial<LocalFirstOptions>;
   if (
     typeof syncIntervalMs !== 'number' ||
     !Number.isInteger(syncIntervalMs) ||
@@ -47,7 +53,12 @@ export function checkLocalFirst(options: unknown): CheckedLocalFirst {
       `Option \`localFirst.outageShare\` must be a number above 0 and at most 1; received ${String(outageShare)}.`,
     );
   }
-  return { syncIntervalMs, outageShare };
+  if (typeof maxKeys !== 'number' || !Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 2 ** 30) {
+    throw invalid(
+      `Option \`localFirst.maxKeys\` must be a whole number of clients from 1 to 2^30; received ${String(maxKeys)}.`,
+    );
+  }
+  return { syncIntervalMs, outageShare, maxKeys };
 }
 
 /**

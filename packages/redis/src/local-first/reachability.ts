@@ -2,7 +2,7 @@ import type { Logger } from '@sluice/core';
 import type { ExchangeOutcome } from './sync-exchange.js';
 
 /** Hash slots of a Redis Cluster; a standalone Redis is slot 0. */
-const SLOTS = 16_384;
+export const SLOTS = 16_384;
 
 /**
  * Which hash slots Redis answered for at their last call. A client on a slot whose call failed
@@ -24,7 +24,7 @@ export function createReachability(outageShare: number, logger: Logger) {
   };
 
   /** Records what an exchange learnt; throws its first failure, if any. */
-  const record = ({ answered, failed }: ExchangeOutcome): void => {
+  const record = ({ answered, failed }: Pick<ExchangeOutcome, 'answered' | 'failed'>): void => {
     const wasDown = downCount > 0;
     for (const slot of answered) if (!failed.has(slot)) clear(slot);
     let first: unknown;
@@ -57,7 +57,7 @@ export function createReachability(outageShare: number, logger: Logger) {
    * would stay in an outage (its next one unannounced). A new client there is read first and
    * finds out again. Nothing is logged: Redis has not answered there.
    */
-  const keepOnly = (inUse: ReadonlySet<number>): void => {
+  const keepOnly = (inUse: { has(slot: number): boolean }): void => {
     for (let slot = 0; slot < SLOTS && downCount > 0; slot++) if (!inUse.has(slot)) clear(slot);
   };
 

@@ -44,6 +44,8 @@ interface Call {
 export interface ExchangeOutcome {
   answered: Set<number>;
   failed: Map<number, unknown>;
+  /** Clients of the calls that failed or were not sent: their totals are written at the next sync. */
+  unwritten: ClientCounts[];
 }
 
 /** A local-first store's exchange with Redis: its window keys, and the sync of some clients' counts. */
@@ -59,8 +61,10 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     `${prefix}lf:{${namespace}|${key}}:${policy.slot}@${policy.windowMs}:${window}`;
   // Limiters with the same policies share one count per client here (`policySet`), so one field
   // per process and policy set: two sets meeting in a key (a rules reload) each keep their own
-  // total, where one field would hold whichever wrote last.
-  const fieldOf = (counts: ClientCounts) => `${processId}:${counts.policySet}`;
+  // total, where one field would hold whichever wrote last. And one per time this process met
+  // the client (`incarnation`): met again after it was forgotten, it counts from 0 beside the
+  // total it wrote before, never over it.
+  const fieldOf = (counts: ClientCounts) => `${processId}:${counts.policySet}:${counts.incarnation}`;
   /** The hash slot of every key of a client (they share its hash tag); 0 off a cluster. */
   const slotOf = (namespace: string, key: string) => (onCluster ? clientSlot(namespace, key) : 0);
 
@@ -69,7 +73,6 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const open = new Map<number, Call>();
     const calls: Call[] = [];
     for (const counts of targets) {
-      counts.touched = false;
       const field = fieldOf(counts);
       counts.policies.forEach((policy, i) => {
         const own = counts.counts[i] as PolicyCounts;
@@ -126,7 +129,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     timeoutMs: number,
   ): { outcome: Promise<ExchangeOutcome>; drained: Promise<unknown> } => {
     const calls = callsFor(targets, latestNow);
-    const result: ExchangeOutcome = { answered: new Set(), failed: new Map() };
+    const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: [] };
     const sent: Promise<unknown>[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -148,7 +151,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
         }
         // Failed, or not sent after its slot failed: the totals are kept and written again at
         // the next sync, which counts them once.
-        for (const slice of call.slices) slice.client.touched = true;
+        for (const slice of call.slices) result.unwritten.push(slice.client);
       }
     };
     const send = async (call: Call, expired: () => boolean): Promise<void> => {

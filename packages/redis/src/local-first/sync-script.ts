@@ -7,8 +7,8 @@ import type { RedisClient } from '../client.js';
  * idempotent: a call whose reply was lost is sent again with the same (or a larger) total and
  * counts once.
  *
- * KEYS: window hashes, one slot. ARGV: per key its field ('<process id>:<version>'), its total
- * and the key's expiry in ms. Reply: per key the sum over every field, this one's included.
+ * KEYS: window hashes, one slot. ARGV: per key its field ('<process id>:<policy set>:<incarnation>'),
+ * its total and the key's expiry in ms. Reply: per key the sum over every field, this one's included.
  *
  * What sluice never writes there reads as no count, as a damaged decision key reads as no
  * state: a key of another type is replaced, a field that is no whole number from 0 to 2^53 adds
