@@ -1,10 +1,11 @@
 import { createLimiter, isSluiceError } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { hasRedisServer } from '../helpers/redis-server.js';
 import { watchUnhandledRejections } from './fault-harness.js';
+import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 /** A sync call's bound at this interval (4 × T, at least 200 ms). */
@@ -17,21 +18,10 @@ const codeOf = (error: unknown) => (isSluiceError(error) ? error.code : String(e
 // cannot take the last sync; a sync that timed out rejected with a bare Error of no code, and
 // one Redis refused with its own ReplyError.
 describe.skipIf(target.skip)('Redis store, local-first mode: close() when Redis cannot take the last sync', () => {
-  let server: RedisServer;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    await admin.ping();
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
-  });
+  const redis = privateRedis();
 
   async function appProcess(prefix: string) {
-    const client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
+    const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0, retryStrategy: () => 20 });
     client.on('error', () => {});
     const store = createRedisStore({ client, prefix, logger: { warn() {} }, localFirst: { syncIntervalMs: 20 } });
     const limiter = createLimiter({ limit: 10, window: '1m', algorithm: 'fixed-window', store, prefix: 'c' });
@@ -42,7 +32,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: close() when Redis 
   it('rejects with ERR_SLUICE_STORE_UNAVAILABLE, within its bound, on a Redis frozen during a sync', async () => {
     const rejections = watchUnhandledRejections();
     const { client, store, limiter } = await appProcess('frozen:');
-    const pid = Number((await admin.info('server')).match(/process_id:(\d+)/)?.[1]);
+    const pid = Number((await redis.admin.info('server')).match(/process_id:(\d+)/)?.[1]);
     process.kill(pid, 'SIGSTOP');
     try {
       await limiter.consume('k');
@@ -67,7 +57,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: close() when Redis 
   it('rejects with ERR_SLUICE_STORE_UNAVAILABLE when Redis refuses the sync', async () => {
     const { client, store, limiter } = await appProcess('refused:');
     try {
-      await admin.config('SET', 'maxmemory', '1');
+      await redis.admin.config('SET', 'maxmemory', '1');
       await limiter.consume('k');
       const closed = await store.localFirst?.close().then(
         () => 'resolved',
@@ -75,7 +65,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: close() when Redis 
       );
       expect(codeOf(closed)).toBe('ERR_SLUICE_STORE_UNAVAILABLE');
     } finally {
-      await admin.config('SET', 'maxmemory', '0');
+      await redis.admin.config('SET', 'maxmemory', '0');
       client.disconnect();
     }
   });

@@ -1,11 +1,12 @@
 import { createLimiter } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { admitted } from '../helpers/local-first.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { hasRedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const WINDOW_MS = 60_000;
@@ -18,21 +19,10 @@ const windowKey = (prefix: string, key: string) => `${prefix}lf:{d|${key}}:_0@${
 // so the client was admitted past its limit (20 of 10).
 describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged outside sluice', () => {
   let damaged = 0;
-  let server: RedisServer;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    await admin.ping();
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
-  });
+  const redis = privateRedis();
 
   async function appProcess(prefix: string) {
-    const client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     const warnings: string[] = [];
     const store = createRedisStore({
       client,
@@ -60,9 +50,9 @@ describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged
   }
 
   it.each([
-    ['a count that is not a number', (key: string) => admin.hset(key, 'someone', 'abc')],
-    ['a count that is not a whole number', (key: string) => admin.hset(key, 'someone', '2.5')],
-    ['a key of another type', (key: string) => admin.set(key, 'x')],
+    ['a count that is not a number', (key: string) => redis.admin.hset(key, 'someone', 'abc')],
+    ['a count that is not a whole number', (key: string) => redis.admin.hset(key, 'someone', '2.5')],
+    ['a key of another type', (key: string) => redis.admin.set(key, 'x')],
   ])('%s counts as nothing, and the other clients go on at full share', async (_, damage) => {
     const prefix = `damaged-${damaged++}:`;
     const app = await appProcess(prefix);
@@ -77,7 +67,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged
       expect(await admitted(app.limiter, 'hit', 10)).toBe(7);
       await app.store.localFirst?.sync();
       // This process's total beside the damage, which stays (a key of another type is replaced).
-      expect(await admin.hvals(windowKey(prefix, 'hit'))).toContain('10');
+      expect(await redis.admin.hvals(windowKey(prefix, 'hit'))).toContain('10');
     } finally {
       await app.close();
     }
@@ -87,7 +77,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged
     const prefix = 'damaged-negative:';
     const app = await appProcess(prefix);
     try {
-      await admin.hset(windowKey(prefix, 'hit'), 'someone', '-1000');
+      await redis.admin.hset(windowKey(prefix, 'hit'), 'someone', '-1000');
       expect(await admitted(app.limiter, 'hit', 5)).toBe(5);
       await app.store.localFirst?.sync();
       expect(await admitted(app.limiter, 'hit', 20)).toBe(5);
@@ -101,13 +91,13 @@ describe.skipIf(target.skip)('Redis store, local-first mode: window keys damaged
     const prefix = 'damaged-oom:';
     const app = await appProcess(prefix);
     try {
-      await admin.hset(windowKey(prefix, 'hit'), 'other-process', '4');
-      await admin.config('SET', 'maxmemory', '1');
+      await redis.admin.hset(windowKey(prefix, 'hit'), 'other-process', '4');
+      await redis.admin.config('SET', 'maxmemory', '1');
       await app.limiter.consume('hit');
       await expect(app.store.localFirst?.sync()).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
-      expect(await admin.hgetall(windowKey(prefix, 'hit'))).toEqual({ 'other-process': '4' });
+      expect(await redis.admin.hgetall(windowKey(prefix, 'hit'))).toEqual({ 'other-process': '4' });
     } finally {
-      await admin.config('SET', 'maxmemory', '0');
+      await redis.admin.config('SET', 'maxmemory', '0');
       await app.close().catch(() => {});
     }
   });

@@ -1,11 +1,12 @@
 import { createLimiter } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
 import { watchUnhandledRejections } from './fault-harness.js';
+import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const WINDOW_MS = 60_000;
@@ -27,22 +28,11 @@ async function scriptCalls(client: Redis): Promise<number> {
 // and every turn of the event loop sent the frozen Redis one more read: 2,529 calls queued in
 // 3 s of new clients, all run at once when it woke.
 describe.skipIf(target.skip)('Redis store, local-first mode: a frozen Redis', () => {
-  let server: RedisServer;
-  let admin: Redis;
-
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    await admin.ping();
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
-  });
+  const redis = privateRedis();
 
   it('decides new clients at once while their slot is out of reach, and sends it nothing more', async () => {
     const rejections = watchUnhandledRejections();
-    const client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     client.on('error', () => {});
     const warnings: string[] = [];
     const store = createRedisStore({
@@ -53,9 +43,9 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen Redis', ()
     });
     const clock = manualClock(START);
     const limiter = createLimiter({ limit: 10, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'f' });
-    const pid = Number((await admin.info('server')).match(/process_id:(\d+)/)?.[1]);
+    const pid = Number((await redis.admin.info('server')).match(/process_id:(\d+)/)?.[1]);
     await limiter.consume('known');
-    const before = await scriptCalls(admin);
+    const before = await scriptCalls(redis.admin);
     process.kill(pid, 'SIGSTOP');
     let latencies: number[] = [];
     try {
@@ -82,11 +72,11 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen Redis', ()
       expect(latencies[latencies.length - 1]).toBeLessThan(SYNC_TIMEOUT_MS / 2);
       await client.ping();
       // The syncs that found it frozen, not a read per turn.
-      expect((await scriptCalls(admin)) - before).toBeLessThanOrEqual(5);
+      expect((await scriptCalls(redis.admin)) - before).toBeLessThanOrEqual(5);
       // Back: the clients decided meanwhile are written at a sync.
       await waitFor('the store to sync again', async () => warnings.some((w) => w.includes('LOCAL_FIRST_ONLINE')));
       const key = `frozen:lf:{f|new-0-0}:_0@${WINDOW_MS}:${START / WINDOW_MS}`;
-      expect(Object.values(await admin.hgetall(key))).toEqual(['5']);
+      expect(Object.values(await redis.admin.hgetall(key))).toEqual(['5']);
     } finally {
       await store.localFirst?.close().catch(() => {});
       client.disconnect();
