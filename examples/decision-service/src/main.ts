@@ -22,6 +22,10 @@ app.get('/', (req, res) => {
   res.json({ remaining: req.rateLimit?.remaining });
 });
 
+// The first decision would otherwise pay for connecting and for the first call's one-time work,
+// more than the 20 ms above; a service that does not answer is warned about, and the app serves
+// anyway.
+await store.ready().catch((error: Error) => console.warn(error.message));
 const port = Number(process.env.PORT ?? 3000);
 const server = app.listen(port, '127.0.0.1', () => {
   console.log(`decision-service app on http://127.0.0.1:${port} — try: curl -i http://127.0.0.1:${port}/`);

@@ -1,15 +1,22 @@
-import { type ChannelCredentials, type Client, loadPackageDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
-import { LOADER_OPTIONS, PROTO_DIR } from '../proto.js';
+import { loadRateLimitService, warmCodec } from '../proto.js';
 import { UINT32_MAX } from '../wire-types.js';
 import { checkClientOptions, type ServiceClientOptions } from './client-options.js';
 import { toOutcomes, type WireResponse } from './to-outcome.js';
+import { warmUp } from './warm-up.js';
 
 export type { ServiceClientOptions } from './client-options.js';
 
 /** A store that asks the decision service; `close()` releases its channel. */
 export interface ServiceClient extends RateLimitStore {
+  /**
+   * Resolves once the client has connected and made a first call (a health check, which the
+   * service counts nowhere), so that the first decision pays for neither; rejects with
+   * `ERR_SLUICE_STORE_UNAVAILABLE` when the service has not answered within `deadlineMs` of
+   * creation. Await it before taking traffic; decisions are asked either way.
+   */
+  ready(): Promise<void>;
   /**
    * Refuses new decisions at once and resolves once those already asked have been answered
    * (each within `deadlineMs`) and the channel is released. Calling it again returns the same promise.
@@ -44,25 +51,21 @@ const EMPTY_KEY = '#';
  */
 export function createServiceClient(options: ServiceClientOptions): ServiceClient {
   const { address, domain, credentials, deadlineMs, maxReconnectBackoffMs, logger } = checkClientOptions(options);
-  const definition = loadSync('envoy/service/ratelimit/v3/rls.proto', { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] });
-  const Service = (loadPackageDefinition(definition) as unknown as Record<string, never>).envoy as unknown as {
-    service: {
-      ratelimit: {
-        v3: { RateLimitService: new (address: string, creds: ChannelCredentials, options: object) => Client };
-      };
-    };
-  };
+  const service = loadRateLimitService();
+  warmCodec(service.ShouldRateLimit);
+  const RateLimitService = makeGenericClientConstructor(service, 'RateLimitService');
   // gRPC's own backoff grows to 2 minutes: a client whose service was down for a minute went
   // on failing for most of a minute after it was back.
-  const client = new Service.service.ratelimit.v3.RateLimitService(address, credentials, {
+  const client = new RateLimitService(address, credentials, {
     'grpc.initial_reconnect_backoff_ms': Math.min(1000, maxReconnectBackoffMs),
     'grpc.max_reconnect_backoff_ms': maxReconnectBackoffMs,
   });
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
   // Connects now, as a Redis client does, rather than on the first decision: the channel's
-  // setup (name resolution, HTTP/2, modules grpc-js loads on first use) would otherwise run
-  // in that decision's turn and outlast a short `storeTimeoutMs`.
-  client.getChannel().getConnectivityState(true);
+  // set-up would otherwise run in that decision's turn and outlast a short `storeTimeoutMs`.
+  const warmed = warmUp(client, address, deadlineMs);
+  // `ready()` reports a failure to whoever asks; unasked, it must not end the process.
+  warmed.catch(() => {});
   const warned = new Set<string>();
   const warnOnce = (message: string): void => {
     if (warned.has(message)) return;
@@ -133,6 +136,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       }
     },
     consume,
+    ready: () => warmed,
     reset: () => unsupported('reset'),
     refund: () => unsupported('refund'),
     close() {
