@@ -1,10 +1,11 @@
 import { createLimiter, type Logger } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { hasRedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const quiet: Logger = { warn() {} };
@@ -26,12 +27,11 @@ describe('Redis store, local-first mode: the maxKeys option', () => {
 // Every client decided on in a window still read was kept, with no bound: a key taken from
 // request data (rotating IPv6 prefixes or API keys) grew the process's memory without end.
 describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most maxKeys clients', () => {
-  let server: RedisServer;
-  let admin: Redis;
+  const redis = privateRedis();
   const clients: Redis[] = [];
   const stores: RedisStore[] = [];
   const open = (prefix: string, maxKeys: number) => {
-    const client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     clients.push(client);
     const store = createRedisStore({ client, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000, maxKeys } });
     stores.push(store);
@@ -47,18 +47,10 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
       prefix: 'm',
     });
 
-  beforeAll(async () => {
-    server = await startRedisServer();
-    admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-  });
   afterEach(async () => {
     for (const store of stores.splice(0)) await store.localFirst?.close().catch(() => {});
     for (const client of clients.splice(0)) client.disconnect();
-    await admin.flushall();
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await server?.stop();
+    await redis.admin.flushall();
   });
 
   it('keeps at most maxKeys of many clients, and a client it forgot loses none of its count', async () => {
@@ -67,7 +59,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
     expect(await limiter.consume('victim', { cost: 4 })).toMatchObject({ allowed: true, remaining: 6 });
     await store.localFirst?.sync();
     const keys = Array.from({ length: 300 }, (_, i) => `c${i}`);
-    const fieldsOf = async () => Promise.all(keys.map((key) => admin.hkeys(windowKey('a:', key))));
+    const fieldsOf = async () => Promise.all(keys.map((key) => redis.admin.hkeys(windowKey('a:', key))));
     for (let batch = 0; batch < keys.length; batch += 50) {
       await Promise.all(keys.slice(batch, batch + 50).map((key) => limiter.consume(key)));
       await store.localFirst?.sync();
@@ -79,7 +71,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
     expect(await other.peek('victim')).toMatchObject({ remaining: 6 });
     expect(await limiter.consume('victim')).toMatchObject({ allowed: true, remaining: 5 });
     await store.localFirst?.sync();
-    const victim = Object.values(await admin.hgetall(windowKey('a:', 'victim'))).map(Number);
+    const victim = Object.values(await redis.admin.hgetall(windowKey('a:', 'victim'))).map(Number);
     expect(victim.sort()).toEqual([1, 4]);
 
     // A client met again after it was forgotten writes a field of its own: at most 100 kept theirs.
@@ -93,7 +85,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
     // Nothing was lost: each client's two decisions count, in one field or two.
     const totals = await Promise.all(
       keys.map(async (key) =>
-        Object.values(await admin.hgetall(windowKey('a:', key))).reduce((a, b) => a + Number(b), 0),
+        Object.values(await redis.admin.hgetall(windowKey('a:', key))).reduce((a, b) => a + Number(b), 0),
       ),
     );
     expect(totals.every((total) => total === 2)).toBe(true);
@@ -109,14 +101,16 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
       return decision;
     });
     // Its read would have landed by now.
-    await admin.ping();
+    await redis.admin.ping();
     await new Promise((resolve) => setImmediate(resolve));
-    await admin.ping();
+    await redis.admin.ping();
     expect(decided).toBe(false);
     await store.localFirst?.sync();
     expect(await late).toMatchObject({ allowed: true, remaining: 9 });
     // The ten were written before one of them was forgotten.
-    const counts = await Promise.all(Array.from({ length: 10 }, (_, i) => admin.hgetall(windowKey('b:', `c${i}`))));
+    const counts = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => redis.admin.hgetall(windowKey('b:', `c${i}`))),
+    );
     expect(counts.map((fields) => Object.values(fields))).toEqual(Array.from({ length: 10 }, () => ['1']));
   });
 });

@@ -1,10 +1,11 @@
 import { createLimiter, type Logger } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
+import { hasRedisServer } from '../helpers/redis-server.js';
+import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const quiet: Logger = { warn() {} };
@@ -30,30 +31,21 @@ async function fieldsOf(admin: Redis, prefix: string, keys: readonly string[], w
 describe.skipIf(target.skip)(
   'Redis store, local-first mode: a sync works on the clients touched since the last',
   () => {
-    let server: RedisServer;
-    let admin: Redis;
+    const redis = privateRedis();
     const clients: Redis[] = [];
     const stores: RedisStore[] = [];
     const open = (prefix: string) => {
-      const client = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+      const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
       clients.push(client);
       const store = createRedisStore({ client, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
       stores.push(store);
       return store;
     };
 
-    beforeAll(async () => {
-      server = await startRedisServer();
-      admin = new Redis(server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    });
     afterEach(async () => {
       for (const store of stores.splice(0)) await store.localFirst?.close().catch(() => {});
       for (const client of clients.splice(0)) client.disconnect();
-      await admin.flushall();
-    });
-    afterAll(async () => {
-      admin?.disconnect();
-      await server?.stop();
+      await redis.admin.flushall();
     });
 
     it('writes the counts of the 10 clients touched out of 100,000 known, and reads the fleet back for them', async () => {
@@ -71,11 +63,11 @@ describe.skipIf(target.skip)(
 
       const touched = ['c5', ...Array.from({ length: 9 }, (_, i) => `c${1000 + i * 7919}`)];
       for (const key of touched) await limiter.consume(key);
-      await admin.config('RESETSTAT');
+      await redis.admin.config('RESETSTAT');
       await store.localFirst?.sync();
-      expect(await calls(admin, 'evalsha')).toBe(1);
-      expect(await calls(admin, 'hset')).toBe(10);
-      expect(await calls(admin, 'hvals')).toBe(10);
+      expect(await calls(redis.admin, 'evalsha')).toBe(1);
+      expect(await calls(redis.admin, 'hset')).toBe(10);
+      expect(await calls(redis.admin, 'hvals')).toBe(10);
       // c5 still decides here, on the other process's 3 as well: 2 + 3 counted, this is the 6th.
       expect(await limiter.consume('c5')).toMatchObject({ allowed: true, remaining: 94 });
     }, 30_000);
@@ -88,7 +80,7 @@ describe.skipIf(target.skip)(
       const first = Math.floor(clock() / WINDOW_MS);
       await Promise.all(keys.map((key) => limiter.consume(key)));
       await store.localFirst?.sync();
-      const before = await fieldsOf(admin, 'b:', keys, first);
+      const before = await fieldsOf(redis.admin, 'b:', keys, first);
 
       // Two windows on, the first is read by no one: each sync forgets a slice of its clients.
       clock.advance(2 * WINDOW_MS);
@@ -99,7 +91,7 @@ describe.skipIf(target.skip)(
       await Promise.all(keys.map((key) => limiter.consume(key)));
       await store.localFirst?.sync();
       // Met afresh, each counts in a field of its own: none was still kept.
-      const after = await fieldsOf(admin, 'b:', keys, first + 2);
+      const after = await fieldsOf(redis.admin, 'b:', keys, first + 2);
       expect(after.every((fields, i) => fields.length === 1 && fields[0] !== before[i]?.[0])).toBe(true);
     }, 30_000);
   },
