@@ -2,7 +2,7 @@ import { Server, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { toGrpcResponse } from './grpc-codec.js';
 import { addHealthService } from './health-service.js';
-import { loadRateLimitService, warmCodec } from './proto.js';
+import { rateLimitService } from './proto.js';
 import { toCall } from './request-checks.js';
 
 /** The name `grpc.health.v1` clients (Envoy's gRPC health checks among them) ask about. */
@@ -18,9 +18,7 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
 export function createGrpcServer(handleCall: CallHandler) {
   const server = new Server();
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
-  const rateLimitService = loadRateLimitService();
-  warmCodec(rateLimitService.ShouldRateLimit);
-  server.addService(rateLimitService, {
+  server.addService(rateLimitService(), {
     ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
       handleCall('grpc', () => toCall(call.request)).then((outcome) => {
         if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));

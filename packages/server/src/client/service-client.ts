@@ -1,6 +1,6 @@
 import { makeGenericClientConstructor } from '@grpc/grpc-js';
 import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
-import { loadRateLimitService, warmCodec } from '../proto.js';
+import { rateLimitService } from '../proto.js';
 import { UINT32_MAX } from '../wire-types.js';
 import { checkClientOptions, type ServiceClientOptions } from './client-options.js';
 import { toOutcomes, type WireResponse } from './to-outcome.js';
@@ -51,9 +51,7 @@ const EMPTY_KEY = '#';
  */
 export function createServiceClient(options: ServiceClientOptions): ServiceClient {
   const { address, domain, credentials, deadlineMs, maxReconnectBackoffMs, logger } = checkClientOptions(options);
-  const service = loadRateLimitService();
-  warmCodec(service.ShouldRateLimit);
-  const RateLimitService = makeGenericClientConstructor(service, 'RateLimitService');
+  const RateLimitService = makeGenericClientConstructor(rateLimitService(), 'RateLimitService');
   // gRPC's own backoff grows to 2 minutes: a client whose service was down for a minute went
   // on failing for most of a minute after it was back.
   const client = new RateLimitService(address, credentials, {
