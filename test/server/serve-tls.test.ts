@@ -35,17 +35,13 @@ const askOnce = async (address: string, channel: ReturnType<typeof credentials.c
   }
 };
 
+/** `sluice serve`'s flags for gRPC over TLS with the test service certificate. */
+const servingTls = ['--rules', rules, '--tls-cert', file('server.pem'), '--tls-key', file('server-key.pem')];
+
 describe('sluice serve --tls-cert --tls-key: gRPC over TLS', () => {
   let sluice: ServingSluice;
   beforeAll(async () => {
-    sluice = await startSluice([
-      '--rules',
-      rules,
-      '--tls-cert',
-      file('server.pem'),
-      '--tls-key',
-      file('server-key.pem'),
-    ]);
+    sluice = await startSluice(servingTls);
   });
   afterAll(() => sluice?.kill());
 
@@ -90,16 +86,7 @@ describe('sluice serve --tls-cert --tls-key: gRPC over TLS', () => {
 describe('sluice serve --tls-client-ca: mutual TLS', () => {
   let sluice: ServingSluice;
   beforeAll(async () => {
-    sluice = await startSluice([
-      '--rules',
-      rules,
-      '--tls-cert',
-      file('server.pem'),
-      '--tls-key',
-      file('server-key.pem'),
-      '--tls-client-ca',
-      file('ca.pem'),
-    ]);
+    sluice = await startSluice([...servingTls, '--tls-client-ca', file('ca.pem')]);
   });
   afterAll(() => sluice?.kill());
 
