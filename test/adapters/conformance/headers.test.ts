@@ -102,6 +102,22 @@ describe.each(harnesses)('$name: RateLimit headers', (harness) => {
     }
   });
 
+  it.each([
+    ['legacy', { standard: false, legacy: true }],
+    ['draft-7', { standard: 'draft-7' }],
+    ['draft-6', { standard: 'draft-6' }],
+  ] as const)('states a burst as the %s limit, so remaining never exceeds it', async (_, headers) => {
+    const bucket = { limit: 20, window: '1s', algorithm: 'token-bucket', burst: 40 };
+    const policies = [{ name: 'steady', ...bucket }];
+    app = await harness.start({
+      limits: [{ policies, clock: clockAt(15_000), headers, logger: collectingLogger() }],
+    });
+    const first = parseRateLimit((await request(app.url).get('/').expect(200)).headers as Record<string, string>);
+    expect(first).toMatchObject({ limit: 40, remaining: 39, used: 1 });
+    const second = parseRateLimit((await request(app.url).get('/').expect(200)).headers as Record<string, string>);
+    expect(second).toMatchObject({ limit: 40, remaining: 38, used: 2 });
+  });
+
   it('still sends Retry-After on a 429 with the standard fields turned off', async () => {
     app = await harness.start({
       limits: [{ ...base, limit: 1, clock: clockAt(15_000), headers: { standard: false } }],

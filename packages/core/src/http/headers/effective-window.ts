@@ -1,4 +1,4 @@
-import type { Decision, PolicyDecision } from '../../types.js';
+import type { Decision, Policy, PolicyDecision } from '../../types.js';
 
 /**
  * The wait behind a policy's figures: until it is fully restored when it allowed, until a
@@ -11,15 +11,36 @@ export function effectiveWindowMs(policy: PolicyDecision): number {
 
 /** The figures the single-valued fields (draft-6, draft-7, legacy) report. */
 export interface Headline {
+  /** The headline policy's capacity: what `remaining` counts down from. */
   limit: number;
   remaining: number;
   waitMs: number;
 }
 
-/** The policy core put on top of the decision: the closest to exhaustion, or the refusal that lasts longest. */
-export function headlineOf(decision: Decision): Headline {
+/**
+ * The policy core put on top of the decision: the closest to exhaustion, or the refusal that
+ * lasts longest. `policies` are the limiter's, in the decision's order.
+ */
+export function headlineOf(decision: Decision, policies: readonly Policy[]): Headline {
   const waitMs = decision.retryAfterMs > 0 ? decision.retryAfterMs : decision.resetAfterMs;
-  return { limit: decision.limit, remaining: decision.remaining, waitMs };
+  return { limit: headlineCapacity(decision, policies), remaining: decision.remaining, waitMs };
+}
+
+/**
+ * A bucket counts `remaining` against its capacity (its `burst`), not its rate: a policy of 20 a
+ * second with a burst of 40 may have 39 left. A single-valued field has no room to say both, and
+ * a client reads `limit − remaining` as what it used, so the limit it states is the capacity.
+ */
+function headlineCapacity(decision: Decision, policies: readonly Policy[]): number {
+  const list = decision.policies;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i] as PolicyDecision;
+    const policy = policies[i];
+    const reported =
+      p.limit === decision.limit && p.remaining === decision.remaining && p.resetAfterMs === decision.resetAfterMs;
+    if (reported && policy !== undefined && policy.name === p.name) return policy.capacity;
+  }
+  return decision.limit;
 }
 
 /**

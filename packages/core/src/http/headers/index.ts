@@ -148,7 +148,7 @@ export function createHeaderWriter(
       if (speaks && standard === 'draft-11')
         target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
       if (!hasHeadline) return;
-      const headline = headlineOf(decision);
+      const headline = headlineOf(decision, policies);
       const sent = headlines.get(request);
       if (sent !== undefined && !isMoreRestrictive(headline, sent)) return;
       headlines.set(request, headline);
