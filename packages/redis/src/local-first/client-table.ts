@@ -167,12 +167,16 @@ export function createClientTable(
       firstTouched = counts;
     },
 
+    /** Whether a client was decided on since the last sync took the touched list. */
+    hasTouched: (): boolean => firstTouched !== undefined,
+
     /** Keeps a client out of every ending while its read is on the way: it is neither forgotten nor evicted. */
     hold: unfile,
 
     /**
      * The request's client, added when new. A full table first forgets its least recently used
-     * written client; with none, the request waits for the sync that writes some. One that
+     * written client; with none, the request waits for the sync that writes some (which the
+     * store starts at once). One that
      * reached no Redis leaves the table over its bound: forgetting a count Redis has not got
      * would let its client start afresh.
      */

@@ -71,7 +71,12 @@ export function createLocalFirst(
     nextSyncEnd ??= new Promise((resolve) => {
       syncEnded = resolve;
     });
-    return nextSyncEnd;
+    const ended = nextSyncEnd;
+    // A table full of counts Redis has not got: write them now rather than at the next tick, so
+    // the new client waits for one sync's calls, not the interval. Only with something to write:
+    // a sync with nothing would end at once and send its waiters round again without I/O.
+    if (table.hasTouched()) sync().catch(() => {});
+    return ended;
   });
 
   // A slot whose last call failed is not read: each new client there would wait out the whole
