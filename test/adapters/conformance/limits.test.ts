@@ -106,6 +106,25 @@ describe.each(harnesses)('$name: limits, tiers, cost, skip, key', (harness) => {
     }
   });
 
+  it('keeps a client’s count when its limit function’s answer changes (an upgrade, a new quota)', async () => {
+    const plan = (req: unknown) => (harness.header(req, 'x-plan') === 'pro' ? 5 : 2);
+    app = await harness.start({
+      limits: [{ limit: plan, window: '1m', algorithm: 'fixed-window', logger, clock: clockAt(0) }],
+    });
+    await request(app.url).get('/').expect(200);
+    await request(app.url).get('/').expect(200);
+    await request(app.url).get('/').expect(429);
+    // Upgraded, the client has used 2 of its 5: three more pass, not five.
+    const upgraded = () =>
+      request(app?.url as string)
+        .get('/')
+        .set('x-plan', 'pro');
+    expect(draft11(await upgraded().expect(200)).state['5-per-1m']?.r).toBe(2);
+    await upgraded().expect(200);
+    await upgraded().expect(200);
+    await upgraded().expect(429);
+  });
+
   it('charges the cost of each request', async () => {
     const cost = (req: unknown) => Number(harness.header(req, 'x-cost') ?? '1');
     app = await harness.start({ limits: [{ ...fixed, limit: 10, window: '1m', cost, clock: clockAt(0) }] });

@@ -69,7 +69,7 @@ export function createHttpLimiter<Req, Res>(
     consume: synchronousPathOf(limiter) as SynchronousPath,
   });
   if (policiesFor === undefined && typeof checked.cost === 'number') checkCostCanPass(checked.cost, base);
-  const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap);
+  const tiers = policiesFor === undefined ? undefined : createTierLimiters(base, wrap, checked.limitVaries);
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
   const consumeFixed = fixedEntry?.consume;
   const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;

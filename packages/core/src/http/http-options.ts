@@ -99,6 +99,8 @@ export interface CheckedHttpOptions<Req> {
   ipv6Subnet: number | false;
   maxQueued: number;
   policiesFor: PoliciesFor<Req> | undefined;
+  /** Whether `policiesFor` comes from a `limit` function: its tiers are one policy, counted once. */
+  limitVaries: boolean;
   /** What is left for `createLimiter`, which validates it. */
   limiterOptions: Record<string, unknown>;
 }
@@ -183,6 +185,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
     ipv6Subnet: checkIpv6Subnet(all.ipv6Subnet),
     maxQueued,
     policiesFor,
+    limitVaries: typeof all.policies !== 'function' && typeof all.limit === 'function',
     limiterOptions,
   };
 }

@@ -17,12 +17,17 @@ const digest = (text: string): string => createHash('sha256').update(text).diges
  * rolling deploy, a tier's new quota), so tiers count apart when their policies are named
  * apart, and a client moved to a tier whose policies share names keeps what it used.
  *
+ * A `limit` function's tiers (`oneCount`) are one policy whose limit varies by client, named by
+ * its figures: they share one namespace, so a client whose limit changes (an upgrade, a new
+ * quota) keeps what it used, as it would under a fixed limit that changed.
+ *
  * The root is claimed at start-up with a placeholder limiter: that validates the shared
  * options at construction and keeps the namespace from any other limiter on the store.
  */
 export function createTierLimiters<Entry>(
   base: Record<string, unknown>,
   wrap: (limiter: Limiter) => Entry,
+  oneCount = false,
 ): { namespace: string; entryFor: (list: readonly PolicyOptions[]) => Entry } {
   const root = createLimiter({
     ...base,
@@ -37,13 +42,8 @@ export function createTierLimiters<Entry>(
     const text = JSON.stringify(list);
     let entry = byText.get(text);
     if (entry === undefined) {
-      const tier = digest(
-        JSON.stringify(
-          toPolicies(list)
-            .map((policy) => policy.name)
-            .sort(),
-        ),
-      );
+      const names = oneCount ? ['limit'] : toPolicies(list).map((policy) => policy.name);
+      const tier = digest(JSON.stringify(names.sort()));
       const prefix = root.length <= 51 ? `${root}.${tier}` : `${root.slice(0, 38)}.${digest(root)}.${tier}`;
       entry = wrap(createLimiter({ ...base, policies: list, prefix } as unknown as LimiterOptions));
       if (byText.size >= MAX_TIER_LIMITERS) byText.delete(byText.keys().next().value as string);
