@@ -84,3 +84,25 @@ describe('pnpm simulate options', () => {
     expect(await readFile(join(cwd, 'README.md'), 'utf8')).toBe('# My project\n');
   });
 });
+
+describe('pnpm simulate --trace', () => {
+  it('fails on a missing or malformed trace before simulating anything (it ran every other scenario first)', async () => {
+    const cwd = await mkdtemp(join(dir, 'trace-'));
+    await writeFile(join(cwd, 'bad.log'), '1000 client\nyesterday client\n');
+    const cases = [
+      [
+        'missing.log',
+        "simulate: [sluice] --trace must be a file that can be read; ENOENT: no such file or directory, open '",
+      ],
+      ['bad.log', 'bad.log line 2: the timestamp must be whole epoch milliseconds'],
+    ];
+    for (const [trace, message] of cases) {
+      const { code, output } = await simulateCli(['--trace', trace as string, '--out', 'sim'], cwd);
+      expect(code).toBe(1);
+      expect(output).toContain(message);
+      expect(output).not.toContain('requests ×');
+    }
+    // Nothing written either: not even the output directory.
+    await expect(stat(join(cwd, 'sim'))).rejects.toMatchObject({ code: 'ENOENT' });
+  }, 60_000);
+});

@@ -127,6 +127,20 @@ describe('traffic generators', () => {
     );
   });
 
+  it('diurnal: a peak or a flash crowd at the very start is taken (0 was refused as a duration)', () => {
+    const day = { clients: 50, meanRatePerSecond: 0.05, duration: '1d' } as const;
+    // The cycle repeats daily: a peak at the start is the peak a day after it.
+    expect(diurnal({ ...day, peakAt: 0 })).toEqual(diurnal({ ...day, peakAt: '24h' }));
+    expect(diurnal({ ...day, peakAt: '0h' })).toEqual(diurnal({ ...day, peakAt: '24h' }));
+    const flashCrowd = { at: 0, duration: '1m', extraRatePerSecond: 5, clients: 10 } as const;
+    const crowd = diurnal({ ...day, flashCrowd }).filter((a) => a.key.startsWith('crowd-'));
+    expect(crowd.length).toBeGreaterThan(200);
+    expect(crowd.every((a) => a.at < 60_000)).toBe(true);
+    expect(() => diurnal({ ...day, peakAt: -1 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION' }),
+    );
+  });
+
   it('refuses bad options with a coded error naming the option', () => {
     expect(() => steady({ ratePerSecond: 0, duration: '1m' })).toThrow(
       expect.objectContaining({

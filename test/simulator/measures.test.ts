@@ -5,6 +5,7 @@ import {
   compareWithExactLog,
   counterErrorCountingEveryRequest,
   offeredSeries,
+  releasedSeries,
   simulate,
   trailingWindowSeries,
   worstWindow,
@@ -146,5 +147,68 @@ describe('measure options', () => {
       }),
     );
     expect(offeredSeries(traffic, { bucketMs: 3 }).values).toHaveLength(666_667);
+  });
+});
+
+describe('series over their default buckets', () => {
+  it('count queued requests released after the last arrival (releasedSeries dropped them)', async () => {
+    // Four at once, one a second: released at 0, 1, 2 and 3 s, after the last arrival at 0.
+    const { decisions } = await simulate(at([0, 0, 0, 0]), {
+      limit: 1,
+      window: '1s',
+      algorithm: 'gcra',
+      burst: 1,
+      queue: { maxDelayMs: 5_000 },
+    });
+    expect(decisions.map((d) => d.delayMs)).toEqual([0, 1_000, 2_000, 3_000]);
+    expect(releasedSeries(decisions, { bucketMs: 1_000 }).values).toEqual([1, 1, 1, 1]);
+    // The trailing window's peak is the worst window's, as with buckets given explicitly.
+    const trailing = trailingWindowSeries(decisions, 10_000, { bucketMs: 1_000 });
+    expect(Math.max(...(trailing.values as number[]))).toBe(worstWindow(decisions, 1, 10_000).admitted);
+    expect(worstWindow(decisions, 1, 10_000).admitted).toBe(4);
+  });
+});
+
+describe('worstWindow under elastic queue mode', () => {
+  it('counts requests released out of arrival order (it reported 19 where 24 passed in one window)', async () => {
+    // The load swings between idle and saturated, so the queue's tolerance swings too, and a
+    // later request can be released before an earlier one.
+    let calls = 0;
+    const { decisions } = await simulate(at(range(0, 40, 10)), {
+      limit: 10,
+      window: '1s',
+      algorithm: 'gcra',
+      queue: { maxDelayMs: 5_000 },
+      throttle: { mode: 'elastic', maxOveragePercent: 100, load: () => (calls++ % 7 < 3 ? 0 : 1) },
+    });
+    const released = decisions.filter((d) => d.allowed).map((d) => d.at + d.delayMs);
+    expect(released.some((t, i) => i > 0 && t < (released[i - 1] as number))).toBe(true);
+    // Counted directly: the most releases in any window (t − 1 s, t].
+    const most = Math.max(...released.map((t) => released.filter((r) => r > t - 1_000 && r <= t).length));
+    expect(worstWindow(decisions, 10, 1_000).admitted).toBe(most);
+    const trailing = trailingWindowSeries(decisions, 1_000, { bucketMs: 100 });
+    expect(Math.max(...(trailing.values as number[]))).toBe(most);
+  });
+});
+
+describe('the measures that replay a history', () => {
+  it('refuse traffic out of time order or with a bad cost instead of scoring it (they returned figures)', async () => {
+    // Two clients' traffic joined end to end, not merged: the second starts back at 0.
+    const joined = [...at(range(0, 20, 100), 'a'), ...at(range(0, 20, 100), 'b')];
+    const outOfOrder = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+      message: expect.stringContaining('Traffic entry 20 is out of time order'),
+    });
+    expect(() => counterErrorCountingEveryRequest(joined, 10, 1_000)).toThrow(outOfOrder);
+    const a = await simulate(at(range(0, 20, 100), 'a'), { limit: 10, window: '1s' });
+    const b = await simulate(at(range(0, 20, 100), 'b'), { limit: 10, window: '1s' });
+    expect(() => compareWithExactLog([...a.decisions, ...b.decisions], 10, 1_000)).toThrow(outOfOrder);
+    const badCost = [{ at: 0, key: 'a', cost: -5 }];
+    expect(() => counterErrorCountingEveryRequest(badCost, 10, 1_000)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('received -5') }),
+    );
+    expect(() => counterErrorCountingEveryRequest('a.log' as unknown as Arrival[], 10, 1_000)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
+    );
   });
 });

@@ -115,4 +115,13 @@ describe('the simulate report', () => {
     // Every ] in the alt text is escaped, so the first unescaped ] is the one that closes it.
     expect(image?.match(/^!\[(?:[^\]\\]|\\.)*\]\(([^)]*)\)$/)?.[1]).toBe('recorded-trace-window.svg');
   });
+
+  it('writes charts that are well-formed XML when a client key holds a control character (a browser showed none)', async () => {
+    const key = 'bot\u0001\u001b[1m';
+    const result = await replay('control.txt', [`1000 ${key}`, `2000 ${key}`, '3000 other']);
+    const window = scenarioCharts(result).find((chart) => chart.file === 'recorded-trace-window.svg');
+    expect(window?.svg).toContain('busiest client (bot\uFFFD\uFFFD[1m)');
+    // XML 1.0's Char production: nothing else may appear in a document, not even as a reference.
+    expect(window?.svg).toMatch(/^[\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]*$/u);
+  });
 });

@@ -120,6 +120,15 @@ describe('parseTrace', () => {
     expect(() => parseTrace(line, { format: 'plain' })).toThrow(expect.objectContaining({ line: 1 }));
   });
 
+  it('refuses a cost too large to read exactly, naming the line (9999999999999999 was read as 10^16)', () => {
+    expect(parseTrace('1000 a 9007199254740991')).toEqual([{ at: 1000, key: 'a', cost: Number.MAX_SAFE_INTEGER }]);
+    for (const cost of ['9007199254740992', '9999999999999999']) {
+      expect(() => parseTrace(`1000 a 1\n2000 a ${cost}`)).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', line: 2, message: expect.stringContaining(cost) }),
+      );
+    }
+  });
+
   it('reads the shipped sample access log', async () => {
     const traffic = await readTrace(sample);
     expect(traffic.length).toBeGreaterThan(1_000);

@@ -1,6 +1,6 @@
 import { createLimiter, type LimiterOptions, type Policy, SluiceError } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
-import { type Arrival, type Traffic, trafficError } from './traffic/arrival.js';
+import { type Arrival, checkTraffic, type Traffic } from './traffic/arrival.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -37,7 +37,7 @@ export interface Simulation {
  * const refused = decisions.filter((d) => !d.allowed).length;
  */
 export async function simulate(traffic: Traffic, options: SimulatedLimiterOptions): Promise<Simulation> {
-  if (!Array.isArray(traffic)) throw trafficError('Traffic must be an array of { at, key, cost } in time order.');
+  checkTraffic(traffic);
   if (typeof options === 'object' && options !== null && ('store' in options || 'clock' in options)) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
@@ -46,7 +46,7 @@ export async function simulate(traffic: Traffic, options: SimulatedLimiterOption
   }
   let now = 0;
   // Enough room for every client of the trace: eviction would make the simulation forget.
-  const keys = new Set(traffic.map((a: Arrival) => a?.key)).size;
+  const keys = new Set(traffic.map((a) => a.key)).size;
   const limiter = createLimiter({
     ...(options as LimiterOptions),
     store: createMemoryStore({ maxKeys: Math.max(1, keys) }),
@@ -54,7 +54,7 @@ export async function simulate(traffic: Traffic, options: SimulatedLimiterOption
   });
   const decisions: SimulatedDecision[] = new Array(traffic.length);
   for (let i = 0; i < traffic.length; i++) {
-    const arrival = checkArrival(traffic[i], i, now);
+    const arrival = traffic[i] as Traffic[number];
     now = arrival.at;
     const decision = await limiter.consume(arrival.key, { cost: arrival.cost });
     const simulated: SimulatedDecision = {
@@ -69,17 +69,4 @@ export async function simulate(traffic: Traffic, options: SimulatedLimiterOption
     decisions[i] = simulated;
   }
   return { policies: limiter.policies, decisions };
-}
-
-function checkArrival(arrival: Arrival | undefined, index: number, previousAt: number): Arrival {
-  const where = `Traffic entry ${index}`;
-  if (typeof arrival !== 'object' || arrival === null) throw trafficError(`${where} must be { at, key, cost }.`);
-  if (!Number.isSafeInteger(arrival.at) || arrival.at < 0)
-    throw trafficError(`${where}: \`at\` must be whole epoch ms ≥ 0; received ${String(arrival.at)}.`);
-  if (index > 0 && arrival.at < previousAt)
-    throw trafficError(`${where} is out of time order: ${arrival.at} ms comes after ${previousAt} ms.`);
-  if (typeof arrival.key !== 'string') throw trafficError(`${where}: \`key\` must be a string.`);
-  if (!Number.isSafeInteger(arrival.cost) || arrival.cost <= 0)
-    throw trafficError(`${where}: \`cost\` must be a positive whole number; received ${String(arrival.cost)}.`);
-  return arrival;
 }

@@ -1,6 +1,15 @@
+// Characters outside XML 1.0's `Char`, forbidden even as references: a client key from a trace
+// can hold one, and one makes the whole chart unreadable to a browser, so each shows as U+FFFD.
+const forbidden = /[^\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/gu;
+
 /** Escapes text for SVG content and attribute values. */
 export const xml = (text: string): string =>
-  text.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;');
+  text
+    .replaceAll('&', '&amp;')
+    .replaceAll('<', '&lt;')
+    .replaceAll('>', '&gt;')
+    .replaceAll('"', '&quot;')
+    .replace(forbidden, '\uFFFD');
 
 /** Two decimals at most: enough for pixels, and the files stay small and diff well. */
 export const px = (value: number): string => String(Math.round(value * 100) / 100);

@@ -1,5 +1,5 @@
 import { algorithms, type State, toPolicy } from '@sluice/core';
-import type { Traffic } from '../traffic/arrival.js';
+import { checkTraffic, type Traffic } from '../traffic/arrival.js';
 import { checkLimit, checkMs } from './checks.js';
 import { comparison, type ExactLogComparison } from './exact-log.js';
 import { KeyWindows } from './key-windows.js';
@@ -24,6 +24,7 @@ export function counterErrorCountingEveryRequest(
   limit: number,
   windowMs: number,
 ): CountingEveryRequest {
+  checkTraffic(traffic);
   checkLimit(limit);
   checkMs(windowMs, 'windowMs');
   // Core's own checks too: limit × window must stay within what the counter computes exactly.

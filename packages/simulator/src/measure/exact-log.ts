@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import { checkTraffic } from '../traffic/arrival.js';
 import { checkLimit, checkMs } from './checks.js';
 import { KeyWindows } from './key-windows.js';
 
@@ -29,6 +30,7 @@ export function compareWithExactLog(
   limit: number,
   windowMs: number,
 ): ExactLogComparison {
+  checkTraffic(decisions);
   checkLimit(limit);
   checkMs(windowMs, 'windowMs');
   const admitted = new KeyWindows(windowMs);

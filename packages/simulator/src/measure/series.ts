@@ -13,17 +13,25 @@ export interface Series {
 
 export interface Buckets {
   bucketMs: number;
-  /** @default the first decision's time, rounded down to a bucket */
+  /** @default the first decision's time (release, for `releasedSeries`), rounded down to a bucket */
   startMs?: number;
-  /** @default just after the last decision */
+  /** @default just after the last decision's time (release, for `releasedSeries`) */
   endMs?: number;
 }
 
 /** The most buckets a series may have: far more than a chart can show, and 8 MB of numbers. */
 export const MAX_BUCKETS = 1_000_000;
 
-/** The buckets' first start, their number, and the bucket a time falls in, defaults taken from the decisions. */
-export function frame(decisions: readonly Arrival[], buckets: Buckets) {
+/**
+ * The buckets' first start, their number, and the bucket a time falls in, defaults taken from
+ * the times `timeOf` gives: queue mode releases requests after the last arrival, and a default
+ * end at that arrival would leave them out.
+ */
+export function frame<T extends Arrival>(
+  decisions: readonly T[],
+  buckets: Buckets,
+  timeOf: (d: T) => number = (d) => d.at,
+) {
   if (typeof buckets !== 'object' || buckets === null) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
@@ -31,8 +39,13 @@ export function frame(decisions: readonly Arrival[], buckets: Buckets) {
     );
   }
   const bucketMs = checkMs(buckets.bucketMs, 'bucketMs');
-  const first = decisions[0]?.at ?? 0;
-  const last = decisions[decisions.length - 1]?.at ?? 0;
+  let first = decisions.length > 0 ? Number.POSITIVE_INFINITY : 0;
+  let last = decisions.length > 0 ? Number.NEGATIVE_INFINITY : 0;
+  for (const d of decisions) {
+    const at = timeOf(d);
+    if (at < first) first = at;
+    if (at > last) last = at;
+  }
   const startMs = epochMs(buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs, 'startMs');
   const endMs = epochMs(buckets.endMs ?? last + 1, 'endMs');
   const count = Math.max(1, Math.ceil((endMs - startMs) / bucketMs));
@@ -59,7 +72,7 @@ export function costSeries<T extends Arrival>(
   select: (d: T) => boolean = () => true,
   timeOf: (d: T) => number = (d) => d.at,
 ): Series {
-  const { startMs, count, index } = frame(decisions, buckets);
+  const { startMs, count, index } = frame(decisions, buckets, timeOf);
   const values = new Array<number>(count).fill(0);
   for (const d of decisions) {
     const i = index(timeOf(d));

@@ -17,20 +17,28 @@ export interface WorstWindow {
 /** When an admitted request reaches the protected service: queue mode holds it `delayMs`. */
 const passedAt = (d: SimulatedDecision): number => d.at + d.delayMs;
 
-/** Admitted (time, cost) per key, in time order. */
+/**
+ * Admitted (time, cost) per key, in the order they reach the service. Release times need not
+ * follow arrival order: under elastic throttling the queue's tolerance moves with the load, so
+ * a later request can be released before an earlier one.
+ */
 function admittedByKey(decisions: readonly SimulatedDecision[]): Map<string, { at: number[]; cost: number[] }> {
-  const byKey = new Map<string, { at: number[]; cost: number[] }>();
+  const byKey = new Map<string, { at: number; cost: number }[]>();
   for (const d of decisions) {
     if (!d.allowed) continue;
-    let entry = byKey.get(d.key);
-    if (entry === undefined) {
-      entry = { at: [], cost: [] };
-      byKey.set(d.key, entry);
+    let entries = byKey.get(d.key);
+    if (entries === undefined) {
+      entries = [];
+      byKey.set(d.key, entries);
     }
-    entry.at.push(passedAt(d));
-    entry.cost.push(d.cost);
+    entries.push({ at: passedAt(d), cost: d.cost });
   }
-  return byKey;
+  const sorted = new Map<string, { at: number[]; cost: number[] }>();
+  for (const [key, entries] of byKey) {
+    entries.sort((a, b) => a.at - b.at);
+    sorted.set(key, { at: entries.map((e) => e.at), cost: entries.map((e) => e.cost) });
+  }
+  return sorted;
 }
 
 /**
@@ -65,7 +73,7 @@ export function trailingWindowSeries(
   buckets: Buckets,
 ): Series {
   checkMs(windowMs, 'windowMs');
-  const { startMs, count } = frame(decisions, buckets);
+  const { startMs, count } = frame(decisions, buckets, passedAt);
   const { bucketMs } = buckets;
   const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
   passed.sort((a, b) => a.at - b.at);

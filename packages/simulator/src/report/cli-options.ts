@@ -1,8 +1,10 @@
 import { constants } from 'node:fs';
-import { access, mkdir } from 'node:fs/promises';
+import { access, mkdir, readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { SluiceError, type Throttle, toMs, toThrottle } from '@sluice/core';
+import { type Traffic, trafficError } from '../traffic/arrival.js';
+import { parseTrace } from '../traffic/trace.js';
 import { SAMPLE_TRACE } from './scenarios.js';
 
 export const USAGE = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
@@ -94,4 +96,24 @@ export async function prepareOut(out: string): Promise<void> {
       { cause: error },
     );
   }
+}
+
+/**
+ * Reads and parses `--trace` before any simulation: the trace is the last scenario, and a
+ * missing or malformed file found only then has cost the user every other scenario's run.
+ */
+export async function readTraceOption(path: string): Promise<Traffic> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] --trace must be a file that can be read; ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
+  const traffic = parseTrace(text, { source: path });
+  if (traffic.length === 0) throw trafficError(`The trace ${path} has no requests to simulate.`);
+  return traffic;
 }

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { isSluiceError } from '@sluice/core';
 import { type Chart, scenarioCharts, worstWindowChart } from './charts.js';
-import { parseCliOptions, prepareOut, USAGE } from './cli-options.js';
+import { parseCliOptions, prepareOut, readTraceOption, USAGE } from './cli-options.js';
 import { renderPage } from './page.js';
 import { runScenario, type ScenarioResult } from './run-scenario.js';
 import { scenarios } from './scenarios.js';
@@ -17,11 +17,12 @@ async function main(): Promise<void> {
     return;
   }
   const { out, trace, throttle } = options;
+  const traffic = await readTraceOption(trace.path);
   await prepareOut(out);
   const started = performance.now();
   const results: ScenarioResult[] = [];
   const charts = new Map<ScenarioResult, Chart[]>();
-  for (const scenario of scenarios(trace)) {
+  for (const scenario of scenarios({ ...trace, traffic })) {
     const result = await runScenario(scenario, throttle);
     results.push(result);
     charts.set(result, scenarioCharts(result));

@@ -41,7 +41,15 @@ const single = {
   endMs: 120_000,
 } as const;
 
-export function scenarios(trace: { path: string; limit: number; windowMs: number }): Scenario[] {
+/** The recorded trace's file and policy; `traffic`, when given, is the file already read. */
+export interface TraceScenario {
+  path: string;
+  limit: number;
+  windowMs: number;
+  traffic?: Traffic;
+}
+
+export function scenarios(trace: TraceScenario): Scenario[] {
   return [
     {
       id: 'steady-under',
@@ -136,7 +144,7 @@ export function scenarios(trace: { path: string; limit: number; windowMs: number
         trace.path === SAMPLE_TRACE
           ? 'The sample access log shipped in `packages/simulator/traces/` (synthetic: 60 clients, and a scraper that bursts every two minutes), keyed by client address. Replay your own with `pnpm simulate --trace access.log --limit 60 --window 1m`.'
           : `Replayed from \`${trace.path}\`, keyed by client.`,
-      traffic: () => readTrace(trace.path),
+      traffic: () => trace.traffic ?? readTrace(trace.path),
       limit: trace.limit,
       windowMs: trace.windowMs,
       charts: ['window'],

@@ -27,6 +27,37 @@ export function trafficError(message: string): SluiceError {
   return new SluiceError('ERR_SLUICE_INVALID_TRAFFIC', `[sluice] ${message}`);
 }
 
+/**
+ * Throws `ERR_SLUICE_INVALID_TRAFFIC` naming the first entry that is not in time order or has a
+ * bad time, key or cost: everything that replays a history relies on it.
+ */
+export function checkTraffic(traffic: unknown): asserts traffic is Traffic {
+  if (!Array.isArray(traffic)) throw trafficError('Traffic must be an array of { at, key, cost } in time order.');
+  let previousAt = 0;
+  for (let index = 0; index < traffic.length; index++) {
+    const arrival: Arrival | undefined = traffic[index];
+    const where = `Traffic entry ${index}`;
+    if (typeof arrival !== 'object' || arrival === null) throw trafficError(`${where} must be { at, key, cost }.`);
+    if (!Number.isSafeInteger(arrival.at) || arrival.at < 0)
+      throw trafficError(`${where}: \`at\` must be whole epoch ms ≥ 0; received ${String(arrival.at)}.`);
+    if (arrival.at < previousAt)
+      throw trafficError(`${where} is out of time order: ${arrival.at} ms comes after ${previousAt} ms.`);
+    if (typeof arrival.key !== 'string') throw trafficError(`${where}: \`key\` must be a string.`);
+    if (!Number.isSafeInteger(arrival.cost) || arrival.cost <= 0)
+      throw trafficError(`${where}: \`cost\` must be a positive whole number; received ${String(arrival.cost)}.`);
+    previousAt = arrival.at;
+  }
+}
+
+/**
+ * A time from the start of the traffic: a duration, or the start itself, which `toMs` refuses
+ * (a duration is never 0, but a peak or a flash crowd can come at the very start).
+ */
+export function offsetMs(value: unknown, option: string): number {
+  if (value === 0 || (typeof value === 'string' && /^0+(?:\.0+)?(?:ms|s|m|h|d)$/.test(value))) return 0;
+  return toMs(value, option);
+}
+
 /** A finite number > 0 (or ≥ 0), else a coded error naming the option. */
 export function positiveNumber(value: unknown, option: string, allowZero = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero)) {

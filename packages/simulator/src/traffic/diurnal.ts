@@ -4,6 +4,7 @@ import {
   type GeneratorOptions,
   generatorOptions,
   merge,
+  offsetMs,
   positiveInteger,
   positiveNumber,
   span,
@@ -50,7 +51,7 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
   const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
   if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);
-  const peakMs = startMs + toMs(options.peakAt ?? '15h', 'peakAt');
+  const peakMs = startMs + offsetMs(options.peakAt ?? '15h', 'peakAt');
   const random = seededRandom(seed);
   const pick = zipfPicker(random, clients, positiveNumber(options.exponent ?? 1.1, 'exponent'));
   // Thinning (Lewis–Shedler): draw at the peak rate, keep each arrival with rate(t) / peak.
@@ -64,7 +65,7 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
       `Traffic option \`flashCrowd\` must be { at, duration, extraRatePerSecond, clients } or left out; received ${describe(crowd)}.`,
     );
   }
-  const from = startMs + toMs(crowd.at, 'flashCrowd.at');
+  const from = startMs + offsetMs(crowd.at, 'flashCrowd.at');
   const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
   const crowdRandom = seededRandom(seed, 1);
   const extra = poissonTimes(

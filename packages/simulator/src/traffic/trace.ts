@@ -90,7 +90,9 @@ function plainArrival(line: string): Arrival | string {
   else return 'the timestamp must be whole epoch milliseconds or ISO 8601 with a zone';
   if (typeof at === 'string') return at;
   if (!Number.isSafeInteger(at)) return 'the timestamp is not a valid time';
-  if (cost !== undefined && !positiveWhole.test(cost)) return 'the cost must be a positive whole number';
+  // 16 digits pass the pattern, yet beyond 2^53 Number() rounds: 9999999999999999 reads as 10^16.
+  if (cost !== undefined && (!positiveWhole.test(cost) || !Number.isSafeInteger(Number(cost))))
+    return 'the cost must be a positive whole number up to Number.MAX_SAFE_INTEGER';
   return { at, key, cost: cost === undefined ? 1 : Number(cost) };
 }
 
