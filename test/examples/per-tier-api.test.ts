@@ -28,8 +28,8 @@ describe('example per-tier-api: each plan its own limits and windows, keyed afte
       'pro-day': { q: 100_000, w: 86_400 },
     });
     expect(state['pro-day']?.r).toBe(99_999);
-    // Legacy fields too, as the example asks.
-    expect(res.headers['x-ratelimit-limit']).toBe('20');
+    // Legacy fields too, as the example asks: the limit they state is the burst `remaining` counts down from.
+    expect(res.headers['x-ratelimit-limit']).toBe('40');
   });
 
   it('the free plan: an export costs 10 of its 60 a minute until the minute is spent', async () => {
