@@ -150,6 +150,21 @@ function longestWait(list: PolicyDecision[]): PolicyDecision {
 }
 
 /**
+ * The index in `decision.policies` of the entry whose figures the decision's top-level fields
+ * report (the same limit, remaining and reset), or -1 when none has them.
+ */
+export function reportedPolicyIndex(decision: Decision): number {
+  const list = decision.policies;
+  for (let i = 0; i < list.length; i++) {
+    const p = list[i] as PolicyDecision;
+    if (p.limit === decision.limit && p.remaining === decision.remaining && p.resetAfterMs === decision.resetAfterMs) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+/**
  * A request that even a fresh state refuses can never pass: it is told so instead of a wait.
  * A fresh state passes any cost up to the capacity under every algorithm, so only a larger
  * one is tried: a refusal then costs no second evaluation.

@@ -1,4 +1,5 @@
 import { channel } from 'node:diagnostics_channel';
+import { reportedPolicyIndex } from './decision.js';
 import {
   type DecisionEvent,
   type DecisionResult,
@@ -52,14 +53,9 @@ export function decisionResult(decision: Decision): DecisionResult {
   return decision.delayMs > 0 ? 'queued' : 'allowed';
 }
 
-/** The entry of `decision.policies` whose figures the decision's top-level fields report. */
+/** The name of the policy whose figures the decision's top-level fields report; the first when none does. */
 function reportedPolicy(decision: Decision): string {
-  const list = decision.policies;
-  if (list.length === 1) return (list[0] as PolicyDecision).name;
-  const top = list.find(
-    (p) => p.limit === decision.limit && p.remaining === decision.remaining && p.resetAfterMs === decision.resetAfterMs,
-  );
-  return (top ?? (list[0] as PolicyDecision)).name;
+  return (decision.policies[Math.max(0, reportedPolicyIndex(decision))] as PolicyDecision).name;
 }
 
 /** The error type of each decision a store failure made: concurrent failures each keep their own. */

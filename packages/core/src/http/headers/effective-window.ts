@@ -1,3 +1,4 @@
+import { reportedPolicyIndex } from '../../decision.js';
 import type { Decision, Policy, PolicyDecision } from '../../types.js';
 
 /**
@@ -32,15 +33,9 @@ export function headlineOf(decision: Decision, policies: readonly Policy[]): Hea
  * a client reads `limit − remaining` as what it used, so the limit it states is the capacity.
  */
 function headlineCapacity(decision: Decision, policies: readonly Policy[]): number {
-  const list = decision.policies;
-  for (let i = 0; i < list.length; i++) {
-    const p = list[i] as PolicyDecision;
-    const policy = policies[i];
-    const reported =
-      p.limit === decision.limit && p.remaining === decision.remaining && p.resetAfterMs === decision.resetAfterMs;
-    if (reported && policy !== undefined && policy.name === p.name) return policy.capacity;
-  }
-  return decision.limit;
+  const i = reportedPolicyIndex(decision);
+  const policy = policies[i];
+  return policy !== undefined && policy.name === decision.policies[i]?.name ? policy.capacity : decision.limit;
 }
 
 /**
