@@ -148,3 +148,48 @@ describe('elastic throttling', () => {
     expect(admitted).toBeLessThanOrEqual(20);
   });
 });
+
+describe('elastic throttling beside a queue', () => {
+  const queued = (algorithm: 'gcra' | 'leaky-bucket') => ({
+    name: 'queued',
+    limit: 10,
+    window: 1_000,
+    algorithm,
+    queue: { maxDelayMs: 5_000 },
+  });
+
+  it.each(['gcra', 'leaky-bucket'] as const)(
+    '%s: a load that falls while requests wait releases the later ones after the earlier (first-in first-out)',
+    async (algorithm) => {
+      let load = 1;
+      const clock = manualClock(START);
+      const limiter = createLimiter({
+        policies: [queued(algorithm), { name: 'daily', limit: 1_000, window: '1d' }],
+        throttle: { mode: 'elastic', maxOveragePercent: 100, load: () => load },
+        clock,
+        store: createMemoryStore({ maxKeys: 10 }),
+      });
+      const releases: number[] = [];
+      for (let i = 0; i < 15; i++) releases.push(clock() + (await limiter.consume('k')).delayMs);
+      load = 0;
+      clock.advance(50);
+      const later = await limiter.consume('k');
+      releases.push(clock() + later.delayMs);
+      for (let i = 1; i < releases.length; i++) {
+        expect(releases[i], `request ${i + 1}`).toBeGreaterThanOrEqual(releases[i - 1] as number);
+      }
+      // The policy that refuses is still lent its overage.
+      const daily = later.policies.find((p) => p.name === 'daily');
+      expect(daily?.remaining).toBe(1_000 - 16);
+    },
+  );
+
+  it('fails at start-up when every policy queues: elastic mode would lend nothing', () => {
+    expect(() =>
+      createLimiter({
+        ...queued('gcra'),
+        throttle: { mode: 'elastic', maxOveragePercent: 50 },
+      } as LimiterOptions),
+    ).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_THROTTLE' }));
+  });
+});

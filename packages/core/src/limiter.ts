@@ -10,7 +10,7 @@ import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { checkedReply } from './store-reply.js';
-import { capacitiesFor, capacitiesVary, toThrottle } from './throttle.js';
+import { capacitiesFor, capacitiesVary, checkThrottleLends, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
   Decision,
@@ -92,6 +92,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   checkKnownOptions(options);
   const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
+  checkThrottleLends(throttle, policies);
   const { clock, onStoreError, timeoutMs, logger, store } = limiterSettings(options);
   // Without a clock, a function that reads nothing: the optimising compiler inlines it away,
   // where `clock?.()` loads and checks an absent clock on every decision (some 5 instructions).

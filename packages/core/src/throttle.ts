@@ -77,7 +77,7 @@ export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): 
     const load = throttle.load ?? eventLoopLoad();
     return () => {
       const headroom = 1 - clamp(load());
-      return headroom === 0 ? base : base.map((c) => raise(c, throttle.maxOveragePercent * headroom));
+      return headroom === 0 ? base : lend(policies, throttle.maxOveragePercent * headroom);
     };
   }
   return () => base;
@@ -89,9 +89,31 @@ export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): 
  */
 export function largestCapacities(throttle: Throttle, policies: readonly Policy[]): readonly number[] | undefined {
   if (throttle.mode === 'shadow') return undefined;
-  const percent =
-    throttle.mode === 'soft' ? throttle.overagePercent : throttle.mode === 'elastic' ? throttle.maxOveragePercent : 0;
+  if (throttle.mode === 'elastic') return lend(policies, throttle.maxOveragePercent);
+  const percent = throttle.mode === 'soft' ? throttle.overagePercent : 0;
   return policies.map((p) => (percent === 0 ? p.capacity : raise(p.capacity, percent)));
+}
+
+/**
+ * Elastic mode's capacities when it lends `percent`. A queued policy keeps its own: a queue
+ * books each request the slot its capacity gives, and a capacity that rose as the load fell
+ * would book a client's later request ahead of its earlier ones, breaking first-in first-out.
+ */
+const lend = (policies: readonly Policy[], percent: number): number[] =>
+  policies.map((p) => (p.maxDelayMs > 0 ? p.capacity : raise(p.capacity, percent)));
+
+/**
+ * Elastic mode lends only to policies that refuse (see `lend`): on a limiter whose every policy
+ * queues it would lend nothing, so it fails at start-up instead of doing nothing.
+ */
+export function checkThrottleLends(throttle: Throttle, policies: readonly Policy[]): void {
+  if (throttle.mode !== 'elastic' || policies.some((p) => p.maxDelayMs === 0)) return;
+  invalid(
+    'ERR_SLUICE_INVALID_THROTTLE',
+    'throttle.mode',
+    throttle.mode,
+    "'hard' or 'soft' where every policy queues: elastic mode leaves a queued policy's capacity as it is, since one that rose as the load fell would release a client's later requests before its earlier ones",
+  );
 }
 
 /**
