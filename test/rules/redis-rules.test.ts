@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { publishRules, type RulesError, type RulesWatcher, watchRedisRules } from '@sluice/rules';
+import {
+  publishRules,
+  type RedisRulesClient,
+  type RulesError,
+  type RulesWatcher,
+  watchRedisRules,
+} from '@sluice/rules';
 import type { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { connectRedis, standaloneRedis } from '../helpers/redis-env.js';
 
 const redis = await standaloneRedis();
@@ -107,6 +113,66 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     });
   });
 
+  it('misspelt options, and keys or channels that are not text, are refused (they were ignored or coerced)', async () => {
+    await publishRules(client, key, perIp(10));
+    await expect(watchRedisRules({ client, key, pollIntervalMS: 10 } as never)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNKNOWN_OPTION',
+      message: expect.stringContaining('pollIntervalMS'),
+    });
+    for (const bad of [{ key: 42 }, { key: '' }, { key: ['a'] }, { channel: 7 }, { onReload: 'log' }]) {
+      await expect(watchRedisRules({ client, key, ...bad } as never)).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+      });
+    }
+    await expect(publishRules(client, 42 as never, perIp(10))).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+    });
+    await expect(publishRules(client, key, perIp(10), { chanel: 'x' } as never)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_UNKNOWN_OPTION',
+    });
+    await expect(publishRules({} as never, key, perIp(10))).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_CLIENT',
+    });
+    expect(await client.exists('42')).toBe(0);
+  });
+
+  it('publishRules on a key that holds another type rejects with a code and Redis error as cause', async () => {
+    const taken = `${key}:a-string`;
+    await client.set(taken, 'not a hash');
+    onTestFinished(() => client.del(taken).then(() => undefined));
+    const refused = await publishRules(client, taken, perIp(10)).catch((error: unknown) => error);
+    expect(refused).toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      message: expect.stringContaining('WRONGTYPE'),
+      cause: expect.objectContaining({ message: expect.stringContaining('WRONGTYPE') }),
+    });
+    expect(await client.get(taken)).toBe('not a hash');
+  });
+
+  it('a publish made while a server starts (between its first read and its subscription) is seen at once', async () => {
+    await publishRules(client, key, perIp(10));
+    // The publish lands after the watcher read the rules and before its subscription is in
+    // place: its message reaches nobody, and a poll is ten minutes away.
+    const late: RedisRulesClient = {
+      hgetall: (k) => client.hgetall(k),
+      hget: (k, field) => client.hget(k, field),
+      hset: (k, ...fields) => client.hset(k, ...fields),
+      publish: (channel, message) => client.publish(channel, message),
+      duplicate: () => {
+        const subscriber = client.duplicate();
+        const subscribe = subscriber.subscribe.bind(subscriber);
+        return Object.assign(subscriber, {
+          subscribe: async (channel: string) => {
+            await publishRules(client, key, perIp(50));
+            return subscribe(channel);
+          },
+        });
+      },
+    };
+    const watcher = await watch({ client: late, pollIntervalMs: 600_000 });
+    await eventually(() => expect(limitOf(watcher)).toBe(50));
+  });
+
   // Node runs a timer longer than 2^31 - 1 ms after 1 ms: a poll meant for once a month would
   // ask Redis a thousand times a second from every server.
   it('a poll longer than a timer can wait rejects at start-up', async () => {
@@ -140,14 +206,15 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     try {
       const watcher = await watch({ client: counted, pollIntervalMs: 1000 });
       for (let i = 0; i < 5; i++) vi.advanceTimersByTime(1000);
-      await eventually(() => expect(reads.hget).toBe(5));
+      // One look once subscribed, then one a poll.
+      await eventually(() => expect(reads.hget).toBe(6));
       await client.ping();
       expect(reads.hgetall).toBe(1);
       // Written without a message: only the poll can find it.
       await client.hset(key, 'document', perIp(50), 'version', 'written-without-a-message');
       vi.advanceTimersByTime(1000);
       await eventually(() => expect(limitOf(watcher)).toBe(50));
-      expect(reads).toEqual({ hget: 6, hgetall: 2 });
+      expect(reads).toEqual({ hget: 7, hgetall: 2 });
     } finally {
       vi.useRealTimers();
     }

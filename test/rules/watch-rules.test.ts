@@ -245,6 +245,25 @@ describe('watchRules', () => {
     );
   });
 
+  it('a misspelt option, an options value that is not an object, or a path that is not text throws (they were ignored or coerced)', async () => {
+    await writeFile(join(dir, 'rules.yaml'), perIp('edge', 1));
+    const file = join(dir, 'rules.yaml');
+    expect(() => watchRules(file, { pollIntervalMS: 10 } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringContaining('pollIntervalMS'),
+      }),
+    );
+    expect(() => watchRules(file, 'fast' as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
+    );
+    for (const path of ['', 42, undefined]) {
+      expect(() => watchRules(path as never)).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('`path`') }),
+      );
+    }
+  });
+
   // Node runs a timer longer than 2^31 - 1 ms after 1 ms: a poll meant for once a month would
   // re-read the rules a thousand times a second.
   it('a poll or debounce longer than a timer can wait throws at start-up', async () => {

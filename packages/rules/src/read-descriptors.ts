@@ -4,7 +4,7 @@ import { plainOf, resolved } from './aliases.js';
 import { createDescriptorWalk, type DescriptorWalk } from './descriptor-walk.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
-import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf } from './reader.js';
+import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf, withValue } from './reader.js';
 import type { Rule, RulePathEntry } from './types.js';
 
 const DESCRIPTOR_KEYS = [
@@ -134,7 +134,7 @@ function readRule(
       '`share_threshold` needs a `value` with a `*` wildcard.',
     );
   }
-  const rateLimitField = fields.get('rate_limit');
+  const rateLimitField = withValue(fields.get('rate_limit'));
   const policiesField = fields.get('policies');
   const throttleField = fields.get('throttle');
   if (rateLimitField !== undefined && policiesField !== undefined) {

@@ -1,7 +1,7 @@
 import { isSluiceError, type PolicyOptions, toPolicy } from '@sluice/core';
 import { isSeq, type Node } from 'yaml';
 import { resolved } from './aliases.js';
-import { type Field, fieldsOf, flagOf, type Reader, required, textOf, uint32Of } from './reader.js';
+import { type Field, fieldsOf, flagOf, type Reader, required, textOf, uint32Of, withValue } from './reader.js';
 import type { RateLimitUnit, Rule } from './types.js';
 
 const RATE_LIMIT_KEYS = ['unit', 'requests_per_unit', 'unlimited', 'name', 'replaces'] as const;
@@ -35,7 +35,7 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
   const nameField = fields.get('name');
   const name = nameField === undefined ? undefined : textOf(reader, nameField, '`rate_limit.name`');
   const unlimited = flagOf(reader, fields.get('unlimited'), '`rate_limit.unlimited`');
-  const replaces = readReplaces(reader, fields.get('replaces'), name);
+  const replaces = readReplaces(reader, withValue(fields.get('replaces')), name);
   const unitField = fields.get('unit');
   if (unlimited) {
     if (unitField !== undefined) {

@@ -120,6 +120,13 @@ export function required(
 export const isNull = (node: Node | null): boolean => node === null || (isScalar(node) && node.value === null);
 
 /**
+ * A field written with a value; one written with none (`rate_limit:`) is absent, as in
+ * envoyproxy/ratelimit, whose YAML decoder leaves such a field unset.
+ */
+export const withValue = (field: Field | undefined): Field | undefined =>
+  field === undefined || isNull(field.value) ? undefined : field;
+
+/**
  * A scalar as text. Numbers and booleans keep the text they were written with, as Go's
  * YAML decoder does for a string field in envoyproxy/ratelimit (`value: 01` stays `01`); no
  * value is empty text.

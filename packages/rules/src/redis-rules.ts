@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { invalid, isTimerMs, MAX_TIMER_MS, SluiceError } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
+import { checkName, checkSourceOptions } from './options.js';
 import { parseRules } from './parse-rules.js';
 import { createReloader, type ReloadOptions, type RulesText, type RulesWatcher } from './reloader.js';
 
@@ -52,10 +53,35 @@ export async function publishRules(
   document: string,
   options: { channel?: string } = {},
 ): Promise<string> {
+  if (typeof client?.hset !== 'function' || typeof client.publish !== 'function') {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLIENT',
+      '[sluice] publishRules takes an ioredis Redis or Cluster first.',
+    );
+  }
+  checkName(key, 'key');
+  checkSourceOptions(options, 'publishRules', ['channel']);
+  if (options.channel !== undefined) checkName(options.channel, 'channel');
   parseRules(document, { source: `redis:${key}` });
   const version = versionOf(document);
-  await client.hset(key, 'document', document, 'version', version);
-  await client.publish(channelOf({ key, ...options }), version);
+  try {
+    await client.hset(key, 'document', document, 'version', version);
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `[sluice] Cannot store the rules in the hash ${JSON.stringify(key)}: ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
+  try {
+    await client.publish(channelOf({ key, ...options }), version);
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_STORE_UNAVAILABLE',
+      `[sluice] The rules are stored as version ${version}, but announcing them failed: ${(error as Error).message}. Servers read them at their next poll.`,
+      { cause: error },
+    );
+  }
   return version;
 }
 
@@ -86,10 +112,13 @@ async function readRules(client: RedisRulesClient, key: string): Promise<RulesTe
  * app.use(rateLimit({ rules }));
  */
 export async function watchRedisRules(options: RedisRulesOptions): Promise<RulesWatcher> {
+  checkSourceOptions(options, 'watchRedisRules', ['client', 'key', 'channel', 'pollIntervalMs', 'onReload', 'onError']);
   const { client, key, pollIntervalMs = 5000 } = options;
   if (typeof client?.hgetall !== 'function' || typeof client.duplicate !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_CLIENT', '[sluice] Option `client` must be an ioredis Redis or Cluster.');
   }
+  checkName(key, 'key');
+  if (options.channel !== undefined) checkName(options.channel, 'channel');
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would ask Redis a
   // thousand times a second.
   if (!isTimerMs(pollIntervalMs))
@@ -132,5 +161,8 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
     await reloader.watcher.close();
     throw error;
   }
+  // A publish between the first read and the subscription announced itself to nobody: the
+  // version is compared once more now, not only at the first poll.
+  look();
   return reloader.watcher;
 }

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { invalid, isTimerMs, MAX_TIMER_MS } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
+import { checkName, checkSourceOptions } from './options.js';
 import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
 import { directoriesDeciding } from './watched-directories.js';
 
@@ -16,18 +17,18 @@ export interface WatchRulesOptions extends ReloadOptions {
   pollIntervalMs?: number;
 }
 
-function checkOptions(options: WatchRulesOptions): void {
+function checkOptions(path: unknown, options: WatchRulesOptions): void {
+  checkName(path, 'path');
+  checkSourceOptions(options, 'watchRules', ['debounceMs', 'pollIntervalMs', 'onReload', 'onError']);
   const bad = (option: keyof WatchRulesOptions, expected: string): never =>
     invalid('ERR_SLUICE_INVALID_OPTION', option, options[option], expected);
-  const { debounceMs, pollIntervalMs, onReload, onError } = options;
+  const { debounceMs, pollIntervalMs } = options;
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would re-read the
   // rules a thousand times a second.
   if (debounceMs !== undefined && !isTimerMs(debounceMs, 0))
     bad('debounceMs', `a whole number of milliseconds from 0 to ${MAX_TIMER_MS}`);
   if (pollIntervalMs !== undefined && !isTimerMs(pollIntervalMs, 1))
     bad('pollIntervalMs', `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`);
-  if (onReload !== undefined && typeof onReload !== 'function') bad('onReload', 'a function');
-  if (onError !== undefined && typeof onError !== 'function') bad('onError', 'a function');
 }
 
 /**
@@ -67,7 +68,7 @@ function filesOrNone(path: string): string[] {
  * rules.current.match('api', descriptors);
  */
 export function watchRules(path: string, options: WatchRulesOptions = {}): RulesWatcher {
-  checkOptions(options);
+  checkOptions(path, options);
   const target = resolve(path);
   let watchers: FSWatcher[] = [];
   let closed = false;
