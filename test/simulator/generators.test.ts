@@ -1,4 +1,13 @@
-import { type Arrival, boundaryAttack, bursts, diurnal, type FlashCrowd, heavyTailed, steady } from '@sluice/simulator';
+import {
+  type Arrival,
+  boundaryAttack,
+  bursts,
+  diurnal,
+  type FlashCrowd,
+  heavyTailed,
+  MAX_ARRIVALS,
+  steady,
+} from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
 
 const inOrder = (traffic: readonly Arrival[]) =>
@@ -157,5 +166,53 @@ describe('traffic generators', () => {
     expect(() => diurnal({ clients: 1, meanRatePerSecond: 1, swing: 2 })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('swing') }),
     );
+  });
+
+  it('refuses an option it does not know, and a key that is not text (they were dropped or coerced)', () => {
+    const refused = (text: string) =>
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining(text) });
+    expect(() => steady({ ratePerSec: 5, duration: '1m' } as never)).toThrow(refused('ratePerSec'));
+    expect(() =>
+      bursts({ baseRatePerSecond: 1, burstSize: 5, burstEvery: '10s', duration: '1m', burst: 9 } as never),
+    ).toThrow(refused('burst'));
+    expect(() =>
+      diurnal({
+        clients: 1,
+        meanRatePerSecond: 1,
+        flashCrowd: { at: '1h', duration: '1m', extraRatePerSecond: 1, clients: 1, size: 5 } as FlashCrowd,
+      }),
+    ).toThrow(refused('size'));
+    for (const key of [7, '', { id: 'a' }]) {
+      expect(() => steady({ ratePerSecond: 1, duration: '1m', key } as never)).toThrow(refused('key'));
+      expect(() => boundaryAttack({ limit: 2, window: '1s', key } as never)).toThrow(refused('key'));
+    }
+    expect(() => heavyTailed({ clients: 2, ratePerSecond: 1, duration: '1m', keyPrefix: 0 } as never)).toThrow(
+      refused('keyPrefix'),
+    );
+    // An empty prefix is a prefix: the keys are the ranks.
+    expect(heavyTailed({ clients: 2, ratePerSecond: 5, duration: '10s', keyPrefix: '' })[0]?.key).toMatch(/^\d+$/);
+  });
+
+  it('refuses, before making any, traffic of more than MAX_ARRIVALS requests (it ran out of memory)', () => {
+    const tooMany = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+      message: expect.stringContaining(String(MAX_ARRIVALS)),
+    });
+    expect(() => steady({ ratePerSecond: 1_000_000, duration: '1d' })).toThrow(tooMany);
+    expect(() => heavyTailed({ clients: 10, ratePerSecond: 1_000_000, duration: '1d' })).toThrow(tooMany);
+    expect(() => diurnal({ clients: 10, meanRatePerSecond: 1_000_000 })).toThrow(tooMany);
+    expect(() =>
+      diurnal({
+        clients: 10,
+        meanRatePerSecond: 1,
+        flashCrowd: { at: '1h', duration: '2h', extraRatePerSecond: 1_000_000, clients: 1 },
+      }),
+    ).toThrow(tooMany);
+    expect(() => bursts({ baseRatePerSecond: 1, burstSize: 1_000_000, burstEvery: '1s', duration: '1h' })).toThrow(
+      tooMany,
+    );
+    expect(() => boundaryAttack({ limit: 1_000_000_000, window: '1h' })).toThrow(tooMany);
+    // Traffic within the bound is made.
+    expect(steady({ ratePerSecond: 1000, duration: '10m' })).toHaveLength(600_000);
   });
 });

@@ -106,6 +106,28 @@ describe('parseTrace', () => {
     ]);
   });
 
+  it('reads a leap second alike in ISO 8601 and access-log times, and only at the end of a UTC day', () => {
+    // The ISO time was refused and the access-log one taken anywhere, rolled into the next minute.
+    const midnight = Date.UTC(2017, 0, 1);
+    const log = (time: string) => `192.0.2.7 - - [${time}] "GET / HTTP/1.1" 200 1`;
+    expect(parseTrace('2016-12-31T23:59:60Z a')).toEqual([{ at: midnight, key: 'a', cost: 1 }]);
+    expect(parseTrace('2017-01-01T00:59:60.250+01:00 a')).toEqual([{ at: midnight + 250, key: 'a', cost: 1 }]);
+    expect(parseTrace(log('31/Dec/2016:23:59:60 +0000'))).toEqual([{ at: midnight, key: '192.0.2.7', cost: 1 }]);
+    expect(parseTrace(log('31/Dec/2016:18:59:60 -0500'))).toEqual([{ at: midnight, key: '192.0.2.7', cost: 1 }]);
+    const notAtDayEnd = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_TRACE',
+      message: expect.stringContaining('leap second'),
+    });
+    for (const line of [
+      '2016-12-31T12:30:60Z a',
+      '2016-12-31T23:59:60+01:00 a',
+      log('10/Oct/2000:13:55:60 -0700'),
+      log('31/Dec/2016:23:59:60 +0100'),
+    ]) {
+      expect(() => parseTrace(line), line).toThrow(notAtDayEnd);
+    }
+  });
+
   it('throws ERR_SLUICE_INVALID_TRACE, not a TypeError, when given something other than text', () => {
     expect(() => parseTrace(123 as unknown as string)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining('received 123') }),

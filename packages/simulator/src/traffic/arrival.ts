@@ -75,13 +75,52 @@ export function positiveInteger(value: unknown, option: string): number {
   return value as number;
 }
 
-/** A generator's options, checked to be an object before any option is read. */
-export function generatorOptions<T>(options: T): T {
+/**
+ * A generator's options, checked to be an object naming only `known` options before any option
+ * is read: a misspelt one (`ratePerSec`) would otherwise be dropped and its default used.
+ */
+export function generatorOptions<T>(options: T, known: readonly string[]): T {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw trafficError(`Traffic options must be an object; received ${describe(options)}.`);
   }
+  for (const name of Object.keys(options)) {
+    if (!known.includes(name)) {
+      const names = known.map((k) => `\`${k}\``).join(', ');
+      throw trafficError(`Unknown traffic option \`${name}\`; the options are ${names}.`);
+    }
+  }
   return options;
 }
+
+/** A client key (`allowEmpty` for a prefix), or `fallback` when left out; never coerced to text. */
+export function keyOption(value: unknown, option: string, fallback: string, allowEmpty = false): string {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || (value === '' && !allowEmpty)) {
+    throw trafficError(
+      `Traffic option \`${option}\` must be ${allowEmpty ? 'text' : 'text that is not empty'}; received ${describe(value)}.`,
+    );
+  }
+  return value;
+}
+
+/**
+ * The most requests one generator call makes. Each is an object of some 50 bytes or more: past
+ * this, options such as a rate of a million a second over a day would exhaust the heap (or an
+ * array's length) after minutes of work, where they now fail at once.
+ */
+export const MAX_ARRIVALS = 5_000_000;
+
+/** Refuses options whose traffic would hold about `expected` requests, more than {@link MAX_ARRIVALS}. */
+export function checkArrivalCount(expected: number): void {
+  if (expected > MAX_ARRIVALS) {
+    throw trafficError(
+      `These traffic options make about ${expected.toPrecision(3)} requests, more than the ${MAX_ARRIVALS} one call may make; shorten \`duration\` or lower the rate.`,
+    );
+  }
+}
+
+/** The options of `GeneratorOptions`, which every generator but `boundaryAttack` takes. */
+export const SPAN_OPTIONS = ['duration', 'startMs', 'seed'] as const;
 
 /** The window [startMs, endMs) and the seed of a generator's options. */
 export function span(options: GeneratorOptions): { startMs: number; endMs: number; seed: number } {

@@ -1,5 +1,13 @@
 import { type Duration, toMs } from '@sluice/core';
-import { type Arrival, generatorOptions, positiveInteger, span, trafficError } from './arrival.js';
+import {
+  type Arrival,
+  checkArrivalCount,
+  generatorOptions,
+  keyOption,
+  positiveInteger,
+  span,
+  trafficError,
+} from './arrival.js';
 
 export interface BoundaryAttackOptions {
   /** The limit under attack: requests per window. */
@@ -23,10 +31,11 @@ export interface BoundaryAttackOptions {
  * randomness: the attack is aimed.
  */
 export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
-  generatorOptions(options);
+  generatorOptions(options, ['limit', 'window', 'attacks', 'spread', 'startMs', 'key']);
   const limit = positiveInteger(options.limit, 'limit');
   const windowMs = toMs(options.window, 'window');
   const attacks = positiveInteger(options.attacks ?? 3, 'attacks');
+  checkArrivalCount(2 * attacks * limit);
   const spreadMs =
     options.spread === undefined ? Math.max(1, Math.floor(windowMs / 20)) : toMs(options.spread, 'spread');
   // Attacks are two windows apart: a wider spread runs one attack's second half into the next
@@ -37,7 +46,7 @@ export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
     );
   }
   const { startMs } = span({ duration: 1, startMs: options.startMs ?? 0 });
-  const key = options.key ?? 'attacker';
+  const key = keyOption(options.key, 'key', 'attacker');
   const firstBoundary = Math.ceil((startMs + spreadMs) / windowMs) * windowMs;
   const arrivals: Arrival[] = [];
   for (let n = 0; n < attacks; n++) {

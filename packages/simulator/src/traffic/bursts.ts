@@ -1,11 +1,14 @@
 import { type Duration, toMs } from '@sluice/core';
 import {
   type Arrival,
+  checkArrivalCount,
   type GeneratorOptions,
   generatorOptions,
+  keyOption,
   merge,
   positiveInteger,
   positiveNumber,
+  SPAN_OPTIONS,
   span,
 } from './arrival.js';
 import { seededRandom } from './random.js';
@@ -26,18 +29,21 @@ export interface BurstsOptions extends GeneratorOptions {
 
 /** One client: steady traffic with a burst of `burstSize` requests every `burstEvery`. */
 export function bursts(options: BurstsOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(generatorOptions(options));
-  const key = options.key ?? 'client';
+  const known = [...SPAN_OPTIONS, 'baseRatePerSecond', 'burstSize', 'burstEvery', 'burstLength', 'key'];
+  const { startMs, endMs, seed } = span(generatorOptions(options, known));
+  const key = keyOption(options.key, 'key', 'client');
   const size = positiveInteger(options.burstSize, 'burstSize');
   const everyMs = toMs(options.burstEvery, 'burstEvery');
   const lengthMs = toMs(options.burstLength ?? '1s', 'burstLength');
+  const ratePerSecond = positiveNumber(options.baseRatePerSecond, 'baseRatePerSecond');
+  checkArrivalCount(Math.floor((endMs - startMs) / everyMs) * size + ((endMs - startMs) * ratePerSecond) / 1000);
   const random = seededRandom(seed, 1);
   const burst: Arrival[] = [];
   // The first burst comes after one quiet period, so the chart shows the calm before it.
   for (let from = startMs + everyMs; from < endMs; from += everyMs) {
     for (let i = 0; i < size; i++) burst.push({ at: Math.floor(from + random() * lengthMs), key, cost: 1 });
   }
-  const base = steady({ ...options, ratePerSecond: positiveNumber(options.baseRatePerSecond, 'baseRatePerSecond') });
+  const base = steady({ duration: options.duration, startMs, seed, key, ratePerSecond });
   return merge(
     base,
     burst.filter((a) => a.at < endMs),

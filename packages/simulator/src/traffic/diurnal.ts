@@ -1,6 +1,7 @@
 import { type Duration, describe, toMs } from '@sluice/core';
 import {
   type Arrival,
+  checkArrivalCount,
   type GeneratorOptions,
   generatorOptions,
   merge,
@@ -46,11 +47,24 @@ const DAY_MS = 86_400_000;
  * are `client-<rank>`, the crowd `crowd-<n>`.
  */
 export function diurnal(options: DiurnalOptions): Arrival[] {
-  const { startMs, endMs, seed } = span({ ...generatorOptions(options), duration: options.duration ?? '1d' });
+  const known = [
+    'duration',
+    'startMs',
+    'seed',
+    'clients',
+    'meanRatePerSecond',
+    'swing',
+    'peakAt',
+    'exponent',
+    'flashCrowd',
+  ];
+  const { startMs, endMs, seed } = span({ ...generatorOptions(options, known), duration: options.duration ?? '1d' });
   const clients = positiveInteger(options.clients, 'clients');
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
   const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
   if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);
+  // Thinning draws every request at the peak rate before it keeps some.
+  checkArrivalCount(((endMs - startMs) * mean * (1 + swing)) / 1000);
   const peakMs = startMs + offsetMs(options.peakAt ?? '15h', 'peakAt');
   const random = seededRandom(seed);
   const pick = zipfPicker(random, clients, positiveNumber(options.exponent ?? 1.1, 'exponent'));
@@ -65,14 +79,15 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
       `Traffic option \`flashCrowd\` must be { at, duration, extraRatePerSecond, clients } or left out; received ${describe(crowd)}.`,
     );
   }
+  generatorOptions(crowd, ['at', 'duration', 'extraRatePerSecond', 'clients']);
   const from = startMs + offsetMs(crowd.at, 'flashCrowd.at');
   const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
   const crowdRandom = seededRandom(seed, 1);
-  const extra = poissonTimes(
-    crowdRandom,
-    positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond') / 1000,
-    from,
-    Math.min(endMs, from + toMs(crowd.duration, 'flashCrowd.duration')),
-  ).map((t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowdClients) + 1}`, cost: 1 }));
+  const extraRate = positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond');
+  const until = Math.min(endMs, from + toMs(crowd.duration, 'flashCrowd.duration'));
+  checkArrivalCount(((until - from) * extraRate) / 1000);
+  const extra = poissonTimes(crowdRandom, extraRate / 1000, from, until).map(
+    (t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowdClients) + 1}`, cost: 1 }),
+  );
   return merge(regular, extra);
 }

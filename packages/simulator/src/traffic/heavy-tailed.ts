@@ -1,9 +1,12 @@
 import {
   type Arrival,
+  checkArrivalCount,
   type GeneratorOptions,
   generatorOptions,
+  keyOption,
   positiveInteger,
   positiveNumber,
+  SPAN_OPTIONS,
   span,
 } from './arrival.js';
 import { poissonTimes, seededRandom, zipfPicker } from './random.js';
@@ -25,11 +28,13 @@ export interface HeavyTailedOptions extends GeneratorOptions {
  * while the long tail sends a handful each.
  */
 export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(generatorOptions(options));
+  const known = [...SPAN_OPTIONS, 'clients', 'ratePerSecond', 'exponent', 'keyPrefix'];
+  const { startMs, endMs, seed } = span(generatorOptions(options, known));
   const clients = positiveInteger(options.clients, 'clients');
   const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
+  checkArrivalCount(((endMs - startMs) * rate) / 1000);
   const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
-  const prefix = options.keyPrefix ?? 'client-';
+  const prefix = keyOption(options.keyPrefix, 'keyPrefix', 'client-', true);
   const random = seededRandom(seed);
   const pick = zipfPicker(random, clients, exponent);
   return poissonTimes(random, rate / 1000, startMs, endMs).map((t) => ({

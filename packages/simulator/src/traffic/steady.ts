@@ -1,4 +1,13 @@
-import { type Arrival, type GeneratorOptions, generatorOptions, positiveNumber, span } from './arrival.js';
+import {
+  type Arrival,
+  checkArrivalCount,
+  type GeneratorOptions,
+  generatorOptions,
+  keyOption,
+  positiveNumber,
+  SPAN_OPTIONS,
+  span,
+} from './arrival.js';
 import { seededRandom } from './random.js';
 
 export interface SteadyOptions extends GeneratorOptions {
@@ -13,10 +22,12 @@ export interface SteadyOptions extends GeneratorOptions {
  * rate's share, give or take one request.
  */
 export function steady(options: SteadyOptions): Arrival[] {
-  const { startMs, endMs, seed } = span(generatorOptions(options));
-  const gapMs = 1000 / positiveNumber(options.ratePerSecond, 'ratePerSecond');
+  const { startMs, endMs, seed } = span(generatorOptions(options, [...SPAN_OPTIONS, 'ratePerSecond', 'key']));
+  const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
+  checkArrivalCount(((endMs - startMs) * rate) / 1000);
+  const gapMs = 1000 / rate;
   const random = seededRandom(seed);
-  const key = options.key ?? 'client';
+  const key = keyOption(options.key, 'key', 'client');
   const arrivals: Arrival[] = [];
   for (let t = startMs + gapMs / 2; t < endMs; t += gapMs) {
     arrivals.push({ at: Math.floor(t + (random() - 0.5) * gapMs), key, cost: 1 });

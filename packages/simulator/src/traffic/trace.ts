@@ -36,6 +36,8 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`),
  *   a real date (not 30 February, not 24:00) no earlier than 1970; cost is a positive whole
  *   number, 1 when left out. Blank lines and `#` comments are skipped.
+ * - In both, a leap second (`23:59:60Z`) reads as the next day's first second, as epoch time
+ *   counts it; a `:60` anywhere but at the end of a UTC day is refused.
  * - `access-log`: the Common or Combined Log Format of Apache and nginx, with any further quoted
  *   fields after them (nginx's default `main` format adds `"$http_x_forwarded_for"`). The key
  *   is the client host (first field), the cost 1; times have whole-second resolution.
@@ -105,17 +107,21 @@ function accessLogArrival(line: string): Arrival | string {
   const month = months.indexOf(time?.[2] ?? '');
   if (time === null || month < 0) return 'the time must look like [10/Oct/2000:13:55:36 -0700]';
   const [day, year, hour, minute, second, zoneHours, zoneMinutes] = [1, 3, 4, 5, 6, 8, 9].map((i) => Number(time[i]));
-  const utc = Date.UTC(year as number, month, day, hour, minute, second);
+  const leap = second === 60;
+  const utc = Date.UTC(year as number, month, day, hour, minute, leap ? 59 : second);
   // Date.UTC rolls 31 Feb over into March; a log never means that.
   if (new Date(utc).getUTCDate() !== day || (hour as number) > 23 || (minute as number) > 59 || (second as number) > 60)
     return 'the time is not a valid date';
   const at = zoned(utc, time[7] as string, zoneHours as number, zoneMinutes as number);
-  return typeof at === 'string' ? at : { at, key: match[1] as string, cost: 1 };
+  const read = leap ? afterLeapSecond(at) : at;
+  return typeof read === 'string' ? read : { at: read, key: match[1] as string, cost: 1 };
 }
 
 /** Epoch ms of an ISO 8601 match, or what is wrong with it. */
 function isoMs(iso: RegExpExecArray): number | string {
   const fields = [1, 2, 3, 4, 5, 6].map((i) => Number(iso[i]));
+  const leap = fields[5] === 60;
+  if (leap) fields[5] = 59;
   const [year, month, day, hour, minute, second] = fields as [number, number, number, number, number, number];
   // setUTCFullYear, not Date.UTC, which reads years 0–99 as 1900–1999.
   const date = new Date(0);
@@ -132,8 +138,25 @@ function isoMs(iso: RegExpExecArray): number | string {
     date.getUTCSeconds(),
   ];
   if (readBack.some((value, i) => value !== fields[i])) return 'the time is not a valid date';
-  if (iso[8] === undefined) return checkEpoch(date.getTime());
-  return zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
+  const at =
+    iso[8] === undefined ? checkEpoch(date.getTime()) : zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
+  return leap ? afterLeapSecond(at) : at;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * A leap second, read as its `:59` (`at`, in UTC, zone applied), as the same instant of the
+ * second after it, as epoch time counts it (23:59:60.250Z as 00:00:00.250Z). One comes only
+ * at the end of a UTC day (23:59:60Z, or 00:59:60+01:00): a `:60` elsewhere is refused, in
+ * ISO 8601 and access-log times alike.
+ */
+function afterLeapSecond(at: number | string): number | string {
+  if (typeof at === 'string') return at;
+  const next = at + 1000;
+  return (next - (next % 1000)) % DAY_MS === 0
+    ? next
+    : 'a leap second (:60) comes only at the end of a UTC day (23:59:60Z)';
 }
 
 /** A local time in a zone `sign` hours:minutes from UTC, as epoch ms, or what is wrong with the zone or time. */
