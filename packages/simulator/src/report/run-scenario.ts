@@ -13,7 +13,7 @@ import {
 import { type Totals, totals } from '../measure/totals.js';
 import { trailingWindowSeries, type WorstWindow, worstWindow } from '../measure/window-excess.js';
 import { simulate } from '../simulate.js';
-import { type Traffic, trafficError } from '../traffic/arrival.js';
+import { DAY_MS, type Traffic, trafficError } from '../traffic/arrival.js';
 import type { Scenario } from './scenarios.js';
 
 /** What one limiter did to a scenario's traffic: figures and the series its charts need. */
@@ -147,8 +147,6 @@ async function measure(
   }
   return result;
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * A bucket width people read easily and at least `ms`: 1, 2, 5 × 10^n ms, whole seconds,

@@ -119,6 +119,9 @@ export function checkArrivalCount(expected: number): void {
   }
 }
 
+/** A day in ms: a diurnal cycle, a leap second's place, a span a report's axis steps by. */
+export const DAY_MS = 86_400_000;
+
 /** The options of `GeneratorOptions`, which every generator but `boundaryAttack` takes. */
 export const SPAN_OPTIONS = ['duration', 'startMs', 'seed'] as const;
 

@@ -2,12 +2,14 @@ import { type Duration, describe, toMs } from '@sluice/core';
 import {
   type Arrival,
   checkArrivalCount,
+  DAY_MS,
   type GeneratorOptions,
   generatorOptions,
   merge,
   offsetMs,
   positiveInteger,
   positiveNumber,
+  SPAN_OPTIONS,
   span,
   trafficError,
 } from './arrival.js';
@@ -39,25 +41,13 @@ export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
   flashCrowd?: FlashCrowd;
 }
 
-const DAY_MS = 86_400_000;
-
 /**
  * A day of traffic from many clients: the rate follows a 24-hour cosine (quiet at night,
  * busy in the afternoon), optionally with a flash crowd of newcomers on top. Regular clients
  * are `client-<rank>`, the crowd `crowd-<n>`.
  */
 export function diurnal(options: DiurnalOptions): Arrival[] {
-  const known = [
-    'duration',
-    'startMs',
-    'seed',
-    'clients',
-    'meanRatePerSecond',
-    'swing',
-    'peakAt',
-    'exponent',
-    'flashCrowd',
-  ];
+  const known = [...SPAN_OPTIONS, 'clients', 'meanRatePerSecond', 'swing', 'peakAt', 'exponent', 'flashCrowd'];
   const { startMs, endMs, seed } = span({ ...generatorOptions(options, known), duration: options.duration ?? '1d' });
   const clients = positiveInteger(options.clients, 'clients');
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');

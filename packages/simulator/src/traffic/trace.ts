@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { describe, SluiceError } from '@sluice/core';
-import type { Arrival } from './arrival.js';
+import { type Arrival, DAY_MS } from './arrival.js';
 
 export type TraceFormat = 'plain' | 'access-log';
 
@@ -36,11 +36,11 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`),
  *   a real date (not 30 February, not 24:00) no earlier than 1970; cost is a positive whole
  *   number, 1 when left out. Blank lines and `#` comments are skipped.
- * - In both, a leap second (`23:59:60Z`) reads as the next day's first second, as epoch time
- *   counts it; a `:60` anywhere but at the end of a UTC day is refused.
  * - `access-log`: the Common or Combined Log Format of Apache and nginx, with any further quoted
  *   fields after them (nginx's default `main` format adds `"$http_x_forwarded_for"`). The key
  *   is the client host (first field), the cost 1; times have whole-second resolution.
+ * - In both, a leap second (`23:59:60Z`) reads as the next day's first second, as epoch time
+ *   counts it; a `:60` anywhere but at the end of a UTC day is refused.
  *
  * Requests are returned in time order (a log written as requests finish is slightly out of
  * order; ties keep file order). Any line that does not parse throws `ERR_SLUICE_INVALID_TRACE`
@@ -142,8 +142,6 @@ function isoMs(iso: RegExpExecArray): number | string {
     iso[8] === undefined ? checkEpoch(date.getTime()) : zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
   return leap ? afterLeapSecond(at) : at;
 }
-
-const DAY_MS = 86_400_000;
 
 /**
  * A leap second, read as its `:59` (`at`, in UTC, zone applied), as the same instant of the
