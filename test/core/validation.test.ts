@@ -1,4 +1,4 @@
-import { createLimiter, toMs } from '@sluice/core';
+import { checkOptionNames, createLimiter, SluiceError, toMs } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { base, type ConfigCase, expectConfigError } from './support/config-error.js';
@@ -115,6 +115,33 @@ describe('bad limiter options throw at construction with a stable code, naming t
       expect(() => createLimiter(options)).toThrow(new RegExp(`Unknown option \`${name}\`\\.$`));
     },
   );
+});
+
+describe("a package call's unknown option is named with the closest known one and every option it takes", () => {
+  it('names a near miss with its hint, and lists the options', () => {
+    expect(() => createMemoryStore({ maxKey: 10 } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message:
+          '[sluice] Unknown memory store option `maxKey` (did you mean `maxKeys`?); its only option is `maxKeys`.',
+      }),
+    );
+  });
+
+  it("gives no alias's hint the call does not take (`max` is `limit` for a limiter, not for a store)", () => {
+    expect(() => checkOptionNames({ max: 1 }, ['client', 'prefix', 'logger'], 'Redis store')).toThrow(
+      '[sluice] Unknown Redis store option `max`; the options are `client`, `prefix` and `logger`.',
+    );
+  });
+
+  it("names an own key only, and fails with the caller's error when given one", () => {
+    const options = JSON.parse('{ "__proto__": 1, "ratePerSecond": 2 }');
+    const error = (message: string) => new SluiceError('ERR_SLUICE_INVALID_TRAFFIC', message);
+    expect(() => checkOptionNames(options, ['ratePerSecond'], 'traffic', error)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('`__proto__`') }),
+    );
+    expect(() => checkOptionNames({ ratePerSecond: 2 }, ['ratePerSecond'], 'traffic')).not.toThrow();
+  });
 });
 
 describe('durations', () => {

@@ -181,7 +181,7 @@ describe('traffic generators', () => {
         meanRatePerSecond: 1,
         flashCrowd: { at: '1h', duration: '1m', extraRatePerSecond: 1, clients: 1, size: 5 } as FlashCrowd,
       }),
-    ).toThrow(refused('size'));
+    ).toThrow(refused('Unknown flashCrowd option `size`'));
     for (const key of [7, '', { id: 'a' }]) {
       expect(() => steady({ ratePerSecond: 1, duration: '1m', key } as never)).toThrow(refused('key'));
       expect(() => boundaryAttack({ limit: 2, window: '1s', key } as never)).toThrow(refused('key'));

@@ -15,7 +15,13 @@ export type {
 export { SLUICE_CHANNELS } from './event-types.js';
 export { decisionResult, errorType, publishRulesReload } from './events.js';
 export * from './http/index.js';
-export { checkKnownOptions, closestName, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from './known-options.js';
+export {
+  checkKnownOptions,
+  checkOptionNames,
+  closestName,
+  LIMITER_OPTION_NAMES,
+  POLICY_OPTION_NAMES,
+} from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';

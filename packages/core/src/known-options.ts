@@ -51,6 +51,32 @@ export function checkKnownOptions(options: object, known: readonly string[] = LI
   throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown options: ${list.join(', ')}.`);
 }
 
+/**
+ * Refuses the first option a call of a package does not take (`createRedisStore`, a traffic
+ * generator), naming it with the closest known name as a hint and listing every option the call
+ * takes: a misspelt one would otherwise be dropped unseen and its default used. `what` names
+ * the call's options in the message ("Redis store", "flashCrowd"); `error` makes the error, for
+ * a package whose bad input fails with a code of its own.
+ */
+export function checkOptionNames(
+  options: object,
+  known: readonly string[],
+  what: string,
+  error: (message: string) => Error = (message) => new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] ${message}`),
+): void {
+  const name = Object.keys(options).find((key) => !known.includes(key));
+  if (name === undefined) return;
+  const hint = closestName(name, known);
+  // The aliases may name an option this call does not take (`windowMs` → `window`).
+  const suggestion = hint !== undefined && known.includes(hint) ? ` (did you mean \`${hint}\`?)` : '';
+  const names = known.map((option) => `\`${option}\``);
+  const list =
+    names.length === 1
+      ? `its only option is ${names[0]}`
+      : `the options are ${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+  throw error(`Unknown ${what} option \`${name}\`${suggestion}; ${list}.`);
+}
+
 const quoted = (name: string | undefined): string | undefined => (name === undefined ? undefined : `\`${name}\``);
 
 /** The known name a misspelt one most likely meant (at most two edits away), for "did you mean" hints. */

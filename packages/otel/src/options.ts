@@ -1,12 +1,12 @@
-import { SluiceError } from '@sluice/core';
+import { checkOptionNames, SluiceError } from '@sluice/core';
 import type { MetricsOptions } from './metrics.js';
 
 type Caller = 'enableMetrics' | 'createPrometheusMetrics';
 
-const OPTION_NAMES: Record<Caller, ReadonlySet<string>> = {
-  enableMetrics: new Set(['meterProvider', 'memoryStores', 'logger']),
+const OPTION_NAMES: Record<Caller, readonly string[]> = {
+  enableMetrics: ['meterProvider', 'memoryStores', 'logger'],
   // It reports on a provider of its own: a `meterProvider` given would be dropped unseen.
-  createPrometheusMetrics: new Set(['memoryStores', 'logger']),
+  createPrometheusMetrics: ['memoryStores', 'logger'],
 };
 
 /** Checks the options of `caller`, naming it in every error. */
@@ -19,14 +19,13 @@ export function checkMetricsOptions(options: MetricsOptions, caller: Caller): Me
     );
   };
   if (typeof options !== 'object' || options === null || Array.isArray(options)) bad('options', options, 'an object');
-  for (const name of Object.keys(options)) {
-    if (OPTION_NAMES[caller].has(name)) continue;
-    const hint =
-      name === 'meterProvider'
-        ? ': it reports on a meter provider of its own; for yours, call enableMetrics({ meterProvider })'
-        : '';
-    throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown ${caller} option \`${name}\`${hint}.`);
+  if (caller === 'createPrometheusMetrics' && Object.hasOwn(options, 'meterProvider')) {
+    throw new SluiceError(
+      'ERR_SLUICE_UNKNOWN_OPTION',
+      '[sluice] Unknown createPrometheusMetrics option `meterProvider`: it reports on a meter provider of its own; for yours, call enableMetrics({ meterProvider }).',
+    );
   }
+  checkOptionNames(options, OPTION_NAMES[caller], caller);
   const { meterProvider, memoryStores, logger } = options;
   if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
     bad('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');

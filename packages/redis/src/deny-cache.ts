@@ -1,5 +1,6 @@
 import {
   algorithms,
+  checkOptionNames,
   type Policy,
   type PolicyOutcome,
   SluiceError,
@@ -77,14 +78,7 @@ export interface DenyCache {
 }
 
 export function createDenyCache(options: DenyCacheOptions): DenyCache {
-  for (const name of Object.keys(options)) {
-    if (name !== 'maxKeys') {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown deny cache option \`${name}\`; the only one is \`maxKeys\`.`,
-      );
-    }
-  }
+  checkOptionNames(options, ['maxKeys'], 'deny cache');
   // Keyed by the client key alone, which is usually the very string object of the request's
   // address, hashed once: a `namespace|key` string built per lookup cost more than the rest
   // of a cached refusal. A client refused by several limiters has one entry per namespace.

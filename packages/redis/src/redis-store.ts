@@ -1,4 +1,11 @@
-import { type Logger, type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
+import {
+  checkOptionNames,
+  type Logger,
+  type RateLimitStore,
+  SluiceError,
+  type StoreReply,
+  type StoreRequest,
+} from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { createBatcher } from './batcher.js';
 import {
@@ -52,7 +59,7 @@ export interface RedisStore extends RateLimitStore {
   readonly localFirst?: LocalFirstControl;
 }
 
-const optionNames = new Set(['client', 'prefix', 'logger', 'denyCache', 'localFirst']);
+const OPTION_NAMES = ['client', 'prefix', 'logger', 'denyCache', 'localFirst'];
 
 /**
  * A store that decides in Redis: every decision is one script run over all the limiter's
@@ -72,14 +79,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       '[sluice] createRedisStore needs an options object such as `{ client }`.',
     );
   }
-  for (const name of Object.keys(options)) {
-    if (!optionNames.has(name)) {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown Redis store option \`${name}\`; the options are \`client\`, \`prefix\`, \`logger\`, \`denyCache\` and \`localFirst\`.`,
-      );
-    }
-  }
+  checkOptionNames(options, OPTION_NAMES, 'Redis store');
   const client = checkClient(options.client);
   const prefix = checkPrefix(options.prefix === undefined ? DEFAULT_REDIS_PREFIX : options.prefix);
   const logger = options.logger === undefined ? console : options.logger;

@@ -1,4 +1,4 @@
-import { invalid, SluiceError } from '@sluice/core';
+import { checkOptionNames, invalid } from '@sluice/core';
 
 /**
  * Checks the options object a rules source is given: an object naming only `known` options,
@@ -8,14 +8,7 @@ import { invalid, SluiceError } from '@sluice/core';
 export function checkSourceOptions(options: unknown, caller: string, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, `an object of ${caller}'s options`);
-  for (const name of Object.keys(options)) {
-    if (known.includes(name)) continue;
-    const names = known.map((k) => `\`${k}\``).join(', ');
-    throw new SluiceError(
-      'ERR_SLUICE_UNKNOWN_OPTION',
-      `[sluice] Unknown ${caller} option \`${name}\`; the options are ${names}.`,
-    );
-  }
+  checkOptionNames(options, known, caller);
   const { onReload, onError } = options as Record<string, unknown>;
   if (onReload !== undefined && typeof onReload !== 'function')
     invalid('ERR_SLUICE_INVALID_OPTION', 'onReload', onReload, 'a function');

@@ -1,6 +1,7 @@
 import type { EvaluateAt } from '../algorithms/algorithm.js';
 import { decide, refundStates } from '../algorithms/index.js';
-import { invalid, SluiceError } from '../errors.js';
+import { invalid } from '../errors.js';
+import { checkOptionNames } from '../known-options.js';
 import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { costOf, nowOf, settled } from './checks.js';
@@ -141,10 +142,7 @@ const storeGetters = {
 export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   if (typeof options !== 'object' || options === null)
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object such as `{ maxKeys: 50000 }`');
-  for (const key of Object.keys(options)) {
-    if (key !== 'maxKeys')
-      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown memory store option \`${key}\`.`);
-  }
+  checkOptionNames(options, ['maxKeys'], 'memory store');
   const maxKeys = options.maxKeys === undefined ? DEFAULT_MAX_KEYS : options.maxKeys;
   if (!Number.isSafeInteger(maxKeys) || maxKeys <= 0 || maxKeys > 2 ** 30)
     invalid('ERR_SLUICE_INVALID_MAX_KEYS', 'maxKeys', maxKeys, 'a whole number from 1 to 2^30');

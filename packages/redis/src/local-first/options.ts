@@ -1,4 +1,4 @@
-import { DEFAULT_MAX_KEYS, type Policy, SluiceError } from '@sluice/core';
+import { checkOptionNames, DEFAULT_MAX_KEYS, type Policy, SluiceError } from '@sluice/core';
 
 export interface LocalFirstOptions {
   /** How often this process writes its counts to Redis and reads the fleet's back, in ms (5 to 60000). */
@@ -21,7 +21,7 @@ export interface CheckedLocalFirst {
   maxKeys: number;
 }
 
-const names = new Set(['syncIntervalMs', 'outageShare', 'maxKeys']);
+const OPTION_NAMES = ['syncIntervalMs', 'outageShare', 'maxKeys'];
 
 export function checkLocalFirst(options: unknown): CheckedLocalFirst {
   if (typeof options !== 'object' || options === null) {
@@ -29,14 +29,7 @@ export function checkLocalFirst(options: unknown): CheckedLocalFirst {
       `Option \`localFirst\` must be an object such as \`{ syncIntervalMs: 50 }\`; received ${String(options)}.`,
     );
   }
-  for (const name of Object.keys(options)) {
-    if (!names.has(name)) {
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown local-first option \`${name}\`; the options are \`syncIntervalMs\`, \`outageShare\` and \`maxKeys\`.`,
-      );
-    }
-  }
+  checkOptionNames(options, OPTION_NAMES, 'local-first');
   const { syncIntervalMs, outageShare = 1, maxKeys = DEFAULT_MAX_KEYS } = options as Partial<LocalFirstOptions>;
   if (
     typeof syncIntervalMs !== 'number' ||

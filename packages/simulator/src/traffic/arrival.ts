@@ -1,4 +1,4 @@
-import { type Duration, describe, SluiceError, toMs } from '@sluice/core';
+import { checkOptionNames, type Duration, describe, SluiceError, toMs } from '@sluice/core';
 
 /** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
 export interface Arrival {
@@ -76,19 +76,15 @@ export function positiveInteger(value: unknown, option: string): number {
 }
 
 /**
- * A generator's options, checked to be an object naming only `known` options before any option
- * is read: a misspelt one (`ratePerSec`) would otherwise be dropped and its default used.
+ * A generator's options (`what`: "traffic", or the nested option's name), checked to be an
+ * object naming only `known` options before any option is read: a misspelt one (`ratePerSec`)
+ * would otherwise be dropped and its default used.
  */
-export function generatorOptions<T>(options: T, known: readonly string[]): T {
+export function generatorOptions<T>(options: T, known: readonly string[], what = 'traffic'): T {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw trafficError(`Traffic options must be an object; received ${describe(options)}.`);
   }
-  for (const name of Object.keys(options)) {
-    if (!known.includes(name)) {
-      const names = known.map((k) => `\`${k}\``).join(', ');
-      throw trafficError(`Unknown traffic option \`${name}\`; the options are ${names}.`);
-    }
-  }
+  checkOptionNames(options, known, what, trafficError);
   return options;
 }
 

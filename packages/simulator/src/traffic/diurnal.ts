@@ -69,7 +69,7 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
       `Traffic option \`flashCrowd\` must be { at, duration, extraRatePerSecond, clients } or left out; received ${describe(crowd)}.`,
     );
   }
-  generatorOptions(crowd, ['at', 'duration', 'extraRatePerSecond', 'clients']);
+  generatorOptions(crowd, ['at', 'duration', 'extraRatePerSecond', 'clients'], 'flashCrowd');
   const from = startMs + offsetMs(crowd.at, 'flashCrowd.at');
   const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
   const crowdRandom = seededRandom(seed, 1);
