@@ -30,6 +30,24 @@ describe.each(harnesses)('$name: an allowList entry that is an address but not a
     });
   });
 
+  it.each([
+    ['127.0.0.0/8', ''],
+    ['1.2.3.4/32', ''],
+    ['2001:DB8::/56', '2001:db8::/56'],
+    ['2001:db8::/48', '2001:db8::/56'],
+    ['::1/128', '::/56'],
+  ])('refuses the range %s at start-up: no client key equals it', async (entry, key) => {
+    await expect(harness.configure({ ...oneEach, allowList: [entry] })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining(`entry ${JSON.stringify(entry)} is a range${key === '' ? ',' : ''}`),
+    });
+    if (key !== '') {
+      await expect(harness.configure({ ...oneEach, allowList: [entry] })).rejects.toMatchObject({
+        message: expect.stringContaining(`keyed as ${JSON.stringify(key)}`),
+      });
+    }
+  });
+
   it('names the key under the ipv6Subnet in force', async () => {
     await expect(harness.configure({ ...oneEach, ipv6Subnet: 64, allowList: ['2001:db8::1'] })).rejects.toMatchObject({
       message: expect.stringContaining('is keyed as "2001:db8::/64"'),

@@ -25,6 +25,7 @@ export function checkAllowList<Req>(value: unknown, ipv6Subnet?: number | false)
   }
   if (ipv6Subnet !== undefined) {
     for (const entry of value as string[]) {
+      checkRange(entry, ipv6Subnet);
       const key = ipKey(entry, ipv6Subnet);
       if (key !== undefined && key !== entry) {
         throw new SluiceError(
@@ -36,4 +37,21 @@ export function checkAllowList<Req>(value: unknown, ipv6Subnet?: number | false)
   }
   const keys = new Set<string>(value);
   return (_req, key) => keys.has(key);
+}
+
+/**
+ * Refuses an entry written as a range (`127.0.0.0/8`, `2001:DB8::/56`, `::1/128`): entries are
+ * matched as whole keys, so a range is never a client's key unless it is exactly the subnet
+ * key sluice gives an IPv6 client (`2001:db8::/56` under the default `ipv6Subnet`).
+ */
+function checkRange(entry: string, ipv6Subnet: number | false): void {
+  const slash = entry.indexOf('/');
+  if (slash < 0) return;
+  const key = ipKey(entry.slice(0, slash), ipv6Subnet);
+  if (key === undefined || key === entry) return;
+  const subnetKey = key.includes('/') ? `; an IPv6 client of that network is keyed as ${JSON.stringify(key)}` : '';
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `[sluice] Option \`allowList\` entry ${JSON.stringify(entry)} is a range, and entries are matched as whole client keys, so no client key equals it${subnetKey}. To allow a range, pass a function: \`allowList: (req, key) => …\`.`,
+  );
 }
