@@ -45,6 +45,20 @@ describe('fastify: per-route config and encapsulation', () => {
     expect(res.headers['ratelimit-remaining']).toBe('1');
   });
 
+  it("falls back to the plugin's headers field by field: a route asking for legacy keeps the plugin's draft", async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m', headers: { standard: 'draft-6' } });
+    app.get('/legacy', { config: { rateLimit: { headers: { legacy: true } } } }, ok);
+    app.get('/off', { config: { rateLimit: { headers: { standard: false } } } }, ok);
+    const legacy = await app.inject({ method: 'GET', url: '/legacy' });
+    expect(legacy.headers['ratelimit-limit']).toBe('5');
+    expect(legacy.headers['x-ratelimit-limit']).toBe('5');
+    expect(legacy.headers.ratelimit).toBeUndefined();
+    const off = await app.inject({ method: 'GET', url: '/off' });
+    expect(off.headers['ratelimit-limit']).toBeUndefined();
+    expect(off.headers.ratelimit).toBeUndefined();
+  });
+
   it('limits only the context it is registered in and that context’s children', async () => {
     app = Fastify();
     app.get('/public', ok);

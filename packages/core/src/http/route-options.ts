@@ -17,7 +17,8 @@ export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
  * only make sense together are replaced as a group, never mixed: a route that sets any policy
  * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
  * a route's `key` drops the app-wide `ipv6Subnet` (and the reverse), and its `onLimited` the
- * app-wide `message` and `statusCode` (and the reverse). The app-wide `prefix` is never
+ * app-wide `message` and `statusCode` (and the reverse). A route's `headers` falls back field by
+ * field (`standard`, `legacy`) to the app-wide one. The app-wide `prefix` is never
  * inherited: the route's limiter needs its own namespace, so without a `prefix` of its own it
  * gets one from `option`, which names the route, the same in every process.
  */
@@ -41,6 +42,9 @@ export function mergeRouteOptions(
   if ('ipv6Subnet' in own) delete merged.key;
   merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
   Object.assign(merged, own);
+  // The fields' options fall back one by one: a route that asks for `legacy` keeps the app's draft.
+  if (isPlainObject(appOptions.headers) && isPlainObject(own.headers))
+    merged.headers = { ...appOptions.headers, ...own.headers };
   // The app's `maxQueued` bounds its queue: a route whose own policies queue nothing has none.
   if (!('maxQueued' in own) && hasQueue(merged) === false) delete merged.maxQueued;
   return merged;
@@ -59,3 +63,6 @@ export function inRoute<T>(label: string, create: () => T): T {
     throw new SluiceError(error.code, message, { cause: error });
   }
 }
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
