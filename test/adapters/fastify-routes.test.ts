@@ -1,4 +1,5 @@
 import { rateLimitPlugin } from '@sluice/fastify';
+import { parseRules } from '@sluice/rules';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockAt, collectingLogger, parseItems } from './helpers.js';
@@ -57,6 +58,50 @@ describe('fastify: per-route config and encapsulation', () => {
     const off = await app.inject({ method: 'GET', url: '/off' });
     expect(off.headers['ratelimit-limit']).toBeUndefined();
     expect(off.headers.ratelimit).toBeUndefined();
+  });
+
+  describe('under rules', () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 4, window: 1m, algorithm: fixed-window }]
+`);
+    const statuses = async (url: string, times: number) => {
+      const seen: number[] = [];
+      for (let i = 0; i < times; i++) seen.push((await app.inject({ method: 'GET', url })).statusCode);
+      return seen;
+    };
+
+    it("lets a route change the plugin's cost or headers, counting in the same rule (it failed to register)", async () => {
+      app = Fastify();
+      await app.register(rateLimitPlugin, { rules, clock: clockAt(0), logger: collectingLogger() });
+      app.get('/costly', { config: { rateLimit: { cost: 2 } } }, ok);
+      app.get('/', ok);
+      expect(await statuses('/costly', 2)).toEqual([200, 200]);
+      expect(await statuses('/', 1)).toEqual([429]);
+    });
+
+    it('lets a route of a plugin with global: false take rules of its own', async () => {
+      app = Fastify();
+      await app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', global: false });
+      app.get('/ruled', { config: { rateLimit: { rules } } }, ok);
+      expect(await statuses('/ruled', 5)).toEqual([200, 200, 200, 200, 429]);
+    });
+
+    it("lets a route's policy options replace the plugin's rules, and its rules the plugin's policies", async () => {
+      app = Fastify();
+      await app.register(rateLimitPlugin, { rules, clock: clockAt(0), logger: collectingLogger() });
+      app.get('/own', { config: { rateLimit: { limit: 1, window: '1m' } } }, ok);
+      expect(await statuses('/own', 2)).toEqual([200, 429]);
+      const other = Fastify();
+      await other.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', key: () => 'all' });
+      other.get('/ruled', { config: { rateLimit: { rules } } }, ok);
+      const seen: number[] = [];
+      for (let i = 0; i < 5; i++) seen.push((await other.inject({ method: 'GET', url: '/ruled' })).statusCode);
+      await other.close();
+      expect(seen).toEqual([200, 200, 200, 200, 429]);
+    });
   });
 
   it('limits only the context it is registered in and that context’s children', async () => {

@@ -12,15 +12,21 @@ export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
     | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: never; window?: never }
   );
 
+/** The options naming what rules mode limits by: a route's `rules` replaces them all. */
+const RULES_GROUP = ['rules', 'domain', 'descriptors', 'fields'];
+
 /**
  * The options of a route's own limiter: the route's, over the app-wide ones. Options that
  * only make sense together are replaced as a group, never mixed: a route that sets any policy
  * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
  * a route's `key` drops the app-wide `ipv6Subnet` (and the reverse), and its `onLimited` the
  * app-wide `message` and `statusCode` (and the reverse). A route's `headers` falls back field by
- * field (`standard`, `legacy`) to the app-wide one. The app-wide `prefix` is never
- * inherited: the route's limiter needs its own namespace, so without a `prefix` of its own it
- * gets one from `option`, which names the route, the same in every process.
+ * field (`standard`, `legacy`) to the app-wide one. Rules and policies replace each other: a
+ * route's policy options drop the app-wide `rules`, `domain`, `descriptors` and `fields`, and its
+ * `rules` the app-wide policy options, `key` and `throttle`, while a route's `domain` alone keeps
+ * the app's rules. The app-wide `prefix` is never inherited: the route's limiter needs its own
+ * namespace, so without a `prefix` of its own it gets one from `option`, which names the route,
+ * the same in every process; under rules, which count per rule and descriptor, it gets none.
  */
 export function mergeRouteOptions(
   appOptions: Record<string, unknown>,
@@ -34,13 +40,19 @@ export function mergeRouteOptions(
   const merged: Record<string, unknown> = { ...appOptions };
   delete merged.prefix;
   if ('policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
-    for (const name of [...POLICY_OPTION_NAMES, 'policies']) delete merged[name];
+    for (const name of [...POLICY_OPTION_NAMES, 'policies', ...RULES_GROUP]) delete merged[name];
+  }
+  // A route's own rules replace the app's limits whole, and take no key, prefix or throttle.
+  if (own.rules !== undefined) {
+    for (const name of [...POLICY_OPTION_NAMES, 'policies', ...RULES_GROUP, 'key', 'throttle']) delete merged[name];
   }
   if ('onLimited' in own) for (const name of ['message', 'statusCode']) delete merged[name];
   if ('message' in own || 'statusCode' in own) delete merged.onLimited;
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
-  merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
+  // Under rules a limiter counts per rule and descriptor, as the app-wide one does: no prefix.
+  if ((own.rules ?? merged.rules) === undefined)
+    merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
   Object.assign(merged, own);
   // The fields' options fall back one by one: a route that asks for `legacy` keeps the app's draft.
   if (isPlainObject(appOptions.headers) && isPlainObject(own.headers))
