@@ -118,6 +118,23 @@ describe.each(harnesses)('$name: RateLimit headers', (harness) => {
     expect(second).toMatchObject({ limit: 40, remaining: 38, used: 2 });
   });
 
+  it('writes each kind of single-value field with the strictest limiter that speaks it, even one written after another kind', async () => {
+    const clock = clockAt(15_000);
+    app = await harness.start({
+      limits: [
+        { ...base, limit: 2, clock, headers: { standard: false, legacy: true } },
+        { ...base, limit: 100, clock, headers: { standard: 'draft-7' } },
+        { ...base, limit: 50, clock, headers: { standard: 'draft-7' } },
+        { ...base, limit: 80, clock, headers: { standard: 'draft-7', legacy: true } },
+      ],
+    });
+    const res = await request(app.url).get('/').expect(200);
+    // The draft-7 field was left out whenever a legacy limiter had written first.
+    expect(res.headers.ratelimit).toBe('limit=50, remaining=49, reset=45');
+    expect(res.headers['x-ratelimit-limit']).toBe('2');
+    expect(res.headers['x-ratelimit-remaining']).toBe('1');
+  });
+
   it('still sends Retry-After on a 429 with the standard fields turned off', async () => {
     app = await harness.start({
       limits: [{ ...base, limit: 1, clock: clockAt(15_000), headers: { standard: false } }],

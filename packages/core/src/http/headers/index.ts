@@ -94,8 +94,26 @@ function checkedHeaders(value: unknown): ResolvedHeaders {
   return { standard, legacy };
 }
 
-/** Headline figures already sent on a request, so a second limiter only replaces them with stricter ones. */
-const headlines = new WeakMap<object, Headline>();
+/** The fields that carry one set of headline figures: each is written whole, by one limiter. */
+type HeadlineFields = 'draft-7' | 'draft-6' | 'legacy';
+
+/**
+ * Headline figures already sent on a request, per kind of field, so a second limiter only
+ * replaces them with stricter ones, and still writes a kind no limiter before it wrote.
+ */
+const headlines: Record<HeadlineFields, WeakMap<object, Headline>> = {
+  'draft-7': new WeakMap(),
+  'draft-6': new WeakMap(),
+  legacy: new WeakMap(),
+};
+
+/** Whether `headline` goes into `fields` on `request`: none were sent there yet, or it is stricter; notes it if so. */
+function replaces(fields: HeadlineFields, request: object, headline: Headline): boolean {
+  const sent = headlines[fields].get(request);
+  if (sent !== undefined && !isMoreRestrictive(headline, sent)) return false;
+  headlines[fields].set(request, headline);
+  return true;
+}
 
 export interface HeaderWriter {
   /**
@@ -149,13 +167,12 @@ export function createHeaderWriter(
         target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
       if (!hasHeadline) return;
       const headline = headlineOf(decision, policies);
-      const sent = headlines.get(request);
-      if (sent !== undefined && !isMoreRestrictive(headline, sent)) return;
-      headlines.set(request, headline);
-      if (speaks && standard === 'draft-7') target.setHeader(res, 'RateLimit', draft7RateLimitField(headline));
-      if (speaks && standard === 'draft-6')
+      if (speaks && standard === 'draft-7' && replaces('draft-7', request, headline))
+        target.setHeader(res, 'RateLimit', draft7RateLimitField(headline));
+      if (speaks && standard === 'draft-6' && replaces('draft-6', request, headline))
         for (const [name, value] of draft6Fields(headline)) target.setHeader(res, name, value);
-      if (legacy) for (const [name, value] of legacyFields(headline, clock())) target.setHeader(res, name, value);
+      if (legacy && replaces('legacy', request, headline))
+        for (const [name, value] of legacyFields(headline, clock())) target.setHeader(res, name, value);
     },
   };
 }
