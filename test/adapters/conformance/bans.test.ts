@@ -36,6 +36,22 @@ describe.each(cases)('$name: bans after repeated refusals', ({ harness, store })
     expect(app.hits()).toBe(2);
   });
 
+  it('keeps apart the bans of two prefixes alike in their first 60 characters (they shared one)', async () => {
+    const clock = manualClock(MINUTE_START);
+    const shared = { limit: 1, window: '1m', clock, store: store.create(), logger: collectingLogger() };
+    const ban = { after: 0, duration: '1h' };
+    const start = 'tenant.'.padEnd(60, 'x');
+    app = await harness.start({ limits: [{ ...shared, prefix: `${start}.one`, ban }] });
+    const other = await harness.start({ limits: [{ ...shared, prefix: `${start}.two`, ban }] });
+    try {
+      await request(app.url).get('/').expect(200);
+      await request(app.url).get('/').expect(403);
+      await request(other.url).get('/').expect(200);
+    } finally {
+      await other.close();
+    }
+  });
+
   it('answers a ban with 429 when asked, and with the message when one is set', async () => {
     const clock = manualClock(MINUTE_START);
     app = await harness.start({

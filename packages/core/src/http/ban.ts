@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
 import { invalid, SluiceError } from '../errors.js';
@@ -59,7 +60,7 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
     createLimiter({
       ...shared,
       throttle: undefined,
-      prefix: `${namespace.slice(0, 60)}.${suffix}`,
+      prefix: `${banRoot(namespace)}.${suffix}`,
       policies: [policy],
     } as unknown as LimiterOptions);
   const refusals = make('bn', { name: 'refusals', limit: after + 1, window: windowMs });
@@ -80,4 +81,14 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
       return started.reason === undefined ? banned({ ...started, retryAfterMs: durationMs }) : undefined;
     },
   };
+}
+
+/**
+ * The root of a ban's namespaces: the limiter's own, made to fit a prefix's 64 characters with
+ * the suffix. A longer one (an explicit prefix of 61 to 64) keeps its start and a hash of the
+ * whole, so two prefixes alike in their first 60 characters never share a ban's counts.
+ */
+function banRoot(namespace: string): string {
+  if (namespace.length <= 60) return namespace;
+  return `${namespace.slice(0, 49)}.${createHash('sha256').update(namespace).digest('base64url').slice(0, 10)}`;
 }
