@@ -6,6 +6,7 @@ import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
 import { protoPath as healthProto } from 'grpc-health-check';
 import { describe, expect, it } from 'vitest';
+import { createEnvoyClient } from '../helpers/envoy-client.js';
 import { waitFor } from '../helpers/redis-server.js';
 
 const rules = parseRules(
@@ -28,6 +29,9 @@ describe('createDecisionServer', () => {
     [{ rules, store: 'redis' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, headers: { standard: 'draft-9' } }, 'ERR_SLUICE_INVALID_HEADERS', 'headers.standard'],
     [{ rules, grpcport: 1 }, 'ERR_SLUICE_UNKNOWN_OPTION', '`grpcPort`'],
+    // Regressions: both were taken, then failed every call (the clock) or listen() and close() (the log).
+    [{ rules, clock: () => 'now' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`clock`'],
+    [{ rules, log: console }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`log`'],
   ])('refuses %o at construction', (options, code, mention) => {
     expect(() => createDecisionServer(options as never)).toThrow(expect.objectContaining({ code }));
     expect(() => createDecisionServer(options as never)).toThrow(mention);
@@ -127,6 +131,72 @@ describe('createDecisionServer', () => {
 });
 
 describe('quota_mode over the wire', () => {
+  const entry = { domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] };
+
+  it('listens on an IPv6 address, which gRPC reads only in brackets (it could not start)', async () => {
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '::1', log: quietLog });
+    const { grpcPort, httpPort } = await server.listen();
+    const envoy = createEnvoyClient(`[::1]:${grpcPort}`);
+    try {
+      expect((await envoy.shouldRateLimit(entry)).overall_code).toBe('OK');
+      expect((await fetch(`http://[::1]:${httpPort}/healthcheck`)).status).toBe(200);
+    } finally {
+      envoy.close();
+      await server.close();
+    }
+  });
+
+  it("gives a second listen() the first one's ports, and leaves the gRPC server serving (it shut it down)", async () => {
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog });
+    const first = await server.listen();
+    expect(await server.listen()).toEqual(first);
+    const envoy = createEnvoyClient(`127.0.0.1:${first.grpcPort}`);
+    try {
+      expect((await envoy.shouldRateLimit(entry)).overall_code).toBe('OK');
+    } finally {
+      envoy.close();
+      await server.close();
+    }
+  });
+
+  it('close() during listen() closes what listen() binds (both ports stayed bound, deciding)', async () => {
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog });
+    const listening = server.listen();
+    await server.close();
+    const { grpcPort, httpPort } = await listening;
+    await expect(fetch(`http://127.0.0.1:${httpPort}/healthcheck`)).rejects.toThrow();
+    const again = createDecisionServer({ rules, grpcPort, httpPort, host: '127.0.0.1', log: quietLog });
+    await again.listen();
+    await again.close();
+  });
+
+  it('answers a gRPC call INTERNAL when even its failure cannot be logged (it was left to its deadline)', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    // A clock that reads well at start-up and then gives no number, and a log sink that fails on error lines.
+    let readings = 0;
+    const clock = () => (readings++ === 0 ? 1_000 : Number.NaN);
+    const log = {
+      warn() {},
+      line(level: string) {
+        if (level === 'error') throw new Error('log sink down');
+      },
+    };
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log, clock });
+    const { grpcPort } = await server.listen();
+    const envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
+    try {
+      await expect(envoy.shouldRateLimit(entry)).rejects.toMatchObject({ code: status.INTERNAL });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+      envoy.close();
+      await server.close();
+    }
+  });
+
   it('refuses only when every quota_mode rule refuses, as the adapters decide', async () => {
     const quota = parseRules(`
 domain: d

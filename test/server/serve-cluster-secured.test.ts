@@ -115,6 +115,21 @@ describe('--redis-cluster takes a scheme and credentials once, before the first 
     expect(message).not.toContain('secret');
   });
 
+  it('hides a password up to the last @ before the host, where the client splits an unencoded @', async () => {
+    const { code, output } = await exitOf([
+      'serve',
+      '--rules',
+      rules,
+      '--redis',
+      'redis://:hunter@2secret@h:1',
+      '--bogus',
+    ]);
+    expect(code).toBe(2);
+    expect(output).toContain('redis://:***@h:1');
+    expect(output).not.toContain('secret');
+    expect(output).not.toContain('hunter');
+  });
+
   it('a bad command line is echoed with any Redis password hidden', async () => {
     const { code, output } = await exitOf(['serve', '--rules', rules, '--redis', 'redis://:secret@h:1', '--bogus']);
     expect(code).toBe(2);

@@ -18,6 +18,8 @@ describe('sluice refuses to start, with a clear message and a non-zero exit', ()
       '--redis',
     ],
     ['an unknown command', ['start'], 'unknown command'],
+    // Regression: refused only once serving began, with exit 1.
+    ['an empty --host', ['serve', '--rules', rules, '--host', ''], '--host'],
   ])('exit 2 for %s', async (_, args, mention) => {
     const { code, output } = await exitOf(args);
     expect(code).toBe(2);

@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { createLimiter } from '@sluice/core';
 import { parseRules } from '@sluice/rules';
@@ -122,6 +125,15 @@ describe('certificates that cannot serve stop start-up', () => {
     await expect(refused).rejects.toMatchObject({
       code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
       message: expect.stringContaining(`[sluice] ${flag} ${file(flag === '--tls-cert' ? cert : key)}: ${why}`),
+    });
+  });
+
+  it('a certificate in DER, which gRPC cannot read (it failed with OpenSSL\'s bare "no start line")', async () => {
+    const der = join(mkdtempSync(join(tmpdir(), 'sluice-der-')), 'server.der');
+    writeFileSync(der, new X509Certificate(readFileSync(file('server.pem'))).raw);
+    await expect(readTls({ cert: der, key: file('server-key.pem') })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining(`--tls-cert ${der}: holds no PEM certificate`),
     });
   });
 

@@ -75,8 +75,11 @@ function clusterTarget(text: string): RedisTarget {
   return { ...target, ...(username === '' ? {} : { username }), password: decodeURIComponent(credentials.password) };
 }
 
-/** A Redis URL or node list as messages and logs show it: any password as `***`. */
-export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:@/\s]*:)[^@/\s]*@/gi, '$1***@');
+/**
+ * A Redis URL or node list as messages and logs show it: any password as `***`, up to the last
+ * `@` before the host, where a client splits an unencoded `@` in a password.
+ */
+export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:@/\s]*:)[^/\s]*@/gi, '$1***@');
 
 const REDIS_OPTIONS = { redis: { type: 'string' }, 'redis-cluster': { type: 'string' } } as const;
 
@@ -157,6 +160,8 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
   const redis = redisTarget(values);
   const rules = rulesSource(values, redis);
   const headers = str('headers');
+  const host = str('host');
+  if (host === '') invalidOption('--host', host, 'an address such as 0.0.0.0 or 127.0.0.1');
   if (headers !== undefined && !['draft-11', 'draft-7', 'draft-6'].includes(headers))
     invalidOption('--headers', headers, 'draft-11, draft-7 or draft-6');
   return {
@@ -164,7 +169,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     redis,
     grpcPort: integer(str('grpc-port'), '--grpc-port', 8081, 0, 65535),
     httpPort: integer(str('http-port'), '--http-port', 8080, 0, 65535),
-    host: str('host') ?? '0.0.0.0',
+    host: host ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
     tls: tlsFiles(values),

@@ -1,4 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
+import { isIPv6 } from 'node:net';
 import type { CountedStore } from '@sluice/otel';
 import { createCallHandler } from './call-handler.js';
 import { createDecider } from './decider.js';
@@ -76,8 +77,10 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
 
   const bindGrpc = (): Promise<number> =>
     new Promise((resolve, reject) => {
-      grpc.server.bindAsync(`${settings.host}:${settings.grpcPort}`, settings.grpcCredentials, (error, port) =>
-        error ? reject(error) : resolve(port),
+      grpc.server.bindAsync(
+        `${isIPv6(settings.host) ? `[${settings.host}]` : settings.host}:${settings.grpcPort}`,
+        settings.grpcCredentials,
+        (error, port) => (error ? reject(error) : resolve(port)),
       );
     });
   const bindHttp = (): Promise<number> =>
@@ -109,22 +112,33 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
       http.closeIdleConnections();
     });
 
+  const bind = async (): Promise<{ grpcPort: number; httpPort: number }> => {
+    const grpcPort = await bindGrpc();
+    let httpPort: number;
+    try {
+      httpPort = await bindHttp();
+    } catch (error) {
+      grpc.server.forceShutdown();
+      throw error;
+    }
+    log.line('info', 'listening', { grpcPort, httpPort, host: settings.host, store: settings.store.name });
+    return { grpcPort, httpPort };
+  };
+  // One binding per server: a second `listen()` gets the first's, where binding again failed
+  // on the taken HTTP port and its undoing shut the running gRPC server down.
+  let listening: Promise<{ grpcPort: number; httpPort: number }> | undefined;
+
   return {
-    async listen() {
-      const grpcPort = await bindGrpc();
-      let httpPort: number;
-      try {
-        httpPort = await bindHttp();
-      } catch (error) {
-        grpc.server.forceShutdown();
-        throw error;
-      }
-      log.line('info', 'listening', { grpcPort, httpPort, host: settings.host, store: settings.store.name });
-      return { grpcPort, httpPort };
+    listen() {
+      listening ??= bind();
+      return listening;
     },
     async close() {
       if (closing) return;
       closing = true;
+      // A `listen()` under way binds first, so that what it binds is closed with the rest
+      // rather than left serving after `close()` returned.
+      await listening?.catch(() => undefined);
       storeHealth.close();
       grpc.setServing(false);
       // Watch streams never end on their own: tryShutdown would wait for them.

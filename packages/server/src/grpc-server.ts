@@ -20,10 +20,15 @@ export function createGrpcServer(handleCall: CallHandler) {
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   server.addService(rateLimitService(), {
     ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
-      handleCall('grpc', () => toCall(call.request)).then((outcome) => {
-        if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));
-        else callback({ code: grpcStatus[outcome.kind], details: outcome.message });
-      });
+      handleCall('grpc', () => toCall(call.request)).then(
+        (outcome) => {
+          if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));
+          else callback({ code: grpcStatus[outcome.kind], details: outcome.message });
+        },
+        // The handler answers every failure of a decision; one of its own (a log sink that
+        // throws) must still answer the call, never leave it to its deadline.
+        () => callback({ code: status.INTERNAL, details: 'the call could not be decided' }),
+      );
     },
   });
   return { server, setServing: health.setServing, endWatches: health.endWatches };

@@ -116,8 +116,12 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
       grpcCredentials,
       'ServerCredentials from @grpc/grpc-js, such as ServerCredentials.createSsl()',
     );
-  if (options.clock !== undefined && typeof options.clock !== 'function')
-    invalidOption('clock', options.clock, 'a function returning epoch milliseconds');
+  // Read once here: a clock that gives no whole number (`() => 'now'`) would fail every call.
+  if (options.clock !== undefined && (typeof options.clock !== 'function' || !Number.isSafeInteger(options.clock())))
+    invalidOption('clock', options.clock, 'a function returning whole epoch milliseconds');
+  const { log } = options;
+  if (log !== undefined && (typeof log?.line !== 'function' || typeof log.warn !== 'function'))
+    invalidOption('log', log, 'a service log with `line(level, message, fields)` and `warn(message)`');
   return {
     rules,
     store: storeOf(options.store),
@@ -129,6 +133,6 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
     clock: options.clock,
-    log: options.log ?? createServiceLog(),
+    log: log ?? createServiceLog(),
   };
 }

@@ -30,6 +30,9 @@ async function pem(flag: string, file: string): Promise<Buffer> {
 }
 
 function certificate(flag: string, file: string, text: Buffer): X509Certificate {
+  // X509Certificate reads DER too, which gRPC cannot: without this, a DER file passed here and
+  // failed start-up with OpenSSL's bare "no start line".
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) return unusable(flag, file, 'holds no PEM certificate');
   try {
     return new X509Certificate(text);
   } catch (cause) {
