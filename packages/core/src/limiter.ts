@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import { oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
+import { shortHash } from './derived-namespace.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
 import { checkKnownOptions } from './known-options.js';
@@ -357,7 +357,7 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
   const backing = store.backing ?? store;
   const claimed = claimedNamespaces.get(backing) ?? new Map<string, 'derived' | 'prefix'>();
   claimedNamespaces.set(backing, claimed);
-  const namespace = prefix ?? `rl-${createHash('sha256').update(ids).digest('base64url').slice(0, 8)}`;
+  const namespace = prefix ?? `rl-${shortHash(ids, 8)}`;
   const owner = claimed.get(namespace);
   if (prefix === undefined && owner !== undefined) {
     // A prefix would not part two limiters on a store that counts by policy name.

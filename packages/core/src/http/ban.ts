@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { fittedRoot } from '../derived-namespace.js';
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
 import { invalid, SluiceError } from '../errors.js';
@@ -60,7 +60,9 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
     createLimiter({
       ...shared,
       throttle: undefined,
-      prefix: `${banRoot(namespace)}.${suffix}`,
+      // Its own namespace fitted to leave room for the suffix: two prefixes alike in their
+      // first 60 characters keep their bans apart.
+      prefix: `${fittedRoot(namespace, 60)}.${suffix}`,
       policies: [policy],
     } as unknown as LimiterOptions);
   const refusals = make('bn', { name: 'refusals', limit: after + 1, window: windowMs });
@@ -81,14 +83,4 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
       return started.reason === undefined ? banned({ ...started, retryAfterMs: durationMs }) : undefined;
     },
   };
-}
-
-/**
- * The root of a ban's namespaces: the limiter's own, made to fit a prefix's 64 characters with
- * the suffix. A longer one (an explicit prefix of 61 to 64) keeps its start and a hash of the
- * whole, so two prefixes alike in their first 60 characters never share a ban's counts.
- */
-function banRoot(namespace: string): string {
-  if (namespace.length <= 60) return namespace;
-  return `${namespace.slice(0, 49)}.${createHash('sha256').update(namespace).digest('base64url').slice(0, 10)}`;
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { shortHash } from '../derived-namespace.js';
 import { invalid, isSluiceError, SluiceError } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
@@ -39,20 +39,17 @@ export function mergeRouteOptions(
   const own = routeOptions as Record<string, unknown>;
   const merged: Record<string, unknown> = { ...appOptions };
   delete merged.prefix;
-  if ('policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
+  if (own.rules !== undefined || 'policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
     for (const name of [...POLICY_OPTION_NAMES, 'policies', ...RULES_GROUP]) delete merged[name];
   }
-  // A route's own rules replace the app's limits whole, and take no key, prefix or throttle.
-  if (own.rules !== undefined) {
-    for (const name of [...POLICY_OPTION_NAMES, 'policies', ...RULES_GROUP, 'key', 'throttle']) delete merged[name];
-  }
+  // A route's own rules take no key or throttle, which rules mode refuses.
+  if (own.rules !== undefined) for (const name of ['key', 'throttle']) delete merged[name];
   if ('onLimited' in own) for (const name of ['message', 'statusCode']) delete merged[name];
   if ('message' in own || 'statusCode' in own) delete merged.onLimited;
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
   // Under rules a limiter counts per rule and descriptor, as the app-wide one does: no prefix.
-  if ((own.rules ?? merged.rules) === undefined)
-    merged.prefix = `route.${createHash('sha256').update(option).digest('base64url').slice(0, 16)}`;
+  if ((own.rules ?? merged.rules) === undefined) merged.prefix = `route.${shortHash(option, 16)}`;
   Object.assign(merged, own);
   // The fields' options fall back one by one: a route that asks for `legacy` keeps the app's draft.
   if (isPlainObject(appOptions.headers) && isPlainObject(own.headers))

@@ -1,12 +1,10 @@
-import { createHash } from 'node:crypto';
+import { fittedRoot, shortHash } from '../derived-namespace.js';
 import { createLimiter } from '../limiter.js';
 import { toPolicies } from '../policy.js';
 import type { Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 
 /** Distinct policy sets kept at once; beyond it the least recently used limiter object is dropped. */
 export const MAX_TIER_LIMITERS = 1024;
-
-const digest = (text: string): string => createHash('sha256').update(text).digest('base64url').slice(0, 12);
 
 /**
  * One limiter per distinct policy set returned by a `policies` function. A tier's namespace is
@@ -43,8 +41,7 @@ export function createTierLimiters<Entry>(
     let entry = byText.get(text);
     if (entry === undefined) {
       const names = oneCount ? ['limit'] : toPolicies(list).map((policy) => policy.name);
-      const tier = digest(JSON.stringify(names.sort()));
-      const prefix = root.length <= 51 ? `${root}.${tier}` : `${root.slice(0, 38)}.${digest(root)}.${tier}`;
+      const prefix = `${fittedRoot(root, 51)}.${shortHash(JSON.stringify(names.sort()), 12)}`;
       entry = wrap(createLimiter({ ...base, policies: list, prefix } as unknown as LimiterOptions));
       if (byText.size >= MAX_TIER_LIMITERS) byText.delete(byText.keys().next().value as string);
     } else {
