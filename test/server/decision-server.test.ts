@@ -102,6 +102,34 @@ describe('createDecisionServer', () => {
     expect(asked).toBe(1);
   });
 
+  // Regression: a health check that arrived once close() had begun got the JSON refusal meant
+  // for calls, which a probe reading `/healthcheck` as text does not parse.
+  it('answers a /healthcheck that arrives during close() with NOT_SERVING text', async () => {
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog });
+    const { httpPort } = await server.listen();
+    const socket = connect(httpPort, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+    });
+    const ended = new Promise((resolve) => socket.once('close', resolve));
+    // One write: once the first answer is back, the server has read the start of the second
+    // request, so close() finds the connection busy rather than idle and waits for it.
+    const check = 'GET /healthcheck HTTP/1.1\r\nHost: x\r\n';
+    socket.write(`${check}\r\n${check}`);
+    await waitFor('the first answer', async () => received.includes('\r\n\r\nOK'));
+    const closed = server.close();
+    socket.write('\r\n');
+    await closed;
+    await ended;
+    const answers = received.split(/(?=HTTP\/1\.1 )/);
+    expect(answers).toHaveLength(2);
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answers[1]).toMatch(/\r\nContent-Type: text\/plain\r\n/);
+    expect(answers[1]).toMatch(/\r\nConnection: close\r\n/);
+    expect(answers[1]).toMatch(/\r\n\r\nNOT_SERVING$/);
+  });
+
   it('close() ends open Health/Watch streams with NOT_SERVING (it waited shutdownTimeoutMs for them)', async () => {
     const server = createDecisionServer({
       rules,

@@ -69,19 +69,23 @@ export function createHttpServer(
     sendJson(res, httpStatus[outcome.kind], { code: outcome.kind.toUpperCase(), message: outcome.message });
   };
 
+  const healthcheck = (_: IncomingMessage, res: ServerResponse): void =>
+    serving() ? send(res, 200, 'text/plain', 'OK') : send(res, 503, 'text/plain', 'NOT_SERVING');
   const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => Promise<void> | void> = {
     'POST /json': json,
-    'GET /healthcheck': (_, res) =>
-      serving() ? send(res, 200, 'text/plain', 'OK') : send(res, 503, 'text/plain', 'NOT_SERVING'),
+    'GET /healthcheck': healthcheck,
     'GET /metrics': async (_, res) => send(res, 200, metrics.contentType, await metrics.render()),
   };
 
   return createServer((req, res) => {
-    // A call that arrives once `close()` has begun, on a connection kept alive, is refused.
-    if (closing()) return sendJson(res, 503, { code: 'UNAVAILABLE', message: 'the service is shutting down' });
     const path = (req.url ?? '/').split('?')[0];
     // HEAD is GET without the body (RFC 9110), which Node leaves out for a HEAD request.
     const route = routes[`${req.method === 'HEAD' ? 'GET' : req.method} ${path}`];
+    // Once `close()` has begun, a call on a connection kept alive is refused; a health check
+    // still gets the health check's own answer, which a load balancer's probe parses.
+    if (closing() && route !== healthcheck) {
+      return sendJson(res, 503, { code: 'UNAVAILABLE', message: 'the service is shutting down' });
+    }
     if (route === undefined) {
       const allowed = Object.keys(routes)
         .filter((r) => r.endsWith(` ${path}`))
