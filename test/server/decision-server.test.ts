@@ -130,6 +130,44 @@ describe('createDecisionServer', () => {
     expect(answers[1]).toMatch(/\r\n\r\nNOT_SERVING$/);
   });
 
+  // Regression: two rules counted by the minute, both named `per-minute` by default, put two
+  // items of one name in response_headers_to_add, and the service said nothing.
+  it('logs once when one answer names a policy twice in its RateLimit fields', async () => {
+    const warnings: string[] = [];
+    const server = createDecisionServer({
+      rules: parseRules(
+        'domain: d\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: minute, requests_per_unit: 10 }\n' +
+          '  - key: path\n    value: /login\n    rate_limit: { unit: minute, requests_per_unit: 5 }\n',
+      ),
+      headers: { standard: 'draft-11' },
+      clock: () => 0,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log: { line() {}, warn: (message) => warnings.push(message) },
+    });
+    const { httpPort } = await server.listen();
+    const ask = async (...descriptors: [string, string][]) => {
+      const body = JSON.stringify({
+        domain: 'd',
+        descriptors: descriptors.map(([key, value]) => ({ entries: [{ key, value }] })),
+      });
+      const answer = (await (await fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body })).json()) as {
+        responseHeadersToAdd: { key: string; value: string }[];
+      };
+      return answer.responseHeadersToAdd.find((h) => h.key === 'RateLimit')?.value;
+    };
+    try {
+      expect(await ask(['remote_address', '192.0.2.1'])).toBe('"per-minute";r=9;t=60');
+      expect(warnings).toEqual([]);
+      for (let i = 0; i < 2; i++) await ask(['remote_address', '192.0.2.1'], ['path', '/login']);
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(/WRN_SLUICE_DUPLICATE_POLICY_NAME: policy "per-minute"/);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('close() ends open Health/Watch streams with NOT_SERVING (it waited shutdownTimeoutMs for them)', async () => {
     const server = createDecisionServer({
       rules,

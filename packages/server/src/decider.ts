@@ -1,4 +1,11 @@
-import { type Decision, decideRules, passes, type ResolvedHeaders, type RuleVerdict } from '@sluice/core';
+import {
+  createWarnOnce,
+  type Decision,
+  decideRules,
+  passes,
+  type ResolvedHeaders,
+  type RuleVerdict,
+} from '@sluice/core';
 import type { RuleSet } from '@sluice/rules';
 import { createHeaderFields } from './header-fields.js';
 import { createRuleMatcher } from './override-rules.js';
@@ -36,7 +43,7 @@ export function createDecider(options: DeciderOptions) {
   const limiterOf = createServiceLimiters(options);
   const matchRules = createRuleMatcher();
   const clock = options.clock ?? Date.now;
-  const headerFields = options.headers && createHeaderFields(options.headers, clock);
+  const headerFields = options.headers && createHeaderFields(options.headers, clock, createWarnOnce(options.logger));
 
   return async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
     const costs = call.descriptors.map((d) => d.hits);

@@ -7,6 +7,7 @@ import {
   type RuleVerdict,
   retryAfterFieldMs,
   sfSeconds,
+  type WarnOnce,
 } from '@sluice/core';
 
 type Fields = { key: string; value: string }[];
@@ -29,23 +30,28 @@ const collector: HeaderTarget<Fields> = {
  * The IETF RateLimit fields for one answer, written by core's own serialisers: one list item
  * per policy of every limited descriptor, and `Retry-After` when the request is refused.
  */
-export function createHeaderFields(options: ResolvedHeaders, clock: () => number) {
+export function createHeaderFields(options: ResolvedHeaders, clock: () => number, warn: WarnOnce) {
   const writers = new WeakMap<Limiter, HeaderWriter>();
+  const writerOf = (limiter: Limiter): HeaderWriter => {
+    let writer = writers.get(limiter);
+    if (writer === undefined) {
+      writer = createHeaderWriter(limiter.policies, options, clock, warn);
+      writers.set(limiter, writer);
+    }
+    return writer;
+  };
   return function headerFields(verdicts: readonly RuleVerdict[], refused: boolean): Fields {
     const fields: Fields = [];
     const request = {};
     let waitMs = 0;
-    for (const { limiter, decision } of verdicts) {
+    // Every writer made before any writes: one made now may share a name with another, which
+    // must then note its names on this call too (WRN_SLUICE_DUPLICATE_POLICY_NAME).
+    const writersOf = verdicts.map(({ limiter }) => limiter && writerOf(limiter));
+    verdicts.forEach(({ decision }, i) => {
       if (!decision.allowed) waitMs = Math.max(waitMs, retryAfterFieldMs(decision) ?? 0);
       // A blocked rule has no limiter and no policy to describe: only its wait counts.
-      if (limiter === undefined) continue;
-      let writer = writers.get(limiter);
-      if (writer === undefined) {
-        writer = createHeaderWriter(limiter.policies, options, clock);
-        writers.set(limiter, writer);
-      }
-      writer.write(decision, fields, collector, request);
-    }
+      writersOf[i]?.write(decision, fields, collector, request);
+    });
     if (refused && waitMs > 0) collector.setHeader(fields, 'Retry-After', sfSeconds(waitMs));
     return fields;
   };

@@ -35,4 +35,5 @@ export { combinedDecision, createRuleLimiters, decideRules, passes } from './rul
 export type { RulesHttpOptions } from './rules/rules-options.js';
 export { sfSeconds } from './structured-fields.js';
 export { MAX_TIER_LIMITERS } from './tier-limiters.js';
-export type { SluiceWarningCode } from './warnings.js';
+export type { SluiceWarningCode, WarnOnce } from './warnings.js';
+export { createWarnOnce } from './warnings.js';

@@ -14,12 +14,13 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_NOT_BOOLEAN'
   | 'WRN_SLUICE_UNKNOWN_DOMAIN'
   | 'WRN_SLUICE_MIXED_HEADER_DRAFTS'
+  | 'WRN_SLUICE_DUPLICATE_POLICY_NAME'
   | 'WRN_SLUICE_RULE_PATH_SPELLING';
 
 /** Logs `message` once per code or, given `about`, once per code and `about` (one per rule value, say). */
 export type WarnOnce = (code: SluiceWarningCode, message: string, about?: string) => void;
 
-/** Never throws into a request: a logger that fails is ignored. */
+/** Never throws into a request: a logger that fails is ignored. For adapters and the decision service. */
 export function createWarnOnce(logger: Logger): WarnOnce {
   const sent = new Set<string>();
   return (code, message, about) => {

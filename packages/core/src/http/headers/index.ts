@@ -7,6 +7,7 @@ import { draft7PolicyField, draft7RateLimitField } from './draft-7.js';
 import { draft11PolicyField, draft11RateLimitField } from './draft-11.js';
 import { type Headline, headlineOf, isMoreRestrictive } from './effective-window.js';
 import { legacyFields } from './legacy.js';
+import { createNameCheck } from './policy-name-check.js';
 
 export type StandardHeaders = 'draft-11' | 'draft-7' | 'draft-6';
 
@@ -136,8 +137,10 @@ export function createHeaderWriter(
   const { standard, legacy } = options;
   const policyField =
     standard === 'draft-11' ? draft11PolicyField(policies) : standard ? draft7PolicyField(policies) : undefined;
-  const quotedNames = policies.map((p) => sfString(p.name));
+  const names = policies.map((p) => p.name);
+  const quotedNames = names.map(sfString);
   const hasHeadline = legacy || standard === 'draft-7' || standard === 'draft-6';
+  const checkNames = standard === 'draft-11' ? createNameCheck(names, warn) : undefined;
 
   /**
    * Whether this limiter's draft may write on the request: the first draft written keeps the
@@ -163,8 +166,10 @@ export function createHeaderWriter(
       if (decision.reason === 'store-unavailable') return;
       const speaks = !mixedDrafts || speaksOn(request);
       if (speaks && policyField !== undefined) target.appendHeader(res, 'RateLimit-Policy', policyField);
-      if (speaks && standard === 'draft-11')
+      if (speaks && standard === 'draft-11') {
         target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
+        checkNames?.(request);
+      }
       if (!hasHeadline) return;
       const headline = headlineOf(decision, policies);
       if (speaks && standard === 'draft-7' && replaces('draft-7', request, headline))

@@ -122,7 +122,12 @@ export function createRulesHttpLimiter<Req, Res>(
         else list.push(value);
       },
     };
-    for (const verdict of verdicts) writerOf(verdict)?.write(verdict.decision, res, target, request);
+    // Every writer made before any writes: one made now may share a name with another, which
+    // must then note its names on this request too (WRN_SLUICE_DUPLICATE_POLICY_NAME).
+    const writers = verdicts.map(writerOf);
+    verdicts.forEach((verdict, i) => {
+      writers[i]?.write(verdict.decision, res, target, request);
+    });
     for (const [name, values] of lists) binding.appendHeader(res, name, values.join(', '));
   };
 
