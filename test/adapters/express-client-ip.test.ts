@@ -66,7 +66,7 @@ describe('express: a trust proxy setting that trusts any address warns as `true`
   });
 
   it.each([
-    ['a hop count', 2],
+    ['a hop count', 1],
     ['loopback and private ranges', 'loopback, uniquelocal'],
     ['a function trusting loopback', (address: string) => address === '127.0.0.1' || address === '::ffff:127.0.0.1'],
     [

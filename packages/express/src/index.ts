@@ -10,7 +10,7 @@ import {
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
-import { expressProxyTrust } from './proxy-trust.js';
+import { expressProxyTrust, expressTrustsAsProxy } from './proxy-trust.js';
 
 declare global {
   namespace Express {
@@ -40,6 +40,7 @@ const binding: AdapterBinding<Request, Response> = {
   clientIp: (req, trust) => (trust === 'none' ? req.socket.remoteAddress : req.ip),
   trustAdvice:
     "set Express's `trust proxy` to the number of proxies in front of the app or to their addresses, never to `true`.",
+  trustsAsProxy: (req, address, hop) => expressTrustsAsProxy(req.app, address, hop),
   // `app.handle` sets the prototype of every request to the app's `request`.
   swapsRequestPrototype: true,
   // Express 5's router and Express 4's call a handler from these.

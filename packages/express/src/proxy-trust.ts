@@ -25,3 +25,8 @@ export function expressProxyTrust(app: Application): 'none' | 'some' | 'all' {
   }
   return verdict.trustsAnyone ? 'all' : 'some';
 }
+
+/** Whether Express, under the app's `trust proxy`, takes `address` at `hop` for a proxy and reads past it. */
+export function expressTrustsAsProxy(app: Application, address: string, hop: number): boolean {
+  return Boolean((app.get('trust proxy fn') as TrustFunction)(address, hop));
+}

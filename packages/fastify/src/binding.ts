@@ -11,22 +11,42 @@ export function trustProxyOf(app: FastifyInstance): unknown {
   return undefined;
 }
 
+type TrustFunction = (address: string, hop: number) => unknown;
+
+/**
+ * `trustProxy` in the form Fastify compiles it to (with its own `@fastify/proxy-addr`): a
+ * function, addresses and subnets, or a hop count; `undefined` for `true`, for none, and for
+ * a setting it cannot compile, which is Fastify's to refuse.
+ */
+function trustFunctionOf(trustProxy: unknown): TrustFunction | undefined {
+  if (typeof trustProxy === 'function') return trustProxy as TrustFunction;
+  if (typeof trustProxy === 'number') return (_, hop) => hop < trustProxy;
+  const addresses =
+    typeof trustProxy === 'string' ? trustProxy.split(',').map((address) => address.trim()) : trustProxy;
+  if (!Array.isArray(addresses)) return undefined;
+  try {
+    return compile(addresses);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Whether `trustProxy` trusts every proxy: `true`, or addresses, subnets or a function that
- * trust a documentation address far along the chain, judged in the form Fastify compiles them
- * to (with its own `@fastify/proxy-addr`). A setting it cannot compile is Fastify's to refuse.
+ * trust a documentation address far along the chain.
  */
 function trustsEveryProxy(trustProxy: unknown): boolean {
   if (trustProxy === true) return true;
-  if (typeof trustProxy === 'function') return trustsStrangers(trustProxy as (address: string, hop: number) => unknown);
-  const addresses =
-    typeof trustProxy === 'string' ? trustProxy.split(',').map((address) => address.trim()) : trustProxy;
-  if (!Array.isArray(addresses)) return false;
-  try {
-    return trustsStrangers(compile(addresses));
-  } catch {
-    return false;
-  }
+  const trusts = typeof trustProxy === 'number' ? undefined : trustFunctionOf(trustProxy);
+  return trusts !== undefined && trustsStrangers(trusts);
+}
+
+/** `trustsAsProxy`: the compiled `trustProxy` asked of one hop; nothing is a proxy without one. */
+function trustsAsProxyFor(
+  trustProxy: unknown,
+): NonNullable<AdapterBinding<FastifyRequest, FastifyReply>['trustsAsProxy']> {
+  const trusts = trustFunctionOf(trustProxy);
+  return (_, address, hop) => trusts !== undefined && Boolean(trusts(address, hop));
 }
 
 /**
@@ -68,6 +88,7 @@ const lowered = (name: string): string => {
 };
 
 export const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
+  trustsAsProxy: trustsAsProxyFor(trustProxy),
   rawRequest: (request) => request.raw,
   rawResponse: (reply) => reply.raw,
   clientIp: (request) => request.ip,

@@ -20,7 +20,17 @@ export interface ClientAddressSource<Req> {
   clientIp(req: Req, trust: ProxyTrust): string | undefined;
   /** How to set proxy trust in this framework, quoted by the proxy warnings. */
   trustAdvice: string;
+  /**
+   * Whether the framework takes `address`, `hop` places from the app (the socket's peer is 0,
+   * X-Forwarded-For's last entry 1), for a proxy and reads on past it. Asked under `'some'`
+   * trust of X-Forwarded-For's first entry: one the framework reads past, a client can put
+   * an address of its choosing before.
+   */
+  trustsAsProxy?(req: Req, address: string, hop: number): boolean;
 }
+
+/** `ClientAddressSource.trustsAsProxy` for one request. */
+type TrustsAsProxy = (address: string, hop: number) => boolean;
 
 /** Documentation addresses (RFC 5737, RFC 3849): no real proxy has one. */
 const STRANGERS = ['203.0.113.9', '2001:db8::9'];
@@ -60,6 +70,15 @@ export function createClientAddressKey<Req>(
   warn: WarnOnce,
 ): ClientAddressKey<Req> {
   const { trustAdvice } = source;
+  // A trust function that throws on an address it never expected to see is judged not to
+  // trust it: a warning never breaks a request.
+  const trustsAsProxy = (req: Req, address: string, hop: number): boolean => {
+    try {
+      return source.trustsAsProxy?.(req, address, hop) === true;
+    } catch {
+      return false;
+    }
+  };
   const firstOnConnection = createFirstOnConnection();
   return (req, request) => {
     const trust = source.proxyTrust(req);
@@ -75,7 +94,7 @@ export function createClientAddressKey<Req>(
         `the framework ignores the app's trust-proxy setting, so the client address is the proxy's and all clients behind it share one key. ${trustAdvice}`,
       );
     } else if (firstOnConnection(request)) {
-      warnIfProxyUnread(request, trust, ip, trustAdvice, warn);
+      warnIfProxyUnread(request, trust, ip, trustAdvice, warn, (address, hop) => trustsAsProxy(req, address, hop));
     }
     if (ip === undefined || ip === '') {
       warn(
@@ -99,7 +118,9 @@ export function createClientAddressKey<Req>(
  * proxy on the proxy's key: X-Forwarded-For while no proxy is trusted; X-Forwarded-For from a
  * peer the trusted-proxy list leaves out (the framework stops at the socket's address, while the
  * proxy's own entry, last in the header, is not that address); or only `Forwarded` or
- * `X-Real-IP`, which none of the frameworks reads.
+ * `X-Real-IP`, which none of the frameworks reads. And the opposite: a setting that trusts
+ * more hops than the request came through (a hop count above the number of proxies), which
+ * reads past every entry, so a client choosing X-Forwarded-For's first entry chooses its key.
  */
 function warnIfProxyUnread(
   request: IncomingMessage,
@@ -107,6 +128,7 @@ function warnIfProxyUnread(
   ip: string | undefined,
   trustAdvice: string,
   warn: WarnOnce,
+  trustsAsProxy: TrustsAsProxy,
 ): void {
   const { headers } = request;
   const forwardedFor = headers['x-forwarded-for'];
@@ -131,6 +153,14 @@ function warnIfProxyUnread(
     warn(
       'WRN_SLUICE_UNTRUSTED_PROXY',
       `a request from ${ip} carries X-Forwarded-For, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
+    );
+  } else {
+    const entries = String(forwardedFor).split(',');
+    const first = (entries[0] as string).trim();
+    if (!trustsAsProxy(first, entries.length)) return;
+    warn(
+      'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
+      `a request's X-Forwarded-For holds ${entries.length} address(es), and the app's trust-proxy setting reads past all of them, taking the first (${first}) for a proxy too, so a client can pick its own rate-limit key by sending an X-Forwarded-For of its own. Trust exactly the proxies in front of the app: ${trustAdvice}`,
     );
   }
 }
