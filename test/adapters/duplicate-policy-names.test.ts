@@ -40,20 +40,26 @@ describe.each(harnesses)('$name: one policy name from two limiters on one respon
     expect(logger.messages).toEqual([]);
   });
 
-  it('warns of two rules that one request matches, both counted by the minute', async () => {
-    const logger = collectingLogger();
+  /** Two rules counted by the minute, on every request and on `/other`, named as given. */
+  const startRules = async (logger: ReturnType<typeof collectingLogger>, named: [string, string] | []) => {
+    const [client, path] = named.map((name) => `, name: ${name}`);
     const rules = parseRules(`
 domain: api
 descriptors:
   - key: remote_address
-    rate_limit: { unit: minute, requests_per_unit: 10 }
+    rate_limit: { unit: minute, requests_per_unit: 10${client ?? ''} }
   - key: path
     value: /other
-    rate_limit: { unit: minute, requests_per_unit: 5 }
+    rate_limit: { unit: minute, requests_per_unit: 5${path ?? ''} }
 `);
-    app = await harness.start({
+    return harness.start({
       limits: [{ rules, descriptors: [['remote_address'], ['path']], clock: clockAt(0), logger }],
     });
+  };
+
+  it('warns of two rules that one request matches, both named `per-minute` by default', async () => {
+    const logger = collectingLogger();
+    app = await startRules(logger, []);
     const plain = await request(app.url).get('/').expect(200);
     expect(names(plain.headers.ratelimit)).toEqual(['per-minute']);
     expect(logger.messages).toEqual([]);
@@ -64,18 +70,7 @@ descriptors:
 
   it('says nothing of two rules whose policies are named apart', async () => {
     const logger = collectingLogger();
-    const rules = parseRules(`
-domain: api
-descriptors:
-  - key: remote_address
-    rate_limit: { unit: minute, requests_per_unit: 10, name: per-client }
-  - key: path
-    value: /other
-    rate_limit: { unit: minute, requests_per_unit: 5, name: per-path }
-`);
-    app = await harness.start({
-      limits: [{ rules, descriptors: [['remote_address'], ['path']], clock: clockAt(0), logger }],
-    });
+    app = await startRules(logger, ['per-client', 'per-path']);
     const both = await request(app.url).get('/other').expect(200);
     expect(names(both.headers.ratelimit)).toEqual(['per-client', 'per-path']);
     expect(logger.messages).toEqual([]);

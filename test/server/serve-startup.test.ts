@@ -94,4 +94,30 @@ describe('sluice refuses to start, with a clear message and a non-zero exit', ()
     expect(code).toBe(1);
     expect(output).toContain('EADDRINUSE');
   });
+
+  // Regression: grpc-js wrote its own plain-text line ("E No address added …") among the
+  // service's JSON lines, which a log shipper parsing each line as JSON drops or flags.
+  it('exit 1 when the gRPC port is taken, every line of its log JSON', async () => {
+    const { createServer } = await import('node:net');
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as { port: number };
+    const { code, output } = await exitOf([
+      'serve',
+      '--rules',
+      rules,
+      '--host',
+      '127.0.0.1',
+      '--grpc-port',
+      String(port),
+      '--http-port',
+      '0',
+    ]);
+    taken.close();
+    expect(code).toBe(1);
+    const lines = output.trim().split('\n');
+    expect(lines.map((line) => JSON.parse(line).level)).toContain('error');
+    expect(lines.find((line) => line.includes('"source":"grpc-js"'))).toContain('No address added');
+    expect(output).toContain('EADDRINUSE');
+  });
 });

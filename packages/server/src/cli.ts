@@ -1,6 +1,6 @@
 import { isSluiceError } from '@sluice/core';
 import { parsePublishArgs, parseServeArgs, USAGE } from './cli-args.js';
-import { createServiceLog } from './log.js';
+import { createServiceLog, logGrpcTo } from './log.js';
 import { publishRulesFile } from './publish-rules.js';
 import { serve } from './serve.js';
 
@@ -25,6 +25,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   const flags = flagsOrExit(parseServeArgs, args);
   if (typeof flags === 'number') return flags;
   const log = createServiceLog();
+  logGrpcTo(log);
   let running: Awaited<ReturnType<typeof serve>>;
   try {
     running = await serve(flags, log);

@@ -1,3 +1,5 @@
+import { format } from 'node:util';
+import { setLogger } from '@grpc/grpc-js';
 import type { Logger } from '@sluice/core';
 
 export type Level = 'info' | 'warn' | 'error';
@@ -14,4 +16,17 @@ export function createServiceLog(write: (text: string) => void = (text) => proce
     write(`${JSON.stringify({ time: new Date().toISOString(), level, msg: message, ...fields })}\n`);
   };
   return { line, warn: (message) => line('warn', message) };
+}
+
+/**
+ * Sends grpc-js's own lines (a port it could not bind, traces asked for with `GRPC_TRACE`) to
+ * `log`, where they were plain text on stderr among the JSON lines. For the process's service:
+ * grpc-js keeps one logger per process.
+ */
+export function logGrpcTo(log: ServiceLog): void {
+  const to =
+    (level: Level) =>
+    (...args: unknown[]): void =>
+      log.line(level, format(...args), { source: 'grpc-js' });
+  setLogger({ error: to('error'), info: to('info'), debug: to('info') });
 }
