@@ -68,6 +68,36 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(keyOf('/shared/b/items')).toBe('*');
   });
 
+  it('share_threshold on a wildcard with no limit of its own shares the counter of the rules below it (it was ignored)', () => {
+    const rules = parseRules(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - key: files',
+        "    value: 'reports/*'",
+        '    share_threshold: true',
+        '    descriptors:',
+        '      - key: user',
+        '        rate_limit: { unit: minute, requests_per_unit: 5 }',
+        '  - key: files',
+        "    value: 'images/*'",
+        '    descriptors:',
+        '      - key: user',
+        '        rate_limit: { unit: minute, requests_per_unit: 5 }',
+        '',
+      ].join('\n'),
+    );
+    const keyOf = (file: string, user: string) =>
+      rules.matchOne('d', [
+        { key: 'files', value: file },
+        { key: 'user', value: user },
+      ])?.key;
+    // As envoyproxy/ratelimit: the shared entry counts as its pattern, the others per value.
+    expect(keyOf('reports/a.pdf', 'ada')).toBe(keyOf('reports/b.csv', 'ada'));
+    expect(keyOf('reports/a.pdf', 'ada')).not.toBe(keyOf('reports/a.pdf', 'bob'));
+    expect(keyOf('images/a.png', 'ada')).not.toBe(keyOf('images/b.png', 'ada'));
+  });
+
   it('keeps unlimited, shadow_mode, quota_mode, detailed_metric and metadata', () => {
     const rules = fixture('envoy-features.yaml');
     const health = rules.matchOne('features', d(['path', '/health']))?.rule;

@@ -102,6 +102,60 @@ describe('YAML anchors, aliases and merge keys', () => {
     ]);
   });
 
+  it('metadata that aliased descriptors share is read once, as one frozen value', () => {
+    const text = [
+      'domain: d',
+      'descriptors:',
+      `  - &l0 { key: k0, rate_limit: { unit: second, requests_per_unit: 1 }, metadata: { ids: [${'1, '.repeat(999)}1] } }`,
+      `  - &l1 { key: k1, descriptors: [${Array.from({ length: 10 }, (_, j) => `{ <<: *l0, value: v${j} }`).join(', ')}] }`,
+      `  - { key: k2, descriptors: [${Array.from({ length: 10 }, (_, j) => `{ <<: *l1, value: v${j} }`).join(', ')}] }`,
+      '',
+    ].join('\n');
+    const rules = parseRules(text).rules;
+    expect(rules).toHaveLength(1 + 10 + 100);
+    const metadata = new Set(rules.map((rule) => rule.metadata));
+    expect(metadata.size).toBe(1);
+    expect(Object.isFrozen((rules[0]?.metadata as { ids?: number[] } | undefined)?.ids)).toBe(true);
+  });
+
+  it('metadata that aliases multiply is refused past the budget of values (2,000 copies of a list took 26 s)', () => {
+    // 200 mappings each holding a 1,000-item list: 200,000 values from 7 KB.
+    const text = [
+      'domain: d',
+      'descriptors:',
+      `  - { key: a, rate_limit: { unit: second, requests_per_unit: 1 }, metadata: &big [${'1, '.repeat(999)}1] }`,
+      ...Array.from(
+        { length: 200 },
+        (_, i) =>
+          `  - { key: b, value: v${i}, rate_limit: { unit: second, requests_per_unit: 1 }, metadata: { x: *big } }`,
+      ),
+      '',
+    ].join('\n');
+    const problems = problemsOf(text);
+    expect(problems.map((p) => p.code)).toEqual(['ERR_SLUICE_RULES_INVALID_VALUE']);
+    expect(problems[0]?.message).toContain(`more than ${100_000} values`);
+    // Within the budget (90 copies), every rule has its metadata.
+    const within = parseRules(
+      text
+        .split('\n')
+        .slice(0, 3 + 90)
+        .join('\n'),
+    ).rules;
+    expect(within.slice(1).map((rule) => (rule.metadata as { x: number[] }).x.length)).toEqual(Array(90).fill(1000));
+  });
+
+  it.each([
+    ['!!binary aGVsbG8=', '!!binary'],
+    ['!!set { a, b }', '!!set'],
+    ['!!omap [ { a: 1 } ]', '!!omap'],
+    ['!!timestamp 2026-01-01', '!!timestamp'],
+  ])('metadata holding %s is refused with a code, not a TypeError or a value JSON cannot carry', (value, tag) => {
+    const text = `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n    metadata:\n      a: ${value}\n`;
+    const problems = problemsOf(text);
+    expect(problems.map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 6]]);
+    expect(problems[0]?.message).toContain(`\`${tag}\``);
+  });
+
   it('descriptors that aliases multiply are refused past the budget (1.5 KB once took 10 s to read)', () => {
     // Each level lists 10 merged copies of the level below: 10^6 descriptors from 1.7 KB.
     const multiplied = (levels: number) => {

@@ -2,9 +2,7 @@ import {
   type Alias,
   type Document,
   isAlias,
-  isCollection,
   isMap,
-  isPair,
   isScalar,
   isSeq,
   type Node,
@@ -46,51 +44,6 @@ function targetsOf(doc: Document): Map<Alias, Node> {
 /** A node with any alias (`*name`) followed to what it stands for. */
 export function resolved(reader: Reader, node: Node | null | undefined): Node | null | undefined {
   return isAlias(node) ? (targetsOf(reader.doc).get(node) ?? null) : node;
-}
-
-/**
- * Aliases one value may expand to, counted as the yaml package counts them: a small document
- * whose aliases multiply each other (a "billion laughs") is refused instead of expanded.
- */
-const MAX_ALIAS_COUNT = 100;
-
-/**
- * The first alias under `node` that refers to a mapping or list holding it, which as plain data
- * would contain itself (envoyproxy/ratelimit's Go decoder refuses such a value too). A depth-first
- * search that visits each node once, however often aliases repeat it.
- */
-function selfReference(reader: Reader, node: unknown, open: Set<Node>, done: Set<Node>): Node | undefined {
-  if (isPair(node)) return selfReference(reader, node.key, open, done) ?? selfReference(reader, node.value, open, done);
-  const target = resolved(reader, node as Node | null);
-  if (!isCollection(target) || done.has(target)) return undefined;
-  if (open.has(target)) return node as Node;
-  open.add(target);
-  for (const item of target.items) {
-    const found = selfReference(reader, item, open, done);
-    if (found !== undefined) return found;
-  }
-  open.delete(target);
-  done.add(target);
-  return undefined;
-}
-
-/** A node as plain data (metadata, core's options), aliases and merge keys resolved; `undefined` when refused. */
-export function plainOf(reader: Reader, node: Node | null, what: string): unknown {
-  const loop = selfReference(reader, node, new Set(), new Set());
-  if (loop !== undefined) {
-    reader.report(
-      loop,
-      'ERR_SLUICE_RULES_INVALID_VALUE',
-      `${what} cannot be read: this alias refers to a value that contains it.`,
-    );
-    return undefined;
-  }
-  try {
-    return node?.toJS(reader.doc, { maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (error) {
-    reader.report(node, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} cannot be read: ${(error as Error).message}.`);
-    return undefined;
-  }
 }
 
 const isMergeKey = (key: unknown): boolean =>

@@ -1,4 +1,4 @@
-import { type Node, visit } from 'yaml';
+import { type Document, type Node, visit } from 'yaml';
 import type { Reader } from './reader.js';
 
 /**
@@ -20,12 +20,24 @@ export interface DescriptorWalk {
   leave(node: Node): void;
 }
 
+const nodeCounts = new WeakMap<Document, number>();
+
+/** How many YAML nodes (scalars, aliases, mappings, lists, key–value pairs) a document holds: what its budgets scale with. */
+export function nodeCountOf(doc: Document): number {
+  let nodes = nodeCounts.get(doc);
+  if (nodes === undefined) {
+    let counted = 0;
+    visit(doc, () => {
+      counted++;
+    });
+    nodes = counted;
+    nodeCounts.set(doc, nodes);
+  }
+  return nodes;
+}
+
 export function createDescriptorWalk(reader: Reader): DescriptorWalk {
-  let nodes = 0;
-  visit(reader.doc, () => {
-    nodes++;
-  });
-  const budget = Math.max(MIN_DESCRIPTOR_BUDGET, nodes);
+  const budget = Math.max(MIN_DESCRIPTOR_BUDGET, nodeCountOf(reader.doc));
   let read = 0;
   // The descriptors and lists from the top down to the one being read: an alias back to one
   // of them makes a tree without end.

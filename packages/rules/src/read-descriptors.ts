@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { isNode, isSeq, type Node } from 'yaml';
-import { plainOf, resolved } from './aliases.js';
+import { resolved } from './aliases.js';
 import { createDescriptorWalk, type DescriptorWalk } from './descriptor-walk.js';
+import { plainOf } from './plain-values.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
 import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf, withValue } from './reader.js';
@@ -29,12 +30,21 @@ export interface TreeNode {
   /** `undefined` for a bare key (and for `value: ""`, as in envoyproxy/ratelimit). */
   readonly value: string | undefined;
   readonly rule: Rule | undefined;
+  /**
+   * `share_threshold`: every value the wildcard matches counts as one, for this descriptor's
+   * rule and for those below it (a wildcard with no limit of its own may group descriptors).
+   */
+  readonly shareThreshold: boolean;
   readonly children: readonly TreeNode[];
 }
 
-/** Free-form metadata, frozen all the way down like the rest of a rule. */
+/**
+ * Free-form metadata, frozen all the way down like the rest of a rule. A value is frozen only
+ * after all it holds, so a frozen one (metadata that descriptors share through an alias) is
+ * left as it is, not walked again for each descriptor.
+ */
 function frozen<T>(value: T): T {
-  if (typeof value === 'object' && value !== null) {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     for (const inner of Object.values(value)) frozen(inner);
     Object.freeze(value);
   }
@@ -106,11 +116,19 @@ function readDescriptor(context: Context, item: Node | null, parent: readonly Ru
   const value = written === '' ? undefined : written;
   const entry: RulePathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
   const path = Object.freeze([...parent, Object.freeze(entry)]);
-  const rule = readRule(reader, fields, item, domain, path);
+  const shareThreshold = flagOf(reader, fields.get('share_threshold'), '`share_threshold`');
+  if (shareThreshold && !value?.includes('*')) {
+    reader.report(
+      fields.get('share_threshold')?.key,
+      'ERR_SLUICE_RULES_CONFLICT',
+      '`share_threshold` needs a `value` with a `*` wildcard.',
+    );
+  }
+  const rule = readRule(reader, fields, item, domain, path, shareThreshold);
   const below = fields.get('descriptors');
   const children = below === undefined ? [] : readDescriptors(context, below, path);
   if (key === undefined || key === '') return undefined;
-  return { key, value, rule, children };
+  return { key, value, rule, shareThreshold, children };
 }
 
 function readRule(
@@ -119,21 +137,13 @@ function readRule(
   at: Node | null,
   domain: string,
   path: readonly RulePathEntry[],
+  shareThreshold: boolean,
 ): Rule | undefined {
   const flag = (name: string): boolean => flagOf(reader, fields.get(name), `\`${name}\``);
   const shadowMode = flag('shadow_mode');
   const quotaMode = flag('quota_mode');
   const detailedMetric = flag('detailed_metric');
   const valueToMetric = flag('value_to_metric');
-  const shareThreshold = flag('share_threshold');
-  const last = path[path.length - 1];
-  if (shareThreshold && !last?.value?.includes('*')) {
-    reader.report(
-      fields.get('share_threshold')?.key,
-      'ERR_SLUICE_RULES_CONFLICT',
-      '`share_threshold` needs a `value` with a `*` wildcard.',
-    );
-  }
   const rateLimitField = withValue(fields.get('rate_limit'));
   const policiesField = fields.get('policies');
   const throttleField = fields.get('throttle');

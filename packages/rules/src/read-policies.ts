@@ -9,8 +9,8 @@ import {
   toThrottle,
 } from '@sluice/core';
 import { isMap, isSeq, type Node } from 'yaml';
-import { plainOf } from './aliases.js';
 import { hasAmbiguousNumbers } from './ambiguous-numbers.js';
+import { plainOf } from './plain-values.js';
 import { type Field, fieldsOf, type Reader } from './reader.js';
 
 const THROTTLE_KEYS = ['mode', 'overagePercent', 'maxOveragePercent'] as const;

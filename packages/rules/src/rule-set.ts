@@ -36,7 +36,7 @@ function compileLevel(nodes: readonly TreeNode[]): Level | undefined {
     const compiled: Compiled = {
       rule: node.rule,
       children: compileLevel(node.children),
-      perValue: node.value === undefined || (wildcard && node.rule?.shareThreshold !== true),
+      perValue: node.value === undefined || (wildcard && !node.shareThreshold),
     };
     if (node.value === undefined) branch.bare = compiled;
     else if (wildcard) branch.wildcards.push({ test: wildcardMatcher(node.value), node: compiled });
