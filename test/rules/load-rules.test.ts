@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { isRulesError, loadRules, type RuleProblem } from '@sluice/rules';
+import { isRulesError, loadRules, type RuleProblem, watchRules } from '@sluice/rules';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const execFileAsync = promisify(execFile);
@@ -87,6 +87,19 @@ describe('loadRules', () => {
     const error = await loadRules(missing).catch((e: unknown) => e);
     expect(isRulesError(error) && error.problems.map((p) => [p.line, p.column])).toEqual([[1, 1]]);
     expect((error as Error).message).toContain(`${missing}:1:1 Cannot read the rules`);
+  });
+
+  it('a FIFO among the rules is refused as not a regular file (reading it waited for a writer forever)', async () => {
+    await writeFile(join(dir, 'a.yaml'), perIp('a', 1));
+    const fifo = join(dir, 'b.yaml');
+    await execFileAsync('mkfifo', [fifo]);
+    for (const path of [dir, fifo]) {
+      const problems = await problemsOf(path);
+      expect(problems.map((p) => [p.code, p.source])).toEqual([['ERR_SLUICE_RULES_READ', fifo]]);
+      expect(problems[0]?.message).toContain('not a regular file');
+    }
+    // A watcher reads its first set synchronously: there the wait blocked the whole process.
+    expect(() => watchRules(dir)).toThrow(/b\.yaml:1:1 Cannot read the file: it is not a regular file/);
   });
 
   it('a directory of more files than the process may open at once loads (it failed with EMFILE)', async () => {

@@ -6,11 +6,13 @@ import {
   type RulesWatcher,
   watchRedisRules,
 } from '@sluice/rules';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
-import { connectRedis, standaloneRedis } from '../helpers/redis-env.js';
+import { clusterTarget, connectCluster } from '../helpers/redis-cluster.js';
+import { connectRedis, standaloneRedis, waitReady } from '../helpers/redis-env.js';
 
 const redis = await standaloneRedis();
+const cluster = clusterTarget();
 const perIp = (limit: number) =>
   `domain: edge\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
 const limitOf = (watcher: RulesWatcher) =>
@@ -220,6 +222,51 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     }
   });
 
+  it('a client made with enableOfflineQueue: false is watched (its subscription was refused while connecting)', async () => {
+    const strict = new Redis(redis.require(), { enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    strict.on('error', () => {});
+    onTestFinished(() => strict.disconnect());
+    await waitReady(strict, 5000);
+    await publishRules(client, key, perIp(10));
+    const watcher = await watch({ client: strict, pollIntervalMs: 600_000 });
+    await publishRules(client, key, perIp(50));
+    await eventually(() => expect(limitOf(watcher)).toBe(50));
+  });
+
+  it('a subscription Redis refuses rejects at start-up with ERR_SLUICE_RULES_READ and Redis error as cause', async () => {
+    const user = `sluice-rules-${randomUUID()}`;
+    await client.call('ACL', 'SETUSER', user, 'on', '>secret', '~*', '&*', '+@all', '-subscribe');
+    onTestFinished(async () => {
+      await client.call('ACL', 'DELUSER', user);
+    });
+    const limited = new Redis(redis.require(), { username: user, password: 'secret', maxRetriesPerRequest: 0 });
+    limited.on('error', () => {});
+    onTestFinished(() => limited.disconnect());
+    await publishRules(client, key, perIp(10));
+    const error = await watchRedisRules({ client: limited, key }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ERR_SLUICE_RULES_READ' });
+    expect((error as Error).message).toContain(`Cannot subscribe to "${key}:changed"`);
+    expect(((error as Error).cause as Error).message).toContain('NOPERM');
+  });
+
+  it('a second outage with the same error is reported again (the poll that saw Redis back did not count)', async () => {
+    await publishRules(client, key, perIp(10));
+    const reader = await connectRedis(redis.require());
+    onTestFinished(() => reader.disconnect());
+    const errors: RulesError[] = [];
+    const watcher = await watch({ client: reader, pollIntervalMs: 10, onError: (e) => errors.push(e) });
+    for (let outage = 1; outage <= 2; outage++) {
+      reader.disconnect();
+      await eventually(() => expect(errors).toHaveLength(outage));
+      await reader.connect();
+      // A poll that reads the version, unchanged, while Redis answers.
+      await eventually(() => expect(watcher.errors).toBe(outage));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(errors.map((e) => e.code)).toEqual(['ERR_SLUICE_RULES_READ', 'ERR_SLUICE_RULES_READ']);
+    expect(errors[0]?.message).toBe(errors[1]?.message);
+  });
+
   it('close() ends the subscription: a later publish changes nothing', async () => {
     await publishRules(client, key, perIp(10));
     const closed = await watch({ pollIntervalMs: 600_000 });
@@ -228,5 +275,24 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     await publishRules(client, key, perIp(40));
     await eventually(() => expect(limitOf(live)).toBe(40));
     expect(limitOf(closed)).toBe(10);
+  });
+});
+
+describe.skipIf(cluster.skip)('rules from a Redis Cluster', () => {
+  it('a Cluster client made with enableOfflineQueue: false is watched, publishes and all', async () => {
+    const handle = await cluster.require()();
+    onTestFinished(() => handle.stop());
+    const client = await connectCluster(handle.nodes, { enableOfflineQueue: false });
+    onTestFinished(() => client.disconnect());
+    const key = `sluice-test:rules:${randomUUID()}`;
+    onTestFinished(async () => {
+      await client.del(key);
+    });
+    await publishRules(client, key, perIp(10));
+    const watcher = await watchRedisRules({ client, key, pollIntervalMs: 600_000 });
+    onTestFinished(() => watcher.close());
+    expect(limitOf(watcher)).toBe(10);
+    await publishRules(client, key, perIp(60));
+    await eventually(() => expect(limitOf(watcher)).toBe(60));
   });
 });

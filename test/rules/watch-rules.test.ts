@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { isRulesError, type RulesError, type RulesWatcher, watchRules } from '@sluice/rules';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 
@@ -199,6 +200,36 @@ describe('watchRules', () => {
     await writeFile(file, perIp('edge', 20));
     await watcher.reload();
     expect(watcher.reloads).toBe(1);
+  });
+
+  it('a poll shorter than the debounce still reloads (each poll put the reload off again, for ever)', async () => {
+    const file = join(dir, 'rules.yaml');
+    await writeFile(file, perIp('edge', 1));
+    const watcher = watch(file, { debounceMs: 200, pollIntervalMs: 10 });
+    await writeFile(file, perIp('edge', 2));
+    // Within ten debounce delays of the change, however often the poll asks again.
+    await eventually(() => expect(limitOf(watcher)).toBe(2));
+  });
+
+  it('a change saved while the first set parses is seen (it waited for the next change)', async () => {
+    const file = join(dir, 'rules.yaml');
+    const many = Array.from(
+      { length: 5000 },
+      (_, i) => `  - { key: k, value: v${i}, rate_limit: { unit: second, requests_per_unit: 1 } }\n`,
+    );
+    await writeFile(file, perIp('edge', 1) + many.join(''));
+    // Another thread saves the change while this one is busy parsing the first set; whenever
+    // it lands, the watcher must end up with it.
+    const writer = new Worker(
+      `const { workerData: [file, text] } = require('node:worker_threads');
+       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 50);
+       require('node:fs').writeFileSync(file, text);`,
+      { eval: true, workerData: [file, perIp('edge', 2) + many.join('')] },
+    );
+    const written = new Promise((resolve) => writer.once('exit', resolve));
+    const watcher = watch(file);
+    await written;
+    await eventually(() => expect(limitOf(watcher)).toBe(2));
   });
 
   it('a callback that throws stops nothing', async () => {

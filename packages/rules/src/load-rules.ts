@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, type Stats, statSync } from 'node:fs';
+import { open, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type RuleProblem, RulesError, readProblem } from './errors.js';
 import { checkDistinct, type ReadDomain, readDomains } from './parse-rules.js';
@@ -52,6 +52,37 @@ const unreadable = (path: string, error: unknown): RulesError =>
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
 
 /**
+ * Opened without blocking and checked before it is read: opening a FIFO among the rules files
+ * would otherwise wait for a writer forever (holding one of libuv's few threads), and a device
+ * such as /dev/zero would read without end.
+ */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
+
+function checkRegular(stats: Stats): void {
+  if (!stats.isFile()) throw new Error('it is not a regular file');
+}
+
+async function readRuleFile(file: string): Promise<string> {
+  const handle = await open(file, OPEN_FLAGS);
+  try {
+    checkRegular(await handle.stat());
+    return await handle.readFile('utf8');
+  } finally {
+    await handle.close();
+  }
+}
+
+function readRuleFileSync(file: string): string {
+  const fd = openSync(file, OPEN_FLAGS);
+  try {
+    checkRegular(fstatSync(fd));
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * Files read at once: a directory of thousands read all together would open as many files,
  * beyond a process's usual limit of open files (EMFILE), while a few at a time read as fast.
  */
@@ -62,8 +93,7 @@ async function readEach(files: readonly string[]): Promise<(string | Error)[]> {
   const texts: (string | Error)[] = [];
   let next = 0;
   const reader = async (): Promise<void> => {
-    for (let i = next++; i < files.length; i = next++)
-      texts[i] = await readFile(files[i] as string, 'utf8').catch(asError);
+    for (let i = next++; i < files.length; i = next++) texts[i] = await readRuleFile(files[i] as string).catch(asError);
   };
   await Promise.all(Array.from({ length: Math.min(FILES_READ_AT_ONCE, files.length) }, reader));
   return texts;
@@ -90,7 +120,7 @@ export function readRulesTextSync(path: string): RulesText {
   }
   const texts = files.map((file) => {
     try {
-      return readFileSync(file, 'utf8');
+      return readRuleFileSync(file);
     } catch (error) {
       return asError(error);
     }

@@ -14,7 +14,9 @@ export interface RedisRulesClient {
   hget(key: string, field: string): Promise<string | null>;
   hset(key: string, ...fieldsAndValues: string[]): Promise<unknown>;
   publish(channel: string, message: string): Promise<unknown>;
-  duplicate(): RedisRulesSubscriber;
+  /** ioredis's `Redis#duplicate(options)`, or `Cluster#duplicate(startupNodes, options)` where `isCluster`. */
+  duplicate(...override: never[]): RedisRulesSubscriber;
+  readonly isCluster?: boolean;
 }
 
 export interface RedisRulesSubscriber {
@@ -103,6 +105,17 @@ async function readRules(client: RedisRulesClient, key: string): Promise<RulesTe
 }
 
 /**
+ * A connection of its own for the subscription, which queues its commands until it connects:
+ * a client made with `enableOfflineQueue: false` (as a store's client may be) would otherwise
+ * refuse the subscription sent while its duplicate is still connecting.
+ */
+function subscriberOf(client: RedisRulesClient): RedisRulesSubscriber {
+  const duplicate = client.duplicate as (...override: unknown[]) => RedisRulesSubscriber;
+  const queued = { enableOfflineQueue: true };
+  return client.isCluster === true ? duplicate.call(client, [], queued) : duplicate.call(client, queued);
+}
+
+/**
  * The rules stored in Redis by `publishRules`, kept current: a reload on every message of
  * the channel and on a version change seen by polling. Rejects when the first document
  * cannot be read or is bad. A later bad document keeps the set in force and goes to `onError`.
@@ -139,11 +152,12 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
   const reloader = createReloader(await read(), read, { ...options, debounceMs: 0, source: `redis:${key}` });
   const look = (): void => {
     client.hget(key, 'version').then((current) => {
+      reloader.readable();
       // A hash without a version (written by other means) is read whole each time.
       if (current === null || current !== version) reloader.schedule();
     }, reloader.schedule);
   };
-  const subscriber = client.duplicate();
+  const subscriber = subscriberOf(client);
   // The subscriber reconnects on its own; meanwhile polling keeps the bound.
   subscriber.on('error', () => {});
   subscriber.on('message', (channel) => {
@@ -159,7 +173,8 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
     await subscriber.subscribe(channelOf(options));
   } catch (error) {
     await reloader.watcher.close();
-    throw error;
+    const message = `Cannot subscribe to ${JSON.stringify(channelOf(options))}: ${(error as Error).message}.`;
+    throw new RulesError([readProblem(`redis:${key}`, message)], { cause: error });
   }
   // A publish between the first read and the subscription announced itself to nobody: the
   // version is compared once more now, not only at the first poll.

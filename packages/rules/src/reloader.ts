@@ -35,11 +35,20 @@ export interface RulesWatcher {
 
 export interface Reloader {
   readonly watcher: RulesWatcher;
-  /** Asks for a reload after the debounce delay; a burst of calls makes one reload. */
+  /**
+   * Asks for a reload after the debounce delay; a burst of calls makes one reload, and a burst
+   * that never pauses (a busy neighbour file, a poll shorter than the debounce) still reloads
+   * once every `MAX_WAIT_DEBOUNCES` delays.
+   */
   schedule(): void;
+  /** The source answered: a read that fails after this is a new outage, reported again. */
+  readable(): void;
   /** Runs `release` once, on close. */
   onClose(release: () => void): void;
 }
+
+/** How many debounce delays a reload may be put off by calls that keep coming. */
+export const MAX_WAIT_DEBOUNCES = 10;
 
 const warn = (error: RulesError): void =>
   console.warn(`${error.message}\n[sluice] The rules in force stay as they were.`);
@@ -73,6 +82,9 @@ export function createReloader(
   let errors = 0;
   let closed = false;
   let timer: NodeJS.Timeout | undefined;
+  // When the reload now waited for was first asked for: the debounce restarts on every call,
+  // but never past `MAX_WAIT_DEBOUNCES` delays from here.
+  let askedAt: number | undefined;
   let running: Promise<void> | undefined;
   let again = false;
   const releases: (() => void)[] = [];
@@ -154,9 +166,21 @@ export function createReloader(
     watcher,
     schedule() {
       if (closed) return;
+      const now = Date.now();
+      askedAt ??= now;
+      const left = askedAt + MAX_WAIT_DEBOUNCES * options.debounceMs - now;
       clearTimeout(timer);
-      timer = setTimeout(run, options.debounceMs);
+      timer = setTimeout(
+        () => {
+          askedAt = undefined;
+          void run();
+        },
+        Math.max(0, Math.min(options.debounceMs, left)),
+      );
       timer.unref();
+    },
+    readable() {
+      failedRead = undefined;
     },
     onClose(release) {
       releases.push(release);

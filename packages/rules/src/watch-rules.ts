@@ -4,7 +4,7 @@ import { invalid, isTimerMs, MAX_TIMER_MS } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
 import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
 import { checkName, checkSourceOptions } from './options.js';
-import { createReloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
+import { createReloader, type Reloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
 import { directoriesDeciding } from './watched-directories.js';
 
 export interface WatchRulesOptions extends ReloadOptions {
@@ -81,17 +81,26 @@ export function watchRules(path: string, options: WatchRulesOptions = {}): Rules
     if (closed) return;
     for (const watcher of watchers) watcher.close();
     const dirs = directoriesDeciding(target, filesOrNone(target));
-    watchers = dirs.flatMap((dir) => watchDirectory(dir, reloader.schedule) ?? []);
+    // Events arrive on a later turn of the event loop, once the reloader below exists.
+    watchers = dirs.flatMap((dir) => watchDirectory(dir, () => reloader.schedule()) ?? []);
   };
-  const reloader = createReloader(
-    readRulesTextSync(target),
-    () => {
-      rewatch();
-      return readRulesText(target);
-    },
-    { ...options, debounceMs: options.debounceMs ?? 100, source: target },
-  );
+  // The first load watches before it reads too: a change saved while a large set parses would
+  // otherwise wait for the next change, or the next poll, to be seen.
   rewatch();
+  let reloader: Reloader;
+  try {
+    reloader = createReloader(
+      readRulesTextSync(target),
+      () => {
+        rewatch();
+        return readRulesText(target);
+      },
+      { ...options, debounceMs: options.debounceMs ?? 100, source: target },
+    );
+  } catch (error) {
+    for (const watcher of watchers) watcher.close();
+    throw error;
+  }
   if (watchers.length === 0) {
     throw new RulesError([readProblem(dirname(target), 'Cannot watch the directory.')]);
   }
