@@ -316,6 +316,21 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect(await scriptCalls()).toBe(before + 1);
   });
 
+  it('sees a reset or refund made through another store object on this client at once (it answered from its refusal)', async () => {
+    const clock = manualClock();
+    const prefix = `neighbour-${randomUUID()}:`;
+    const options = { limit: 1, window: '10s', algorithm: 'gcra', clock, prefix: 'x' } as const;
+    const here = createLimiter({ ...options, store: createRedisStore({ client, prefix }) });
+    const neighbour = createLimiter({ ...options, store: createRedisStore({ client, prefix, denyCache: false }) });
+    await here.consume('k');
+    expect((await here.consume('k')).allowed).toBe(false);
+    await neighbour.reset('k');
+    expect((await here.consume('k')).allowed).toBe(true);
+    expect((await here.consume('k')).allowed).toBe(false);
+    await neighbour.refund('k', 1);
+    expect((await here.consume('k')).allowed).toBe(true);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

@@ -59,6 +59,15 @@ describe.skipIf(target.skip)('Redis store, local-first mode: limiters that share
     expect(Object.values(await client.hgetall(key)).map(Number)).toEqual([10]);
   });
 
+  it('a reset through a limiter that has not decided yet clears the count another limiter kept (it did nothing)', async () => {
+    const clock = manualClock(1_700_000_040_000);
+    const options = { limit: 10, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 'reset' } as const;
+    const first = createLimiter(options);
+    expect(await admitted(first, 'u', 10)).toBe(10);
+    await createLimiter(options).reset('u');
+    expect(await admitted(first, 'u', 10)).toBe(10);
+  });
+
   it('a reload that changes one of two policies keeps the other policy count', async () => {
     const clock = manualClock(1_700_000_040_000);
     const policies = (burst: number) =>

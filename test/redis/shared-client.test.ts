@@ -49,6 +49,19 @@ function onOneClient(
     ).not.toThrow();
   });
 
+  it('an exact and a local-first store on one client and prefix write different keys, so they claim apart (one refused the other)', async () => {
+    const options = { limit: 5, window: '1m', clock: () => NOW } as const;
+    const exact = createLimiter({ ...options, store: createRedisStore({ client, prefix: `${prefix}modes:` }) });
+    const localStore = createRedisStore({ client, prefix: `${prefix}modes:`, localFirst: { syncIntervalMs: 60_000 } });
+    try {
+      const local = createLimiter({ ...options, store: localStore });
+      await exact.consume('ip');
+      expect((await local.consume('ip')).remaining).toBe(4);
+    } finally {
+      await localStore.localFirst?.close();
+    }
+  });
+
   it('17 policies used to fail at every decision (and fail open): now refused at construction', () => {
     const policies = Array.from({ length: 17 }, (_, i) => ({ name: `p${i}`, limit: 10, window: '1m' as const }));
     expect(() => createLimiter({ policies, store: createRedisStore({ client, prefix }), prefix: 'many' })).toThrow(

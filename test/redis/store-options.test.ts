@@ -36,6 +36,15 @@ describe('createRedisStore options', () => {
     expect(codeOf(() => createRedisStore({ client: idle, keyPrefix: 'x' } as never))).toBe('ERR_SLUICE_UNKNOWN_OPTION');
   });
 
+  it('refuses a deny cache given as a list, or given with localFirst, which ignores it (both were accepted)', async () => {
+    expect(codeOf(() => createRedisStore({ client: idle, denyCache: [] as never }))).toBe('ERR_SLUICE_INVALID_OPTION');
+    const localFirst = { syncIntervalMs: 60_000 };
+    const both = { client: idle, localFirst, denyCache: { maxKeys: 10 } };
+    expect(codeOf(() => createRedisStore(both))).toBe('ERR_SLUICE_INVALID_OPTION');
+    const store = createRedisStore({ client: idle, localFirst, denyCache: false });
+    await store.localFirst?.close();
+  });
+
   it.each(['{tag}', 'a}', 'line\nbreak', 'x'.repeat(65), 5])(
     'refuses prefix %o with ERR_SLUICE_INVALID_PREFIX',
     (prefix) => {

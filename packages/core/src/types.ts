@@ -115,7 +115,7 @@ export interface RateLimitStore {
    */
   readonly checksReplies?: boolean;
   /**
-   * What the store's keys live in (a Redis store: its client and key prefix). Limiters claim
+   * What the store's keys live in (a Redis store: its client, key prefix and mode). Limiters claim
    * their namespaces per backing, so two store objects over one backing cannot share a
    * namespace by accident. Defaults to the store object itself.
    */

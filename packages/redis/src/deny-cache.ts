@@ -51,9 +51,10 @@ interface Refusal {
 /**
  * Remembers refusals so that a client refused once is refused again in-process, without a
  * Redis call, until the refusal's wait is over. It changes no decision: nothing but time,
- * a refund or a reset makes a refused request pass, refusals charge nothing, and every charge,
- * refund or reset made through this store forgets the client. Only a refund or reset made
- * by another process meanwhile is missed, until the cached wait ends (README, "Deny cache").
+ * a refund or a reset makes a refused request pass, refusals charge nothing, and every charge
+ * made through this store, and every refund or reset made through any store over its client
+ * and prefix, forgets the client. Only a refund or reset made by another process (or another
+ * client object) meanwhile is missed, until the cached wait ends (README, "Deny cache").
  *
  * A refusal is kept only when its reply can be replayed exactly: the same cost, policies and
  * capacities; every policy refused with `remaining = cost − 1`. A policy's remaining never

@@ -7,6 +7,7 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
+import { backingOf, forgetEverywhere } from './backing.js';
 import { createBatcher } from './batcher.js';
 import {
   checkClient,
@@ -97,9 +98,19 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     );
   }
   const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
+  // Local-first decides in-process from counts it already holds: a deny cache's settings would
+  // be ignored, which a user tuning `maxKeys` would never learn.
+  if (localFirst !== undefined && options.denyCache !== undefined && options.denyCache !== false) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      '[sluice] Option `denyCache` does not apply with `localFirst`, which decides in-process without a Redis call; leave it out or pass `false`.',
+    );
+  }
   const onCluster = (client as { isCluster?: boolean }).isCluster === true;
   const callScript = defineScripts(client);
   const denyCache = denyCacheOf(options.denyCache);
+  const backing = backingOf(client, prefix, 'exact');
+  if (denyCache !== undefined) backing.denyCaches.add(new WeakRef(denyCache));
   const batcher = createBatcher(
     callScript,
     onCluster ? calculateSlot : () => 0,
@@ -118,7 +129,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       // Local-first replies are built from this process's counts; Redis's by the checked parser.
       checksReplies: true,
       prefix,
-      backing: backingOf(client, prefix),
+      backing: backingOf(client, prefix, 'local-first'),
       checkPolicies(policies) {
         policyList(policies);
         local.checkPolicies(policies);
@@ -198,7 +209,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     // Every reply comes through `parseReplies`, which refuses one that is no decision.
     checksReplies: true,
     prefix,
-    backing: backingOf(client, prefix),
+    backing,
     checkPolicies: policyList,
     consumeAll,
     ...(denyCache && {
@@ -220,42 +231,28 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       return run('consume', request);
     },
     async refund(request) {
-      denyCache?.forget(request.namespace, request.key);
+      forgetEverywhere(backing, request.namespace, request.key);
       await run('refund', request);
       // A refusal that arrived while the refund was on its way was decided before it.
-      denyCache?.forget(request.namespace, request.key);
+      forgetEverywhere(backing, request.namespace, request.key);
     },
     async reset(namespace, key, policies) {
       // Awaited only while opening: a ready client flushes the batch in this same turn.
       const opening = untilReady(client);
       if (opening) await opening;
       const keys = decisionKeys(prefix, namespace, key, policies);
-      denyCache?.forget(namespace, key);
+      forgetEverywhere(backing, namespace, key);
       // Decisions asked for before the reset go first, as they would without batching.
       batcher.flush();
       await client.del(...keys);
-      denyCache?.forget(namespace, key);
+      forgetEverywhere(backing, namespace, key);
     },
   };
 }
 
-const backings = new WeakMap<RedisClient, Map<string, object>>();
-
-/** One object per client and prefix: every store over them writes the same keys. */
-function backingOf(client: RedisClient, prefix: string): object {
-  const byPrefix = backings.get(client) ?? new Map<string, object>();
-  backings.set(client, byPrefix);
-  let backing = byPrefix.get(prefix);
-  if (backing === undefined) {
-    backing = { client, prefix };
-    byPrefix.set(prefix, backing);
-  }
-  return backing;
-}
-
 function denyCacheOf(option: DenyCacheOptions | false | undefined) {
   if (option === false) return undefined;
-  if (option !== undefined && (typeof option !== 'object' || option === null)) {
+  if (option !== undefined && (typeof option !== 'object' || option === null || Array.isArray(option))) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
       `[sluice] Option \`denyCache\` must be \`false\` or an object such as \`{ maxKeys: 10000 }\`; received ${String(option)}.`,

@@ -52,10 +52,13 @@ export function createClientTable(
   let lastNamespace = '';
   let lastClients: Map<string, ClientCounts> | undefined;
 
+  const signatureOf = (policies: readonly Policy[]): string =>
+    policies.map((policy) => `${policy.slot}@${policy.version}`).join(',');
+
   const policySetOf = (policies: readonly Policy[]): PolicySet => {
     let set = setOfPolicies.get(policies);
     if (set === undefined) {
-      const signature = policies.map((policy) => `${policy.slot}@${policy.version}`).join(',');
+      const signature = signatureOf(policies);
       set = policySets.get(signature);
       if (set === undefined) {
         set = { number: setsByNumber.length, namespaces: new Map() };
@@ -138,8 +141,9 @@ export function createClientTable(
     return counts;
   };
 
+  /** A client's counts, by the set's signature too: a limiter that has not decided yet (a reset through a reloaded one) finds what another with the same policies counted. */
   const find = (namespace: string, key: string, policies: readonly Policy[]): ClientCounts | undefined =>
-    setOfPolicies.get(policies)?.namespaces.get(namespace)?.get(key);
+    (setOfPolicies.get(policies) ?? policySets.get(signatureOf(policies)))?.namespaces.get(namespace)?.get(key);
 
   return {
     /** The limiter's clients under the request's namespace, if any are known here. */

@@ -1,0 +1,45 @@
+import type { RedisClient } from './client.js';
+import type { DenyCache } from './deny-cache.js';
+
+/** How a store lays out its keys: exact mode's and local-first's never meet, whatever the prefix. */
+export type KeyLayout = 'exact' | 'local-first';
+
+/**
+ * What the stores over one client, prefix and key layout share: they write the same keys, so
+ * limiters claim namespaces per backing, not per store object, and a refund or reset through
+ * any of them reaches every deny cache that may hold the client.
+ */
+export interface Backing {
+  readonly client: RedisClient;
+  readonly prefix: string;
+  readonly layout: KeyLayout;
+  /** Held weakly: a store dropped with its cache is not kept alive by its neighbours. */
+  readonly denyCaches: Set<WeakRef<DenyCache>>;
+}
+
+const backings = new WeakMap<RedisClient, Map<string, Backing>>();
+
+/** One object per client, prefix and key layout. */
+export function backingOf(client: RedisClient, prefix: string, layout: KeyLayout): Backing {
+  const byPrefix = backings.get(client) ?? new Map<string, Backing>();
+  backings.set(client, byPrefix);
+  const name = `${layout}:${prefix}`;
+  let backing = byPrefix.get(name);
+  if (backing === undefined) {
+    backing = { client, prefix, layout, denyCaches: new Set() };
+    byPrefix.set(name, backing);
+  }
+  return backing;
+}
+
+/**
+ * Forgets a client's refusals in the deny cache of every store over `backing`: a refund or
+ * reset through one store object must not leave another answering from a refusal it undid.
+ */
+export function forgetEverywhere(backing: Backing, namespace: string, key: string): void {
+  for (const held of backing.denyCaches) {
+    const cache = held.deref();
+    if (cache === undefined) backing.denyCaches.delete(held);
+    else cache.forget(namespace, key);
+  }
+}
