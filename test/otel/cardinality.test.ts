@@ -5,12 +5,13 @@ import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics, METRICS } from '@sluice/otel';
 import { afterEach, describe, expect, it } from 'vitest';
 import { failingStore, promiseStore } from '../helpers/stores.js';
-import { sdkMetrics, seriesOf } from './sdk.js';
+import { pointsOf, sdkMetrics, seriesOf } from './sdk.js';
 
 setFlagsFromString('--expose-gc');
 const collectGarbage = runInNewContext('gc') as () => void;
 
 const KEYS = 10_000;
+const quiet = { warn() {} };
 let cleanup: (() => Promise<unknown>) | undefined;
 afterEach(() => cleanup?.());
 
@@ -65,33 +66,56 @@ describe('series per instrument', () => {
 
   // Every limiter name ever seen kept its counts, though limiter names can come from data (each
   // `policies(req)` tier is a limiter): 100,000 tiers held 190 MB, and the SDK reported 2,000.
-  it('counts the limiters past 2,000 together under otel.metric.overflow, as the SDK does', async () => {
-    const sdk = sdkMetrics(100_000);
+  // Bounded at 2,000 limiters, a limiter's several series (a result of each policy) still
+  // reached the SDK's cap at 1,000 limiters, past which the SDK counted every new series
+  // together with no `sluice.result`.
+  it('counts 1,000 series apart and the rest under its own otel.metric.overflow, before the SDK caps', async () => {
+    const sdk = sdkMetrics(); // the SDK's default cap: 2,000 series per instrument
     const disable = enableMetrics({ meterProvider: sdk.meterProvider });
     cleanup = async () => {
       disable();
       await sdk.shutdown();
     };
     const store = createMemoryStore();
-    for (let tier = 0; tier < 2500; tier++) {
-      const limiter = createLimiter({ limit: tier + 1, window: '1m', prefix: `tier.${tier}`, store, clock: () => 0 });
+    // Three counts a tier: the limiter, its allowed and its limited decisions.
+    for (let tier = 0; tier < 1500; tier++) {
+      const limiter = createLimiter({ limit: 1, window: '1m', prefix: `tier.${tier}`, store, clock: () => 0 });
+      await limiter.consume('k');
       await limiter.consume('k');
     }
-    const remote = createLimiter({ limit: 5, window: '1m', prefix: 'tier.remote', store: promiseStore() });
-    await remote.consume('k');
+    // A counted limiter fails: its store's error type takes the last count, and its first
+    // store_error decision, a series not counted yet, goes to the overflow.
+    const failing = failingStore(new Error('down'));
+    await createLimiter({ limit: 1, window: '1m', prefix: 'tier.0', store: failing, logger: quiet }).consume('k');
+    await createLimiter({ limit: 5, window: '1m', prefix: 'tier.remote', store: promiseStore() }).consume('k');
+
     const metrics = await sdk.collect();
     const decisions = seriesOf(metrics, METRICS.decisions);
-    expect(decisions).toHaveLength(2001);
-    expect(decisions.reduce((sum, [, n]) => sum + (n as number), 0)).toBe(2501);
-    expect(decisions.at(-1)).toEqual([{ 'otel.metric.overflow': true, 'sluice.result': 'allowed' }, 501]);
-    // Limit 1: the one hit leaves none, near the limit; the others leave more than 20 %.
-    expect(seriesOf(metrics, METRICS.nearLimit).at(-1)).toEqual([{ 'otel.metric.overflow': true }, 0]);
-    expect(seriesOf(metrics, METRICS.nearLimit)[0]).toEqual([
-      { 'sluice.limiter': 'tier.0', 'sluice.policy': '1-per-1m' },
-      1,
+    // The SDK's overflow series would have no `sluice.result`.
+    expect(decisions.filter(([attributes]) => !('sluice.result' in (attributes as object)))).toEqual([]);
+    const apart = [METRICS.decisions, METRICS.queueHeld, METRICS.storeErrors].flatMap((name) =>
+      seriesOf(metrics, name).filter(([attributes]) => 'sluice.limiter' in (attributes as object)),
+    );
+    expect(apart).toHaveLength(1000);
+    expect(decisions.filter(([attributes]) => 'otel.metric.overflow' in (attributes as object))).toEqual([
+      [{ 'otel.metric.overflow': true, 'sluice.result': 'allowed' }, 1167 + 1],
+      [{ 'otel.metric.overflow': true, 'sluice.result': 'limited' }, 1167],
+      [{ 'otel.metric.overflow': true, 'sluice.result': 'store_error' }, 1],
     ]);
-    const durations = metrics.find((m) => m.descriptor.name === METRICS.storeDuration)?.dataPoints ?? [];
-    expect(durations.map((p) => p.attributes)).toEqual([{ 'otel.metric.overflow': true, 'sluice.store': 'remote' }]);
+    expect(decisions.reduce((sum, [, n]) => sum + (n as number), 0)).toBe(3002);
+    expect(seriesOf(metrics, METRICS.storeErrors)).toEqual([
+      [{ 'sluice.limiter': 'tier.0', 'sluice.store': 'down', 'error.type': 'Error' }, 1],
+    ]);
+    // Limit 1: the one allowed decision leaves none, near the limit.
+    const nearLimit = seriesOf(metrics, METRICS.nearLimit);
+    expect(nearLimit[0]).toEqual([{ 'sluice.limiter': 'tier.0', 'sluice.policy': '1-per-1m' }, 1]);
+    expect(nearLimit.at(-1)).toEqual([{ 'otel.metric.overflow': true }, 1167]);
+    expect(nearLimit).toHaveLength(333 + 1);
+    const durations = pointsOf(metrics, METRICS.storeDuration);
+    expect(durations.map((p) => p.attributes)).toEqual([
+      { 'otel.metric.overflow': true, 'sluice.store': 'down', 'error.type': 'Error' },
+      { 'otel.metric.overflow': true, 'sluice.store': 'remote' },
+    ]);
   });
 
   it('keeps the heap where it was for 12,000 more limiters past the bound', async () => {

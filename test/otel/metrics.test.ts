@@ -3,7 +3,7 @@ import { EventEmitter, once } from 'node:events';
 import { type ClientRequest, get, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { metrics } from '@opentelemetry/api';
-import type { Histogram } from '@opentelemetry/sdk-metrics';
+import { AggregationTemporality, type Histogram } from '@opentelemetry/sdk-metrics';
 import { createLimiter, hold, publishRulesReload, SLUICE_CHANNELS } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
 import { createMemoryStore } from '@sluice/memory';
@@ -192,6 +192,33 @@ describe('enableMetrics', () => {
     expect(channel(SLUICE_CHANNELS.decision).hasSubscribers).toBe(false);
   });
 
+  // The README said disable() stopped reporting; a cumulative reader goes on exporting the last
+  // point of every series, as the SDK keeps them and offers no way to drop them.
+  it('after disable(), leaves a cumulative reader repeating the last points and a delta reader none', async () => {
+    const exported = async (temporality: AggregationTemporality) => {
+      const sdk = sdkMetrics(undefined, temporality);
+      cleanups.push(sdk.shutdown);
+      const store = createMemoryStore();
+      const disable = enableMetrics({ meterProvider: sdk.meterProvider, memoryStores: { main: store } });
+      const limiter = createLimiter({ name: 'p', limit: 5, window: '1m', prefix: 'off', store, clock: () => 0 });
+      await limiter.consume('a');
+      const before = await sdk.collect();
+      disable();
+      await limiter.consume('b');
+      return { before, after: [await sdk.collect(), await sdk.collect()] };
+    };
+    const cumulative = await exported(AggregationTemporality.CUMULATIVE);
+    for (const after of cumulative.after) {
+      expect(after.map((m) => m.descriptor.name)).toEqual(cumulative.before.map((m) => m.descriptor.name));
+      expect(seriesOf(after, METRICS.decisions)).toEqual(decisionSeries('off', 'p', { allowed: 1 }));
+      // The store holds two keys now; the gauge stays at its last reading.
+      expect(seriesOf(after, METRICS.memoryKeys)).toEqual([[{ 'sluice.store': 'main' }, 1]]);
+    }
+    const delta = await exported(AggregationTemporality.DELTA);
+    expect(seriesOf(delta.before, METRICS.decisions)).toEqual(decisionSeries('off', 'p', { allowed: 1 }));
+    expect(delta.after).toEqual([[], []]);
+  });
+
   it('uses the global meter provider by default', async () => {
     const sdk = sdkMetrics();
     metrics.setGlobalMeterProvider(sdk.meterProvider);
@@ -372,5 +399,24 @@ describe('enableMetrics', () => {
     expect(() => enableMetrics(null as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
     // An array was taken for no options.
     expect(() => enableMetrics([] as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
+  });
+
+  // A Map was read with Object.entries: no store was ever reported, and no error said why.
+  it('refuses memoryStores given as a Map, not an object of stores by name', () => {
+    const memoryStores = new Map([['main', createMemoryStore()]]) as never;
+    expect(() => enableMetrics({ memoryStores })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringMatching(
+          /`memoryStores` of enableMetrics must be a plain object of stores by name, such as `\{ main: store \}`; received a Map/,
+        ),
+      }),
+    );
+    expect(() => enableMetrics({ memoryStores: [createMemoryStore()] as never })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringMatching(/received an array/),
+      }),
+    );
   });
 });

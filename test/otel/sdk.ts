@@ -12,8 +12,8 @@ import {
  * the SDK would send. The export interval is an hour: nothing exports unless asked.
  * `cardinalityLimit` replaces the SDK's 2,000 series per instrument.
  */
-export function sdkMetrics(cardinalityLimit?: number) {
-  const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+export function sdkMetrics(cardinalityLimit?: number, temporality = AggregationTemporality.CUMULATIVE) {
+  const exporter = new InMemoryMetricExporter(temporality);
   const reader = new PeriodicExportingMetricReader({
     exporter,
     exportIntervalMillis: 3_600_000,

@@ -109,6 +109,32 @@ describe('enableTracing', () => {
     expect(exporter.getFinishedSpans()[0]?.events.map((e) => e.name)).toEqual([LIMITED_EVENT]);
   });
 
+  // Options were taken and ignored without a word: a `tracerProvider` given did nothing.
+  it('refuses options, which it would ignore, when called, and stays off', async () => {
+    disable();
+    expect(() => enableTracing({ tracerProvider: provider } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringMatching(/Unknown enableTracing option `tracerProvider`: it takes none/),
+      }),
+    );
+    for (const options of [null, [], 'x', 1]) {
+      expect(() => enableTracing(options as never)).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_OPTION',
+          message: expect.stringMatching(/`options` of enableTracing must be an object/),
+        }),
+      );
+    }
+    disable = enableTracing({});
+    const limiter = createLimiter({ limit: 1, window: '1m', prefix: 'checked', clock: () => 0 });
+    await tracer.startActiveSpan('checked', async (span) => {
+      await limiter.consume('client');
+      span.end();
+    });
+    expect(exporter.getFinishedSpans()[0]?.attributes).toMatchObject({ 'sluice.limiter': 'checked' });
+  });
+
   it('does nothing without an active span, or with one that does not record', async () => {
     const limiter = createLimiter({ limit: 1, window: '1m' });
     await expect(limiter.consume('k')).resolves.toMatchObject({ allowed: true });

@@ -37,8 +37,10 @@ const NoopMeter = createNoopMeter().constructor;
  * Exports sluice's decisions through OpenTelemetry (SPEC §9). Counts are kept in plain
  * objects and reported by observable instruments when the SDK collects, so a decision pays an
  * increment, not an SDK call; only timed store calls and queue holds record synchronously.
- * Returns `disable()`, which stops counting and reporting; enabled again on the same provider,
- * the counts go on from where they stopped, with nothing counted in between.
+ * Returns `disable()`, which stops counting and observing; enabled again on the same provider,
+ * the counts go on from where they stopped, with nothing counted in between. A cumulative
+ * reader goes on exporting the last points after it (the SDK keeps every series it reported),
+ * a delta reader none.
  *
  * @example
  * const disable = enableMetrics({ meterProvider });
@@ -80,7 +82,7 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     }
     return attributes;
   };
-  // The limiters past the tally's bound are reported as the SDK reports series past its own.
+  // The counts past the tally's bound are reported as the SDK reports series past its own.
   const limiterAttributes = (limiter: string): Attributes =>
     cached(`l\u0000${limiter}`, () =>
       limiter === OVERFLOW ? { [ATTRIBUTES.overflow]: true } : { [ATTRIBUTES.limiter]: limiter },

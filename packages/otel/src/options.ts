@@ -1,41 +1,62 @@
 import { checkOptionNames, SluiceError } from '@sluice/core';
 import type { MetricsOptions } from './metrics.js';
 
-type Caller = 'enableMetrics' | 'createPrometheusMetrics';
+type Caller = 'enableMetrics' | 'createPrometheusMetrics' | 'enableTracing';
 
 const OPTION_NAMES: Record<Caller, readonly string[]> = {
   enableMetrics: ['meterProvider', 'memoryStores', 'logger'],
   // It reports on a provider of its own: a `meterProvider` given would be dropped unseen.
   createPrometheusMetrics: ['memoryStores', 'logger'],
+  enableTracing: [],
 };
 
-/** Checks the options of `caller`, naming it in every error. */
-export function checkMetricsOptions(options: MetricsOptions, caller: Caller): MetricsOptions {
-  const bad = (option: string, value: unknown, expected: string): never => {
-    const received = value === null ? 'null' : Array.isArray(value) ? 'an array' : typeof value;
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `[sluice] Option \`${option}\` of ${caller} must be ${expected}; received ${received}.`,
-    );
-  };
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) bad('options', options, 'an object');
+/** Throws the coded error for an option of `caller` that has the wrong type. */
+function invalid(caller: Caller, option: string, value: unknown, expected: string): never {
+  const received =
+    value === null ? 'null' : Array.isArray(value) ? 'an array' : value instanceof Map ? 'a Map' : typeof value;
+  throw new SluiceError(
+    'ERR_SLUICE_INVALID_OPTION',
+    `[sluice] Option \`${option}\` of ${caller} must be ${expected}; received ${received}.`,
+  );
+}
+
+/** Checks that the options of `caller` are an object naming only options it takes. */
+export function checkOptions(options: object, caller: Caller): void {
+  if (typeof options !== 'object' || options === null || Array.isArray(options))
+    invalid(caller, 'options', options, 'an object');
   if (caller === 'createPrometheusMetrics' && Object.hasOwn(options, 'meterProvider')) {
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
       '[sluice] Unknown createPrometheusMetrics option `meterProvider`: it reports on a meter provider of its own; for yours, call enableMetrics({ meterProvider }).',
     );
   }
+  const [name] = Object.keys(options);
+  // A `tracerProvider` given would be dropped unseen, as the spans are whichever are active.
+  if (caller === 'enableTracing' && name !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_UNKNOWN_OPTION',
+      `[sluice] Unknown enableTracing option \`${name}\`: it takes none, as it adds decisions to the span active around consume, whichever provider made it.`,
+    );
+  }
   checkOptionNames(options, OPTION_NAMES[caller], caller);
+}
+
+/** Checks the options of `caller`, naming it in every error. */
+export function checkMetricsOptions(options: MetricsOptions, caller: Caller): MetricsOptions {
+  checkOptions(options, caller);
   const { meterProvider, memoryStores, logger } = options;
   if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
-    bad('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
-  if (logger !== undefined && typeof logger?.warn !== 'function') bad('logger', logger, 'an object with `warn`');
+    invalid(caller, 'meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
+  if (logger !== undefined && typeof logger?.warn !== 'function')
+    invalid(caller, 'logger', logger, 'an object with `warn`');
   if (memoryStores !== undefined) {
-    if (typeof memoryStores !== 'object' || memoryStores === null || Array.isArray(memoryStores))
-      bad('memoryStores', memoryStores, 'an object of stores by name');
+    // Read with Object.entries, a Map showed no store at all.
+    const prototype = typeof memoryStores === 'object' && memoryStores !== null && Object.getPrototypeOf(memoryStores);
+    if (prototype !== Object.prototype && prototype !== null)
+      invalid(caller, 'memoryStores', memoryStores, 'a plain object of stores by name, such as `{ main: store }`');
     for (const [name, store] of Object.entries(memoryStores)) {
       if (typeof store?.size !== 'number' || typeof store.evictions !== 'number')
-        bad(`memoryStores.${name}`, store, 'a store from createMemoryStore()');
+        invalid(caller, `memoryStores.${name}`, store, 'a store from createMemoryStore()');
     }
   }
   return options;

@@ -16,15 +16,19 @@ import {
 export const NEAR_LIMIT_RATIO = 0.8;
 
 /**
- * Limiters counted apart, at most: OpenTelemetry SDKs report at most 2,000 series of an
- * instrument by default, and limiter names can come from data (each `policies(req)` tier is a
- * limiter of its own), so counts kept for every name ever seen grew without bound.
+ * Counts kept apart, at most: a limiter takes one (its queue depth), and so does each result of
+ * each of its policies (a series of `sluice.decisions`) and each type of error of each of its
+ * stores. OpenTelemetry SDKs report at most 2,000 series of an instrument by default and fold the
+ * rest into one series with no attribute but `otel.metric.overflow`. A limiter makes several
+ * series, and limiter names can come from data (each `policies(req)` tier is a limiter of its
+ * own), so the bound counts series, not limiters; it is half the SDK's cap because a limiter's
+ * one count here becomes up to two series of `sluice.queue.duration` (completed or not).
  */
-export const MAX_COUNTED_LIMITERS = 2000;
+export const MAX_COUNTED_SERIES = 1000;
 
 /**
- * The name the limiters past {@link MAX_COUNTED_LIMITERS} count under, with one policy of the
- * same name: no limiter or policy is named with the empty string.
+ * The name the counts past {@link MAX_COUNTED_SERIES} go under, with one policy of the same
+ * name: no limiter or policy is named with the empty string.
  */
 export const OVERFLOW = '';
 
@@ -46,7 +50,7 @@ export interface PolicyTally {
   nearBelow: number;
 }
 
-/** Counts of one limiter, or of all those past the bound ({@link OVERFLOW}). */
+/** Counts of one limiter, or of everything past the bound ({@link OVERFLOW}). */
 export interface LimiterTally {
   readonly limiter: string;
   readonly policies: Map<string, PolicyTally>;
@@ -60,9 +64,11 @@ export interface LimiterTally {
 export interface TallyCounts {
   readonly limiters: Map<string, LimiterTally>;
   readonly reloads: Map<string, { source: string; applied: number; rejected: number }>;
+  /** The counts kept apart, against {@link MAX_COUNTED_SERIES}; those of the overflow are not among them. */
+  series: number;
 }
 
-export const createCounts = (): TallyCounts => ({ limiters: new Map(), reloads: new Map() });
+export const createCounts = (): TallyCounts => ({ limiters: new Map(), reloads: new Map(), series: 0 });
 
 export interface Hooks {
   /** A decision timed by core (a store that answers with a promise), of `limiter` as counted. */
@@ -71,29 +77,37 @@ export interface Hooks {
 }
 
 /**
- * Counts sluice's events into `counts`, plain objects, the cheapest place to count: a decision
- * costs two comparisons and an increment, and two map reads when its limiter or policy is not
- * the last one's. Exporters read the counts when they collect. Counts go on from where `counts`
+ * Counts sluice's events into `kept`, plain objects, the cheapest place to count: a decision
+ * costs three comparisons and an increment, and two map reads when its limiter or policy is not
+ * the last one's. Exporters read the counts when they collect. Counts go on from where `kept`
  * stands, since the SDK remembers the totals it last read; the queue's depth starts from 0, as
  * the releases of holds begun before now are not subtracted.
  */
-export function createTally(hooks: Hooks, counts: TallyCounts) {
-  const { limiters, reloads } = counts;
+export function createTally(hooks: Hooks, kept: TallyCounts) {
+  const { limiters, reloads } = kept;
   for (const tally of limiters.values()) tally.held = 0;
   /** The `held` events this tally counted: only their releases may subtract. */
   const counted = new WeakSet<QueueEvent>();
 
-  const limiterOf = (limiter: string): LimiterTally => {
-    let tally = limiters.get(limiter);
-    if (tally === undefined) {
-      const name = limiters.size < MAX_COUNTED_LIMITERS ? limiter : OVERFLOW;
-      tally = limiters.get(name);
-      if (tally === undefined) {
-        tally = { limiter: name, policies: new Map(), storeErrors: new Map(), held: 0 };
-        limiters.set(name, tally);
-      }
-    }
+  const room = (series: number): boolean => kept.series + series <= MAX_COUNTED_SERIES;
+  const newLimiter = (limiter: string): LimiterTally => {
+    const tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0 };
+    limiters.set(limiter, tally);
+    if (limiter !== OVERFLOW) kept.series++;
     return tally;
+  };
+  const overflow = (): LimiterTally => limiters.get(OVERFLOW) ?? newLimiter(OVERFLOW);
+  const limiterOf = (limiter: string): LimiterTally =>
+    limiters.get(limiter) ?? (room(1) ? newLimiter(limiter) : overflow());
+
+  const policyIn = (tally: LimiterTally, policy: string): PolicyTally => {
+    let counts = tally.policies.get(policy);
+    if (counts === undefined) {
+      const decisions = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<DecisionResult, number>;
+      counts = { limiter: tally.limiter, policy, decisions, nearLimit: 0, failOpen: 0, nearBelow: 0 };
+      tally.policies.set(policy, counts);
+    }
+    return counts;
   };
 
   /**
@@ -101,18 +115,30 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
    * versions of a limiter (a rules reload, a rolling deploy) count under one name, each against
    * its own capacity. Asked only when the decision's limiter or policy is not the last one's.
    */
-  const policyOf = (tally: LimiterTally, name: string, policies: readonly Policy[]): PolicyTally => {
-    const capacity = policies.find((p) => p.name === name)?.capacity ?? 0;
-    const nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
-    const policy = tally.limiter === OVERFLOW ? OVERFLOW : name;
-    let counts = tally.policies.get(policy);
+  const policyOf = ({ limiter, policy, policies }: DecisionEvent): PolicyTally => {
+    const capacity = policies.find((p) => p.name === policy)?.capacity ?? 0;
+    const tally = limiters.get(limiter);
+    let counts = tally?.policies.get(policy);
     if (counts === undefined) {
-      const decisions = Object.fromEntries(RESULTS.map((r) => [r, 0])) as Record<DecisionResult, number>;
-      counts = { limiter: tally.limiter, policy, decisions, nearLimit: 0, failOpen: 0, nearBelow };
-      tally.policies.set(policy, counts);
+      // A policy is a series of `sluice.near_limit` by itself: it is opened only with room for
+      // its limiter, when new, and for the first result, which `onDecision` then takes.
+      counts = room(tally === undefined ? 2 : 1)
+        ? policyIn(tally ?? newLimiter(limiter), policy)
+        : policyIn(overflow(), OVERFLOW);
     }
-    counts.nearBelow = nearBelow;
+    counts.nearBelow = capacity - Math.floor(capacity * NEAR_LIMIT_RATIO);
     return counts;
+  };
+
+  /** The counts a result not counted yet for `counts` goes to: its own series, or past the bound the overflow's. */
+  const opened = (counts: PolicyTally): PolicyTally => {
+    if (room(1)) {
+      kept.series++;
+      return counts;
+    }
+    const past = policyIn(overflow(), OVERFLOW);
+    past.nearBelow = counts.nearBelow;
+    return past;
   };
 
   // Decisions come in runs from one limiter and policy: the counts found last are tried first.
@@ -126,7 +152,7 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
     counts: undefined as PolicyTally | undefined,
   };
   const countsFor = (event: DecisionEvent): PolicyTally => {
-    const counts = policyOf(limiterOf(event.limiter), event.policy, event.policies);
+    const counts = policyOf(event);
     last.counts = counts;
     last.policies = event.policies;
     last.policy = event.policy;
@@ -135,11 +161,12 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
 
   const onDecision = (message: unknown): void => {
     const event = message as DecisionEvent;
-    const counts =
+    const { result, decision } = event;
+    let counts =
       event.policies === last.policies && event.policy === last.policy
         ? (last.counts as PolicyTally)
         : countsFor(event);
-    const { result, decision } = event;
+    if (counts.decisions[result] === 0 && counts.limiter !== OVERFLOW) counts = opened(counts);
     counts.decisions[result]++;
     if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
     else if (result === 'store_error' && decision.allowed) counts.failOpen++;
@@ -148,10 +175,14 @@ export function createTally(hooks: Hooks, counts: TallyCounts) {
 
   const onStoreError = (message: unknown): void => {
     const { limiter, store, errorType } = message as StoreErrorEvent;
-    const errors = limiterOf(limiter).storeErrors;
     const key = `${store}\u0000${errorType}`;
-    const entry = errors.get(key);
-    if (entry === undefined) errors.set(key, { store, errorType, count: 1 });
+    let tally = limiterOf(limiter);
+    if (!tally.storeErrors.has(key) && tally.limiter !== OVERFLOW) {
+      if (room(1)) kept.series++;
+      else tally = overflow();
+    }
+    const entry = tally.storeErrors.get(key);
+    if (entry === undefined) tally.storeErrors.set(key, { store, errorType, count: 1 });
     else entry.count++;
   };
 

@@ -2,6 +2,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { trace } from '@opentelemetry/api';
 import { type DecisionEvent, SLUICE_CHANNELS, SluiceError } from '@sluice/core';
 import { ATTRIBUTES } from './names.js';
+import { checkOptions } from './options.js';
 
 /** The span event added when a request is refused. */
 export const LIMITED_EVENT = 'sluice.limited';
@@ -17,8 +18,11 @@ let tracing = false;
  * recording, it does nothing. A request that meets several limiters keeps the attributes of
  * the last one and an event per refusal. Returns `disable()`. It is on once per process: a
  * second `enableTracing` before the first one's `disable()` throws `ERR_SLUICE_INVALID_OPTION`.
+ * It takes no options: one given (a `tracerProvider`, say) throws `ERR_SLUICE_UNKNOWN_OPTION`
+ * rather than be ignored.
  */
-export function enableTracing(): () => void {
+export function enableTracing(options: Readonly<Record<string, never>> = {}): () => void {
+  checkOptions(options, 'enableTracing');
   if (tracing) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
