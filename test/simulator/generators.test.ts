@@ -6,6 +6,7 @@ import {
   type FlashCrowd,
   heavyTailed,
   MAX_ARRIVALS,
+  MAX_CLIENTS,
   steady,
 } from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
@@ -49,6 +50,18 @@ describe('traffic generators', () => {
     expect(traffic).toHaveLength(2_400);
     expect(traffic[0]?.at).toBeGreaterThanOrEqual(5_000);
     expect(traffic.at(-1)?.at).toBeLessThan(65_000);
+  });
+
+  it('steady: every request within [startMs, startMs + duration), whatever the seed (the last one jittered past the end)', () => {
+    // A last gap cut short by the end: its request was moved up to half a gap past it.
+    for (let seed = 0; seed < 50; seed++) {
+      const traffic = steady({ ratePerSecond: 1, duration: 1_600, startMs: 10_000, seed });
+      expect(traffic).toHaveLength(2);
+      for (const { at } of traffic) {
+        expect(at).toBeGreaterThanOrEqual(10_000);
+        expect(at, `seed ${seed}`).toBeLessThan(11_600);
+      }
+    }
   });
 
   it('bursts: each burst adds its size on top of the base rate', () => {
@@ -214,5 +227,18 @@ describe('traffic generators', () => {
     expect(() => boundaryAttack({ limit: 1_000_000_000, window: '1h' })).toThrow(tooMany);
     // Traffic within the bound is made.
     expect(steady({ ratePerSecond: 1000, duration: '10m' })).toHaveLength(600_000);
+  });
+
+  it('refuses more clients than MAX_CLIENTS with a coded error (a table per client ran out of memory)', () => {
+    const tooMany = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+      message: expect.stringContaining(String(MAX_CLIENTS)),
+    });
+    for (const clients of [MAX_CLIENTS + 1, 2 ** 40, Number.MAX_SAFE_INTEGER]) {
+      expect(() => heavyTailed({ clients, ratePerSecond: 1, duration: '1s' })).toThrow(tooMany);
+      expect(() => diurnal({ clients, meanRatePerSecond: 1, duration: '1s' })).toThrow(tooMany);
+    }
+    // The bound itself is taken.
+    expect(heavyTailed({ clients: MAX_CLIENTS, ratePerSecond: 10, duration: '1s' }).length).toBeGreaterThan(0);
   });
 });

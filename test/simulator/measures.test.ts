@@ -10,6 +10,7 @@ import {
   trailingWindowSeries,
   worstWindow,
 } from '@sluice/simulator';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 
 const at = (times: readonly number[], key = 'a'): Arrival[] => times.map((t) => ({ at: t, key, cost: 1 }));
@@ -93,6 +94,46 @@ describe('worstWindow and trailingWindowSeries', () => {
   });
 });
 
+describe('trailingWindowSeries, bucket by bucket', () => {
+  /** Admitted decisions at `times`, as a queue-less limiter reports them. */
+  const admitted = (times: readonly number[]) =>
+    at(times).map((arrival) => ({ ...arrival, allowed: true, retryAfterMs: 0, delayMs: 0 }));
+  /** Counted directly: the most admitted in a window (t − W, t] for every ms t of each bucket. */
+  const bruteForce = (times: readonly number[], windowMs: number, bucketMs: number, buckets: number, startMs = 0) =>
+    Array.from({ length: buckets }, (_, i) => {
+      let most = 0;
+      for (let t = startMs + i * bucketMs; t < startMs + (i + 1) * bucketMs; t++)
+        most = Math.max(most, times.filter((r) => r > t - windowMs && r <= t).length);
+      return most;
+    });
+
+  it('counts the window still open at a bucket’s start (a bucket with no arrival of its own read 0)', () => {
+    // Requests at 500 ms stay in a 1 s window until 1499 ms: the second bucket opens with all three.
+    const times = [500, 500, 500];
+    const series = trailingWindowSeries(admitted(times), 1_000, { bucketMs: 1_000, startMs: 0, endMs: 3_000 });
+    expect(series.values).toEqual(bruteForce(times, 1_000, 1_000, 3));
+    expect(series.values[1]).toBe(3);
+  });
+
+  it('gives each bucket the most its windows held, as counted ms by ms, requests before the start included', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 2_999 }), { maxLength: 30 }),
+        fc.integer({ min: 1, max: 1_500 }),
+        fc.integer({ min: 1, max: 1_000 }),
+        fc.integer({ min: 0, max: 1_500 }),
+        (unsorted, windowMs, bucketMs, startMs) => {
+          const times = [...unsorted].sort((a, b) => a - b);
+          const buckets = Math.ceil((3_000 - startMs) / bucketMs);
+          const series = trailingWindowSeries(admitted(times), windowMs, { bucketMs, startMs, endMs: 3_000 });
+          expect(series.values).toEqual(bruteForce(times, windowMs, bucketMs, buckets, startMs));
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});
+
 describe('measure options', () => {
   const invalid = [Number.NaN, 0, -1, 1.5, '60000' as unknown as number];
 
@@ -147,6 +188,18 @@ describe('measure options', () => {
       }),
     );
     expect(offeredSeries(traffic, { bucketMs: 3 }).values).toHaveLength(666_667);
+  });
+
+  it('refuse buckets that end before they start (they gave one bucket of nothing)', () => {
+    const traffic = at([0, 5_000]);
+    const backwards = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('`endMs`'),
+    });
+    expect(() => offeredSeries(traffic, { bucketMs: 1_000, startMs: 4_000, endMs: 2_000 })).toThrow(backwards);
+    // Left out, the end is just after the last request: a start past it is refused alike.
+    expect(() => offeredSeries(traffic, { bucketMs: 1_000, startMs: 9_000 })).toThrow(backwards);
+    expect(offeredSeries(traffic, { bucketMs: 1_000, startMs: 5_000 }).values).toEqual([1]);
   });
 });
 

@@ -24,6 +24,8 @@ beforeAll(async () => {
 
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
+const range = (from: number, count: number, step: number) => Array.from({ length: count }, (_, i) => from + i * step);
+
 /** The recorded-trace scenario on `lines`, written to a file as `--trace` would name it. */
 async function replay(name: string, lines: readonly string[]): Promise<ScenarioResult> {
   const path = join(dir, name);
@@ -76,6 +78,22 @@ describe('the simulate report', () => {
     expect(page).toMatch(/\| `fixed-window` +\| +11 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
     expect(page).toMatch(/\| `sliding-window-log` +\| +6 \| +5 \| +45\.45 % \| +1 \| +5 \(1×\) \|/);
     expect(page).toContain('## The sliding window counter against the exact log');
+  });
+
+  it('says a cost that can never pass gets no Retry-After, where it showed a longest Retry-After of 0 s', async () => {
+    // A cost of 9 against 5 per 10 s: every algorithm refuses it, and core sends no Retry-After.
+    const never = await replay('never.txt', ['1000 big 9', '2000 big 9', '3000 other']);
+    const page = renderPage([never], worstWindowChart([never]), new Map([[never, scenarioCharts(never)]]));
+    for (const run of never.runs) {
+      const row = page.split('\n').find((line) => line.startsWith(`| \`${run.name}\` `));
+      expect(row, run.name).toMatch(/\| +never passes \| +– \|$/);
+      expect(run.totals).toMatchObject({ refused: 2, neverPass: 2, maxRetryAfterMs: 0 });
+    }
+    // A refusal that could pass later keeps its wait beside the count that never can.
+    const mixed = await replay('mixed.txt', ['1000 big 9', ...range(1_100, 6, 10).map((t) => `${t} small`)]);
+    const mixedPage = renderPage([mixed], worstWindowChart([mixed]), new Map([[mixed, scenarioCharts(mixed)]]));
+    const log = mixedPage.split('\n').find((line) => line.startsWith('| `sliding-window-log` '));
+    expect(log).toMatch(/\| +9\.\d+ s; 1 never passes \| +– \|$/);
   });
 
   it.each([

@@ -10,6 +10,8 @@ import {
 } from '@sluice/simulator';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseCliOptions } from '../../packages/simulator/src/report/cli-options.js';
+import { ELASTIC_NEEDS_LOAD } from '../../packages/simulator/src/virtual-load.js';
 import { policyOptions } from '../conformance/arbitraries.js';
 
 /** Core's reference `decide`, run by hand over the same arrivals: what every store must match. */
@@ -103,5 +105,28 @@ describe('simulate', () => {
     const withClock = { limit: 1, window: '1s', clock: () => 0 } as unknown as Parameters<typeof simulate>[1];
     await expect(simulate([], withClock)).rejects.toMatchObject({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS' });
     await expect(simulate([], { limit: 0, window: '1s' })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_LIMIT' });
+  });
+
+  it("refuses elastic throttling without its own load, which read this machine's event loop into the run", async () => {
+    const traffic = boundaryAttack({ limit: 10, window: '1s', attacks: 1 });
+    const elastic = { mode: 'elastic', maxOveragePercent: 50 } as const;
+    const refusal = simulate(traffic, { limit: 10, window: '1s', throttle: elastic });
+    await expect(refusal).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining(ELASTIC_NEEDS_LOAD),
+    });
+    // The same rule, word for word, where the command line refuses elastic mode.
+    expect(() => parseCliOptions(['--throttle', 'elastic'], '/')).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringContaining(ELASTIC_NEEDS_LOAD),
+      }),
+    );
+    // With a load of its own, elastic mode lends its overage and runs as it would live.
+    const idle = await simulate(traffic, { limit: 10, window: '1s', throttle: { ...elastic, load: () => 0 } });
+    const busy = await simulate(traffic, { limit: 10, window: '1s', throttle: { ...elastic, load: () => 1 } });
+    const lent = (s: Simulation) => s.decisions.filter((d) => d.overLimit === 'elastic').length;
+    expect(lent(idle)).toBeGreaterThan(0);
+    expect(lent(busy)).toBe(0);
   });
 });

@@ -106,6 +106,25 @@ describe('parseTrace', () => {
     ]);
   });
 
+  it('reads ISO fractions finer than a millisecond, truncated to the millisecond (they were refused)', () => {
+    const second = Date.UTC(2026, 0, 1);
+    expect(parseTrace('2026-01-01T00:00:00.123456Z a\n2026-01-01T00:00:00.999999999+00:00 b')).toEqual([
+      { at: second + 123, key: 'a', cost: 1 },
+      { at: second + 999, key: 'b', cost: 1 },
+    ]);
+    expect(parseTrace('2016-12-31T23:59:60.0005Z a')).toEqual([{ at: Date.UTC(2017, 0, 1), key: 'a', cost: 1 }]);
+  });
+
+  it('reads access-log years 0070 to 0099 as written, not as 1970 to 1999', () => {
+    const log = (year: string) => `192.0.2.7 - - [01/Jan/${year}:00:00:00 +0000] "GET / HTTP/1.1" 200 1`;
+    for (const year of ['0070', '0099']) {
+      expect(() => parseTrace(log(year)), year).toThrow(
+        expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining('before 1970') }),
+      );
+    }
+    expect(parseTrace(log('1999'))).toEqual([{ at: Date.UTC(1999, 0, 1), key: '192.0.2.7', cost: 1 }]);
+  });
+
   it('reads a leap second alike in ISO 8601 and access-log times, and only at the end of a UTC day', () => {
     // The ISO time was refused and the access-log one taken anywhere, rolled into the next minute.
     const midnight = Date.UTC(2017, 0, 1);

@@ -19,7 +19,7 @@ export { trailingWindowSeries, worstWindow } from './measure/window-excess.js';
 export type { SimulatedDecision, SimulatedLimiterOptions, Simulation } from './simulate.js';
 export { simulate } from './simulate.js';
 export type { Arrival, GeneratorOptions, Traffic } from './traffic/arrival.js';
-export { MAX_ARRIVALS } from './traffic/arrival.js';
+export { MAX_ARRIVALS, MAX_CLIENTS } from './traffic/arrival.js';
 export type { BoundaryAttackOptions } from './traffic/boundary-attack.js';
 export { boundaryAttack } from './traffic/boundary-attack.js';
 export type { BurstsOptions } from './traffic/bursts.js';

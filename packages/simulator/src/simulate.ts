@@ -1,6 +1,7 @@
 import { createLimiter, type LimiterOptions, type Policy, SluiceError } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { type Arrival, checkTraffic, type Traffic } from './traffic/arrival.js';
+import { elasticWithoutLoad } from './virtual-load.js';
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
@@ -30,7 +31,8 @@ export interface Simulation {
  * every run of the same traffic decides the same.
  *
  * Throws `ERR_SLUICE_INVALID_TRAFFIC` naming the first arrival that is not in time order or
- * has a bad time, key or cost; limiter options are validated exactly as `createLimiter` does.
+ * has a bad time, key or cost; limiter options are validated exactly as `createLimiter` does,
+ * and elastic throttling without a `throttle.load` of its own throws `ERR_SLUICE_INVALID_OPTION`.
  *
  * @example
  * const { decisions } = await simulate(await readTrace('access.log'), { limit: 60, window: '1m' });
@@ -52,6 +54,9 @@ export async function simulate(traffic: Traffic, options: SimulatedLimiterOption
     store: createMemoryStore({ maxKeys: Math.max(1, keys) }),
     clock: () => now,
   });
+  // After createLimiter, so a throttle that is wrong in any other way gets core's own error.
+  const throttle = (options as LimiterOptions).throttle;
+  if (throttle?.mode === 'elastic' && throttle.load === undefined) throw elasticWithoutLoad('simulate');
   const decisions: SimulatedDecision[] = new Array(traffic.length);
   for (let i = 0; i < traffic.length; i++) {
     const arrival = traffic[i] as Traffic[number];

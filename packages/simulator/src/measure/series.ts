@@ -15,7 +15,7 @@ export interface Buckets {
   bucketMs: number;
   /** @default the first decision's time (release, for `releasedSeries`), rounded down to a bucket */
   startMs?: number;
-  /** @default just after the last decision's time (release, for `releasedSeries`) */
+  /** Not before `startMs`. @default just after the last decision's time (release, for `releasedSeries`) */
   endMs?: number;
 }
 
@@ -48,6 +48,10 @@ export function frame<T extends Arrival>(
   }
   const startMs = epochMs(buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs, 'startMs');
   const endMs = epochMs(buckets.endMs ?? last + 1, 'endMs');
+  if (endMs < startMs) {
+    const given = buckets.endMs === undefined ? ' (left out: just after the last decision)' : '';
+    invalid('ERR_SLUICE_INVALID_OPTION', 'endMs', endMs, `at least \`startMs\` (${startMs})${given}`);
+  }
   const count = Math.max(1, Math.ceil((endMs - startMs) / bucketMs));
   // One bucket per millisecond of a long trace would fill the memory before any chart is drawn.
   if (count > MAX_BUCKETS) {

@@ -14,6 +14,11 @@ export interface Totals {
   /** Longest `retryAfterMs` any refused request was told, and longest queue delay. */
   maxRetryAfterMs: number;
   maxDelayMs: number;
+  /**
+   * Refused requests whose cost can never pass (`retryAfterMs: Infinity`): core sends them no
+   * `Retry-After`, so they are left out of `maxRetryAfterMs` and counted here.
+   */
+  neverPass: number;
 }
 
 export function totals(decisions: readonly SimulatedDecision[]): Totals {
@@ -26,6 +31,7 @@ export function totals(decisions: readonly SimulatedDecision[]): Totals {
     overLimit: 0,
     maxRetryAfterMs: 0,
     maxDelayMs: 0,
+    neverPass: 0,
   };
   const refusedKeys = new Set<string>();
   for (const d of decisions) {
@@ -37,8 +43,8 @@ export function totals(decisions: readonly SimulatedDecision[]): Totals {
     }
     if (d.delayMs > 0) result.delayed++;
     if (d.overLimit !== undefined) result.overLimit++;
-    // A cost that can never pass is told Infinity: not a wait any client would see.
     if (Number.isFinite(d.retryAfterMs)) result.maxRetryAfterMs = Math.max(result.maxRetryAfterMs, d.retryAfterMs);
+    else result.neverPass++;
     result.maxDelayMs = Math.max(result.maxDelayMs, d.delayMs);
   }
   result.refusedClients = refusedKeys.size;

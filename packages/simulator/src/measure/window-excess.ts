@@ -78,24 +78,28 @@ export function trailingWindowSeries(
   const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
   passed.sort((a, b) => a.at - b.at);
   const values = new Array<number>(count).fill(0);
-  // Walk request times and bucket ends together; the sum at each is the trailing window's.
+  // The trailing sum only rises at a request and only falls as time passes, so its most in a
+  // bucket is at the bucket's start or just after a request in it: walk both in time order.
   let sum = 0;
   let left = 0;
   let right = 0;
+  const slide = (t: number) => {
+    while (left < right && (passed[left]?.at as number) <= t - windowMs) sum -= passed[left++]?.cost as number;
+  };
   for (let i = 0; i < count; i++) {
-    const bucketEnd = startMs + (i + 1) * bucketMs - 1;
-    let best = 0;
-    const slide = (t: number) => {
-      while (left < right && (passed[left]?.at as number) <= t - windowMs) sum -= passed[left++]?.cost as number;
-    };
+    const bucketStart = startMs + i * bucketMs;
+    const bucketEnd = bucketStart + bucketMs - 1;
+    // Requests before the series starts still fill the windows that end in its first bucket.
+    while (right < passed.length && (passed[right]?.at as number) < bucketStart) sum += passed[right++]?.cost as number;
+    slide(bucketStart);
+    let best = sum;
     while (right < passed.length && (passed[right]?.at as number) <= bucketEnd) {
       const event = passed[right++] as { at: number; cost: number };
       sum += event.cost;
       slide(event.at);
       best = Math.max(best, sum);
     }
-    slide(bucketEnd);
-    values[i] = Math.max(best, sum);
+    values[i] = best;
   }
   return { startMs, bucketMs, values };
 }

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { SluiceError, type Throttle, toMs, toThrottle } from '@sluice/core';
 import { type Traffic, trafficError } from '../traffic/arrival.js';
 import { parseTrace } from '../traffic/trace.js';
+import { elasticWithoutLoad } from '../virtual-load.js';
 import { SAMPLE_TRACE } from './scenarios.js';
 
 export const USAGE = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
@@ -48,10 +49,11 @@ function path(text: string, flag: string, cwd: string, what: string): string {
   return resolve(cwd, text);
 }
 
-/** `hard`, `shadow` or `soft:<percent>`; elastic needs a live load probe, which virtual time has not. */
+/** `hard`, `shadow` or `soft:<percent>`; a flag cannot give elastic mode the load function it needs. */
 function parseThrottle(value: string | undefined): Throttle | undefined {
   if (value === undefined || value === 'hard') return undefined;
   if (value === 'shadow') return { mode: 'shadow' };
+  if (value === 'elastic' || value.startsWith('elastic:')) throw elasticWithoutLoad(`--throttle ${value}`);
   if (value.startsWith('soft:')) {
     const overagePercent = wholeNumber(value.slice('soft:'.length), 'throttle soft:PERCENT');
     return toThrottle({ mode: 'soft', overagePercent });

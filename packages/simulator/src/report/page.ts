@@ -2,6 +2,7 @@ import type { Throttle } from '@sluice/core';
 import { formatNumber } from '../chart/ticks.js';
 import type { CountingEveryRequest } from '../measure/counting-every-request.js';
 import type { ExactLogComparison } from '../measure/exact-log.js';
+import type { Totals } from '../measure/totals.js';
 import type { Chart } from './charts.js';
 import type { RunResult, ScenarioResult } from './run-scenario.js';
 
@@ -14,6 +15,17 @@ const seconds = (ms: number) => `${formatNumber(ms / 1000, 2)} s`;
 const ratio = (run: RunResult) => `${formatNumber(run.worst.ratio, 2)}×`;
 const window = (ms: number) =>
   ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;
+/**
+ * The longest wait refused clients were told. A cost that can never pass is sent no
+ * `Retry-After` at all, so it is named, not shown as a wait of 0 s.
+ */
+function longestRetryAfter({ refused, neverPass, maxRetryAfterMs }: Totals): string {
+  if (refused === 0) return '–';
+  if (neverPass === refused) return 'never passes';
+  const wait = seconds(maxRetryAfterMs);
+  return neverPass === 0 ? wait : `${wait}; ${formatNumber(neverPass)} never ${neverPass === 1 ? 'passes' : 'pass'}`;
+}
+
 /** A chart as markdown; its caption can hold a client key from a trace, whose `]` would end the alt text. */
 const image = (chart: Chart) => `![${chart.caption.replace(/[\\[\]]/g, '\\$&')}](${chart.file})`;
 
@@ -110,7 +122,7 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
         percent(run.totals.refused, run.totals.offered),
         ...(many ? [formatNumber(run.totals.refusedClients)] : []),
         `${formatNumber(run.worst.admitted)} (${ratio(run)})`,
-        run.totals.refused > 0 ? seconds(run.totals.maxRetryAfterMs) : '–',
+        longestRetryAfter(run.totals),
         run.totals.delayed > 0 ? seconds(run.totals.maxDelayMs) : '–',
         ...(marked ? [formatNumber(run.totals.overLimit)] : []),
       ]),

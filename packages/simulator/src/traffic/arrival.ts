@@ -106,6 +106,24 @@ export function keyOption(value: unknown, option: string, fallback: string, allo
  */
 export const MAX_ARRIVALS = 5_000_000;
 
+/**
+ * The most clients a Zipf-shared generator takes. It keeps a table entry per client (8 bytes
+ * each); one call makes at most {@link MAX_ARRIVALS} requests, so more clients could never all
+ * send one, and 2^40 would fail the table's allocation with an uncoded RangeError.
+ */
+export const MAX_CLIENTS = MAX_ARRIVALS;
+
+/** The `clients` option of a Zipf-shared generator: a whole number from 1 to {@link MAX_CLIENTS}. */
+export function clientCount(value: unknown): number {
+  const clients = positiveInteger(value, 'clients');
+  if (clients > MAX_CLIENTS) {
+    throw trafficError(
+      `Traffic option \`clients\` must be at most ${MAX_CLIENTS}, the most requests one call makes; received ${clients}.`,
+    );
+  }
+  return clients;
+}
+
 /** Refuses options whose traffic would hold about `expected` requests, more than {@link MAX_ARRIVALS}. */
 export function checkArrivalCount(expected: number): void {
   if (expected > MAX_ARRIVALS) {

@@ -2,6 +2,7 @@ import { type Duration, describe, toMs } from '@sluice/core';
 import {
   type Arrival,
   checkArrivalCount,
+  clientCount,
   DAY_MS,
   type GeneratorOptions,
   generatorOptions,
@@ -28,7 +29,7 @@ export interface FlashCrowd {
 export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
   /** @default '1d' */
   duration?: Duration;
-  /** Regular clients, with Zipf-distributed shares. */
+  /** Regular clients, with Zipf-distributed shares, at most `MAX_CLIENTS` (5,000,000). */
   clients: number;
   /** Average requests per second over the day, all clients together. */
   meanRatePerSecond: number;
@@ -49,7 +50,7 @@ export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
 export function diurnal(options: DiurnalOptions): Arrival[] {
   const known = [...SPAN_OPTIONS, 'clients', 'meanRatePerSecond', 'swing', 'peakAt', 'exponent', 'flashCrowd'];
   const { startMs, endMs, seed } = span({ ...generatorOptions(options, known), duration: options.duration ?? '1d' });
-  const clients = positiveInteger(options.clients, 'clients');
+  const clients = clientCount(options.clients);
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
   const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
   if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);

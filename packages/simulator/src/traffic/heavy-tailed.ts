@@ -1,10 +1,10 @@
 import {
   type Arrival,
   checkArrivalCount,
+  clientCount,
   type GeneratorOptions,
   generatorOptions,
   keyOption,
-  positiveInteger,
   positiveNumber,
   SPAN_OPTIONS,
   span,
@@ -12,7 +12,7 @@ import {
 import { poissonTimes, seededRandom, zipfPicker } from './random.js';
 
 export interface HeavyTailedOptions extends GeneratorOptions {
-  /** Distinct clients. */
+  /** Distinct clients, at most `MAX_CLIENTS` (5,000,000). */
   clients: number;
   /** Requests per second from all clients together. */
   ratePerSecond: number;
@@ -30,7 +30,7 @@ export interface HeavyTailedOptions extends GeneratorOptions {
 export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
   const known = [...SPAN_OPTIONS, 'clients', 'ratePerSecond', 'exponent', 'keyPrefix'];
   const { startMs, endMs, seed } = span(generatorOptions(options, known));
-  const clients = positiveInteger(options.clients, 'clients');
+  const clients = clientCount(options.clients);
   const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
   checkArrivalCount(((endMs - startMs) * rate) / 1000);
   const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');

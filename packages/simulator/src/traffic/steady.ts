@@ -17,9 +17,11 @@ export interface SteadyOptions extends GeneratorOptions {
 }
 
 /**
- * One client at a constant rate: requests evenly spaced, each moved by up to half a gap at
- * random so they do not all land on the same millisecond phase. Any window then holds the
- * rate's share, give or take one request.
+ * One client at a constant rate: one request at a random time in each gap, so they do not all
+ * land on the same millisecond phase. Any window then holds the rate's share, give or take
+ * one request. A last gap cut short by the end keeps its request inside what is left of it
+ * (jittered by a whole gap, it could land past the end): every request is in
+ * [startMs, startMs + duration).
  */
 export function steady(options: SteadyOptions): Arrival[] {
   const { startMs, endMs, seed } = span(generatorOptions(options, [...SPAN_OPTIONS, 'ratePerSecond', 'key']));
@@ -30,7 +32,8 @@ export function steady(options: SteadyOptions): Arrival[] {
   const key = keyOption(options.key, 'key', 'client');
   const arrivals: Arrival[] = [];
   for (let t = startMs + gapMs / 2; t < endMs; t += gapMs) {
-    arrivals.push({ at: Math.floor(t + (random() - 0.5) * gapMs), key, cost: 1 });
+    const gapStart = t - gapMs / 2;
+    arrivals.push({ at: Math.floor(gapStart + random() * Math.min(gapMs, endMs - gapStart)), key, cost: 1 });
   }
   return arrivals;
 }

@@ -24,8 +24,19 @@ const accessLogLine = /^(\S+) \S+ \S+ \[([^\]]+)\] "(?:[^"\\]|\\.)*" (?:\d{3}|-)
 // that starts so is an access-log line, and its problem is reported as one.
 const accessLogStart = /^\S+ \S+ \S+ \[[^\]]*\] "/;
 const clfTime = /^(\d{2})\/([A-Z][a-z]{2})\/(\d{4}):(\d{2}):(\d{2}):(\d{2}) ([+-])(\d{2})(\d{2})$/;
+/** The numbers of a `clfTime` match (all but the month's name and the zone's sign). */
+type ClfFields = [
+  day: number,
+  year: number,
+  hour: number,
+  minute: number,
+  second: number,
+  zoneH: number,
+  zoneM: number,
+];
 const months = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
-const isoTime = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
+// Any number of fraction digits: many logs write micro- or nanoseconds (ISO 8601 sets no limit).
+const isoTime = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:Z|([+-])(\d{2}):(\d{2}))$/;
 const wholeMs = /^\d{1,16}$/;
 const positiveWhole = /^[1-9]\d{0,15}$/;
 
@@ -34,8 +45,9 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  *
  * - `plain`: one request per line, `timestamp key [cost]` separated by spaces or tabs. The
  *   timestamp is whole epoch milliseconds or ISO 8601 with a zone (`2026-11-24T10:00:00.250Z`),
- *   a real date (not 30 February, not 24:00) no earlier than 1970; cost is a positive whole
- *   number, 1 when left out. Blank lines and `#` comments are skipped.
+ *   a real date (not 30 February, not 24:00) no earlier than 1970; fraction digits past the
+ *   millisecond, simulated time's resolution, are dropped (`.123456Z` reads as `.123Z`). Cost
+ *   is a positive whole number, 1 when left out. Blank lines and `#` comments are skipped.
  * - `access-log`: the Common or Combined Log Format of Apache and nginx, with any further quoted
  *   fields after them (nginx's default `main` format adds `"$http_x_forwarded_for"`). The key
  *   is the client host (first field), the cost 1; times have whole-second resolution.
@@ -106,13 +118,15 @@ function accessLogArrival(line: string): Arrival | string {
   const time = clfTime.exec(match[2] as string);
   const month = months.indexOf(time?.[2] ?? '');
   if (time === null || month < 0) return 'the time must look like [10/Oct/2000:13:55:36 -0700]';
-  const [day, year, hour, minute, second, zoneHours, zoneMinutes] = [1, 3, 4, 5, 6, 8, 9].map((i) => Number(time[i]));
+  const [day, year, hour, minute, second, zoneH, zoneM] = [1, 3, 4, 5, 6, 8, 9].map((i) =>
+    Number(time[i]),
+  ) as ClfFields;
   const leap = second === 60;
-  const utc = Date.UTC(year as number, month, day, hour, minute, leap ? 59 : second);
-  // Date.UTC rolls 31 Feb over into March; a log never means that.
-  if (new Date(utc).getUTCDate() !== day || (hour as number) > 23 || (minute as number) > 59 || (second as number) > 60)
+  const utc = utcMs(year, month, day, hour, minute, leap ? 59 : second);
+  // Date rolls 31 Feb over into March; a log never means that.
+  if (new Date(utc).getUTCDate() !== day || hour > 23 || minute > 59 || second > 60)
     return 'the time is not a valid date';
-  const at = zoned(utc, time[7] as string, zoneHours as number, zoneMinutes as number);
+  const at = zoned(utc, time[7] as string, zoneH, zoneM);
   const read = leap ? afterLeapSecond(at) : at;
   return typeof read === 'string' ? read : { at: read, key: match[1] as string, cost: 1 };
 }
@@ -123,10 +137,10 @@ function isoMs(iso: RegExpExecArray): number | string {
   const leap = fields[5] === 60;
   if (leap) fields[5] = 59;
   const [year, month, day, hour, minute, second] = fields as [number, number, number, number, number, number];
-  // setUTCFullYear, not Date.UTC, which reads years 0–99 as 1900–1999.
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, Number((iso[7] ?? '').padEnd(3, '0')));
+  // Truncated, not rounded: .9999 rounded up would move the time into the next second.
+  const date = new Date(
+    utcMs(year, month - 1, day, hour, minute, second, Number((iso[7] ?? '').slice(0, 3).padEnd(3, '0'))),
+  );
   // Date rolls 30 February over into March and 24:00 into the next day (Date.parse too): read
   // back, a rolled-over time differs from what the line says.
   const readBack = [
@@ -141,6 +155,14 @@ function isoMs(iso: RegExpExecArray): number | string {
   const at =
     iso[8] === undefined ? checkEpoch(date.getTime()) : zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
   return leap ? afterLeapSecond(at) : at;
+}
+
+/** Epoch ms of a UTC time, years 0–99 as written: `Date.UTC` reads them as 1900–1999. */
+function utcMs(year: number, monthIndex: number, day: number, hour: number, minute: number, second: number, ms = 0) {
+  const date = new Date(0);
+  date.setUTCFullYear(year, monthIndex, day);
+  date.setUTCHours(hour, minute, second, ms);
+  return date.getTime();
 }
 
 /**
