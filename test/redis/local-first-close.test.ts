@@ -2,11 +2,12 @@ import { createLimiter, isSluiceError } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { redisTarget } from '../helpers/redis-env.js';
+import { connectRedis, deleteKeys, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
 import { watchUnhandledRejections } from './fault-harness.js';
 import { privateRedis } from './private-redis.js';
 
+const standalone = await standaloneRedis();
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 /** A sync call's bound at this interval (4 × T, at least 200 ms). */
 const SYNC_TIMEOUT_MS = 200;
@@ -68,5 +69,22 @@ describe.skipIf(target.skip)('Redis store, local-first mode: close() when Redis 
       await redis.admin.config('SET', 'maxmemory', '0');
       client.disconnect();
     }
+  });
+});
+
+describe.skipIf(standalone.skip)('Redis store, local-first mode: after close()', () => {
+  it('logs no outage for a decision that reads a new client (it warned WRN_SLUICE_LOCAL_FIRST_OFFLINE)', async () => {
+    const warnings: string[] = [];
+    const client = await connectRedis(standalone.require());
+    const prefix = `closed-${Date.now()}:`;
+    const logger = { warn: (message: string) => warnings.push(message) };
+    const store = createRedisStore({ client, prefix, logger, localFirst: { syncIntervalMs: 60_000 } });
+    const limiter = createLimiter({ limit: 10, window: '1m', store, prefix: 'c', logger: { warn() {} } });
+    await limiter.consume('known');
+    await store.localFirst?.close();
+    await deleteKeys(client, prefix);
+    client.disconnect();
+    await limiter.consume('new');
+    expect(warnings).toEqual([]);
   });
 });

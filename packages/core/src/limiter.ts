@@ -100,7 +100,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
-  store.checkPolicies?.(policies, throttle);
+  store.checkPolicies?.(policies, throttle, { storeTimeoutMs: timeoutMs, onStoreError });
   const namespace = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);

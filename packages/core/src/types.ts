@@ -103,6 +103,12 @@ export interface StoreReply {
  * A store runs the algorithms atomically: a decision over several policies charges all of
  * them or none. Implemented by the memory store (`createMemoryStore`) and `@sluice/redis`.
  */
+/** What a store learns of each limiter made on it (`RateLimitStore.checkPolicies`). */
+export interface StoreLimiterSettings {
+  readonly storeTimeoutMs: number;
+  readonly onStoreError: OnStoreError;
+}
+
 export interface RateLimitStore {
   /** Used in log and error messages. */
   readonly name: string;
@@ -129,8 +135,13 @@ export interface RateLimitStore {
   /**
    * Called once when a limiter is created: throws a coded error for policies, or a throttle,
    * this store cannot decide, so the limiter fails at start-up rather than at every request.
+   * `limiter` tells how the limiter of these `policies` (the same array every request carries)
+   * answers a call that takes longer than `storeTimeoutMs`: by its `onStoreError`. A call the
+   * store holds back past it (until a connection opens, say) should be sent only where that
+   * answer took it as done: a consume under `'allow'`, a refund or reset under any policy but
+   * `'throw'`.
    */
-  checkPolicies?(policies: readonly Policy[], throttle: Throttle): void;
+  checkPolicies?(policies: readonly Policy[], throttle: Throttle, limiter: StoreLimiterSettings): void;
   /** Decides and, when every policy allows and `cost > 0`, charges every policy. */
   consume(request: StoreRequest): Promise<StoreReply>;
   /**

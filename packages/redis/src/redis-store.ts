@@ -1,8 +1,10 @@
 import {
   checkOptionNames,
   type Logger,
+  type Policy,
   type RateLimitStore,
   SluiceError,
+  type StoreLimiterSettings,
   type StoreReply,
   type StoreRequest,
 } from '@sluice/core';
@@ -142,10 +144,34 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     };
   }
 
+  // How the limiter of each policies array answers a call that takes too long. A call held
+  // back while the first connection opens has been answered by the limiter's `onStoreError`
+  // once its wait is over: sent afterwards, it must not charge a request refused, or reset a
+  // count the caller was told is not reset.
+  const limiters = new WeakMap<readonly Policy[], StoreLimiterSettings>();
+  const opened = async (opening: Promise<void>, asked: readonly (readonly Policy[])[], charges: boolean) => {
+    const startedAt = Date.now();
+    await opening;
+    const waited = Date.now() - startedAt;
+    for (const policies of asked) {
+      const limiter = limiters.get(policies);
+      if (limiter === undefined || waited < limiter.storeTimeoutMs) continue;
+      // A request let through by 'allow' is counted; a refund or reset reported failed is not made.
+      const takenAsDone = charges ? limiter.onStoreError === 'allow' : limiter.onStoreError !== 'throw';
+      if (!takenAsDone) {
+        throw new SluiceError(
+          'ERR_SLUICE_STORE_UNAVAILABLE',
+          `[sluice] Redis store: the first connection opened after the limiter's storeTimeoutMs (${limiter.storeTimeoutMs} ms), which answered the call by onStoreError '${limiter.onStoreError}'; it was not sent.`,
+        );
+      }
+    }
+  };
+
   const run = (operation: Operation, request: StoreRequest): Promise<StoreReply> => {
     try {
       const opening = untilReady(client);
-      if (opening) return opening.then(() => run(operation, request));
+      if (opening)
+        return opened(opening, [request.policies], operation === 'consume').then(() => run(operation, request));
       const { policies } = request;
       const args = decisionArgs(operation, request);
       const keys = decisionKeys(prefix, request.namespace, request.key, policies);
@@ -186,7 +212,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     const asked = requests.map((r) => ({ policyCount: r.policies.length, now: r.now }));
     const send = async (): Promise<StoreReply[]> => {
       const opening = untilReady(client);
-      if (opening) await opening;
+      if (opening)
+        await opened(
+          opening,
+          requests.map((request) => request.policies),
+          true,
+        );
       const sentAt = Date.now();
       const replies = parseReplies(await callScript(script, keys, args), asked);
       // Each reply teaches the deny cache as a consume's does: a charge forgets the client's
@@ -210,7 +241,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     checksReplies: true,
     prefix,
     backing,
-    checkPolicies: policyList,
+    checkPolicies(policies, _throttle, limiter) {
+      policyList(policies);
+      limiters.set(policies, limiter);
+    },
     consumeAll,
     ...(denyCache && {
       takesKeysAsGiven: true,
@@ -239,7 +273,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     async reset(namespace, key, policies) {
       // Awaited only while opening: a ready client flushes the batch in this same turn.
       const opening = untilReady(client);
-      if (opening) await opening;
+      if (opening) await opened(opening, [policies], false);
       const keys = decisionKeys(prefix, namespace, key, policies);
       forgetEverywhere(backing, namespace, key);
       // Decisions asked for before the reset go first, as they would without batching.

@@ -85,7 +85,9 @@ export function createLocalFirst(
   const readFirst = createFirstReads(async (targets) => {
     const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
     // Its clients are decided on next, which puts them on the touched list, written or not.
-    record(await exchange(reachable, latestNow, syncTimeoutMs).outcome);
+    const outcome = await exchange(reachable, latestNow, syncTimeoutMs).outcome;
+    // After `close()` the client is the app's to disconnect: a read failing then is no outage.
+    if (!closed) record(outcome);
   });
 
   const syncOnce = async (): Promise<void> => {
