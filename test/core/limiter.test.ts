@@ -114,6 +114,23 @@ describe('peek, reset and refund', () => {
     expect((await limiter.peek('k')).allowed).toBe(false);
   });
 
+  it('a refused peek says which policy refuses (every policy said allowed)', async () => {
+    const limiter = createLimiter({
+      policies: [
+        { name: 'minute', limit: 1, window: '1m' },
+        { name: 'hour', limit: 5, window: '1h' },
+      ],
+      clock: () => START,
+    });
+    await limiter.consume('k');
+    const peek = await limiter.peek('k');
+    expect(peek.allowed).toBe(false);
+    expect(peek.policies.map((p) => [p.name, p.allowed])).toEqual([
+      ['minute', false],
+      ['hour', true],
+    ]);
+  });
+
   it('reset restores the full quota of that key only', async () => {
     const store = createMemoryStore({ maxKeys: 10 });
     const limiter = createLimiter({

@@ -137,6 +137,23 @@ describe('elastic throttling', () => {
     }
   });
 
+  it('treats a probe that throws as saturated: the decision goes on, lending nothing (it rejected, uncoded)', async () => {
+    const throwing = () => {
+      throw new Error('probe failed');
+    };
+    const limiter = createLimiter({
+      limit: 10,
+      window: '1m',
+      algorithm: 'fixed-window',
+      throttle: { mode: 'elastic', maxOveragePercent: 50, load: throwing },
+      clock: () => 0,
+    });
+    const decisions = [];
+    for (let i = 0; i < 12; i++) decisions.push(await limiter.consume('k'));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    expect((await limiter.peek('k')).allowed).toBe(false);
+  });
+
   it('works with the default event-loop probe, within [L, ceiling]', async () => {
     const { limiter } = limiterWith({
       limit: 10,

@@ -1,8 +1,10 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   createLimiter,
   type OnStoreError,
   OUTAGE_QUIET_MS,
   type RateLimitStore,
+  SLUICE_CHANNELS,
   STORE_DENY_RETRY_AFTER_MS,
   type StoreReply,
   type StoreRequest,
@@ -236,6 +238,38 @@ describe('a store whose reply is no decision', () => {
       cause: expect.objectContaining({ code: 'ERR_SLUICE_BAD_STORE_REPLY' }),
     });
   });
+
+  it.each([
+    ['a reply object', { allowed: true, now: 0, outcomes: [] }],
+    ['null', null],
+  ])(
+    'a store that answers with %s instead of a promise fails coded, with no timeout reported later',
+    async (_label, result) => {
+      const events: string[] = [];
+      const warnings: string[] = [];
+      const store = { ...answering(null), consume: () => result as never };
+      const options = { limit: 2, window: '1m', store, clock: () => 0, storeTimeoutMs: 20 } as const;
+      const logger = { warn: (message: string) => warnings.push(message) };
+      const allowing = createLimiter({ ...options, logger, prefix: 'allow', onStoreError: 'allow' });
+      const throwing = createLimiter({ ...options, logger, prefix: 'throw', onStoreError: 'throw' });
+      const failed = (event: unknown) => events.push((event as { errorType: string }).errorType);
+      subscribe(SLUICE_CHANNELS.storeError, failed);
+      try {
+        expect(await allowing.consume('k')).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+        await expect(throwing.consume('k')).rejects.toMatchObject({
+          code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+          cause: expect.objectContaining({ code: 'ERR_SLUICE_BAD_STORE_REPLY' }),
+        });
+        await vi.advanceTimersByTimeAsync(100);
+      } finally {
+        unsubscribe(SLUICE_CHANNELS.storeError, failed);
+      }
+      expect(events).toEqual(['ERR_SLUICE_BAD_STORE_REPLY', 'ERR_SLUICE_BAD_STORE_REPLY']);
+      // One warning per limiter, each naming what the store did.
+      expect(warnings).toHaveLength(2);
+      for (const warning of warnings) expect(warning).toMatch(/instead of a promise/);
+    },
+  );
 
   it('is no recovery: after an outage, the store is back only once it answers with a decision', async () => {
     const { store, state } = flakyStore();

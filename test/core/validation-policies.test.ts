@@ -89,6 +89,9 @@ const cases: ConfigCase[] = [
   ['policies empty', { policies: [] }, 'ERR_SLUICE_INVALID_POLICIES', ['policies', 'an array']],
   ['policies not an array', { policies: 'x' }, 'ERR_SLUICE_INVALID_POLICIES', ['policies', '"x"']],
   ['a policy not an object', { policies: [7] }, 'ERR_SLUICE_INVALID_POLICIES', ['policies[0]', '7']],
+  // A hole (`[, p]`) was skipped by `map`, then read as a policy: an uncoded TypeError.
+  // biome-ignore lint/suspicious/noSparseArray: the hole is what is tested
+  ['a hole among the policies', { policies: [, base] }, 'ERR_SLUICE_INVALID_POLICIES', ['policies[0]', 'undefined']],
   [
     'a policy with a bad limit',
     { policies: [base, { limit: -1, window: '1m' }] },

@@ -17,6 +17,7 @@ import type {
   Limiter,
   LimiterOptions,
   Policy,
+  PolicyDecision,
   PolicyOutcome,
   RateLimitStore,
   StoreReply,
@@ -304,7 +305,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
       if (reply === STORE_FAILED) return failedDecision(key);
       const decision = toDecision(key, reply, policies, caps, throttle.mode, 0);
-      const fits = reply.outcomes.every((o) => o.remaining > 0);
+      // Each policy says whether one more unit fits it, as the decision does for all of them:
+      // a cost-0 ask is allowed by every policy.
+      let fits = true;
+      for (let i = 0; i < reply.outcomes.length; i++) {
+        const fitsPolicy = (reply.outcomes[i] as PolicyOutcome).remaining > 0;
+        (decision.policies[i] as PolicyDecision).allowed = fitsPolicy;
+        fits &&= fitsPolicy;
+      }
       if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
       else decision.allowed = fits;
       return decision;

@@ -132,7 +132,8 @@ export function toPolicies(list: unknown): Policy[] {
     invalid('ERR_SLUICE_INVALID_POLICIES', 'policies', list, 'a non-empty array of policies');
   }
   // An unnamed policy keeps its state under its position, which a new limit leaves alone.
-  const policies = list.map((options: PolicyOptions, i) => {
+  // Array.from visits holes too (`[, p]`), which `map` skips, leaving them to fail uncoded later.
+  const policies = Array.from(list as PolicyOptions[], (options, i) => {
     const policy = toPolicy(options, `policies[${i}]`);
     return options.name === undefined ? { ...policy, slot: `_${i}` } : policy;
   });

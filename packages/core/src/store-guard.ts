@@ -1,5 +1,5 @@
 import { isSluiceError, SluiceError } from './errors.js';
-import { isBadReply } from './store-reply.js';
+import { isBadReply, notAPromise } from './store-reply.js';
 import type { Logger, OnStoreError, RateLimitStore } from './types.js';
 
 /** What a caller gets when the store failed and the fail policy is not `'throw'`. */
@@ -79,6 +79,9 @@ export function createStoreGuard(
     let pending: Promise<T>;
     try {
       pending = call();
+      // Read before any timer is set: `then` of something else would throw inside the timed
+      // promise, uncoded and leaving its timer to report a timeout that never was.
+      if (typeof pending?.then !== 'function') throw notAPromise(pending);
     } catch (cause) {
       return new Promise((resolve, reject) => settleFailure(cause, unavailable, resolve, reject));
     }

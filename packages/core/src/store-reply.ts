@@ -50,6 +50,14 @@ function checkFigure(value: unknown, name: string, i: number, endless: boolean):
     badReply(`outcome ${i}'s \`${name}\` ${describe(value)}, not a number of 0 or more`);
 }
 
+/** A store call's result that is no promise (a store of another shape, or one that forgot `async`). */
+export function notAPromise(result: unknown): SluiceError {
+  return new SluiceError(
+    'ERR_SLUICE_BAD_STORE_REPLY',
+    `[sluice] The store answered with ${describe(result)} instead of a promise.`,
+  );
+}
+
 function badReply(what: string): never {
   throw new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', `[sluice] The store answered a decision with ${what}.`);
 }

@@ -76,7 +76,7 @@ export function capacitiesFor(throttle: Throttle, policies: readonly Policy[]): 
   if (throttle.mode === 'elastic') {
     const load = throttle.load ?? eventLoopLoad();
     return () => {
-      const headroom = 1 - clamp(load());
+      const headroom = 1 - clamp(readLoad(load));
       return headroom === 0 ? base : lend(policies, throttle.maxOveragePercent * headroom);
     };
   }
@@ -131,6 +131,15 @@ const raise = (capacity: number, percent: number): number => {
  * A load outside [0, 1] is clamped; one that is not a number (NaN, undefined, a string, an
  * async function's promise) counts as saturated, so a broken probe lends nothing.
  */
+/** A probe that throws lends nothing, as a reading that is no number does: it must not fail the decision. */
+function readLoad(load: () => number): unknown {
+  try {
+    return load();
+  } catch {
+    return undefined;
+  }
+}
+
 const clamp = (load: unknown): number =>
   typeof load !== 'number' || Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load));
 
