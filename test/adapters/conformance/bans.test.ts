@@ -36,6 +36,20 @@ describe.each(cases)('$name: bans after repeated refusals', ({ harness, store })
     expect(app.hits()).toBe(2);
   });
 
+  it('a ban shorter than the quota wait tells the client to wait for both, with no quota fields (it was banned again)', async () => {
+    const clock = manualClock(MINUTE_START);
+    const shared = { limit: 1, window: '1m', algorithm: 'fixed-window', clock, logger: collectingLogger() };
+    app = await harness.start({ limits: [{ ...shared, store: store.create(), ban: { after: 0, duration: '10s' } }] });
+    await request(app.url).get('/').expect(200);
+    const starts = await request(app.url).get('/').expect(403);
+    expect(starts.headers['retry-after']).toBe('60');
+    expect([starts.headers.ratelimit, starts.headers['ratelimit-policy']]).toEqual([undefined, undefined]);
+    expect(JSON.parse(starts.text)).toMatchObject({ detail: expect.stringMatching(/60 s/) });
+    // A client that waits as told finds its quota back.
+    clock.advance(60_000);
+    await request(app.url).get('/').expect(200);
+  });
+
   it('keeps apart the bans of two prefixes alike in their first 60 characters (they shared one)', async () => {
     const clock = manualClock(MINUTE_START);
     const shared = { limit: 1, window: '1m', clock, store: store.create(), logger: collectingLogger() };

@@ -112,6 +112,17 @@ const cases: [string, Record<string, unknown>, string, RegExp][] = [
     /onExceeded/,
   ],
   ['an allowList of numbers', { limit: 5, window: '1m', allowList: [1] }, 'ERR_SLUICE_INVALID_OPTION', /allowList/],
+  // These three were accepted: an empty entry no key equals, headers given as a list (read as
+  // the defaults), and a Map message (written as `{}`).
+  [
+    'an allowList with an empty entry',
+    { limit: 5, window: '1m', allowList: [''] },
+    'ERR_SLUICE_INVALID_OPTION',
+    /allowList/,
+  ],
+  ['headers given as a list', { limit: 5, window: '1m', headers: [] }, 'ERR_SLUICE_INVALID_HEADERS', /headers/],
+  ['a Map message', { limit: 5, window: '1m', message: new Map([['a', 1]]) }, 'ERR_SLUICE_INVALID_OPTION', /`message`/],
+  ['a Date message', { limit: 5, window: '1m', message: new Date(0) }, 'ERR_SLUICE_INVALID_OPTION', /`message`/],
   [
     'a ban without duration',
     { limit: 5, window: '1m', ban: { after: 3 } },

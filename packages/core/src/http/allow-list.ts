@@ -17,10 +17,12 @@ export type IsAllowed<Req> = (req: Req, key: string) => Awaitable<boolean>;
 export function checkAllowList<Req>(value: unknown, ipv6Subnet?: number | false): IsAllowed<Req> | undefined {
   if (value === undefined) return undefined;
   if (typeof value === 'function') return value as IsAllowed<Req>;
-  if (!Array.isArray(value) || value.some((entry) => typeof entry !== 'string')) {
+  // No client key is empty: sluice refuses one from a `key` function, and an address it cannot
+  // read is keyed `unknown-ip`.
+  if (!Array.isArray(value) || value.some((entry) => typeof entry !== 'string' || entry === '')) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
-      '[sluice] Option `allowList` must be an array of client keys (strings) or a function of the request and key.',
+      '[sluice] Option `allowList` must be an array of client keys (non-empty strings) or a function of the request and key.',
     );
   }
   if (ipv6Subnet !== undefined) {

@@ -83,10 +83,16 @@ export function createHttpLimiter<Req, Res>(
 
   const keyOf = createClientAddressKey(binding, ipv6Subnet, warn);
 
-  const banned = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
-    binding.setHeader(res, 'Retry-After', sfSeconds(decision.retryAfterMs));
-    notify?.(req, decision);
-    return refuse(req, decision, ban?.status);
+  /**
+   * A banned client's refusal. The ban that starts at a refusal waits as long as the quota
+   * does too, where that is longer: a client that came back when the ban ended would find its
+   * quota still spent, and its refusal would count towards the next ban.
+   */
+  const banned = (req: Req, res: Res, decision: Decision, quotaWaitMs = 0): Outcome | Promise<Outcome> => {
+    const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
+    binding.setHeader(res, 'Retry-After', sfSeconds(waited.retryAfterMs));
+    notify?.(req, waited);
+    return refuse(req, waited, ban?.status);
   };
 
   /** A refusal over the quota: the hooks are told, then the outcome. Made once, not per refusal. */
@@ -96,6 +102,20 @@ export function createHttpLimiter<Req, Res>(
   };
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
+
+  /** A refusal over the quota, with its fields and `Retry-After` (none for a cost that can never pass). */
+  const overQuota = (
+    entry: Entry,
+    decision: Decision,
+    req: Req,
+    res: Res,
+    request: IncomingMessage,
+    waitMs: number | undefined,
+  ): Outcome | Promise<Outcome> => {
+    entry.headers.write(decision, res, binding, request);
+    if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+    return quotaRefusal(req, decision);
+  };
 
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
@@ -118,15 +138,18 @@ export function createHttpLimiter<Req, Res>(
         return finish(entry, refused, req, res, request, clientKey, units);
       });
     }
-    entry.headers.write(decision, res, binding, request);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
-      if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      if (ban === undefined || decision.reason !== undefined) return quotaRefusal(req, decision);
+      if (ban === undefined || decision.reason !== undefined)
+        return overQuota(entry, decision, req, res, request, waitMs);
+      // Struck before any field is written: a refusal that starts a ban sends no quota fields.
       return ban
         .strike(clientKey)
-        .then((started) => (started ? banned(req, res, started) : quotaRefusal(req, decision)));
+        .then((started) =>
+          started ? banned(req, res, started, waitMs) : overQuota(entry, decision, req, res, request, waitMs),
+        );
     }
+    entry.headers.write(decision, res, binding, request);
     notify?.(req, decision);
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);

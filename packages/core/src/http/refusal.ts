@@ -46,6 +46,16 @@ const render = (status: number, body: unknown): Refusal => {
 };
 
 /** `value` as JSON text, when it is an object JSON can write (no cycle, no BigInt); else undefined. */
+/**
+ * A plain object or an array: what JSON writes as it is. A Map, a Set or a class instance would
+ * be written as `{}` or by its own `toJSON` (a Date as a string), losing what was meant.
+ */
+function isJsonShaped(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return Array.isArray(value) || prototype === Object.prototype || prototype === null;
+}
+
 function jsonOf(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   try {
@@ -75,8 +85,13 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
     invalid('ERR_SLUICE_INVALID_OPTION', 'statusCode', statusCode, 'an HTTP error status from 400 to 599');
   }
   const kind = typeof message;
-  if (message !== undefined && kind !== 'string' && kind !== 'function' && (kind !== 'object' || message === null)) {
-    invalid('ERR_SLUICE_INVALID_OPTION', 'message', message, 'a string, an object to send as JSON, or a function');
+  if (message !== undefined && kind !== 'string' && kind !== 'function' && !isJsonShaped(message)) {
+    invalid(
+      'ERR_SLUICE_INVALID_OPTION',
+      'message',
+      message,
+      'a string, a plain object or array to send as JSON, or a function',
+    );
   }
   // An object is written once, here: one JSON cannot write fails at start-up, not per refusal.
   const fixedJson = kind === 'object' ? jsonOf(message) : undefined;

@@ -69,7 +69,7 @@ export function checkHeaders(value: unknown): ResolvedHeaders {
 
 function checkedHeaders(value: unknown): ResolvedHeaders {
   if (value === undefined) return { standard: 'draft-11', legacy: false };
-  if (typeof value !== 'object' || value === null) {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     invalid(
       'ERR_SLUICE_INVALID_HEADERS',
       'headers',
