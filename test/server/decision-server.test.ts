@@ -91,10 +91,15 @@ describe('createDecisionServer', () => {
     socket.write(call);
     await waitFor('the call to reach the store', async () => asked === 1);
     const closed = server.close();
+    // A second close() waits for the same shutdown (it returned at once, while the call was in flight).
+    const closedAgain = server.close().then(() => 'closed');
+    const turn = new Promise((resolve) => setImmediate(() => resolve('still closing')));
+    expect(await Promise.race([closedAgain, turn])).toBe('still closing');
     // A second call on the same connection, as a kept-alive client sends it.
     socket.write(call);
     release();
     await closed;
+    expect(await closedAgain).toBe('closed');
     await ended;
     expect([...received.matchAll(/HTTP\/1\.1 (\d+)/g)].map((m) => m[1])).toEqual(['200']);
     expect(received).toMatch(/\r\nConnection: close\r\n/);

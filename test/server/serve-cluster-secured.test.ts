@@ -88,6 +88,8 @@ describe('--redis-cluster takes a scheme and credentials once, before the first 
     ['redis://', 'redis://a:1,b:2', { tls: false }],
     ['rediss:// with a password', `rediss://:${encoded}@a:1,b:2`, { tls: true, password: PASSWORD }],
     ['a user and a password', `REDISS://bob:${encoded}@a:1,b:2`, { tls: true, username: 'bob', password: PASSWORD }],
+    // Read as part of the first host, and shown in the error, where the password held a `/`.
+    ['a password with / and a space', 'redis://:s3cr/et pw@a:1,b:2', { tls: false, password: 's3cr/et pw' }],
   ])('%s', (_, cluster, expected) => {
     expect(serveWith(cluster)).toMatchObject({
       redis: {
@@ -129,6 +131,16 @@ describe('--redis-cluster takes a scheme and credentials once, before the first 
     expect(output).not.toContain('secret');
     expect(output).not.toContain('hunter');
   });
+
+  it.each(['redis://u:pa/ss@h:1', 'redis://:pa ss@h:1'])(
+    'hides a password holding / or a space: %s (it was shown)',
+    async (url) => {
+      const { code, output } = await exitOf(['serve', '--rules', rules, '--redis', url, '--bogus']);
+      expect(code).toBe(2);
+      expect(output).toMatch(/redis:\/\/u?:\*\*\*@h:1/);
+      expect(output).not.toContain(url.slice(url.indexOf(':', 6) + 1, url.lastIndexOf('@')));
+    },
+  );
 
   it('a bad command line is echoed with any Redis password hidden', async () => {
     const { code, output } = await exitOf(['serve', '--rules', rules, '--redis', 'redis://:secret@h:1', '--bogus']);

@@ -1,7 +1,7 @@
 import { type ServiceError, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.js';
-import { isCi } from '../helpers/redis-env.js';
+import { connectRedis, isCi } from '../helpers/redis-env.js';
 import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
 import { startSluice } from '../helpers/sluice-process.js';
@@ -70,6 +70,30 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
         for (const client of clients) client.close();
         await sluice.kill();
       }
+    }
+  });
+
+  // A replica that cached a refusal kept refusing the client until the cached wait ended, though
+  // another replica had meanwhile given back the charge that caused it (its charge-and-refund
+  // path): the service's store keeps no deny cache, so every refusal is Redis's own.
+  it('asks Redis about every refused call, so no replica answers from a refusal another undid', async () => {
+    const sluice = await startSluice(['--rules', rules, '--redis', redis.url]);
+    const envoy = createEnvoyClient(sluice.grpcAddress);
+    const admin = await connectRedis(redis.url);
+    const scriptCalls = async () => {
+      const stats = await admin.info('commandstats');
+      return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+    };
+    try {
+      const client = one('remote_address', `refused-${process.pid}`);
+      for (let i = 0; i < 3; i++) expect((await envoy.shouldRateLimit(client)).overall_code).toBe('OK');
+      const before = await scriptCalls();
+      for (let i = 0; i < 3; i++) expect((await envoy.shouldRateLimit(client)).overall_code).toBe('OVER_LIMIT');
+      expect((await scriptCalls()) - before).toBe(3);
+    } finally {
+      admin.disconnect();
+      envoy.close();
+      await sluice.kill();
     }
   });
 

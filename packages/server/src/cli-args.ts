@@ -61,25 +61,35 @@ const integer = (text: string | undefined, option: string, fallback: number, min
  */
 function clusterTarget(text: string): RedisTarget {
   const shape = 'a list of host:port, comma-separated, optionally after redis:// or rediss:// and user:password@';
-  const [, scheme, userinfo, list] = /^(?:(rediss?):\/\/(?:([^@/]*)@)?)?(.*)$/i.exec(text) as string[];
+  // The credentials run to the last `@`: a password may hold `/`, a space or an `@` unencoded.
+  const [, scheme, userinfo, list] = /^(?:(rediss?):\/\/(?:(.*)@)?)?(.*)$/i.exec(text) as string[];
   const nodes = (list as string).split(',').map((item) => {
-    const match = /^(.+):(\d+)$/.exec(item.trim());
+    const match = /^([^@/\s]+):(\d+)$/.exec(item.trim());
     if (match === null) invalidOption('--redis-cluster', redacted(text), shape);
     return { host: match[1] as string, port: integer(match[2], '--redis-cluster', 0, 1, 65535) };
   });
   const target = { nodes, tls: scheme?.toLowerCase() === 'rediss' };
   if (userinfo === undefined) return target;
-  const credentials = new URL(`redis://${userinfo}@host`);
-  if (credentials.password === '') invalidOption('--redis-cluster', redacted(text), `${shape}, with a password`);
-  const username = decodeURIComponent(credentials.username);
-  return { ...target, ...(username === '' ? {} : { username }), password: decodeURIComponent(credentials.password) };
+  // Split by hand: a URL parser would read a `/` in the password as the start of a path.
+  const colon = userinfo.indexOf(':');
+  const decoded = (part: string): string => {
+    try {
+      return decodeURIComponent(part);
+    } catch {
+      return invalidOption('--redis-cluster', redacted(text), `${shape}, its %-escapes whole`);
+    }
+  };
+  const username = decoded(colon < 0 ? userinfo : userinfo.slice(0, colon));
+  const password = colon < 0 ? '' : decoded(userinfo.slice(colon + 1));
+  if (password === '') invalidOption('--redis-cluster', redacted(text), `${shape}, with a password`);
+  return { ...target, ...(username === '' ? {} : { username }), password };
 }
 
 /**
  * A Redis URL or node list as messages and logs show it: any password as `***`, up to the last
  * `@` before the host, where a client splits an unencoded `@` in a password.
  */
-export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:@/\s]*:)[^/\s]*@/gi, '$1***@');
+export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:@/\s]*:).*@/gi, '$1***@');
 
 const REDIS_OPTIONS = { redis: { type: 'string' }, 'redis-cluster': { type: 'string' } } as const;
 

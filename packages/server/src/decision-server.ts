@@ -128,25 +128,32 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   // on the taken HTTP port and its undoing shut the running gRPC server down.
   let listening: Promise<{ grpcPort: number; httpPort: number }> | undefined;
 
+  let stopped: Promise<void> | undefined;
+  const stop = async (): Promise<void> => {
+    closing = true;
+    // A `listen()` under way binds first, so that what it binds is closed with the rest
+    // rather than left serving after `close()` returned.
+    await listening?.catch(() => undefined);
+    storeHealth.close();
+    grpc.setServing(false);
+    // Watch streams never end on their own: tryShutdown would wait for them.
+    grpc.endWatches();
+    log.line('info', 'shutting down: finishing calls in flight');
+    await Promise.all([stopGrpc(), stopHttp()]);
+    await metrics.close();
+    log.line('info', 'stopped');
+  };
+
   return {
     listen() {
       listening ??= bind();
       return listening;
     },
-    async close() {
-      if (closing) return;
-      closing = true;
-      // A `listen()` under way binds first, so that what it binds is closed with the rest
-      // rather than left serving after `close()` returned.
-      await listening?.catch(() => undefined);
-      storeHealth.close();
-      grpc.setServing(false);
-      // Watch streams never end on their own: tryShutdown would wait for them.
-      grpc.endWatches();
-      log.line('info', 'shutting down: finishing calls in flight');
-      await Promise.all([stopGrpc(), stopHttp()]);
-      await metrics.close();
-      log.line('info', 'stopped');
+    close() {
+      // Every caller waits for the one shutdown: a second caller told at once that the server
+      // had stopped would close the store under calls still in flight.
+      stopped ??= stop();
+      return stopped;
     },
     setServing(up) {
       reportedUp = up;

@@ -129,7 +129,9 @@ export async function connectRedis(
   // to be sent, where the store's connections fail a call at once while they are away.
   const subscriberOptions = { lazyConnect: false, enableOfflineQueue: true };
   return {
-    store: guardStalls(createRedisStore({ client, logger: log }), storeTimeoutMs, connectionOf),
+    // No deny cache: replicas share the counts, and one that cached a refusal would keep it
+    // past another replica's give-back of the charge that caused it (the charge-and-refund path).
+    store: guardStalls(createRedisStore({ client, logger: log, denyCache: false }), storeTimeoutMs, connectionOf),
     rules: {
       hgetall: (key) => client.hgetall(key),
       hget: (key, field) => client.hget(key, field),
