@@ -4,7 +4,7 @@ import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.j
 import { connectRedis, isCi } from '../helpers/redis-env.js';
 import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
-import { startSluice } from '../helpers/sluice-process.js';
+import { exitOf, startSluice } from '../helpers/sluice-process.js';
 
 const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
 const skip = !hasRedisServer() && !isCi;
@@ -95,6 +95,23 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
       envoy.close();
       await sluice.kill();
     }
+  });
+
+  it('exit 1 for a database the Redis does not have (it started, and counted in database 0)', async () => {
+    const { code, output } = await exitOf([
+      'serve',
+      '--rules',
+      rules,
+      '--grpc-port',
+      '0',
+      '--http-port',
+      '0',
+      '--redis',
+      `${redis.url}/99`,
+    ]);
+    expect(code).toBe(1);
+    expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
+    expect(output).toMatch(/DB index is out of range/);
   });
 
   it('keeps running when Redis dies: NOT_SERVING and UNAVAILABLE, then serving again when it is back', async () => {

@@ -20,6 +20,15 @@ describe('sluice refuses to start, with a clear message and a non-zero exit', ()
     ['an unknown command', ['start'], 'unknown command'],
     // Regression: refused only once serving began, with exit 1.
     ['an empty --host', ['serve', '--rules', rules, '--host', ''], '--host'],
+    // Regressions: a database that is no number crashed the process with an uncoded stack trace
+    // (`SELECT NaN`), and a URL ioredis cannot parse failed with exit 1 and an uncoded error.
+    [
+      'a --redis database that is no number',
+      ['serve', '--rules', rules, '--redis', 'redis://127.0.0.1:1/notadb'],
+      '--redis',
+    ],
+    ['a --redis port out of range', ['serve', '--rules', rules, '--redis', 'redis://127.0.0.1:99999'], '--redis'],
+    ['a --redis URL that does not parse', ['serve', '--rules', rules, '--redis', 'redis://[bad'], '--redis'],
   ])('exit 2 for %s', async (_, args, mention) => {
     const { code, output } = await exitOf(args);
     expect(code).toBe(2);

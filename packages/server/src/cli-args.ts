@@ -110,9 +110,24 @@ function redisTarget(values: Record<string, string | boolean | undefined>): Redi
   const cluster = values['redis-cluster'] as string | undefined;
   if (url !== undefined && cluster !== undefined)
     invalidOption('--redis', redacted(url), 'left out when --redis-cluster is given');
-  if (url !== undefined && !/^rediss?:\/\//.test(url))
-    invalidOption('--redis', redacted(url), 'a URL such as redis://127.0.0.1:6379');
+  if (url !== undefined) checkRedisUrl(url);
   return url !== undefined ? { url } : cluster !== undefined ? clusterTarget(cluster) : undefined;
+}
+
+/**
+ * A `--redis` URL ioredis reads as written: one it cannot parse failed later with an uncoded
+ * error, and a database that is no number made it send `SELECT NaN`, which crashed the process.
+ */
+function checkRedisUrl(url: string): void {
+  const shape = 'a URL such as redis://127.0.0.1:6379, with a database number as its path if any (…/2)';
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    invalidOption('--redis', redacted(url), shape);
+  }
+  if (!/^rediss?:$/.test(parsed.protocol) || !/^(\/\d*)?$/.test(parsed.pathname))
+    invalidOption('--redis', redacted(url), shape);
 }
 
 /** `--rules` or `--rules-key`, exactly one; a key only where a Redis holds it. */

@@ -31,6 +31,15 @@ const whereOf = (target: RedisTarget): string =>
     : `${target.tls ? 'rediss://' : ''}${target.nodes.map((n) => `${n.host}:${n.port}`).join(',')}`;
 
 /**
+ * The URL's database, selected again where it can fail aloud: ioredis reports a `SELECT` it
+ * sends on connecting only as an error event, and the counts then land in database 0.
+ */
+async function selected(client: Redis): Promise<void> {
+  const db = client.options.db ?? 0;
+  if (db !== 0) await client.select(db);
+}
+
+/**
  * A client of `target`, connected, with every master answering, within 5 s; else
  * `ERR_SLUICE_STORE_CONNECT` with the reason. Once connected, ioredis reconnects for ever and
  * commands fail at once while it is away (no offline queue).
@@ -75,7 +84,9 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
       client
         .connect()
         .then(() =>
-          Promise.all(client instanceof Cluster ? client.nodes('master').map((n) => n.ping()) : [client.ping()]),
+          Promise.all(
+            client instanceof Cluster ? client.nodes('master').map((n) => n.ping()) : [client.ping(), selected(client)],
+          ),
         ),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error(`no answer within ${CONNECT_TIMEOUT_MS} ms`)), CONNECT_TIMEOUT_MS);
