@@ -4,13 +4,14 @@ import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { isRulesError, type RulesError, type RulesWatcher, watchRules } from '@sluice/rules';
+import { isRulesError, type RuleSet, type RulesError, type RulesWatcher, watchRules } from '@sluice/rules';
 import { afterEach, beforeEach, describe, expect, it, onTestFinished, vi } from 'vitest';
 
 const perIp = (domain: string, limit: number) =>
   `domain: ${domain}\ndescriptors:\n  - key: ip\n    rate_limit: { unit: second, requests_per_unit: ${limit} }\n`;
-const limitOf = (watcher: RulesWatcher, domain = 'edge') =>
-  watcher.current.matchOne(domain, [{ key: 'ip', value: '1' }])?.rule.policies[0]?.limit;
+const limitOfSet = (rules: RuleSet, domain = 'edge') =>
+  rules.matchOne(domain, [{ key: 'ip', value: '1' }])?.rule.policies[0]?.limit;
+const limitOf = (watcher: RulesWatcher, domain = 'edge') => limitOfSet(watcher.current, domain);
 /** A bounded wait for what a file event leads to: the watcher reacts on its own time. */
 const eventually = (check: () => void) => vi.waitFor(check, { timeout: 5000, interval: 5 });
 
@@ -230,6 +231,29 @@ describe('watchRules', () => {
     const watcher = watch(file);
     await written;
     await eventually(() => expect(limitOf(watcher)).toBe(2));
+  });
+
+  it('check refuses a set as a bad document is refused: at start-up, then by keeping the set in force', async () => {
+    const file = join(dir, 'rules.yaml');
+    const tooHigh = (rules: RuleSet) => {
+      if ((limitOfSet(rules) ?? 0) > 20) throw new Error('more than this store takes');
+    };
+    await writeFile(file, perIp('edge', 30));
+    expect(() => watch(file, { check: tooHigh })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_RULES_INVALID_POLICY',
+        message: expect.stringContaining('more than this store takes'),
+      }),
+    );
+    await writeFile(file, perIp('edge', 10));
+    const errors: RulesError[] = [];
+    const watcher = watch(file, { check: tooHigh, debounceMs: 60_000, onError: (e) => errors.push(e) });
+    await writeFile(file, perIp('edge', 30));
+    await watcher.reload();
+    expect([limitOf(watcher), watcher.errors, errors[0]?.problems[0]?.source]).toEqual([10, 1, file]);
+    await writeFile(file, perIp('edge', 20));
+    await watcher.reload();
+    expect([limitOf(watcher), watcher.reloads]).toEqual([20, 1]);
   });
 
   it('a callback that throws stops nothing', async () => {

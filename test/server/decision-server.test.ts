@@ -2,9 +2,11 @@ import { connect } from 'node:net';
 import { type Client, credentials, loadPackageDefinition, type StatusObject, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { createLimiter, createMemoryStore, type RateLimitStore } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
 import { protoPath as healthProto } from 'grpc-health-check';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createEnvoyClient } from '../helpers/envoy-client.js';
 import { waitFor } from '../helpers/redis-server.js';
@@ -35,6 +37,27 @@ describe('createDecisionServer', () => {
   ])('refuses %o at construction', (options, code, mention) => {
     expect(() => createDecisionServer(options as never)).toThrow(expect.objectContaining({ code }));
     expect(() => createDecisionServer(options as never)).toThrow(mention);
+  });
+
+  // Such a set loaded, and then every call it matched failed INTERNAL, with health OK.
+  it('refuses at construction a rule set its store cannot decide, naming the rule', () => {
+    const policies = Array.from({ length: 17 }, (_, i) => `      - { name: p${i}, limit: 5, window: 1m }`);
+    const many = parseRules(`domain: d\ndescriptors:\n  - key: k\n    policies:\n${policies.join('\n')}\n`);
+    // The Redis store's own check of 1 to 16 policies, which needs no connection.
+    const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
+    try {
+      const store = createRedisStore({ client, logger: { warn() {} } });
+      expect(() => createDecisionServer({ rules: many, store, log: quietLog })).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_RULES_INVALID_POLICY',
+          problems: [
+            expect.objectContaining({ line: 3, message: expect.stringContaining('ERR_SLUICE_INVALID_POLICIES') }),
+          ],
+        }),
+      );
+    } finally {
+      client.disconnect();
+    }
   });
 
   it('listens on free ports, answers, and after close() frees them and refuses', async () => {
@@ -245,9 +268,10 @@ describe('quota_mode over the wire', () => {
     const rejections: unknown[] = [];
     const onRejection = (reason: unknown) => rejections.push(reason);
     process.on('unhandledRejection', onRejection);
-    // A clock that reads well at start-up and then gives no number, and a log sink that fails on error lines.
+    // A clock that reads well at start-up (the server's check, then the rule's limiter, made
+    // there) and then gives no number, and a log sink that fails on error lines.
     let readings = 0;
-    const clock = () => (readings++ === 0 ? 1_000 : Number.NaN);
+    const clock = () => (readings++ < 2 ? 1_000 : Number.NaN);
     const log = {
       warn() {},
       line(level: string) {

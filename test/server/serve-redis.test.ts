@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { type ServiceError, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.js';
@@ -112,6 +115,29 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
     expect(code).toBe(1);
     expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
     expect(output).toMatch(/DB index is out of range/);
+  });
+
+  it('keeps the rules in force when a reload brings a rule the Redis store cannot decide', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-many-policies-'));
+    const file = join(dir, 'rules.yaml');
+    const rule = (count: number) => {
+      const policies = Array.from({ length: count }, (_, i) => `      - { name: p${i}, limit: 5, window: 1h }`);
+      return `domain: edge\ndescriptors:\n  - key: k\n    policies:\n${policies.join('\n')}\n`;
+    };
+    writeFileSync(file, rule(2));
+    const sluice = await startSluice(['--rules', file, '--redis', redis.url]);
+    const envoy = createEnvoyClient(sluice.grpcAddress);
+    try {
+      writeFileSync(file, rule(17));
+      await waitFor('the reload to be refused', async () =>
+        sluice.lines.some((line) => line.msg === 'rules not reloaded; keeping the last good set'),
+      );
+      expect(sluice.output()).toContain('ERR_SLUICE_RULES_INVALID_POLICY');
+      expect((await envoy.shouldRateLimit(one('k', `kept-${process.pid}`))).overall_code).toBe('OK');
+    } finally {
+      envoy.close();
+      await sluice.kill();
+    }
   });
 
   it('keeps running when Redis dies: NOT_SERVING and UNAVAILABLE, then serving again when it is back', async () => {

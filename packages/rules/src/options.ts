@@ -9,9 +9,11 @@ export function checkSourceOptions(options: unknown, caller: string, known: read
   if (typeof options !== 'object' || options === null || Array.isArray(options))
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, `an object of ${caller}'s options`);
   checkOptionNames(options, known, caller);
-  const { onReload, onError } = options as Record<string, unknown>;
+  const { onReload, onError, check } = options as Record<string, unknown>;
   if (onReload !== undefined && typeof onReload !== 'function')
     invalid('ERR_SLUICE_INVALID_OPTION', 'onReload', onReload, 'a function');
+  if (check !== undefined && typeof check !== 'function')
+    invalid('ERR_SLUICE_INVALID_OPTION', 'check', check, 'a function');
   if (onError !== undefined && typeof onError !== 'function')
     invalid('ERR_SLUICE_INVALID_OPTION', 'onError', onError, 'a function');
 }

@@ -125,7 +125,15 @@ function subscriberOf(client: RedisRulesClient): RedisRulesSubscriber {
  * app.use(rateLimit({ rules }));
  */
 export async function watchRedisRules(options: RedisRulesOptions): Promise<RulesWatcher> {
-  checkSourceOptions(options, 'watchRedisRules', ['client', 'key', 'channel', 'pollIntervalMs', 'onReload', 'onError']);
+  checkSourceOptions(options, 'watchRedisRules', [
+    'client',
+    'key',
+    'channel',
+    'pollIntervalMs',
+    'onReload',
+    'onError',
+    'check',
+  ]);
   const { client, key, pollIntervalMs = 5000 } = options;
   if (typeof client?.hgetall !== 'function' || typeof client.duplicate !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_CLIENT', '[sluice] Option `client` must be an ioredis Redis or Cluster.');

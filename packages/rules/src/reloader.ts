@@ -1,5 +1,5 @@
 import { publishRulesReload } from '@sluice/core';
-import type { RulesError } from './errors.js';
+import { isRulesError, RulesError } from './errors.js';
 import type { RuleSet } from './types.js';
 
 /**
@@ -17,6 +17,13 @@ export interface ReloadOptions {
   onReload?: (rules: RuleSet) => void;
   /** Called when a reload fails; the last good set stays in force. @default logs a warning */
   onError?: (error: RulesError) => void;
+  /**
+   * Runs on every set before it is put in force, the first one included, and throws for one
+   * the caller cannot use (a rule with more policies than its store decides at once): that set
+   * is refused as a bad document is, at start-up or by keeping the set in force. A throw that
+   * is no `RulesError` is reported as `ERR_SLUICE_RULES_INVALID_POLICY` at the set's source.
+   */
+  check?: (rules: RuleSet) => void;
 }
 
 /** The rule set in force and how reloads went (the counts mirror envoyproxy/ratelimit's `config_load_*`). */
@@ -73,7 +80,25 @@ export function createReloader(
   read: () => Promise<RulesText>,
   options: ReloadOptions & { debounceMs: number; source: string },
 ): Reloader {
-  let loaded = { text: initial.text, rules: initial.build() };
+  const built = (text: RulesText): RuleSet => {
+    const rules = text.build();
+    try {
+      options.check?.(rules);
+    } catch (error) {
+      if (isRulesError(error)) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      const problem = {
+        code: 'ERR_SLUICE_RULES_INVALID_POLICY' as const,
+        message,
+        source: options.source,
+        line: 1,
+        column: 1,
+      };
+      throw new RulesError([problem], { cause: error });
+    }
+    return rules;
+  };
+  let loaded = { text: initial.text, rules: built(initial) };
   // What failed last, a text or a read (by its error's message): a bad document, or a missing
   // directory whose parent keeps changing, is reported once, not on every event or poll.
   let failedText: string | undefined;
@@ -114,7 +139,7 @@ export function createReloader(
       return;
     }
     try {
-      loaded = { text: next.text, rules: next.build() };
+      loaded = { text: next.text, rules: built(next) };
     } catch (error) {
       failedText = next.text;
       fail(error);

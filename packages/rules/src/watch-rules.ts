@@ -19,7 +19,7 @@ export interface WatchRulesOptions extends ReloadOptions {
 
 function checkOptions(path: unknown, options: WatchRulesOptions): void {
   checkName(path, 'path');
-  checkSourceOptions(options, 'watchRules', ['debounceMs', 'pollIntervalMs', 'onReload', 'onError']);
+  checkSourceOptions(options, 'watchRules', ['debounceMs', 'pollIntervalMs', 'onReload', 'onError', 'check']);
   const bad = (option: keyof WatchRulesOptions, expected: string): never =>
     invalid('ERR_SLUICE_INVALID_OPTION', option, options[option], expected);
   const { debounceMs, pollIntervalMs } = options;

@@ -9,7 +9,7 @@ import {
 import type { RuleSet } from '@sluice/rules';
 import { createHeaderFields } from './header-fields.js';
 import { createRuleMatcher } from './override-rules.js';
-import { createServiceLimiters, type LimiterSettings } from './rule-limiters.js';
+import { checkRuleLimiters, createServiceLimiters, type LimiterSettings } from './rule-limiters.js';
 import { reportedUnit } from './units.js';
 import { type DescriptorAnswer, type RateLimitAnswer, type RateLimitCall, UINT32_MAX } from './wire-types.js';
 
@@ -45,7 +45,7 @@ export function createDecider(options: DeciderOptions) {
   const clock = options.clock ?? Date.now;
   const headerFields = options.headers && createHeaderFields(options.headers, clock, createWarnOnce(options.logger));
 
-  return async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
+  async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
     const costs = call.descriptors.map((d) => d.hits);
     const verdicts = await decideRules(matchRules(rules, call), limiterOf, costs, clock);
     // As the adapters decide: `quota_mode` rules refuse a request only when all of them refuse.
@@ -58,7 +58,11 @@ export function createDecider(options: DeciderOptions) {
       responseHeaders: headerFields === undefined ? [] : headerFields(verdicts, refused),
     };
     return { answer, verdicts };
-  };
+  }
+
+  /** Throws the `RulesError` of a set whose rules the store cannot decide. */
+  const checkRules = (rules: RuleSet): void => checkRuleLimiters(rules, limiterOf);
+  return { decide, checkRules };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Server as HttpServer } from 'node:http';
 import { isIPv6 } from 'node:net';
 import type { CountedStore } from '@sluice/otel';
+import type { RuleSet } from '@sluice/rules';
 import { createCallHandler } from './call-handler.js';
 import { createDecider } from './decider.js';
 import { createGrpcServer } from './grpc-server.js';
@@ -26,6 +27,11 @@ export interface DecisionServer {
   setServing(serving: boolean): void;
   /** Counts a rules load (`success` or `error`) in `/metrics`, as a watcher reports it. */
   countRulesLoad(result: 'success' | 'error'): void;
+  /**
+   * Throws the `RulesError` of a rule set this server could not decide (a rule with more
+   * policies than its store takes at once), naming each such rule; a watcher's `check`.
+   */
+  checkRules(rules: RuleSet): void;
 }
 
 /**
@@ -42,7 +48,9 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   // The memory store's size and evictions go to /metrics too.
   const counted = 'evictions' in settings.store ? (settings.store as unknown as CountedStore) : undefined;
   const metrics = createServiceMetrics(counted);
-  const decide = createDecider({ ...settings, logger: log });
+  const { decide, checkRules } = createDecider({ ...settings, logger: log });
+  // A set the store cannot decide fails here, not at every call it matches.
+  checkRules(currentRules(settings.rules));
   // The store's own owner may report it down (`setServing`, wired to the Redis connection by
   // `sluice serve`); the service's own evidence is `storeHealth`. Both must say up to serve.
   let reportedUp = true;
@@ -160,5 +168,6 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
       update();
     },
     countRulesLoad: metrics.configLoad,
+    checkRules,
   };
 }

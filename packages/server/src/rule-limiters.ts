@@ -1,4 +1,12 @@
-import { createRuleLimiters, type Limiter, type Logger, type RateLimitStore, type RuleLike } from '@sluice/core';
+import {
+  createRuleLimiters,
+  isSluiceError,
+  type Limiter,
+  type Logger,
+  type RateLimitStore,
+  type RuleLike,
+} from '@sluice/core';
+import { type RuleProblem, type RuleSet, RulesError } from '@sluice/rules';
 
 export interface LimiterSettings {
   store: RateLimitStore;
@@ -23,4 +31,26 @@ export function createServiceLimiters(settings: LimiterSettings): (rule: RuleLik
     ...(settings.clock === undefined ? {} : { clock: settings.clock }),
     logger: settings.logger,
   });
+}
+
+/**
+ * Makes the limiter of every rule of `rules` now: a set the store cannot decide (more policies
+ * in one rule than the Redis store takes) then fails where it is loaded, at start-up or as a
+ * refused reload, instead of failing every call it matches. Throws the `RulesError` naming each
+ * such rule where it is written.
+ */
+export function checkRuleLimiters(rules: RuleSet, limiterOf: (rule: RuleLike) => Limiter): void {
+  const problems: RuleProblem[] = [];
+  for (const rule of rules.rules) {
+    // Blocked and unlimited rules are answered without a limiter.
+    if (rule.policies.length === 0) continue;
+    try {
+      limiterOf(rule);
+    } catch (error) {
+      if (!isSluiceError(error)) throw error;
+      const message = `${error.message.replace(/^\[sluice\] /, '')} (from ${error.code})`;
+      problems.push({ code: 'ERR_SLUICE_RULES_INVALID_POLICY', message, ...rule.location });
+    }
+  }
+  if (problems.length > 0) throw new RulesError(problems);
 }

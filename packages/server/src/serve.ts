@@ -1,5 +1,5 @@
 import type { RateLimitStore } from '@sluice/core';
-import { type ReloadOptions, type RulesWatcher, watchRedisRules, watchRules } from '@sluice/rules';
+import { type ReloadOptions, type RuleSet, type RulesWatcher, watchRedisRules, watchRules } from '@sluice/rules';
 import type { ServeFlags } from './cli-args.js';
 import { createDecisionServer } from './decision-server.js';
 import type { ServiceLog } from './log.js';
@@ -25,7 +25,10 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 export async function serve(flags: ServeFlags, log: ServiceLog): Promise<RunningService> {
   const source = 'path' in flags.rules ? flags.rules.path : `redis:${flags.rules.redisKey}`;
   let reportLoad: (result: 'success' | 'error') => void = () => {};
+  // The server checks the first set itself, when it is made; every reload after it here.
+  let checkRules: (rules: RuleSet) => void = () => {};
   const reloads = {
+    check: (rules: RuleSet) => checkRules(rules),
     onReload: () => {
       reportLoad('success');
       log.line('info', 'rules reloaded', { rules: source });
@@ -63,6 +66,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
       log,
     });
     reportLoad = server.countRulesLoad;
+    checkRules = server.checkRules;
     reportLoad('success');
     log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
     if (tls !== undefined) log.line('info', 'gRPC over TLS', tls.described);
