@@ -116,23 +116,47 @@ describe('during an outage decisions still fail fast', () => {
 describe.skipIf(standalone.skip)('calls a limiter gave up on while the first connection opened', () => {
   const redis = proxiedRedisForSuite(standalone);
   const quiet = { warn: () => {} };
+  const options = { limit: 5, window: '1m', clock: () => NOW, prefix: 'p', logger: quiet } as const;
+
+  /**
+   * A client charged once on a connection of its own (`counting`), and a store on a client whose
+   * first connection is held back until `open()`, which resolves once whatever that client still
+   * had to send has gone before two pings on the same connection.
+   */
+  async function lateConnection() {
+    const prefix = `late-${randomUUID()}:`;
+    const direct = await connectRedis(redis.server.url);
+    redis.proxy.hold();
+    const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    const counting = createLimiter({ ...options, store: createRedisStore({ client: direct, prefix }) });
+    expect((await counting.consume('k')).remaining).toBe(4);
+    return {
+      counting,
+      store: createRedisStore({ client, prefix, logger: quiet }),
+      async open() {
+        const ready = new Promise((resolve) => client.once('ready', resolve));
+        redis.proxy.release();
+        await ready;
+        await client.ping();
+        await client.ping();
+      },
+      async close() {
+        redis.proxy.forward();
+        client.disconnect();
+        await deleteKeys(direct, prefix);
+        direct.disconnect();
+      },
+    };
+  }
 
   // They were all sent once the connection opened: a request refused under onStoreError
   // 'deny' was charged too, and a reset reported failed still wiped the count.
   it('are sent only where the fail policy took them as done', async () => {
-    const prefix = `late-${randomUUID()}:`;
-    const options = { limit: 5, window: '1m', clock: () => NOW, prefix: 'p', logger: quiet } as const;
-    const direct = await connectRedis(redis.server.url);
-    redis.proxy.hold();
-    const late = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    late.on('error', () => {});
+    const late = await lateConnection();
     try {
-      const counting = createLimiter({ ...options, store: createRedisStore({ client: direct, prefix }) });
-      expect((await counting.consume('k')).remaining).toBe(4);
-      const store = createRedisStore({ client: late, prefix, logger: quiet });
-      const late50 = { ...options, store, storeTimeoutMs: 50 } as const;
       const [allowing, denying, throwing] = (['allow', 'deny', 'throw'] as const).map((onStoreError) =>
-        createLimiter({ ...late50, onStoreError }),
+        createLimiter({ ...options, store: late.store, storeTimeoutMs: 50, onStoreError }),
       ) as [Limiter, Limiter, Limiter];
       // Let through by 'allow': counted once the connection opens, as it was served.
       expect(await allowing.consume('k')).toMatchObject({ allowed: true, reason: 'store-unavailable' });
@@ -141,47 +165,24 @@ describe.skipIf(standalone.skip)('calls a limiter gave up on while the first con
       await expect(throwing.consume('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_TIMEOUT' });
       await expect(throwing.refund('k', 1)).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_TIMEOUT' });
       await expect(throwing.reset('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_TIMEOUT' });
-      const ready = new Promise((resolve) => late.once('ready', resolve));
-      redis.proxy.release();
-      await ready;
-      // Whatever was still to be sent goes before these, on the same connection.
-      await late.ping();
-      await late.ping();
-      expect((await counting.peek('k')).remaining).toBe(3);
+      await late.open();
+      expect((await late.counting.peek('k')).remaining).toBe(3);
       // Asked now, the late connection decides as any other.
       expect((await denying.consume('k')).remaining).toBe(2);
     } finally {
-      redis.proxy.forward();
-      late.disconnect();
-      await deleteKeys(direct, prefix);
-      direct.disconnect();
+      await late.close();
     }
   });
 
   it('a reset that no error reported is made once the connection opens', async () => {
-    const prefix = `late-reset-${randomUUID()}:`;
-    const options = { limit: 5, window: '1m', clock: () => NOW, prefix: 'p', logger: quiet } as const;
-    const direct = await connectRedis(redis.server.url);
-    redis.proxy.hold();
-    const late = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
-    late.on('error', () => {});
+    const late = await lateConnection();
     try {
-      const counting = createLimiter({ ...options, store: createRedisStore({ client: direct, prefix }) });
-      expect((await counting.consume('k')).remaining).toBe(4);
-      const store = createRedisStore({ client: late, prefix, logger: quiet });
       // Under 'deny' a reset that fails resolves: its caller takes it as made.
-      await createLimiter({ ...options, store, storeTimeoutMs: 50, onStoreError: 'deny' }).reset('k');
-      const ready = new Promise((resolve) => late.once('ready', resolve));
-      redis.proxy.release();
-      await ready;
-      await late.ping();
-      await late.ping();
-      expect((await counting.peek('k')).remaining).toBe(5);
+      await createLimiter({ ...options, store: late.store, storeTimeoutMs: 50, onStoreError: 'deny' }).reset('k');
+      await late.open();
+      expect((await late.counting.peek('k')).remaining).toBe(5);
     } finally {
-      redis.proxy.forward();
-      late.disconnect();
-      await deleteKeys(direct, prefix);
-      direct.disconnect();
+      await late.close();
     }
   });
 });

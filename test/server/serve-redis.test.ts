@@ -101,17 +101,8 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
   });
 
   it('exit 1 for a database the Redis does not have (it started, and counted in database 0)', async () => {
-    const { code, output } = await exitOf([
-      'serve',
-      '--rules',
-      rules,
-      '--grpc-port',
-      '0',
-      '--http-port',
-      '0',
-      '--redis',
-      `${redis.url}/99`,
-    ]);
+    const anyPorts = ['--grpc-port', '0', '--http-port', '0'];
+    const { code, output } = await exitOf(['serve', '--rules', rules, ...anyPorts, '--redis', `${redis.url}/99`]);
     expect(code).toBe(1);
     expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
     expect(output).toMatch(/DB index is out of range/);
