@@ -6,13 +6,10 @@ export type KeyLayout = 'exact' | 'local-first';
 
 /**
  * What the stores over one client, prefix and key layout share: they write the same keys, so
- * limiters claim namespaces per backing, not per store object, and a refund or reset through
- * any of them reaches every deny cache that may hold the client.
+ * limiters claim namespaces per backing (by the object's identity), not per store object, and
+ * a refund or reset through any of them reaches every deny cache that may hold the client.
  */
 export interface Backing {
-  readonly client: RedisClient;
-  readonly prefix: string;
-  readonly layout: KeyLayout;
   /** Held weakly: a store dropped with its cache is not kept alive by its neighbours. */
   readonly denyCaches: Set<WeakRef<DenyCache>>;
 }
@@ -26,7 +23,7 @@ export function backingOf(client: RedisClient, prefix: string, layout: KeyLayout
   const name = `${layout}:${prefix}`;
   let backing = byPrefix.get(name);
   if (backing === undefined) {
-    backing = { client, prefix, layout, denyCaches: new Set() };
+    backing = { denyCaches: new Set() };
     byPrefix.set(name, backing);
   }
   return backing;
