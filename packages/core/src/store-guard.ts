@@ -113,8 +113,8 @@ export function createStoreGuard(
         clearTimeout(timer);
         settleFailure(cause, unavailable, resolve, reject);
       };
+      // Referenced: a caller awaits this call, so the process lives until the fail policy answers.
       const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
-      timer.unref();
       pending.then((value) => {
         if (settled) return;
         settled = true;
