@@ -178,10 +178,11 @@ describe('bad input at call time', () => {
     await expect(limiter.refund('k', cost as number)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
   });
 
-  it('a null cost, options that are not an object, or a misspelt option reject, charging nothing', async () => {
+  it('a null cost, options that are not a plain object, or a misspelt option reject, charging nothing', async () => {
     const consume = limiter.consume as (key: string, options: unknown) => Promise<unknown>;
     await expect(consume('c', { cost: null })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
-    for (const options of [5, null, 'cost']) {
+    // An array, a Map or a Date names no option, and was read as a cost of 1.
+    for (const options of [5, null, 'cost', [], [5], new Map([['cost', 5]]), new Date(5)]) {
       await expect(consume('c', options)).rejects.toMatchObject({
         code: 'ERR_SLUICE_INVALID_OPTION',
         message: expect.stringContaining('an object such as `{ cost: 2 }`'),

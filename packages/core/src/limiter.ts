@@ -403,13 +403,13 @@ const checkCost = (cost: unknown): number => {
 
 /**
  * The cost `consume`'s options name, 1 when they leave it out; the decision checks it. Options
- * that are not an object (`consume(key, 5)`) or name anything else (`{ costs: 5 }`,
+ * that are not a plain object (`consume(key, 5)`, `consume(key, [])`) or name anything else (`{ costs: 5 }`,
  * rate-limiter-flexible's `points`) would otherwise charge 1 without a word. The names are
  * walked with `for…in`, which allocates nothing: the HTTP middleware passes options with every
  * request its own functions decide.
  */
 function consumeCost(options: unknown): number {
-  if (typeof options !== 'object' || options === null)
+  if (!isPlainObject(options))
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
       `[sluice] The options of consume must be an object such as \`{ cost: 2 }\`; received ${describe(options)}.`,
@@ -424,6 +424,13 @@ function consumeCost(options: unknown): number {
   const { cost } = options as ConsumeOptions;
   return cost === undefined ? 1 : cost;
 }
+
+/** An object literal's kind: an array, a Map or a Date names no option and would charge 1. */
+const isPlainObject = (value: unknown): value is object => {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
 
 const noClock = (): undefined => undefined;
 

@@ -45,7 +45,6 @@ const render = (status: number, body: unknown): Refusal => {
   return { status, contentType: JSON_TYPE, body: json };
 };
 
-/** `value` as JSON text, when it is an object JSON can write (no cycle, no BigInt); else undefined. */
 /**
  * A plain object or an array: what JSON writes as it is. A Map, a Set or a class instance would
  * be written as `{}` or by its own `toJSON` (a Date as a string), losing what was meant.
@@ -56,6 +55,7 @@ function isJsonShaped(value: unknown): boolean {
   return Array.isArray(value) || prototype === Object.prototype || prototype === null;
 }
 
+/** `value` as JSON text, when it is an object JSON can write (no cycle, no BigInt); else undefined. */
 function jsonOf(value: unknown): string | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   try {
