@@ -1,8 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import { rateLimitPlugin } from '@sluice/fastify';
+import { rateLimit as koaRateLimit } from '@sluice/koa';
 import express from 'express';
 import Fastify from 'fastify';
+import Koa from 'koa';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { harnesses, type RunningApp } from './harness/index.js';
@@ -32,6 +34,19 @@ describe.each(harnesses)('$name: a proxy header the framework does not read', (h
     expect(logger.codes()).toEqual(['WRN_SLUICE_UNREAD_PROXY_HEADER']);
     expect(logger.messages[0]).toContain(name);
   });
+
+  // Regression: an empty X-Forwarded-For (a proxy that forwards a header it was sent empty)
+  // read as a chain whose last hop was not the peer, and warned of an untrusted proxy.
+  it.each(['none', 'loopback'] as const)(
+    'says nothing of an X-Forwarded-For that names no address (trusting %s)',
+    async (trust) => {
+      const logger = collectingLogger();
+      app = await harness.start({ trust, limits: [{ ...oneEach, logger, clock: clockAt(0) }] });
+      for (const value of ['', ' , '])
+        await request(app.url).get('/').set('Connection', 'close').set('X-Forwarded-For', value);
+      expect(logger.messages).toEqual([]);
+    },
+  );
 
   it('says nothing when X-Forwarded-For comes with it from a trusted proxy', async () => {
     const logger = collectingLogger();
@@ -78,5 +93,51 @@ describe('a trust-proxy list that misses the proxy', () => {
     await request(url).get('/').set('X-Forwarded-For', '203.0.113.8').expect(429);
     expect(logger.codes()).toEqual(['WRN_SLUICE_UNTRUSTED_PROXY']);
     expect(logger.messages[0]).toContain('127.0.0.1');
+  });
+});
+
+// Regression: Koa reads the chain from `app.proxyIpHeader`; the warnings read X-Forwarded-For
+// whatever it named, telling an app that reads X-Real-IP to make its proxy send X-Forwarded-For.
+describe('koa: the header app.proxyIpHeader names', () => {
+  let close: (() => Promise<unknown>) | undefined;
+  afterEach(() => close?.());
+
+  const serveKoa = async (logger: ReturnType<typeof collectingLogger>, proxy: boolean) => {
+    const app = new Koa();
+    app.proxy = proxy;
+    app.maxIpsCount = 1;
+    app.proxyIpHeader = 'X-Real-IP';
+    app.use(koaRateLimit({ ...oneEach, logger, clock: clockAt(0) }));
+    app.use((ctx) => {
+      ctx.body = { key: ctx.state.rateLimit?.key };
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    close = () => new Promise((resolve) => server.close(resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+
+  it('is the chain read: from a trusted proxy, nothing to warn of', async () => {
+    const logger = collectingLogger();
+    const url = await serveKoa(logger, true);
+    const res = await request(url).get('/').set('X-Real-IP', '203.0.113.7').expect(200);
+    expect(res.body.key).toBe('203.0.113.7');
+    expect(logger.messages).toEqual([]);
+  });
+
+  it('trusting no proxy, the warning names that header', async () => {
+    const logger = collectingLogger();
+    const url = await serveKoa(logger, false);
+    await request(url).get('/').set('X-Real-IP', '203.0.113.7').expect(200);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR']);
+    expect(logger.messages[0]).toContain('carries X-Real-IP but the app trusts no proxy');
+  });
+
+  it('a proxy that sends X-Forwarded-For instead is the header left unread', async () => {
+    const logger = collectingLogger();
+    const url = await serveKoa(logger, true);
+    await request(url).get('/').set('X-Forwarded-For', '203.0.113.7').expect(200);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_UNREAD_PROXY_HEADER']);
+    expect(logger.messages[0]).toContain('carries X-Forwarded-For but no X-Real-IP');
   });
 });

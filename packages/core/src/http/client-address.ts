@@ -27,6 +27,11 @@ export interface ClientAddressSource<Req> {
    * an address of its choosing before.
    */
   trustsAsProxy?(req: Req, address: string, hop: number): boolean;
+  /**
+   * The header the framework reads the proxy chain from, as the app names it (Koa's
+   * `app.proxyIpHeader`); `X-Forwarded-For` when left out.
+   */
+  forwardingHeader?(req: Req): string;
 }
 
 /** `ClientAddressSource.trustsAsProxy` for one request. */
@@ -94,7 +99,9 @@ export function createClientAddressKey<Req>(
         `the framework ignores the app's trust-proxy setting, so the client address is the proxy's and all clients behind it share one key. ${trustAdvice}`,
       );
     } else if (firstOnConnection(request)) {
-      warnIfProxyUnread(request, trust, ip, trustAdvice, warn, (address, hop) => trustsAsProxy(req, address, hop));
+      const header = source.forwardingHeader?.(req) ?? X_FORWARDED_FOR;
+      const read = { request, header, trust, ip };
+      warnIfProxyUnread(read, trustAdvice, warn, (address, hop) => trustsAsProxy(req, address, hop));
     }
     if (ip === undefined || ip === '') {
       warn(
@@ -113,61 +120,79 @@ export function createClientAddressKey<Req>(
   };
 }
 
+/** The header Express and Fastify read the proxy chain from, and Koa by default. */
+const X_FORWARDED_FOR = 'X-Forwarded-For';
+
+/** Headers a proxy may name the client in: any of them but the one the framework reads is unread. */
+const PROXY_HEADERS = ['X-Forwarded-For', 'Forwarded', 'X-Real-IP'];
+
+/** One request's proxy setup as the framework reads it: its chain's header, its trust, its address. */
+interface ProxyRead {
+  request: IncomingMessage;
+  header: string;
+  trust: ProxyTrust;
+  ip: string | undefined;
+}
+
 /**
  * Proxy setups the framework cannot see through, each of which leaves every client behind the
- * proxy on the proxy's key: X-Forwarded-For while no proxy is trusted; X-Forwarded-For from a
- * peer the trusted-proxy list leaves out (the framework stops at the socket's address, while the
- * proxy's own entry, last in the header, is not that address); or only `Forwarded` or
- * `X-Real-IP`, which none of the frameworks reads. And the opposite: a setting that trusts
- * more hops than the request came through (a hop count above the number of proxies), which
- * reads past every entry, so a client choosing X-Forwarded-For's first entry chooses its key.
+ * proxy on the proxy's key: a proxy chain (X-Forwarded-For, or the header the app names) while
+ * no proxy is trusted; a chain from a peer the trusted-proxy list leaves out (the framework stops
+ * at the socket's address, while the proxy's own entry, last in the header, is not that
+ * address); or only another proxy header, which the framework does not read. And the opposite:
+ * a setting that trusts more hops than the request came through (a hop count above the number
+ * of proxies), which reads past every entry, so a client choosing the chain's first entry
+ * chooses its key. A chain that names no address (an empty header) counts as none.
  */
 function warnIfProxyUnread(
-  request: IncomingMessage,
-  trust: ProxyTrust,
-  ip: string | undefined,
+  { request, header, trust, ip }: ProxyRead,
   trustAdvice: string,
   warn: WarnOnce,
   trustsAsProxy: TrustsAsProxy,
 ): void {
   const { headers } = request;
-  const forwardedFor = headers['x-forwarded-for'];
-  if (forwardedFor === undefined) {
-    const unread =
-      headers.forwarded !== undefined ? 'Forwarded' : headers['x-real-ip'] !== undefined ? 'X-Real-IP' : '';
-    if (unread === '') return;
+  const chain = headers[header.toLowerCase()];
+  if (!namesAnAddress(chain)) {
+    const unread = PROXY_HEADERS.find(
+      (name) => name.toLowerCase() !== header.toLowerCase() && namesAnAddress(headers[name.toLowerCase()]),
+    );
+    if (unread === undefined) return;
     warn(
       'WRN_SLUICE_UNREAD_PROXY_HEADER',
-      `a request carries ${unread} but no X-Forwarded-For, the only header the framework reads the client address from, so all clients behind that proxy share its key. Make the proxy send X-Forwarded-For, and ${trustAdvice}`,
+      `a request carries ${unread} but no ${header}, the only header the framework reads the client address from, so all clients behind that proxy share its key. Make the proxy send ${header}, and ${trustAdvice}`,
     );
   } else if (trust === 'none') {
     warn(
       'WRN_SLUICE_UNEXPECTED_X_FORWARDED_FOR',
-      `a request carries X-Forwarded-For but the app trusts no proxy, so all clients behind a proxy share its key. If the app runs behind a proxy: ${trustAdvice}`,
+      `a request carries ${header} but the app trusts no proxy, so all clients behind a proxy share its key. If the app runs behind a proxy: ${trustAdvice}`,
     );
   } else if (
     ip !== undefined &&
     ip === (socketOf(request) as { remoteAddress?: string } | undefined)?.remoteAddress &&
-    lastHop(forwardedFor) !== ip
+    lastHop(chain) !== ip
   ) {
     warn(
       'WRN_SLUICE_UNTRUSTED_PROXY',
-      `a request from ${ip} carries X-Forwarded-For, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
+      `a request from ${ip} carries ${header}, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
     );
   } else {
-    const entries = String(forwardedFor).split(',');
+    const entries = String(chain).split(',');
     const first = (entries[0] as string).trim();
     if (!trustsAsProxy(first, entries.length)) return;
     warn(
       'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
-      `a request's X-Forwarded-For holds ${entries.length} address(es), and the app's trust-proxy setting reads past all of them, taking the first (${first}) for a proxy too, so a client can pick its own rate-limit key by sending an X-Forwarded-For of its own. Trust exactly the proxies in front of the app: ${trustAdvice}`,
+      `a request's ${header} holds ${entries.length} address(es), and the app's trust-proxy setting reads past all of them, taking the first (${first}) for a proxy too, so a client can pick its own rate-limit key by sending a ${header} of its own. Trust exactly the proxies in front of the app: ${trustAdvice}`,
     );
   }
 }
 
-/** The right-most entry of X-Forwarded-For: the address the nearest proxy saw. */
-function lastHop(forwardedFor: string | string[]): string {
-  const chain = String(forwardedFor);
+/** Whether a proxy header's value holds anything but spaces and commas. */
+const namesAnAddress = (value: string | string[] | undefined): value is string | string[] =>
+  value !== undefined && /[^\s,]/.test(String(value));
+
+/** The right-most entry of a proxy chain: the address the nearest proxy saw. */
+function lastHop(value: string | string[]): string {
+  const chain = String(value);
   return chain.slice(chain.lastIndexOf(',') + 1).trim();
 }
 
