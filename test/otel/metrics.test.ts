@@ -131,6 +131,37 @@ describe('enableMetrics', () => {
     expect(seriesOf(collected, METRICS.decisions)).toEqual(decisionSeries('f', 'p', { store_error: 2 }));
   });
 
+  // Regression: a charge given back still read as a counted `allowed` decision, with nothing
+  // to subtract: an app counting only failed requests showed every success as spent quota.
+  it('counts the charges given back, by limiter, and not a refund the store failed to make', async () => {
+    const { collect } = setup();
+    // Each refund follows its response: the tally, subscribed first, has counted one once it is heard here.
+    let heard = 0;
+    const onRefund = () => heard++;
+    subscribe(SLUICE_CHANNELS.refund, onRefund);
+    cleanups.push(() => unsubscribe(SLUICE_CHANNELS.refund, onRefund));
+    const app = express();
+    app.use(rateLimit({ name: 'api', limit: 5, window: '1m', prefix: 'web', skipSuccessfulRequests: true }));
+    app.get('/', (_req, res) => res.send('ok'));
+    const server = app.listen(0, '127.0.0.1');
+    cleanups.push(() => new Promise((resolve) => server.close(resolve)));
+    await once(server, 'listening');
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    for (let i = 0; i < 3; i++) await (await fetch(url)).text();
+    const down = createLimiter({
+      limit: 5,
+      window: '1m',
+      store: failingStore(new Error('down')),
+      prefix: 'down',
+      logger: quiet,
+    });
+    await down.refund('k', 1);
+    while (heard < 3) await new Promise((resolve) => setImmediate(resolve));
+    const collected = await collect();
+    expect(seriesOf(collected, METRICS.refunds)).toEqual([[{ 'sluice.limiter': 'web' }, 3]]);
+    expect(seriesOf(collected, METRICS.decisions)).toEqual(decisionSeries('web', 'api', { allowed: 3 }));
+  });
+
   it('reports requests held in a queue now and how long each was held', async () => {
     vi.useFakeTimers();
     const sdk = setup();

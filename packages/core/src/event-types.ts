@@ -14,6 +14,8 @@ export const SLUICE_CHANNELS = {
   queue: 'sluice:queue',
   /** A reload of rules, applied or rejected: {@link RulesReloadEvent}. */
   rulesReload: 'sluice:rules-reload',
+  /** Every `refund` the store made: {@link RefundEvent}. */
+  refund: 'sluice:refund',
 } as const;
 
 /** How a decision ended, as metrics count it (`sluice.result`). */
@@ -51,6 +53,19 @@ export interface StoreErrorEvent {
   readonly error: unknown;
   /** The limiter's `onStoreError`: `allow` is failing open. */
   readonly onStoreError: OnStoreError;
+}
+
+/**
+ * Published on `sluice:refund` once the store has given a charge back (`refund`, which the
+ * HTTP adapters call for the requests `skipSuccessfulRequests` or `skipFailedRequests` leave
+ * uncounted, and for queued requests whose client left). The decision that made the charge was
+ * published already: what counts against the quota is that decision less this refund.
+ */
+export interface RefundEvent {
+  readonly limiter: string;
+  readonly store: string;
+  /** The units given back. */
+  readonly cost: number;
 }
 
 /** Published on `sluice:queue` when a hold starts. */

@@ -4,6 +4,7 @@ import {
   type DecisionEvent,
   type DecisionResult,
   type QueueEvent,
+  type RefundEvent,
   type RulesReloadEvent,
   SLUICE_CHANNELS,
 } from './event-types.js';
@@ -17,6 +18,7 @@ export const decisionsWatched = (): boolean => decisions.hasSubscribers;
 const storeErrors = channel(SLUICE_CHANNELS.storeError);
 const queue = channel(SLUICE_CHANNELS.queue);
 const rulesReloads = channel(SLUICE_CHANNELS.rulesReload);
+const refunds = channel(SLUICE_CHANNELS.refund);
 
 /** Publishes a reload of rules on `sluice:rules-reload`, when anyone listens. */
 export function publishRulesReload(event: RulesReloadEvent): void {
@@ -135,6 +137,10 @@ export function limiterEvents(limiter: string, store: RateLimitStore, policies: 
     storeFailed(cause: unknown, onStoreError: OnStoreError): void {
       if (storeErrors.hasSubscribers)
         storeErrors.publish({ limiter, store: store.name, errorType: errorType(cause), error: cause, onStoreError });
+    },
+    /** Publishes a charge the store gave back, when anyone listens. */
+    refunded(cost: number): void {
+      if (refunds.hasSubscribers) refunds.publish({ limiter, store: store.name, cost } satisfies RefundEvent);
     },
     /** Keeps the error type of the failure `cause` with the decision it made, for that decision's event. */
     failedWith(decision: Decision, cause: unknown): void {

@@ -9,6 +9,7 @@ export type {
   DecisionResult,
   QueueEvent,
   QueueHeldEvent,
+  RefundEvent,
   RulesReloadEvent,
   StoreErrorEvent,
 } from './event-types.js';

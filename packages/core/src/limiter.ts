@@ -323,7 +323,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     },
     async refund(key, cost) {
       const refund = request(checkKey(key), checkCost(cost), baseCapacities);
-      await guarded(() => store.refund(refund));
+      if ((await guarded(() => store.refund(refund))) !== STORE_FAILED) events.refunded(cost);
     },
   };
   jointParts.set(limiter, (key, cost) => {

@@ -9,6 +9,12 @@ type Kind = 'counter' | 'updown' | 'gauge';
 /** The observable instruments: name, kind, unit and description. */
 const OBSERVED = {
   decisions: [METRICS.decisions, 'counter', '{decision}', 'Decisions by limiter, policy and result.'],
+  refunds: [
+    METRICS.refunds,
+    'counter',
+    '{refund}',
+    'Charges given back after their decision was counted (skipped requests, queued clients that left).',
+  ],
   nearLimit: [
     METRICS.nearLimit,
     'counter',

@@ -109,14 +109,25 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     counts,
   );
 
-  const { decisions, nearLimit, storeErrors, failOpen, queueHeld, memoryKeys, memoryEvictions, reloads, reloadErrors } =
-    observed;
+  const {
+    decisions,
+    refunds,
+    nearLimit,
+    storeErrors,
+    failOpen,
+    queueHeld,
+    memoryKeys,
+    memoryEvictions,
+    reloads,
+    reloadErrors,
+  } = observed;
   const observables = Object.values(observed);
 
   const collect = (observer: Parameters<Parameters<typeof meter.addBatchObservableCallback>[0]>[0]): void => {
     for (const limiter of tally.limiters()) {
       const byLimiter = limiterAttributes(limiter.limiter);
       observer.observe(queueHeld, limiter.held, byLimiter);
+      if (limiter.refunds > 0) observer.observe(refunds, limiter.refunds, byLimiter);
       for (const policy of limiter.policies.values()) {
         const byPolicy = cached(`p\u0000${policy.limiter}\u0000${policy.policy}`, () =>
           policy.policy === OVERFLOW ? byLimiter : { ...byLimiter, [ATTRIBUTES.policy]: policy.policy },

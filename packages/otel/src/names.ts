@@ -5,6 +5,7 @@
  */
 export const METRICS = {
   decisions: 'sluice.decisions',
+  refunds: 'sluice.refunds',
   nearLimit: 'sluice.near_limit',
   storeDuration: 'sluice.store.duration',
   storeErrors: 'sluice.store.errors',

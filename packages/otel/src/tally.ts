@@ -4,6 +4,7 @@ import {
   type DecisionResult,
   type Policy,
   type QueueEvent,
+  type RefundEvent,
   type RulesReloadEvent,
   SLUICE_CHANNELS,
   type StoreErrorEvent,
@@ -16,9 +17,9 @@ import {
 export const NEAR_LIMIT_RATIO = 0.8;
 
 /**
- * Counts kept apart, at most: a limiter takes one (its queue depth), and so does each result of
- * each of its policies (a series of `sluice.decisions`) and each type of error of each of its
- * stores. OpenTelemetry SDKs report at most 2,000 series of an instrument by default and fold the
+ * Counts kept apart, at most: a limiter takes one (its queue depth), and so do its refunds, each
+ * result of each of its policies (a series of `sluice.decisions`) and each type of error of each
+ * of its stores. OpenTelemetry SDKs report at most 2,000 series of an instrument by default and fold the
  * rest into one series with no attribute but `otel.metric.overflow`. A limiter makes several
  * series, and limiter names can come from data (each `policies(req)` tier is a limiter of its
  * own), so the bound counts series, not limiters; it is half the SDK's cap because a limiter's
@@ -58,6 +59,8 @@ export interface LimiterTally {
   readonly storeErrors: Map<string, { store: string; errorType: string; count: number }>;
   /** Requests the HTTP layer holds in its queue now, of those whose hold this tally saw begin. */
   held: number;
+  /** Charges the store gave back (`refund`), each after its decision was counted. */
+  refunds: number;
 }
 
 /** The counts of one meter provider: kept across `disable()` and a later `enableMetrics` on it. */
@@ -91,7 +94,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
 
   const room = (series: number): boolean => kept.series + series <= MAX_COUNTED_SERIES;
   const newLimiter = (limiter: string): LimiterTally => {
-    const tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0 };
+    const tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0, refunds: 0 };
     limiters.set(limiter, tally);
     if (limiter !== OVERFLOW) kept.series++;
     return tally;
@@ -186,6 +189,15 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
     else entry.count++;
   };
 
+  const onRefund = (message: unknown): void => {
+    let tally = limiterOf((message as RefundEvent).limiter);
+    if (tally.refunds === 0 && tally.limiter !== OVERFLOW) {
+      if (room(1)) kept.series++;
+      else tally = overflow();
+    }
+    tally.refunds++;
+  };
+
   const onQueue = (message: unknown): void => {
     const event = message as QueueEvent;
     const tally = limiterOf(event.limiter);
@@ -213,6 +225,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
   const listeners: [string, (message: unknown) => void][] = [
     [SLUICE_CHANNELS.decision, onDecision],
     [SLUICE_CHANNELS.storeError, onStoreError],
+    [SLUICE_CHANNELS.refund, onRefund],
     [SLUICE_CHANNELS.queue, onQueue],
     [SLUICE_CHANNELS.rulesReload, onReload],
   ];
