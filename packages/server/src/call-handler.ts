@@ -9,25 +9,56 @@ export type CallOutcome =
   | { kind: 'answer'; answer: RateLimitAnswer }
   | { kind: 'invalid'; message: string }
   | { kind: 'unavailable'; message: string }
-  | { kind: 'internal'; message: string };
+  | { kind: 'internal'; message: string }
+  | { kind: 'cancelled'; message: string };
+
+/** What the handler asks of the decider. */
+export interface CallDecider {
+  decide(call: RateLimitCall): Promise<Decided>;
+  /** Gives back what a decided call charged; never rejects. */
+  giveBack(decided: Decided): Promise<unknown>;
+}
 
 const storeCodes = new Set(['ERR_SLUICE_STORE_UNAVAILABLE', 'ERR_SLUICE_STORE_TIMEOUT']);
+const cancelled: CallOutcome = { kind: 'cancelled', message: 'the caller left before the answer' };
 
 /**
  * The one path every call takes, whichever transport it came by: parse and check, decide,
  * count, and turn errors into outcomes. A bad request is refused before anything is counted;
  * a store failure is reported, never answered with a guess.
+ *
+ * `gone(caller)` says whether the caller has left (a cancelled gRPC call, its deadline past, a
+ * closed connection): no answer can reach it, so a call found gone on arrival is not decided,
+ * and one found gone once decided gets its charge back. The check on arrival alone is not
+ * enough: a caller's cancel (Envoy's at its `timeout`) mostly lands while the call waits on the
+ * store, after it was charged. `gone` takes the caller rather than closing over it, so the
+ * check allocates nothing.
  */
 export function createCallHandler(
-  decide: (call: RateLimitCall) => Promise<Decided>,
+  decider: CallDecider,
   metrics: ServiceMetrics,
   log: ServiceLog,
   onStoreFailure: (error: unknown) => void,
 ) {
-  return async function handleCall(transport: Transport, parse: () => RateLimitCall): Promise<CallOutcome> {
+  return async function handleCall<C>(
+    transport: Transport,
+    parse: () => RateLimitCall,
+    caller: C,
+    gone: (caller: C) => boolean,
+  ): Promise<CallOutcome> {
     const done = metrics.start(transport);
+    if (gone(caller)) {
+      done('cancelled');
+      return cancelled;
+    }
     try {
-      const { answer } = await decide(parse());
+      const decided = await decider.decide(parse());
+      if (gone(caller)) {
+        await decider.giveBack(decided);
+        done('cancelled');
+        return cancelled;
+      }
+      const { answer } = decided;
       done(answer.overallCode === 'OK' ? 'ok' : 'over_limit');
       return { kind: 'answer', answer };
     } catch (error) {

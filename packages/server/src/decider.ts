@@ -2,6 +2,7 @@ import {
   createWarnOnce,
   type Decision,
   decideRules,
+  giveBack as giveBackVerdicts,
   passes,
   type ResolvedHeaders,
   type RuleVerdict,
@@ -20,7 +21,7 @@ export interface DeciderOptions extends LimiterSettings {
 
 export interface Decided {
   answer: RateLimitAnswer;
-  /** One per descriptor a rule limits, for logs and metrics. */
+  /** One per descriptor a rule limits: what was charged, and where to give it back. */
   verdicts: readonly RuleVerdict[];
 }
 
@@ -62,8 +63,19 @@ export function createDecider(options: DeciderOptions) {
 
   /** Throws the `RulesError` of a set whose rules the store cannot decide. */
   const checkRules = (rules: RuleSet): void => checkRuleLimiters(rules, limiterOf);
-  return { decide, checkRules };
+  return { decide, giveBack, checkRules };
 }
+
+const nothingCharged: Promise<unknown> = Promise.resolve();
+
+/**
+ * Gives back what a decided call charged, as if it had not been asked, through core's
+ * `giveBack`: each descriptor its rule's limiter charged, at its `hits_addend`. A refused call
+ * has nothing left to give (`decideRules` gave its charges back as it refused). A refund that
+ * fails leaves the charge (the limiter counts the store error); it never rejects.
+ */
+const giveBack = ({ answer, verdicts }: Decided): Promise<unknown> =>
+  answer.overallCode === 'OK' ? giveBackVerdicts(verdicts) : nothingCharged;
 
 /**
  * `requests_per_unit` and `limit_remaining` are uint32 on Envoy's wire: a sluice limit beyond

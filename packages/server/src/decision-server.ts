@@ -48,7 +48,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   // The memory store's size and evictions go to /metrics too.
   const counted = 'evictions' in settings.store ? (settings.store as unknown as CountedStore) : undefined;
   const metrics = createServiceMetrics(counted);
-  const { decide, checkRules } = createDecider({ ...settings, logger: log });
+  const { decide, giveBack, checkRules } = createDecider({ ...settings, logger: log });
   // A set the store cannot decide fails here, not at every call it matches.
   checkRules(currentRules(settings.rules));
   // The store's own owner may report it down (`setServing`, wired to the Redis connection by
@@ -75,7 +75,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   });
 
   const handleCall = createCallHandler(
-    (call) => decide(call, currentRules(settings.rules)),
+    { decide: (call) => decide(call, currentRules(settings.rules)), giveBack },
     metrics,
     log,
     (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),

@@ -12,7 +12,12 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
   invalid: status.INVALID_ARGUMENT,
   unavailable: status.UNAVAILABLE,
   internal: status.INTERNAL,
+  // grpc-js sends nothing on a call already cancelled: this status goes nowhere.
+  cancelled: status.CANCELLED,
 };
+
+/** grpc-js marks a call `cancelled` once its client cancels it, its deadline passes or its connection closes. */
+const cancelled = (call: ServerUnaryCall<unknown, unknown>): boolean => call.cancelled;
 
 /** The gRPC front end: `RateLimitService/ShouldRateLimit` and `grpc.health.v1.Health`. */
 export function createGrpcServer(handleCall: CallHandler) {
@@ -20,7 +25,7 @@ export function createGrpcServer(handleCall: CallHandler) {
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   server.addService(rateLimitService(), {
     ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
-      handleCall('grpc', () => toCall(call.request)).then(
+      handleCall('grpc', () => toCall(call.request), call, cancelled).then(
         (outcome) => {
           if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));
           else callback({ code: grpcStatus[outcome.kind], details: outcome.message });

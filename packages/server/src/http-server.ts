@@ -5,11 +5,17 @@ import { parseJsonCall, toJsonResponse } from './json-codec.js';
 /** A `RateLimitRequest` in JSON is small; anything near this is abuse. */
 export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
-const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, number> = {
+const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, number> = {
   invalid: 400,
   unavailable: 503,
   internal: 500,
 };
+
+/**
+ * The connection can no longer carry the answer: the client closed or reset it (Node ends a
+ * connection whose client half-closed it, so that counts too).
+ */
+const gone = (req: IncomingMessage): boolean => !req.socket.writable;
 
 function readBody(req: IncomingMessage): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
@@ -62,7 +68,8 @@ export function createHttpServer(
       res.setHeader('Connection', 'close');
       return sendJson(res, 413, { code: 'PAYLOAD_TOO_LARGE', message: 'body over 1 MiB' });
     }
-    const outcome = await handleCall('http', () => parseJsonCall(body));
+    const outcome = await handleCall('http', () => parseJsonCall(body), req, gone);
+    if (outcome.kind === 'cancelled') return;
     if (outcome.kind === 'answer') {
       return sendJson(res, outcome.answer.overallCode === 'OK' ? 200 : 429, toJsonResponse(outcome.answer));
     }

@@ -3,7 +3,8 @@ import { createPrometheusMetrics } from '@sluice/otel/prometheus';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Transport = 'grpc' | 'http';
-export type CallResult = 'ok' | 'over_limit' | 'invalid' | 'unavailable';
+/** `cancelled`: the caller left before the answer; what the call charged was given back. */
+export type CallResult = 'ok' | 'over_limit' | 'invalid' | 'unavailable' | 'cancelled';
 
 let processRegistry: Registry | undefined;
 
@@ -33,7 +34,7 @@ export function createServiceMetrics(memoryStore: CountedStore | undefined) {
   const processFigures = processMetrics();
   const calls = new Counter({
     name: 'sluice_service_calls_total',
-    help: 'ShouldRateLimit calls answered, by transport and result.',
+    help: 'ShouldRateLimit calls, by transport and result (cancelled: the caller left before the answer).',
     labelNames: ['transport', 'result'],
     registers: [registry],
   });

@@ -31,7 +31,7 @@ export type { DescriptorField } from './rules/request-descriptors.js';
 export { DEFAULT_DESCRIPTORS } from './rules/request-descriptors.js';
 export type { DescriptorEntryLike, RuleLike, RuleMatchLike, RuleSetLike, RulesOption } from './rules/rule-like.js';
 export type { RuleVerdict } from './rules/rule-limiters.js';
-export { combinedDecision, createRuleLimiters, decideRules, passes } from './rules/rule-limiters.js';
+export { combinedDecision, createRuleLimiters, decideRules, giveBack, passes } from './rules/rule-limiters.js';
 export type { RulesHttpOptions } from './rules/rules-options.js';
 export { sfSeconds } from './structured-fields.js';
 export { MAX_TIER_LIMITERS } from './tier-limiters.js';

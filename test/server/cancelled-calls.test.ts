@@ -1,0 +1,242 @@
+import { connect } from 'node:net';
+import { type CallOptions, type ClientUnaryCall, type ServiceError, status } from '@grpc/grpc-js';
+import { createMemoryStore, type RateLimitStore } from '@sluice/core';
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer, type DecisionServer } from '@sluice/server';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createCallHandler } from '../../packages/server/src/call-handler.js';
+import { createServiceMetrics } from '../../packages/server/src/metrics.js';
+import { manualClock } from '../helpers/clock.js';
+import { createEnvoyClient, type OfficialRequest, type OfficialResponse } from '../helpers/envoy-client.js';
+import { waitFor } from '../helpers/redis-server.js';
+
+const rules = parseRules(`
+domain: d
+descriptors:
+  - key: k
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+  - key: j
+    rate_limit: { unit: hour, requests_per_unit: 10 }
+  - key: z
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+const quietLog = { line() {}, warn() {} };
+const entry = (key: string, value = 'v') => ({ entries: [{ key, value }] });
+
+/**
+ * The memory store, its decisions taken the promise path (as a remote store's are) and, while
+ * held, kept waiting until the test lets them go: the seam where a call is cancelled after the
+ * service asked the store, before the store answered.
+ */
+function holdingStore() {
+  const { consumeSync, consumeOneSync, ...memory } = createMemoryStore();
+  let gate: Promise<void> = Promise.resolve();
+  let open = () => {};
+  let asked = 0;
+  const waiting: { count: number; resolve: () => void }[] = [];
+  const store: RateLimitStore = {
+    ...memory,
+    async consume(request) {
+      asked++;
+      for (const w of waiting) if (asked >= w.count) w.resolve();
+      await gate;
+      return memory.consume(request);
+    },
+  };
+  return {
+    store,
+    hold() {
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+    },
+    release: () => open(),
+    /** Resolves once the store has been asked `count` times in all. */
+    asked: (count: number) =>
+      new Promise<void>((resolve) => (asked >= count ? resolve() : waiting.push({ count, resolve }))),
+  };
+}
+
+type RawShouldRateLimit = (
+  request: OfficialRequest,
+  options: CallOptions,
+  callback: (error: ServiceError | null, response?: OfficialResponse) => void,
+) => ClientUnaryCall;
+
+let server: DecisionServer;
+let held: ReturnType<typeof holdingStore>;
+let envoy: ReturnType<typeof createEnvoyClient>;
+let httpBase: string;
+let httpPort: number;
+
+beforeEach(async () => {
+  held = holdingStore();
+  server = createDecisionServer({
+    rules,
+    store: held.store,
+    // The window never turns during a test; the store's wait is the test's, not a timeout's.
+    clock: manualClock(),
+    storeTimeoutMs: 600_000,
+    grpcPort: 0,
+    httpPort: 0,
+    host: '127.0.0.1',
+    log: quietLog,
+  });
+  const ports = await server.listen();
+  httpPort = ports.httpPort;
+  httpBase = `http://127.0.0.1:${httpPort}`;
+  envoy = createEnvoyClient(`127.0.0.1:${ports.grpcPort}`);
+});
+afterEach(async () => {
+  held.release();
+  envoy.close();
+  await server.close();
+});
+
+/** A `ShouldRateLimit` call the test can cancel; `settled` gives its status code or answer. */
+function startCall(request: OfficialRequest, options: CallOptions = {}) {
+  const raw = (envoy.client as unknown as { ShouldRateLimit: RawShouldRateLimit }).ShouldRateLimit.bind(envoy.client);
+  let call: ClientUnaryCall | undefined;
+  const settled = new Promise<status | OfficialResponse>((resolve) => {
+    call = raw(request, options, (error, response) => resolve(error ? error.code : (response as OfficialResponse)));
+  });
+  return { call: call as ClientUnaryCall, settled };
+}
+
+/**
+ * Resolves once the service has seen the client's cancel. A call in a domain the rules do not
+ * know is answered without the store; sent on the same channel, its frames follow the
+ * cancel's RST_STREAM on the same HTTP/2 connection, so by its answer the cancel has been read.
+ */
+const serviceHasSeenIt = () => envoy.shouldRateLimit({ domain: 'unknown', descriptors: [entry('k')] });
+
+const metricsText = async () => (await fetch(`${httpBase}/metrics`)).text();
+const figure = (text: string, series: string): number => {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+};
+/** Waits for the calls in flight to be done with, their refunds included. */
+const noCallInFlight = () =>
+  waitFor('no call in flight', async () => figure(await metricsText(), 'sluice_service_calls_in_flight') === 0);
+const remaining = async (...keys: string[]) =>
+  (await envoy.shouldRateLimit({ domain: 'd', descriptors: keys.map((k) => entry(k)) })).statuses?.map(
+    (s) => s.limit_remaining,
+  );
+
+describe('a call its caller gave up on while the store decided it', () => {
+  // The client saw CANCELLED, and its quota was spent all the same.
+  it('gives back what a gRPC call charged when its client cancelled it, on every descriptor at its hits_addend', async () => {
+    held.hold();
+    const { call, settled } = startCall({ domain: 'd', descriptors: [entry('k'), entry('j')], hits_addend: 2 });
+    await held.asked(2);
+    call.cancel();
+    expect(await settled).toBe(status.CANCELLED);
+    await serviceHasSeenIt();
+    held.release();
+    await noCallInFlight();
+    // The next call, at cost 1, finds the quota as the cancelled call found it.
+    expect(await remaining('k', 'j')).toEqual([4, 9]);
+    const text = await metricsText();
+    expect(figure(text, 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
+    // The cancelled call is not counted as answered OK; the look and the call above are.
+    expect(figure(text, 'sluice_service_calls_total{transport="grpc",result="ok"}')).toBe(2);
+  });
+
+  // The client saw DEADLINE_EXCEEDED (Envoy's `timeout`), and its quota was spent all the same.
+  it('gives back what a gRPC call charged when its deadline passed', async () => {
+    // Connected first, so that the deadline is spent waiting on the store, not connecting.
+    await serviceHasSeenIt();
+    held.hold();
+    // A deadline is wall-clock time in grpc-js, client and server alike: this is the one wait.
+    const { settled } = startCall(
+      { domain: 'd', descriptors: [entry('k')], hits_addend: 3 },
+      { deadline: Date.now() + 300 },
+    );
+    await held.asked(1);
+    expect(await settled).toBe(status.DEADLINE_EXCEEDED);
+    await serviceHasSeenIt();
+    held.release();
+    await noCallInFlight();
+    expect(await remaining('k')).toEqual([4]);
+    expect(figure(await metricsText(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
+  });
+
+  it('gives nothing back twice: a refused call gave its charges back as it was refused', async () => {
+    // k has spent 1 and z all it has: a call on both charges k, is refused by z, and gives k back.
+    expect(await remaining('k', 'z')).toEqual([4, 0]);
+    held.hold();
+    const { call, settled } = startCall({ domain: 'd', descriptors: [entry('k'), entry('z')] });
+    await held.asked(4);
+    call.cancel();
+    expect(await settled).toBe(status.CANCELLED);
+    await serviceHasSeenIt();
+    held.release();
+    await noCallInFlight();
+    // A second refund would have left k at 4 after this call.
+    expect(await remaining('k')).toEqual([3]);
+  });
+
+  // The HTTP endpoint: the client closed its connection, and its quota was spent all the same.
+  it('gives back what a /json call charged when its client closed the connection', async () => {
+    held.hold();
+    const body = JSON.stringify({ domain: 'd', descriptors: [entry('k')], hitsAddend: 2 });
+    const socket = connect(httpPort, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('utf8');
+    });
+    socket.write(`POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    await held.asked(1);
+    const closed = new Promise((resolve) => socket.once('close', resolve));
+    socket.destroy();
+    await closed;
+    // The service reads the closed connection before it accepts the next one and reads its request.
+    expect((await fetch(`${httpBase}/healthcheck`)).status).toBe(200);
+    held.release();
+    await noCallInFlight();
+    expect(received).toBe('');
+    const answer = (await (
+      await fetch(`${httpBase}/json`, {
+        method: 'POST',
+        body: JSON.stringify({ domain: 'd', descriptors: [entry('k')] }),
+      })
+    ).json()) as { statuses: { limitRemaining: number }[] };
+    expect(answer.statuses[0]?.limitRemaining).toBe(4);
+    const text = await metricsText();
+    expect(figure(text, 'sluice_service_calls_total{transport="http",result="cancelled"}')).toBe(1);
+    expect(figure(text, 'sluice_service_calls_total{transport="http",result="ok"}')).toBe(1);
+  });
+});
+
+describe('a call its caller left before it was handled', () => {
+  it('is not decided, and counts as cancelled', async () => {
+    const metrics = createServiceMetrics(undefined);
+    let decided = 0;
+    let givenBack = 0;
+    const handleCall = createCallHandler(
+      {
+        decide: async () => {
+          decided++;
+          throw new Error('decided');
+        },
+        giveBack: async () => {
+          givenBack++;
+        },
+      },
+      metrics,
+      quietLog,
+      () => {},
+    );
+    try {
+      const parse = () => {
+        throw new Error('parsed');
+      };
+      const outcome = await handleCall('grpc', parse, { cancelled: true }, (call) => call.cancelled);
+      expect(outcome.kind).toBe('cancelled');
+      expect([decided, givenBack]).toEqual([0, 0]);
+      expect(figure(await metrics.render(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
+    } finally {
+      await metrics.close();
+    }
+  });
+});
