@@ -5,7 +5,10 @@ import { parseRules } from '@sluice/rules';
 import { createDecisionServer, type DecisionServer } from '@sluice/server';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createCallHandler } from '../../packages/server/src/call-handler.js';
+import { parseServeArgs } from '../../packages/server/src/cli-args.js';
+import type { Decided } from '../../packages/server/src/decider.js';
 import { createServiceMetrics } from '../../packages/server/src/metrics.js';
+import type { RateLimitCall } from '../../packages/server/src/wire-types.js';
 import { manualClock } from '../helpers/clock.js';
 import { createEnvoyClient, type OfficialRequest, type OfficialResponse } from '../helpers/envoy-client.js';
 import { waitFor } from '../helpers/redis-server.js';
@@ -69,9 +72,10 @@ let envoy: ReturnType<typeof createEnvoyClient>;
 let httpBase: string;
 let httpPort: number;
 
-beforeEach(async () => {
+async function startServer(failureModeDeny: boolean) {
   held = holdingStore();
   server = createDecisionServer({
+    failureModeDeny,
     rules,
     store: held.store,
     // The window never turns during a test; the store's wait is the test's, not a timeout's.
@@ -86,7 +90,7 @@ beforeEach(async () => {
   httpPort = ports.httpPort;
   httpBase = `http://127.0.0.1:${httpPort}`;
   envoy = createEnvoyClient(`127.0.0.1:${ports.grpcPort}`);
-});
+}
 afterEach(async () => {
   held.release();
   envoy.close();
@@ -123,7 +127,28 @@ const remaining = async (...keys: string[]) =>
     (s) => s.limit_remaining,
   );
 
-describe('a call its caller gave up on while the store decided it', () => {
+describe('by default (the proxy let the request through: Envoy’s failure_mode_deny false)', () => {
+  beforeEach(() => startServer(false));
+
+  // Envoy lets a request through when the service does not answer within its `timeout`: had
+  // the charge been given back, a store slower than that timeout would limit nothing.
+  it('a gRPC call its client gave up on is charged, and counts as cancelled', async () => {
+    held.hold();
+    const { call, settled } = startCall({ domain: 'd', descriptors: [entry('k')], hits_addend: 2 });
+    await held.asked(1);
+    call.cancel();
+    expect(await settled).toBe(status.CANCELLED);
+    await serviceHasSeenIt();
+    held.release();
+    await noCallInFlight();
+    expect(await remaining('k')).toEqual([2]);
+    expect(figure(await metricsText(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
+  });
+});
+
+describe('with failureModeDeny, a call its caller gave up on while the store decided it', () => {
+  beforeEach(() => startServer(true));
+
   // The client saw CANCELLED, and its quota was spent all the same.
   it('gives back what a gRPC call charged when its client cancelled it, on every descriptor at its hits_addend', async () => {
     held.hold();
@@ -208,35 +233,86 @@ describe('a call its caller gave up on while the store decided it', () => {
   });
 });
 
-describe('a call its caller left before it was handled', () => {
-  it('is not decided, and counts as cancelled', async () => {
+describe('the call handler', () => {
+  const okAnswer = { answer: { overallCode: 'OK' }, verdicts: [] } as unknown as Decided;
+  const gone = (caller: { cancelled: boolean }) => caller.cancelled;
+  const parse = () => ({}) as RateLimitCall;
+
+  /** A handler over a decider that counts its calls; `giveBack` waits for `gate` when given. */
+  function handlerOf(failureModeDeny: boolean, gate?: Promise<void>) {
     const metrics = createServiceMetrics(undefined);
-    let decided = 0;
-    let givenBack = 0;
-    const handleCall = createCallHandler(
+    const counts = { decided: 0, givenBack: 0 };
+    const handler = createCallHandler(
       {
         decide: async () => {
-          decided++;
-          throw new Error('decided');
+          counts.decided++;
+          return okAnswer;
         },
         giveBack: async () => {
-          givenBack++;
+          await gate;
+          counts.givenBack++;
         },
       },
       metrics,
       quietLog,
       () => {},
+      failureModeDeny,
     );
-    try {
-      const parse = () => {
-        throw new Error('parsed');
-      };
-      const outcome = await handleCall('grpc', parse, { cancelled: true }, (call) => call.cancelled);
-      expect(outcome.kind).toBe('cancelled');
-      expect([decided, givenBack]).toEqual([0, 0]);
-      expect(figure(await metrics.render(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
-    } finally {
-      await metrics.close();
-    }
+    cleanups.push(() => metrics.close());
+    const cancelledCount = async () =>
+      figure(await metrics.render(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}');
+    return { ...handler, counts, cancelledCount };
+  }
+  const cleanups: (() => unknown)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
+
+  it('with failureModeDeny, does not decide a call its caller left before it was handled', async () => {
+    const { handleCall, counts, cancelledCount } = handlerOf(true);
+    expect((await handleCall('grpc', parse, { cancelled: true }, gone)).kind).toBe('cancelled');
+    expect(counts).toEqual({ decided: 0, givenBack: 0 });
+    expect(await cancelledCount()).toBe(1);
+  });
+
+  it('by default, decides it (the proxy let its request through) and gives nothing back', async () => {
+    const { handleCall, counts, cancelledCount } = handlerOf(false);
+    expect((await handleCall('grpc', parse, { cancelled: true }, gone)).kind).toBe('cancelled');
+    expect(counts).toEqual({ decided: 1, givenBack: 0 });
+    expect(await cancelledCount()).toBe(1);
+  });
+
+  // Regression: a call whose caller left holds no stream open, so the servers' shutdown did not
+  // wait for it: `close()` resolved, the store was closed, and the refund was lost.
+  it('is drained only once a refund under way is done', async () => {
+    let open = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const { handleCall, drained, counts } = handlerOf(true, gate);
+    const caller = { cancelled: false };
+    const handled = handleCall('grpc', parse, caller, gone);
+    caller.cancelled = true;
+    let done = false;
+    const draining = drained().then(() => {
+      done = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect([done, counts.givenBack]).toEqual([false, 0]);
+    open();
+    await draining;
+    expect(counts.givenBack).toBe(1);
+    expect((await handled).kind).toBe('cancelled');
+    await drained();
+  });
+});
+
+describe('sluice serve', () => {
+  it('takes --failure-mode-deny as failureModeDeny, off unless given', () => {
+    expect(parseServeArgs(['--rules', 'rules.yaml'])).toMatchObject({ failureModeDeny: false });
+    expect(parseServeArgs(['--rules', 'rules.yaml', '--failure-mode-deny'])).toMatchObject({ failureModeDeny: true });
+    expect(() => parseServeArgs(['--rules', 'rules.yaml', '--failure-mode-deny=yes'])).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION' }),
+    );
   });
 });

@@ -34,6 +34,7 @@ describe('createDecisionServer', () => {
     // Regressions: both were taken, then failed every call (the clock) or listen() and close() (the log).
     [{ rules, clock: () => 'now' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`clock`'],
     [{ rules, log: console }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`log`'],
+    [{ rules, failureModeDeny: 'true' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`failureModeDeny`'],
   ])('refuses %o at construction', (options, code, mention) => {
     expect(() => createDecisionServer(options as never)).toThrow(expect.objectContaining({ code }));
     expect(() => createDecisionServer(options as never)).toThrow(mention);

@@ -28,33 +28,44 @@ const cancelled: CallOutcome = { kind: 'cancelled', message: 'the caller left be
  * a store failure is reported, never answered with a guess.
  *
  * `gone(caller)` says whether the caller has left (a cancelled gRPC call, its deadline past, a
- * closed connection): no answer can reach it, so a call found gone on arrival is not decided,
- * and one found gone once decided gets its charge back. The check on arrival alone is not
- * enough: a caller's cancel (Envoy's at its `timeout`) mostly lands while the call waits on the
- * store, after it was charged. `gone` takes the caller rather than closing over it, so the
- * check allocates nothing.
+ * closed connection): no answer can reach it, and the call counts as `cancelled`. What the
+ * caller then did with its request is the proxy's setting. By default (Envoy's
+ * `failure_mode_deny: false`) it let the request through, so the call is decided and charged
+ * as any other. With `failureModeDeny` it refused the request: a call found gone on arrival is
+ * not decided, and one found gone once decided gets its charge back (the check on arrival
+ * alone is not enough: a caller's cancel mostly lands while the call waits on the store, after
+ * it was charged). `gone` takes the caller rather than closing over it, so the check allocates
+ * nothing.
+ *
+ * `drained()` resolves once no call is in the handler: a call its caller left holds no stream
+ * or connection open, so the servers' own shutdown does not wait for its decision or refund.
  */
 export function createCallHandler(
   decider: CallDecider,
   metrics: ServiceMetrics,
   log: ServiceLog,
   onStoreFailure: (error: unknown) => void,
+  failureModeDeny: boolean,
 ) {
-  return async function handleCall<C>(
+  let inHandler = 0;
+  let release: (() => void) | undefined;
+  let draining: Promise<void> | undefined;
+
+  async function decideCall<C>(
     transport: Transport,
     parse: () => RateLimitCall,
     caller: C,
     gone: (caller: C) => boolean,
   ): Promise<CallOutcome> {
     const done = metrics.start(transport);
-    if (gone(caller)) {
+    if (failureModeDeny && gone(caller)) {
       done('cancelled');
       return cancelled;
     }
     try {
       const decided = await decider.decide(parse());
       if (gone(caller)) {
-        await decider.giveBack(decided);
+        if (failureModeDeny) await decider.giveBack(decided);
         done('cancelled');
         return cancelled;
       }
@@ -75,7 +86,35 @@ export function createCallHandler(
       log.line('error', 'ShouldRateLimit failed', { transport, error: message });
       return { kind: 'internal', message };
     }
+  }
+
+  const handleCall = async <C>(
+    transport: Transport,
+    parse: () => RateLimitCall,
+    caller: C,
+    gone: (caller: C) => boolean,
+  ): Promise<CallOutcome> => {
+    inHandler++;
+    try {
+      return await decideCall(transport, parse, caller, gone);
+    } finally {
+      if (--inHandler === 0 && release !== undefined) {
+        release();
+        release = undefined;
+        draining = undefined;
+      }
+    }
   };
+
+  const drained = (): Promise<void> => {
+    if (inHandler === 0) return Promise.resolve();
+    draining ??= new Promise((resolve) => {
+      release = resolve;
+    });
+    return draining;
+  };
+
+  return { handleCall, drained };
 }
 
-export type CallHandler = ReturnType<typeof createCallHandler>;
+export type CallHandler = ReturnType<typeof createCallHandler>['handleCall'];

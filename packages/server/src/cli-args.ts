@@ -17,6 +17,8 @@ export interface ServeFlags {
   host: string;
   headers: StandardHeaders | undefined;
   storeTimeoutMs: number;
+  /** The proxies refuse a request the service did not answer in time (Envoy's `failure_mode_deny`). */
+  failureModeDeny: boolean;
   /** gRPC over TLS; plain when absent. */
   tls: TlsFiles | undefined;
 }
@@ -43,6 +45,9 @@ Options:
   --headers <draft-11|draft-7|draft-6>
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
+  --failure-mode-deny             the proxies refuse a request the service did not answer in
+                                  time (Envoy's failure_mode_deny: true): a call whose caller
+                                  gave up costs nothing
   --tls-cert <file> --tls-key <file>
                                   serve gRPC over TLS with this PEM certificate (chain) and key
   --tls-client-ca <file>          with them, require client certificates this CA signed
@@ -175,6 +180,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: { type: 'string' },
     headers: { type: 'string' },
     'store-timeout-ms': { type: 'string' },
+    'failure-mode-deny': { type: 'boolean' },
     'tls-cert': { type: 'string' },
     'tls-key': { type: 'string' },
     'tls-client-ca': { type: 'string' },
@@ -197,6 +203,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: host ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
+    failureModeDeny: values['failure-mode-deny'] === true,
     tls: tlsFiles(values),
   };
 }

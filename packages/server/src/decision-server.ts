@@ -17,7 +17,8 @@ export interface DecisionServer {
   /**
    * Graceful stop: refuses new calls at once, sends NOT_SERVING to health `Watch` streams and
    * ends them, lets calls in flight finish (up to `shutdownTimeoutMs`), then closes both
-   * servers. The store and the rules are the caller's.
+   * servers, once every call has done with the store (a call whose caller left included). The
+   * store and the rules are the caller's.
    */
   close(): Promise<void>;
   /**
@@ -74,11 +75,12 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     onChange: update,
   });
 
-  const handleCall = createCallHandler(
+  const { handleCall, drained } = createCallHandler(
     { decide: (call) => decide(call, currentRules(settings.rules)), giveBack },
     metrics,
     log,
     (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),
+    settings.failureModeDeny,
   );
   const grpc = createGrpcServer(handleCall);
   const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing);
@@ -148,6 +150,9 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     grpc.endWatches();
     log.line('info', 'shutting down: finishing calls in flight');
     await Promise.all([stopGrpc(), stopHttp()]);
+    // Calls whose callers left hold no stream open: their decisions and refunds end here,
+    // before the caller closes the store (each store call is bounded by `storeTimeoutMs`).
+    await drained();
     await metrics.close();
     log.line('info', 'stopped');
   };

@@ -63,6 +63,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
       ...(tls === undefined ? {} : { grpcCredentials: tls.credentials }),
       headers: flags.headers === undefined ? false : { standard: flags.headers },
       storeTimeoutMs: flags.storeTimeoutMs,
+      failureModeDeny: flags.failureModeDeny,
       log,
     });
     reportLoad = server.countRulesLoad;

@@ -32,6 +32,13 @@ export interface DecisionServerOptions {
   storeTimeoutMs?: number;
   /** How long `close()` lets calls in flight finish before cutting them off. @default 10000 */
   shutdownTimeoutMs?: number;
+  /**
+   * As the proxies in front set Envoy's `failure_mode_deny`: `true` when they refuse a request
+   * the service did not answer in time. A call whose caller gave up (cancelled, deadline past,
+   * connection closed) then costs nothing: it is not decided, or its charge is given back. Left
+   * `false`, such a request went through, and its charge stands. @default false
+   */
+  failureModeDeny?: boolean;
   /** Epoch ms, for tests; stores use their own clock when absent. */
   clock?: () => number;
   /** Structured log lines; default JSON on stderr. */
@@ -48,6 +55,7 @@ export interface CheckedServerOptions {
   headers: ResolvedHeaders | undefined;
   storeTimeoutMs: number;
   shutdownTimeoutMs: number;
+  failureModeDeny: boolean;
   clock: (() => number) | undefined;
   log: ServiceLog;
 }
@@ -62,6 +70,7 @@ const names = [
   'headers',
   'storeTimeoutMs',
   'shutdownTimeoutMs',
+  'failureModeDeny',
   'clock',
   'log',
 ];
@@ -119,7 +128,9 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
   // Read once here: a clock that gives no whole number (`() => 'now'`) would fail every call.
   if (options.clock !== undefined && (typeof options.clock !== 'function' || !Number.isSafeInteger(options.clock())))
     invalidOption('clock', options.clock, 'a function returning whole epoch milliseconds');
-  const { log } = options;
+  const { log, failureModeDeny = false } = options;
+  if (typeof failureModeDeny !== 'boolean')
+    invalidOption('failureModeDeny', failureModeDeny, "a boolean, as the proxies' failure_mode_deny");
   if (log !== undefined && (typeof log?.line !== 'function' || typeof log.warn !== 'function'))
     invalidOption('log', log, 'a service log with `line(level, message, fields)` and `warn(message)`');
   return {
@@ -132,6 +143,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     headers: options.headers === undefined || options.headers === false ? undefined : checkHeaders(options.headers),
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
+    failureModeDeny,
     clock: options.clock,
     log: log ?? createServiceLog(),
   };
