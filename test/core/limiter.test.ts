@@ -1,3 +1,4 @@
+import { runInNewContext } from 'node:vm';
 import { createLimiter, type Limiter, type LimiterOptions, storeKey } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
@@ -188,6 +189,13 @@ describe('bad input at call time', () => {
         message: expect.stringContaining('an object such as `{ cost: 2 }`'),
       });
     }
+    // Options from another realm, of a class of the app's own, or on a prototype pass.
+    class Charge {
+      cost = 1;
+    }
+    const elsewhere = runInNewContext('({ cost: 1 })') as unknown;
+    for (const options of [elsewhere, new Charge(), Object.create({ cost: 1 })])
+      expect(await consume('d', options)).toMatchObject({ allowed: true });
     // A misspelling, and rate-limiter-flexible's name for the cost.
     for (const name of ['costs', 'points']) {
       await expect(consume('c', { [name]: 5 })).rejects.toMatchObject({

@@ -425,12 +425,14 @@ function consumeCost(options: unknown): number {
   return cost === undefined ? 1 : cost;
 }
 
-/** An object literal's kind: an array, a Map or a Date names no option and would charge 1. */
-const isPlainObject = (value: unknown): value is object => {
-  if (typeof value !== 'object' || value === null) return false;
-  const prototype = Object.getPrototypeOf(value);
-  return prototype === Object.prototype || prototype === null;
-};
+/**
+ * An object of options: an array, a Map or a Date names no option and would charge 1. Read by
+ * its tag, not its prototype, so an object from another realm (a `vm` context) or of a class
+ * of the app's own passes as it should.
+ */
+const isPlainObject = (value: unknown): value is object =>
+  typeof value === 'object' && value !== null && toTag.call(value) === '[object Object]';
+const toTag = Object.prototype.toString;
 
 const noClock = (): undefined => undefined;
 
