@@ -102,10 +102,10 @@ describe('koa: the header app.proxyIpHeader names', () => {
   let close: (() => Promise<unknown>) | undefined;
   afterEach(() => close?.());
 
-  const serveKoa = async (logger: ReturnType<typeof collectingLogger>, proxy: boolean) => {
+  const serveKoa = async (logger: ReturnType<typeof collectingLogger>, proxy: boolean, maxIpsCount = 1) => {
     const app = new Koa();
     app.proxy = proxy;
-    app.maxIpsCount = 1;
+    app.maxIpsCount = maxIpsCount;
     app.proxyIpHeader = 'X-Real-IP';
     app.use(koaRateLimit({ ...oneEach, logger, clock: clockAt(0) }));
     app.use((ctx) => {
@@ -122,6 +122,14 @@ describe('koa: the header app.proxyIpHeader names', () => {
     const url = await serveKoa(logger, true);
     const res = await request(url).get('/').set('X-Real-IP', '203.0.113.7').expect(200);
     expect(res.body.key).toBe('203.0.113.7');
+    expect(logger.messages).toEqual([]);
+  });
+
+  // A proxy sets X-Real-IP whole: a hop count above its one entry lets no client choose its key.
+  it('is not counted in hops: two proxies trusted, one X-Real-IP entry, nothing to warn of', async () => {
+    const logger = collectingLogger();
+    const url = await serveKoa(logger, true, 2);
+    await request(url).get('/').set('X-Real-IP', '203.0.113.7').expect(200);
     expect(logger.messages).toEqual([]);
   });
 

@@ -44,7 +44,8 @@ const binding: AdapterBinding<Context, Context> = {
   // Koa reads X-Forwarded-For's last `maxIpsCount` entries and takes the first of them.
   trustsAsProxy: (ctx, _address, hop) => hop < ctx.app.maxIpsCount,
   // Koa reads the chain from `app.proxyIpHeader`, X-Forwarded-For unless the app names another.
-  forwardingHeader: (ctx) => (typeof ctx.app.proxyIpHeader === 'string' ? ctx.app.proxyIpHeader : 'X-Forwarded-For'),
+  forwardingHeader: ({ app }) =>
+    typeof app.proxyIpHeader === 'string' && app.proxyIpHeader !== '' ? app.proxyIpHeader : 'X-Forwarded-For',
   trustAdvice:
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   // koa-compose calls each middleware from `dispatch`.

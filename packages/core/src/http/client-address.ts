@@ -140,8 +140,8 @@ interface ProxyRead {
  * no proxy is trusted; a chain from a peer the trusted-proxy list leaves out (the framework stops
  * at the socket's address, while the proxy's own entry, last in the header, is not that
  * address); or only another proxy header, which the framework does not read. And the opposite:
- * a setting that trusts more hops than the request came through (a hop count above the number
- * of proxies), which reads past every entry, so a client choosing the chain's first entry
+ * a setting that trusts more hops than an X-Forwarded-For came through (a hop count above the
+ * number of proxies), which reads past every entry, so a client choosing its first entry
  * chooses its key. A chain that names no address (an empty header) counts as none.
  */
 function warnIfProxyUnread(
@@ -175,7 +175,9 @@ function warnIfProxyUnread(
       'WRN_SLUICE_UNTRUSTED_PROXY',
       `a request from ${ip} carries ${header}, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
     );
-  } else {
+  } else if (header.toLowerCase() === 'x-forwarded-for') {
+    // Only X-Forwarded-For grows at each hop, after whatever the client sent: a proxy sets
+    // another header (X-Real-IP) whole, so its entries say nothing of the hops trusted.
     const entries = String(chain).split(',');
     const first = (entries[0] as string).trim();
     if (!trustsAsProxy(first, entries.length)) return;
