@@ -3,7 +3,15 @@ import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
-import { anyPolicyArb, optionsOf, policyTraceArb, START, type Step, VARIANTS } from './support/meter.js';
+import {
+  anyPolicyArb,
+  optionsOf,
+  policyTraceArb,
+  START,
+  type Step,
+  statedRetryAfterMs,
+  VARIANTS,
+} from './support/meter.js';
 
 function limiterFor(policies: readonly Policy[]) {
   const clock = manualClock(START);
@@ -76,7 +84,7 @@ describe('several policies decide all or nothing', () => {
                 allowed: e.allowed,
                 remaining: seen.remaining,
                 resetAfterMs: seen.resetAfterMs,
-                retryAfterMs: e.retryAfterMs,
+                retryAfterMs: allowed ? e.retryAfterMs : statedRetryAfterMs(p, p.capacity, cost, e.retryAfterMs),
               };
             });
             if (allowed)

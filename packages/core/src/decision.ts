@@ -27,8 +27,15 @@ export function toDecision(
     list[i] = policyDecision(policy, outcome, extra);
   }
   const { allowed } = reply;
+  let never = false;
+  if (!allowed) {
+    for (let i = 0; i < policies.length; i++) {
+      if (!neverPasses(policies[i] as Policy, capacities[i] as number, cost)) continue;
+      never = true;
+      (list[i] as PolicyDecision).retryAfterMs = Number.POSITIVE_INFINITY;
+    }
+  }
   const top = allowed ? closestToExhaustion(list, policies) : longestWait(list);
-  const never = !allowed && policies.some((policy, i) => neverPasses(policy, capacities[i] as number, cost));
   return settle(decisionOf(key, allowed, top, delayMs, list), overage, never, mode);
 }
 
@@ -73,7 +80,9 @@ export function oneDecision(
   };
   // Allowed within the base capacity, the usual case: nothing to mark.
   if (allowed && outcome.remaining >= extra) return decision;
-  return settle(decision, allowed, !allowed && neverPasses(policy, capacity, cost), mode);
+  const never = !allowed && neverPasses(policy, capacity, cost);
+  if (never) entry.retryAfterMs = Number.POSITIVE_INFINITY;
+  return settle(decision, allowed, never, mode);
 }
 
 /** One policy's entry in `Decision.policies`: `extra` is the overage the effective capacity adds. */
@@ -106,7 +115,8 @@ const decisionOf = (
 
 /**
  * Marks what the store's verdict alone does not say: a pass into the soft or elastic overage,
- * a cost that can never pass, and shadow mode's pass of a refused request.
+ * a cost that can never pass (whose policies' waits the caller made `Infinity` already), and
+ * shadow mode's pass of a refused request.
  */
 function settle(decision: Decision, overage: boolean, never: boolean, mode: ThrottleMode): Decision {
   if (overage && (mode === 'soft' || mode === 'elastic')) decision.overLimit = mode;

@@ -215,6 +215,7 @@ export interface PolicyDecision {
   windowMs: number;
   remaining: number;
   resetAfterMs: number;
+  /** As `Decision.retryAfterMs`, for this policy: `Infinity` when the cost can never pass it. */
   retryAfterMs: number;
   allowed: boolean;
 }

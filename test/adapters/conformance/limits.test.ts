@@ -140,6 +140,8 @@ describe.each(harnesses)('$name: limits, tiers, cost, skip, key', (harness) => {
     expect(res.headers['retry-after']).toBeUndefined();
     expect(JSON.parse(res.text).detail).toMatch(/can never pass/);
     expect(draft11(res).state['5-per-1m']?.r).toBe(5);
+    // Nothing is spent, so nothing resets: `t` was the window's end, a wait that never helps.
+    expect(draft11(res).state['5-per-1m']?.t).toBe(0);
   });
 
   it('takes a fixed cost too', async () => {

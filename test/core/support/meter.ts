@@ -21,6 +21,16 @@ export function outcomeOf(evaluation: PolicyOutcome): PolicyOutcome {
 }
 
 /**
+ * A refused decision's wait for one policy, as the limiter states it: `Infinity` where no wait
+ * lets `cost` pass (even a fresh state refuses it), else the reference algorithm's.
+ */
+export function statedRetryAfterMs(policy: Policy, capacity: number, cost: number, retryAfterMs: number): number {
+  const never =
+    cost > capacity && !algorithms[policy.algorithm].evaluate(undefined, policy, capacity, cost, START).allowed;
+  return never ? Number.POSITIVE_INFINITY : retryAfterMs;
+}
+
+/**
  * One policy for one client run on its reference algorithm, keeping the state exactly as a
  * store does: replaced only when the request is allowed and charges something.
  */

@@ -3,11 +3,12 @@ import type { Decision, Policy, PolicyDecision } from '../../types.js';
 
 /**
  * The wait behind a policy's figures: until it is fully restored when it allowed, until a
- * request of the same cost would pass when it refused. It becomes draft-11's `t`, the
- * draft-6/7 `reset` and, on a 429, the floor of `Retry-After`.
+ * request of the same cost would pass when it refused, or until it is restored when no wait
+ * would let that cost pass (`Infinity`). It becomes draft-11's `t`, the draft-6/7 `reset` and,
+ * on a 429, the floor of `Retry-After`.
  */
 export function effectiveWindowMs(policy: PolicyDecision): number {
-  return policy.allowed ? policy.resetAfterMs : policy.retryAfterMs;
+  return policy.allowed || policy.retryAfterMs === Number.POSITIVE_INFINITY ? policy.resetAfterMs : policy.retryAfterMs;
 }
 
 /** The figures the single-valued fields (draft-6, draft-7, legacy) report. */
