@@ -56,6 +56,8 @@ export function limiterRegressions(store: () => RateLimitStore) {
         const decision = await limiter.consume('k', { cost });
         expect(decision).toMatchObject({ allowed: false, reason: 'cost-exceeds-limit', remaining: 10 });
         expect(decision.retryAfterMs).toBe(Number.POSITIVE_INFINITY);
+        // The policy says so too: it gave a wait of its algorithm's that would never help.
+        expect(decision.policies[0]?.retryAfterMs).toBe(Number.POSITIVE_INFINITY);
       }
       expect((await limiter.consume('k')).remaining).toBe(9);
     },
@@ -119,6 +121,17 @@ export function limiterRegressions(store: () => RateLimitStore) {
     const back = await old.consume('k');
     expect(back.allowed).toBe(false);
     expect(back.policies.map((p) => p.remaining)).toEqual([0, 4]);
+  });
+
+  // An unnamed policy's id carries its figures (10 a minute is `10-per-1m.…`): a store that
+  // kept state per id gave every client a fresh quota when the limit or window changed.
+  it('an unnamed policy whose limit and window change keeps what was spent (a store keyed by id reset it)', async () => {
+    const shared = { ...strict, store: store(), prefix: freshPrefix(), clock: () => START_MS };
+    const old = createLimiter({ ...shared, limit: 10, window: '1m' });
+    for (let i = 0; i < 10; i++) expect((await old.consume('k')).allowed).toBe(true);
+    const next = createLimiter({ ...shared, limit: 20, window: '1h' });
+    expect(next.policies[0]?.id).not.toBe(old.policies[0]?.id);
+    expect((await next.consume('k')).remaining).toBe(9);
   });
 
   it('keys differing only in lone surrogates no longer share one counter', async () => {

@@ -1,7 +1,17 @@
-import { decide, type Policy, type RateLimitStore, refundStates, type State, type StoreRequest } from '@sluice/core';
+import {
+  convertState,
+  decide,
+  type Policy,
+  type RateLimitStore,
+  refundStates,
+  type State,
+  type StoreRequest,
+} from '@sluice/core';
 
-interface Slot {
+interface Entry {
   state: State;
+  /** The version of the policy that wrote the state, with the figures `convertState` reads. */
+  writtenBy: Policy;
   /** When the state is back to fresh and can be forgotten (epoch ms). */
   expiresAt: number;
 }
@@ -12,42 +22,49 @@ interface Slot {
  * within the process; a store on a remote backend needs the same guarantee from it (a
  * transaction, a compare-and-set loop, or a script, as the Redis store's Lua).
  *
- * The algorithms are core's reference (`decide`, `refundStates`): the store only keeps states.
+ * The algorithms are core's reference (`decide`, `refundStates`, `convertState`): the store
+ * only keeps states.
  */
 export function createMapStore(): RateLimitStore & { readonly size: number } {
-  const slots = new Map<string, Slot>();
-  // Core has made `namespace` and `key` safe (no `|` inside them can collide); policy ids are
-  // safe characters too.
-  const slotKey = (namespace: string, key: string, policy: Policy) => `${namespace}|${key}|${policy.id}`;
+  const entries = new Map<string, Entry>();
+  // State is kept per policy `slot`, which stays the same when a limit, window or algorithm
+  // changes (the policy's `id` does not), so a new version of a limiter finds its clients'
+  // state. Core has made `namespace` and `key` safe, and slots are safe characters too, so no
+  // `|` inside them can collide.
+  const entryKey = (namespace: string, key: string, policy: Policy) => `${namespace}|${key}|${policy.slot}`;
 
   const read = (request: StoreRequest, now: number): (State | undefined)[] =>
     request.policies.map((policy) => {
-      const slot = slots.get(slotKey(request.namespace, request.key, policy));
-      return slot === undefined || slot.expiresAt <= now ? undefined : slot.state;
+      const entry = entries.get(entryKey(request.namespace, request.key, policy));
+      if (entry === undefined || entry.expiresAt <= now) return undefined;
+      if (entry.writtenBy.version === policy.version) return entry.state;
+      // Another version wrote it: what it spent carries over, so the change grants no fresh quota.
+      return convertState(entry.state, entry.writtenBy, policy, now);
     });
 
   /** Keeps each state until its policy's quota is fully restored (`resetAfterMs`), then lets it go. */
   const write = (request: StoreRequest, states: readonly (State | undefined)[], now: number): void => {
     const { outcomes } = decide(states, request.policies, request.capacities, 0, now);
     request.policies.forEach((policy, i) => {
-      const key = slotKey(request.namespace, request.key, policy);
+      const key = entryKey(request.namespace, request.key, policy);
       const state = states[i];
       const resetAfterMs = outcomes[i]?.resetAfterMs ?? 0;
-      if (state === undefined || resetAfterMs === 0) slots.delete(key);
-      else slots.set(key, { state, expiresAt: now + resetAfterMs });
+      if (state === undefined || resetAfterMs === 0) entries.delete(key);
+      else entries.set(key, { state, writtenBy: policy, expiresAt: now + resetAfterMs });
     });
   };
 
   return {
     name: 'map',
     get size() {
-      return slots.size;
+      return entries.size;
     },
     async consume(request) {
       // `now` is the limiter's clock when it has one (tests); else the store's own.
       const now = request.now ?? Date.now();
       const reply = decide(read(request, now), request.policies, request.capacities, request.cost, now);
-      // All or nothing: new states come back only when every policy allowed and cost > 0.
+      // All or nothing: new states come back only when every policy allowed and cost > 0. A
+      // refusal writes nothing, so another version's state stays as that version left it.
       if (reply.next !== undefined) write(request, reply.next, now);
       return { allowed: reply.allowed, now, outcomes: reply.outcomes };
     },
@@ -57,7 +74,7 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
       write(request, refundStates(read(request, now), request.policies, request.capacities, request.cost, now), now);
     },
     async reset(namespace, key, policies) {
-      for (const policy of policies) slots.delete(slotKey(namespace, key, policy));
+      for (const policy of policies) entries.delete(entryKey(namespace, key, policy));
     },
   };
 }
