@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseCliOptions, prepareOut } from '../../packages/simulator/src/report/cli-options.js';
+import { parseCliOptions, prepareOut, USAGE } from '../../packages/simulator/src/report/cli-options.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let dir: string;
@@ -74,14 +74,37 @@ describe('pnpm simulate options', () => {
     const cwd = await mkdtemp(join(dir, 'cwd-'));
     await writeFile(join(cwd, 'README.md'), '# My project\n');
     await writeFile(join(cwd, 'somefile'), 'x');
-    for (const out of ['', 'somefile']) {
+    // An empty --out is a bad command line (exit 2, as `sluice serve`); a file found in its way, a failed run.
+    for (const [out, exit] of [
+      ['', 2],
+      ['somefile', 1],
+    ] as const) {
       const { code, output } = await simulateCli(['--out', out], cwd);
-      expect(code).toBe(1);
+      expect(code).toBe(exit);
       expect(output).toContain('simulate: [sluice] --out must be');
       // Each scenario prints a line when it is done: none ran.
       expect(output).not.toContain('requests ×');
     }
     expect(await readFile(join(cwd, 'README.md'), 'utf8')).toBe('# My project\n');
+  });
+});
+
+describe('sluice-simulate, installed', () => {
+  // Regression: run with no flags in an app's directory, it wrote docs/simulations/ there, and
+  // its help spoke of `pnpm simulate`, a script of sluice's own repository.
+  it('writes to simulations/ in the current directory by default, and names itself in its help', () => {
+    expect(parseCliOptions([], dir)?.out).toBe(join(dir, 'simulations'));
+    expect(USAGE).toMatch(/^Usage: sluice-simulate /);
+  });
+
+  it('exits 2 on a bad flag, with the usage, having written nothing', async () => {
+    const cwd = await mkdtemp(join(dir, 'flags-'));
+    for (const args of [['--bogus'], ['--limit', '1.5']]) {
+      const { code, output } = await simulateCli(args, cwd);
+      expect(code).toBe(2);
+      expect(output).toContain('Usage: sluice-simulate');
+    }
+    await expect(stat(join(cwd, 'simulations'))).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
 

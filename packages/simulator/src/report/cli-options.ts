@@ -8,10 +8,11 @@ import { parseTrace } from '../traffic/trace.js';
 import { elasticWithoutLoad } from '../virtual-load.js';
 import { SAMPLE_TRACE } from './scenarios.js';
 
-export const USAGE = `Usage: pnpm simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
+export const USAGE = `Usage: sluice-simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
 
 Runs every algorithm on the same traffic in virtual time and writes charts (SVG) and a
-markdown page with the figures to DIR (default docs/simulations/).
+markdown page with the figures to DIR (default simulations/, in the current directory; in
+sluice's own repository \`pnpm simulate\` writes docs/simulations/).
 
   --trace FILE       replay FILE as the recorded trace: plain "timestamp key [cost]" lines
                      or a Common/Combined Log Format access log (default: the shipped sample)
@@ -76,7 +77,7 @@ export function parseCliOptions(args: readonly string[], cwd: string): CliOption
   });
   if (values.help) return undefined;
   return {
-    out: path(values.out ?? 'docs/simulations', 'out', cwd, 'a directory'),
+    out: path(values.out ?? 'simulations', 'out', cwd, 'a directory'),
     trace: {
       path: values.trace === undefined ? SAMPLE_TRACE : path(values.trace, 'trace', cwd, 'a file'),
       limit: values.limit === undefined ? 60 : wholeNumber(values.limit, 'limit'),

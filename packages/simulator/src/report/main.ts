@@ -8,10 +8,20 @@ import { renderPage } from './page.js';
 import { runScenario, type ScenarioResult } from './run-scenario.js';
 import { scenarios } from './scenarios.js';
 
+/** A bad command line exits 2, as `sluice serve`'s does; a run that fails, 1. */
+const BAD_COMMAND_LINE = 2;
+
 async function main(): Promise<void> {
   // `pnpm simulate` runs in the workspace root; INIT_CWD is where the user typed it.
   const cwd = process.env.INIT_CWD ?? process.cwd();
-  const options = parseCliOptions(process.argv.slice(2), cwd);
+  let options: ReturnType<typeof parseCliOptions>;
+  try {
+    options = parseCliOptions(process.argv.slice(2), cwd);
+  } catch (error) {
+    console.error(`simulate: ${(error as Error).message}\n\n${USAGE}`);
+    process.exitCode = BAD_COMMAND_LINE;
+    return;
+  }
   if (options === undefined) {
     console.log(USAGE);
     return;
