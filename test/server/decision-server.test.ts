@@ -31,6 +31,10 @@ describe('createDecisionServer', () => {
     [{ rules, store: 'redis' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, headers: { standard: 'draft-9' } }, 'ERR_SLUICE_INVALID_HEADERS', 'headers.standard'],
     [{ rules, grpcport: 1 }, 'ERR_SLUICE_UNKNOWN_OPTION', '`grpcPort`'],
+    // Regression: suggested `host`, the closest spelling.
+    [{ rules, port: 1 }, 'ERR_SLUICE_UNKNOWN_OPTION', 'did you mean `grpcPort` (gRPC) or `httpPort` (HTTP)?'],
+    // Regression: suggested `limit`, a limiter's name for express-rate-limit's `max`.
+    [{ rules, max: 1 }, 'ERR_SLUICE_UNKNOWN_OPTION', 'Unknown option `max`.'],
     // Regressions: both were taken, then failed every call (the clock) or listen() and close() (the log).
     [{ rules, clock: () => 'now' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`clock`'],
     [{ rules, log: console }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`log`'],

@@ -77,6 +77,13 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
     expect(await admin.hget('checked', 'version')).toBe(version);
   });
 
+  // Regression: a directory failed with Node's bare "EISDIR: illegal operation on a directory, read".
+  it('publish-rules refuses a directory, saying it takes one file', async () => {
+    const { code, output } = await exitOf(['publish-rules', '--rules', dir, '--rules-key', 'k', '--redis', redis.url]);
+    expect(code).toBe(1);
+    expect(output).toContain(`Cannot read --rules ${dir}: it is a directory; publish-rules stores one document`);
+  });
+
   it('serve exits 1 when the key holds no rules, naming it', async () => {
     const ports = ['--grpc-port', '0', '--http-port', '0'];
     const { code, output } = await exitOf(['serve', '--rules-key', 'nothing-here', '--redis', redis.url, ...ports]);

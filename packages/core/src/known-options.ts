@@ -29,15 +29,20 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
 /**
  * A misspelt option (`windowMs`, `max`) would otherwise be ignored and the limiter would
  * silently run on defaults, so unknown names fail at start-up, all of them in one error, each
- * with a suggestion: sluice's name for a peer library's option, or the closest known name.
+ * with a suggestion: sluice's name for a peer library's option (`hints`, for a limiter's
+ * options), or the closest known name.
  */
-export function checkKnownOptions(options: object, known: readonly string[] = LIMITER_OPTION_NAMES): void {
+export function checkKnownOptions(
+  options: object,
+  known: readonly string[] = LIMITER_OPTION_NAMES,
+  hints: Readonly<Record<string, string>> = PEER_OPTION_NAMES,
+): void {
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
   if (unknown.length === 0) return;
   const described = unknown.map((name) => {
     // Own names only: `__proto__` or `constructor`, as a JSON config may hold them, would
     // otherwise read the object's prototype as a peer's option.
-    const hint = Object.hasOwn(PEER_OPTION_NAMES, name) ? PEER_OPTION_NAMES[name] : quoted(closestName(name, known));
+    const hint = Object.hasOwn(hints, name) ? hints[name] : quoted(closestName(name, known));
     return { name, hint };
   });
   if (described.length === 1) {
@@ -82,7 +87,9 @@ const quoted = (name: string | undefined): string | undefined => (name === undef
 /** The known name a misspelt one most likely meant (at most two edits away), for "did you mean" hints. */
 export function closestName(name: string, known: readonly string[]): string | undefined {
   const aliases: Record<string, string> = { windowMs: 'window', max: 'limit', points: 'limit', duration: 'window' };
-  if (Object.hasOwn(aliases, name)) return aliases[name];
+  // Only a name the call takes: a decision service's options have no `limit` to suggest.
+  const alias = Object.hasOwn(aliases, name) ? (aliases[name] as string) : undefined;
+  if (alias !== undefined && known.includes(alias)) return alias;
   let best: string | undefined;
   let bestDistance = 3;
   for (const candidate of known) {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { StandardHeaders } from '@sluice/core';
+import { SluiceError, type StandardHeaders } from '@sluice/core';
 import { invalidOption } from './server-options.js';
 import type { TlsFiles } from './tls.js';
 
@@ -106,7 +106,13 @@ function flagsOf(
   try {
     return parseArgs({ args: [...args], strict: true, allowPositionals: false, options }).values;
   } catch (error) {
-    return invalidOption('flags', args.map(redacted).join(' '), `known flags (${(error as Error).message})`);
+    // Node's first sentence says what is wrong ("Unknown option '--bogus'"); the rest is advice
+    // on positional arguments, which no command here takes.
+    const what = (error as Error).message.split('. ')[0] as string;
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_SERVER_OPTION',
+      `[sluice] ${redacted(what)}, in: ${args.map(redacted).join(' ')}`,
+    );
   }
 }
 

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { SluiceError } from '@sluice/core';
 import { parseRules, publishRules } from '@sluice/rules';
 import type { PublishFlags } from './cli-args.js';
 import { openRedis, quitRedis } from './redis-connection.js';
@@ -9,12 +10,25 @@ import { openRedis, quitRedis } from './redis-connection.js';
  * --rules-key` of the fleet reloads it. Resolves to the version stored.
  */
 export async function publishRulesFile(flags: PublishFlags): Promise<string> {
-  const document = await readFile(flags.file, 'utf8');
+  const document = await readDocument(flags.file);
   parseRules(document, { source: flags.file });
   const client = await openRedis(flags.redis);
   try {
     return await publishRules(client, flags.key, document);
   } finally {
     await quitRedis(client);
+  }
+}
+
+/** The one document `--rules` names: a directory is several, which one key cannot hold. */
+async function readDocument(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    const why =
+      (error as NodeJS.ErrnoException).code === 'EISDIR'
+        ? 'it is a directory; publish-rules stores one document, so name one file'
+        : (error as Error).message;
+    throw new SluiceError('ERR_SLUICE_RULES_READ', `[sluice] Cannot read --rules ${file}: ${why}.`, { cause: error });
   }
 }

@@ -75,6 +75,9 @@ const names = [
   'log',
 ];
 
+/** Names the closest spelling would miss: `port` is nearer `host` than either port's name. */
+const HINTS = { port: '`grpcPort` (gRPC) or `httpPort` (HTTP)' };
+
 /** Names the option, the value received and what was expected. */
 export function invalidOption(option: string, value: unknown, expected: string): never {
   const received =
@@ -111,7 +114,7 @@ function storeOf(value: unknown): RateLimitStore {
 /** Validates `createDecisionServer`'s options at construction (SPEC: bad config fails at start-up). */
 export function checkServerOptions(options: DecisionServerOptions): CheckedServerOptions {
   if (typeof options !== 'object' || options === null) invalidOption('options', options, 'an object');
-  checkKnownOptions(options, names);
+  checkKnownOptions(options, names, HINTS);
   const { rules } = options;
   const ruleSet = typeof rules === 'object' && rules !== null && 'current' in rules ? rules.current : rules;
   if (typeof (ruleSet as { match?: unknown } | undefined)?.match !== 'function')
