@@ -110,7 +110,7 @@ function unavailableError(status: string): SluiceError {
   if (error === undefined) {
     error = new SluiceError(
       'ERR_SLUICE_STORE_UNAVAILABLE',
-      `[sluice] Redis store: the client is ${status}, not ready; the limiter's onStoreError decides.`,
+      `[sluice] Redis store: the client is ${status}, not ready to send commands.`,
     );
     unavailableErrors.set(status, error);
   }

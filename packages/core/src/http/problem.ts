@@ -42,19 +42,21 @@ export const problemStatus = (decision: Decision): 429 | 503 => (decision.reason
 /**
  * The response for a refused request. Over quota is a 429 naming the policies that refused.
  * A refusal because the store could not decide (`onStoreError: 'deny'`) is a 503 with the
- * reduced-capacity type instead, so clients and dashboards never mistake an outage for abuse.
+ * reduced-capacity type instead, naming no policy, so clients and dashboards never mistake an
+ * outage for abuse.
  */
 export function problemFor(decision: Decision): RateLimitProblem {
-  const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
   if (decision.reason === 'store-unavailable') {
+    // No policy refused: the store could not say. Naming them would read as a client over quota.
     return {
       type: TEMPORARY_REDUCED_CAPACITY_TYPE,
       title: UNAVAILABLE_TITLE,
       status: 503,
       detail: UNAVAILABLE_DETAIL,
-      'violated-policies': violated,
+      'violated-policies': [],
     };
   }
+  const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
   return {
     type: QUOTA_EXCEEDED_TYPE,
     title: QUOTA_TITLE,
@@ -80,7 +82,7 @@ const opening = (type: string, title: string, status: number): string =>
   `${JSON.stringify({ type, title, status }).slice(0, -1)},"detail":`;
 const QUOTA_OPENING = opening(QUOTA_EXCEEDED_TYPE, QUOTA_TITLE, 429);
 const NEVER_MIDDLE = `${QUOTA_OPENING}${JSON.stringify(NEVER_DETAIL)},"violated-policies":`;
-const UNAVAILABLE_MIDDLE = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE_TITLE, 503)}${JSON.stringify(UNAVAILABLE_DETAIL)},"violated-policies":`;
+const UNAVAILABLE_BODY = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE_TITLE, 503)}${JSON.stringify(UNAVAILABLE_DETAIL)},"violated-policies":[]}`;
 
 /**
  * `JSON.stringify(problemFor(decision))`, built from parts serialised once: the refusal is
@@ -88,8 +90,8 @@ const UNAVAILABLE_MIDDLE = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILAB
  * Only the names of the refusing policies and the wait (digits only) vary.
  */
 export function problemJson(decision: Decision): string {
+  if (decision.reason === 'store-unavailable') return UNAVAILABLE_BODY;
   const violated = violatedOf(decision.policies);
-  if (decision.reason === 'store-unavailable') return UNAVAILABLE_MIDDLE + violated;
   if (decision.reason === 'cost-exceeds-limit') return NEVER_MIDDLE + violated;
   const seconds = waitSeconds(decision);
   if (violated !== lastViolated || seconds !== lastSeconds) {
