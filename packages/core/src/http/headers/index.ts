@@ -1,10 +1,9 @@
 import { invalid, SluiceError } from '../../errors.js';
 import type { Decision, Policy } from '../../types.js';
-import { sfString } from '../structured-fields.js';
 import type { WarnOnce } from '../warnings.js';
 import { draft6Fields } from './draft-6.js';
 import { draft7PolicyField, draft7RateLimitField } from './draft-7.js';
-import { draft11PolicyField, draft11RateLimitField } from './draft-11.js';
+import { draft11ItemHeads, draft11PolicyField, draft11RateLimitField } from './draft-11.js';
 import { type Headline, headlineOf, isMoreRestrictive } from './effective-window.js';
 import { legacyFields } from './legacy.js';
 import { createNameCheck } from './policy-name-check.js';
@@ -138,7 +137,7 @@ export function createHeaderWriter(
   const policyField =
     standard === 'draft-11' ? draft11PolicyField(policies) : standard ? draft7PolicyField(policies) : undefined;
   const names = policies.map((p) => p.name);
-  const quotedNames = names.map(sfString);
+  const itemHeads = draft11ItemHeads(policies);
   const hasHeadline = legacy || standard === 'draft-7' || standard === 'draft-6';
   const checkNames = standard === 'draft-11' ? createNameCheck(names, warn) : undefined;
 
@@ -167,7 +166,7 @@ export function createHeaderWriter(
       const speaks = !mixedDrafts || speaksOn(request);
       if (speaks && policyField !== undefined) target.appendHeader(res, 'RateLimit-Policy', policyField);
       if (speaks && standard === 'draft-11') {
-        target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, quotedNames));
+        target.appendHeader(res, 'RateLimit', draft11RateLimitField(decision, itemHeads));
         checkNames?.(request);
       }
       if (!hasHeadline) return;
