@@ -176,14 +176,19 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
     if (event.storeDurationMs !== undefined) hooks.storeDuration(counts.limiter, event, event.storeDurationMs);
   };
 
+  /** Where a limiter's count not kept yet goes: its own new series, or past the bound the overflow's. */
+  const opening = (tally: LimiterTally): LimiterTally => {
+    if (tally.limiter === OVERFLOW) return tally;
+    if (!room(1)) return overflow();
+    kept.series++;
+    return tally;
+  };
+
   const onStoreError = (message: unknown): void => {
     const { limiter, store, errorType } = message as StoreErrorEvent;
     const key = `${store}\u0000${errorType}`;
     let tally = limiterOf(limiter);
-    if (!tally.storeErrors.has(key) && tally.limiter !== OVERFLOW) {
-      if (room(1)) kept.series++;
-      else tally = overflow();
-    }
+    if (!tally.storeErrors.has(key)) tally = opening(tally);
     const entry = tally.storeErrors.get(key);
     if (entry === undefined) tally.storeErrors.set(key, { store, errorType, count: 1 });
     else entry.count++;
@@ -191,10 +196,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
 
   const onRefund = (message: unknown): void => {
     let tally = limiterOf((message as RefundEvent).limiter);
-    if (tally.refunds === 0 && tally.limiter !== OVERFLOW) {
-      if (room(1)) kept.series++;
-      else tally = overflow();
-    }
+    if (tally.refunds === 0) tally = opening(tally);
     tally.refunds++;
   };
 
