@@ -51,18 +51,27 @@ export function createCallHandler(
   let release: (() => void) | undefined;
   let draining: Promise<void> | undefined;
 
-  async function decideCall<C>(
+  /** One call fewer in the handler: the last one out lets `drained()` resolve. */
+  const left = (): void => {
+    if (--inHandler > 0 || release === undefined) return;
+    release();
+    release = undefined;
+    draining = undefined;
+  };
+
+  async function handleCall<C>(
     transport: Transport,
     parse: () => RateLimitCall,
     caller: C,
     gone: (caller: C) => boolean,
   ): Promise<CallOutcome> {
     const done = metrics.start(transport);
-    if (failureModeDeny && gone(caller)) {
-      done('cancelled');
-      return cancelled;
-    }
+    inHandler++;
     try {
+      if (failureModeDeny && gone(caller)) {
+        done('cancelled');
+        return cancelled;
+      }
       const decided = await decider.decide(parse());
       if (gone(caller)) {
         if (failureModeDeny) await decider.giveBack(decided);
@@ -85,26 +94,10 @@ export function createCallHandler(
       }
       log.line('error', 'ShouldRateLimit failed', { transport, error: message });
       return { kind: 'internal', message };
+    } finally {
+      left();
     }
   }
-
-  const handleCall = async <C>(
-    transport: Transport,
-    parse: () => RateLimitCall,
-    caller: C,
-    gone: (caller: C) => boolean,
-  ): Promise<CallOutcome> => {
-    inHandler++;
-    try {
-      return await decideCall(transport, parse, caller, gone);
-    } finally {
-      if (--inHandler === 0 && release !== undefined) {
-        release();
-        release = undefined;
-        draining = undefined;
-      }
-    }
-  };
 
   const drained = (): Promise<void> => {
     if (inHandler === 0) return Promise.resolve();

@@ -151,10 +151,11 @@ function warnIfProxyUnread(
   trustsAsProxy: TrustsAsProxy,
 ): void {
   const { headers } = request;
-  const chain = headers[header.toLowerCase()];
+  const read = header.toLowerCase();
+  const chain = headers[read];
   if (!namesAnAddress(chain)) {
     const unread = PROXY_HEADERS.find(
-      (name) => name.toLowerCase() !== header.toLowerCase() && namesAnAddress(headers[name.toLowerCase()]),
+      (name) => name.toLowerCase() !== read && namesAnAddress(headers[name.toLowerCase()]),
     );
     if (unread === undefined) return;
     warn(
@@ -175,7 +176,7 @@ function warnIfProxyUnread(
       'WRN_SLUICE_UNTRUSTED_PROXY',
       `a request from ${ip} carries ${header}, but the app's trust-proxy setting does not trust ${ip}, so its address is the key: if it is a proxy of yours, all clients behind it share that key. ${trustAdvice}`,
     );
-  } else if (header.toLowerCase() === 'x-forwarded-for') {
+  } else if (read === 'x-forwarded-for') {
     // Only X-Forwarded-For grows at each hop, after whatever the client sent: a proxy sets
     // another header (X-Real-IP) whole, so its entries say nothing of the hops trusted.
     const entries = String(chain).split(',');
