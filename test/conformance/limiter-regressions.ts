@@ -103,6 +103,35 @@ export function limiterRegressions(store: () => RateLimitStore) {
     expect((await old.consume('k')).allowed).toBe(false);
   });
 
+  // Regression: a refusal read from another version's state gave that state's wait as this
+  // version's shape would spend it (gcra: 12 minutes for 5 of 5 an hour), though the state
+  // reads as fresh once the version that wrote it has reset. Clients were sent away for
+  // nothing, and on Redis the deny cache kept refusing what the store then admitted.
+  it.each(pairs)(
+    "a refusal read from another version's state %s → %s waits no longer than that state takes to reset",
+    async (from, to) => {
+      const clock = manualClock(START_MS);
+      const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
+      const policy = (algorithm: AlgorithmName, window: '1m' | '1h') => [{ name: 'p', limit: 5, window, algorithm }];
+      const old = createLimiter({ ...shared, policies: policy(from, '1m') });
+      let spent = await old.consume('k');
+      for (let i = 1; i < 5; i++) spent = await old.consume('k');
+      expect(spent.remaining).toBe(0);
+      const next = createLimiter({ ...shared, policies: policy(to, '1h') });
+      clock.advance(1);
+      const refused = await next.consume('k');
+      expect(refused.allowed).toBe(false);
+      const oldResetsIn = spent.resetAfterMs - 1;
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(oldResetsIn);
+      expect(refused.policies[0]?.resetAfterMs).toBeLessThanOrEqual(oldResetsIn);
+      // Once the old version's state has reset the client is admitted, though the refusal was
+      // remembered (Redis's deny cache).
+      clock.set(START_MS + spent.resetAfterMs);
+      expect((await next.consume('k')).allowed).toBe(true);
+    },
+  );
+
   it('a changed window or limit keeps what was spent; a slot the new version lacks is kept for the old one', async () => {
     const clock = manualClock(START_MS);
     const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };

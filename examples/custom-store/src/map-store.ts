@@ -1,5 +1,6 @@
 import {
-  convertState,
+  capConvertedWaits,
+  convertStateWithReset,
   decide,
   type Policy,
   type RateLimitStore,
@@ -7,6 +8,14 @@ import {
   type State,
   type StoreRequest,
 } from '@sluice/core';
+
+/** A state as read, and how long until the other version's state it was converted from has reset. */
+interface Read {
+  state: State | undefined;
+  resetAfterMs: number | undefined;
+}
+
+const notHeld: Read = { state: undefined, resetAfterMs: undefined };
 
 interface Entry {
   state: State;
@@ -33,14 +42,18 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
   // `|` inside them can collide.
   const entryKey = (namespace: string, key: string, policy: Policy) => `${namespace}|${key}|${policy.slot}`;
 
-  const read = (request: StoreRequest, now: number): (State | undefined)[] =>
-    request.policies.map((policy) => {
-      const entry = entries.get(entryKey(request.namespace, request.key, policy));
-      if (entry === undefined || entry.expiresAt <= now) return undefined;
-      if (entry.writtenBy.version === policy.version) return entry.state;
-      // Another version wrote it: what it spent carries over, so the change grants no fresh quota.
-      return convertState(entry.state, entry.writtenBy, policy, now);
-    });
+  /**
+   * A policy's state as this version reads it, and for a state another version wrote, how long
+   * until that one has fully reset: it reads as fresh from then on.
+   */
+  const readOne = (request: StoreRequest, policy: Policy, now: number): Read => {
+    const entry = entries.get(entryKey(request.namespace, request.key, policy));
+    if (entry === undefined || entry.expiresAt <= now) return notHeld;
+    if (entry.writtenBy.version === policy.version) return { state: entry.state, resetAfterMs: undefined };
+    // Another version wrote it: what it spent carries over, so the change grants no fresh quota.
+    return convertStateWithReset(entry.state, entry.writtenBy, policy, now) ?? notHeld;
+  };
+  const read = (request: StoreRequest, now: number) => request.policies.map((policy) => readOne(request, policy, now));
 
   /** Keeps each state until its policy's quota is fully restored (`resetAfterMs`), then lets it go. */
   const write = (request: StoreRequest, states: readonly (State | undefined)[], now: number): void => {
@@ -62,16 +75,30 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
     async consume(request) {
       // `now` is the limiter's clock when it has one (tests); else the store's own.
       const now = request.now ?? Date.now();
-      const reply = decide(read(request, now), request.policies, request.capacities, request.cost, now);
+      const reads = read(request, now);
+      const reply = decide(
+        reads.map((r) => r.state),
+        request.policies,
+        request.capacities,
+        request.cost,
+        now,
+      );
       // All or nothing: new states come back only when every policy allowed and cost > 0. A
-      // refusal writes nothing, so another version's state stays as that version left it.
+      // refusal writes nothing, so another version's state stays as that version left it, and
+      // no wait outlasts it.
       if (reply.next !== undefined) write(request, reply.next, now);
+      else
+        capConvertedWaits(
+          reply.outcomes,
+          reads.map((r) => r.resetAfterMs),
+        );
       return { allowed: reply.allowed, now, outcomes: reply.outcomes };
     },
     async refund(request) {
       const now = request.now ?? Date.now();
       // `undefined` entries are fresh: nothing was charged there, or the window has moved on.
-      write(request, refundStates(read(request, now), request.policies, request.capacities, request.cost, now), now);
+      const states = read(request, now).map((r) => r.state);
+      write(request, refundStates(states, request.policies, request.capacities, request.cost, now), now);
     },
     async reset(namespace, key, policies) {
       for (const policy of policies) entries.delete(entryKey(namespace, key, policy));

@@ -1,5 +1,13 @@
 export type { Algorithm, Evaluation, State, Values } from './algorithms/index.js';
-export { algorithmNames, algorithms, convertState, decide, refundStates } from './algorithms/index.js';
+export {
+  algorithmNames,
+  algorithms,
+  capConvertedWaits,
+  convertState,
+  convertStateWithReset,
+  decide,
+  refundStates,
+} from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export type { SluiceErrorCode } from './errors.js';

@@ -1,4 +1,4 @@
-import { convertState } from '../algorithms/index.js';
+import { convertStateWithReset } from '../algorithms/index.js';
 import type { Policy } from '../types.js';
 import { type Entry, readStates, removeSegment, segmentsOf } from './entry.js';
 import type { Layout, Layouts } from './layouts.js';
@@ -8,6 +8,8 @@ import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 export interface TakenOver {
   /** This layout's states, slot by slot; `undefined` where no version had state. */
   readonly states: readonly (MemoryState | undefined)[];
+  /** Slot by slot, how long until a converted state has fully reset; `undefined` if not converted. */
+  readonly resetsAfterMs: readonly (number | undefined)[];
   /** Slots this layout lacks, kept as they are for the version that has them. */
   readonly extras: readonly Policy[];
   readonly extraStates: readonly MemoryState[];
@@ -26,6 +28,7 @@ export interface TakenOver {
 export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: number): TakenOver | undefined {
   const mine = layout.policies;
   const states: (MemoryState | undefined)[] = mine.map(() => undefined);
+  const resetsAfterMs: (number | undefined)[] = mine.map(() => undefined);
   const extras: Policy[] = [];
   const extraStates: MemoryState[] = [];
   const offsets: number[] = [];
@@ -44,9 +47,15 @@ export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: nu
         extraStates.push(read[j] as MemoryState);
       } else if (states[i] === undefined) {
         const to = mine[i] as Policy;
-        states[i] = from.version === to.version ? read[j] : convertState(read[j], from, to, now, memoryAlgorithms);
+        if (from.version === to.version) {
+          states[i] = read[j];
+        } else {
+          const converted = convertStateWithReset(read[j], from, to, now, memoryAlgorithms);
+          states[i] = converted?.state;
+          resetsAfterMs[i] = converted?.resetAfterMs;
+        }
       }
     });
   }
-  return found ? { states, extras, extraStates, offsets } : undefined;
+  return found ? { states, resetsAfterMs, extras, extraStates, offsets } : undefined;
 }

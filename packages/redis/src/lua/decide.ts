@@ -27,7 +27,7 @@ export const decideLua = `
 -- Globals are table lookups on every use; this loop reads them thousands of times per call.
 -- TTLs go to Redis through format('%d'): a Lua number would be printed through the slower
 -- floating-point path.
-local KEYS, ARGV, find, format, tonumber = KEYS, ARGV, string.find, string.format, tonumber
+local KEYS, ARGV, find, format, tonumber, min = KEYS, ARGV, string.find, string.format, tonumber, math.min
 local redis_now = nil
 local function read_redis_now()
   local time = redis.call('TIME')
@@ -209,10 +209,10 @@ local function evaluate_decision(d, own_tables)
   local count = #set
   local decided = set.decided
   if own_tables or decided == nil then
-    decided = { current = {}, log_keys = {}, outcomes = {} }
+    decided = { current = {}, log_keys = {}, outcomes = {}, fresh_at = {} }
     if not own_tables then set.decided = decided end
   end
-  local current, log_keys, outcomes = decided.current, decided.log_keys, decided.outcomes
+  local current, log_keys, outcomes, fresh_at = decided.current, decided.log_keys, decided.outcomes, decided.fresh_at
   local log_at = client_key_at[d]
   for i = 1, count do
     local p = set[i]
@@ -222,7 +222,10 @@ local function evaluate_decision(d, own_tables)
       log_key = KEYS[log_at]
     end
     log_keys[i] = log_key
-    current[i] = current_state(p, by_slot[p.slot], log_key, now, run.min_ttl)
+    local record = by_slot[p.slot]
+    current[i] = current_state(p, record, log_key, now, run.min_ttl)
+    -- A state read from another version's reads as fresh once that one has fully reset.
+    fresh_at[i] = record ~= nil and record.version ~= p.version and now < record.reset_at and record.reset_at
   end
 
   local allowed, ttl, changed = true, 0, false
@@ -257,7 +260,8 @@ local function finish_decision(d, decided, allowed)
   local count = #set
   local by_slot, current, log_keys, outcomes = decided.by_slot, decided.current, decided.log_keys, decided.outcomes
   local ttl, changed = decided.ttl, decided.changed
-  if allowed and cost > 0 and not refunding then
+  local charged = allowed and cost > 0 and not refunding
+  if charged then
     for i = 1, count do
       ttl = max(ttl, store(set[i], by_slot, log_keys[i], outcomes[i].next, outcomes[i], capacities[i], now, min_ttl))
     end
@@ -295,11 +299,19 @@ local function finish_decision(d, decided, allowed)
 
   for i = 1, count do
     local o = outcomes[i]
+    local reset, retry = o.reset, o.retry
+    -- Another version's state left as it was: this one's waits end no later than it resets,
+    -- when the next decision reads a fresh state (a refund or charge wrote this version's).
+    local fresh = not charged and not refunding and decided.fresh_at[i]
+    if fresh then
+      reset = min(reset, fresh - now)
+      if not o.allowed then retry = min(retry, fresh - now) end
+    end
     -- An allowed policy has no retry and a refused one no delay: one signed number says which
     -- wait, and with it the outcome.
     local wait = o.delay
-    if not o.allowed then wait = ${refusedWaitLua('o.retry')} end
-    reply[n + 1], reply[n + 2], reply[n + 3] = o.remaining, o.reset, wait
+    if not o.allowed then wait = ${refusedWaitLua('retry')} end
+    reply[n + 1], reply[n + 2], reply[n + 3] = o.remaining, reset, wait
     n = n + ${REPLY_NUMBERS}
   end
 end
