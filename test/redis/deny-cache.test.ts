@@ -331,6 +331,36 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     expect((await here.consume('k')).allowed).toBe(true);
   });
 
+  // Regression: a refusal read from another version's state (a rolling deploy) gave the new
+  // version's own wait, 12 s for gcra at 5 a minute, though Redis, converting the same units
+  // on every read, refused until the old state reset an hour on: the cache counted that wait
+  // down while Redis answered 12 s again, and the client was sent back some 300 times.
+  const pairs = algorithms.flatMap((from) => algorithms.map((to) => [from, to] as const));
+  it.each(pairs)('replays a refusal read from another version %s → %s exactly as Redis gives it', async (from, to) => {
+    const clock = manualClock();
+    const cached = createRedisStore({ client, prefix: `versions-cached-${randomUUID()}:` });
+    const plain = createRedisStore({ client, prefix: `versions-plain-${randomUUID()}:`, denyCache: false });
+    const strict = { onStoreError: 'throw', storeTimeoutMs: 10_000, clock, prefix: 'v' } as const;
+    const version = (store: typeof plain, algorithm: AlgorithmName, window: '1h' | '1m') =>
+      createLimiter({ ...strict, store, policies: [{ name: 'p', limit: 5, window, algorithm }] });
+    const [oldCached, oldPlain] = [version(cached, from, '1h'), version(plain, from, '1h')];
+    const [newCached, newPlain] = [version(cached, to, '1m'), version(plain, to, '1m')];
+    let spent: Decision | undefined;
+    for (let i = 0; i < 5; i++) {
+      await oldCached.consume('k');
+      spent = await oldPlain.consume('k');
+    }
+    const resetAt = clock() + (spent as Decision).resetAfterMs;
+    for (const step of [1, 11_000, 1_000, 60_000, 600_000]) {
+      clock.advance(step);
+      const decision = await newPlain.consume('k');
+      expect(decision).toMatchObject({ allowed: false, retryAfterMs: resetAt - clock() });
+      expect(await newCached.consume('k')).toEqual(decision);
+    }
+    clock.set(resetAt);
+    expect((await newCached.consume('k')).allowed).toBe(true);
+  });
+
   it('misses a reset made through another process until the cached wait ends, and no longer', async () => {
     const clock = manualClock();
     const prefix = `other-${randomUUID()}:`;

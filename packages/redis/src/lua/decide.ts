@@ -27,7 +27,7 @@ export const decideLua = `
 -- Globals are table lookups on every use; this loop reads them thousands of times per call.
 -- TTLs go to Redis through format('%d'): a Lua number would be printed through the slower
 -- floating-point path.
-local KEYS, ARGV, find, format, tonumber, min = KEYS, ARGV, string.find, string.format, tonumber, math.min
+local KEYS, ARGV, find, format, tonumber = KEYS, ARGV, string.find, string.format, tonumber
 local redis_now = nil
 local function read_redis_now()
   local time = redis.call('TIME')
@@ -300,12 +300,13 @@ local function finish_decision(d, decided, allowed)
   for i = 1, count do
     local o = outcomes[i]
     local reset, retry = o.reset, o.retry
-    -- Another version's state left as it was: this one's waits end no later than it resets,
-    -- when the next decision reads a fresh state (a refund or charge wrote this version's).
+    -- Another version's state left as it was: until it resets, every read converts the same
+    -- units as if spent just then and decides as this one did; then the slot is fresh. So
+    -- its waits end exactly then, whatever this version's shape would have released first.
     local fresh = not charged and not refunding and decided.fresh_at[i]
     if fresh then
-      reset = min(reset, fresh - now)
-      if not o.allowed then retry = min(retry, fresh - now) end
+      reset = fresh - now
+      if not o.allowed then retry = reset end
     end
     -- An allowed policy has no retry and a refused one no delay: one signed number says which
     -- wait, and with it the outcome.
