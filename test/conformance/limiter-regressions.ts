@@ -104,30 +104,38 @@ export function limiterRegressions(store: () => RateLimitStore) {
   });
 
   // Regression: a refusal read from another version's state gave that state's wait as this
-  // version's shape would spend it (gcra: 12 minutes for 5 of 5 an hour), though the state
-  // reads as fresh once the version that wrote it has reset. Clients were sent away for
-  // nothing, and on Redis the deny cache kept refusing what the store then admitted.
-  it.each(pairs)(
-    "a refusal read from another version's state %s → %s waits no longer than that state takes to reset",
-    async (from, to) => {
+  // version's shape would spend it (gcra: 12 minutes for 5 of 5 an hour), though each read
+  // converts what the other version's state has spent by then, and it reads as fresh once
+  // that has reset. Clients were sent away for nothing, or sent back to be refused again
+  // (an old hour's 5 of 5 read by 5 a minute: told 12 s, admitted 12 minutes later), and on
+  // Redis the deny cache kept refusing what the store then admitted.
+  const windowChanges = [
+    ['1m', '1h'],
+    ['1h', '1m'],
+  ] as const;
+  it.each(windowChanges.flatMap(([before, after]) => pairs.map(([from, to]) => [from, before, to, after] as const)))(
+    "a refusal read from another version's state %s %s → %s %s says when the client is next admitted",
+    async (from, before, to, after) => {
       const clock = manualClock(START_MS);
       const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
       const policy = (algorithm: AlgorithmName, window: '1m' | '1h') => [{ name: 'p', limit: 5, window, algorithm }];
-      const old = createLimiter({ ...shared, policies: policy(from, '1m') });
+      const old = createLimiter({ ...shared, policies: policy(from, before) });
       let spent = await old.consume('k');
       for (let i = 1; i < 5; i++) spent = await old.consume('k');
       expect(spent.remaining).toBe(0);
-      const next = createLimiter({ ...shared, policies: policy(to, '1h') });
+      const next = createLimiter({ ...shared, policies: policy(to, after) });
       clock.advance(1);
       const refused = await next.consume('k');
       expect(refused.allowed).toBe(false);
       const oldResetsIn = spent.resetAfterMs - 1;
       expect(refused.retryAfterMs).toBeGreaterThan(0);
       expect(refused.retryAfterMs).toBeLessThanOrEqual(oldResetsIn);
-      expect(refused.policies[0]?.resetAfterMs).toBeLessThanOrEqual(oldResetsIn);
-      // Once the old version's state has reset the client is admitted, though the refusal was
-      // remembered (Redis's deny cache).
-      clock.set(START_MS + spent.resetAfterMs);
+      expect(refused.policies[0]?.resetAfterMs).toBe(oldResetsIn);
+      // Refused until the wait is over, though the refusal may be remembered (Redis's deny
+      // cache), and admitted the moment it is.
+      clock.set(START_MS + 1 + refused.retryAfterMs - 1);
+      expect((await next.consume('k')).allowed).toBe(false);
+      clock.set(START_MS + 1 + refused.retryAfterMs);
       expect((await next.consume('k')).allowed).toBe(true);
     },
   );

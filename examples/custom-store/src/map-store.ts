@@ -1,5 +1,5 @@
 import {
-  capConvertedWaits,
+  type ConvertedState,
   convertStateWithReset,
   decide,
   type Policy,
@@ -7,15 +7,16 @@ import {
   refundStates,
   type State,
   type StoreRequest,
+  settleConvertedWaits,
 } from '@sluice/core';
 
-/** A state as read, and how long until the other version's state it was converted from has reset. */
+/** A state as read, and for one converted from another version's, what it was read from. */
 interface Read {
   state: State | undefined;
-  resetAfterMs: number | undefined;
+  converted: ConvertedState | undefined;
 }
 
-const notHeld: Read = { state: undefined, resetAfterMs: undefined };
+const notHeld: Read = { state: undefined, converted: undefined };
 
 interface Entry {
   state: State;
@@ -43,15 +44,16 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
   const entryKey = (namespace: string, key: string, policy: Policy) => `${namespace}|${key}|${policy.slot}`;
 
   /**
-   * A policy's state as this version reads it, and for a state another version wrote, how long
-   * until that one has fully reset: it reads as fresh from then on.
+   * A policy's state as this version reads it, and for a state another version wrote, what it
+   * was converted from: the waits of a refusal depend on it.
    */
   const readOne = (request: StoreRequest, policy: Policy, now: number): Read => {
     const entry = entries.get(entryKey(request.namespace, request.key, policy));
     if (entry === undefined || entry.expiresAt <= now) return notHeld;
-    if (entry.writtenBy.version === policy.version) return { state: entry.state, resetAfterMs: undefined };
+    if (entry.writtenBy.version === policy.version) return { state: entry.state, converted: undefined };
     // Another version wrote it: what it spent carries over, so the change grants no fresh quota.
-    return convertStateWithReset(entry.state, entry.writtenBy, policy, now) ?? notHeld;
+    const converted = convertStateWithReset(entry.state, entry.writtenBy, policy, now);
+    return converted === undefined ? notHeld : { state: converted.state, converted };
   };
   const read = (request: StoreRequest, now: number) => request.policies.map((policy) => readOne(request, policy, now));
 
@@ -85,13 +87,12 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
       );
       // All or nothing: new states come back only when every policy allowed and cost > 0. A
       // refusal writes nothing, so another version's state stays as that version left it, and
-      // no wait outlasts it.
+      // the waits follow it.
       if (reply.next !== undefined) write(request, reply.next, now);
-      else
-        capConvertedWaits(
-          reply.outcomes,
-          reads.map((r) => r.resetAfterMs),
-        );
+      else {
+        const converted = reads.map((r) => r.converted);
+        settleConvertedWaits(reply.outcomes, converted, request.policies, request.capacities, request.cost, now);
+      }
       return { allowed: reply.allowed, now, outcomes: reply.outcomes };
     },
     async refund(request) {

@@ -1,12 +1,12 @@
-export type { Algorithm, Evaluation, State, Values } from './algorithms/index.js';
+export type { Algorithm, ConvertedState, Evaluation, State, Values } from './algorithms/index.js';
 export {
   algorithmNames,
   algorithms,
-  capConvertedWaits,
   convertState,
   convertStateWithReset,
   decide,
   refundStates,
+  settleConvertedWaits,
 } from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';

@@ -1,27 +1,11 @@
-import type { AlgorithmName, Policy, PolicyOutcome, StoreReply } from '../types.js';
+import type { Policy, PolicyOutcome, StoreReply } from '../types.js';
 import type { Algorithms, State } from './algorithm.js';
-import { fixedWindow } from './fixed-window.js';
-import { gcra } from './gcra.js';
-import { leakyBucket } from './leaky-bucket.js';
-import { slidingWindowCounter } from './sliding-window-counter.js';
-import { slidingWindowLog } from './sliding-window-log.js';
-import { tokenBucket } from './token-bucket.js';
+import { algorithms } from './table.js';
 
 export type { Algorithm, Algorithms, Evaluation, State, Values } from './algorithm.js';
-
-/** Soft and elastic throttling raise a capacity at most this many times (1000 % overage). */
-const MAX_CAPACITY_FACTOR = 11;
-
-export const algorithms: Algorithms = {
-  'token-bucket': tokenBucket,
-  'leaky-bucket': leakyBucket,
-  gcra,
-  'fixed-window': fixedWindow,
-  'sliding-window-log': slidingWindowLog,
-  'sliding-window-counter': slidingWindowCounter,
-};
-
-export const algorithmNames = Object.keys(algorithms) as AlgorithmName[];
+export type { ConvertedState } from './convert.js';
+export { convertState, convertStateWithReset, settleConvertedWaits } from './convert.js';
+export { algorithmNames, algorithms } from './table.js';
 
 /**
  * One all-or-nothing decision over several policies: every policy is evaluated on the
@@ -68,63 +52,6 @@ export function decide<S = State>(
     }
   }
   return { allowed, now, outcomes, next: allowed && cost > 0 ? next : undefined };
-}
-
-/**
- * Another version's state, read by `policy` (SPEC §4: state is kept per policy name). The
- * units it has spent as of `now` carry over; a state that has fully reset is fresh. Nothing
- * else is trusted, so a changed limit, window or algorithm never grants a fresh quota, and
- * two versions taking turns admit no more than the larger limit.
- */
-export function convertState<S = State>(
-  state: S | undefined,
-  from: Policy,
-  policy: Policy,
-  now: number,
-  table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
-): S | undefined {
-  return convertStateWithReset(state, from, policy, now, table)?.state;
-}
-
-/**
- * `convertState`, with how long until the state it read has fully reset: while nothing is
- * written, the next read after that finds it fresh, so no wait the converted state gives can
- * be longer (see `capConvertedWaits`).
- */
-export function convertStateWithReset<S = State>(
-  state: S | undefined,
-  from: Policy,
-  policy: Policy,
-  now: number,
-  table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
-): { state: S; resetAfterMs: number } | undefined {
-  // Evaluated at the largest capacity throttling can give, so that units spent beyond the
-  // base capacity (soft or elastic overage, a queue) are counted, not cut off at zero left.
-  const ceiling = from.capacity * MAX_CAPACITY_FACTOR;
-  const as = table[from.algorithm].evaluate(state, from, ceiling, 0, now);
-  if (as.resetAfterMs === 0) return undefined;
-  const seeded = table[policy.algorithm].seed(Math.max(1, ceiling - as.remaining), policy, now);
-  return { state: seeded, resetAfterMs: as.resetAfterMs };
-}
-
-/**
- * Shortens the waits of a decision that charged nothing to when the other versions' states it
- * read have fully reset (`resetsAfterMs[i]`, from `convertStateWithReset`; `undefined` for a
- * policy whose state was its own or none). Such a state stays as the other version left it,
- * so it reads as fresh from then on: a refusal that said to wait longer would send clients
- * away for nothing, and a cache of refusals would refuse what the store then allows.
- */
-export function capConvertedWaits(
-  outcomes: readonly PolicyOutcome[],
-  resetsAfterMs: readonly (number | undefined)[],
-): void {
-  for (let i = 0; i < outcomes.length; i++) {
-    const resetAfterMs = resetsAfterMs[i];
-    if (resetAfterMs === undefined) continue;
-    const outcome = outcomes[i] as PolicyOutcome;
-    outcome.resetAfterMs = Math.min(outcome.resetAfterMs, resetAfterMs);
-    if (!outcome.allowed) outcome.retryAfterMs = Math.min(outcome.retryAfterMs, resetAfterMs);
-  }
 }
 
 /** The states after a refund; `undefined` entries stay fresh. */

@@ -1,5 +1,5 @@
 import type { EvaluateAt } from '../algorithms/algorithm.js';
-import { capConvertedWaits, decide, refundStates } from '../algorithms/index.js';
+import { decide, refundStates, settleConvertedWaits } from '../algorithms/index.js';
 import { invalid } from '../errors.js';
 import { checkOptionNames } from '../known-options.js';
 import { storeKey } from '../store-key.js';
@@ -217,7 +217,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       // Written only when charged: a refusal leaves the other version's states as they are.
       reply = decide(taken.states, policies, capacities, cost, now, memoryAlgorithms);
       if (reply.next !== undefined) replace(entry as Entry, layout, taken, reply.next);
-      else capConvertedWaits(reply.outcomes, taken.resetsAfterMs);
+      else settleConvertedWaits(reply.outcomes, taken.converted, policies, capacities, cost, now, memoryAlgorithms);
     } else {
       const states = at < 0 ? noStates : readStates(entry as Entry, at, policies);
       reply = decide(states, policies, capacities, cost, now, memoryAlgorithms);

@@ -1,4 +1,4 @@
-import { convertStateWithReset } from '../algorithms/index.js';
+import { type ConvertedState, convertStateWithReset } from '../algorithms/index.js';
 import type { Policy } from '../types.js';
 import { type Entry, readStates, removeSegment, segmentsOf } from './entry.js';
 import type { Layout, Layouts } from './layouts.js';
@@ -8,8 +8,8 @@ import { type MemoryState, memoryAlgorithms } from './sliding-log.js';
 export interface TakenOver {
   /** This layout's states, slot by slot; `undefined` where no version had state. */
   readonly states: readonly (MemoryState | undefined)[];
-  /** Slot by slot, how long until a converted state has fully reset; `undefined` if not converted. */
-  readonly resetsAfterMs: readonly (number | undefined)[];
+  /** Slot by slot, what a converted state was read from (`settleConvertedWaits`); `undefined` if not converted. */
+  readonly converted: readonly (ConvertedState<MemoryState> | undefined)[];
   /** Slots this layout lacks, kept as they are for the version that has them. */
   readonly extras: readonly Policy[];
   readonly extraStates: readonly MemoryState[];
@@ -28,7 +28,7 @@ export interface TakenOver {
 export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: number): TakenOver | undefined {
   const mine = layout.policies;
   const states: (MemoryState | undefined)[] = mine.map(() => undefined);
-  const resetsAfterMs: (number | undefined)[] = mine.map(() => undefined);
+  const converted: (ConvertedState<MemoryState> | undefined)[] = mine.map(() => undefined);
   const extras: Policy[] = [];
   const extraStates: MemoryState[] = [];
   const offsets: number[] = [];
@@ -50,12 +50,11 @@ export function takeOver(entry: Entry, layout: Layout, layouts: Layouts, now: nu
         if (from.version === to.version) {
           states[i] = read[j];
         } else {
-          const converted = convertStateWithReset(read[j], from, to, now, memoryAlgorithms);
-          states[i] = converted?.state;
-          resetsAfterMs[i] = converted?.resetAfterMs;
+          converted[i] = convertStateWithReset(read[j], from, to, now, memoryAlgorithms);
+          states[i] = converted[i]?.state;
         }
       }
     });
   }
-  return found ? { states, resetsAfterMs, extras, extraStates, offsets } : undefined;
+  return found ? { states, converted, extras, extraStates, offsets } : undefined;
 }
