@@ -1,5 +1,5 @@
-import { isSluiceError } from '@sluice/core';
-import { isRulesError, parseRules, type RuleProblem } from '@sluice/rules';
+import { isSluiceError, type SluiceError, toPolicy } from '@sluice/core';
+import { coreVerdict, isRulesError, parseRules, type RuleProblem, UNIT_MS } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
 
 /** The problems `parseRules` reports for a text; fails when it parses. */
@@ -130,6 +130,19 @@ describe('rules validation', () => {
       'domain: d\ndescriptors:\n  - key: u\n    rate_limit:\n      unit: year\n      requests_per_unit: 1000000\n',
     );
     expect(problems.map(brief)).toEqual([['ERR_SLUICE_RULES_INVALID_POLICY', 6, 26]]);
+    // Core's own verdict, without its mark, and the code it came from.
+    let refused: SluiceError | undefined;
+    try {
+      toPolicy({ name: 'per-year', limit: 1_000_000, window: UNIT_MS.year, algorithm: 'fixed-window' }, 'rate_limit');
+    } catch (error) {
+      refused = error as SluiceError;
+    }
+    expect(coreVerdict(refused as SluiceError)).toMatch(
+      /^Option `rate_limit\.window` .* \(from ERR_SLUICE_INVALID_WINDOW\)$/,
+    );
+    expect(problems[0]?.message).toBe(
+      `\`requests_per_unit\` 1000000 per year is beyond what a limiter can count: ${coreVerdict(refused as SluiceError)}`,
+    );
   });
 
   it('replaces must name another rule', () => {

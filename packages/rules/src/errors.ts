@@ -43,6 +43,13 @@ export class RulesError extends SluiceError {
   }
 }
 
+/**
+ * Core's verdict on a policy, as a problem of the rule that holds it tells it: core's message
+ * without its `[sluice]` mark, and the code it came from (the problem has a code of its own).
+ */
+export const coreVerdict = (error: SluiceError): string =>
+  `${error.message.replace(/^\[sluice\] /, '')} (from ${error.code})`;
+
 /** True for an error of a rules document, whichever copy of this package created it. */
 export function isRulesError(value: unknown): value is RulesError {
   return isSluiceError(value) && Array.isArray((value as { problems?: unknown }).problems);

@@ -1,5 +1,5 @@
 export type { RuleProblem } from './errors.js';
-export { isRulesError, RulesError } from './errors.js';
+export { coreVerdict, isRulesError, RulesError } from './errors.js';
 export { loadRules } from './load-rules.js';
 export type { ParseRulesOptions } from './parse-rules.js';
 export { parseRules } from './parse-rules.js';

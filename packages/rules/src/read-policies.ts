@@ -10,6 +10,7 @@ import {
 } from '@sluice/core';
 import { isMap, isSeq, type Node } from 'yaml';
 import { hasAmbiguousNumbers } from './ambiguous-numbers.js';
+import { coreVerdict } from './errors.js';
 import { plainOf } from './plain-values.js';
 import { type Field, fieldsOf, type Reader } from './reader.js';
 
@@ -43,8 +44,7 @@ function reportCore(reader: Reader, error: unknown, root: Node, prefix: string):
     if (next === undefined) break;
     node = next;
   }
-  const message = error.message.replace(/^\[sluice\] /, '');
-  reader.report(node, 'ERR_SLUICE_RULES_INVALID_POLICY', `${message} (from ${error.code})`);
+  reader.report(node, 'ERR_SLUICE_RULES_INVALID_POLICY', coreVerdict(error));
 }
 
 /**

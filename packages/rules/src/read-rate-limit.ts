@@ -1,6 +1,7 @@
 import { isSluiceError, type PolicyOptions, toPolicy } from '@sluice/core';
 import { isSeq, type Node } from 'yaml';
 import { resolved } from './aliases.js';
+import { coreVerdict } from './errors.js';
 import { type Field, fieldsOf, flagOf, type Reader, required, textOf, uint32Of, withValue } from './reader.js';
 import type { RateLimitUnit, Rule } from './types.js';
 
@@ -67,11 +68,10 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
   } catch (error) {
     if (!isSluiceError(error)) throw error;
     // Core keeps limit × window exact in a double: 2^49, some 17,000 a year or 6.5 million a day.
-    const why = `${error.message.replace(/^\[sluice\] /, '')} (from ${error.code})`;
     reader.report(
       countField?.value,
       'ERR_SLUICE_RULES_INVALID_POLICY',
-      `\`requests_per_unit\` ${count} per ${unit} is beyond what a limiter can count: ${why}`,
+      `\`requests_per_unit\` ${count} per ${unit} is beyond what a limiter can count: ${coreVerdict(error)}`,
     );
     return undefined;
   }

@@ -6,7 +6,7 @@ import {
   type RateLimitStore,
   type RuleLike,
 } from '@sluice/core';
-import { type RuleProblem, type RuleSet, RulesError } from '@sluice/rules';
+import { coreVerdict, type RuleProblem, type RuleSet, RulesError } from '@sluice/rules';
 
 export interface LimiterSettings {
   store: RateLimitStore;
@@ -48,8 +48,7 @@ export function checkRuleLimiters(rules: RuleSet, limiterOf: (rule: RuleLike) =>
       limiterOf(rule);
     } catch (error) {
       if (!isSluiceError(error)) throw error;
-      const message = `${error.message.replace(/^\[sluice\] /, '')} (from ${error.code})`;
-      problems.push({ code: 'ERR_SLUICE_RULES_INVALID_POLICY', message, ...rule.location });
+      problems.push({ code: 'ERR_SLUICE_RULES_INVALID_POLICY', message: coreVerdict(error), ...rule.location });
     }
   }
   if (problems.length > 0) throw new RulesError(problems);
