@@ -140,6 +140,47 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // A queue admits past the capacity, so the units a converted state may hold and still be
+  // admitted are more than the capacity less the cost: found by searching up from there.
+  const queued = ['gcra', 'leaky-bucket'] as const;
+  it.each(queued.flatMap((to) => algorithmNames.map((from) => [from, to] as const)))(
+    "a refusal read from another version's state %s → %s with a queue says when the client is next admitted",
+    async (from, to) => {
+      const clock = manualClock(START_MS);
+      const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
+      const old = createLimiter({ ...shared, policies: [{ name: 'p', limit: 20, window: '1h', algorithm: from }] });
+      for (let i = 0; i < 20; i++) await old.consume('k');
+      const next = createLimiter({
+        ...shared,
+        policies: [{ name: 'p', limit: 5, window: '1m', algorithm: to, queue: { maxDelayMs: '30s' } }],
+      });
+      clock.advance(1);
+      const refused = await next.consume('k', { cost: 2 });
+      expect(refused.allowed).toBe(false);
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      clock.set(START_MS + 1 + refused.retryAfterMs - 1);
+      expect((await next.consume('k', { cost: 2 })).allowed).toBe(false);
+      clock.set(START_MS + 1 + refused.retryAfterMs);
+      expect((await next.consume('k', { cost: 2 })).allowed).toBe(true);
+    },
+  );
+
+  // Regression: a refund on another version's state wrote the state back even when it gave
+  // everything back, as of now, where a client's own state back to fresh is dropped: a clock
+  // that then stepped back read that fresh gcra state as spent (the memory store).
+  it("a refund that gives back everything on another version's state leaves the client fresh, even to a clock that steps back", async () => {
+    const clock = manualClock(START_MS);
+    const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
+    const policy = (algorithm: AlgorithmName) => [{ name: 'p', limit: 3, window: 3000, algorithm }];
+    const old = createLimiter({ ...shared, policies: policy('sliding-window-log') });
+    const next = createLimiter({ ...shared, policies: policy('gcra') });
+    expect((await old.consume('k', { cost: 3 })).allowed).toBe(true);
+    clock.advance(100);
+    await next.refund('k', 3);
+    clock.set(START_MS - 1000);
+    expect(await next.peek('k')).toMatchObject({ allowed: true, remaining: 3, resetAfterMs: 0 });
+  });
+
   it('a changed window or limit keeps what was spent; a slot the new version lacks is kept for the old one', async () => {
     const clock = manualClock(START_MS);
     const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };

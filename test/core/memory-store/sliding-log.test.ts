@@ -59,6 +59,43 @@ describe("the memory store's sliding log decides as core's reference", () => {
   });
 });
 
+describe("a refusal's wait on the memory store's sliding log", () => {
+  // Read from the oldest entries when fewer units must leave than may stay, else from the
+  // newest: both ends, every cost up to past the capacity, a capacity that falls below the
+  // units logged (throttling's overage ending), the same as the reference's.
+  it('is the reference wait, from whichever end of the log it is read', () => {
+    const step = fc.record({
+      advance: fc.integer({ min: 0, max: 19 }),
+      cost: fc.integer({ min: 1, max: 16 }),
+      extra: fc.constantFrom(0, 0, 3, 20),
+    });
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.array(step, { minLength: 20, maxLength: 80 }),
+        (limit, windowMs, steps) => {
+          const policy: Policy = toPolicy({ limit, window: windowMs, algorithm: 'sliding-window-log' }, 'policy');
+          let expected: State | undefined;
+          let log: LogBuffer | undefined;
+          let now = START;
+          for (const { advance, cost, extra } of steps) {
+            now += advance;
+            const want = reference.evaluate(expected, policy, limit + extra, cost, now);
+            const got = memorySlidingLog.evaluate(log, policy, limit + extra, cost, now);
+            expect(outcomeOf(got)).toEqual(outcomeOf(want));
+            if (want.allowed) {
+              expected = want.next;
+              log = stored(got.next);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
 /**
  * Values copied by array slices and typed-array moves while `run` runs: every way the log could
  * be copied. The memory store used to copy the whole log twice per decision.

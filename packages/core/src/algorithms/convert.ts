@@ -87,8 +87,9 @@ const ceilingOf = (policy: Policy): number => policy.capacity * MAX_CAPACITY_FAC
 
 /**
  * The most units a converted state may hold for `policy` still to admit `cost`, 0 if none (a
- * converted state holds at least one). Admission only falls as the units grow, so this is
- * found by doubling, then halving the gap.
+ * converted state holds at least one). Admission only falls as the units grow. Without a
+ * queue it is `capacity − cost`, which two evaluations confirm; else the search steps up from
+ * there by doubling, or down, then halves the gap.
  */
 function mostSpentAdmitting<S>(
   policy: Policy,
@@ -100,10 +101,17 @@ function mostSpentAdmitting<S>(
   const algorithm = table[policy.algorithm];
   const admits = (used: number) =>
     algorithm.evaluate(algorithm.seed(used, policy, now), policy, capacity, cost, now).allowed;
-  if (!admits(1)) return 0;
-  let most = 1;
-  let refused = 2;
-  while (admits(refused)) [most, refused] = [refused, refused * 2];
+  let most = Math.max(1, Math.floor(capacity - cost));
+  let refused: number;
+  if (admits(most)) {
+    let step = 1;
+    while (admits(most + step)) [most, step] = [most + step, step * 2];
+    refused = most + step;
+  } else {
+    if (most === 1 || !admits(1)) return 0;
+    refused = most;
+    most = 1;
+  }
   while (refused - most > 1) {
     const middle = Math.floor((most + refused) / 2);
     if (admits(middle)) most = middle;

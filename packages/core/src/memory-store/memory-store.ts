@@ -192,10 +192,13 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return lastLayout as Layout;
   };
 
-  /** Replaces what other versions left with this layout's states, and the slots it lacks. */
-  const replace = (entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[]) => {
+  /**
+   * Replaces what other versions left with this layout's states (none when they are all
+   * fresh), and the slots it lacks.
+   */
+  const replace = (entry: Entry, layout: Layout, taken: TakenOver, states: readonly MemoryState[] | undefined) => {
     for (const at of taken.offsets) removeSegment(entry, at);
-    writeSegment(entry, -1, layout.id, states, layout.policies);
+    if (states !== undefined) writeSegment(entry, -1, layout.id, states, layout.policies);
     if (taken.extras.length > 0) {
       writeSegment(entry, -1, layouts.of(layout.namespace, taken.extras).id, taken.extraStates, taken.extras);
     }
@@ -381,9 +384,11 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
       const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
       const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
-      if (taken !== undefined) replace(entry, layout, taken, states);
-      else if (allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes))
-        removeSegment(entry, at);
+      // A state back to fresh is dropped, not kept as of now: a clock that then steps back
+      // would read it as spent.
+      const back = allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes);
+      if (taken !== undefined) replace(entry, layout, taken, back ? undefined : states);
+      else if (back) removeSegment(entry, at);
       else writeSegment(entry, at, layout.id, states, policies);
     }
     table.keep(request.key, slot, entry);

@@ -61,15 +61,31 @@ export class LogBuffer {
     return this.cursor < this.tail ? Math.max(now, this.values[this.tail - 2] as number) : now;
   }
 
-  /** Entry i leaves the window at t_i + W: reads from the oldest live entry only as far as enough have left. */
+  /**
+   * Entry i leaves the window at t_i + W: the wait is until the oldest live entry whose leaving
+   * leaves at most `capacity − cost` units. Read from whichever end holds fewer units to step
+   * over: from the oldest, those that must leave; from the newest, those that may stay. (A
+   * policy that reads another version's long log asks for nearly all of it to leave.)
+   */
   retryAfter(used: number, capacity: number, cost: number, windowMs: number, now: number): number {
-    const { values, tail } = this;
-    let left = used;
-    for (let i = this.cursor; i < tail; i += 2) {
-      left -= values[i + 1] as number;
-      if (left + cost <= capacity) return Math.trunc((values[i] as number) + windowMs - now);
+    const { values, tail, cursor } = this;
+    const mayStay = capacity - cost;
+    if (mayStay < 0) return windowMs;
+    if (used - mayStay <= mayStay) {
+      let left = used;
+      for (let i = cursor; i < tail; i += 2) {
+        left -= values[i + 1] as number;
+        if (left <= mayStay) return Math.trunc((values[i] as number) + windowMs - now);
+      }
+      return windowMs;
     }
-    return windowMs;
+    let newer = 0;
+    let i = tail - 2;
+    while (i > cursor && newer + (values[i + 1] as number) <= mayStay) {
+      newer += values[i + 1] as number;
+      i -= 2;
+    }
+    return Math.trunc((values[i] as number) + windowMs - now);
   }
 
   /** Drops what is at or before `boundary` from the head, as the reference's prune does. */
