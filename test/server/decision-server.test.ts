@@ -135,6 +135,31 @@ describe('createDecisionServer', () => {
     expect(asked).toBe(1);
   });
 
+  // Regression: one connection to the gRPC port that never began HTTP/2 (a port scan, a client
+  // stalled before its preface) held close() and SIGTERM for as long as its client kept it:
+  // grpc-js's forced shutdown destroyed its session and left its socket open.
+  it('close() ends, within shutdownTimeoutMs, a gRPC connection that never began HTTP/2', async () => {
+    const server = createDecisionServer({
+      rules,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log: quietLog,
+      shutdownTimeoutMs: 50,
+    });
+    const { grpcPort } = await server.listen();
+    // A client that keeps its side open when the server ends its own, as a stalled one does.
+    const idle = connect({ port: grpcPort, host: '127.0.0.1', allowHalfOpen: true });
+    idle.on('error', () => {});
+    await new Promise((resolve) => idle.once('connect', resolve));
+    try {
+      // Within the test's own timeout, far past shutdownTimeoutMs: it waited until the client left.
+      await server.close();
+    } finally {
+      idle.destroy();
+    }
+  });
+
   // Regression: a health check that arrived once close() had begun got the JSON refusal meant
   // for calls, which a probe reading `/healthcheck` as text does not parse.
   it('answers a /healthcheck that arrives during close() with NOT_SERVING text', async () => {

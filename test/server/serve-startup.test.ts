@@ -104,29 +104,23 @@ describe('sluice refuses to start, with a clear message and a non-zero exit', ()
     expect(output).toContain('EADDRINUSE');
   });
 
-  // Regression: grpc-js wrote its own plain-text line ("E No address added …") among the
-  // service's JSON lines, which a log shipper parsing each line as JSON drops or flags.
-  it('exit 1 when the gRPC port is taken, every line of its log JSON', async () => {
+  // Regression: grpc-js wrote its own plain-text lines ("E No address added …" for a port it
+  // could not bind, traces asked for) among the service's JSON lines, which a log shipper
+  // parsing each line as JSON drops or flags.
+  it('exit 1 when the gRPC port is taken, every line of its log JSON, grpc-js traces included', async () => {
     const { createServer } = await import('node:net');
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
     const { port } = taken.address() as { port: number };
-    const { code, output } = await exitOf([
-      'serve',
-      '--rules',
-      rules,
-      '--host',
-      '127.0.0.1',
-      '--grpc-port',
-      String(port),
-      '--http-port',
-      '0',
-    ]);
+    const { code, output } = await exitOf(
+      ['serve', '--rules', rules, '--host', '127.0.0.1', '--grpc-port', String(port), '--http-port', '0'],
+      { GRPC_TRACE: 'server', GRPC_VERBOSITY: 'DEBUG' },
+    );
     taken.close();
     expect(code).toBe(1);
     const lines = output.trim().split('\n');
     expect(lines.map((line) => JSON.parse(line).level)).toContain('error');
-    expect(lines.find((line) => line.includes('"source":"grpc-js"'))).toContain('No address added');
+    expect(lines.find((line) => line.includes('"source":"grpc-js"'))).toContain('server');
     expect(output).toContain('EADDRINUSE');
   });
 });

@@ -1,9 +1,9 @@
 import type { Server as HttpServer } from 'node:http';
-import { isIPv6 } from 'node:net';
 import type { CountedStore } from '@sluice/otel';
 import type { RuleSet } from '@sluice/rules';
 import { createCallHandler } from './call-handler.js';
 import { createDecider } from './decider.js';
+import { type GrpcListener, listenGrpc } from './grpc-listener.js';
 import { createGrpcServer } from './grpc-server.js';
 import { createHttpServer } from './http-server.js';
 import { createServiceMetrics } from './metrics.js';
@@ -85,14 +85,16 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   const grpc = createGrpcServer(handleCall);
   const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing);
 
-  const bindGrpc = (): Promise<number> =>
-    new Promise((resolve, reject) => {
-      grpc.server.bindAsync(
-        `${isIPv6(settings.host) ? `[${settings.host}]` : settings.host}:${settings.grpcPort}`,
-        settings.grpcCredentials,
-        (error, port) => (error ? reject(error) : resolve(port)),
-      );
-    });
+  let grpcListener: GrpcListener | undefined;
+  const bindGrpc = async (): Promise<number> => {
+    grpcListener = await listenGrpc(grpc.server, settings.grpcCredentials, settings.host, settings.grpcPort);
+    return grpcListener.port;
+  };
+  /** Ends gRPC at once: its calls, sessions and every connection, one that never began HTTP/2 too. */
+  const forceGrpc = (): void => {
+    grpc.server.forceShutdown();
+    grpcListener?.destroyConnections();
+  };
   const bindHttp = (): Promise<number> =>
     new Promise((resolve, reject) => {
       http.once('error', reject);
@@ -105,7 +107,8 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
 
   const stopGrpc = (): Promise<void> =>
     new Promise((resolve) => {
-      const timer = setTimeout(() => grpc.server.forceShutdown(), settings.shutdownTimeoutMs);
+      grpcListener?.stopAccepting();
+      const timer = setTimeout(forceGrpc, settings.shutdownTimeoutMs);
       grpc.server.tryShutdown(() => {
         clearTimeout(timer);
         resolve();
@@ -128,7 +131,8 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     try {
       httpPort = await bindHttp();
     } catch (error) {
-      grpc.server.forceShutdown();
+      grpcListener?.stopAccepting();
+      forceGrpc();
       throw error;
     }
     log.line('info', 'listening', { grpcPort, httpPort, host: settings.host, store: settings.store.name });

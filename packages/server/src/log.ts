@@ -19,7 +19,7 @@ export function createServiceLog(write: (text: string) => void = (text) => proce
 }
 
 /**
- * Sends grpc-js's own lines (a port it could not bind, traces asked for with `GRPC_TRACE`) to
+ * Sends grpc-js's own lines (its errors, traces asked for with `GRPC_TRACE`) to
  * `log`, where they were plain text on stderr among the JSON lines. For the process's service:
  * grpc-js keeps one logger per process.
  */
