@@ -103,4 +103,20 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
     );
     expect(counts.map((fields) => Object.values(fields))).toEqual(Array.from({ length: 10 }, () => ['1']));
   });
+
+  // Regression: clients arriving together past maxKeys waited for the sync interval (a minute
+  // here), one table's worth a tick: a waiter found no client decided on yet (their first reads
+  // still on the way), and one that found some asked for a sync while the last was ending, and
+  // was given that one's end.
+  it('decides many new clients arriving at once past maxKeys without waiting for the interval', async () => {
+    const store = open('c:', 10);
+    const limiter = limiterOn(store);
+    const keys = Array.from({ length: 60 }, (_, i) => `c${i}`);
+    // Within the test's timeout, far below the interval.
+    const decisions = await Promise.all(keys.map((key) => limiter.consume(key)));
+    expect(decisions.every((decision) => decision.allowed && decision.remaining === 9)).toBe(true);
+    await store.localFirst?.sync();
+    const totals = await Promise.all(keys.map((key) => redis.admin.hvals(windowKey('c:', key))));
+    expect(totals.map((fields) => fields.map(Number))).toEqual(keys.map(() => [1]));
+  });
 });

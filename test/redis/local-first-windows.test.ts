@@ -51,6 +51,35 @@ describe.skipIf(target.skip)('Redis store, local-first mode: windows and clocks'
     await onB.reset('k');
     expect(await fleet.admin.keys(`${escapeGlob(prefix)}lf:{reset|k}*`)).toEqual([]);
   });
+
+  // Regression: a sync under way when a reset came built its calls with the client's count
+  // from before, and sent them a few at a time: the reset's deletion overtook the client's
+  // call, which then wrote the spent count back, and the client stayed refused.
+  it.each(['fixed-window', 'sliding-window-counter'] as const)(
+    '%s: a reset during a sync stays done',
+    async (algorithm) => {
+      const clock = manualClock(1_700_000_040_000 - (1_700_000_040_000 % WINDOW_MS) + 1000);
+      const store = await appProcess();
+      const limiter = createLimiter({
+        limit: 5,
+        window: '1m',
+        algorithm,
+        store,
+        clock,
+        prefix: `reset-sync-${algorithm}`,
+      });
+      expect(await admitted(limiter, 'victim', 5)).toBe(5);
+      await store.localFirst?.sync();
+      // Refused, and first on the next sync's list; a sync of many calls after it.
+      expect(await admitted(limiter, 'victim', 1)).toBe(0);
+      await Promise.all(Array.from({ length: 4000 }, (_, i) => limiter.consume(`other-${i}`)));
+      const syncing = store.localFirst?.sync();
+      await limiter.reset('victim');
+      await syncing;
+      expect(await fleet.admin.keys(`${escapeGlob(prefix)}lf:{reset-sync-${algorithm}|victim}*`)).toEqual([]);
+      expect(await limiter.consume('victim')).toMatchObject({ allowed: true, remaining: 4 });
+    },
+  );
 });
 
 // Clients decided while syncs failed were kept, and written, whatever their windows: after an

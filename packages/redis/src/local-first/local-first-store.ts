@@ -65,6 +65,8 @@ export function createLocalFirst(
   // Each call of a sync is bounded: one that hangs (a silent Redis) counts as failed.
   const syncTimeoutMs = Math.min(Math.max(4 * syncIntervalMs, 200), 1000);
 
+  /** A new client waits for room, and no client had been decided on to write. */
+  let roomAwaited = false;
   const table = createClientTable(maxKeys, syncIntervalMs, () => {
     // No sync comes after `close()`.
     if (closed) return Promise.resolve(false);
@@ -74,8 +76,10 @@ export function createLocalFirst(
     const ended = nextSyncEnd;
     // A table full of counts Redis has not got: write them now rather than at the next tick, so
     // the new client waits for one sync's calls, not the interval. Only with something to write:
-    // a sync with nothing would end at once and send its waiters round again without I/O.
-    if (table.hasTouched()) sync().catch(() => {});
+    // a sync with nothing would end at once and send its waiters round again without I/O. With
+    // nothing yet (every client's first read still on the way), the first client read starts it.
+    if (table.hasTouched()) syncSoon();
+    else roomAwaited = true;
     return ended;
   });
 
@@ -108,6 +112,8 @@ export function createLocalFirst(
     record(result);
   };
 
+  /** Another sync is wanted once the one under way ends (`syncSoon`). */
+  let syncAgain = false;
   const sync = (): Promise<void> => {
     if (running !== undefined) return running;
     running = syncOnce()
@@ -127,8 +133,28 @@ export function createLocalFirst(
       )
       .finally(() => {
         running = undefined;
+        if (syncAgain) {
+          syncAgain = false;
+          syncSoon();
+        }
       });
     return running;
+  };
+  /**
+   * For clients waiting for room: a sync at the next turn of the event loop, or right after the
+   * one under way, which took its clients before those that now wait were decided on (its end
+   * would send them round again to wait for the next tick). Not in this turn: a client read
+   * but not yet decided on would be taken, and written, without the charge its decision makes.
+   */
+  let syncScheduled = false;
+  const syncSoon = (): void => {
+    if (closed || syncScheduled) return;
+    syncScheduled = true;
+    setImmediate(() => {
+      syncScheduled = false;
+      if (running === undefined) sync().catch(() => {});
+      else syncAgain = true;
+    });
   };
   const endSync = (reached: boolean): void => {
     const ended = syncEnded;
@@ -169,6 +195,10 @@ export function createLocalFirst(
     // from what this process knows.
     await readFirst(counts);
     table.touch(counts);
+    if (roomAwaited) {
+      roomAwaited = false;
+      syncSoon();
+    }
     return counts;
   };
 
@@ -234,6 +264,10 @@ export function createLocalFirst(
         const window = windowOf(policy, now);
         return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
       });
+      // A sync under way may carry the client's count from before: its calls land first, then
+      // the deletion, which they would otherwise undo by writing that count back.
+      await running?.catch(() => {});
+      if (draining !== undefined) await withTimeout(() => draining as Promise<unknown>, syncTimeoutMs).catch(() => {});
       // Bounded as a sync is: the limiter sets no timer on a store that decides in-process.
       await withTimeout(async (expired) => {
         await untilReady(client);
