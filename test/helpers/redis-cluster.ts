@@ -104,6 +104,39 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
   });
 }
 
+/**
+ * Three masters and no replicas, on spare loopback ports, for a suite that faults one of them:
+ * a node frozen for less than a minute is never failed over, and the other masters answer for
+ * their slots meanwhile.
+ */
+export async function startMastersCluster(): Promise<RedisClusterHandle> {
+  return formCluster(async (servers) => {
+    const options = ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'];
+    const faultTolerant = ['--cluster-node-timeout', '60000', '--cluster-require-full-coverage', 'no'];
+    for (let i = 0; i < 3; i++) servers.push(await startRedisServer([...options, ...faultTolerant]));
+    const addresses = servers.map((s) => `127.0.0.1:${s.port}`);
+    await promisify(execFile)(
+      'redis-cli',
+      ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes'],
+      {
+        timeout: 30_000,
+      },
+    );
+    for (const server of servers) {
+      const node = new Redis(server.port, '127.0.0.1', { lazyConnect: true });
+      try {
+        await waitFor(
+          `cluster_state:ok seen from ${server.port}`,
+          async () => ((await node.cluster('INFO')) as string).includes('cluster_state:ok'),
+          30_000,
+        );
+      } finally {
+        node.disconnect();
+      }
+    }
+  });
+}
+
 export interface SecuredClusterOptions {
   /** The default user's password: `requirepass`, and `masterauth` for the nodes' own links. */
   password: string;

@@ -95,8 +95,7 @@ export function createLocalFirst(
   });
 
   const syncOnce = async (): Promise<void> => {
-    // Never two syncs' calls at once: a Redis too slow for one would only be sent more.
-    if (draining !== undefined) await withTimeout(() => draining as Promise<unknown>, syncTimeoutMs);
+    // A node still owing the last sync's replies is sent nothing (see the exchange).
     const targets = table.takeTouched(latestNow);
     // While a slot is down, those that no longer hold a client are forgotten (see `keepOnly`).
     if (reachability.anyDown()) reachability.keepOnly(table.slotsInUse);

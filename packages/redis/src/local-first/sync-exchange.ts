@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Policy } from '@sluice/core';
+import type { Cluster } from 'ioredis';
 import { type RedisClient, untilReady } from '../client.js';
 import { clientSlot } from '../keys.js';
 import {
@@ -67,6 +68,21 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
   const fieldOf = (counts: ClientCounts) => `${processId}:${counts.policySet}:${counts.incarnation}`;
   /** The hash slot of every key of a client (they share its hash tag); 0 off a cluster. */
   const slotOf = (namespace: string, key: string) => (onCluster ? clientSlot(namespace, key) : 0);
+  /**
+   * Calls sent and not yet settled, per node, late ones included: a node still owing replies
+   * (a frozen Redis keeps its connections open) is sent nothing more until it answers, as a
+   * Redis too slow for one sync would only be sent more, while the other masters of a cluster
+   * go on.
+   */
+  const unsettled = new Map<string, number>();
+  const settleOne = (node: string): void => {
+    const left = (unsettled.get(node) as number) - 1;
+    if (left === 0) unsettled.delete(node);
+    else unsettled.set(node, left);
+  };
+  /** The master serving a slot, as the client last learnt it; the slot itself when not known. */
+  const nodeOf = (slot: number): string =>
+    onCluster ? ((client as Cluster).slots[slot]?.[0] ?? `slot ${slot}`) : 'redis';
 
   /** The targets' windows that still matter at `latestNow`, in calls of one slot each. */
   const callsFor = (targets: readonly ClientCounts[], latestNow: number): Call[] => {
@@ -120,8 +136,11 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * Writes the targets' totals and reads the fleet's back, one slot per call, a few calls at a
    * time, each within `timeoutMs` of being sent (the wait for a first connection included).
    * A call that answered counts whatever the others do; a failed call's clients are written
-   * again at the next sync, and the rest of its slot is not sent (it would only queue behind
-   * it). `drained` settles once every call sent has settled, late replies included.
+   * again at the next sync, and the rest of its node is not sent: each call would only wait out
+   * its own timeout behind it (a frozen master of a cluster held a sync for a fifth of a second
+   * per four of its slots, the slots of the masters that answered waiting behind them, at full
+   * share and unsynced). `drained` settles once every call sent has settled, late replies
+   * included.
    */
   const exchange = (
     targets: readonly ClientCounts[],
@@ -130,16 +149,28 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
   ): { outcome: Promise<ExchangeOutcome>; drained: Promise<unknown> } => {
     const calls = callsFor(targets, latestNow);
     const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: [] };
+    const failedNodes = new Map<string, unknown>();
+    for (const node of unsettled.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
     const sent: Promise<unknown>[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < calls.length) {
         const call = calls[next++] as Call;
-        if (!result.failed.has(call.slot)) {
+        const node = nodeOf(call.slot);
+        const failure = failedNodes.get(node);
+        if (failure !== undefined) {
+          // Not sent: its node failed this exchange. Its slot is out of reach with it.
+          if (!result.failed.has(call.slot)) result.failed.set(call.slot, failure);
+        } else if (!result.failed.has(call.slot)) {
           try {
             await withTimeout((expired) => {
               const reply = send(call, expired);
               sent.push(reply);
+              unsettled.set(node, (unsettled.get(node) ?? 0) + 1);
+              reply.then(
+                () => settleOne(node),
+                () => settleOne(node),
+              );
               return reply;
             }, timeoutMs);
             result.answered.add(call.slot);
@@ -147,10 +178,12 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
           } catch (error) {
             // Another call of the slot may have failed meanwhile: the first failure is kept.
             if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
+            // A reply of Redis's own (an error about a key) says the node answers.
+            if (!isReplyError(error) && !failedNodes.has(node)) failedNodes.set(node, error);
           }
         }
-        // Failed, or not sent after its slot failed: the totals are kept and written again at
-        // the next sync, which counts them once.
+        // Failed, or not sent after its slot or node failed: the totals are kept and written
+        // again at the next sync, which counts them once.
         for (const slice of call.slices) result.unwritten.push(slice.client);
       }
     };
@@ -167,6 +200,9 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
 
   return { windowKey, slotOf, exchange };
 }
+
+/** An error reply from Redis (ioredis's `ReplyError`), not a timeout or a lost connection. */
+const isReplyError = (error: unknown): boolean => error instanceof Error && error.name === 'ReplyError';
 
 /**
  * `work`, or a rejection once `ms` have passed; a later failure of `work` is absorbed by the

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter, type Logger } from '@sluice/core';
+import { clientSlot, createRedisStore, type RedisStore } from '@sluice/redis';
+import { type Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { connectCluster, type RedisClusterHandle, startMastersCluster } from '../helpers/redis-cluster.js';
+import { redisTarget } from '../helpers/redis-env.js';
+import { hasRedisServer } from '../helpers/redis-server.js';
+
+const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
+const quiet: Logger = { warn() {} };
+const WINDOW_MS = 60_000;
+const START = 1_700_000_040_000 - (1_700_000_040_000 % WINDOW_MS) + 1000;
+
+// Regression: while one master of a cluster was frozen (SIGSTOP, a stalled VM), a sync waited
+// for its unanswered calls of the last sync and, past the call timeout, failed without sending
+// anything: the clients of the masters that answered went on at full share in every process,
+// unsynced (200 admitted of a limit of 100 by two processes), and every call of the frozen
+// master's slots waited out its own timeout, four at a time.
+describe.skipIf(target.skip)('Redis store, local-first mode: a frozen master of a cluster', () => {
+  const prefix = `sluice-lf-frozen:${randomUUID()}:`;
+  let handle: RedisClusterHandle | undefined;
+  const clusters: Cluster[] = [];
+
+  beforeAll(async () => {
+    handle = await startMastersCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const cluster of clusters) cluster.disconnect();
+    await handle?.stop();
+  });
+
+  it('keeps syncing the clients of the masters that answer', async () => {
+    const open = async (): Promise<RedisStore> => {
+      const cluster = await connectCluster(handle?.nodes ?? [], { redisOptions: { maxRetriesPerRequest: 0 } });
+      clusters.push(cluster);
+      return createRedisStore({ client: cluster, prefix, logger: quiet, localFirst: { syncIntervalMs: 60_000 } });
+    };
+    const [a, b] = [await open(), await open()];
+    const [cluster] = clusters as [Cluster];
+    const options = {
+      limit: 100,
+      window: '1m',
+      algorithm: 'fixed-window',
+      clock: manualClock(START),
+      prefix: 'f',
+    } as const;
+    const [onA, onB] = [createLimiter({ ...options, store: a }), createLimiter({ ...options, store: b })];
+    const masterOf = (key: string) => cluster.slots[clientSlot('f', key)]?.[0] as string;
+    // Two clients on different masters: the one to freeze, and one that answers.
+    const keys = Array.from({ length: 50 }, (_, i) => `client-${i}`);
+    const cold = keys[0] as string;
+    const hot = keys.find((key) => masterOf(key) !== masterOf(cold)) as string;
+    const [host, port] = masterOf(cold).split(':');
+    const frozen = new Redis(Number(port), host as string, { maxRetriesPerRequest: 0 });
+    const pid = Number((await frozen.info('server')).match(/process_id:(\d+)/)?.[1]);
+    frozen.disconnect();
+
+    for (const key of [hot, cold]) await onA.consume(key);
+    await onB.consume(hot);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      // Each sync fails on the frozen master, and writes and reads the hot client all the same.
+      await expect(a.localFirst?.sync()).rejects.toThrow();
+      for (let i = 0; i < 9; i++) await onA.consume(hot);
+      await onA.consume(cold);
+      await expect(a.localFirst?.sync()).rejects.toThrow();
+      await b.localFirst?.sync();
+      // 10 from A and 1 from B: B's count knows A's, though A synced while its last calls to
+      // the frozen master were still unanswered.
+      expect(await onB.peek(hot)).toMatchObject({ remaining: 89 });
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
+    for (const store of [a, b]) await store.localFirst?.close().catch(() => {});
+  });
+});
