@@ -127,6 +127,49 @@ const remaining = async (...keys: string[]) =>
     (s) => s.limit_remaining,
   );
 
+/**
+ * A `POST /json` on a connection of its own, for the test to end as the case needs; `closed`
+ * gives every byte the service wrote, once the connection is closed.
+ */
+function jsonOnOwnConnection(request: object) {
+  const body = JSON.stringify(request);
+  const socket = connect({ port: httpPort, host: '127.0.0.1', allowHalfOpen: true });
+  let received = '';
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('utf8');
+  });
+  const closed = new Promise<string>((resolve) => socket.once('close', () => resolve(received)));
+  const message = `POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  return { socket, message, closed };
+}
+/** The service reads what a connection sent before it accepts the next one and reads its request. */
+const serviceHasReadIt = async () => expect((await fetch(`${httpBase}/healthcheck`)).status).toBe(200);
+
+/**
+ * `printf … | nc -N`: a client that sends FIN after its request and waits for the answer. Node
+ * ended such a connection at once, so the call went unanswered and counted as cancelled. Gives
+ * what the answer says remains.
+ */
+async function askHalfClosed(): Promise<number | undefined> {
+  held.hold();
+  const { socket, message, closed } = jsonOnOwnConnection({ domain: 'd', descriptors: [entry('k')], hitsAddend: 2 });
+  socket.end(message);
+  await held.asked(1);
+  await serviceHasReadIt();
+  held.release();
+  const received = await closed;
+  expect(received).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  // The service closed the connection once it had answered, and the answer said so.
+  expect(received).toContain('\r\nConnection: close\r\n');
+  const answer = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)) as {
+    statuses: { limitRemaining: number }[];
+  };
+  const text = await metricsText();
+  expect(figure(text, 'sluice_service_calls_total{transport="http",result="ok"}')).toBe(1);
+  expect(figure(text, 'sluice_service_calls_total{transport="http",result="cancelled"}')).toBe(0);
+  return answer.statuses[0]?.limitRemaining;
+}
+
 describe('by default (the proxy let the request through: Envoy’s failure_mode_deny false)', () => {
   beforeEach(() => startServer(false));
 
@@ -143,6 +186,10 @@ describe('by default (the proxy let the request through: Envoy’s failure_mode_
     await noCallInFlight();
     expect(await remaining('k')).toEqual([2]);
     expect(figure(await metricsText(), 'sluice_service_calls_total{transport="grpc",result="cancelled"}')).toBe(1);
+  });
+
+  it('answers a /json client that half-closed its connection after its request, then closes it', async () => {
+    expect(await askHalfClosed()).toBe(3);
   });
 });
 
@@ -201,25 +248,17 @@ describe('with failureModeDeny, a call its caller gave up on while the store dec
     expect(await remaining('k')).toEqual([3]);
   });
 
-  // The HTTP endpoint: the client closed its connection, and its quota was spent all the same.
-  it('gives back what a /json call charged when its client closed the connection', async () => {
+  // The HTTP endpoint: the client reset its connection, and its quota was spent all the same.
+  it('gives back what a /json call charged when its client reset the connection', async () => {
     held.hold();
-    const body = JSON.stringify({ domain: 'd', descriptors: [entry('k')], hitsAddend: 2 });
-    const socket = connect(httpPort, '127.0.0.1');
-    let received = '';
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('utf8');
-    });
-    socket.write(`POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+    const { socket, message, closed } = jsonOnOwnConnection({ domain: 'd', descriptors: [entry('k')], hitsAddend: 2 });
+    socket.write(message);
     await held.asked(1);
-    const closed = new Promise((resolve) => socket.once('close', resolve));
-    socket.destroy();
-    await closed;
-    // The service reads the closed connection before it accepts the next one and reads its request.
-    expect((await fetch(`${httpBase}/healthcheck`)).status).toBe(200);
+    socket.resetAndDestroy();
+    expect(await closed).toBe('');
+    await serviceHasReadIt();
     held.release();
     await noCallInFlight();
-    expect(received).toBe('');
     const answer = (await (
       await fetch(`${httpBase}/json`, {
         method: 'POST',
@@ -230,6 +269,12 @@ describe('with failureModeDeny, a call its caller gave up on while the store dec
     const text = await metricsText();
     expect(figure(text, 'sluice_service_calls_total{transport="http",result="cancelled"}')).toBe(1);
     expect(figure(text, 'sluice_service_calls_total{transport="http",result="ok"}')).toBe(1);
+  });
+
+  // A FIN after the request is no cancel: the client may be waiting for the answer, and gets it.
+  it('answers a /json client that half-closed its connection, and gives nothing back', async () => {
+    expect(await askHalfClosed()).toBe(3);
+    expect(await remaining('k')).toEqual([2]);
   });
 });
 

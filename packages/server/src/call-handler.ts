@@ -28,7 +28,7 @@ const cancelled: CallOutcome = { kind: 'cancelled', message: 'the caller left be
  * a store failure is reported, never answered with a guess.
  *
  * `gone(caller)` says whether the caller has left (a cancelled gRPC call, its deadline past, a
- * closed connection): no answer can reach it, and the call counts as `cancelled`. What the
+ * connection reset): no answer can reach it, and the call counts as `cancelled`. What the
  * caller then did with its request is the proxy's setting. By default (Envoy's
  * `failure_mode_deny: false`) it let the request through, so the call is decided and charged
  * as any other. With `failureModeDeny` it refused the request: a call found gone on arrival is

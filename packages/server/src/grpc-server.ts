@@ -3,7 +3,9 @@ import type { CallHandler, CallOutcome } from './call-handler.js';
 import { toGrpcResponse } from './grpc-codec.js';
 import { addHealthService } from './health-service.js';
 import { rateLimitService } from './proto.js';
-import { toCall } from './request-checks.js';
+import { badRequest, toCall } from './request-checks.js';
+import { invalidUtf8Field } from './request-utf8.js';
+import type { RateLimitCall } from './wire-types.js';
 
 /** The name `grpc.health.v1` clients (Envoy's gRPC health checks among them) ask about. */
 export const RATE_LIMIT_SERVICE_NAME = 'envoy.service.ratelimit.v3.RateLimitService';
@@ -16,16 +18,32 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
   cancelled: status.CANCELLED,
 };
 
+/** A request as decoded, and the bytes it came in: the decoder reads bytes that are not UTF-8 as U+FFFD. */
+interface ReceivedRequest {
+  readonly message: unknown;
+  readonly bytes: Buffer;
+}
+
 /** grpc-js marks a call `cancelled` once its client cancels it, its deadline passes or its connection closes. */
-const cancelled = (call: ServerUnaryCall<unknown, unknown>): boolean => call.cancelled;
+const cancelled = (call: ServerUnaryCall<ReceivedRequest, unknown>): boolean => call.cancelled;
+
+/** A string that is not UTF-8 makes a bad request (Go's protobuf refuses the message too). */
+function toGrpcCall({ message, bytes }: ReceivedRequest): RateLimitCall {
+  const field = invalidUtf8Field(bytes);
+  if (field !== undefined) badRequest(`\`${field}\` is not UTF-8`);
+  return toCall(message);
+}
 
 /** The gRPC front end: `RateLimitService/ShouldRateLimit` and `grpc.health.v1.Health`. */
 export function createGrpcServer(handleCall: CallHandler) {
   const server = new Server();
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
-  server.addService(rateLimitService(), {
-    ShouldRateLimit(call: ServerUnaryCall<unknown, unknown>, callback: sendUnaryData<unknown>) {
-      handleCall('grpc', () => toCall(call.request), call, cancelled).then(
+  const { ShouldRateLimit: method } = rateLimitService();
+  const keepingBytes = (bytes: Buffer): ReceivedRequest => ({ message: method.requestDeserialize(bytes), bytes });
+  const service = { ShouldRateLimit: { ...method, requestDeserialize: keepingBytes } };
+  server.addService(service, {
+    ShouldRateLimit(call: ServerUnaryCall<ReceivedRequest, unknown>, callback: sendUnaryData<unknown>) {
+      handleCall('grpc', () => toGrpcCall(call.request), call, cancelled).then(
         (outcome) => {
           if (outcome.kind === 'answer') callback(null, toGrpcResponse(outcome.answer));
           else callback({ code: grpcStatus[outcome.kind], details: outcome.message });

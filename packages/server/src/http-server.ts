@@ -12,12 +12,13 @@ const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, n
 };
 
 /**
- * The connection can no longer carry the answer: the client closed or reset it (Node ends a
- * connection whose client half-closed it, so that counts too).
+ * The connection can no longer carry the answer: the client reset it, or it broke. A client
+ * that only half-closed it (sent FIN after its request) is still there to read the answer.
  */
 const gone = (req: IncomingMessage): boolean => !req.socket.writable;
 
-function readBody(req: IncomingMessage): Promise<string | undefined> {
+/** The body's bytes, left undecoded: the JSON reader refuses bytes that are not UTF-8. */
+function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -32,7 +33,7 @@ function readBody(req: IncomingMessage): Promise<string | undefined> {
       req.resume();
       resolve(undefined);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -55,8 +56,10 @@ export function createHttpServer(
 ) {
   // Once `close()` has begun, every answer, to the calls in flight too, closes its connection:
   // a kept-alive client cannot hold the close up until its connection times out.
+  // So does an answer to a client that half-closed its connection: Node closes it once the
+  // answer is written, and the answer says so.
   const send = (res: ServerResponse, code: number, type: string, body: string): void => {
-    if (closing()) res.setHeader('Connection', 'close');
+    if (closing() || res.socket?.readableEnded) res.setHeader('Connection', 'close');
     res.writeHead(code, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body) }).end(body);
   };
   const sendJson = (res: ServerResponse, code: number, body: unknown): void =>
@@ -84,7 +87,7 @@ export function createHttpServer(
     'GET /metrics': async (_, res) => send(res, 200, metrics.contentType, await metrics.render()),
   };
 
-  return createServer((req, res) => {
+  const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     // HEAD is GET without the body (RFC 9110), which Node leaves out for a HEAD request.
     const route = routes[`${req.method === 'HEAD' ? 'GET' : req.method} ${path}`];
@@ -107,4 +110,9 @@ export function createHttpServer(
       else res.destroy();
     });
   });
+  // Node's HTTP server ends a connection whose client sends FIN, though that client may only
+  // have half-closed it after its request (`nc -N`, `shutdown(SHUT_WR)`) and wait for the
+  // answer, which envoyproxy/ratelimit's Go server sends. With this flag (Node has no
+  // constructor option for it) Node writes the answer to such a client, then closes.
+  return Object.assign(server, { httpAllowHalfOpen: true });
 }

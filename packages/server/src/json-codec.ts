@@ -48,11 +48,23 @@ const readRequest = (request: unknown) =>
     hitsAddend: field(r, 'hitsAddend', 'hits_addend'),
   }));
 
+/**
+ * Refuses bytes that are not UTF-8: read as U+FFFD, distinct values would share one count. A
+ * byte-order mark is kept, and `JSON.parse` refuses it.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
 /** A `POST /json` body, as envoyproxy/ratelimit takes it: a `RateLimitRequest` in proto3 JSON. */
-export function parseJsonCall(body: string): RateLimitCall {
+export function parseJsonCall(body: Uint8Array): RateLimitCall {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    badRequest('the body is not UTF-8');
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(body);
+    parsed = JSON.parse(text);
   } catch {
     badRequest('the body is not JSON');
   }

@@ -1,0 +1,134 @@
+import {
+  type Client,
+  credentials,
+  makeGenericClientConstructor,
+  type ServiceDefinition,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer, type DecisionServer } from '@sluice/server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { loadOfficialRls, type OfficialResponse } from '../helpers/envoy-client.js';
+
+const rules = parseRules(`
+domain: d
+descriptors:
+  - key: k
+    rate_limit: { unit: hour, requests_per_unit: 3 }
+`);
+const log = { line() {}, warn() {} };
+let server: DecisionServer;
+let base: string;
+/** A `RateLimitService` client that sends the bytes it is given. */
+type RawClient = Client & {
+  ShouldRateLimit(bytes: Buffer, done: (error: ServiceError | null, response?: OfficialResponse) => void): void;
+};
+let raw: RawClient;
+
+/** Bytes that are no UTF-8: a lone byte above 0x7f, a lead byte with no follower, a cut 4-byte sequence. */
+const invalid = [[0xff], [0xfe], [0xc3, 0x28], [0xf0, 0x90, 0x80]].map((bytes) => Buffer.from(bytes));
+/** U+FFFD itself, which the invalid bytes were read as. */
+const replacement = Buffer.from('\ufffd');
+
+beforeAll(async () => {
+  server = createDecisionServer({ rules, clock: manualClock(), grpcPort: 0, httpPort: 0, host: '127.0.0.1', log });
+  const { grpcPort, httpPort } = await server.listen();
+  base = `http://127.0.0.1:${httpPort}`;
+  // Envoy's own protos read the answers; the requests go as the test wrote them, byte for byte.
+  const official = loadOfficialRls()['envoy.service.ratelimit.v3.RateLimitService'];
+  const { ShouldRateLimit } = official as unknown as ServiceDefinition<{ ShouldRateLimit: unknown }>;
+  const method = { ...ShouldRateLimit, requestSerialize: (bytes: Buffer) => bytes };
+  const Raw = makeGenericClientConstructor({ ShouldRateLimit: method }, 'RateLimitService');
+  raw = new Raw(`127.0.0.1:${grpcPort}`, credentials.createInsecure()) as unknown as RawClient;
+});
+afterAll(async () => {
+  raw?.close();
+  await server?.close();
+});
+
+const callCount = async (transport: string, result: string): Promise<number> => {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const prefix = `sluice_service_calls_total{transport="${transport}",result="${result}"} `;
+  const line = text.split('\n').find((l) => l.startsWith(prefix));
+  return line === undefined ? 0 : Number(line.slice(prefix.length));
+};
+
+describe('POST /json', () => {
+  const postJson = (value: Buffer) =>
+    fetch(`${base}/json`, {
+      method: 'POST',
+      body: Buffer.concat([
+        Buffer.from('{"domain":"d","descriptors":[{"entries":[{"key":"k","value":"json-'),
+        value,
+        Buffer.from('"}]}]}'),
+      ]),
+    });
+
+  it('refuses a body that is not UTF-8, counting nothing (read as U+FFFD, \\xff, \\xfe and U+FFFD shared one count)', async () => {
+    for (const bytes of invalid) {
+      const response = await postJson(bytes);
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        code: 'INVALID',
+        message: '[sluice] Invalid RateLimitRequest: the body is not UTF-8.',
+      });
+    }
+    const answer = (await (await postJson(replacement)).json()) as { statuses: { limitRemaining: number }[] };
+    expect(answer.statuses[0]?.limitRemaining).toBe(2);
+    expect(await callCount('http', 'invalid')).toBe(invalid.length);
+  });
+});
+
+/** Protobuf's wire format by hand: only a hand-made message can carry a string that is not UTF-8. */
+const varint = (n: number): number[] => (n < 0x80 ? [n] : [(n & 0x7f) | 0x80, ...varint(n >>> 7)]);
+const field = (number: number, payload: Buffer): Buffer =>
+  Buffer.concat([Buffer.from([...varint(number * 8 + 2), ...varint(payload.length)]), payload]);
+const text = (value: string) => Buffer.from(value);
+/** A `RateLimitRequest` of one descriptor of one entry, with `extra` fields after it. */
+const request = (domain: Buffer, key: Buffer, value: Buffer, ...extra: Buffer[]): Buffer =>
+  Buffer.concat([field(1, domain), field(2, field(1, Buffer.concat([field(1, key), field(2, value)]))), ...extra]);
+
+const ask = (bytes: Buffer) =>
+  new Promise<OfficialResponse | { code: status; details: string }>((resolve) =>
+    raw.ShouldRateLimit(bytes, (error, response) =>
+      resolve(error ? { code: error.code, details: error.details } : (response as OfficialResponse)),
+    ),
+  );
+
+describe('ShouldRateLimit over gRPC', () => {
+  it('refuses a domain, key or value that is not UTF-8 with INVALID_ARGUMENT (read as U+FFFD, they shared one count)', async () => {
+    for (const bytes of invalid) {
+      expect(await ask(request(text('d'), text('k'), Buffer.concat([text('grpc-'), bytes])))).toEqual({
+        code: status.INVALID_ARGUMENT,
+        details: '[sluice] Invalid RateLimitRequest: `descriptors[0].entries[0].value` is not UTF-8.',
+      });
+    }
+    expect(await ask(request(Buffer.from([0xff]), text('k'), text('v')))).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('`domain` is not UTF-8'),
+    });
+    const entry = (key: Buffer) => field(1, Buffer.concat([field(1, key), field(2, text('v'))]));
+    const twoDescriptors = Buffer.concat([
+      field(1, text('d')),
+      field(2, entry(text('k'))),
+      field(2, Buffer.concat([entry(text('k')), entry(Buffer.from([0xfe]))])),
+    ]);
+    expect(await ask(twoDescriptors)).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('`descriptors[1].entries[1].key` is not UTF-8'),
+    });
+    const answer = await ask(request(text('d'), text('k'), Buffer.concat([text('grpc-'), replacement])));
+    expect((answer as OfficialResponse).statuses?.[0]?.limit_remaining).toBe(2);
+    expect(await callCount('grpc', 'invalid')).toBe(invalid.length + 2);
+  });
+
+  it('looks at no other field: bytes in a field it does not know, and numbers, are no strings', async () => {
+    // `hits_addend: 200` is the varint C8 01; field 15 is none of RateLimitRequest's. The call is
+    // decided (200 is over the limit of 3), not refused.
+    const hitsAddend = Buffer.from([3 * 8, ...varint(200)]);
+    const answer = await ask(request(text('d'), text('k'), text('other'), hitsAddend, field(15, Buffer.from([0xff]))));
+    expect(answer).toMatchObject({ overall_code: 'OVER_LIMIT' });
+  });
+});
