@@ -34,7 +34,8 @@ describe('shadow throttling', () => {
             expect(watched.allowed).toBe(true);
             expect(watched.retryAfterMs).toBe(0);
             if (enforced.allowed) {
-              expect(watched).toEqual(enforced);
+              // A request hard mode's queue would hold is let through at once.
+              expect(watched).toEqual({ ...enforced, delayMs: 0 });
             } else {
               // Same figures, per-policy refusals kept, only the verdict overridden and marked.
               const expected: Decision = { ...enforced, allowed: true, retryAfterMs: 0, overLimit: 'shadow' };
@@ -46,6 +47,24 @@ describe('shadow throttling', () => {
       ),
       { numRuns: 150 },
     );
+  });
+
+  // Regression: shadow mode let refusals through but held the requests a queue took, for up
+  // to its maxDelayMs, while those further over the limit passed at once.
+  it('holds back no request a queue would hold', async () => {
+    const { hard, shadow } = pair([
+      policyOf({ limit: 1, window: '1s', algorithm: 'gcra', queue: { maxDelayMs: '3s' } }),
+    ]);
+    const held: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const enforced = await hard.consume('k');
+      held.push(enforced.delayMs);
+      const watched = await shadow.consume('k');
+      expect(watched).toMatchObject({ allowed: true, delayMs: 0 });
+      // Charged as hard mode charges: a request its queue takes is charged, not marked.
+      expect(watched.overLimit).toBe(enforced.allowed ? undefined : 'shadow');
+    }
+    expect(held).toEqual([0, 1000, 2000, 3000, 0, 0]);
   });
 
   it('a cost that can never pass is let through, marked, with its reason', async () => {

@@ -124,6 +124,21 @@ describe('elastic throttling', () => {
     },
   );
 
+  // Regression: a cost above the capacity of the moment was told it could never pass (a 429
+  // with no Retry-After), though at a lower load the same request passed.
+  it('a cost within the capacity at no load can pass: it is refused with a wait, not told it never can', async () => {
+    let load = 1;
+    const throttle = { mode: 'elastic', maxOveragePercent: 100, load: () => load } as const;
+    const { limiter } = limiterWith({ limit: 10, algorithm: 'fixed-window', throttle });
+    const busy = await limiter.consume('k', { cost: 15 });
+    expect(busy.allowed).toBe(false);
+    expect(busy.reason).toBeUndefined();
+    expect(busy.retryAfterMs).toBeLessThan(Number.POSITIVE_INFINITY);
+    load = 0;
+    expect(await limiter.consume('k', { cost: 15 })).toMatchObject({ allowed: true, overLimit: 'elastic' });
+    expect(await limiter.consume('k', { cost: 21 })).toMatchObject({ allowed: false, reason: 'cost-exceeds-limit' });
+  });
+
   it('treats a load outside [0, 1] as the nearest end and a non-number as saturated', async () => {
     expect(await admittedAt(-3, 10, 50, 'fixed-window')).toHaveLength(15);
     expect(await admittedAt(7, 10, 50, 'fixed-window')).toHaveLength(10);

@@ -21,6 +21,19 @@ const cases: ConfigCase[] = [
   ['window zero string', { ...base, window: '0s' }, 'ERR_SLUICE_INVALID_DURATION', ['window', '"0s"']],
   ['window empty', { ...base, window: '' }, 'ERR_SLUICE_INVALID_DURATION', ['window', '""']],
   ['limit × window too big', { limit: 1e9, window: '1d' }, 'ERR_SLUICE_INVALID_WINDOW', ['window', '"1d"']],
+  // It was reported as limit × window, naming neither the burst nor its value.
+  [
+    'burst × window too big',
+    { limit: 1, window: 1000, algorithm: 'gcra', burst: 2 ** 45 },
+    'ERR_SLUICE_INVALID_BURST',
+    ['burst', String(2 ** 45), 'burst × window'],
+  ],
+  [
+    'queue.maxDelayMs × limit too big',
+    { limit: 1e6, window: 1000, algorithm: 'gcra', queue: { maxDelayMs: 2 ** 30 } },
+    'ERR_SLUICE_INVALID_QUEUE',
+    ['queue', 'maxDelayMs × limit'],
+  ],
   [
     'algorithm misspelt',
     { ...base, algorithm: 'token_bucket' },

@@ -142,6 +142,25 @@ describe("a package call's unknown option is named with the closest known one an
     );
     expect(() => checkOptionNames({ ratePerSecond: 2 }, ['ratePerSecond'], 'traffic')).not.toThrow();
   });
+
+  // Regression: options read through the prototype chain were used, though the check of names
+  // looked at the object's own keys only: `Object.create({ mode: 'shadow' })` turned shadow
+  // mode on unseen.
+  it('refuses an option the options object inherits rather than holds', () => {
+    expect(() => createLimiter(Object.create({ limit: 5, window: 1000 }))).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringContaining('`limit` is inherited'),
+      }),
+    );
+    const throttle = Object.create({ mode: 'shadow' });
+    expect(() => createLimiter({ limit: 5, window: 1000, throttle })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringContaining('`throttle.mode` is inherited'),
+      }),
+    );
+  });
 });
 
 describe('durations', () => {

@@ -4,7 +4,8 @@ import type { Decision, Policy, PolicyDecision, PolicyOutcome, StoreReply, Throt
 /**
  * Turns a store's reply into the public Decision: remaining figures against the base limits,
  * the overage mark for soft, elastic and shadow modes, and the policy closest to exhaustion
- * on top.
+ * on top. `ceilings` are the largest capacities the throttle gives (`largestCapacities`): a
+ * cost beyond this call's capacity but within them may pass at another load (elastic mode).
  */
 export function toDecision(
   key: string,
@@ -13,6 +14,7 @@ export function toDecision(
   capacities: readonly number[],
   mode: ThrottleMode,
   cost: number,
+  ceilings: readonly number[],
 ): Decision {
   // Sized up front: a first push grows an empty array to room for 17.
   const list = new Array<PolicyDecision>(policies.length);
@@ -30,13 +32,13 @@ export function toDecision(
   let never = false;
   if (!allowed) {
     for (let i = 0; i < policies.length; i++) {
-      if (!neverPasses(policies[i] as Policy, capacities[i] as number, cost)) continue;
+      if (!neverPasses(policies[i] as Policy, ceilings[i] as number, cost)) continue;
       never = true;
       (list[i] as PolicyDecision).retryAfterMs = Number.POSITIVE_INFINITY;
     }
   }
   const top = allowed ? closestToExhaustion(list, policies) : longestWait(list);
-  return settle(decisionOf(key, allowed, top, delayMs, list), overage, never, mode);
+  return settle(decisionOf(key, allowed, top, mode === 'shadow' ? 0 : delayMs, list), overage, never, mode);
 }
 
 /**
@@ -50,6 +52,7 @@ export function oneDecision(
   capacity: number,
   mode: ThrottleMode,
   cost: number,
+  ceiling: number,
 ): Decision {
   // Compared, not read as a condition: the optimising compiler knows nothing of the field's
   // type, and would test it as any value (some 12 instructions) at each of its three uses.
@@ -74,13 +77,13 @@ export function oneDecision(
     remaining,
     resetAfterMs: outcome.resetAfterMs,
     retryAfterMs: allowed ? 0 : outcome.retryAfterMs,
-    delayMs: allowed ? outcome.delayMs : 0,
+    delayMs: allowed && mode !== 'shadow' ? outcome.delayMs : 0,
     policies: [entry],
     key,
   };
   // Allowed within the base capacity, the usual case: nothing to mark.
   if (allowed && outcome.remaining >= extra) return decision;
-  const never = !allowed && neverPasses(policy, capacity, cost);
+  const never = !allowed && neverPasses(policy, ceiling, cost);
   if (never) entry.retryAfterMs = Number.POSITIVE_INFINITY;
   return settle(decision, allowed, never, mode);
 }
@@ -116,7 +119,8 @@ const decisionOf = (
 /**
  * Marks what the store's verdict alone does not say: a pass into the soft or elastic overage,
  * a cost that can never pass (whose policies' waits the caller made `Infinity` already), and
- * shadow mode's pass of a refused request.
+ * shadow mode's pass of a refused request. (Shadow mode holds back no request a queue took
+ * either: the callers give its decisions no `delayMs`.)
  */
 function settle(decision: Decision, overage: boolean, never: boolean, mode: ThrottleMode): Decision {
   if (overage && (mode === 'soft' || mode === 'elastic')) decision.overLimit = mode;

@@ -27,6 +27,26 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
 ];
 
 /**
+ * The first known option `options` reads through its prototype chain rather than holds (a
+ * prototype's, a class's getter): the checks of names see own keys only, so it would be used
+ * unseen, and a copy or JSON of the options would not hold it.
+ */
+export const inheritedOption = (options: object, known: Iterable<string>): string | undefined => {
+  for (const key of known) if (!Object.hasOwn(options, key) && key in options) return key;
+  return undefined;
+};
+
+/** Refuses an inherited option (`inheritedOption`); `option` names it as the caller shows it. */
+export function refuseInherited(options: object, known: Iterable<string>, option: (key: string) => string): void {
+  const inherited = inheritedOption(options, known);
+  if (inherited === undefined) return;
+  throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] ${inheritedMessage('Option', option(inherited))}`);
+}
+
+const inheritedMessage = (what: string, name: string): string =>
+  `${what} \`${name}\` is inherited, not the options object's own: give it as an own property.`;
+
+/**
  * A misspelt option (`windowMs`, `max`) would otherwise be ignored and the limiter would
  * silently run on defaults, so unknown names fail at start-up, all of them in one error, each
  * with a suggestion: sluice's name for a peer library's option (`hints`, for a limiter's
@@ -37,6 +57,7 @@ export function checkKnownOptions(
   known: readonly string[] = LIMITER_OPTION_NAMES,
   hints: Readonly<Record<string, string>> = PEER_OPTION_NAMES,
 ): void {
+  refuseInherited(options, known, (key) => key);
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
   if (unknown.length === 0) return;
   const described = unknown.map((name) => {
@@ -69,6 +90,8 @@ export function checkOptionNames(
   what: string,
   error: (message: string) => Error = (message) => new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] ${message}`),
 ): void {
+  const inherited = inheritedOption(options, known);
+  if (inherited !== undefined) throw error(inheritedMessage(`The ${what} option`, inherited));
   const name = Object.keys(options).find((key) => !known.includes(key));
   if (name === undefined) return;
   const hint = closestName(name, known);

@@ -10,7 +10,7 @@ import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
 import { checkedReply } from './store-reply.js';
-import { capacitiesFor, capacitiesVary, checkThrottleLends, toThrottle } from './throttle.js';
+import { capacitiesFor, capacitiesVary, checkThrottleLends, largestCapacities, toThrottle } from './throttle.js';
 import type {
   ConsumeOptions,
   Decision,
@@ -105,6 +105,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const namespace = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
+  // What a cost must exceed to never pass: elastic mode's capacity rises as the load falls.
+  const ceilings = largestCapacities(throttle, policies) ?? baseCapacities;
+  const singleCeiling = ceilings[0] as number;
   const events = limiterEvents(namespace, store, policies);
   const checkReplies = store.checksReplies !== true;
   const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
@@ -148,7 +151,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /** The decision a store's reply gives the request `asked`. */
   const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision =>
     single === undefined
-      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost)
+      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost, ceilings)
       : oneDecision(
           key,
           reply.outcomes[0] as PolicyOutcome,
@@ -156,6 +159,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.capacities[0] as number,
           throttle.mode,
           asked.cost,
+          singleCeiling,
         );
 
   const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
@@ -171,7 +175,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     // `replied` written out: one call fewer on the way to `oneDecision` keeps it inlined here,
     // some 120 instructions on every refusal the deny cache replays.
     return single === undefined
-      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost)
+      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost, ceilings)
       : oneDecision(
           key,
           reply.outcomes[0] as PolicyOutcome,
@@ -179,6 +183,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           asked.capacities[0] as number,
           throttle.mode,
           asked.cost,
+          singleCeiling,
         );
   };
   // A memory store made by core decides on keys as given through paths of its own: its methods
@@ -215,7 +220,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       fail(cause);
       return unavailable(key, cause);
     }
-    return oneDecision(key, outcome, policy, asked.capacities[0] as number, throttle.mode, cost);
+    return oneDecision(key, outcome, policy, asked.capacities[0] as number, throttle.mode, cost, singleCeiling);
   };
 
   // A memory store made by core decides a one-policy limiter's consumes on a path bound to it
@@ -234,7 +239,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       fail(cause);
       return unavailable(key, cause);
     }
-    return oneDecision(key, outcome, policy, capacity, throttle.mode, cost);
+    return oneDecision(key, outcome, policy, capacity, throttle.mode, cost, singleCeiling);
   };
 
   /** In-process stores decide synchronously: one promise per decision instead of several. */
@@ -249,7 +254,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       fail(cause);
       return unavailable(key, cause);
     }
-    return toDecision(key, reply, policies, asked.capacities, throttle.mode, cost);
+    return toDecision(key, reply, policies, asked.capacities, throttle.mode, cost, ceilings);
   };
 
   // A store that decides in another process is asked with one request, read from the clock
@@ -304,7 +309,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         () => STORE_FAILED,
       );
       if (reply === STORE_FAILED) return failedDecision(key);
-      const decision = toDecision(key, reply, policies, caps, throttle.mode, 0);
+      const decision = toDecision(key, reply, policies, caps, throttle.mode, 0, ceilings);
       // Each policy says whether one more unit fits it, as the decision does for all of them:
       // a cost-0 ask is allowed by every policy.
       let fits = true;
@@ -334,7 +339,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const read = (replies: Promise<readonly StoreReply[]>, index: number): Promise<Decision> =>
       guardedRead(
         () => replies,
-        (list) => toDecision(key, list[index] as StoreReply, policies, caps, throttle.mode, cost),
+        (list) => toDecision(key, list[index] as StoreReply, policies, caps, throttle.mode, cost, ceilings),
         (cause) => unavailable(key, cause),
       );
     return {

@@ -1,7 +1,7 @@
 import { algorithmNames } from './algorithms/index.js';
 import { formatMs, toMs } from './duration.js';
 import { describe, invalid, SluiceError } from './errors.js';
-import { POLICY_OPTION_NAMES } from './known-options.js';
+import { POLICY_OPTION_NAMES, refuseInherited } from './known-options.js';
 import { internalized } from './shared-text.js';
 import { MAX_TIMER_MS } from './timer.js';
 import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
@@ -33,6 +33,7 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
   if (typeof options !== 'object' || options === null) {
     invalid('ERR_SLUICE_INVALID_POLICIES', path, options, 'an object with `limit` and `window`');
   }
+  refuseInherited(options, policyKeys, (key) => `${path}.${key}`);
   for (const key of Object.keys(options)) {
     if (!policyKeys.has(key)) {
       throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown policy option \`${path}.${key}\`.`);
@@ -57,12 +58,29 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
     options.burst === undefined ? limit : positiveInteger(options.burst, `${path}.burst`, 'ERR_SLUICE_INVALID_BURST');
   const maxDelayMs = queueDelay(options.queue, algorithm, `${path}.queue`);
   const [refillAmount, refillIntervalMs] = refill(options, algorithm, limit, path);
-  if (capacity * windowMs > MAX_UNITS || limit * windowMs > MAX_UNITS || maxDelayMs * limit > MAX_UNITS) {
+  // Each product kept exact in a double, named by the option that makes it too large.
+  if (limit * windowMs > MAX_UNITS) {
     invalid(
       'ERR_SLUICE_INVALID_WINDOW',
       `${path}.window`,
       options.window,
-      `short enough that limit × window (and burst × window) stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
+      `short enough that limit × window stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
+    );
+  }
+  if (capacity * windowMs > MAX_UNITS) {
+    invalid(
+      'ERR_SLUICE_INVALID_BURST',
+      `${path}.burst`,
+      options.burst,
+      `small enough that burst × window stays at most 2^49; ${capacity} × ${windowMs} ms is too large`,
+    );
+  }
+  if (maxDelayMs * limit > MAX_UNITS) {
+    invalid(
+      'ERR_SLUICE_INVALID_QUEUE',
+      `${path}.queue`,
+      options.queue,
+      `a maxDelayMs short enough that maxDelayMs × limit stays at most 2^49; ${maxDelayMs} ms × ${limit} is too large`,
     );
   }
   // The longest wait of a stepped bucket, empty to full: held to the same bound as a window.

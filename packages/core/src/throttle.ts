@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { describe, invalid, SluiceError } from './errors.js';
+import { refuseInherited } from './known-options.js';
 import type { Policy, Throttle } from './types.js';
 
 const MAX_OVERAGE_PERCENT = 1000;
@@ -12,6 +13,9 @@ const allowedOptions = new Map([
   ['shadow', ['mode']],
 ]);
 
+/** Every mode's options together. */
+const throttleKeys = new Set([...allowedOptions.values()].flat());
+
 /** Validates `throttle`; defaults to hard limiting. */
 export function toThrottle(value: unknown): Throttle {
   if (value === undefined) return { mode: 'hard' };
@@ -23,6 +27,7 @@ export function toThrottle(value: unknown): Throttle {
       "an object such as `{ mode: 'soft', overagePercent: 10 }`",
     );
   const throttle = value as Record<string, unknown>;
+  refuseInherited(throttle, throttleKeys, (key) => `throttle.${key}`);
   // A Map, not an object: `mode: 'constructor'` must read as no mode, and a mode that only
   // prints as one (`['soft']`) must not pass for it.
   const keys = typeof throttle.mode === 'string' ? allowedOptions.get(throttle.mode) : undefined;
