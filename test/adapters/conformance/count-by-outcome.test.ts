@@ -92,11 +92,15 @@ describe.each(cases)('$name: counting by outcome', ({ harness, store }) => {
     await settledRemaining(app, '127.0.0.1', 2);
   });
 
-  it('a request the client aborts counts as failed: refunded under skipFailedRequests', async () => {
+  // Regression: refunded as failed while its handler still ran, a client that dropped each
+  // connection ran handlers without end and was never limited (30 of a limit of 3).
+  it('a request the client aborts stays counted under skipFailedRequests', async () => {
     app = await harness.start({ limits: [options({ limit: 2, skipFailedRequests: true })] });
     await abortedRequest(app, app.hits());
     await abortedRequest(app, app.hits());
-    await settledRemaining(app, '127.0.0.1', 2);
+    // A response after them lands any refund they started before it is read.
+    await request(app.url).get('/').expect(429);
+    expect((await app.handle?.limiter?.peek('127.0.0.1'))?.remaining).toBe(0);
   });
 
   it('a request the client aborts stays counted under skipSuccessfulRequests', async () => {

@@ -6,7 +6,7 @@ type Awaitable<T> = T | Promise<T>;
 
 /** express-rate-limit's names and meaning: decide after the response whether it counted. */
 export interface CountByOutcomeOptions<Req, Res> {
-  /** Give the quota back when the request failed (status ≥ 400, or the client left early). */
+  /** Give the quota back when the request failed (status ≥ 400); one whose client left before its response stays counted. */
   skipFailedRequests?: boolean;
   /** Give the quota back when the request succeeded. */
   skipSuccessfulRequests?: boolean;
@@ -21,9 +21,11 @@ const ignore = (): void => {};
 
 /**
  * The refund waits for the response's `close`: a response that was fully sent is judged by
- * `requestWasSuccessful`; one the client aborted first (or that failed) counts as failed, as
- * in express-rate-limit. The refund is the store's own atomic one, so it is exact under
- * concurrency; one that arrives after the window has moved on gives nothing back.
+ * `requestWasSuccessful`; one the client aborted first (or that failed) stays counted. Its
+ * handler may still be running: refunded then, as express-rate-limit refunds it, a client
+ * that drops each connection would have run handlers past the limit uncounted. The refund is
+ * the store's own atomic one, so it is exact under concurrency; one that arrives after the
+ * window has moved on gives nothing back.
  */
 export function checkCountByOutcome<Req, Res>(
   options: Record<string, unknown>,
@@ -57,9 +59,9 @@ export function checkCountByOutcome<Req, Res>(
   const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];
   return (req, res, raw, refund) => {
     raw.once('close', () => {
-      const sent = raw.writableFinished === true;
+      if (raw.writableFinished !== true) return;
       Promise.resolve()
-        .then(() => sent && (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
+        .then(() => (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
         .then(
           (success: unknown) => {
             if (typeof success !== 'boolean') {
