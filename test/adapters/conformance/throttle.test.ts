@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { createLimiter } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
@@ -42,6 +43,25 @@ describe.each(harnesses)('$name: queueing and throttling modes', (harness) => {
     client.end();
     await vi.waitFor(async () => expect((await observer.peek('127.0.0.1')).resetAfterMs).toBe(20_000));
     client.destroy();
+    await vi.waitFor(async () => expect((await observer.peek('127.0.0.1')).resetAfterMs).toBe(10_000));
+    expect(app.hits()).toBe(1);
+  });
+
+  // Regression: a response pipelined behind another is not its socket's yet, and did not close
+  // when its client left: the request behind kept its slot, and its handler ran later.
+  it('drops held requests pipelined on one connection when their client leaves', async () => {
+    const store = createMemoryStore();
+    const clock = clockAt(0);
+    const policy = { algorithm: 'gcra', limit: 1, window: '10s', burst: 1, queue: { maxDelayMs: '1m' } } as const;
+    app = await harness.start({ limits: [{ ...policy, prefix: 'piped', store, clock, logger }] });
+    const observer = createLimiter({ ...policy, prefix: 'piped', store, clock });
+    await request(app.url).get('/').expect(200);
+
+    const socket = connect(Number(new URL(app.url).port), '127.0.0.1');
+    socket.on('error', () => {});
+    socket.write('GET / HTTP/1.1\r\nHost: a\r\n\r\n'.repeat(2));
+    await vi.waitFor(async () => expect((await observer.peek('127.0.0.1')).resetAfterMs).toBe(30_000));
+    socket.destroy();
     await vi.waitFor(async () => expect((await observer.peek('127.0.0.1')).resetAfterMs).toBe(10_000));
     expect(app.hits()).toBe(1);
   });

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { QueueHeldEvent } from '../event-types.js';
 import { publishQueueEvent } from '../events.js';
 
@@ -9,7 +10,10 @@ import { publishQueueEvent } from '../events.js';
  * the name of the `limiter` that queued it, the name its decisions are published under.
  */
 export function hold(res: ServerResponse, delayMs: number, limiter: string): Promise<boolean> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve(false);
+  // A response pipelined behind another is not its socket's yet, and does not close when its
+  // client leaves: the socket does.
+  const socket = res.req?.socket;
+  if (res.destroyed || res.writableEnded || socket?.destroyed) return Promise.resolve(false);
   const heldAt = performance.now();
   const begun = publishQueueEvent((): QueueHeldEvent => ({ phase: 'held', limiter, delayMs }));
   const release = (completed: boolean): boolean => {
@@ -22,12 +26,35 @@ export function hold(res: ServerResponse, delayMs: number, limiter: string): Pro
   return new Promise((resolve) => {
     const gone = (): void => {
       clearTimeout(timer);
+      res.off('close', gone);
+      if (socket !== undefined) whenClosed(socket).delete(gone);
       resolve(release(false));
     };
     const timer = setTimeout(() => {
       res.off('close', gone);
+      if (socket !== undefined) whenClosed(socket).delete(gone);
       resolve(release(true));
     }, delayMs);
     res.once('close', gone);
+    if (socket !== undefined) whenClosed(socket).add(gone);
   });
 }
+
+/**
+ * What to call when a socket closes, for the requests held on it: one listener a socket, so
+ * a client pipelining many queued requests adds no listener each (Node warns past ten).
+ */
+const waiters = new WeakMap<Socket, Set<() => void>>();
+const whenClosed = (socket: Socket): Set<() => void> => {
+  let set = waiters.get(socket);
+  if (set === undefined) {
+    const created = new Set<() => void>();
+    socket.once('close', () => {
+      waiters.delete(socket);
+      for (const gone of [...created]) gone();
+    });
+    waiters.set(socket, created);
+    set = created;
+  }
+  return set;
+};
