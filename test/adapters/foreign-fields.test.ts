@@ -23,6 +23,26 @@ describe('a RateLimit field set before sluice', () => {
     const response = await request(app).get('/');
     expect(response.headers['ratelimit-policy']).toContain('edge;q=1000;w=60');
   });
+  // Regression: Node's `appendHeader` pushed sluice's item into the array the app had set, a
+  // constant here: each response carried one more copy of sluice's item than the last.
+  it('Express: leaves a list the app set as it was', async () => {
+    const upstream = ['"upstream";q=1000;w=3600'];
+    const app = express();
+    app.use((_req, res, next) => {
+      res.setHeader('RateLimit-Policy', upstream);
+      next();
+    });
+    app.use(expressRateLimit({ limit: 5, window: '1m' }));
+    app.get('/', (_req, res) => res.end('ok'));
+    for (let i = 0; i < 3; i++) {
+      const response = await request(app).get('/');
+      expect(parseItems(response.headers['ratelimit-policy'] as string).map((item) => item.name)).toEqual([
+        'upstream',
+        '5-per-1m',
+      ]);
+    }
+    expect(upstream).toEqual(['"upstream";q=1000;w=3600']);
+  });
   it('Koa: keeps the earlier item and appends sluice’s', async () => {
     const app = new Koa();
     app.use((ctx, next) => {

@@ -49,9 +49,14 @@ const binding: AdapterBinding<Request, Response> = {
   routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
   setHeader: (res, name, value) => res.setHeader(name, value),
   // A field nothing set yet is set, which Node validates once where its append validates
-  // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced.
-  appendHeader: (res, name, value) =>
-    res.getHeader(lookupName(name)) === undefined ? res.setHeader(name, value) : res.appendHeader(name, value),
+  // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced,
+  // into a new list: Node's `appendHeader` pushes into the array the app set, which may be one
+  // it keeps (a constant), growing by an item each response.
+  appendHeader: (res, name, value) => {
+    const set = res.getHeader(lookupName(name));
+    if (set === undefined) res.setHeader(name, value);
+    else res.setHeader(name, Array.isArray(set) ? [...set, value] : [String(set), value]);
+  },
 };
 
 /**
