@@ -41,8 +41,8 @@ const report = `# Limiter creation cost
 
 ${COUNT} limiters created in a row, as an app creates per-route limiters at start-up; median of
 ${RUNS} fresh processes per case, on ${new Date().toISOString().slice(0, 10)}. Memory is what the
-limiters keep after a full GC: the V8 heap, and outside it the typed arrays lru-cache sizes
-up front for a memory store's \`maxKeys\` (100 000 by default).
+limiters keep after a full GC: the V8 heap, and outside it the typed arrays of each memory
+store's index, which grow as clients arrive (at most \`maxKeys\`, 100 000 by default).
 
 | case | ${COUNT} limiters | each | heap kept | outside the heap | kept per limiter |
 | ---- | ---: | ---: | ---: | ---: | ---: |

@@ -62,7 +62,7 @@ const binding: AdapterBinding<Request, Response> = {
 /**
  * Express middleware: `app.use(rateLimit(options))`, or per route
  * `app.post('/login', rateLimit(options), handler)`. Each call has its own limiter and, unless
- * `store` is given, its own memory store (over the process's one LRU index). The middleware
+ * `store` is given, its own memory store. The middleware
  * carries that limiter (`.limiter`, `.limiterFor(policies)`) so application code can peek,
  * reset or refund a client's quota.
  *

@@ -36,7 +36,7 @@ export interface MemoryStoreOptions {
 export interface MemoryStore extends RateLimitStore {
   /** Client keys tracked now; never more than `maxKeys`. */
   readonly size: number;
-  /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`); stores over one index share the count. */
+  /** Keys evicted so far to stay within `maxKeys` (for metrics: `@sluice/otel`). */
   readonly evictions: number;
   consumeSync(request: StoreRequest): StoreReply;
   consumeOneSync(request: StoreRequest): PolicyOutcome;
@@ -149,28 +149,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   return memoryStoreOver(new MemoryTable(maxKeys));
 }
 
-/**
- * A memory store over `table`. Stores over one table share its keys and its `maxKeys` bound;
- * each files its namespaces under its own `scope`, so a limiter's namespace in one store never
- * meets the same namespace in another: each counts as if it had a store to itself.
- */
-export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
+/** A memory store over `table`, its keys, states and layouts. */
+export function memoryStoreOver(table: MemoryTable): MemoryStore {
   const { index, layouts } = table;
   // What the one-policy path reuses, for a state of 2 values and of 3 (see `fitsRow`).
   const scratches = [rowScratch(2), rowScratch(3)];
-  // A namespace as this store files it in the table: its own, when stores share one.
-  let lastNamespace = '';
-  let lastFiled = '';
-  const filed =
-    scope === ''
-      ? (namespace: string) => namespace
-      : (namespace: string) => {
-          if (namespace !== lastNamespace) {
-            lastNamespace = namespace;
-            lastFiled = `${namespace}/${scope}`;
-          }
-          return lastFiled;
-        };
 
   // The layout of the last request, and what it was asked for: a limiter sends the same
   // policies and namespace every time, and asking `layouts` cost a one-policy decision more
@@ -187,7 +170,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     ) {
       lastPolicies = request.policies;
       lastAskedNamespace = request.namespace;
-      lastLayout = layouts.of(filed(request.namespace), request.policies);
+      lastLayout = layouts.of(request.namespace, request.policies);
     }
     return lastLayout as Layout;
   };
@@ -300,10 +283,9 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const bindOne = (namespace: string, policies: readonly Policy[]): BoundDecision | undefined => {
     if (policies.length !== 1) return undefined;
     const policy = policies[0] as Policy;
-    const home = filed(namespace);
     // A field, not a `let` the closure shares: each read of such a variable is checked for its
     // temporal dead zone and its type, where a field's is known (some 16 instructions a decision).
-    const held = { layout: layouts.of(home, policies) };
+    const held = { layout: layouts.of(namespace, policies) };
     if (!fitsRow(held.layout)) return undefined;
     const evaluateAt = inPlace(policy);
     const scratch = rowScratch(held.layout.length);
@@ -311,7 +293,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
     return (given, capacity, cost, at) => {
       // Not checked again (`nowOf`): on every decision, a call through an import cost some 20 instructions.
       const now = at ?? Date.now();
-      if (layouts.stale(held.layout)) held.layout = layouts.of(home, policies);
+      if (layouts.stale(held.layout)) held.layout = layouts.of(namespace, policies);
       let key = given;
       // Held as given, the key is its own safe form: `storeKey` is not run.
       let slot = index.getAsGiven(given);
@@ -373,7 +355,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
   const refundSync = (request: StoreRequest): void => {
     const now = nowOf(request.now);
     costOf(request.cost);
-    const layout = layouts.of(filed(request.namespace), request.policies);
+    const layout = layouts.of(request.namespace, request.policies);
     const { policies, capacities } = request;
     const slot = index.get(request.key);
     if (slot === NO_SLOT) return;
@@ -428,7 +410,7 @@ export function memoryStoreOver(table: MemoryTable, scope = ''): MemoryStore {
       // Every version's states under the namespace, and any a forgotten layout left.
       for (const [at, id] of segmentsOf(entry).reverse()) {
         const layout = layouts.byId(id);
-        if (layout === undefined || layout.namespace === filed(namespace)) removeSegment(entry, at);
+        if (layout === undefined || layout.namespace === namespace) removeSegment(entry, at);
       }
       table.keep(key, slot, entry);
       return Promise.resolve();

@@ -16,7 +16,7 @@ const SPILLED = -1;
 export const fitsRow = (layout: Layout): boolean => !layout.logs && layout.length >= 2 && layout.length <= ROW_VALUES;
 
 /**
- * What memory stores over one LRU index share: the client keys, their states, the layouts of
+ * What a memory store keeps over its LRU index: the client keys, their states, the layouts of
  * those states, and the evictions.
  *
  * Nearly every client is known to one limiter of one policy, whose state is two or three
