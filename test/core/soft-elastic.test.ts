@@ -77,6 +77,17 @@ describe('soft throttling', () => {
     );
   });
 
+  // Regression: once the overage was spent, a peek said `allowed: false` with
+  // `overLimit: 'soft'`, a mark that means the request passed only thanks to the mode.
+  it('a peek that says no more would pass carries no overage mark', async () => {
+    const throttle = { mode: 'soft', overagePercent: 50 } as const;
+    const { limiter } = limiterWith({ limit: 2, algorithm: 'fixed-window', throttle });
+    for (let i = 0; i < 3; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    const spent = await limiter.peek('k');
+    expect(spent.allowed).toBe(false);
+    expect(spent.overLimit).toBeUndefined();
+  });
+
   it('raises the capacity of the buckets the same way', async () => {
     for (const algorithm of ['token-bucket', 'leaky-bucket', 'gcra'] as const) {
       const { limiter } = limiterWith({ limit: 10, algorithm, throttle: { mode: 'soft', overagePercent: 50 } });

@@ -319,7 +319,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
         fits &&= fitsPolicy;
       }
       if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
-      else decision.allowed = fits;
+      else {
+        decision.allowed = fits;
+        // The overage mark says a request passed only thanks to the mode: one that would not pass has none.
+        if (!fits) delete decision.overLimit;
+      }
       return decision;
     },
     async reset(key) {
