@@ -145,6 +145,17 @@ describe('rules validation', () => {
     );
   });
 
+  // Regression: a misspelt option was dropped unseen, a number became a source, and `null`
+  // threw an uncoded TypeError.
+  it.each([
+    [{ sourc: 'rules.yaml' }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+    [{ source: 5 }, 'ERR_SLUICE_INVALID_OPTION'],
+    [{ source: '' }, 'ERR_SLUICE_INVALID_OPTION'],
+    [null, 'ERR_SLUICE_INVALID_OPTION'],
+  ])('parseRules refuses the options %o with %s', (options, code) => {
+    expect(() => parseRules('domain: d\n', options as never)).toThrow(expect.objectContaining({ code }));
+  });
+
   it('replaces must name another rule', () => {
     const problems = problemsOf(
       'domain: d\ndescriptors:\n  - key: u\n    rate_limit:\n      name: me\n      unit: day\n      requests_per_unit: 1\n      replaces: [{ name: me }, { name: "" }, { nam: x }]\n',

@@ -1,5 +1,6 @@
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import { type RuleProblem, RulesError } from './errors.js';
+import { checkName, checkSourceOptions } from './options.js';
 import { readDescriptorTree } from './read-descriptors.js';
 import { createReader, fieldsOf, type Location, required, textOf } from './reader.js';
 import { createRuleSet, type DomainRules } from './rule-set.js';
@@ -86,6 +87,8 @@ export function checkDistinct(domains: readonly ReadDomain[], problems: RuleProb
  * rules.match('edge', [[{ key: 'remote_address', value: '203.0.113.7' }]]);
  */
 export function parseRules(text: string, options: ParseRulesOptions = {}): RuleSet {
+  checkSourceOptions(options, 'parseRules', ['source']);
+  if (options.source !== undefined) checkName(options.source, 'source');
   const source = options.source ?? '<rules>';
   if (typeof text !== 'string') {
     throw new RulesError([
