@@ -24,17 +24,14 @@ export function hold(res: ServerResponse, delayMs: number, limiter: string): Pro
     return completed;
   };
   return new Promise((resolve) => {
-    const gone = (): void => {
+    const end = (completed: boolean): void => {
       clearTimeout(timer);
       res.off('close', gone);
-      if (socket !== undefined) whenClosed(socket).delete(gone);
-      resolve(release(false));
+      if (socket !== undefined) waiters.get(socket)?.delete(gone);
+      resolve(release(completed));
     };
-    const timer = setTimeout(() => {
-      res.off('close', gone);
-      if (socket !== undefined) whenClosed(socket).delete(gone);
-      resolve(release(true));
-    }, delayMs);
+    const gone = (): void => end(false);
+    const timer = setTimeout(() => end(true), delayMs);
     res.once('close', gone);
     if (socket !== undefined) whenClosed(socket).add(gone);
   });
@@ -51,7 +48,7 @@ const whenClosed = (socket: Socket): Set<() => void> => {
     const created = new Set<() => void>();
     socket.once('close', () => {
       waiters.delete(socket);
-      for (const gone of [...created]) gone();
+      for (const gone of created) gone();
     });
     waiters.set(socket, created);
     set = created;
