@@ -4,6 +4,8 @@ import { refuseInherited } from './known-options.js';
 import type { Policy, Throttle } from './types.js';
 
 const MAX_OVERAGE_PERCENT = 1000;
+/** Soft and elastic throttling raise a capacity at most this many times. */
+export const MAX_CAPACITY_FACTOR = 1 + MAX_OVERAGE_PERCENT / 100;
 
 /** Each mode's options. */
 const allowedOptions = new Map([

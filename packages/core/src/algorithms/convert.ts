@@ -1,9 +1,7 @@
+import { MAX_CAPACITY_FACTOR } from '../throttle.js';
 import type { Policy, PolicyOutcome } from '../types.js';
 import type { Algorithms, State } from './algorithm.js';
 import { algorithms } from './table.js';
-
-/** Soft and elastic throttling raise a capacity at most this many times (1000 % overage). */
-const MAX_CAPACITY_FACTOR = 11;
 
 /** Another version's state as a policy reads it (`convertStateWithReset`). */
 export interface ConvertedState<S = State> {
