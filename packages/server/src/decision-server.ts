@@ -93,7 +93,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   /** Ends gRPC at once: its calls, sessions and every connection, one that never began HTTP/2 too. */
   const forceGrpc = (): void => {
     grpc.server.forceShutdown();
-    grpcListener?.destroyConnections();
+    grpcListener?.destroy();
   };
   const bindHttp = (): Promise<number> =>
     new Promise((resolve, reject) => {
@@ -131,7 +131,6 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     try {
       httpPort = await bindHttp();
     } catch (error) {
-      grpcListener?.stopAccepting();
       forceGrpc();
       throw error;
     }

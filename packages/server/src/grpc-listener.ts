@@ -6,8 +6,8 @@ export interface GrpcListener {
   readonly port: number;
   /** Accepts no more connections; those open go on. */
   stopAccepting(): void;
-  /** Ends every connection still open, whatever state it is in. */
-  destroyConnections(): void;
+  /** Accepts no more connections and ends every one still open, whatever state it is in. */
+  destroy(): void;
 }
 
 /**
@@ -42,7 +42,8 @@ export function listenGrpc(
       resolve({
         port: typeof address === 'object' && address !== null ? address.port : port,
         stopAccepting: () => listener.close(),
-        destroyConnections: () => {
+        destroy: () => {
+          listener.close();
           injector.destroy();
           for (const socket of sockets) socket.destroy();
         },
