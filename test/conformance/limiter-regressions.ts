@@ -363,4 +363,20 @@ export function limiterRegressions(store: () => RateLimitStore) {
     expect(last.remaining).toBe(0);
     expect((await limiter.consume('k')).allowed).toBe(false);
   });
+
+  // A refund lands after its charge: a response that ended past a window boundary, a later
+  // rule that refused. The counter's previous window still weighs the charge in full at the
+  // boundary, and the refund gave nothing back there (it only looked at the new window).
+  it('sliding-window-counter: a refund just past a window boundary gives back a charge made just before it', async () => {
+    const { clock, limiter } = await chargedCounter(3, [900, 950, 999]);
+    clock.set(START_MS + 1_000);
+    await limiter.refund('k', 1);
+    const again = await limiter.consume('k');
+    expect(again.allowed).toBe(true);
+    expect(again.remaining).toBe(0);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    // Newest first: given back from the new window's count before the previous one's.
+    await limiter.refund('k', 1);
+    expect((await limiter.peek('k')).remaining).toBe(1);
+  });
 }

@@ -125,6 +125,36 @@ describe('refund', () => {
   });
 });
 
+describe('a refund made later than its charge', () => {
+  // An adapter refunds when the response ends (`skipFailedRequests`), and rules mode when a
+  // later rule refuses: the clock has moved on, perhaps past a window boundary, and what the
+  // charge still weighs must come back, as if it had never been made.
+  it.each(VARIANTS)('%s: leaves the state the charge found, as seen at the refund', (variant) => {
+    fc.assert(
+      fc.property(
+        policyTraceArb(variant).chain(([policy, trace]) =>
+          fc.tuple(
+            fc.constant(policy),
+            fc.constant(trace),
+            fc.integer({ min: 1, max: 6 }),
+            fc.integer({ min: 0, max: policy.windowMs }),
+            followUpArb(policy),
+          ),
+        ),
+        ([policy, trace, cost, later, followUp]) => {
+          const meter = createMeter(policy);
+          const { now } = run(meter, trace);
+          const before = meter.state;
+          fc.pre(meter.consume(cost, now).allowed);
+          meter.refund(cost, now + later);
+          expect(run(meter, followUp, now + later)).toEqual(run(createMeter(policy, before), followUp, now + later));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe('time is integer arithmetic with no drift', () => {
   it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)(
     '%s: 3 per second (a 333.3… ms interval) admits exactly 3 per second over six hours',

@@ -217,6 +217,29 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     expect(await admitted(onB, 'k', 4)).toBe(3);
   });
 
+  // The counter's previous window still weighs a charge made just before the boundary: a
+  // refund just past it must give that back, here and, through the next sync, to the fleet.
+  it('sliding-window-counter: a refund just past a window boundary gives back a charge made just before it', async () => {
+    const windowStart = 1_700_000_040_000 - (1_700_000_040_000 % 60_000);
+    const clock = manualClock(windowStart + 59_999);
+    const [a, b] = [await appProcess(), await appProcess()];
+    const options = {
+      limit: 3,
+      window: '1m',
+      algorithm: 'sliding-window-counter',
+      clock,
+      prefix: 'late-refund',
+    } as const;
+    const onA = createLimiter({ ...options, store: a });
+    const onB = createLimiter({ ...options, store: b });
+    expect(await admitted(onA, 'k', 3)).toBe(3);
+    clock.set(windowStart + 60_000);
+    await onA.refund('k', 2);
+    expect((await onA.peek('k')).remaining).toBe(2);
+    await a.localFirst?.sync();
+    expect(await admitted(onB, 'k', 3)).toBe(2);
+  });
+
   it('refuses at construction what it cannot do well', async () => {
     const store = await appProcess();
     for (const algorithm of ['token-bucket', 'leaky-bucket', 'gcra', 'sliding-window-log'] as const) {

@@ -44,6 +44,52 @@ describe('decideRules on the memory store', () => {
   });
 });
 
+describe('decideRules when the clock moves while the store answers', () => {
+  it("gives a refused request's charge back though a window boundary passed since it was made", async () => {
+    const counted = parseRules(`
+domain: app
+descriptors:
+  - key: user
+    policies: [{ name: per-second, limit: 3, window: 1s, algorithm: sliding-window-counter }]
+  - key: route
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+    const boundary = 1_700_000_001_000;
+    let at = boundary - 1;
+    const clock = () => at;
+    // Every answer comes back a millisecond before a window boundary, and the refund is made
+    // after it: the counter's previous window still weighs the charge in full there.
+    const inner = promiseStore();
+    const store = {
+      ...inner,
+      consume: (request: StoreRequest) => inner.consume(request).finally(() => (at = boundary)),
+    };
+    const limiterOf = createRuleLimiters({ store, clock });
+    const ask = (...descriptors: [string, string][]) =>
+      decideRules(
+        counted.match(
+          'app',
+          descriptors.map(([key, value]) => [{ key, value }]),
+        ),
+        limiterOf,
+        1,
+        clock,
+      );
+    for (let i = 0; i < 2; i++) {
+      at = boundary - 1;
+      expect((await ask(['user', 'u'])).map((v) => v.decision.allowed)).toEqual([true]);
+    }
+    at = boundary - 1;
+    await ask(['route', '/a']);
+    at = boundary - 1;
+    const refused = await ask(['user', 'u'], ['route', '/a']);
+    expect(refused.map((v) => v.decision.allowed)).toEqual([true, false]);
+    // Two of 3 spent in the previous window, weighed in full: one more passes, then none.
+    expect((await ask(['user', 'u'])).map((v) => v.decision.allowed)).toEqual([true]);
+    expect((await ask(['user', 'u'])).map((v) => v.decision.allowed)).toEqual([false]);
+  });
+});
+
 describe("decideRules with limiters of the caller's own", () => {
   it('asks a limiter createLimiter did not make through its consume', async () => {
     const made = createRuleLimiters({ store: createMemoryStore(), clock: now });

@@ -78,18 +78,6 @@ export type Algorithms<S = State> = Readonly<Record<AlgorithmName, Algorithm<S>>
  */
 export const clockLag = (index: number, windowMs: number, now: number): number => Math.max(0, index * windowMs - now);
 
-/**
- * A window algorithm's state (`[windowIndex, count, …]`) with `cost` given back to its count
- * when it was written in the window `now` falls in; else as it was, since an earlier window's
- * count no longer limits anything. The values after the count are kept.
- */
-export function refundWindow(state: State | undefined, windowMs: number, cost: number, now: number): State | undefined {
-  if (state === undefined || state[0] !== Math.floor(now / windowMs)) return state;
-  const refunded = state.slice();
-  refunded[1] = Math.max(0, (state[1] as number) - cost);
-  return refunded;
-}
-
 /** Where `evaluateOf` decides: a state copied in, decided on in place; decisions are synchronous. */
 const scratch = new Float64Array(3);
 const read = (i: number): number => scratch[i] as number;

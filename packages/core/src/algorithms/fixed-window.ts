@@ -1,4 +1,4 @@
-import { type Algorithm, clockLag, type EvaluateAt, evaluateOf, refundWindow } from './algorithm.js';
+import { type Algorithm, clockLag, type EvaluateAt, evaluateOf } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, clock, into) => {
@@ -39,5 +39,10 @@ export const fixedWindow: Algorithm = {
 
   seed,
 
-  refund: (state, policy, _capacity, cost, now) => refundWindow(state, policy.windowMs, cost, now),
+  // Given back to the count of the window `now` falls in; an earlier window's count no longer
+  // limits anything, so a refund that lands after the window moved on has nothing to give.
+  refund(state, policy, _capacity, cost, now) {
+    if (state === undefined || state[0] !== Math.floor(now / policy.windowMs)) return state;
+    return [state[0], Math.max(0, (state[1] as number) - cost)];
+  },
 };

@@ -1,5 +1,5 @@
 import type { PolicyOutcome } from '../types.js';
-import { type Algorithm, type EvaluateAt, evaluateOf, refundWindow } from './algorithm.js';
+import { type Algorithm, type EvaluateAt, evaluateOf, type State } from './algorithm.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -61,8 +61,22 @@ export const slidingWindowCounter: Algorithm = {
 
   seed,
 
-  refund: (state, policy, _capacity, cost, now) => refundWindow(state, policy.windowMs, cost, now),
+  refund: (state, policy, _capacity, cost, now) => refunded(state, Math.floor(now / policy.windowMs), cost),
 };
+
+/**
+ * `cost` given back newest units first: from the count of the window the state was written
+ * in, then from the one before it while the estimate still weighs that. A refund that lands
+ * just past a window boundary (a response that ended there, a later rule that refused) so
+ * gives back a charge made just before it, which still weighs in the estimate.
+ */
+function refunded(state: State | undefined, index: number, cost: number): State | undefined {
+  if (state === undefined) return state;
+  const [written, current, previous] = state as [number, number, number];
+  if (written === index - 1) return [written, Math.max(0, current - cost), previous];
+  if (written !== index) return state;
+  return [written, Math.max(0, current - cost), Math.max(0, previous - Math.max(0, cost - current))];
+}
 
 // Apart from `evaluateAt`: a decision that passes, the usual one, then carries none of a
 // refusal's bytecode, which would count against what the optimising compiler inlines into it.

@@ -165,16 +165,36 @@ function seen(client: ClientCounts, now: number): void {
   if (now > client.lastNow) client.lastNow = now;
 }
 
-/** Gives units back to this process's count of the current window (never below zero). */
+/**
+ * Gives units back to this process's counts, newest first (never below zero): the current
+ * window's, then for the sliding window counter the previous window's, which its estimate
+ * still weighs, so a refund just past a boundary gives back a charge made just before it. The
+ * view loses the same units from the same windows.
+ */
 export function refundLocally(client: ClientCounts, request: StoreRequest, now: number): void {
   for (let i = 0; i < client.policies.length; i++) {
     const policy = client.policies[i] as Policy;
     const counts = client.counts[i] as PolicyCounts;
     const window = windowOf(policy, now);
-    const given = Math.min(request.cost, ownCount(counts, window));
-    if (given > 0) charge(counts, window, -given);
-    counts.view = algorithms[policy.algorithm].refund(counts.view, policy, request.capacities[i] as number, given, now);
+    const fromCurrent = Math.min(request.cost, ownCount(counts, window));
+    const fromPrevious =
+      policy.algorithm === 'sliding-window-counter'
+        ? Math.min(request.cost - fromCurrent, ownCount(counts, window - 1))
+        : 0;
+    if (fromCurrent > 0) charge(counts, window, -fromCurrent);
+    if (fromPrevious > 0) charge(counts, window - 1, -fromPrevious);
+    counts.view = takenFromView(takenFromView(counts.view, window, fromCurrent), window - 1, fromPrevious);
   }
+}
+
+/** A view (`[window, count]`, or `[window, current, previous]`) with `units` fewer in `window`. */
+function takenFromView(view: State | undefined, window: number, units: number): State | undefined {
+  if (view === undefined || units === 0) return view;
+  const at = view[0] === window ? 1 : view[0] === window + 1 && view.length === 3 ? 2 : 0;
+  if (at === 0) return view;
+  const taken = view.slice();
+  taken[at] = Math.max(0, (view[at] as number) - units);
+  return taken;
 }
 
 export const windowOf = (policy: Policy, now: number): number => Math.floor(now / policy.windowMs);

@@ -52,10 +52,12 @@ sliding_counter.evaluate = function(state, p, capacity, cost, at)
   }
 end
 sliding_counter.seed = function(used, p, now) return { floor(now / p.window), used, 0 } end
+-- Newest units first: the written window's count, then the one before it while the estimate still weighs that.
 sliding_counter.refund = function(state, p, _, cost, now)
   local index = floor(now / p.window)
+  if state[1] == index - 1 then return { state[1], max(0, state[2] - cost), state[3] } end
   if state[1] ~= index then return state end
-  return { index, max(0, state[2] - cost), state[3] }
+  return { index, max(0, state[2] - cost), max(0, state[3] - max(0, cost - state[2])) }
 end
 ALGORITHMS['sliding-window-counter'] = sliding_counter
 `;
