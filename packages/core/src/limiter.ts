@@ -65,6 +65,19 @@ export function jointPart(limiter: Limiter, key: string, cost: number): JointPar
   return jointParts.get(limiter)?.(key, cost);
 }
 
+const unpublishedRefunds = new WeakMap<Limiter, (key: string, cost: number) => Promise<unknown>>();
+
+/**
+ * The limiter's `refund` without its `sluice:refund` event, for a charge whose decision goes
+ * out as a refusal (a full queue's, `queueFull`): a refusal counts as nothing charged, so its
+ * refund must not count as a charge given back. `limiter.refund` for a limiter `createLimiter`
+ * did not make.
+ */
+export function refundUnpublished(limiter: Limiter, key: string, cost: number): Promise<unknown> {
+  const refund = unpublishedRefunds.get(limiter);
+  return refund === undefined ? limiter.refund(key, cost) : refund(key, cost);
+}
+
 /**
  * The limiter's `consume` without its promise when the store can decide at once (an in-process
  * store, a refusal a deny cache knows, a local-first client): the HTTP layer's fast path, which
@@ -282,6 +295,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ? atOnceFirst
           : decide;
 
+  const refundInStore = async (key: string, cost: number) => {
+    // Checked outside the guard: a bad key or cost is the caller's error, not a store failure.
+    const refund = request(checkKey(key), checkCost(cost), baseCapacities);
+    return guarded(() => store.refund(refund));
+  };
+
   const limiter: Limiter = {
     policies,
     namespace,
@@ -331,10 +350,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
       await guarded(() => store.reset(namespace, safeKey, policies));
     },
     async refund(key, cost) {
-      const refund = request(checkKey(key), checkCost(cost), baseCapacities);
-      if ((await guarded(() => store.refund(refund))) !== STORE_FAILED) events.refunded(cost);
+      if ((await refundInStore(key, cost)) !== STORE_FAILED) events.refunded(cost);
     },
   };
+  unpublishedRefunds.set(limiter, refundInStore);
   jointParts.set(limiter, (key, cost) => {
     if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
     const caps = capacities();

@@ -1,10 +1,11 @@
 import diagnostics from 'node:diagnostics_channel';
 import { type ClientRequest, request as httpRequest } from 'node:http';
-import { createLimiter, SLUICE_CHANNELS } from '@sluice/core';
+import { createLimiter, type DecisionEvent, type RefundEvent, SLUICE_CHANNELS } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { parseRules } from '@sluice/rules';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { listen } from '../../helpers/channels.js';
 import { harnesses, type RunningApp } from '../harness/index.js';
 import { clockAt, collectingLogger } from '../helpers.js';
 
@@ -48,6 +49,8 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     });
     const observer = createLimiter({ ...policy, prefix: 'bounded', store, clock });
     const url = app.url;
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const refunds = listen<RefundEvent>(SLUICE_CHANNELS.refund);
     // Each client's first request passes at once; its second is queued for 10 s.
     const answers = await secondRequests(url, 6, 3);
     expect(answers.map((a) => [a.client, a.status])).toEqual([
@@ -61,6 +64,16 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     for (const i of [3, 4, 5]) expect((await observer.peek(`c${i}`)).resetAfterMs).toBe(10_000);
     for (const i of [0, 1, 2]) expect((await observer.peek(`c${i}`)).resetAfterMs).toBe(20_000);
     expect(app.hits()).toBe(6);
+    // The events add up to what the store holds: the refusals went out as refusals, so their
+    // charges given back are no refunds (they were counted against the quota twice over).
+    const results = decisions.filter((d) => d.limiter === 'bounded').map((d) => d.result);
+    expect(results.sort()).toEqual([
+      ...Array(6).fill('allowed'),
+      ...Array(3).fill('limited'),
+      ...Array(3).fill('queued'),
+    ]);
+    // (The previous test's held clients, let go as it ended, may give theirs back meanwhile.)
+    expect(refunds.filter((r) => r.limiter === 'bounded')).toEqual([]);
   });
 
   // Rules mode held queued requests with no bound at all.
@@ -77,11 +90,13 @@ descriptors:
       limits: [{ rules, descriptors: [['header.x-client']], maxQueued: 2, store, clock, logger: collectingLogger() }],
     });
     const url = app.url;
+    const refunds = listen<RefundEvent>(SLUICE_CHANNELS.refund);
     const answers = await secondRequests(url, 4, 2);
     expect(answers.map((a) => [a.client, a.status])).toEqual([
       ['c2', 429],
       ['c3', 429],
     ]);
+    expect(refunds.filter((r) => r.limiter.startsWith('r.'))).toEqual([]);
     for (const answer of answers) expect(Number(answer.retryAfter)).toBeGreaterThanOrEqual(10);
     // The refused clients spent nothing: once the held clients leave, c2's next request is
     // queued 10 s (held, so a short wait gives up first). Had its refusal been charged, it would

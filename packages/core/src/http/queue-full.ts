@@ -1,3 +1,4 @@
+import { refundUnpublished } from '../limiter.js';
 import type { Decision, Limiter, Policy, PolicyDecision } from '../types.js';
 
 /**
@@ -14,7 +15,8 @@ import type { Decision, Limiter, Policy, PolicyDecision } from '../types.js';
  */
 export async function queueFull(limiter: Limiter, key: string, decision: Decision, cost: number): Promise<Decision> {
   // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
-  await limiter.refund(key, cost).catch(() => {});
+  // Unpublished: the decision goes out as a refusal, which charged nothing in the figures.
+  await refundUnpublished(limiter, key, cost).catch(() => {});
   const { policies } = limiter;
   if (emptiedQueues(decision, policies) < 2) return queueFullDecision(decision, policies, cost);
   const now = await limiter.peek(key).catch(() => undefined);
