@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createLimiter } from '@sluice/core';
+import { createLimiter, type RateLimitStore } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics, METRICS } from '@sluice/otel';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -113,9 +113,39 @@ describe('series per instrument', () => {
     expect(nearLimit).toHaveLength(333 + 1);
     const durations = pointsOf(metrics, METRICS.storeDuration);
     expect(durations.map((p) => p.attributes)).toEqual([
-      { 'otel.metric.overflow': true, 'sluice.store': 'down', 'error.type': 'Error' },
+      { 'otel.metric.overflow': true, 'sluice.store': 'down', 'error.type': '_OTHER' },
       { 'otel.metric.overflow': true, 'sluice.store': 'remote' },
     ]);
+  });
+
+  // Error types come from the failures (an error's `code`): past the bound each new one opened
+  // a count of the overflow's and a histogram series, with no end.
+  it('folds the error types of store errors past the bound into _OTHER', async () => {
+    const sdk = sdkMetrics();
+    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
+    cleanup = async () => {
+      disable();
+      await sdk.shutdown();
+    };
+    let failures = 0;
+    const flaky: RateLimitStore = {
+      name: 'flaky',
+      consume: () => Promise.reject(Object.assign(new Error('failed'), { code: `E${failures++}` })),
+      reset: () => Promise.resolve(),
+      refund: () => Promise.resolve(),
+    };
+    const limiter = createLimiter({ limit: 1, window: '1m', prefix: 'flaky', store: flaky, logger: quiet });
+    for (let i = 0; i < 1500; i++) await limiter.consume('k');
+    const metrics = await sdk.collect();
+    const errors = seriesOf(metrics, METRICS.storeErrors);
+    // The limiter and its store_error result take two counts; its error types the other 998.
+    expect(errors.filter(([attributes]) => 'sluice.limiter' in (attributes as object))).toHaveLength(998);
+    expect(errors.filter(([attributes]) => 'otel.metric.overflow' in (attributes as object))).toEqual([
+      [{ 'otel.metric.overflow': true, 'sluice.store': 'flaky', 'error.type': '_OTHER' }, 502],
+    ]);
+    const durations = pointsOf(metrics, METRICS.storeDuration);
+    expect(durations).toHaveLength(999);
+    expect(durations.filter((p) => p.attributes['error.type'] === '_OTHER')).toHaveLength(1);
   });
 
   it('keeps the heap where it was for 12,000 more limiters past the bound', async () => {

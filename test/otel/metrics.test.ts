@@ -430,6 +430,10 @@ describe('enableMetrics', () => {
     expect(() => enableMetrics(null as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
     // An array was taken for no options.
     expect(() => enableMetrics([] as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }));
+    // So was a Map: its entries are no properties, and nothing said why nothing was counted.
+    expect(() => enableMetrics(new Map([['meterProvider', {}]]) as never)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringMatching(/received a Map/) }),
+    );
   });
 
   // A Map was read with Object.entries: no store was ever reported, and no error said why.

@@ -81,17 +81,33 @@ describe('createPrometheusMetrics', () => {
         ),
       }),
     );
-    for (const options of [null, [], 'x']) {
+    // A Map's entries are no options: it was taken for none.
+    for (const options of [null, [], 'x', new Map([['memoryStores', {}]])]) {
       expect(() => createPrometheusMetrics(options as never)).toThrow(
         expect.objectContaining({
           code: 'ERR_SLUICE_INVALID_OPTION',
-          message: expect.stringMatching(/`options` of createPrometheusMetrics must be an object/),
+          message: expect.stringMatching(/`options` of createPrometheusMetrics must be a plain object/),
         }),
       );
     }
-    expect(() => createPrometheusMetrics({ memoryStores: { main: {} } } as never)).toThrow(
-      expect.objectContaining({ message: expect.stringMatching(/`memoryStores\.main` of createPrometheusMetrics/) }),
+    for (const main of [{}, { size: Number.NaN, evictions: 0 }]) {
+      expect(() => createPrometheusMetrics({ memoryStores: { main } } as never)).toThrow(
+        expect.objectContaining({ message: expect.stringMatching(/`memoryStores\.main` of createPrometheusMetrics/) }),
+      );
+    }
+  });
+
+  // The decision service appends its own metrics to this text: they joined the comment line.
+  it('ends its text in a line feed before any decision too', async () => {
+    const prometheus = createPrometheusMetrics();
+    cleanups.push(prometheus.disable);
+    const empty = await prometheus.render();
+    expect(empty.endsWith('\n')).toBe(true);
+    expect(`${empty}# HELP other_total Another registry's metric.\n`.split('\n')).toContain(
+      "# HELP other_total Another registry's metric.",
     );
+    await createLimiter({ limit: 1, window: '1m', prefix: 'line-feed', clock: () => 0 }).consume('a');
+    expect((await prometheus.render()).endsWith('\n')).toBe(true);
   });
 
   it('after disable(), render() rejects with a coded error and metrics may be enabled afresh', async () => {

@@ -73,6 +73,30 @@ describe('enableTracing', () => {
     ]);
   });
 
+  // Rules mode publishes each matched rule's decision, in the order of the rules: a rule that
+  // passed after the one that refused made the 429's span read `allowed`.
+  it('keeps the attributes of the refusal when a later limiter on the same span passes', async () => {
+    const shared = { window: '1m', algorithm: 'fixed-window', clock: () => 0 } as const;
+    const strict = createLimiter({ ...shared, name: 'strict', limit: 1, prefix: 'route' });
+    const loose = createLimiter({ ...shared, name: 'loose', limit: 100, prefix: 'address' });
+    for (const name of ['first', 'second']) {
+      await tracer.startActiveSpan(name, async (span) => {
+        await strict.consume('client');
+        await loose.consume('client');
+        span.end();
+      });
+    }
+    const [first, second] = exporter.getFinishedSpans();
+    expect(first?.attributes).toMatchObject({ 'sluice.limiter': 'address', 'sluice.result': 'allowed' });
+    expect(second?.attributes).toEqual({
+      'sluice.limiter': 'route',
+      'sluice.policy': 'strict',
+      'sluice.result': 'limited',
+      'sluice.remaining': 0,
+    });
+    expect(second?.events.map((e) => e.attributes?.['sluice.limiter'])).toEqual(['route']);
+  });
+
   it('finds the right span for decisions that wait on the store, interleaved', async () => {
     const limiter = createLimiter({ limit: 1, window: '1m', store: remote(), prefix: 'r' });
     await limiter.consume('taken');
@@ -118,11 +142,11 @@ describe('enableTracing', () => {
         message: expect.stringMatching(/Unknown enableTracing option `tracerProvider`: it takes none/),
       }),
     );
-    for (const options of [null, [], 'x', 1]) {
+    for (const options of [null, [], 'x', 1, new Map([['tracerProvider', provider]])]) {
       expect(() => enableTracing(options as never)).toThrow(
         expect.objectContaining({
           code: 'ERR_SLUICE_INVALID_OPTION',
-          message: expect.stringMatching(/`options` of enableTracing must be an object/),
+          message: expect.stringMatching(/`options` of enableTracing must be a plain object/),
         }),
       );
     }

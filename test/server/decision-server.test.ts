@@ -1,7 +1,8 @@
+import { channel } from 'node:diagnostics_channel';
 import { connect } from 'node:net';
 import { type Client, credentials, loadPackageDefinition, type StatusObject, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
-import { createLimiter, createMemoryStore, type RateLimitStore } from '@sluice/core';
+import { createLimiter, createMemoryStore, type RateLimitStore, SLUICE_CHANNELS } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient } from '@sluice/server';
@@ -10,6 +11,9 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { createEnvoyClient } from '../helpers/envoy-client.js';
 import { waitFor } from '../helpers/redis-server.js';
+
+/** Which of sluice's channels have subscribers now. */
+const channelSubscribers = () => Object.values(SLUICE_CHANNELS).filter((name) => channel(name).hasSubscribers);
 
 const rules = parseRules(
   'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
@@ -50,6 +54,7 @@ describe('createDecisionServer', () => {
     const many = parseRules(`domain: d\ndescriptors:\n  - key: k\n    policies:\n${policies.join('\n')}\n`);
     // The Redis store's own check of 1 to 16 policies, which needs no connection.
     const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
+    const subscribers = channelSubscribers();
     try {
       const store = createRedisStore({ client, logger: { warn() {} } });
       expect(() => createDecisionServer({ rules: many, store, log: quietLog })).toThrow(
@@ -60,6 +65,8 @@ describe('createDecisionServer', () => {
           ],
         }),
       );
+      // The server that never started left no metrics subscribed to count every decision after.
+      expect(channelSubscribers()).toEqual(subscribers);
     } finally {
       client.disconnect();
     }

@@ -90,7 +90,7 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
 
   const tally = createTally(
     {
-      storeDuration(limiter, { store, errorType }, ms) {
+      storeDuration(limiter, store, errorType, ms) {
         const attributes = cached(`d\u0000${limiter}\u0000${store}\u0000${errorType ?? ''}`, () => ({
           ...limiterAttributes(limiter),
           [ATTRIBUTES.store]: store,

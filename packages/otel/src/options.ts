@@ -20,10 +20,19 @@ function invalid(caller: Caller, option: string, value: unknown, expected: strin
   );
 }
 
-/** Checks that the options of `caller` are an object naming only options it takes. */
+/** Whether `value` is an object literal (or one without a prototype), not a Map or other class's instance. */
+const isPlainObject = (value: unknown): value is object => {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
+};
+
+/**
+ * Checks that the options of `caller` are a plain object naming only options it takes: a Map's
+ * entries, read as properties, would be no options at all.
+ */
 export function checkOptions(options: object, caller: Caller): void {
-  if (typeof options !== 'object' || options === null || Array.isArray(options))
-    invalid(caller, 'options', options, 'an object');
+  if (!isPlainObject(options)) invalid(caller, 'options', options, 'a plain object');
   if (caller === 'createPrometheusMetrics' && Object.hasOwn(options, 'meterProvider')) {
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
@@ -51,11 +60,10 @@ export function checkMetricsOptions(options: MetricsOptions, caller: Caller): Me
     invalid(caller, 'logger', logger, 'an object with `warn`');
   if (memoryStores !== undefined) {
     // Read with Object.entries, a Map showed no store at all.
-    const prototype = typeof memoryStores === 'object' && memoryStores !== null && Object.getPrototypeOf(memoryStores);
-    if (prototype !== Object.prototype && prototype !== null)
+    if (!isPlainObject(memoryStores))
       invalid(caller, 'memoryStores', memoryStores, 'a plain object of stores by name, such as `{ main: store }`');
     for (const [name, store] of Object.entries(memoryStores)) {
-      if (typeof store?.size !== 'number' || typeof store.evictions !== 'number')
+      if (!Number.isFinite(store?.size) || !Number.isFinite(store.evictions))
         invalid(caller, `memoryStores.${name}`, store, 'a store from createMemoryStore()');
     }
   }

@@ -49,7 +49,10 @@ export function createPrometheusMetrics(options: Omit<MetricsOptions, 'meterProv
         throw new SluiceError('ERR_SLUICE_UNSUPPORTED', '[sluice] render() after disable(): these metrics are off.');
       }
       const { resourceMetrics } = await exporter.collect();
-      return serializer.serialize(resourceMetrics);
+      const text = serializer.serialize(resourceMetrics);
+      // Before any decision the serializer gives a bare comment: every line of the format ends
+      // in a line feed, and text appended after it would join the comment.
+      return text.endsWith('\n') ? text : `${text}\n`;
     },
     disable() {
       disabled ??= (async () => {

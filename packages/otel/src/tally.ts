@@ -33,6 +33,14 @@ export const MAX_COUNTED_SERIES = 1000;
  */
 export const OVERFLOW = '';
 
+/**
+ * The error type of the store errors counted past the bound: OpenTelemetry's semantic
+ * conventions' value for an `error.type` not told apart. Error types come from the failures
+ * themselves (an error's `code`), so past the bound they are folded, or the overflow's counts
+ * would grow with every new one.
+ */
+export const OTHER_ERROR = '_OTHER';
+
 const RESULTS: readonly DecisionResult[] = ['allowed', 'limited', 'soft', 'elastic', 'shadow', 'queued', 'store_error'];
 
 /** Counts of one policy of one limiter. */
@@ -63,6 +71,8 @@ export interface LimiterTally {
   refunds: number;
 }
 
+const errorKey = (store: string, errorType: string): string => `${store}\u0000${errorType}`;
+
 /** The counts of one meter provider: kept across `disable()` and a later `enableMetrics` on it. */
 export interface TallyCounts {
   readonly limiters: Map<string, LimiterTally>;
@@ -74,8 +84,11 @@ export interface TallyCounts {
 export const createCounts = (): TallyCounts => ({ limiters: new Map(), reloads: new Map(), series: 0 });
 
 export interface Hooks {
-  /** A decision timed by core (a store that answers with a promise), of `limiter` as counted. */
-  storeDuration(limiter: string, event: DecisionEvent, ms: number): void;
+  /**
+   * A decision timed by core (a store that answers with a promise), of `limiter` as counted, its
+   * failure's `errorType` as counted (`OTHER_ERROR` past the bound).
+   */
+  storeDuration(limiter: string, store: string, errorType: string | undefined, ms: number): void;
   queueReleased(limiter: string, event: Extract<QueueEvent, { phase: 'released' }>): void;
 }
 
@@ -173,7 +186,13 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
     counts.decisions[result]++;
     if ((result === 'allowed' || result === 'queued') && decision.remaining < counts.nearBelow) counts.nearLimit++;
     else if (result === 'store_error' && decision.allowed) counts.failOpen++;
-    if (event.storeDurationMs !== undefined) hooks.storeDuration(counts.limiter, event, event.storeDurationMs);
+    if (event.storeDurationMs !== undefined) timed(counts.limiter, event, event.storeDurationMs);
+  };
+
+  /** A timed call, its error type as `onStoreError` counted it (published before the decision). */
+  const timed = (limiter: string, { store, errorType }: DecisionEvent, ms: number): void => {
+    const counted = errorType === undefined || limiters.get(limiter)?.storeErrors.has(errorKey(store, errorType));
+    hooks.storeDuration(limiter, store, counted ? errorType : OTHER_ERROR, ms);
   };
 
   /** Where a limiter's count not kept yet goes: its own new series, or past the bound the overflow's. */
@@ -185,10 +204,15 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
   };
 
   const onStoreError = (message: unknown): void => {
-    const { limiter, store, errorType } = message as StoreErrorEvent;
-    const key = `${store}\u0000${errorType}`;
+    const { limiter, store } = message as StoreErrorEvent;
+    let { errorType } = message as StoreErrorEvent;
+    let key = errorKey(store, errorType);
     let tally = limiterOf(limiter);
     if (!tally.storeErrors.has(key)) tally = opening(tally);
+    if (tally.limiter === OVERFLOW) {
+      errorType = OTHER_ERROR;
+      key = errorKey(store, errorType);
+    }
     const entry = tally.storeErrors.get(key);
     if (entry === undefined) tally.storeErrors.set(key, { store, errorType, count: 1 });
     else entry.count++;

@@ -15,8 +15,9 @@ let tracing = false;
  * of an instrumented app, say): `sluice.limiter`, `sluice.policy`, `sluice.result` and
  * `sluice.remaining` as attributes, and an event `sluice.limited` with the wait when the
  * request is refused. It creates no span of its own; with no span active, or one not
- * recording, it does nothing. A request that meets several limiters keeps the attributes of
- * the last one and an event per refusal. Returns `disable()`. It is on once per process: a
+ * recording, it does nothing. A request that meets several limiters (or rules) keeps the
+ * attributes of the last one that refused it, else of the last one, and an event per refusal:
+ * a 429's span always says why. Returns `disable()`. It is on once per process: a
  * second `enableTracing` before the first one's `disable()` throws `ERR_SLUICE_INVALID_OPTION`.
  * It takes no options: one given (a `tracerProvider`, say) throws `ERR_SLUICE_UNKNOWN_OPTION`
  * rather than be ignored.
@@ -30,10 +31,15 @@ export function enableTracing(options: Readonly<Record<string, never>> = {}): ()
     );
   }
   tracing = true;
+  // Spans a refusal has marked: a decision that passes after it (another rule's, published
+  // later) must not make a 429's span read as allowed.
+  const refused = new WeakSet<object>();
   const onDecision = (message: unknown): void => {
     const span = trace.getActiveSpan();
     if (span === undefined || !span.isRecording()) return;
     const { limiter, policy, result, decision } = message as DecisionEvent;
+    if (!decision.allowed) refused.add(span);
+    else if (refused.has(span)) return;
     span.setAttributes({
       [ATTRIBUTES.limiter]: limiter,
       [ATTRIBUTES.policy]: policy,

@@ -48,10 +48,11 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   const { log } = settings;
   // The memory store's size and evictions go to /metrics too.
   const counted = 'evictions' in settings.store ? (settings.store as unknown as CountedStore) : undefined;
-  const metrics = createServiceMetrics(counted);
   const { decide, giveBack, checkRules } = createDecider({ ...settings, logger: log });
-  // A set the store cannot decide fails here, not at every call it matches.
+  // A set the store cannot decide fails here, not at every call it matches; before the
+  // metrics subscribe, so a server that never started leaves no subscriber counting behind.
   checkRules(currentRules(settings.rules));
+  const metrics = createServiceMetrics(counted);
   // The store's own owner may report it down (`setServing`, wired to the Redis connection by
   // `sluice serve`); the service's own evidence is `storeHealth`. Both must say up to serve.
   let reportedUp = true;
