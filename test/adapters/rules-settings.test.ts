@@ -4,14 +4,17 @@ import { join } from 'node:path';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
 import { parseRules, watchRules } from '@sluice/rules';
+import express from 'express';
+import request from 'supertest';
 import { describe, expect, it } from 'vitest';
 
-const rules = parseRules(`
+const rulesText = `
 domain: api
 descriptors:
   - key: remote_address
     rate_limit: { unit: minute, requests_per_unit: 2 }
-`);
+`;
+const rules = parseRules(rulesText);
 
 // Rules mode creates each rule's limiter on first use, so these settings used to pass
 // construction and fail (or, for `store: null`, quietly become the default store) per request.
@@ -61,6 +64,37 @@ describe.each([
       watcher.close();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+// A reload that renamed the domain (`api` to `API`) turned every limit off without a word.
+describe('express with rules: a reload that drops the domain', () => {
+  it('is warned of when the set comes into force, and again for each later set that lacks it', async () => {
+    const renamed = parseRules(rulesText.replace('domain: api', 'domain: API'));
+    const watcher = { current: rules };
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message) };
+    const app = express().use(expressRateLimit({ rules: watcher, domain: 'api', logger }));
+    app.get('/', (_req, res) => res.send('ok'));
+    const statuses = async () => {
+      const list: number[] = [];
+      for (let i = 0; i < 3; i++) list.push((await request(app).get('/')).status);
+      return list;
+    };
+    expect(await statuses()).toEqual([200, 200, 429]);
+    expect(warnings).toEqual([]);
+    watcher.current = renamed;
+    expect(await statuses()).toEqual([200, 200, 200]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^\[sluice\] WRN_SLUICE_UNKNOWN_DOMAIN: the rules now in force hold no domain `api` \(they hold \["API"\]\)/,
+      ),
+    ]);
+    watcher.current = rules;
+    expect(await statuses()).toEqual([429, 429, 429]);
+    watcher.current = parseRules(rulesText.replace('domain: api', 'domain: API'));
+    await statuses();
+    expect(warnings).toHaveLength(2);
   });
 });
 

@@ -90,6 +90,37 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     expect([limitOf(watcher), watcher.errors]).toEqual([10, 1]);
   });
 
+  // Each poll found the key missing, counted Redis as answering, and reported the same failed
+  // read again: 720 errors an hour at the default poll, each a log line of `sluice serve`.
+  it('a deleted key is reported once, not at every poll, and read again once published', async () => {
+    const doomed = `${key}:deleted`;
+    onTestFinished(() => client.del(doomed).then(() => {}));
+    await publishRules(client, doomed, perIp(10));
+    let polls = 0;
+    const counting = {
+      hget: (...args: Parameters<Redis['hget']>) => {
+        polls++;
+        return client.hget(...args);
+      },
+      hgetall: (name: string) => client.hgetall(name),
+      duplicate: (...args: Parameters<Redis['duplicate']>) => client.duplicate(...args),
+    };
+    const errors: RulesError[] = [];
+    const watcher = await watch({
+      client: counting as unknown as RedisRulesClient,
+      key: doomed,
+      pollIntervalMs: 10,
+      onError: (e) => errors.push(e),
+    });
+    await client.del(doomed);
+    await eventually(() => expect(polls).toBeGreaterThanOrEqual(10));
+    expect(errors.map((e) => e.code)).toEqual(['ERR_SLUICE_RULES_READ']);
+    expect(limitOf(watcher)).toBe(10);
+    await publishRules(client, doomed, perIp(20));
+    await eventually(() => expect(limitOf(watcher)).toBe(20));
+    expect(watcher.errors).toBe(1);
+  });
+
   it('an empty document is refused: by publishRules, and by a watcher that keeps its set', async () => {
     await publishRules(client, key, perIp(10));
     await expect(publishRules(client, key, '# nothing yet\n')).rejects.toMatchObject({

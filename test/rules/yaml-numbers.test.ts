@@ -20,9 +20,14 @@ describe('numbers YAML 1.1 and YAML 1.2 read apart', () => {
     expect(['0', '10', '+5', '0o10', '0x1F', '1e3', '010.0'].map(countOf)).toEqual([0, 10, 5, 8, 31, 1000, 10]);
   });
 
-  it('forms only YAML 1.1 reads as numbers are refused as text, quoting what was written', () => {
+  // A `%YAML 1.1` directive switched the reader to YAML 1.1's numbers: `1:30` loaded as 90.
+  it.each([
+    ['', 4],
+    ['%YAML 1.1\n---\n', 6],
+  ])('forms only YAML 1.1 reads as numbers are refused as text, quoting what was written (%j)', (directive, line) => {
     for (const count of ['1_000', '0b101', '+0x1F', '1:30']) {
-      const problems = problemsOf(withCount(count));
+      const problems = problemsOf(`${directive}${withCount(count)}`);
+      expect(problems[0]?.line).toBe(line);
       expect(problems.map((p) => [p.code, p.message])).toEqual([
         [
           'ERR_SLUICE_RULES_INVALID_VALUE',

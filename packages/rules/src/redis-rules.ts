@@ -93,7 +93,8 @@ async function readRules(client: RedisRulesClient, key: string): Promise<RulesTe
   try {
     fields = await client.hgetall(key);
   } catch (error) {
-    const message = `Cannot read the rules from Redis: ${(error as Error).message}.`;
+    // A cause's message may end in its own full stop (ioredis's "…for details.").
+    const message = `Cannot read the rules from Redis: ${(error as Error).message}.`.replace(/\.\.$/, '.');
     throw new RulesError([readProblem(source, message)], { cause: error });
   }
   const { document } = fields;
@@ -160,8 +161,11 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
   const reloader = createReloader(await read(), read, { ...options, debounceMs: 0, source: `redis:${key}` });
   const look = (): void => {
     client.hget(key, 'version').then((current) => {
-      reloader.readable();
-      // A hash without a version (written by other means) is read whole each time.
+      // Only a version read shows the document is back: a key deleted (or a hash without a
+      // version, written by other means) answers null at every poll, and its failed read
+      // would be reported anew at each.
+      if (current !== null) reloader.readable();
+      // A hash without a version is read whole each time.
       if (current === null || current !== version) reloader.schedule();
     }, reloader.schedule);
   };

@@ -15,26 +15,22 @@ export function rulePathValue(value: string): string {
 
 /**
  * Warns, once per value, of `path` values in the domain's rules that no request's `path` can
- * equal (`/Login`, `/login/`): such a rule never matches and leaves that path unlimited. Each
- * rule set is read once, when it first comes into force: at start-up and after each reload.
+ * equal (`/Login`, `/login/`): such a rule never matches and leaves that path unlimited. The
+ * rules HTTP limiter asks it of each rule set once, when the set comes into force: at start-up
+ * and after each reload.
  */
-export function createRulePathCheck(domain: string, warn: WarnOnce): (rules: RuleSetLike) => void {
-  let checked: RuleSetLike | undefined;
-  return (rules) => {
-    if (rules === checked) return;
-    checked = rules;
-    for (const rule of rules.rules ?? []) {
-      if (rule.domain !== domain) continue;
-      for (const { key, value } of rule.path) {
-        if (key !== 'path' || value === undefined) continue;
-        const written = rulePathValue(value);
-        if (written === value) continue;
-        warn(
-          'WRN_SLUICE_RULE_PATH_SPELLING',
-          `a rule's \`path\` value ${JSON.stringify(value)} can never match: request paths are compared decoded, in lower case, without repeated slashes, dot segments or a trailing slash. Write ${JSON.stringify(written)}.`,
-          value,
-        );
-      }
+export function checkRulePaths(rules: RuleSetLike, domain: string, warn: WarnOnce): void {
+  for (const rule of rules.rules ?? []) {
+    if (rule.domain !== domain) continue;
+    for (const { key, value } of rule.path) {
+      if (key !== 'path' || value === undefined) continue;
+      const written = rulePathValue(value);
+      if (written === value) continue;
+      warn(
+        'WRN_SLUICE_RULE_PATH_SPELLING',
+        `a rule's \`path\` value ${JSON.stringify(value)} can never match: request paths are compared decoded, in lower case, without repeated slashes, dot segments or a trailing slash. Write ${JSON.stringify(written)}.`,
+        value,
+      );
     }
-  };
+  }
 }

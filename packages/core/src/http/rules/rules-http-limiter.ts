@@ -19,9 +19,9 @@ import { sfSeconds } from '../structured-fields.js';
 import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
-import type { RuleLike } from './rule-like.js';
+import type { RuleLike, RuleSetLike } from './rule-like.js';
 import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
-import { createRulePathCheck } from './rule-path-spelling.js';
+import { checkRulePaths } from './rule-path-spelling.js';
 import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
@@ -83,18 +83,28 @@ export function createRulesHttpLimiter<Req, Res>(
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
-  if (watched && !domains.includes(domain)) {
-    warn(
-      'WRN_SLUICE_UNKNOWN_DOMAIN',
-      `the rules hold no domain \`${domain}\` (they hold ${JSON.stringify(domains)}): every request passes uncounted until a reload brings it.`,
-    );
-  }
   // Only the built-in `path` is respelt: a `fields.path` gives values as its function makes them.
   const sendsRulePath =
     !Object.hasOwn((options.fields ?? {}) as object, 'path') &&
     (options.descriptors as readonly (readonly string[])[] | undefined)?.some((list) => list.includes('path')) === true;
-  const checkPaths = sendsRulePath ? createRulePathCheck(domain, warn) : undefined;
-  checkPaths?.(current());
+  // Each set a watcher brings is checked as it comes into force, as the first one was: a reload
+  // that renames or drops the domain would otherwise turn every limit off without a word.
+  let checkedSet: RuleSetLike | undefined;
+  let sets = 0;
+  const checkSet = (rules: RuleSetLike): void => {
+    if (rules === checkedSet) return;
+    checkedSet = rules;
+    sets++;
+    if (!rules.domains.includes(domain)) {
+      warn(
+        'WRN_SLUICE_UNKNOWN_DOMAIN',
+        `the rules ${sets === 1 ? 'hold' : 'now in force hold'} no domain \`${domain}\` (they hold ${JSON.stringify(rules.domains)}): every request passes uncounted until a reload brings it.`,
+        String(sets),
+      );
+    }
+    if (sendsRulePath) checkRulePaths(rules, domain, warn);
+  };
+  checkSet(current());
   const addressKey = createClientAddressKey(binding, ipv6Subnet, warn);
   const limiterOf = createRuleLimiters(base);
   const writers = new WeakMap<RuleLike, HeaderWriter>();
@@ -217,7 +227,7 @@ export function createRulesHttpLimiter<Req, Res>(
       remoteAddress: () => addressKey(req, request),
     };
     const rules = current();
-    checkPaths?.(rules);
+    checkSet(rules);
     const descriptors = await descriptorsOf(req, facts);
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock, true);
