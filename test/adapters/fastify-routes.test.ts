@@ -37,6 +37,19 @@ describe('fastify: per-route config and encapsulation', () => {
     for (let i = 0; i < 10; i++) expect(await limitsOn(app, '/health')).toEqual({ status: 200, names: [] });
   });
 
+  // The migration guide maps @fastify/rate-limit's `{ global: false }` to the same: it ran,
+  // but its types asked for a limit or rules the plugin does not use then.
+  it('takes no limit at all with global: false, limiting only routes with their own', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { global: false });
+    app.get('/limited', { config: { rateLimit: { ...base, limit: 2, window: '1m' } } }, ok);
+    app.get('/free', ok);
+    for (let i = 0; i < 3; i++) expect(await limitsOn(app, '/free')).toEqual({ status: 200, names: [] });
+    const limited = [];
+    for (let i = 0; i < 3; i++) limited.push((await limitsOn(app, '/limited')).status);
+    expect(limited).toEqual([200, 200, 429]);
+  });
+
   it("inherits the plugin's other options in a route's own limit", async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m', headers: { standard: 'draft-6' } });

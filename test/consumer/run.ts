@@ -13,7 +13,14 @@ import { build } from 'esbuild';
 import { checkApp } from './http-check.js';
 import { packAll } from './pack.js';
 import { run } from './shell.js';
-import { compile, RESOLUTIONS, type Resolution, writeEveryPackage, writeTsconfigs } from './typescript.js';
+import {
+  compile,
+  oldestDeclarationProblems,
+  RESOLUTIONS,
+  type Resolution,
+  writeEveryPackage,
+  writeTsconfigs,
+} from './typescript.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const workspace = join(here, '../..');
@@ -27,6 +34,8 @@ const THIRD_PARTY = [
   '@types/koa@^3',
   '@types/node@^20',
   'typescript@^5',
+  // The oldest TypeScript 5, beside it, for the declarations alone.
+  'ts50@npm:typescript@~5.0.4',
 ];
 
 const started = Date.now();
@@ -72,6 +81,8 @@ try {
     const problem = await compile(app, resolution);
     if (problem !== undefined) problems.push(problem);
   }
+  const declarations = await oldestDeclarationProblems(app);
+  if (declarations !== undefined) problems.push(declarations);
   await build({
     entryPoints: APPS.map((name) => join(app, 'ts', `${name}.ts`)),
     absWorkingDir: app,

@@ -109,6 +109,25 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
     const { code, output } = await exitOf(args);
     expect(code).toBe(2);
     expect(output).toContain(mention);
+    // The code scripts match on, as every other start-up failure gives it.
+    expect(output).toContain('(ERR_SLUICE_INVALID_SERVER_OPTION)');
     expect(output).toContain('Usage: sluice serve');
+  });
+
+  it('publish-rules that cannot reach Redis exits 1 with the code', async () => {
+    const file = rulesFile('unsent.yaml', perIp(3));
+    const { code, output } = await exitOf([
+      'publish-rules',
+      '--rules',
+      file,
+      '--rules-key',
+      'k',
+      '--redis',
+      'redis://127.0.0.1:1',
+    ]);
+    expect(code).toBe(1);
+    expect(output).toMatch(
+      /^sluice: cannot publish: \[sluice\] Cannot reach Redis at .*\(ERR_SLUICE_STORE_CONNECT\)$/m,
+    );
   });
 });

@@ -12,21 +12,21 @@ export type AlgorithmName =
 /** One rate policy as a user writes it. */
 export interface PolicyOptions {
   /** Name shown in headers and used in store keys: letters, digits, `.`, `_`, `-`. */
-  name?: string;
+  name?: string | undefined;
   /** Requests (or cost units) allowed per window. */
   limit: number;
   /** Window length in ms or as a duration string. */
   window: Duration;
   /** @default 'sliding-window-counter' */
-  algorithm?: AlgorithmName;
+  algorithm?: AlgorithmName | undefined;
   /** Bucket capacity for `token-bucket`, `leaky-bucket` and `gcra`. @default limit */
-  burst?: number;
+  burst?: number | undefined;
   /** Shape traffic instead of rejecting (`leaky-bucket` and `gcra` only). */
-  queue?: { maxDelayMs: Duration };
+  queue?: { maxDelayMs: Duration } | undefined;
   /** `token-bucket` only: add this many tokens at once every `refillInterval`. @default limit */
-  refillAmount?: number;
+  refillAmount?: number | undefined;
   /** `token-bucket` only: refill in steps of this length instead of continuously. */
-  refillInterval?: Duration;
+  refillInterval?: Duration | undefined;
 }
 
 /**
@@ -243,35 +243,39 @@ export interface Decision {
 }
 
 export interface LimiterBaseOptions {
-  store?: RateLimitStore;
+  store?: RateLimitStore | undefined;
   /** Epoch ms; for tests. Stores use their own clock when absent (Redis `TIME`). */
-  clock?: () => number;
-  /** Namespace for this limiter's keys; default derived from its policies. */
+  clock?: (() => number) | undefined;
+  /**
+   * Namespace for this limiter's keys; default derived from its policies. Typed without
+   * `undefined` (which is taken as absent): Fastify's register options type a `prefix` of their
+   * own so, and the plugin's options must fit them.
+   */
   prefix?: string;
-  throttle?: Throttle;
+  throttle?: Throttle | undefined;
   /** @default 'allow' */
-  onStoreError?: OnStoreError;
+  onStoreError?: OnStoreError | undefined;
   /** @default 100 */
-  storeTimeoutMs?: number;
-  logger?: Logger;
+  storeTimeoutMs?: number | undefined;
+  logger?: Logger | undefined;
 }
 
 export type LimiterOptions = LimiterBaseOptions &
   (
-    | (Omit<PolicyOptions, 'name'> & { name?: string; policies?: never })
+    | (Omit<PolicyOptions, 'name'> & { name?: string | undefined; policies?: undefined })
     | {
         policies: readonly PolicyOptions[];
-        limit?: never;
-        window?: never;
-        algorithm?: never;
-        burst?: never;
-        queue?: never;
+        limit?: undefined;
+        window?: undefined;
+        algorithm?: undefined;
+        burst?: undefined;
+        queue?: undefined;
       }
   );
 
 export interface ConsumeOptions {
   /** Cost units of this request: a positive integer. @default 1 */
-  cost?: number;
+  cost?: number | undefined;
 }
 
 export interface Limiter {

@@ -17,6 +17,8 @@ import { createRateLimitHook, type OnLimited, type RateLimitHook, type RateLimit
 export type RateLimitPluginOptions = (
   | HttpLimiterOptions<FastifyRequest, FastifyReply>
   | RulesHttpOptions<FastifyRequest>
+  // Only the defaults of routes' own limits: no limit of its own is needed.
+  | (HttpRouteOptions<FastifyRequest, FastifyReply> & { global: false })
 ) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
   onLimited?: OnLimited;

@@ -3,13 +3,16 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiter,
+  type HttpLimiterOptions,
   type Outcome,
   PROBLEM_CONTENT_TYPE,
   problemBody,
+  type RulesHttpOptions,
   SluiceError,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
-import type { RateLimitPluginOptions } from './index.js';
+
+type LimitOptions = HttpLimiterOptions<FastifyRequest, FastifyReply> | RulesHttpOptions<FastifyRequest>;
 
 export type OnLimited = (request: FastifyRequest, reply: FastifyReply, decision: Decision) => unknown;
 type HookDone = Parameters<onRequestHookHandler>[2];
@@ -53,7 +56,9 @@ export function createRateLimitHook(
       `[sluice] Option \`hook\` must be 'onRequest', 'preParsing', 'preValidation' or 'preHandler'; received ${JSON.stringify(hook)}.`,
     );
   }
-  const limiter = createHttpLimiter(hookOptions as unknown as RateLimitPluginOptions, binding, ['hook']);
+  // The plugin's options with a limit of their own, or a route's merged over them: never only
+  // `global: false`'s defaults, which no hook is made of.
+  const limiter = createHttpLimiter(hookOptions as unknown as LimitOptions, binding, ['hook']);
   const onLimited = hookOptions.onLimited as OnLimited | undefined;
   const apply = (outcome: Outcome, request: FastifyRequest, reply: FastifyReply, done: HookDone): void => {
     if (outcome.decision !== undefined) request.rateLimit = outcome.decision;

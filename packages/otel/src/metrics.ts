@@ -13,11 +13,11 @@ export interface CountedStore {
 
 export interface MetricsOptions {
   /** @default the global provider (`metrics.getMeterProvider()`): register the SDK first */
-  meterProvider?: MeterProvider;
+  meterProvider?: MeterProvider | undefined;
   /** Memory stores to report the size and evictions of, by the name shown in `sluice.store`. */
-  memoryStores?: Readonly<Record<string, CountedStore>>;
+  memoryStores?: Readonly<Record<string, CountedStore>> | undefined;
   /** Where the warning of a no-op global provider goes. @default console */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 /** Providers metrics are enabled on: two tallies reporting one instrument would hide each other's counts. */

@@ -99,7 +99,16 @@ export interface Hooks {
  * stands, since the SDK remembers the totals it last read; the queue's depth starts from 0, as
  * the releases of holds begun before now are not subtracted.
  */
-export function createTally(hooks: Hooks, kept: TallyCounts) {
+/** The counts a tally keeps, read when an exporter collects. */
+export interface Tally {
+  // `IterableIterator`, not the `MapIterator` TypeScript would infer: that type is only in the
+  // libraries of TypeScript 5.6 and later, and the declarations must load in older ones.
+  limiters(): IterableIterator<LimiterTally>;
+  reloads(): IterableIterator<{ source: string; applied: number; rejected: number }>;
+  close(): void;
+}
+
+export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
   const { limiters, reloads } = kept;
   for (const tally of limiters.values()) tally.held = 0;
   /** The `held` events this tally counted: only their releases may subtract. */
@@ -265,5 +274,3 @@ export function createTally(hooks: Hooks, kept: TallyCounts) {
     },
   };
 }
-
-export type Tally = ReturnType<typeof createTally>;

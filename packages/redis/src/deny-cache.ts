@@ -26,7 +26,7 @@ export const DENY_CACHE_REFUSALS_PER_KEY = 8;
 
 export interface DenyCacheOptions {
   /** Refused client keys remembered at once; the least recently refused are dropped first. @default 10000 */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
 }
 
 interface Refusal {

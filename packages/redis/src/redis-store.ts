@@ -36,20 +36,20 @@ export interface RedisStoreOptions {
   /** An ioredis `Redis` or `Cluster` that you own; sluice never closes it. */
   client: RedisClient;
   /** Put in front of every key, to keep sluice's keys apart from others. @default 'sluice:' */
-  prefix?: string;
+  prefix?: string | undefined;
   /** Receives the store's one warning about the client's settings. @default console */
-  logger?: Logger;
+  logger?: Logger | undefined;
   /**
    * Refuse a client refused moments ago in-process, without a Redis call, until its wait ends
    * (README, "Deny cache"); `false` turns it off. @default { maxKeys: 10000 }
    */
-  denyCache?: DenyCacheOptions | false;
+  denyCache?: DenyCacheOptions | false | undefined;
   /**
    * Decide from this process's counts and reconcile with Redis every `syncIntervalMs` in the
    * background: no round trip per decision, a bounded excess over the limit (README,
    * "Local-first"). Window algorithms only.
    */
-  localFirst?: LocalFirstOptions;
+  localFirst?: LocalFirstOptions | undefined;
 }
 
 /** A local-first store's reconciliation, for tests and shutdown. */

@@ -9,7 +9,7 @@ import type { RuleSet } from './types.js';
 
 export interface ParseRulesOptions {
   /** Names the text in error messages and in `RuleSet.sources`. @default '<rules>' */
-  source?: string;
+  source?: string | undefined;
 }
 
 /** A domain read from one document, with where it was declared. */

@@ -31,17 +31,17 @@ export interface RedisRulesOptions extends ReloadOptions {
   /** A hash holding `document` (the rules, YAML or JSON) and `version` (its digest). */
   key: string;
   /** Where a change is announced. @default `${key}:changed` */
-  channel?: string;
+  channel?: string | undefined;
   /**
    * Also compare the version this often (one `HGET`; the document is read only when the
    * version differs): pub/sub delivers at most once, so a message lost while a server
    * reconnects is caught here. Every server runs the new set within this bound (and usually
    * within one round trip of the publish). At most 2^31 - 1, Node's longest timer. @default 5000
    */
-  pollIntervalMs?: number;
+  pollIntervalMs?: number | undefined;
 }
 
-const channelOf = (options: { key: string; channel?: string }): string => options.channel ?? `${options.key}:changed`;
+const channelOf = (options: { key: string; channel?: string | undefined }): string => options.channel ?? `${options.key}:changed`;
 const versionOf = (document: string): string => createHash('sha256').update(document).digest('base64url').slice(0, 16);
 
 /**
@@ -53,7 +53,7 @@ export async function publishRules(
   client: RedisRulesClient,
   key: string,
   document: string,
-  options: { channel?: string } = {},
+  options: { channel?: string | undefined } = {},
 ): Promise<string> {
   if (typeof client?.hset !== 'function' || typeof client.publish !== 'function') {
     throw new SluiceError(

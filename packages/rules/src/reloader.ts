@@ -14,16 +14,16 @@ export interface RulesText {
 
 export interface ReloadOptions {
   /** Called with the new set after each swap. */
-  onReload?: (rules: RuleSet) => void;
+  onReload?: ((rules: RuleSet) => void) | undefined;
   /** Called when a reload fails; the last good set stays in force. @default logs a warning */
-  onError?: (error: RulesError) => void;
+  onError?: ((error: RulesError) => void) | undefined;
   /**
    * Runs on every set before it is put in force, the first one included, and throws for one
    * the caller cannot use (a rule with more policies than its store decides at once): that set
    * is refused as a bad document is, at start-up or by keeping the set in force. A throw that
    * is no `RulesError` is reported as `ERR_SLUICE_RULES_INVALID_POLICY` at the set's source.
    */
-  check?: (rules: RuleSet) => void;
+  check?: ((rules: RuleSet) => void) | undefined;
 }
 
 /** The rule set in force and how reloads went (the counts mirror envoyproxy/ratelimit's `config_load_*`). */

@@ -9,12 +9,12 @@ import { directoriesDeciding } from './watched-directories.js';
 
 export interface WatchRulesOptions extends ReloadOptions {
   /** Quiet time after the last file event before reloading: an editor's save is several events. @default 100 */
-  debounceMs?: number;
+  debounceMs?: number | undefined;
   /**
    * Also re-read every this many ms, for mounts where file events never arrive (NFS, SMB,
    * some container volumes). Unchanged files cost a read and a compare. @default off
    */
-  pollIntervalMs?: number;
+  pollIntervalMs?: number | undefined;
 }
 
 function checkOptions(path: unknown, options: WatchRulesOptions): void {

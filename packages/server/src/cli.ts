@@ -64,7 +64,7 @@ async function publish(args: readonly string[]): Promise<number> {
     process.stdout.write(`${version}\n`);
     return 0;
   } catch (error) {
-    process.stderr.write(`sluice: cannot publish: ${(error as Error).message}\n`);
+    process.stderr.write(`sluice: cannot publish: ${withCode(error)}\n`);
     return 1;
   }
 }
@@ -78,7 +78,7 @@ function flagsOrExit<T extends object>(
   try {
     flags = parse(args);
   } catch (error) {
-    process.stderr.write(`sluice: ${(error as Error).message}\n\n${USAGE}\n`);
+    process.stderr.write(`sluice: ${withCode(error)}\n\n${USAGE}\n`);
     return 2;
   }
   if (flags === 'help') {
@@ -86,4 +86,10 @@ function flagsOrExit<T extends object>(
     return 0;
   }
   return flags;
+}
+
+/** An error's message, with its code when it has one of sluice's: what scripts and people match on. */
+function withCode(error: unknown): string {
+  const { message } = error as Error;
+  return isSluiceError(error) ? `${message} (${error.code})` : message;
 }

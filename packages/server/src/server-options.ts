@@ -17,32 +17,32 @@ export interface DecisionServerOptions {
   /** The rules in force: a rule set, or a watcher (`watchRules`) whose current set each call reads. */
   rules: RulesSource;
   /** @default a new memory store */
-  store?: RateLimitStore;
+  store?: RateLimitStore | undefined;
   /** gRPC port; 0 picks a free one. @default 8081 */
-  grpcPort?: number;
+  grpcPort?: number | undefined;
   /** HTTP port (`/json`, `/healthcheck`, `/metrics`); 0 picks a free one. @default 8080 */
-  httpPort?: number;
+  httpPort?: number | undefined;
   /** Address both listen on. @default '0.0.0.0' */
-  host?: string;
+  host?: string | undefined;
   /** The gRPC port's security, such as `ServerCredentials.createSsl(…)` for TLS. @default insecure */
-  grpcCredentials?: ServerCredentials;
+  grpcCredentials?: ServerCredentials | undefined;
   /** The IETF RateLimit fields in `response_headers_to_add`, or `false` for none. @default false */
-  headers?: HeadersOptions | false;
+  headers?: HeadersOptions | false | undefined;
   /** Longest wait on the store before a call fails with UNAVAILABLE. @default 100 */
-  storeTimeoutMs?: number;
+  storeTimeoutMs?: number | undefined;
   /** How long `close()` lets calls in flight finish before cutting them off. @default 10000 */
-  shutdownTimeoutMs?: number;
+  shutdownTimeoutMs?: number | undefined;
   /**
    * As the proxies in front set Envoy's `failure_mode_deny`: `true` when they refuse a request
    * the service did not answer in time. A call whose caller gave up (cancelled, deadline past,
    * connection closed) then costs nothing: it is not decided, or its charge is given back. Left
    * `false`, such a request went through, and its charge stands. @default false
    */
-  failureModeDeny?: boolean;
+  failureModeDeny?: boolean | undefined;
   /** Epoch ms, for tests; stores use their own clock when absent. */
-  clock?: () => number;
+  clock?: (() => number) | undefined;
   /** Structured log lines; default JSON on stderr. */
-  log?: ServiceLog;
+  log?: ServiceLog | undefined;
 }
 
 export interface CheckedServerOptions {

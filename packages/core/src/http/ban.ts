@@ -14,11 +14,11 @@ export interface BanOptions {
   /** Refusals allowed within `window`; the next one bans. */
   after: number;
   /** The span refusals are counted over. @default duration */
-  window?: Duration;
+  window?: Duration | undefined;
   /** How long a ban lasts. */
   duration: Duration;
   /** Status of the response to a banned client. @default 403 */
-  status?: 403 | 429;
+  status?: 403 | 429 | undefined;
 }
 
 export interface Ban {

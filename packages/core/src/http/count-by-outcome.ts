@@ -7,11 +7,11 @@ type Awaitable<T> = T | Promise<T>;
 /** express-rate-limit's names and meaning: decide after the response whether it counted. */
 export interface CountByOutcomeOptions<Req, Res> {
   /** Give the quota back when the request failed (status ≥ 400); one whose client left before its response stays counted. */
-  skipFailedRequests?: boolean;
+  skipFailedRequests?: boolean | undefined;
   /** Give the quota back when the request succeeded. */
-  skipSuccessfulRequests?: boolean;
+  skipSuccessfulRequests?: boolean | undefined;
   /** What success means. @default status below 400 */
-  requestWasSuccessful?: (req: Req, res: Res) => Awaitable<boolean>;
+  requestWasSuccessful?: ((req: Req, res: Res) => Awaitable<boolean>) | undefined;
 }
 
 /** Watches one counted request's response and refunds it when its outcome says so. */

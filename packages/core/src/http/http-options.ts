@@ -28,24 +28,24 @@ export interface HttpOptionsBase<Req, Res = Req>
    * The client key, e.g. a user or API key id after auth; a whole number (a numeric user id) is
    * taken as its decimal string. @default the client IP (see `ipv6Subnet`)
    */
-  key?: (req: Req) => Awaitable<string | number>;
+  key?: ((req: Req) => Awaitable<string | number>) | undefined;
   /** Quota units this request spends. @default 1 */
-  cost?: number | ((req: Req) => Awaitable<number>);
+  cost?: number | ((req: Req) => Awaitable<number>) | undefined;
   /** Requests for which this returns true are neither counted nor limited. */
-  skip?: (req: Req) => Awaitable<boolean>;
+  skip?: ((req: Req) => Awaitable<boolean>) | undefined;
   /** Clients neither counted nor limited: their keys, or a function of the request and key. */
-  allowList?: AllowList<Req>;
+  allowList?: AllowList<Req> | undefined;
   /** Refuse a client outright for a while after too many refusals. */
-  ban?: BanOptions;
+  ban?: BanOptions | undefined;
   /** @default { standard: 'draft-11', legacy: false } */
-  headers?: HeadersOptions;
+  headers?: HeadersOptions | undefined;
   /** Prefix length IPv6 clients are keyed by, or `false` for the whole address. @default 56 */
-  ipv6Subnet?: number | false;
+  ipv6Subnet?: number | false | undefined;
   /**
    * Queue mode: most requests this middleware holds at once, over every client. Beyond it a
    * request is refused (429, its charge given back) instead of held. @default 1024
    */
-  maxQueued?: number;
+  maxQueued?: number | undefined;
 }
 
 type PolicyFields = (typeof POLICY_OPTION_NAMES)[number];
@@ -53,8 +53,8 @@ type PolicyFields = (typeof POLICY_OPTION_NAMES)[number];
 /** The options every adapter takes: the limiter's, and what HTTP adds (SPEC §5). */
 export type HttpLimiterOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
   (
-    | (Omit<PolicyOptions, 'limit'> & { limit: number | LimitFor<Req>; policies?: never })
-    | ({ policies: readonly PolicyOptions[] | PoliciesFor<Req> } & { [K in PolicyFields]?: never })
+    | (Omit<PolicyOptions, 'limit'> & { limit: number | LimitFor<Req>; policies?: undefined })
+    | ({ policies: readonly PolicyOptions[] | PoliciesFor<Req> } & { [K in PolicyFields]?: undefined })
   );
 
 /** Requests one middleware holds at once in queue mode, unless `maxQueued` says otherwise. */

@@ -5,9 +5,9 @@ import type { WarnOnce } from './warnings.js';
 /** @fastify/rate-limit's hooks: told, not asked; the response stays sluice's or `onLimited`'s. */
 export interface NotificationOptions<Req> {
   /** Called for each counted request within the limit. */
-  onExceeding?: (req: Req, decision: Decision) => unknown;
+  onExceeding?: ((req: Req, decision: Decision) => unknown) | undefined;
   /** Called for each request over the limit: refused, banned, or let through by soft, elastic or shadow throttling. */
-  onExceeded?: (req: Req, decision: Decision) => unknown;
+  onExceeded?: ((req: Req, decision: Decision) => unknown) | undefined;
 }
 
 export type Notify<Req> = (req: Req, decision: Decision) => void;

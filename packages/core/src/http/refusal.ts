@@ -11,9 +11,9 @@ export type LimitedMessage<Req> = Body | ((req: Req, decision: Decision) => Awai
 
 export interface RefusalOptions<Req> {
   /** Body of the refusal: text as `text/plain`, an object as JSON. @default an RFC 9457 problem document */
-  message?: LimitedMessage<Req>;
+  message?: LimitedMessage<Req> | undefined;
   /** Status of a refusal over the quota. @default 429 */
-  statusCode?: number;
+  statusCode?: number | undefined;
 }
 
 /** What the adapter sends for a refused request when there is no `onLimited`. */

@@ -30,7 +30,7 @@ const NO_SLOT = NO_SLOT_IMPORT;
 
 export interface MemoryStoreOptions {
   /** Most client keys tracked at once; one key holds the state of every limiter for that client. @default 100000 */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
 }
 
 export interface MemoryStore extends RateLimitStore {

@@ -7,12 +7,12 @@ export interface LocalFirstOptions {
    * While Redis is out of reach, the share of each limit this process may admit on its own,
    * from 0 (exclusive) to 1. With N processes, `1 / N` keeps the fleet within the limit. @default 1
    */
-  outageShare?: number;
+  outageShare?: number | undefined;
   /**
    * The most clients this process keeps (1 to 2^30). When full, it forgets the least recently
    * used one whose counts Redis holds, which is read again at its next request. @default 100000
    */
-  maxKeys?: number;
+  maxKeys?: number | undefined;
 }
 
 export interface CheckedLocalFirst {

@@ -9,16 +9,16 @@ export interface ServiceClientOptions {
   /** The rules domain every decision is asked under. */
   domain: string;
   /** @default insecure (plain HTTP/2) */
-  credentials?: ChannelCredentials;
+  credentials?: ChannelCredentials | undefined;
   /** gRPC deadline per call; the limiter's `storeTimeoutMs` usually answers first. @default 1000 */
-  deadlineMs?: number;
+  deadlineMs?: number | undefined;
   /** Longest wait between two attempts to reach a service that is down. @default 1000 */
-  maxReconnectBackoffMs?: number;
+  maxReconnectBackoffMs?: number | undefined;
   /** Receives one-time warnings (a policy the service has no rule for). @default console */
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
-export type CheckedClientOptions = Required<ServiceClientOptions>;
+export type CheckedClientOptions = { [K in keyof ServiceClientOptions]-?: Exclude<ServiceClientOptions[K], undefined> };
 
 const names = ['address', 'domain', 'credentials', 'deadlineMs', 'maxReconnectBackoffMs', 'logger'];
 

@@ -12,9 +12,9 @@ export type StandardHeaders = 'draft-11' | 'draft-7' | 'draft-6';
 
 export interface HeadersOptions {
   /** Which IETF draft to speak, or `false` for none. @default 'draft-11' */
-  standard?: StandardHeaders | false;
+  standard?: StandardHeaders | false | undefined;
   /** Also send `X-RateLimit-Limit/Remaining/Reset`. @default false */
-  legacy?: boolean;
+  legacy?: boolean | undefined;
 }
 
 export interface ResolvedHeaders {

@@ -14,23 +14,23 @@ export interface RulesHttpOptions<Req> extends Omit<LimiterBaseOptions, 'prefix'
   /** A rule set (`parseRules`, `loadRules`) or a watcher (`watchRules`) from `@sluice/rules`. */
   rules: RulesOption;
   /** The rules' domain to match in. @default the only domain of the rules */
-  domain?: string;
+  domain?: string | undefined;
   /**
    * The descriptors each request sends, one list of keys per descriptor. Built-in keys:
    * `remote_address`, `method`, `route`, `path`, `header.<name>`; others come from `fields`.
    * @default [['remote_address'], ['route', 'remote_address'], ['user'], ['tier', 'user']]
    */
-  descriptors?: readonly (readonly string[])[];
+  descriptors?: readonly (readonly string[])[] | undefined;
   /** Descriptor values taken from the request, e.g. `{ user: (req) => req.user?.id }`. */
-  fields?: Record<string, DescriptorField<Req>>;
+  fields?: Record<string, DescriptorField<Req>> | undefined;
   /** Quota units this request spends in every matched rule. @default 1 */
-  cost?: number | ((req: Req) => Awaitable<number>);
-  skip?: (req: Req) => Awaitable<boolean>;
+  cost?: number | ((req: Req) => Awaitable<number>) | undefined;
+  skip?: ((req: Req) => Awaitable<boolean>) | undefined;
   /** Requests this middleware holds at once in queue mode; beyond it a request is refused. @default 1024 */
-  maxQueued?: number;
-  headers?: HeadersOptions;
+  maxQueued?: number | undefined;
+  headers?: HeadersOptions | undefined;
   /** Prefix length IPv6 clients are keyed by in `remote_address`, or `false`. @default 56 */
-  ipv6Subnet?: number | false;
+  ipv6Subnet?: number | false | undefined;
 }
 
 /** True when the options ask for rules mode. */
