@@ -48,6 +48,11 @@ describe('fastify: per-route config and encapsulation', () => {
     const limited = [];
     for (let i = 0; i < 3; i++) limited.push((await limitsOn(app, '/limited')).status);
     expect(limited).toEqual([200, 200, 429]);
+    // Routes that do not exist have no limit of their own: `notFound` needs the plugin's.
+    const unlimited = Fastify();
+    // @ts-expect-error: `global: false` takes no `notFound: true` without a limit
+    unlimited.register(rateLimitPlugin, { global: false, notFound: true });
+    await expect(unlimited.ready()).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_POLICIES' });
   });
 
   it("inherits the plugin's other options in a route's own limit", async () => {

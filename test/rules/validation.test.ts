@@ -183,8 +183,14 @@ describe('rules validation', () => {
     expect(problemsOf(withMetadata('{ a: { b: 1, c: 2, b: 3 } }')).map(brief)).toEqual([
       ['ERR_SLUICE_RULES_DUPLICATE', 4, 34],
     ]);
-    // Keys of the same text but not the same value, as YAML compares them, are apart.
+    // Keys of the same text but not the same value, as YAML compares them, are apart; NaN equals nothing.
     expect(parseRules(withMetadata('{ 1: a, "1": b }')).rules[0]?.metadata).toEqual({ 1: 'b' });
+    expect(() => parseRules(withMetadata('{ .nan: 1, .NaN: 2 }'))).not.toThrow();
+    // A key twice is reported beside a syntax error further on.
+    expect(problemsOf('domain: d\ndomain: e\ndescriptors: [\n').map(brief)).toEqual([
+      ['ERR_SLUICE_RULES_DUPLICATE', 2, 1],
+      ['ERR_SLUICE_RULES_SYNTAX', 4, 1],
+    ]);
     expect(() => parseRules(withMetadata('{ <<: { x: 1 }, <<: { y: 2 } }'))).not.toThrow();
   });
 

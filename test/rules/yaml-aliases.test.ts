@@ -154,9 +154,15 @@ describe('YAML anchors, aliases and merge keys', () => {
     ['!!timestamp 2026-01-01', '!!timestamp'],
   ])('metadata holding %s is refused with a code, not a TypeError or a value JSON cannot carry', (value, tag) => {
     const text = `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n    metadata:\n      a: ${value}\n`;
-    const problems = problemsOf(text);
-    expect(problems.map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', 6]]);
-    expect(problems[0]?.message).toContain(`\`${tag}\``);
+    // Under a `%YAML 1.1` directive too, which turned the tags' resolution off: read as text.
+    for (const [directive, line] of [
+      ['', 6],
+      ['%YAML 1.1\n---\n', 8],
+    ] as const) {
+      const problems = problemsOf(`${directive}${text}`);
+      expect(problems.map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_INVALID_VALUE', line]]);
+      expect(problems[0]?.message).toContain(`\`${tag}\``);
+    }
   });
 
   it('descriptors that aliases multiply are refused past the budget (1.5 KB once took 10 s to read)', () => {
@@ -195,20 +201,20 @@ describe('YAML anchors, aliases and merge keys', () => {
 // Each mapping expanded its whole chain again, copying it at every link: 2,000 links (125 KB)
 // took 34 s, in every server watching the rules. Counted in pairs, not timed.
 describe('a chain of merge keys', () => {
-  const links = 2_000;
-  const text = [
-    'domain: d',
-    'descriptors:',
-    '  - { key: k0, rate_limit: &m0 { unit: second, requests_per_unit: 1 } }',
-    ...Array.from(
-      { length: links - 1 },
-      (_, i) => `  - { key: k${i + 1}, rate_limit: &m${i + 1} { <<: *m${i}, unit: minute } }`,
-    ),
-  ].join('\n');
+  const chain = (links: number) =>
+    [
+      'domain: d',
+      'descriptors:',
+      '  - { key: k0, rate_limit: &m0 { unit: second, requests_per_unit: 1 } }',
+      ...Array.from(
+        { length: links - 1 },
+        (_, i) => `  - { key: k${i + 1}, rate_limit: &m${i + 1} { <<: *m${i}, unit: minute } }`,
+      ),
+    ].join('\n');
 
-  it('reads every link as the merge-key rule says', () => {
-    const rules = parseRules(text).rules;
-    expect(rules).toHaveLength(links);
+  it('reads every link as the merge-key rule says, up to 128 mappings', () => {
+    const rules = parseRules(chain(128)).rules;
+    expect(rules).toHaveLength(128);
     expect(rules.map((r) => [r.policies[0]?.limit, r.policies[0]?.window]).slice(0, 2)).toEqual([
       [1, 1_000],
       [1, 60_000],
@@ -218,15 +224,49 @@ describe('a chain of merge keys', () => {
 
   it('expands each mapping once, to each key once', () => {
     const lines = new LineCounter();
-    const doc = parseDocument(text, { lineCounter: lines, merge: true });
+    const doc = parseDocument(chain(128), { lineCounter: lines, merge: true });
     const reader = createReader('<rules>', doc, lines, []);
     const maps: YAMLMap[] = [];
     visit(doc, { Map: (key, node) => void (key === 'value' && node.has('unit') ? maps.push(node) : undefined) });
-    expect(maps).toHaveLength(links);
-    const taken = maps.reduce((sum, map) => sum + pairsOf(reader, map).length, 0);
+    expect(maps).toHaveLength(128);
+    // From the last link first: each of the others is then expanded already.
+    const taken = maps.reverse().reduce((sum, map) => sum + pairsOf(reader, map).length, 0);
     // `unit` and `requests_per_unit` per link, where the chain gave each link all before it.
-    expect(taken).toBe(2 * links);
-    const last = maps.at(-1) as YAMLMap;
-    expect(pairsOf(reader, last)).toBe(pairsOf(reader, last));
+    expect(taken).toBe(2 * 128);
+    expect(pairsOf(reader, maps[0] as YAMLMap)).toBe(pairsOf(reader, maps[0] as YAMLMap));
+  });
+
+  // Aliases let a chain run deeper than text nests: 3,000 links overflowed the stack, a
+  // RangeError with no code, when the last link was read first.
+  it('refuses a longer chain with a code, whichever link is read first', () => {
+    const unread = (links: number) =>
+      [
+        'domain: d',
+        'descriptors:',
+        '  - key: k',
+        '    metadata:',
+        '      - &m0 { unit: second }',
+        ...Array.from({ length: links - 1 }, (_, i) => `      - &m${i + 1} { <<: *m${i} }`),
+        `    rate_limit: { <<: *m${links - 1}, requests_per_unit: 1 }`,
+      ].join('\n');
+    for (const text of [chain(129), chain(3_000), unread(3_000)]) {
+      expect(problemsOf(text)).toContainEqual(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_RULES_INVALID_VALUE',
+          message: 'Merge keys chain more than 128 mappings.',
+        }),
+      );
+    }
+  });
+
+  it('refuses descriptors nested through aliases deeper than text may nest them', () => {
+    const lines = [
+      'domain: d',
+      'descriptors:',
+      '  - &d0 { key: k, rate_limit: { unit: second, requests_per_unit: 1 } }',
+    ];
+    for (let i = 1; i < 2_000; i++) lines.push(`  - &d${i} { key: k${i}, descriptors: [*d${i - 1}] }`);
+    const problems = problemsOf(lines.join('\n'));
+    expect(problems.map((p) => p.message)).toContain('Descriptors nest more than 64 levels deep.');
   });
 });

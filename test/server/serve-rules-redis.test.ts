@@ -74,6 +74,9 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
     expect(code).toBe(1);
     expect(output).toContain('bad.yaml:4:');
     expect(output).toContain('ERR_SLUICE_RULES_UNKNOWN_KEY');
+    // Once: the rules error names each problem's code in its message already.
+    const unknown = await publish(rulesFile('unknown.yaml', 'domain: d\nunit: day\n'), 'checked');
+    expect(unknown.output.match(/ERR_SLUICE_RULES_UNKNOWN_KEY/g)).toHaveLength(1);
     expect(await admin.hget('checked', 'version')).toBe(version);
   });
 

@@ -197,7 +197,7 @@ export type ThrottleMode = 'hard' | 'soft' | 'elastic' | 'shadow';
 export type Throttle =
   | { mode: 'hard' }
   | { mode: 'soft'; overagePercent: number }
-  | { mode: 'elastic'; maxOveragePercent: number; load?: () => number }
+  | { mode: 'elastic'; maxOveragePercent: number; load?: (() => number) | undefined }
   | { mode: 'shadow' };
 
 export type OnStoreError = 'allow' | 'deny' | 'throw';

@@ -23,7 +23,7 @@ declare global {
 
 export type RateLimitOptions = (HttpLimiterOptions<Request, Response> | RulesHttpOptions<Request>) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
-  onLimited?: (req: Request, res: Response, next: NextFunction, decision: Decision) => unknown;
+  onLimited?: ((req: Request, res: Response, next: NextFunction, decision: Decision) => unknown) | undefined;
 };
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>

@@ -17,26 +17,27 @@ import { createRateLimitHook, type OnLimited, type RateLimitHook, type RateLimit
 export type RateLimitPluginOptions = (
   | HttpLimiterOptions<FastifyRequest, FastifyReply>
   | RulesHttpOptions<FastifyRequest>
-  // Only the defaults of routes' own limits: no limit of its own is needed.
-  | (HttpRouteOptions<FastifyRequest, FastifyReply> & { global: false })
+  // Only the defaults of routes' own limits: no limit of its own is needed, and none for
+  // routes that do not exist (`notFound`).
+  | (HttpRouteOptions<FastifyRequest, FastifyReply> & { global: false; notFound?: false | undefined })
 ) & {
   /** Sends the response for a refused request instead of the default 429 problem document. */
-  onLimited?: OnLimited;
+  onLimited?: OnLimited | undefined;
   /** `false` limits only routes with `config.rateLimit`; these options are then their defaults. @default true */
-  global?: boolean;
+  global?: boolean | undefined;
   /**
    * Limits requests for routes that do not exist (the not-found handler of this context) with
    * these options, so a scanner probing paths is limited too. @default the value of `global`
    */
-  notFound?: boolean;
+  notFound?: boolean | undefined;
   /** The hook the limit runs in: `preHandler` to key by a user your auth hook sets. @default 'onRequest' */
-  hook?: RateLimitHook;
+  hook?: RateLimitHook | undefined;
 };
 
 /** A route's own limit: any option, each falling back to the plugin's. */
 export type RouteRateLimitOptions = HttpRouteOptions<FastifyRequest, FastifyReply> & {
-  onLimited?: OnLimited;
-  hook?: RateLimitHook;
+  onLimited?: OnLimited | undefined;
+  hook?: RateLimitHook | undefined;
 };
 
 /** The plugin-wide limiter, and each route's own, for application code (reset, peek, refund). */
@@ -64,7 +65,7 @@ declare module 'fastify' {
   }
   interface FastifyContextConfig {
     /** This route's own limit, replacing the plugin-wide one; `false` turns limiting off here. */
-    rateLimit?: RouteRateLimitOptions | false;
+    rateLimit?: RouteRateLimitOptions | false | undefined;
   }
 }
 

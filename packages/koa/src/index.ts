@@ -26,7 +26,7 @@ export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<C
    * status is already 429 (503 when the store could not decide); a body left unset gets the
    * default problem document under the status it has then.
    */
-  onLimited?: (ctx: Context, decision: Decision) => unknown;
+  onLimited?: ((ctx: Context, decision: Decision) => unknown) | undefined;
 };
 
 const unproxiedIp = createClientIp();

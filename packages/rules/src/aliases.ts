@@ -10,6 +10,7 @@ import {
   visit,
   type YAMLMap,
 } from 'yaml';
+import { MAX_NESTING } from './nesting.js';
 import type { Reader } from './reader.js';
 
 // Anchors, aliases and merge keys, resolved where a document is read: a file written for
@@ -49,8 +50,14 @@ export function resolved(reader: Reader, node: Node | null | undefined): Node | 
 const isMergeKey = (key: unknown): boolean =>
   isScalar(key) && typeof key.value === 'symbol' && key.value.description === '<<';
 
-/** Each mapping's pairs with its merges expanded: every mapping a chain of merges reaches is expanded once. */
-const expansions = new WeakMap<YAMLMap, Pair[]>();
+/** A mapping's pairs with its merges expanded, and how many mappings its longest chain of merges holds (itself included). */
+interface Expansion {
+  readonly pairs: Pair[];
+  readonly depth: number;
+}
+
+/** Each mapping's expansion: every mapping a chain of merges reaches is expanded once. */
+const expansions = new WeakMap<YAMLMap, Expansion>();
 
 /**
  * A mapping's own pairs, then those its merge keys (`<<: *base`, `<<: [*a, *b]`) bring in, in
@@ -64,10 +71,16 @@ export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
   return expand(reader, map, new Set()).pairs;
 }
 
-/** `pairsOf`, with the mappings being expanded (`open`): a merge back into one of them is skipped. */
-function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): { pairs: Pair[]; whole: boolean } {
+/**
+ * `pairsOf`, with the mappings being expanded (`open`): a merge back into one of them is
+ * skipped. A chain of merges longer than `MAX_NESTING` mappings is refused, as text nested that
+ * deep is: aliases let a chain run deeper than any text nests, each link is a call, and some
+ * 3,000 overflowed the stack. It is refused however the chain is first reached, from its end
+ * (deep calls) or link by link (each expanded already).
+ */
+function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & { whole: boolean } {
   const known = expansions.get(map);
-  if (known !== undefined) return { pairs: known, whole: true };
+  if (known !== undefined) return { ...known, whole: true };
   open.add(map);
   const pairs: Pair[] = [];
   const names = new Set<string>();
@@ -97,19 +110,33 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): { pairs: Pair
         );
     }
   }
-  // Whole unless a merge led back into a mapping still open: then what it holds depends on
-  // where the expansion started, and is not kept.
+  const tooLong = (from: YAMLMap): void =>
+    reader.report(from, 'ERR_SLUICE_RULES_INVALID_VALUE', `Merge keys chain more than ${MAX_NESTING} mappings.`);
+  // Whole unless a merge led back into a mapping still open (what it holds then depends on
+  // where the expansion started, and is not kept) or past the longest chain.
   let whole = true;
+  let depth = 1;
   for (const from of sources) {
     if (open.has(from)) {
       whole = false;
       continue;
     }
+    if (open.size === MAX_NESTING) {
+      tooLong(from);
+      whole = false;
+      continue;
+    }
     const merged = expand(reader, from, open);
+    if (merged.depth === MAX_NESTING) {
+      tooLong(from);
+      whole = false;
+      continue;
+    }
     whole &&= merged.whole;
+    depth = Math.max(depth, merged.depth + 1);
     for (const pair of merged.pairs) take(pair);
   }
   open.delete(map);
-  if (whole) expansions.set(map, pairs);
-  return { pairs, whole };
+  if (whole) expansions.set(map, { pairs, depth });
+  return { pairs, depth, whole };
 }

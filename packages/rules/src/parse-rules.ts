@@ -36,9 +36,12 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
   // `merge`: envoyproxy/ratelimit's Go decoder resolves `<<: *base`, so a file using it means the same here.
   // `schema`: the YAML 1.2 core schema even under a `%YAML 1.1` directive, so `1:30` or `1_000` are
   // text there too, and refused as such, as the docs say.
+  // `resolveKnownTags`: a `%YAML 1.1` directive turns it off, and `!!binary` or `!!set` would then
+  // read as text or a mapping, past the refusal of values that are not plain data.
   // `uniqueKeys`: checked in one pass below (`repeatedKeys`); the yaml package compares each key
   // with every one before it, and a mapping of 50,000 keys took 26 s.
-  const docs = Array.from(new Composer({ merge: true, schema: 'core', uniqueKeys: false }).compose(tokens));
+  const composer = new Composer({ merge: true, schema: 'core', resolveKnownTags: true, uniqueKeys: false });
+  const docs = Array.from(composer.compose(tokens));
   if (docs.length === 0) {
     // An empty or comment-only text is most often a file caught half-written: never a set without limits.
     problems.push({ code: 'ERR_SLUICE_RULES_MISSING_KEY', message: NO_DOMAIN, source, line: 1, column: 1 });
@@ -47,6 +50,7 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
   const domains: ReadDomain[] = [];
   for (const doc of docs) {
     const reader = createReader(source, doc, lines, problems);
+    const repeated = repeatedKeys(reader, doc);
     if (doc.errors.length > 0) {
       for (const error of doc.errors) {
         const at = lines.linePos(error.pos[0]);
@@ -56,7 +60,7 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
       }
       continue;
     }
-    if (repeatedKeys(reader, doc)) continue;
+    if (repeated) continue;
     // An empty document (a trailing `---`, or `null`) has no mapping to find `domain` in.
     if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
       reader.report(doc.contents, 'ERR_SLUICE_RULES_MISSING_KEY', NO_DOMAIN);
@@ -87,7 +91,8 @@ function repeatedKeys(reader: Reader, doc: Document.Parsed): boolean {
     Map(_key, map) {
       const seen = new Set<unknown>();
       for (const { key } of map.items) {
-        if (!isScalar(key)) continue;
+        // NaN is no key twice: YAML compares keys by value, and NaN equals nothing.
+        if (!isScalar(key) || Number.isNaN(key.value)) continue;
         if (!seen.has(key.value)) seen.add(key.value);
         else {
           reader.report(key, 'ERR_SLUICE_RULES_DUPLICATE', 'Map keys must be unique.');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { isNode, isSeq, type Node } from 'yaml';
 import { resolved } from './aliases.js';
 import { createDescriptorWalk, type DescriptorWalk } from './descriptor-walk.js';
+import { MAX_NESTING } from './nesting.js';
 import { plainOf } from './plain-values.js';
 import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
@@ -58,6 +59,9 @@ const ruleId = (domain: string, path: readonly RulePathEntry[]): string =>
     .digest('base64url')
     .slice(0, 16)}`;
 
+/** The most levels of descriptors a rule's path may have: more than any text can nest. */
+const MAX_DESCRIPTOR_LEVELS = MAX_NESTING / 2;
+
 interface Context {
   readonly reader: Reader;
   readonly domain: string;
@@ -76,6 +80,13 @@ function readDescriptors(context: Context, field: Field, path: readonly RulePath
   if (isNull(list)) return [];
   if (!isSeq(list)) {
     reader.report(list, 'ERR_SLUICE_RULES_INVALID_VALUE', '`descriptors` must be a list of descriptors.');
+    return [];
+  }
+  // Aliases let descriptors nest deeper than any text does (`nesting.ts` bounds that at some 63
+  // levels): each level is a call, and some 2,000 overflowed the stack.
+  if (path.length === MAX_DESCRIPTOR_LEVELS) {
+    const message = `Descriptors nest more than ${MAX_DESCRIPTOR_LEVELS} levels deep.`;
+    reader.report(field.written, 'ERR_SLUICE_RULES_INVALID_VALUE', message);
     return [];
   }
   if (!walk.enter(list, field.written, 'list')) return [];

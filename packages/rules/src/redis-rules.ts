@@ -41,7 +41,8 @@ export interface RedisRulesOptions extends ReloadOptions {
   pollIntervalMs?: number | undefined;
 }
 
-const channelOf = (options: { key: string; channel?: string | undefined }): string => options.channel ?? `${options.key}:changed`;
+const channelOf = (options: { key: string; channel?: string | undefined }): string =>
+  options.channel ?? `${options.key}:changed`;
 const versionOf = (document: string): string => createHash('sha256').update(document).digest('base64url').slice(0, 16);
 
 /**

@@ -91,5 +91,6 @@ function flagsOrExit<T extends object>(
 /** An error's message, with its code when it has one of sluice's: what scripts and people match on. */
 function withCode(error: unknown): string {
   const { message } = error as Error;
-  return isSluiceError(error) ? `${message} (${error.code})` : message;
+  // A rules error names each problem's code in its message already.
+  return isSluiceError(error) && !message.includes(`(${error.code})`) ? `${message} (${error.code})` : message;
 }

@@ -8,8 +8,8 @@ import type { HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
 /** Per-route options: any option, each falling back to the one set for the whole app. */
 export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
   (
-    | (Partial<Omit<PolicyOptions, 'limit'>> & { limit?: number | LimitFor<Req>; policies?: never })
-    | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: never; window?: never }
+    | (Partial<Omit<PolicyOptions, 'limit'>> & { limit?: number | LimitFor<Req> | undefined; policies?: undefined })
+    | { policies: readonly PolicyOptions[] | PoliciesFor<Req>; limit?: undefined; window?: undefined }
   );
 
 /** The options naming what rules mode limits by: a route's `rules` replaces them all. */
