@@ -200,8 +200,8 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
 
   /** A timed call, its error type as `onStoreError` counted it (published before the decision). */
   const timed = (limiter: string, { store, errorType }: DecisionEvent, ms: number): void => {
-    const counted = errorType === undefined || limiters.get(limiter)?.storeErrors.has(errorKey(store, errorType));
-    hooks.storeDuration(limiter, store, counted ? errorType : OTHER_ERROR, ms);
+    const apart = errorType === undefined || limiters.get(limiter)?.storeErrors.has(errorKey(store, errorType));
+    hooks.storeDuration(limiter, store, apart ? errorType : OTHER_ERROR, ms);
   };
 
   /** Where a limiter's count not kept yet goes: its own new series, or past the bound the overflow's. */

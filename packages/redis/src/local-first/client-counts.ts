@@ -177,10 +177,9 @@ export function refundLocally(client: ClientCounts, request: StoreRequest, now: 
     const counts = client.counts[i] as PolicyCounts;
     const window = windowOf(policy, now);
     const fromCurrent = Math.min(request.cost, ownCount(counts, window));
+    // The previous window's units still count where some process still reads that window.
     const fromPrevious =
-      policy.algorithm === 'sliding-window-counter'
-        ? Math.min(request.cost - fromCurrent, ownCount(counts, window - 1))
-        : 0;
+      firstKeptWindow(policy, now) < window ? Math.min(request.cost - fromCurrent, ownCount(counts, window - 1)) : 0;
     if (fromCurrent > 0) charge(counts, window, -fromCurrent);
     if (fromPrevious > 0) charge(counts, window - 1, -fromPrevious);
     counts.view = takenFromView(takenFromView(counts.view, window, fromCurrent), window - 1, fromPrevious);
