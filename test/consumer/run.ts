@@ -72,6 +72,12 @@ try {
 
   step('every package, with the frameworks');
   const app = await project(scratch, 'app', [...tarballs, ...THIRD_PARTY]);
+  // Every package must share the app's one core: a second copy makes errors, events and a
+  // default store of its own.
+  const cores = new Set(
+    (await run('npm', ['ls', '@sluice/core', '--all', '--parseable'], app)).split('\n').filter(Boolean),
+  );
+  if (cores.size !== 1) problems.push(`@sluice/core installed ${cores.size} times: ${[...cores].join(', ')}`);
   await writeTsconfigs(app);
   await writeEveryPackage(
     app,

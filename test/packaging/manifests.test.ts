@@ -27,6 +27,9 @@ interface Manifest {
   devDependencies?: Record<string, string>;
 }
 
+/** The packages that plug into a limiter an adapter or core made: stores, rules, metrics. */
+const PLUG_INS = ['memory', 'redis', 'rules', 'otel'];
+
 /**
  * The packaging conventions of SPEC §6, checked on every package at once so a new package
  * meets them before its first landing (the slow, complete proof is `pnpm test:consumer`):
@@ -43,6 +46,15 @@ describe.each(packages)('packages/%s', (dir) => {
         if (name.startsWith('@sluice/')) expect(range, name).toBe(`^${version}`);
       }
     }
+  });
+
+  it("takes @sluice/core as a peer where it plugs into an app's limiter, as a dependency where it is the entry point", () => {
+    // A store, the rules or the metrics must work on the very core the app's adapter loaded:
+    // a second copy would make its own errors, events and default store.
+    if (dir === 'core') return;
+    const plugsIn = PLUG_INS.includes(dir);
+    expect(manifest.peerDependencies?.['@sluice/core'] !== undefined, 'a peer').toBe(plugsIn);
+    expect(manifest.dependencies?.['@sluice/core'] !== undefined, 'a dependency').toBe(!plugsIn);
   });
 
   it('ships dist with its types for every resolution, a LICENSE, and where it comes from', () => {
