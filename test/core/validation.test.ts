@@ -3,6 +3,13 @@ import { createMemoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { base, type ConfigCase, expectConfigError } from './support/config-error.js';
 
+/** A store's methods without its `name`, which every log line and error about it quotes. */
+const nameless = {
+  consume: async () => ({ allowed: true, now: 0, outcomes: [] }),
+  reset: async () => {},
+  refund: async () => {},
+};
+
 const cases: ConfigCase[] = [
   ['options not an object', null as never, 'ERR_SLUICE_INVALID_OPTION', ['options', 'null']],
   ['limit a BigInt, shown as one', { ...base, limit: 10n as never }, 'ERR_SLUICE_INVALID_LIMIT', ['received 10n.']],
@@ -62,6 +69,13 @@ const cases: ConfigCase[] = [
     ['throttle.overagePercent'],
   ],
   ['store not a store', { ...base, store: {} }, 'ERR_SLUICE_INVALID_STORE', ['store', 'an object']],
+  ['a store without a name', { ...base, store: { ...nameless } }, 'ERR_SLUICE_INVALID_STORE', ['store', 'a `name`']],
+  [
+    'a store whose name is empty',
+    { ...base, store: { ...nameless, name: '' } },
+    'ERR_SLUICE_INVALID_STORE',
+    ['store', 'a `name`'],
+  ],
   ['clock not a function', { ...base, clock: 123 }, 'ERR_SLUICE_INVALID_CLOCK', ['clock', '123']],
   ['prefix with a space', { ...base, prefix: 'my app' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"my app"']],
   ['prefix with a brace', { ...base, prefix: 'a{b}' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"a{b}"']],

@@ -36,12 +36,19 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
   if (typeof logger?.warn !== 'function')
     invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
   const store = options.store === undefined ? defaultMemoryStore() : options.store;
-  if (typeof store?.consume !== 'function' || typeof store.reset !== 'function' || typeof store.refund !== 'function') {
+  if (
+    typeof store?.consume !== 'function' ||
+    typeof store.reset !== 'function' ||
+    typeof store.refund !== 'function' ||
+    // Every log line and error about the store names it.
+    typeof store.name !== 'string' ||
+    store.name === ''
+  ) {
     invalid(
       'ERR_SLUICE_INVALID_STORE',
       'store',
       store,
-      'a store such as createMemoryStore() or createRedisStore({ client })',
+      'a store such as createMemoryStore() or createRedisStore({ client }): a `name` and the methods `consume`, `reset` and `refund`',
     );
   }
   return { clock, onStoreError, timeoutMs, logger, store };
