@@ -84,4 +84,47 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen Redis', ()
     }
     expect(rejections.seen).toEqual([]);
   });
+
+  // A reset waited for the sync under way, then up to a bound for its calls to drain, then up
+  // to another for its own deletion: three bounds in a row (2,949 ms where a sync's is 1 s).
+  it('ends a reset within one sync bound while a sync waits on the frozen Redis', async () => {
+    const client = new Redis(redis.server.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    // A 250 ms interval: a sync's bound is 4 × 250 ms.
+    const bound = 1000;
+    const store = createRedisStore({
+      client,
+      prefix: 'frozen-reset:',
+      logger: { warn() {} },
+      localFirst: { syncIntervalMs: 250 },
+    });
+    const clock = manualClock(START);
+    const limiter = createLimiter({
+      limit: 10,
+      window: '1m',
+      algorithm: 'fixed-window',
+      store,
+      clock,
+      prefix: 'r',
+      onStoreError: 'throw',
+    });
+    const pid = Number((await redis.admin.info('server')).match(/process_id:(\d+)/)?.[1]);
+    await limiter.consume('known');
+    process.kill(pid, 'SIGSTOP');
+    let tookMs = 0;
+    try {
+      await limiter.consume('known');
+      const syncing = store.localFirst?.sync().catch(() => {});
+      const started = performance.now();
+      await expect(limiter.reset('known')).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+      tookMs = performance.now() - started;
+      await syncing;
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await store.localFirst?.close().catch(() => {});
+      client.disconnect();
+    }
+    expect(tookMs).toBeGreaterThanOrEqual(bound - 50);
+    expect(tookMs).toBeLessThan(1.5 * bound);
+  });
 });

@@ -263,12 +263,12 @@ export function createLocalFirst(
         const window = windowOf(policy, now);
         return [windowKey(namespace, key, policy, window), windowKey(namespace, key, policy, window - 1)];
       });
-      // A sync under way may carry the client's count from before: its calls land first, then
-      // the deletion, which they would otherwise undo by writing that count back.
-      await running?.catch(() => {});
-      if (draining !== undefined) await withTimeout(() => draining as Promise<unknown>, syncTimeoutMs).catch(() => {});
-      // Bounded as a sync is: the limiter sets no timer on a store that decides in-process.
+      // Bounded as a sync is, waits and all: the limiter sets no timer on a store that decides
+      // in-process. A sync under way may carry the client's count from before: its calls land
+      // first, then the deletion, which they would otherwise undo by writing that count back.
       await withTimeout(async (expired) => {
+        await running?.catch(() => {});
+        await draining;
         await untilReady(client);
         if (!expired()) await client.del(...keys);
       }, syncTimeoutMs);

@@ -11,10 +11,10 @@ import {
   type PolicyCounts,
   windowOf,
 } from './client-counts.js';
-import { defineSyncScript } from './sync-script.js';
+import { defineSyncScript, SYNC_KEY_COUNTS } from './sync-script.js';
 
-/** Keys per sync call: a slot with more clients takes several calls. */
-const KEYS_PER_CALL = 512;
+/** Keys per sync call, as many as the script is registered for: a slot with more clients takes several calls. */
+const KEYS_PER_CALL = SYNC_KEY_COUNTS[SYNC_KEY_COUNTS.length - 1] as number;
 /**
  * Calls of one exchange out at once. Each call's timeout runs from when it is sent, so a large
  * sync is a series of short calls, each bounded, rather than a queue whose tail waits for
@@ -69,16 +69,17 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
   /** The hash slot of every key of a client (they share its hash tag); 0 off a cluster. */
   const slotOf = (namespace: string, key: string) => (onCluster ? clientSlot(namespace, key) : 0);
   /**
-   * Calls sent and not yet settled, per node, late ones included: a node still owing replies
-   * (a frozen Redis keeps its connections open) is sent nothing more until it answers, as a
-   * Redis too slow for one sync would only be sent more, while the other masters of a cluster
-   * go on.
+   * Calls past their timeout whose replies are still owed, per node: a node that owes late
+   * replies (a frozen Redis keeps its connections open) is sent nothing more until it answers,
+   * as a Redis too slow for one sync would only be sent more, while the other masters of a
+   * cluster go on. A call still within its time is no sign of trouble: a first read and the
+   * timer's sync run side by side, each with calls out.
    */
-  const unsettled = new Map<string, number>();
-  const settleOne = (node: string): void => {
-    const left = (unsettled.get(node) as number) - 1;
-    if (left === 0) unsettled.delete(node);
-    else unsettled.set(node, left);
+  const late = new Map<string, number>();
+  const oweLate = (node: string, change: 1 | -1): void => {
+    const owed = (late.get(node) ?? 0) + change;
+    if (owed === 0) late.delete(node);
+    else late.set(node, owed);
   };
   /** The master serving a slot, as the client last learnt it; the slot itself when not known. */
   const nodeOf = (slot: number): string =>
@@ -150,7 +151,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const calls = callsFor(targets, latestNow);
     const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: [] };
     const failedNodes = new Map<string, unknown>();
-    for (const node of unsettled.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
+    for (const node of late.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
     const sent: Promise<unknown>[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
@@ -162,20 +163,28 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
           // Not sent: its node failed this exchange. Its slot is out of reach with it.
           if (!result.failed.has(call.slot)) result.failed.set(call.slot, failure);
         } else if (!result.failed.has(call.slot)) {
+          // Whether the call's reply came, and whether it was late: its settling runs before
+          // the timeout race hears of it.
+          let settled = false;
+          let overdue = false;
           try {
             await withTimeout((expired) => {
               const reply = send(call, expired);
               sent.push(reply);
-              unsettled.set(node, (unsettled.get(node) ?? 0) + 1);
-              reply.then(
-                () => settleOne(node),
-                () => settleOne(node),
-              );
+              const settle = () => {
+                settled = true;
+                if (overdue) oweLate(node, -1);
+              };
+              reply.then(settle, settle);
               return reply;
             }, timeoutMs);
             result.answered.add(call.slot);
             continue;
           } catch (error) {
+            if (!settled) {
+              overdue = true;
+              oweLate(node, 1);
+            }
             // Another call of the slot may have failed meanwhile: the first failure is kept.
             if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
             // A reply of Redis's own (an error about a key) says the node answers.

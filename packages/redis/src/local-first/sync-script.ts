@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { RedisClient } from '../client.js';
 
 /**
@@ -7,8 +8,10 @@ import type { RedisClient } from '../client.js';
  * idempotent: a call whose reply was lost is sent again with the same (or a larger) total and
  * counts once.
  *
- * KEYS: window hashes, one slot. ARGV: per key its field ('<process id>:<policy set>:<incarnation>'),
- * its total and the key's expiry in ms. Reply: per key the sum over every field, this one's included.
+ * KEYS: window hashes, one slot, the last repeated up to the command's key count (see
+ * `defineSyncScript`). ARGV: the number of keys sent, then per key its field
+ * ('<process id>:<policy set>:<incarnation>'), its total and the key's expiry in ms. Reply: per
+ * key sent the sum over every field, this one's included.
  *
  * What sluice never writes there reads as no count, as a damaged decision key reads as no
  * state: a key of another type is replaced, a field that is no whole number from 0 to 2^53 adds
@@ -17,8 +20,8 @@ import type { RedisClient } from '../client.js';
  */
 const SYNC_LUA = `
 local out = {}
-for i = 1, #KEYS do
-  local key, field, total = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]
+for i = 1, tonumber(ARGV[1]) do
+  local key, field, total = KEYS[i], ARGV[3 * i - 1], ARGV[3 * i]
   -- On a key of another type HEXISTS returns an error, and so does HSET: the key is replaced.
   if total ~= '0' or redis.pcall('HEXISTS', key, field) ~= 0 then
     local written = redis.pcall('HSET', key, field, total)
@@ -28,7 +31,7 @@ for i = 1, #KEYS do
       redis.call('DEL', key)
       redis.call('HSET', key, field, total)
     end
-    redis.call('PEXPIRE', key, ARGV[3 * i])
+    redis.call('PEXPIRE', key, ARGV[3 * i + 1])
   end
   local sum = 0
   for _, text in ipairs(redis.call('HVALS', key)) do
@@ -40,13 +43,33 @@ end
 return out
 `;
 
-const COMMAND = 'sluiceLocalFirstSync';
+/** The key counts the script is registered for; a sync call carries at most the largest. */
+export const SYNC_KEY_COUNTS: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
 
-type SyncCommand = (keyCount: number, ...keysAndArgs: string[]) => Promise<number[]>;
+type SyncCommand = (...keysAndArgs: string[]) => Promise<number[]>;
 
-/** Registers the sync script on the client once and returns a caller for it. */
+/**
+ * Registers the sync script on the client once per key count and returns a caller for it. A
+ * fixed `numberOfKeys` keeps a call's first argument a key: ioredis routes an auto-pipelined
+ * call to its Cluster node by its first argument, and a key count there sent calls for several
+ * masters into one pipeline, which it then refused whole. A call with fewer keys repeats its
+ * last one, a declared key of the same slot that the script does not read. The names carry
+ * the body's hash, so two versions of sluice on one client never run each other's script.
+ */
 export function defineSyncScript(client: RedisClient): (keys: string[], args: string[]) => Promise<number[]> {
   const commands = client as unknown as Record<string, SyncCommand | undefined>;
-  if (typeof commands[COMMAND] !== 'function') client.defineCommand(COMMAND, { lua: SYNC_LUA });
-  return (keys, args) => (commands[COMMAND] as SyncCommand).call(client, keys.length, ...keys, ...args);
+  const hash = createHash('sha1').update(SYNC_LUA).digest('hex').slice(0, 12);
+  const byCount: SyncCommand[] = [];
+  for (const numberOfKeys of SYNC_KEY_COUNTS) {
+    const name = `sluice_local_first_sync_${hash}_${numberOfKeys}`;
+    if (typeof commands[name] !== 'function') client.defineCommand(name, { numberOfKeys, lua: SYNC_LUA });
+    byCount[numberOfKeys] = commands[name] as SyncCommand;
+  }
+  return (keys, args) => {
+    const sent = keys.length;
+    const keyCount = SYNC_KEY_COUNTS.find((count) => count >= sent) as number;
+    const padded = [...keys];
+    while (padded.length < keyCount) padded.push(keys[sent - 1] as string);
+    return (byCount[keyCount] as SyncCommand).call(client, ...padded, String(sent), ...args);
+  };
 }
