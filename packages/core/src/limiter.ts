@@ -33,7 +33,14 @@ const decisionsWatched = decisionsWatchedImport;
 export const STORE_DENY_RETRY_AFTER_MS = 1000;
 const prefixPattern = /^[A-Za-z0-9._:-]{1,64}$/;
 const derivedPattern = /^rl-[A-Za-z0-9_-]{8}$/;
-const claimedNamespaces = new WeakMap<object, Map<string, 'derived' | 'prefix'>>();
+/** A namespace's claim: by a limiter that derived it, or by the limiters that named it as their `prefix`. */
+interface Claim {
+  kind: 'derived' | 'prefix';
+  holders: number;
+}
+const claimedNamespaces = new WeakMap<object, Map<string, Claim>>();
+/** How each limiter gives its claim up (`releaseNamespace`). */
+const claimReleases = new WeakMap<Limiter, () => void>();
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 type ConsumeOneSync = NonNullable<RateLimitStore['consumeOneSync']>;
 /**
@@ -115,7 +122,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
   store.checkPolicies?.(policies, throttle, { storeTimeoutMs: timeoutMs, onStoreError });
-  const namespace = claimNamespace(store, options.prefix, policies);
+  const { namespace, release } = claimNamespace(store, options.prefix, policies);
   const capacities = capacitiesFor(throttle, policies);
   const baseCapacities = policies.map((p) => p.capacity);
   // What a cost must exceed to never pass: elastic mode's capacity rises as the load falls.
@@ -373,6 +380,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     };
   });
   // `holdsQueue` is read only by `observe`: nobody watching, the path is `decideNow`'s alone.
+  if (release !== undefined) claimReleases.set(limiter, release);
   synchronousPaths.set(limiter, (key, cost, holdsQueue) =>
     decisionsWatched() ? events.observe(key, cost, decide, holdsQueue) : decideNow(key, cost),
   );
@@ -388,13 +396,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
  * purpose, and a new version of a limiter (a rules reload) keeps every client's count, since
  * stores keep state per policy slot (SPEC §4). It may not take a derived namespace.
  */
-function claimNamespace(store: RateLimitStore, prefix: string | undefined, policies: readonly Policy[]): string {
+function claimNamespace(
+  store: RateLimitStore,
+  prefix: string | undefined,
+  policies: readonly Policy[],
+): { namespace: string; release: (() => void) | undefined } {
   const ids = policies.map((p) => p.id).join('|');
   const backing = store.backing ?? store;
-  const claimed = claimedNamespaces.get(backing) ?? new Map<string, 'derived' | 'prefix'>();
+  const claimed = claimedNamespaces.get(backing) ?? new Map<string, Claim>();
   claimedNamespaces.set(backing, claimed);
   const namespace = prefix ?? `rl-${shortHash(ids, 8)}`;
-  const owner = claimed.get(namespace);
+  const owner = claimed.get(namespace)?.kind;
   if (prefix === undefined && owner !== undefined) {
     // A prefix would not part two limiters on a store that counts by policy name.
     const apart =
@@ -409,9 +421,29 @@ function claimNamespace(store: RateLimitStore, prefix: string | undefined, polic
   }
   // An explicit prefix needs remembering only where a derived namespace could meet it: kept
   // all, one claim per tier of a `policies(req)` function would grow without bound.
-  if (prefix === undefined || derivedPattern.test(prefix))
-    claimed.set(namespace, prefix === undefined ? 'derived' : 'prefix');
-  return internalized(namespace);
+  if (prefix !== undefined && !derivedPattern.test(prefix))
+    return { namespace: internalized(namespace), release: undefined };
+  const claim = claimed.get(namespace) ?? { kind: prefix === undefined ? 'derived' : 'prefix', holders: 0 };
+  claim.holders++;
+  claimed.set(namespace, claim);
+  const release = () => {
+    claim.holders--;
+    if (claim.holders === 0 && claimed.get(namespace) === claim) claimed.delete(namespace);
+  };
+  return { namespace: internalized(namespace), release };
+}
+
+/**
+ * Gives up the namespace `limiter` claimed, so that another limiter may take it: for a limiter
+ * whose app closed, or whose middleware failed its construction after making it. The limiter
+ * must not be asked again. Once per limiter; a limiter `createLimiter` did not make claims
+ * nothing.
+ *
+ * @internal
+ */
+export function releaseNamespace(limiter: Limiter): void {
+  claimReleases.get(limiter)?.();
+  claimReleases.delete(limiter);
 }
 
 // Constants, not function declarations: a declared function's binding may be assigned, so

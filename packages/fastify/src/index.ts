@@ -102,7 +102,18 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   (app as WithRegistration)[kRegistration] = registration;
   const { routes } = registration;
 
-  const hookFor = (hookOptions: Record<string, unknown>) => createRateLimitHook(binding, hookOptions);
+  // Every limit this registration makes gives its namespace up when the app closes: an app
+  // built again in the process over the same store (a test's next app) takes it anew.
+  const made: RateLimitHookEntry[] = [];
+  app.addHook('onClose', function sluiceRelease(_instance, done) {
+    for (const entry of made.splice(0)) entry.limiter.release();
+    done();
+  });
+  const hookFor = (hookOptions: Record<string, unknown>) => {
+    const entry = createRateLimitHook(binding, hookOptions);
+    made.push(entry);
+    return entry;
+  };
 
   const globalHook = global ? hookFor(appOptions) : undefined;
   if (notFound) {

@@ -3,6 +3,7 @@ import {
   type HttpLimiterOptions,
   MAX_TIER_LIMITERS,
   type RateLimitStore,
+  SluiceError,
   UNKNOWN_IP_KEY,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
@@ -105,5 +106,44 @@ describe('createHttpLimiter', () => {
       expect((await limiter.handle(from('192.0.2.1'), {})).action).toBe('next');
       expect((await limiter.handle(from('192.0.2.1'), {})).action).toBe('limited');
     }
+  });
+  // A middleware that failed an option checked after its limiter was made kept the namespace:
+  // made again with the mistake mended, it was ERR_SLUICE_NAMESPACE_TAKEN.
+  it.each([
+    ['skipFailedRequests', { skipFailedRequests: 'yes' }],
+    ['allowList', { allowList: [42] }],
+    ['ban', { ban: { after: -1, duration: '1m' } }],
+    ['onLimited', { onLimited: 'no' }],
+  ])('gives the namespace back when %s fails at construction', (_, mistake) => {
+    const store = createMemoryStore();
+    const options = { limit: 1, window: '1m', store } as const;
+    const tiered = { policies: () => [{ limit: 1, window: '1m' as const }], store };
+    expect(() => createHttpLimiter({ ...options, ...mistake } as never, binding)).toThrow(SluiceError);
+    expect(() => createHttpLimiter({ ...tiered, ...mistake } as never, binding)).toThrow(SluiceError);
+    expect(() => createHttpLimiter(options, binding)).not.toThrow();
+    expect(() => createHttpLimiter(tiered, binding)).not.toThrow();
+    // Still claimed by the middleware that was made.
+    expect(() => createHttpLimiter(options, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_NAMESPACE_TAKEN' }),
+    );
+  });
+
+  it('gives its namespace back on release, to a middleware made after it', () => {
+    const store = createMemoryStore();
+    const options = { limit: 1, window: '1m', store } as const;
+    const first = createHttpLimiter(options, binding);
+    first.release();
+    const second = createHttpLimiter(options, binding);
+    expect(() => createHttpLimiter(options, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_NAMESPACE_TAKEN' }),
+    );
+    second.release();
+    // Once only: a second release gives back nothing another limiter holds.
+    const third = createHttpLimiter(options, binding);
+    first.release();
+    expect(() => createHttpLimiter(options, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_NAMESPACE_TAKEN' }),
+    );
+    third.release();
   });
 });

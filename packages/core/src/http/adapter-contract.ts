@@ -60,4 +60,10 @@ export interface HttpLimiter<Req, Res> extends RateLimitHandle {
    * both, so the common case costs no promise.
    */
   handle(req: Req, res: Res): Outcome | Promise<Outcome>;
+  /**
+   * Gives up the namespaces its limiters claimed, for an app that closes: an app built again
+   * in the process (a test's next app over one Redis client) takes them anew. It must not
+   * handle requests after.
+   */
+  release(): void;
 }

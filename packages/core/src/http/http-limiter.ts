@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid } from '../errors.js';
 import { publishQueued } from '../events.js';
-import { createLimiter, type SynchronousPath, synchronousPathOf } from '../limiter.js';
+import { createLimiter, releaseNamespace, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from './adapter-contract.js';
@@ -73,11 +73,19 @@ export function createHttpLimiter<Req, Res>(
   const fixedEntry = tiers === undefined ? wrap(createLimiter(base as unknown as LimiterOptions)) : undefined;
   const consumeFixed = fixedEntry?.consume;
   const namespace = tiers?.namespace ?? (fixedEntry as Entry).limiter.namespace;
-  const refuse = createRefuse<Req>(all);
-  const afterResponse = checkCountByOutcome<Req, Res>(all, warn);
-  const notify = checkNotifications<Req>(all, warn);
-  const isAllowed = checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined);
-  const ban = createBan(all.ban, base, namespace);
+  const release = (): void => {
+    if (fixedEntry !== undefined) releaseNamespace(fixedEntry.limiter);
+    tiers?.release();
+  };
+  // The rest of the options checked with the namespace claimed: one that fails gives it back,
+  // so the middleware made again with the mistake mended takes it.
+  const { refuse, afterResponse, notify, isAllowed, ban } = releasedOnThrow(release, () => ({
+    refuse: createRefuse<Req>(all),
+    afterResponse: checkCountByOutcome<Req, Res>(all, warn),
+    notify: checkNotifications<Req>(all, warn),
+    isAllowed: checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined),
+    ban: createBan(all.ban, base, namespace),
+  }));
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
@@ -216,5 +224,16 @@ export function createHttpLimiter<Req, Res>(
     },
     limiter: fixedEntry?.limiter,
     limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,
+    release,
   };
+}
+
+/** What `make` returns; if it throws, `release` runs first. */
+function releasedOnThrow<T>(release: () => void, make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    release();
+    throw error;
+  }
 }

@@ -1,5 +1,5 @@
 import { fittedRoot, shortHash } from '../derived-namespace.js';
-import { createLimiter } from '../limiter.js';
+import { createLimiter, releaseNamespace } from '../limiter.js';
 import { toPolicies } from '../policy.js';
 import type { Limiter, LimiterOptions, PolicyOptions } from '../types.js';
 
@@ -26,11 +26,12 @@ export function createTierLimiters<Entry>(
   base: Record<string, unknown>,
   wrap: (limiter: Limiter) => Entry,
   oneCount = false,
-): { namespace: string; entryFor: (list: readonly PolicyOptions[]) => Entry } {
-  const root = createLimiter({
+): { namespace: string; entryFor: (list: readonly PolicyOptions[]) => Entry; release: () => void } {
+  const placeholder = createLimiter({
     ...base,
     policies: [{ name: 'tiers', limit: 1, window: 1000 }],
-  } as unknown as LimiterOptions).namespace;
+  } as unknown as LimiterOptions);
+  const root = placeholder.namespace;
   const byIdentity = new WeakMap<object, Entry>();
   const byText = new Map<string, Entry>();
 
@@ -51,5 +52,6 @@ export function createTierLimiters<Entry>(
     if (typeof list === 'object' && list !== null) byIdentity.set(list, entry);
     return entry;
   };
-  return { namespace: root, entryFor };
+  // The tiers' own prefixes claim nothing (see \`claimNamespace\`): only the root's claim is held.
+  return { namespace: root, entryFor, release: () => releaseNamespace(placeholder) };
 }

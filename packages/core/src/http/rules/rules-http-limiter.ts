@@ -234,5 +234,6 @@ export function createRulesHttpLimiter<Req, Res>(
     return finish(verdicts, req, res, request);
   };
 
-  return { handle, ...NO_LIMITER_HANDLE };
+  // Each rule's limiter counts under the rule's id as its \`prefix\`: nothing claimed to give up.
+  return { handle, release: () => {}, ...NO_LIMITER_HANDLE };
 }
