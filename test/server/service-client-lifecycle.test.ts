@@ -1,3 +1,6 @@
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createLimiter } from '@sluice/core';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, createServiceClient, type DecisionServer } from '@sluice/server';
@@ -63,6 +66,32 @@ describe('close()', () => {
       code: 'ERR_SLUICE_STORE_UNAVAILABLE',
       cause: { code: 'ERR_SLUICE_STORE_UNAVAILABLE', message: expect.stringContaining('is closed') },
     });
+  });
+
+  // Closed while its warm-up still waited for a connection (the service down at start-up),
+  // grpc-js's channel went on reconnecting for good after close() had resolved.
+  it('stops connecting to a service that was down when it closed', async () => {
+    let connections = 0;
+    const down = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => down.listen(0, '127.0.0.1', resolve));
+    ended.push(() => new Promise((resolve) => down.close(resolve)));
+    const { port } = down.address() as AddressInfo;
+    const store = createServiceClient({
+      address: `127.0.0.1:${port}`,
+      domain: 'api',
+      logger: quiet,
+      maxReconnectBackoffMs: 100,
+    });
+    await store.close();
+    await expect(store.ready()).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+    // A reconnect every 100 ms would show some 10 here.
+    await sleep(300);
+    const before = connections;
+    await sleep(1000);
+    expect(connections - before).toBe(0);
   });
 });
 

@@ -1,4 +1,4 @@
-import { makeGenericClientConstructor } from '@grpc/grpc-js';
+import { type Client, connectivityState, makeGenericClientConstructor } from '@grpc/grpc-js';
 import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import { rateLimitService } from '../proto.js';
 import { UINT32_MAX } from '../wire-types.js';
@@ -61,7 +61,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
   const call = (client as unknown as { ShouldRateLimit: ShouldRateLimit }).ShouldRateLimit.bind(client);
   // Connects now, as a Redis client does, rather than on the first decision: the channel's
   // set-up would otherwise run in that decision's turn and outlast a short `storeTimeoutMs`.
-  const warmed = warmUp(client, address, deadlineMs);
+  const { warmed, cancel: cancelWarmUp } = warmUp(client, address, deadlineMs);
   // `ready()` reports a failure to whoever asks; unasked, it must not end the process.
   warmed.catch(() => {});
   const warned = new Set<string>();
@@ -84,8 +84,8 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
   let closed: Promise<void> | undefined;
   let released = () => {};
   const release = () => {
-    client.close();
-    released();
+    cancelWarmUp();
+    closeChannel(client, deadlineMs, released);
   };
 
   const consume = (request: StoreRequest): Promise<StoreReply> => {
@@ -145,6 +145,27 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       return closed;
     },
   };
+}
+
+/**
+ * Closes `client`'s channel once it is not connecting, or after `waitMs`, then calls `done`. A
+ * grpc-js channel closed while it connects goes on reconnecting for good: a client closed
+ * while its service was down (its warm-up waiting for the connection) knocked on the
+ * service's port every second after `close()` had resolved.
+ */
+function closeChannel(client: Client, waitMs: number, done: () => void): void {
+  const channel = client.getChannel();
+  const until = Date.now() + waitMs;
+  const closeWhenSettled = (): void => {
+    const state = channel.getConnectivityState(false);
+    if (state === connectivityState.CONNECTING && Date.now() < until) {
+      channel.watchConnectivityState(state, until, closeWhenSettled);
+      return;
+    }
+    client.close();
+    done();
+  };
+  closeWhenSettled();
 }
 
 /** A refusal of every policy that no wait would lift (`retryAfterMs` Infinity). */

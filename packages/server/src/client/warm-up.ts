@@ -1,4 +1,4 @@
-import { type Client, Metadata, type MethodDefinition, status } from '@grpc/grpc-js';
+import { type Client, type ClientUnaryCall, Metadata, type MethodDefinition, status } from '@grpc/grpc-js';
 import { SluiceError } from '@sluice/core';
 import { service as health } from 'grpc-health-check';
 
@@ -14,10 +14,16 @@ const unanswered = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED
  * without `grpc.health.v1` answers UNIMPLEMENTED, over the same path), and rejects when no
  * answer came within `deadlineMs`.
  */
-export function warmUp(client: Client, address: string, deadlineMs: number): Promise<void> {
+export function warmUp(
+  client: Client,
+  address: string,
+  deadlineMs: number,
+): { warmed: Promise<void>; cancel: () => void } {
   const { path, requestSerialize, responseDeserialize } = health.Check as MethodDefinition<object, object>;
-  return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(
+  let cancelled = false;
+  let call: ClientUnaryCall | undefined;
+  const warmed = new Promise<void>((resolve, reject) => {
+    call = client.makeUnaryRequest(
       path,
       requestSerialize,
       responseDeserialize,
@@ -27,14 +33,24 @@ export function warmUp(client: Client, address: string, deadlineMs: number): Pro
       { deadline: Date.now() + deadlineMs },
       (error) => {
         if (error === null || !unanswered.has(error.code)) return resolve();
+        const what = cancelled
+          ? 'had not answered when the client was closed'
+          : `did not answer within ${deadlineMs} ms: ${error.message}`;
         reject(
-          new SluiceError(
-            'ERR_SLUICE_STORE_UNAVAILABLE',
-            `[sluice] The decision service at ${address} did not answer within ${deadlineMs} ms: ${error.message}`,
-            { cause: error },
-          ),
+          new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The decision service at ${address} ${what}`, {
+            cause: error,
+          }),
         );
       },
     );
   });
+  return {
+    warmed,
+    // A channel closed with this call still waiting for its connection went on reconnecting
+    // for good (grpc-js): a client closed while the service was down kept knocking on its port.
+    cancel() {
+      cancelled = true;
+      call?.cancel();
+    },
+  };
 }
