@@ -167,6 +167,40 @@ describe('createDecisionServer', () => {
     }
   });
 
+  // A call whose store never answered held close() for its whole storeTimeoutMs (up to 60 s)
+  // after shutdownTimeoutMs had ended every connection: past Kubernetes' 30 s grace period.
+  it('close() waits for a call on a store that never answers no longer than shutdownTimeoutMs', async () => {
+    const { consumeSync, consumeOneSync, ...memory } = createMemoryStore();
+    let asked = 0;
+    const store: RateLimitStore = {
+      ...memory,
+      consume() {
+        asked++;
+        return new Promise(() => {});
+      },
+    };
+    const server = createDecisionServer({
+      rules,
+      store,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log: quietLog,
+      storeTimeoutMs: 60_000,
+      shutdownTimeoutMs: 50,
+    });
+    const { httpPort } = await server.listen();
+    const body = JSON.stringify({ domain: 'd', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] });
+    const answered = fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body }).then(
+      (response) => response.status,
+      () => 'connection ended',
+    );
+    await waitFor('the call to reach the store', async () => asked === 1);
+    // Within the test's own timeout, far short of storeTimeoutMs: it waited for the store call.
+    await server.close();
+    expect(await answered).toBe('connection ended');
+  });
+
   // Regression: a health check that arrived once close() had begun got the JSON refusal meant
   // for calls, which a probe reading `/healthcheck` as text does not parse.
   it('answers a /healthcheck that arrives during close() with NOT_SERVING text', async () => {

@@ -1,12 +1,26 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type ServiceError, status } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvoyClient } from '../helpers/envoy-client.js';
 import { isCi } from '../helpers/redis-env.js';
 import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
-import { startSluice } from '../helpers/sluice-process.js';
+import { exitOf, startSluice } from '../helpers/sluice-process.js';
 
 const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+const rulesDir = mkdtempSync(join(tmpdir(), 'sluice-stall-rules-'));
+/** A rules file of one descriptor limited to `limit` an hour, for publish-rules. */
+function rulesWithLimit(limit: number): string {
+  const file = join(rulesDir, `limit-${limit}.yaml`);
+  writeFileSync(
+    file,
+    `domain: edge\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: ${limit} }\n`,
+  );
+  return file;
+}
 const skip = !hasRedisServer() && !isCi;
 const one = (value: string) => ({ domain: 'edge', descriptors: [{ entries: [{ key: 'exact', value }] }] });
 
@@ -66,6 +80,30 @@ describe.skipIf(skip)('sluice serve on a Redis that stalls with its connection o
       sluice.child.kill('SIGTERM');
       expect(await sluice.exited).toBe(0);
       expect(performance.now() - stoppedAt).toBeLessThan(5000);
+    } finally {
+      proxy.release();
+      await sluice.kill('SIGKILL');
+    }
+  });
+
+  // Closing the rules watcher first waited for a reload whose read the stalled Redis never
+  // answered: the service logged `stopped` and ran on until the connection was reset.
+  it('exits 0 on SIGTERM while a rules reload waits on the stalled Redis', async () => {
+    const key = `stall-rules-${process.pid}`;
+    const publish = (limit: number) =>
+      exitOf(['publish-rules', '--rules', rulesWithLimit(limit), '--rules-key', key, '--redis', redis.url]);
+    expect((await publish(5)).code).toBe(0);
+    const sluice = await startSluice(['--rules-key', key, '--redis', `redis://127.0.0.1:${proxy.port}`]);
+    try {
+      proxy.hold();
+      // Announced to the service (replies still flow), whose read of the new rules is held.
+      expect((await publish(6)).code).toBe(0);
+      await waitFor('the reload to read from Redis', async () => proxy.heldBytes > 0);
+      const stoppedAt = performance.now();
+      sluice.child.kill('SIGTERM');
+      expect(await Promise.race([sluice.exited, sleep(5000).then(() => 'running')])).toBe(0);
+      // QUIT's 1 s, then the connection ends and the reload with it.
+      expect(performance.now() - stoppedAt).toBeLessThan(3000);
     } finally {
       proxy.release();
       await sluice.kill('SIGKILL');

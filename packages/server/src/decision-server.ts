@@ -145,6 +145,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   let stopped: Promise<void> | undefined;
   const stop = async (): Promise<void> => {
     closing = true;
+    const deadline = Date.now() + settings.shutdownTimeoutMs;
     // A `listen()` under way binds first, so that what it binds is closed with the rest
     // rather than left serving after `close()` returned.
     await listening?.catch(() => undefined);
@@ -155,8 +156,9 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     log.line('info', 'shutting down: finishing calls in flight');
     await Promise.all([stopGrpc(), stopHttp()]);
     // Calls whose callers left hold no stream open: their decisions and refunds end here,
-    // before the caller closes the store (each store call is bounded by `storeTimeoutMs`).
-    await drained();
+    // before the caller closes the store, within the same `shutdownTimeoutMs` (a store call's
+    // own bound, `storeTimeoutMs`, may be longer). Past it, closing the store ends them.
+    await untilOrBy(drained(), deadline);
     await metrics.close();
     log.line('info', 'stopped');
   };
@@ -179,4 +181,14 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     countRulesLoad: metrics.configLoad,
     checkRules,
   };
+}
+
+/** Resolves when `work` settles or at `deadline` (epoch ms), whichever comes first. */
+async function untilOrBy(work: Promise<unknown>, deadline: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
+  });
+  await Promise.race([work, late]);
+  clearTimeout(timer);
 }
