@@ -12,7 +12,11 @@ export type KeyLayout = 'exact' | 'local-first';
 export interface Backing {
   /** Held weakly: a store dropped with its cache is not kept alive by its neighbours. */
   readonly denyCaches: Set<WeakRef<DenyCache>>;
+  /** The set's size at which `keepDenyCache` next lets go of dropped caches. */
+  sweepAt: number;
 }
+
+const FIRST_SWEEP = 16;
 
 const backings = new WeakMap<RedisClient, Map<string, Backing>>();
 
@@ -23,10 +27,25 @@ export function backingOf(client: RedisClient, prefix: string, layout: KeyLayout
   const name = `${layout}:${prefix}`;
   let backing = byPrefix.get(name);
   if (backing === undefined) {
-    backing = { denyCaches: new Set() };
+    backing = { denyCaches: new Set(), sweepAt: FIRST_SWEEP };
     byPrefix.set(name, backing);
   }
   return backing;
+}
+
+/**
+ * Holds a store's deny cache weakly among its backing's. The caches of dropped stores are let
+ * go as new ones come, so a process that makes a store per request or per test holds no more
+ * references than stores alive, where they were only ever let go at a refund or reset.
+ */
+export function keepDenyCache(backing: Backing, cache: DenyCache): void {
+  const caches = backing.denyCaches;
+  // Swept when the set has doubled since the last sweep: a few checks per store created.
+  if (caches.size >= backing.sweepAt) {
+    for (const held of caches) if (held.deref() === undefined) caches.delete(held);
+    backing.sweepAt = Math.max(FIRST_SWEEP, 2 * caches.size);
+  }
+  caches.add(new WeakRef(cache));
 }
 
 /**

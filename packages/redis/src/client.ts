@@ -46,13 +46,22 @@ export function notReady(client: RedisClient): SluiceError | undefined {
 }
 
 const seenReady = new WeakSet<RedisClient>();
+/** Clients with a listener waiting for their first 'ready': one each, however many stores. */
+const watched = new WeakSet<RedisClient>();
 const openings = new WeakMap<RedisClient, Promise<void>>();
 const firstConnectStatuses = new Set(['wait', 'connecting', 'connect']);
 
-/** Remembers from now on whether the client has ever been ready. */
+/**
+ * Remembers from now on whether the client has ever been ready. One listener per client: a
+ * store per route over one client not yet connected added one each (ioredis warned past ten,
+ * and a Redis down at start-up kept them all).
+ */
 export function watchReady(client: RedisClient): void {
   if (client.status === 'ready') seenReady.add(client);
-  else client.once('ready', () => seenReady.add(client));
+  else if (!watched.has(client)) {
+    watched.add(client);
+    client.once('ready', () => seenReady.add(client));
+  }
 }
 
 /**

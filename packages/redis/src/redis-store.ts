@@ -9,7 +9,7 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
-import { backingOf, forgetEverywhere } from './backing.js';
+import { backingOf, forgetEverywhere, keepDenyCache } from './backing.js';
 import { createBatcher } from './batcher.js';
 import {
   checkClient,
@@ -112,7 +112,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const callScript = defineScripts(client);
   const denyCache = denyCacheOf(options.denyCache);
   const backing = backingOf(client, prefix, 'exact');
-  if (denyCache !== undefined) backing.denyCaches.add(new WeakRef(denyCache));
+  if (denyCache !== undefined) keepDenyCache(backing, denyCache);
   const batcher = createBatcher(
     callScript,
     onCluster ? calculateSlot : () => 0,
