@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer } from '../helpers/redis-server.js';
+import { startRedisProxy } from '../helpers/redis-proxy.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
 import { privateRedis } from './private-redis.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
@@ -118,5 +119,50 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a table of at most 
     await store.localFirst?.sync();
     const totals = await Promise.all(keys.map((key) => redis.admin.hvals(windowKey('c:', key))));
     expect(totals.map((fields) => fields.map(Number))).toEqual(keys.map(() => [1]));
+  });
+
+  // Kept over the bound through an outage, the table only ever forgot one client per new one,
+  // and stayed over it until the windows ended: 20,000 clients at maxKeys 100 held 30 MB.
+  it('comes back to maxKeys once the sync after an outage has written what it kept', async () => {
+    const proxy = await startRedisProxy(redis.server.port);
+    const client = new Redis(proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
+    client.on('error', () => {});
+    clients.push(client);
+    // A sync's bound is then 200 ms: each call to the silent Redis fails that soon.
+    const store = createRedisStore({
+      client,
+      prefix: 'd:',
+      logger: quiet,
+      localFirst: { syncIntervalMs: 60_000, maxKeys: 10 },
+    });
+    stores.push(store);
+    const limiter = limiterOn(store);
+    try {
+      proxy.silence();
+      const outage = Array.from({ length: 50 }, (_, i) => `o${i}`);
+      for (const key of outage) expect((await limiter.consume(key)).allowed).toBe(true);
+      proxy.forward();
+      await waitFor(
+        'a sync to reach Redis again',
+        async () =>
+          (await store.localFirst?.sync().then(
+            () => true,
+            () => false,
+          )) ?? false,
+      );
+      const reads = async () => {
+        const stats = await redis.admin.info('commandstats');
+        return ['eval', 'evalsha'].reduce(
+          (sum, name) => sum + Number(stats.match(new RegExp(`cmdstat_${name}:calls=(\\d+)`))?.[1] ?? 0),
+          0,
+        );
+      };
+      const before = await reads();
+      for (const key of outage) expect(await limiter.consume(key)).toMatchObject({ allowed: true, remaining: 8 });
+      // At most 10 were kept: the others are read from Redis again before they decide.
+      expect((await reads()) - before).toBeGreaterThanOrEqual(40);
+    } finally {
+      await proxy.close();
+    }
   });
 });

@@ -225,9 +225,15 @@ export function createClientTable(
       return targets;
     },
 
-    /** After a sync: its targets not touched again meanwhile have all their counts in Redis. */
+    /**
+     * After a sync: its targets not touched again meanwhile have all their counts in Redis. A
+     * table an outage left over its bound forgets, least recently used first, the clients now
+     * written, down to the bound: it only ever forgot one per new client, and stayed over it
+     * until their windows ended.
+     */
     written(targets: readonly ClientCounts[]): void {
       for (const counts of targets) if (!counts.touched && !counts.gone) file(counts);
+      while (size > maxKeys && evictOne()) {}
     },
 
     /** The hash slots that hold a client now. */

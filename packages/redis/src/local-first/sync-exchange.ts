@@ -90,6 +90,8 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const open = new Map<number, Call>();
     const calls: Call[] = [];
     for (const counts of targets) {
+      // Its reset's deletion must be the last word: the reset writes it again if it fails.
+      if (counts.resetting) continue;
       const field = fieldOf(counts);
       counts.policies.forEach((policy, i) => {
         const own = counts.counts[i] as PolicyCounts;
