@@ -43,8 +43,15 @@ end
 return out
 `;
 
-/** The key counts the script is registered for; a sync call carries at most the largest. */
-export const SYNC_KEY_COUNTS: readonly number[] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512];
+/**
+ * The key counts the script is registered for, a sync call carrying at most the largest. Each
+ * key repeated to fill a count costs Redis one more string for the script's KEYS, so a call of
+ * up to 16 keys is not filled at all and a larger one by fewer than 16 (by powers of two, a
+ * call of 257 keys would send 255 more).
+ */
+export const SYNC_KEY_COUNTS: readonly number[] = Array.from({ length: 47 }, (_, i) =>
+  i < 16 ? i + 1 : 16 * (i - 14),
+);
 
 type SyncCommand = (...keysAndArgs: string[]) => Promise<number[]>;
 
