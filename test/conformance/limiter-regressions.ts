@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type AlgorithmName, algorithmNames, createLimiter, type RateLimitStore } from '@sluice/core';
 import fc from 'fast-check';
-import { expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 
 const START_MS = 1_700_000_000_000;
@@ -378,5 +378,68 @@ export function limiterRegressions(store: () => RateLimitStore) {
     // Newest first: given back from the new window's count before the previous one's.
     await limiter.refund('k', 1);
     expect((await limiter.peek('k')).remaining).toBe(1);
+  });
+
+  // Redis read a client past some state's reset and wrote the string without it: a peek or a
+  // refusal trimmed a log's expired entries (and rewrote the string, dropping every policy
+  // fully reset by then), a refund dropped a state its window had ended. Memory keeps them,
+  // and a clock that then stepped back found them counting there and fresh on Redis.
+  describe('what a later read leaves, for a clock that then steps back', () => {
+    const clockAt = (ms: number) => manualClock(START_MS + ms);
+    const admittedOf = async (limiter: ReturnType<typeof createLimiter>, tries: number) => {
+      let admitted = 0;
+      for (let i = 0; i < tries; i++) if ((await limiter.consume('k')).allowed) admitted++;
+      return admitted;
+    };
+
+    it('sliding-window-log: a peek past the window trims nothing', async () => {
+      const clock = clockAt(0);
+      const options = { limit: 2, window: '1m', algorithm: 'sliding-window-log' } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect(await admittedOf(limiter, 2)).toBe(2);
+      clock.set(START_MS + MINUTE + 1);
+      expect((await limiter.peek('k')).remaining).toBe(2);
+      clock.set(START_MS + MINUTE / 2);
+      expect(await admittedOf(limiter, 3)).toBe(0);
+    });
+
+    it('sliding-window-log: a refused cost past the window trims nothing', async () => {
+      const clock = clockAt(0);
+      const options = { limit: 2, window: '1m', algorithm: 'sliding-window-log' } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect(await admittedOf(limiter, 2)).toBe(2);
+      clock.set(START_MS + MINUTE + 1);
+      expect((await limiter.consume('k', { cost: 3 })).reason).toBe('cost-exceeds-limit');
+      clock.set(START_MS + MINUTE / 2);
+      expect(await admittedOf(limiter, 3)).toBe(0);
+    });
+
+    it("a log's peek keeps the other policies' states fully reset by then", async () => {
+      const clock = clockAt(1_000);
+      const policies = [
+        { name: 'minute', limit: 1, window: '1m', algorithm: 'fixed-window' },
+        { name: 'second', limit: 5, window: '1s', algorithm: 'sliding-window-log' },
+      ] as const;
+      const limiter = createLimiter({ ...strict, policies, store: store(), prefix: freshPrefix(), clock });
+      expect(await admittedOf(limiter, 1)).toBe(1);
+      clock.set(START_MS + MINUTE);
+      await limiter.peek('k');
+      clock.set(START_MS + 2_000);
+      expect(await admittedOf(limiter, 2)).toBe(0);
+    });
+
+    it("a refund after a window ended keeps that window's count beside a policy that still counts", async () => {
+      const clock = clockAt(1_000);
+      const policies = [
+        { name: 'minute', limit: 3, window: '1m', algorithm: 'fixed-window' },
+        { name: 'hour', limit: 100, window: '1h', algorithm: 'gcra' },
+      ] as const;
+      const limiter = createLimiter({ ...strict, policies, store: store(), prefix: freshPrefix(), clock });
+      expect((await limiter.consume('k', { cost: 3 })).allowed).toBe(true);
+      clock.set(START_MS + MINUTE);
+      await limiter.refund('k', 1);
+      clock.set(START_MS + 2_000);
+      expect(await admittedOf(limiter, 5)).toBe(0);
+    });
   });
 }

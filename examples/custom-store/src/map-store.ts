@@ -49,22 +49,30 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
    */
   const readOne = (request: StoreRequest, policy: Policy, now: number): Read => {
     const entry = entries.get(entryKey(request.namespace, request.key, policy));
-    if (entry === undefined || entry.expiresAt <= now) return notHeld;
+    if (entry === undefined) return notHeld;
+    // Its own version's state, even past its reset: the algorithm reads it as fresh now, and a
+    // clock that steps back still finds what it counted.
     if (entry.writtenBy.version === policy.version) return { state: entry.state, converted: undefined };
+    if (entry.expiresAt <= now) return notHeld;
     // Another version wrote it: what it spent carries over, so the change grants no fresh quota.
     const converted = convertStateWithReset(entry.state, entry.writtenBy, policy, now);
     return converted === undefined ? notHeld : { state: converted.state, converted };
   };
   const read = (request: StoreRequest, now: number) => request.policies.map((policy) => readOne(request, policy, now));
 
-  /** Keeps each state until its policy's quota is fully restored (`resetAfterMs`), then lets it go. */
+  /**
+   * Keeps the client's states until every policy's quota is fully restored (`resetAfterMs`),
+   * then lets them all go. One whose own quota is restored stays beside one that still counts,
+   * as the memory store keeps it: a clock that steps back still finds what it counted.
+   */
   const write = (request: StoreRequest, states: readonly (State | undefined)[], now: number): void => {
     const { outcomes } = decide(states, request.policies, request.capacities, 0, now);
+    const restored = outcomes.every((outcome) => outcome.resetAfterMs === 0);
     request.policies.forEach((policy, i) => {
       const key = entryKey(request.namespace, request.key, policy);
       const state = states[i];
       const resetAfterMs = outcomes[i]?.resetAfterMs ?? 0;
-      if (state === undefined || resetAfterMs === 0) entries.delete(key);
+      if (state === undefined || restored) entries.delete(key);
       else entries.set(key, { state, writtenBy: policy, expiresAt: now + resetAfterMs });
     });
   };

@@ -176,25 +176,41 @@ local function ttl_of(reset, min_ttl)
 end
 
 -- Puts a policy's next state in place, with the units it has spent and when it fully
--- resets, which another version of it reads; returns the TTL its reset asks for.
+-- resets, which another version of it reads; returns the TTL its reset asks for. A state
+-- fully reset as of now (a refund in a window that has ended, beside a policy that still
+-- counts) is kept while the client's string is, as the memory store keeps it: a clock that
+-- steps back still counts it. A refund that brings every policy back to fresh drops them all
+-- (\`drop_fresh\`).
 local function store(p, by_slot, log_key, next, outcome, capacity, now, min_ttl)
   local reset = outcome.reset
   local ttl = ttl_of(reset, min_ttl)
-  if ttl <= 0 then
-    if log_key ~= nil then redis.call('DEL', log_key) end
-    by_slot[p.slot] = nil
-    return 0
-  end
   local record = { version = p.version, used = max(1, capacity - outcome.remaining), reset_at = now + reset }
   if log_key ~= nil then
-    p.algorithm.save(log_key, next)
-    redis.call('PEXPIRE', log_key, format('%d', ttl))
+    if ttl > 0 then
+      p.algorithm.save(log_key, next)
+      redis.call('PEXPIRE', log_key, format('%d', ttl))
+    else
+      -- Trimmed by the refund, a log with nothing in its window is empty.
+      redis.call('DEL', log_key)
+    end
     record.state = { next.total, 0 }
   else
     record.state = next
   end
   by_slot[p.slot] = record
   return ttl
+end
+
+-- After a refund: when every policy of the set is back to fresh, their states go, as the
+-- memory store drops them; kept as of now, a clock that then stepped back would read them as spent.
+local function drop_fresh(set, by_slot, log_keys, outcomes)
+  for i = 1, #set do
+    if outcomes[i].reset > 0 then return end
+  end
+  for i = 1, #set do
+    by_slot[set[i].slot] = nil
+    if log_keys[i] ~= nil then redis.call('DEL', log_keys[i]) end
+  end
 end
 
 local reply, n = { 0 }, 1
@@ -246,6 +262,7 @@ local function evaluate_decision(d, own_tables)
     end
     allowed = allowed and outcomes[i].allowed
   end
+  if refunding and changed then drop_fresh(set, by_slot, log_keys, outcomes) end
   decided.by_slot, decided.allowed, decided.ttl, decided.changed = by_slot, allowed, ttl, changed
   return decided
 end
@@ -340,8 +357,10 @@ for key, set in pairs(write_sets) do
   -- the others'.
   local ttl, now, floor_ttl, by_slot = write_ttls[key], write_nows[key], write_floors[key], states[key]
   local heads, numbers, placed = {}, {}, {}
-  local function place(slot, record)
-    if placed[slot] or record.reset_at <= now then return end
+  -- A state fully reset as of now is kept for the writing decision's own policies (see
+  -- \`store\`); another version's is dropped: its reader takes nothing from it any more.
+  local function place(slot, record, own)
+    if placed[slot] or (record.reset_at <= now and not own) then return end
     placed[slot] = true
     local state, n = record.state, #numbers
     heads[#heads + 1] = ' ' .. slot .. '@' .. record.version .. '='
@@ -352,9 +371,9 @@ for key, set in pairs(write_sets) do
   end
   for i = 1, #set do
     local record = by_slot[set[i].slot]
-    if record then place(set[i].slot, record) end
+    if record then place(set[i].slot, record, record.version == set[i].version) end
   end
-  for slot, record in pairs(by_slot) do place(slot, record) end
+  for slot, record in pairs(by_slot) do place(slot, record, false) end
   if #heads == 0 or ttl <= 0 then
     redis.call('DEL', key)
   else

@@ -65,49 +65,67 @@ sliding_log.take_over = function(key, used, now, ttl)
   end
   return { key = key, total = used }
 end
--- Drops entries at or before boundary from the head: they are outside (now - windowMs, now].
--- Each entry is read once on its way out; the reads grow while whole chunks expire, so a
--- mass expiry (a client back after a quiet window) takes few calls.
-local function log_trim(state, boundary)
-  local size = LOG_CHUNK
-  while state.total > 0 do
-    local head = log_range(state.key, 0, size * 2 - 1, state)
+-- The units of the entries after boundary: the entries at or before it, outside
+-- (now - windowMs, now], are dropped from the head, or with \`dry\` only stepped over. Only a
+-- charge and a refund drop them, as core's reference and the memory store do: a peek or a
+-- refusal writes nothing, so a clock that steps back finds every entry still counting. Each
+-- entry is read once on its way out; the reads grow while whole chunks expire, so a mass
+-- expiry (a client back after a quiet window) takes few calls.
+local function log_trim(state, boundary, dry)
+  local size, from, left = LOG_CHUNK, 0, state.total
+  while left > 0 do
+    local head = log_range(state.key, from, from + size * 2 - 1, state)
     if #head == 0 then
       state.total, state.trimmed = 0, true
-      return
+      return 0
     end
     local drop, gone = 0, 0
     for i = 1, #head - 1, 2 do
       local at = log_number(head[i], 0)
-      if at == nil then return log_damaged(state.key, state) end
+      if at == nil then
+        log_damaged(state.key, state)
+        return 0
+      end
       if at > boundary then break end
       local units = log_number(head[i + 1], 1)
-      if units == nil then return log_damaged(state.key, state) end
+      if units == nil then
+        log_damaged(state.key, state)
+        return 0
+      end
       drop, gone = drop + 2, gone + units
     end
     if drop > 0 then
-      redis.call('LTRIM', state.key, drop, -1)
-      state.total, state.trimmed = state.total - gone, true
+      left = left - gone
+      if dry then
+        from = from + drop
+      else
+        redis.call('LTRIM', state.key, drop, -1)
+        state.total, state.trimmed = left, true
+      end
     end
     -- Every entry holds a unit at least: more entries left in this chunk than the total has
     -- units, or maybe some past a full one with the total spent, and the total is short of
-    -- the list. None left: the log is empty, whatever the total said.
-    if state.total < (#head - drop) / 2 or (state.total <= 0 and #head == size * 2) then
-      return log_recount(state, boundary)
+    -- the list. None left: the log is empty, whatever the total said. Counted anew, and
+    -- trimmed: a list out of step with its total is repaired, whoever reads it.
+    if left < (#head - drop) / 2 or (left <= 0 and #head == size * 2) then
+      log_recount(state, boundary)
+      return state.total
     end
-    if state.total <= 0 then
-      state.total = 0
-      return
+    if left <= 0 then
+      if not dry then state.total = 0 end
+      return 0
     end
-    if drop < #head then return end
+    if drop < #head then return left end
     size = min(size * 2, LOG_CHUNK * 512)
   end
+  return max(left, 0)
 end
 -- Entry i leaves the window at t_i + windowMs: wait until enough of the oldest have left,
 -- reading from the head only as far as that.
-local function log_retry(state, capacity, cost, window, now)
+-- \`used\` is the units of the entries still in the window: those before it are stepped over.
+local function log_retry(state, used, capacity, cost, window, now)
   if cost > capacity then return window end
-  local left, from = state.total, 0
+  local left, from, boundary = used, 0, now - window
   while true do
     local chunk = log_range(state.key, from, from + LOG_CHUNK * 2 - 1, state)
     if #chunk == 0 then return window end
@@ -117,8 +135,10 @@ local function log_retry(state, capacity, cost, window, now)
         log_damaged(state.key, state)
         return window
       end
-      left = left - units
-      if left + cost <= capacity then return at + window - now end
+      if at > boundary then
+        left = left - units
+        if left + cost <= capacity then return at + window - now end
+      end
     end
     from = from + LOG_CHUNK * 2
   end
@@ -131,16 +151,16 @@ local function log_tail(key, state)
   if at == nil or units == nil then return log_damaged(key, state) end
   return at, units
 end
-local function log_reset(state, window, now)
-  if state.total <= 0 then return 0 end
+local function log_reset(state, used, window, now)
+  if used <= 0 then return 0 end
   local at = log_tail(state.key, state)
   if at == nil then return 0 end
   return at + window - now
 end
 sliding_log.evaluate = function(state, p, capacity, cost, now)
   local window = p.window
-  if state == nil then state = { total = 0 } else log_trim(state, now - window) end
-  local used = state.total
+  local used = 0
+  if state == nil then state = { total = 0 } else used = log_trim(state, now - window, true) end
   local outcome
   if used + cost <= capacity then
     -- Logged at the newest entry's time when the clock stands behind it, so the list stays in
@@ -148,15 +168,17 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
     local at = now
     if used > 0 then at = max(now, log_tail(state.key, state) or now) end
     local reset = at + window - now
-    if cost == 0 then reset = log_reset(state, window, now) end
+    if cost == 0 then reset = log_reset(state, used, window, now) end
     outcome = {
       allowed = true, remaining = capacity - used - cost, reset = reset, retry = 0, delay = 0,
-      next = { key = state.key, total = used + cost, append = cost, at = at },
+      -- The charge, if the decision makes it, first drops what has expired (see log_trim):
+      -- \`listed\` is the list's total with those entries, \`boundary\` where they end.
+      next = { key = state.key, total = used + cost, append = cost, at = at, listed = state.total, boundary = now - window },
     }
   else
     outcome = {
-      allowed = false, remaining = max(0, capacity - used), reset = log_reset(state, window, now),
-      retry = log_retry(state, capacity, cost, window, now), delay = 0,
+      allowed = false, remaining = max(0, capacity - used), reset = log_reset(state, used, window, now),
+      retry = log_retry(state, used, capacity, cost, window, now), delay = 0,
     }
   end
   -- A damaged list met past the trim is gone: decided again, the client decides as fresh.
@@ -166,9 +188,13 @@ sliding_log.evaluate = function(state, p, capacity, cost, now)
   end
   return outcome
 end
--- Writes what a charge appended: onto the newest entry when it is from the same ms.
+-- Writes what a charge appended, once the entries that expired are dropped: onto the newest
+-- entry when it is from the same ms.
 sliding_log.save = function(key, next)
   if next.append == nil or next.append <= 0 then return end
+  if next.listed ~= nil and next.listed > next.total - next.append then
+    log_trim({ key = key, total = next.listed }, next.boundary, false)
+  end
   local at, units = log_tail(key)
   if at == next.at then
     redis.call('LSET', key, -1, units + next.append)
@@ -178,7 +204,7 @@ sliding_log.save = function(key, next)
 end
 -- Gives cost back from the newest entries, never beyond an empty log.
 sliding_log.refund = function(state, p, _, cost, now)
-  log_trim(state, now - p.window)
+  log_trim(state, now - p.window, false)
   local left = cost
   while left > 0 and state.total > 0 do
     local _, newest = log_tail(state.key, state)
