@@ -59,7 +59,7 @@ export function checkCountByOutcome<Req, Res>(
   const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];
   return (req, res, raw, refund) => {
     raw.once('close', () => {
-      if (raw.writableFinished !== true) return;
+      if (!fullySent(raw)) return;
       Promise.resolve()
         .then(() => (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
         .then(
@@ -79,4 +79,18 @@ export function checkCountByOutcome<Req, Res>(
         );
     });
   };
+}
+
+/**
+ * Whether the response was sent whole before its connection or stream closed. Over HTTP/2
+ * (Node's compatibility response) a stream its client reset reads as finished: its
+ * `writableFinished` is the stream's, true once reset, so the response's own end and the
+ * stream's reset code (0, NO_ERROR, for one that completed) are read too. A client that reset
+ * each stream ran handlers past the limit without end, as one that drops each HTTP/1
+ * connection would have.
+ */
+function fullySent(raw: ServerResponse): boolean {
+  if (raw.writableFinished !== true || raw.writableEnded !== true) return false;
+  const { stream } = raw as { stream?: { rstCode?: number } };
+  return stream?.rstCode === undefined || stream.rstCode === 0;
 }
