@@ -70,6 +70,12 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen master of 
       // 10 from A and 1 from B: B's count knows A's, though A synced while its last calls to
       // the frozen master were still unanswered.
       expect(await onB.peek(hot)).toMatchObject({ remaining: 89 });
+      // A reset of a client on a master that answers waited for the frozen master's late
+      // calls too, and failed within its bound (ERR_SLUICE_STORE_UNAVAILABLE after 1 s).
+      await onA.reset(hot);
+      expect(await cluster.hvals(`${prefix}lf:{f|${hot}}:_0@${WINDOW_MS}:${Math.floor(START / WINDOW_MS)}`)).toEqual(
+        [],
+      );
     } finally {
       process.kill(pid, 'SIGCONT');
     }

@@ -61,9 +61,11 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
   const read = (request: StoreRequest, now: number) => request.policies.map((policy) => readOne(request, policy, now));
 
   /**
-   * Keeps the client's states until every policy's quota is fully restored (`resetAfterMs`),
-   * then lets them all go. One whose own quota is restored stays beside one that still counts,
-   * as the memory store keeps it: a clock that steps back still finds what it counted.
+   * Writes the client's states, and lets them all go once every policy's quota is fully
+   * restored (`resetAfterMs`) at a write. One whose own quota is restored stays beside one that
+   * still counts, as the memory store keeps it: a clock that steps back still finds what it
+   * counted. (A client that never comes back stays in the map: a store for production bounds
+   * its keys, as the memory store does, or lets its backend expire them.)
    */
   const write = (request: StoreRequest, states: readonly (State | undefined)[], now: number): void => {
     const { outcomes } = decide(states, request.policies, request.capacities, 0, now);

@@ -189,6 +189,9 @@ async function untilOrBy(work: Promise<unknown>, deadline: number): Promise<void
   const late = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
   });
-  await Promise.race([work, late]);
-  clearTimeout(timer);
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -44,7 +44,10 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
   // the connection does (at most 1 s later), where closing the watcher first waited for it for
   // good. On a Redis that answers, QUIT follows the reload's read on the connection.
   const release = async (): Promise<void> => {
-    await Promise.all([watcher?.close(), redis?.close()]);
+    // Settled both: one failing to close must not leave the other unawaited.
+    const closed = await Promise.allSettled([watcher?.close(), redis?.close()]);
+    const failed = closed.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   };
   try {
     // Unusable certificates stop start-up before anything else is opened.

@@ -46,17 +46,10 @@ export function createLocalFirst(
   { syncIntervalMs, outageShare, maxKeys }: CheckedLocalFirst,
   logger: Logger,
 ): LocalFirstParts {
-  const { windowKey, slotOf, exchange } = createSyncExchange(client, prefix);
+  const { windowKey, slotOf, exchange, settledOn } = createSyncExchange(client, prefix);
   const reachability = createReachability(outageShare, logger);
   const { record, shareOf } = reachability;
   let running: Promise<void> | undefined;
-  /** Every exchange's calls still unanswered (timed out, not yet failed), syncs' and first reads'. */
-  const draining = new Set<Promise<unknown>>();
-  /** Tracks an exchange's calls until they have all settled, late replies included. */
-  const drainOf = (drained: Promise<unknown>): void => {
-    const watched = drained.finally(() => draining.delete(watched));
-    draining.add(watched);
-  };
   /** Tells whoever waits for the next sync's end whether it went through. */
   let syncEnded: ((reached: boolean) => void) | undefined;
   let nextSyncEnd: Promise<boolean> | undefined;
@@ -96,25 +89,23 @@ export function createLocalFirst(
   const readFirst = createFirstReads(async (targets) => {
     const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
     // Its clients are decided on next, which puts them on the touched list, written or not.
-    const { outcome: read, drained } = exchange(reachable, latestNow, syncTimeoutMs);
-    drainOf(drained);
-    const outcome = await read;
+    const outcome = await exchange(reachable, latestNow, syncTimeoutMs);
     // After `close()` the client is the app's to disconnect: a read failing then is no outage.
     if (!closed) record(outcome);
   });
 
-  const syncOnce = async (): Promise<void> => {
+  /** One sync; whether it wrote anything that was to be written (nothing to write counts as done). */
+  const syncOnce = async (): Promise<boolean> => {
     // A node still owing the last sync's replies is sent nothing (see the exchange).
     const targets = table.takeTouched(latestNow);
     // While a slot is down, those that no longer hold a client are forgotten (see `keepOnly`).
     if (reachability.anyDown()) reachability.keepOnly(table.slotsInUse);
-    if (targets.length === 0) return;
-    const { outcome, drained } = exchange(targets, latestNow, syncTimeoutMs);
-    drainOf(drained);
-    const result = await outcome;
+    if (targets.length === 0) return true;
+    const result = await exchange(targets, latestNow, syncTimeoutMs);
     for (const counts of result.unwritten) table.touch(counts);
     table.written(targets);
     record(result);
+    return new Set(result.unwritten).size < targets.length;
   };
 
   /** Another sync is wanted once the one under way ends (`syncSoon`). */
@@ -123,7 +114,9 @@ export function createLocalFirst(
     if (running !== undefined) return running;
     running = syncOnce()
       .then(
-        () => endSync(true),
+        // A sync that wrote none of its clients (each held by its reset) made no room: a new
+        // client waiting for some is kept over the bound rather than sent round again.
+        (wrote) => endSync(wrote),
         (cause: unknown) => {
           endSync(false);
           // One code for a sync Redis did not take, whichever way it failed (README, Local-first).
@@ -273,11 +266,12 @@ export function createLocalFirst(
       if (counts !== undefined) counts.resetting = true;
       try {
         // Bounded as a sync is, waits and all: the limiter sets no timer on a store that decides
-        // in-process. Calls under way (a sync's, a first read's) may carry the client's count
-        // from before: they land first, then the deletion, which they would otherwise undo.
+        // in-process. Calls under way to the client's node (a sync's, a first read's) may carry
+        // its count from before: they land first, then the deletion, which they would otherwise
+        // undo. Another master's, frozen or not, are no concern of this client's.
         await withTimeout(async (expired) => {
           await running?.catch(() => {});
-          await Promise.all(draining);
+          await settledOn(counts?.slot ?? slotOf(namespace, key));
           await untilReady(client);
           if (!expired()) await client.del(...keys);
         }, syncTimeoutMs);

@@ -76,6 +76,8 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * timer's sync run side by side, each with calls out.
    */
   const late = new Map<string, number>();
+  /** Calls sent and not yet settled, per node, late ones included (see \`settledOn\`). */
+  const unanswered = new Map<string, Set<Promise<void>>>();
   const oweLate = (node: string, change: 1 | -1): void => {
     const owed = (late.get(node) ?? 0) + change;
     if (owed === 0) late.delete(node);
@@ -85,13 +87,20 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
   const nodeOf = (slot: number): string =>
     onCluster ? ((client as Cluster).slots[slot]?.[0] ?? `slot ${slot}`) : 'redis';
 
-  /** The targets' windows that still matter at `latestNow`, in calls of one slot each. */
-  const callsFor = (targets: readonly ClientCounts[], latestNow: number): Call[] => {
+  /**
+   * The targets' windows that still matter at `latestNow`, in calls of one slot each. A client
+   * whose reset is under way goes in `held`, written by none: the reset's deletion must be
+   * the last word, and the client stays to be written (and is never forgotten for room) until
+   * the reset has either been made or failed.
+   */
+  const callsFor = (targets: readonly ClientCounts[], latestNow: number, held: ClientCounts[]): Call[] => {
     const open = new Map<number, Call>();
     const calls: Call[] = [];
     for (const counts of targets) {
-      // Its reset's deletion must be the last word: the reset writes it again if it fails.
-      if (counts.resetting) continue;
+      if (counts.resetting) {
+        held.push(counts);
+        continue;
+      }
       const field = fieldOf(counts);
       counts.policies.forEach((policy, i) => {
         const own = counts.counts[i] as PolicyCounts;
@@ -142,19 +151,17 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * again at the next sync, and the rest of its node is not sent: each call would only wait out
    * its own timeout behind it (a frozen master of a cluster held a sync for a fifth of a second
    * per four of its slots, the slots of the masters that answered waiting behind them, at full
-   * share and unsynced). `drained` settles once every call sent has settled, late replies
-   * included.
+   * share and unsynced).
    */
   const exchange = (
     targets: readonly ClientCounts[],
     latestNow: number,
     timeoutMs: number,
-  ): { outcome: Promise<ExchangeOutcome>; drained: Promise<unknown> } => {
-    const calls = callsFor(targets, latestNow);
+  ): Promise<ExchangeOutcome> => {
     const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: [] };
+    const calls = callsFor(targets, latestNow, result.unwritten);
     const failedNodes = new Map<string, unknown>();
     for (const node of late.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
-    const sent: Promise<unknown>[] = [];
     let next = 0;
     const worker = async (): Promise<void> => {
       while (next < calls.length) {
@@ -172,9 +179,12 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
           try {
             await withTimeout((expired) => {
               const reply = send(call, expired);
-              sent.push(reply);
+              const out = unanswered.get(node) ?? new Set();
+              unanswered.set(node, out.add(reply));
               const settle = () => {
                 settled = true;
+                out.delete(reply);
+                if (out.size === 0 && unanswered.get(node) === out) unanswered.delete(node);
                 if (overdue) oweLate(node, -1);
               };
               reply.then(settle, settle);
@@ -205,11 +215,17 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
       applyReply(call, await run(call.keys, call.args));
     };
     const workers = Array.from({ length: Math.min(CALLS_IN_FLIGHT, calls.length) }, worker);
-    const outcome = Promise.all(workers).then(() => result);
-    return { outcome, drained: outcome.then(() => Promise.allSettled(sent)) };
+    return Promise.all(workers).then(() => result);
   };
 
-  return { windowKey, slotOf, exchange };
+  /**
+   * Settles once every call sent so far to the node serving `slot` has settled, late replies
+   * included: a reset's deletion goes after any that may carry its client's count from before,
+   * whatever another master of a cluster still owes.
+   */
+  const settledOn = (slot: number): Promise<unknown> => Promise.allSettled([...(unanswered.get(nodeOf(slot)) ?? [])]);
+
+  return { windowKey, slotOf, exchange, settledOn };
 }
 
 /** An error reply from Redis (ioredis's `ReplyError`), not a timeout or a lost connection. */
