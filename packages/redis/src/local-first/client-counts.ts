@@ -43,8 +43,8 @@ export interface ClientCounts {
   round: number;
   /** Forgotten by the table: whatever still holds it must neither write it nor keep it. */
   gone: boolean;
-  /** A reset of it is under way: no call writes its totals, which would undo the reset's deletion. */
-  resetting: boolean;
+  /** Resets of it under way: while any is, no call writes its totals, which would undo its deletion. */
+  resetting: number;
   /** Its ending while its counts are all written (`endings`); undefined otherwise. */
   ending: Ending | undefined;
   /** Its neighbours on the one list it is on: the touched list (`next` only) or its ending. */
@@ -79,7 +79,7 @@ export function newClientCounts(
     // Before any round: read before it decides.
     round: -2,
     gone: false,
-    resetting: false,
+    resetting: 0,
     ending: undefined,
     prev: undefined,
     next: undefined,

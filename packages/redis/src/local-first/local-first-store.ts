@@ -263,7 +263,7 @@ export function createLocalFirst(
       });
       // The client's counts stand until the deletion is made: forgotten first, a reset Redis
       // never took (its limiter told so under 'throw') still gave the client a fresh quota here.
-      if (counts !== undefined) counts.resetting = true;
+      if (counts !== undefined) counts.resetting++;
       try {
         // Bounded as a sync is, waits and all: the limiter sets no timer on a store that decides
         // in-process. Calls under way to the client's node (a sync's, a first read's) may carry
@@ -277,7 +277,7 @@ export function createLocalFirst(
         }, syncTimeoutMs);
       } catch (error) {
         if (counts !== undefined) {
-          counts.resetting = false;
+          counts.resetting--;
           // Its totals go out again at the next sync, as before the reset.
           table.touch(counts);
         }

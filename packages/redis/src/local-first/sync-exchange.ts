@@ -97,7 +97,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const open = new Map<number, Call>();
     const calls: Call[] = [];
     for (const counts of targets) {
-      if (counts.resetting) {
+      if (counts.resetting > 0) {
         held.push(counts);
         continue;
       }
