@@ -9,6 +9,7 @@ import { createHttpServer } from './http-server.js';
 import { createServiceMetrics } from './metrics.js';
 import { currentRules } from './rules-source.js';
 import { checkServerOptions, type DecisionServerOptions } from './server-options.js';
+import { settledOrAfter } from './settled-or-after.js';
 import { createStoreHealth } from './store-health.js';
 
 export interface DecisionServer {
@@ -158,7 +159,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     // Calls whose callers left hold no stream open: their decisions and refunds end here,
     // before the caller closes the store, within the same `shutdownTimeoutMs` (a store call's
     // own bound, `storeTimeoutMs`, may be longer). Past it, closing the store ends them.
-    await untilOrBy(drained(), deadline);
+    await settledOrAfter(drained(), deadline - Date.now());
     await metrics.close();
     log.line('info', 'stopped');
   };
@@ -181,17 +182,4 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     countRulesLoad: metrics.configLoad,
     checkRules,
   };
-}
-
-/** Resolves when `work` settles or at `deadline` (epoch ms), whichever comes first. */
-async function untilOrBy(work: Promise<unknown>, deadline: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, Math.max(0, deadline - Date.now()));
-  });
-  try {
-    await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

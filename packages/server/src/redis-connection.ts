@@ -4,6 +4,7 @@ import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import { type RedisTarget, redacted } from './cli-args.js';
 import type { ServiceLog } from './log.js';
+import { settledOrAfter } from './settled-or-after.js';
 import { guardStalls } from './stall-guard.js';
 
 export interface RedisConnection {
@@ -107,12 +108,7 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
 
 /** QUIT, then the connection dropped: a stalled Redis never answers QUIT, so it is waited for 1 s at most. */
 export async function quitRedis(client: Redis | Cluster): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, QUIT_TIMEOUT_MS);
-  });
-  await Promise.race([client.quit().catch(() => {}), gaveUp]);
-  clearTimeout(timer);
+  await settledOrAfter(client.quit(), QUIT_TIMEOUT_MS);
   client.disconnect();
 }
 
