@@ -436,8 +436,8 @@ function claimNamespace(
 /**
  * Gives up the namespace `limiter` claimed, so that another limiter may take it: for a limiter
  * whose app closed, or whose middleware failed its construction after making it. The limiter
- * must not be asked again. Once per limiter; a limiter `createLimiter` did not make claims
- * nothing.
+ * must not be asked again. A second release of one limiter, or of a limiter that claimed
+ * nothing (an explicit `prefix`, one `createLimiter` did not make), does nothing.
  *
  * @internal
  */

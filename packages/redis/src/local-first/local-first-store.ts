@@ -105,7 +105,7 @@ export function createLocalFirst(
     for (const counts of result.unwritten) table.touch(counts);
     table.written(targets);
     record(result);
-    return new Set(result.unwritten).size < targets.length;
+    return result.unwritten.size < targets.length;
   };
 
   /** Another sync is wanted once the one under way ends (`syncSoon`). */

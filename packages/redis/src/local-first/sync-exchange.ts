@@ -45,8 +45,8 @@ interface Call {
 export interface ExchangeOutcome {
   answered: Set<number>;
   failed: Map<number, unknown>;
-  /** Clients of the calls that failed or were not sent: their totals are written at the next sync. */
-  unwritten: ClientCounts[];
+  /** Clients of the calls that failed or were not sent, and those a reset holds: their totals are written at the next sync. */
+  unwritten: Set<ClientCounts>;
 }
 
 /** A local-first store's exchange with Redis: its window keys, and the sync of some clients' counts. */
@@ -93,12 +93,12 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * the last word, and the client stays to be written (and is never forgotten for room) until
    * the reset has either been made or failed.
    */
-  const callsFor = (targets: readonly ClientCounts[], latestNow: number, held: ClientCounts[]): Call[] => {
+  const callsFor = (targets: readonly ClientCounts[], latestNow: number, held: Set<ClientCounts>): Call[] => {
     const open = new Map<number, Call>();
     const calls: Call[] = [];
     for (const counts of targets) {
       if (counts.resetting > 0) {
-        held.push(counts);
+        held.add(counts);
         continue;
       }
       const field = fieldOf(counts);
@@ -158,7 +158,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     latestNow: number,
     timeoutMs: number,
   ): Promise<ExchangeOutcome> => {
-    const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: [] };
+    const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: new Set() };
     const calls = callsFor(targets, latestNow, result.unwritten);
     const failedNodes = new Map<string, unknown>();
     for (const node of late.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
@@ -205,7 +205,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
         }
         // Failed, or not sent after its slot or node failed: the totals are kept and written
         // again at the next sync, which counts them once.
-        for (const slice of call.slices) result.unwritten.push(slice.client);
+        for (const slice of call.slices) result.unwritten.add(slice.client);
       }
     };
     const send = async (call: Call, expired: () => boolean): Promise<void> => {

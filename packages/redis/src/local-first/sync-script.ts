@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RedisClient } from '../client.js';
+import { defineByKeyCount, fillToKeyCount } from '../commands.js';
 
 /**
  * One call per hash slot reconciles every key of the slot. Each key is one window of one
@@ -56,27 +57,21 @@ export const SYNC_KEY_COUNTS: readonly number[] = Array.from({ length: 47 }, (_,
 type SyncCommand = (...keysAndArgs: string[]) => Promise<number[]>;
 
 /**
- * Registers the sync script on the client once per key count and returns a caller for it. A
- * fixed `numberOfKeys` keeps a call's first argument a key: ioredis routes an auto-pipelined
- * call to its Cluster node by its first argument, and a key count there sent calls for several
- * masters into one pipeline, which it then refused whole. A call with fewer keys repeats its
- * last one, a declared key of the same slot that the script does not read. The names carry
+ * Registers the sync script on the client once per key count (see `defineByKeyCount`) and
+ * returns a caller for it; a call's keys are filled to their count in place. The names carry
  * the body's hash, so two versions of sluice on one client never run each other's script.
  */
 export function defineSyncScript(client: RedisClient): (keys: string[], args: string[]) => Promise<number[]> {
-  const commands = client as unknown as Record<string, SyncCommand | undefined>;
   const hash = createHash('sha1').update(SYNC_LUA).digest('hex').slice(0, 12);
-  const byCount: SyncCommand[] = [];
-  for (const numberOfKeys of SYNC_KEY_COUNTS) {
-    const name = `sluice_local_first_sync_${hash}_${numberOfKeys}`;
-    if (typeof commands[name] !== 'function') client.defineCommand(name, { numberOfKeys, lua: SYNC_LUA });
-    byCount[numberOfKeys] = commands[name] as SyncCommand;
-  }
+  const byCount = defineByKeyCount<SyncCommand>(
+    client,
+    SYNC_LUA,
+    SYNC_KEY_COUNTS,
+    (count) => `sluice_local_first_sync_${hash}_${count}`,
+  );
   return (keys, args) => {
     const sent = keys.length;
-    const keyCount = SYNC_KEY_COUNTS.find((count) => count >= sent) as number;
-    const padded = [...keys];
-    while (padded.length < keyCount) padded.push(keys[sent - 1] as string);
-    return (byCount[keyCount] as SyncCommand).call(client, ...padded, String(sent), ...args);
+    const keyCount = fillToKeyCount(keys, SYNC_KEY_COUNTS);
+    return (byCount[keyCount] as SyncCommand).call(client, ...keys, String(sent), ...args);
   };
 }
