@@ -294,6 +294,24 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // A refund wrote its state as of the earlier time, with the work not yet drained that far
+  // back: 30 hours of a limit of 10^8 an hour passed 2^53, which Redis read as no state and
+  // gave the client a fresh quota 30 hours early, where memory refused.
+  it.each(['token-bucket', 'leaky-bucket'] as const)(
+    '%s: a refund after the clock stepped back a day and more keeps every store refusing alike',
+    async (algorithm) => {
+      const clock = manualClock(START_MS);
+      const options = { limit: 100_000_000, window: '1h', algorithm } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS - 30 * 60 * MINUTE);
+      await limiter.refund('k', 1);
+      expect((await limiter.peek('k')).allowed).toBe(false);
+      clock.set(START_MS);
+      expect((await limiter.peek('k')).remaining).toBe(100_000_000);
+    },
+  );
+
   // The log appended a request at the earlier time after a newer entry, out of order: its
   // reset said 1000 ms where the newer entry keeps the quota spent for 1500.
   it('sliding-window-log: a charge behind the newest entry is logged in order, and its reset counts the lag', async () => {

@@ -27,7 +27,10 @@ export const leakyBucket: Algorithm = {
 
   refund(state, policy, _capacity, cost, now) {
     if (state === undefined) return seed(0, policy, now);
-    const level = drainedTo(state[0] as number, state[1] as number, policy.limit, now);
-    return [Math.max(0, level - cost * policy.windowMs), now];
+    // As of the state's time when the clock stands behind it, as the token bucket's refund.
+    const since = state[1] as number;
+    const at = Math.max(now, since);
+    const level = drainedTo(state[0] as number, since, policy.limit, at);
+    return [Math.max(0, level - cost * policy.windowMs), at];
   },
 };

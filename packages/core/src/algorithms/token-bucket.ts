@@ -58,8 +58,13 @@ export const tokenBucket: Algorithm = {
       drainStepped(state[0] as number, state[1] as number, policy.refillAmount, policy.refillIntervalMs, now);
       return [Math.max(0, (drained[0] as number) - cost), drained[1] as number];
     }
-    const missing = drainedTo(state[0] as number, state[1] as number, policy.limit, now);
-    return [Math.max(0, missing - cost * policy.windowMs), now];
+    // A clock behind the state's time refunds as of that time: read further back, the state
+    // holds the work not yet drained that far back (`drainedTo`), and written back as of then
+    // that deficit would stay, a refund leaving the bucket emptier than before it.
+    const since = state[1] as number;
+    const at = Math.max(now, since);
+    const missing = drainedTo(state[0] as number, since, policy.limit, at);
+    return [Math.max(0, missing - cost * policy.windowMs), at];
   },
 };
 

@@ -29,8 +29,9 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
 end
 leaky_bucket.seed = function(used, p, now) return { used * p.window, now } end
 leaky_bucket.refund = function(state, p, _, cost, now)
-  local level = leaky_level(state, p.limit, now)
-  return { max(0, level - cost * p.window), now }
+  local at = state and max(now, state[2]) or now
+  local level = leaky_level(state, p.limit, at)
+  return { max(0, level - cost * p.window), at }
 end
 ALGORITHMS['leaky-bucket'] = leaky_bucket
 `;

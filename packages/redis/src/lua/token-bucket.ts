@@ -67,7 +67,9 @@ token_bucket.refund = function(state, p, _, cost, now)
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
     return { max(0, missing - cost), refilled_at }
   end
-  return { max(0, missing_at(state, p.limit, now) - cost * p.window), now }
+  -- As of the state's time when the clock stands behind it (core's comment says why).
+  local at = state and max(now, state[2]) or now
+  return { max(0, missing_at(state, p.limit, at) - cost * p.window), at }
 end
 ALGORITHMS['token-bucket'] = token_bucket
 `;
