@@ -206,3 +206,38 @@ descriptors:
     expect(events.map((e) => e.result)).toEqual(['queued']);
   });
 });
+
+describe('decideRules with a rule that blocks every request', () => {
+  const blocking = parseRules(`
+domain: app
+descriptors:
+  - key: route
+    value: /closed
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+  - key: route
+    value: /watched
+    rate_limit: { unit: minute, requests_per_unit: 0 }
+    shadow_mode: true
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 5 }
+`);
+  const ask = (route: string) =>
+    blocking.match('app', [[{ key: 'route', value: route }], [{ key: 'user', value: 'u' }]]);
+
+  it("publishes the blocked rule's refusal under its id, as each rule's decision is, with no store asked", async () => {
+    const limiterOf = createRuleLimiters({ store: createMemoryStore(), clock: now });
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const closed = await decideRules(ask('/closed'), limiterOf, 1, now);
+    const watched = await decideRules(ask('/watched'), limiterOf, 1, now);
+    const [closedRule, watchedRule] = [closed[0]?.rule.id, watched[0]?.rule.id];
+    expect(events.map((e) => [e.limiter, e.store, e.policy, e.result])).toEqual([
+      [closedRule, 'none', 'blocked', 'limited'],
+      [expect.any(String), 'memory', 'per-hour', 'allowed'],
+      [watchedRule, 'none', 'blocked', 'shadow'],
+      [expect.any(String), 'memory', 'per-hour', 'allowed'],
+    ]);
+    // Each blocked rule's events carry a policy list of its own, as each limiter's do.
+    expect(events[0]?.policies).toEqual([]);
+    expect(events[0]?.policies).not.toBe(events[2]?.policies);
+  });
+});

@@ -25,7 +25,7 @@ export type DecisionResult = 'allowed' | 'limited' | 'soft' | 'elastic' | 'shado
 export interface DecisionEvent {
   /** The limiter's namespace: its `prefix`, or the one derived from its policies. */
   readonly limiter: string;
-  /** The store's name (`memory`, `redis`, …). */
+  /** The store's name (`memory`, `redis`, …); `none` for a rule that blocks every request, which asks no store. */
   readonly store: string;
   /** The limiter's policies: the same array on each of its decisions, and no other limiter's. */
   readonly policies: readonly Policy[];

@@ -83,6 +83,29 @@ export function publishQueued(decision: Decision, refusal?: Decision): void {
   );
 }
 
+/** The store named in the decision events of a rule that blocks every request: none is asked. */
+export const NO_STORE = 'none';
+
+/**
+ * Publishes the refusal of a rule that blocks every request (`requests_per_unit: 0`), which no
+ * limiter decides, under the rule's id as its limiter, when anyone listens: a 429 it answers
+ * is counted and traced as every other rule's.
+ */
+export function publishBlocked(limiter: string, policies: readonly Policy[], decision: Decision, cost: number): void {
+  if (!decisions.hasSubscribers) return;
+  decisions.publish({
+    limiter,
+    store: NO_STORE,
+    policies,
+    policy: reportedPolicy(decision),
+    result: decisionResult(decision),
+    cost,
+    storeDurationMs: undefined,
+    errorType: undefined,
+    decision,
+  } satisfies DecisionEvent);
+}
+
 /**
  * The events of one limiter. `observe` wraps a decision only while someone listens to
  * `sluice:decision` (`decisionsWatched`), so a limiter nobody watches pays one check per call.

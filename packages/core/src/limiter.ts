@@ -61,6 +61,12 @@ export interface JointPart {
    * for {@link SynchronousPath}).
    */
   settle(replies: Promise<readonly StoreReply[]>, index: number, holdsQueue?: boolean): Promise<Decision>;
+  /**
+   * Publishes the charge this part's allowed decision stood for as given back: the joint call
+   * charged nothing, as another part refused, where limiters deciding apart charge and refund
+   * (`sluice:refund`), so that allowed decisions less refunds are what was counted on any store.
+   */
+  notCharged(): void;
 }
 const jointParts = new WeakMap<Limiter, (key: string, cost: number) => JointPart | undefined>();
 
@@ -377,6 +383,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       request: asked,
       settle: (replies, index, holdsQueue) =>
         decisionsWatched() ? events.observe(key, cost, () => read(replies, index), holdsQueue) : read(replies, index),
+      notCharged: () => events.refunded(cost),
     };
   });
   // `holdsQueue` is read only by `observe`: nobody watching, the path is `decideNow`'s alone.

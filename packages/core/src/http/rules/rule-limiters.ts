@@ -1,10 +1,11 @@
-import { publishQueued } from '../../events.js';
+import { publishBlocked, publishQueued } from '../../events.js';
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
 import { checkedReplies } from '../../store-reply.js';
 import type {
   Decision,
   Limiter,
   LimiterOptions,
+  Policy,
   PolicyDecision,
   RateLimitStore,
   StoreReply,
@@ -43,6 +44,20 @@ export function createRuleLimiters(base: Record<string, unknown>): (rule: RuleLi
     }
     return limiter;
   };
+}
+
+/**
+ * A blocked rule's policies in its decision events: none, in an array of the rule's own, as
+ * each limiter's events carry an array no other limiter's do (metrics tell limiters apart by it).
+ */
+const blockedPolicies = new WeakMap<RuleLike, readonly Policy[]>();
+function noPolicies(rule: RuleLike): readonly Policy[] {
+  let policies = blockedPolicies.get(rule);
+  if (policies === undefined) {
+    policies = Object.freeze([]);
+    blockedPolicies.set(rule, policies);
+  }
+  return policies;
 }
 
 /** A blocked rule's refusal: nothing counted, wait until the rule's window ends. */
@@ -137,6 +152,7 @@ export async function decideRules(
     const units = typeof cost === 'number' ? cost : (cost[index] as number);
     if (rule.blocked) {
       const decision = blockedDecision(rule, key, now());
+      publishBlocked(rule.id, noPolicies(rule), decision, units);
       decided.push({ index, rule, key, cost: units, limiter: undefined, decision });
       return;
     }
@@ -200,8 +216,8 @@ function decideJointly(
   cost: number | readonly number[],
   holdsQueue: boolean,
 ): Promise<RuleVerdict[]> | undefined {
-  const charged = matches.filter((m) => m !== undefined && !m.rule.unlimited);
-  if (charged.length < 2 || charged.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
+  const limited = matches.filter((m) => m !== undefined && !m.rule.unlimited);
+  if (limited.length < 2 || limited.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
   const parts: { index: number; match: RuleMatchLike; limiter: Limiter; part: JointPart }[] = [];
   const clients = new Set<string>();
   for (const [index, match] of matches.entries()) {
@@ -222,7 +238,7 @@ function decideJointly(
     parts.map((p) => p.part.request),
   );
   if (replies === undefined) return undefined;
-  return Promise.all(
+  const verdicts = Promise.all(
     parts.map(async ({ index, match, limiter, part }, i) => {
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
       // errors and outage warning, as if it had asked alone.
@@ -230,6 +246,10 @@ function decideJointly(
       return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
     }),
   );
+  return verdicts.then((decided) => {
+    if (!passes(decided)) decided.forEach((verdict, i) => charged(verdict) && parts[i]?.part.notCharged());
+    return decided;
+  });
 }
 
 /**
