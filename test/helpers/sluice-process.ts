@@ -75,9 +75,14 @@ export interface ServingSluice extends SluiceProcess {
   readonly httpUrl: string;
 }
 
-/** Starts `sluice serve` on free loopback ports and waits for its `listening` line. */
+/**
+ * Starts `sluice serve` on loopback, on free ports unless `args` name them, and waits for its
+ * `listening` line.
+ */
 export async function startSluice(args: string[], timeoutMs = 15_000, env?: NodeJS.ProcessEnv): Promise<ServingSluice> {
-  const proc = runSluice(['serve', '--host', '127.0.0.1', '--grpc-port', '0', '--http-port', '0', ...args], env);
+  const unless = (flag: string, value: string) => (args.includes(flag) ? [] : [flag, value]);
+  const defaults = [...unless('--host', '127.0.0.1'), ...unless('--grpc-port', '0'), ...unless('--http-port', '0')];
+  const proc = runSluice(['serve', ...defaults, ...args], env);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const listening = proc.lines.find((line) => line.msg === 'listening');

@@ -166,8 +166,6 @@ describe('bad requests get INVALID_ARGUMENT and count nothing', () => {
     ['no domain', { descriptors: one('remote_address', 'x') }],
     ['no descriptors', { domain: 'edge', descriptors: [] }],
     ['a descriptor without entries', { domain: 'edge', descriptors: [{ entries: [] }] }],
-    ['an empty value', { domain: 'edge', descriptors: one('remote_address', '') }],
-    ['an oversized value', { domain: 'edge', descriptors: one('remote_address', 'x'.repeat(5000)) }],
     ['65 descriptors', { domain: 'edge', descriptors: Array.from({ length: 65 }, () => one('free', 'x')[0]) }],
     [
       '17 entries',
@@ -175,10 +173,6 @@ describe('bad requests get INVALID_ARGUMENT and count nothing', () => {
     ],
     ['an oversized domain', { domain: 'd'.repeat(257), descriptors: one('free', 'x') }],
     ['an oversized key', { domain: 'edge', descriptors: one('k'.repeat(257), 'x') }],
-    [
-      'an override without a count',
-      { domain: 'edge', descriptors: [{ ...one('free', 'x')[0], limit: { requests_per_unit: 0, unit: 'MINUTE' } }] },
-    ],
     [
       'an override of unknown unit',
       { domain: 'edge', descriptors: [{ ...one('free', 'x')[0], limit: { requests_per_unit: 5, unit: 'UNKNOWN' } }] },
@@ -197,7 +191,7 @@ describe('bad requests get INVALID_ARGUMENT and count nothing', () => {
 
   it('an entry too long after valid descriptors, with nothing counted', async () => {
     const ip = fresh('partial');
-    const request = [...one('remote_address', ip), ...one('path', 'y'.repeat(2000))];
+    const request = [...one('remote_address', ip), ...one('k'.repeat(257), 'y')];
     expect(await code(ask(request))).toBe(status.INVALID_ARGUMENT);
     expect((await ask(one('remote_address', ip))).statuses?.[0]?.limit_remaining).toBe(2);
   });

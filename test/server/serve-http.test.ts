@@ -60,7 +60,7 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
       '{not json',
       { descriptors: [] },
       { domain: 'edge', descriptors: [] },
-      { domain: 'edge', descriptors: [{ entries: [{ key: 'a' }] }] },
+      { domain: 'edge', descriptors: [{ entries: [{ value: 'a' }] }] },
       // A misspelt wrapper is refused, never read as the present 0 that looks without counting.
       { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { valu: 2 } }] },
       { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { value: 'two' } }] },

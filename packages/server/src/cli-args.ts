@@ -98,13 +98,18 @@ export const redacted = (text: string): string => text.replace(/(rediss?:\/\/[^:
 
 const REDIS_OPTIONS = { redis: { type: 'string' }, 'redis-cluster': { type: 'string' } } as const;
 
-/** Flags as `parseArgs` reads them; an unknown one throws ERR_SLUICE_INVALID_SERVER_OPTION. */
+/**
+ * Flags as `parseArgs` reads them; an unknown one, or one given twice, throws
+ * ERR_SLUICE_INVALID_SERVER_OPTION: `parseArgs` keeps the last of two, so a second `--rules`
+ * would quietly serve other rules than the first names.
+ */
 function flagsOf(
   args: readonly string[],
   options: Record<string, { type: 'string' | 'boolean' }>,
 ): Record<string, string | boolean | undefined> {
+  let parsed: ReturnType<typeof parseArgs>;
   try {
-    return parseArgs({ args: [...args], strict: true, allowPositionals: false, options }).values;
+    parsed = parseArgs({ args: [...args], strict: true, allowPositionals: false, options, tokens: true });
   } catch (error) {
     // Node's first sentence says what is wrong ("Unknown option '--bogus'"); the rest is advice
     // on positional arguments, which no command here takes.
@@ -114,6 +119,18 @@ function flagsOf(
       `[sluice] ${redacted(what)}, in: ${args.map(redacted).join(' ')}`,
     );
   }
+  const seen = new Set<string>();
+  for (const token of parsed.tokens ?? []) {
+    if (token.kind !== 'option') continue;
+    if (seen.has(token.name))
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_SERVER_OPTION',
+        `[sluice] Option '--${token.name}' is given twice; give it once, in: ${args.map(redacted).join(' ')}`,
+      );
+    seen.add(token.name);
+  }
+  // No option is `multiple`: each value is one string or boolean.
+  return parsed.values as Record<string, string | boolean | undefined>;
 }
 
 function redisTarget(values: Record<string, string | boolean | undefined>): RedisTarget | undefined {

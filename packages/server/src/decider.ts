@@ -33,6 +33,9 @@ const noLimit: DescriptorAnswer = {
   delayMs: 0,
 };
 
+/** An `unlimited` rule's descriptor: as envoyproxy/ratelimit answers it, all the wire holds remains. */
+const unlimited: DescriptorAnswer = { ...noLimit, limitRemaining: UINT32_MAX };
+
 /**
  * Decides one `RateLimitRequest` with core's `decideRules`, as the adapters decide a request
  * over rules: every descriptor a rule limits is asked of its rule's limiter at its own cost
@@ -48,10 +51,11 @@ export function createDecider(options: DeciderOptions) {
 
   async function decide(call: RateLimitCall, rules: RuleSet): Promise<Decided> {
     const costs = call.descriptors.map((d) => d.hits);
-    const verdicts = await decideRules(matchRules(rules, call), limiterOf, costs, clock);
+    const matches = matchRules(rules, call);
+    const verdicts = await decideRules(matches, limiterOf, costs, clock);
     // As the adapters decide: `quota_mode` rules refuse a request only when all of them refuse.
     const refused = !passes(verdicts);
-    const statuses = call.descriptors.map((): DescriptorAnswer => noLimit);
+    const statuses = matches.map((match) => (match?.rule.unlimited ? unlimited : noLimit));
     for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
     const answer: RateLimitAnswer = {
       overallCode: refused ? 'OVER_LIMIT' : 'OK',

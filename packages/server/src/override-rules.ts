@@ -51,26 +51,7 @@ export function createRuleMatcher() {
     const key = `${override.requestsPerUnit}/${override.unit}`;
     let variant = rules.get(key);
     if (variant === undefined) {
-      const first = rule.policies[0];
-      // A rule without policies (unlimited, blocked, none at all) counts as envoyproxy does.
-      const algorithm = first === undefined ? 'fixed-window' : first.algorithm;
-      const windowMs = overrideWindowMs(override.unit);
-      const policy: PolicyOptions = {
-        name: first?.name ?? `per-${override.unit.toLowerCase()}`,
-        limit: override.requestsPerUnit,
-        window: windowMs,
-        ...(algorithm === undefined ? {} : { algorithm }),
-      };
-      variant = {
-        // envoyproxy's counter is the descriptor's and the window's: in the rule's own unit the
-        // override counts in the rule's namespace, in another unit in one of that unit's own.
-        id: first !== undefined && toMs(first.window, 'window') === windowMs ? rule.id : `${rule.id}.${windowMs}`,
-        policies: [policy],
-        throttle: undefined,
-        unlimited: false,
-        blocked: false,
-        rateLimit: undefined,
-      };
+      variant = override.requestsPerUnit === 0 ? blockedFor(rule, override) : limitFor(rule, override);
       // Map order is insertion order: the oldest override goes first.
       if (rules.size >= MAX_OVERRIDES_PER_RULE) rules.delete(rules.keys().next().value as string);
       rules.set(key, variant);
@@ -102,5 +83,36 @@ export function createRuleMatcher() {
         ? { rule: overridden(domainRule(domain), limit), key: entriesKey(entries) }
         : { rule: overridden(match.rule, limit), key: match.key };
     });
+  };
+}
+
+/** An override of 0 refuses every call and counts nothing, as a rule of 0 does. */
+function blockedFor(rule: RuleLike, override: Override): RuleLike {
+  const windowMs = overrideWindowMs(override.unit);
+  const id = `${rule.id}.${windowMs}.blocked`;
+  return { id, policies: [], throttle: undefined, unlimited: false, blocked: true, rateLimit: { windowMs } };
+}
+
+/** The rule an override's limit makes of `rule`: a plain limit, counted as envoyproxy's counter is. */
+function limitFor(rule: RuleLike, override: Override): RuleLike {
+  const first = rule.policies[0];
+  // A rule without policies (unlimited, blocked, none at all) counts as envoyproxy does.
+  const algorithm = first === undefined ? 'fixed-window' : first.algorithm;
+  const windowMs = overrideWindowMs(override.unit);
+  const policy: PolicyOptions = {
+    name: first?.name ?? `per-${override.unit.toLowerCase()}`,
+    limit: override.requestsPerUnit,
+    window: windowMs,
+    ...(algorithm === undefined ? {} : { algorithm }),
+  };
+  return {
+    // envoyproxy's counter is the descriptor's and the window's: in the rule's own unit the
+    // override counts in the rule's namespace, in another unit in one of that unit's own.
+    id: first !== undefined && toMs(first.window, 'window') === windowMs ? rule.id : `${rule.id}.${windowMs}`,
+    policies: [policy],
+    throttle: undefined,
+    unlimited: false,
+    blocked: false,
+    rateLimit: undefined,
   };
 }

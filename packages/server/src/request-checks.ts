@@ -10,14 +10,18 @@ import {
 
 /**
  * Bounds on one request. envoyproxy/ratelimit has none; a decision service facing many
- * proxies needs them, so a malformed or hostile request costs little and counts nothing.
+ * proxies needs them, so a malformed or hostile request costs little and counts nothing. They
+ * bound what Envoy's configuration names (the domain, descriptor keys, how many), never an
+ * entry's value: Envoy copies values from the request as they are (a header, the path), and
+ * Envoy lets a call the service refuses through by default (`failure_mode_deny: false`), so a
+ * bound on a value would let any client past every limit of the call. A long value is counted
+ * under its hash (core's `storeKey`); the message size bounds the rest.
  */
 export const REQUEST_LIMITS = {
   domainLength: 256,
   descriptors: 64,
   entries: 16,
   keyLength: 256,
-  valueLength: 1024,
 } as const;
 
 /** The units an override may name: every one but UNKNOWN. */
@@ -67,12 +71,13 @@ function toDescriptor(item: unknown, index: number, requestHits: number): Descri
 function toEntry(item: unknown, where: string): { key: string; value: string } {
   const { key, value } = record(item, where);
   if (typeof key !== 'string' || key === '') badRequest(`\`${where}.key\` is required`);
-  if (typeof value !== 'string' || value === '') badRequest(`\`${where}.value\` is required`);
+  // Empty, as Envoy sends a header present with no value: counted as that value, as
+  // envoyproxy/ratelimit counts it. proto3 sends no empty string, so it arrives as absent
+  // (`null` in JSON is the same default).
+  if (value != null && typeof value !== 'string') badRequest(`\`${where}.value\` must be a string`);
   if (key.length > REQUEST_LIMITS.keyLength)
     badRequest(`\`${where}.key\` is longer than ${REQUEST_LIMITS.keyLength} characters`);
-  if (value.length > REQUEST_LIMITS.valueLength)
-    badRequest(`\`${where}.value\` is longer than ${REQUEST_LIMITS.valueLength} characters`);
-  return { key, value };
+  return { key, value: value ?? '' };
 }
 
 /**
@@ -90,8 +95,8 @@ function hitsOverride(wrapper: unknown, where: string): number {
 
 function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['limit']> {
   const { requestsPerUnit, unit } = record(item, where);
+  // 0 blocks the descriptor, as a rule of 0 does: envoyproxy/ratelimit refuses every call.
   const count = wholeNumber(requestsPerUnit ?? 0, `\`${where}.requests_per_unit\``, UINT32_MAX);
-  if (count === 0) badRequest(`\`${where}.requests_per_unit\` must be positive`);
   if (typeof unit !== 'string' || !overrideUnits.includes(unit))
     badRequest(`\`${where}.unit\` must be one of ${overrideUnits.join(', ')}`);
   const known = unit as Exclude<OverrideUnit, 'UNKNOWN'>;

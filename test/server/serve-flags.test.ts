@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest';
+import { parsePublishArgs, parseServeArgs } from '../../packages/server/src/cli-args.js';
+
+describe('a flag given twice', () => {
+  // The last of two was kept: the service served other rules than the first flag named.
+  it.each([
+    ['--rules', ['--rules', 'a.yaml', '--rules', 'b.yaml']],
+    ['--grpc-port', ['--rules', 'a.yaml', '--grpc-port', '7000', '--grpc-port=7001']],
+    ['--failure-mode-deny', ['--rules', 'a.yaml', '--failure-mode-deny', '--failure-mode-deny']],
+  ])('%s fails sluice serve at start-up', (flag, args) => {
+    expect(() => parseServeArgs(args)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION', message: expect.stringContaining(flag) }),
+    );
+  });
+
+  it('fails sluice publish-rules too', () => {
+    const redis = ['--redis', 'redis://127.0.0.1:6379', '--redis', 'redis://127.0.0.1:6380'];
+    const args = ['--rules', 'a.yaml', '--rules-key', 'rules', ...redis];
+    expect(() => parsePublishArgs(args)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION' }));
+  });
+});
