@@ -1,5 +1,5 @@
 import { runInNewContext } from 'node:vm';
-import { createLimiter, type Limiter, type LimiterOptions, storeKey } from '@sluice/core';
+import { createLimiter, type Limiter, type LimiterOptions, type StoreRequest, storeKey } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
@@ -23,6 +23,20 @@ describe('namespaces on a shared store', () => {
     const route = createLimiter({ limit: 3, window: '1m', store, prefix: 'route' });
     expect(await exhaust(global, 'ip')).toBe(3);
     expect(await exhaust(route, 'ip')).toBe(3);
+  });
+
+  // A wrapper spread from the store was another backing: the second limiter took the first's
+  // namespace and refused a client it never charged.
+  it('a store wrapped by spreading it is the same table: the second limiter is still an error', async () => {
+    const store = createMemoryStore({ maxKeys: 10 });
+    const wrapped = { ...store, consume: (request: StoreRequest) => store.consume(request) };
+    createLimiter({ limit: 3, window: '1m', store });
+    expect(() => createLimiter({ limit: 3, window: '1m', store: wrapped })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_NAMESPACE_TAKEN',
+        message: expect.stringContaining('on this memory store;'),
+      }),
+    );
   });
 
   it('a derived namespace never takes an explicit prefix already claimed, and vice versa', async () => {

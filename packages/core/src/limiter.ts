@@ -420,7 +420,7 @@ function claimNamespace(
       store.countsByPolicyName === true ? 'name their policies apart' : 'give each limiter its own `prefix`';
     throw new SluiceError(
       'ERR_SLUICE_NAMESPACE_TAKEN',
-      `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined ? '' : "'s connection"}; ${apart} to count apart, or give both the same \`prefix\` to share one count.`,
+      `[sluice] Another limiter with the same policies already counts on this ${store.name} store${store.backing === undefined || store.local === true ? '' : "'s connection"}; ${apart} to count apart, or give both the same \`prefix\` to share one count.`,
     );
   }
   if (prefix !== undefined && owner === 'derived') {

@@ -393,6 +393,10 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
     name: 'memory',
     local: true,
     [TABLE]: table,
+    // A store wrapped by spreading it (`{ ...store, consume }`) keeps its table, and so the
+    // namespaces its limiters claimed: two limiters cannot count into one table's states by
+    // accident through two objects.
+    backing: table,
     consumeSync,
     consumeOneSync(request) {
       const now = nowOf(request.now);
