@@ -7,9 +7,10 @@ import { settledMemory } from '../lib/settled-memory.js';
 
 /**
  * Memory per tracked key, in a fresh process per contender (run with --expose-gc): the key
- * strings are built, the contender's packages loaded and a baseline taken first, so only what
- * the store keeps is counted, including any table it sizes up front for `maxKeys`. Each key is
- * then used once; the window (1 min) outlasts the fill, so nothing expires.
+ * strings are built, the contender's packages loaded and a baseline taken first, so what is
+ * counted is what the store adds for a key, including any table it sizes up front for
+ * `maxKeys`, and not the key string it keeps, which every store keeps alike. Each key is then
+ * used once; the window (1 min) outlasts the fill, so nothing expires.
  */
 const args = parseArgs(process.argv.slice(2));
 const id = args.get('contender') as string;
