@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import {
   type ConsumeOptions,
@@ -6,13 +7,19 @@ import {
   type DecisionEvent,
   decideRules,
   type Limiter,
+  type RateLimitStore,
+  type RefundEvent,
+  type RuleVerdict,
   SLUICE_CHANNELS,
   type StoreErrorEvent,
   type StoreRequest,
 } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
 import { parseRules } from '@sluice/rules';
-import { describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen } from '../helpers/channels.js';
+import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
 import { failingStore, promiseStore } from '../helpers/stores.js';
 
 const rules = parseRules(`
@@ -24,6 +31,7 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `);
 const now = () => 1_700_000_000_000;
+const standalone = await standaloneRedis();
 
 const match = (...descriptors: [string, string][]) =>
   rules.match(
@@ -239,5 +247,41 @@ descriptors:
     // Each blocked rule's events carry a policy list of its own, as each limiter's do.
     expect(events[0]?.policies).toEqual([]);
     expect(events[0]?.policies).not.toBe(events[2]?.policies);
+  });
+});
+
+describe.skipIf(standalone.skip)('decideRules in one Redis call, refused by one rule', () => {
+  const prefix = `sluice-test:${randomUUID()}:`;
+  let client: Redis;
+  beforeAll(async () => {
+    client = await connectRedis(standalone.require());
+  });
+  afterAll(async () => {
+    if (client === undefined) return;
+    await deleteKeys(client, prefix);
+    client.disconnect();
+  });
+
+  /** The results and refunds a request publishes once its user's quota is spent. */
+  async function refusedRequestEvents(store: RateLimitStore) {
+    const limiterOf = createRuleLimiters({ store, clock: now, onStoreError: 'throw', storeTimeoutMs: 10_000 });
+    await decideRules(match(['user', 'u']), limiterOf, 1, now);
+    const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const refunds = listen<RefundEvent>(SLUICE_CHANNELS.refund);
+    const verdicts = await decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
+    const route = verdicts[1] as RuleVerdict;
+    return {
+      results: decisions.map((e) => e.result),
+      refunds: refunds.map((e) => [e.limiter === route.limiter?.namespace, e.cost]),
+      routeRemaining: (await (route.limiter as Limiter).peek(route.key)).remaining,
+    };
+  }
+
+  // Deciding apart (memory), the route's rule charges and is refunded; in one Redis call it is
+  // never charged. Its allowed decision less its refunds must count nothing on either store.
+  it('publishes the rule that allowed as given back, as rules deciding apart do on the memory store', async () => {
+    const expected = { results: ['limited', 'allowed'], refunds: [[true, 1]], routeRemaining: 1 };
+    expect(await refusedRequestEvents(createMemoryStore())).toEqual(expected);
+    expect(await refusedRequestEvents(createRedisStore({ client, prefix }))).toEqual(expected);
   });
 });
