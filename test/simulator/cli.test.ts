@@ -108,6 +108,36 @@ describe('sluice-simulate, installed', () => {
   });
 });
 
+describe('pnpm simulate --limit and --window', () => {
+  // Regression: a policy core refuses passed the command line, ran every other scenario, then
+  // failed the run (exit 1) naming `options.window`, an option the user never wrote.
+  it('refuses a --limit per --window core refuses while reading the command line, naming the flags', () => {
+    for (const [args, policy] of [
+      [['--limit', '10000000', '--window', '1d'], '--limit 10000000 per --window 1d'],
+      [['--limit', '9007199254740991'], '--limit 9007199254740991 per --window 1m'],
+    ] as const) {
+      expect(() => parseCliOptions(args, dir)).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_WINDOW',
+          message: expect.stringMatching(new RegExp(`^\\[sluice\\] ${policy} is not a policy core accepts: --window `)),
+        }),
+      );
+    }
+    // The largest limit a day allows is taken.
+    expect(parseCliOptions(['--limit', String(Math.floor(2 ** 49 / 86_400_000)), '--window', '1d'], dir)).toBeDefined();
+  });
+
+  it('exits 2 with the usage on such a policy, before any scenario runs', async () => {
+    const cwd = await mkdtemp(join(dir, 'policy-'));
+    const { code, output } = await simulateCli(['--limit', '10000000', '--window', '1d'], cwd);
+    expect(code).toBe(2);
+    expect(output).toContain('--limit 10000000 per --window 1d is not a policy core accepts');
+    expect(output).toContain('Usage: sluice-simulate');
+    expect(output).not.toContain('requests ×');
+    await expect(stat(join(cwd, 'simulations'))).rejects.toMatchObject({ code: 'ENOENT' });
+  }, 60_000);
+});
+
 describe('pnpm simulate --trace', () => {
   it('fails on a missing or malformed trace before simulating anything (it ran every other scenario first)', async () => {
     const cwd = await mkdtemp(join(dir, 'trace-'));

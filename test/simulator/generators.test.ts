@@ -10,6 +10,7 @@ import {
   steady,
 } from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
+import { poissonTimes, seededRandom } from '../../packages/simulator/src/traffic/random.js';
 
 const inOrder = (traffic: readonly Arrival[]) =>
   traffic.every((a, i) => i === 0 || a.at >= (traffic[i - 1] as Arrival).at);
@@ -227,6 +228,31 @@ describe('traffic generators', () => {
     expect(() => boundaryAttack({ limit: 1_000_000_000, window: '1h' })).toThrow(tooMany);
     // Traffic within the bound is made.
     expect(steady({ ratePerSecond: 1000, duration: '10m' })).toHaveLength(600_000);
+  });
+
+  it('refuses a diurnal day and flash crowd that pass MAX_ARRIVALS together (each was checked alone: 10 million in one call)', () => {
+    // 30/s over a day is 2.6 million requests: the day and the crowd are each under the cap.
+    const crowd: FlashCrowd = { at: 0, duration: '1d', extraRatePerSecond: 30, clients: 1 };
+    expect(() => diurnal({ clients: 1, meanRatePerSecond: 30, swing: 0, flashCrowd: crowd })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('5000000') }),
+    );
+  });
+
+  it('refuses random traffic expected to make MAX_ARRIVALS requests (about half the seeds made more)', () => {
+    expect(() => heavyTailed({ clients: 1, ratePerSecond: 5_000, duration: '1000s' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('5000000') }),
+    );
+    expect(() => diurnal({ clients: 1, meanRatePerSecond: 5_000_000 / 86_400, swing: 0 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
+    );
+  });
+
+  it('stops random arrivals that come out past their cap with a coded error, rather than exceed it', () => {
+    // 1 a ms for 1000 ms: about 1000 arrivals, never 10.
+    expect(() => poissonTimes(seededRandom(1), 1, 0, 1000, 10)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('seed') }),
+    );
+    expect(poissonTimes(seededRandom(1), 1, 0, 1000, 2000).length).toBeGreaterThan(900);
   });
 
   it('refuses more clients than MAX_CLIENTS with a coded error (a table per client ran out of memory)', () => {

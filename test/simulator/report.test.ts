@@ -74,10 +74,53 @@ describe('the simulate report', () => {
     const summary = worstWindowChart([result]);
     const page = renderPage([result], summary, new Map([[result, charts]]));
     for (const chart of [summary, ...charts]) expect(page).toContain(`](${chart.file})`);
-    // admitted, refused, refused %, clients refused, worst window
-    expect(page).toMatch(/\| `fixed-window` +\| +11 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
-    expect(page).toMatch(/\| `sliding-window-log` +\| +6 \| +5 \| +45\.45 % \| +1 \| +5 \(1×\) \|/);
+    // admitted, refused, refused %, clients refused, worst window: in cost units, as the bystander's request costs 2
+    expect(page).toMatch(/\| `fixed-window` +\| +12 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
+    expect(page).toMatch(/\| `sliding-window-log` +\| +7 \| +5 \| +41\.67 % \| +1 \| +5 \(1×\) \|/);
     expect(page).toContain('## The sliding window counter against the exact log');
+  });
+
+  it('counts and labels cost units where a request costs more than 1 (a "requests" axis and column counted cost)', async () => {
+    // Five requests of cost 2 against 5 per 10 s: two pass (4 units), three are refused (6 units).
+    const costly = await replay(
+      'costly.txt',
+      range(1_000, 5, 1_000).map((t) => `${t} a 2`),
+    );
+    const charts = scenarioCharts(costly);
+    const [admitted, window] = charts;
+    const log = costly.runs.find((run) => run.name === 'sliding-window-log');
+    expect(log?.totals).toMatchObject({ admitted: 2, refused: 3, admittedCost: 4, refusedCost: 6, offeredCost: 10 });
+    expect(admitted?.svg).toContain('5 requests (10 cost units) from 1 client');
+    expect(admitted?.svg).toContain('>cost units per second</text>');
+    expect(window?.svg).toContain('>cost units in the last 10 s</text>');
+    const page = renderPage([costly], worstWindowChart([costly]), new Map([[costly, charts]]));
+    expect(page).toContain(
+      '| admitted, cost units | refused, cost units | refused % | worst 10 s, cost units (÷ limit) |',
+    );
+    expect(page).toMatch(/\| `sliding-window-log` +\| +4 \| +6 \| +60 % \| +4 \(0\.8×\) \|/);
+    expect(page).not.toMatch(/requests (per second|admitted in the last)/);
+    // Where every request costs 1, requests they stay.
+    const plain = await replay(
+      'plain.txt',
+      range(1_000, 5, 1_000).map((t) => `${t} a`),
+    );
+    const plainCharts = scenarioCharts(plain);
+    expect(plainCharts[0]?.svg).toContain('>requests per second</text>');
+    expect(plainCharts[1]?.svg).toContain('>requests in the last 10 s</text>');
+    const plainPage = renderPage([plain], worstWindowChart([plain]), new Map([[plain, plainCharts]]));
+    expect(plainPage).toContain('| admitted | refused | refused % | worst 10 s (÷ limit) |');
+    expect(plainPage).not.toContain('cost units');
+  });
+
+  it('quotes a trace path holding backticks in a code span of its own (a backtick ended the span early)', () => {
+    const about = (path: string) =>
+      scenarios({ path, limit: 5, windowMs: 10_000 }).find((s) => s.id === 'recorded-trace')?.about;
+    expect(about('/logs/a`b``c.log')).toBe('Replayed from ```/logs/a`b``c.log```, keyed by client.');
+    // A backtick at either end is padded, as CommonMark strips one space from each side.
+    expect(about('`x')).toBe('Replayed from `` `x ``, keyed by client.');
+    // A line break would end the paragraph and let the rest of the path start a heading.
+    expect(about('/logs/a\n# b')).toBe('Replayed from `/logs/a\uFFFD# b`, keyed by client.');
+    expect(about('/logs/access.log')).toBe('Replayed from `/logs/access.log`, keyed by client.');
   });
 
   it('says a cost that can never pass gets no Retry-After, where it showed a longest Retry-After of 0 s', async () => {

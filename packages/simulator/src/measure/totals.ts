@@ -5,6 +5,10 @@ export interface Totals {
   offered: number;
   admitted: number;
   refused: number;
+  /** Their cost: what a limit counts, and what `worstWindow` and the series add up. */
+  offeredCost: number;
+  admittedCost: number;
+  refusedCost: number;
   /** Distinct clients refused at least once. */
   refusedClients: number;
   /** Admitted requests that queue mode held back (`delayMs > 0`). */
@@ -26,6 +30,9 @@ export function totals(decisions: readonly SimulatedDecision[]): Totals {
     offered: 0,
     admitted: 0,
     refused: 0,
+    offeredCost: 0,
+    admittedCost: 0,
+    refusedCost: 0,
     refusedClients: 0,
     delayed: 0,
     overLimit: 0,
@@ -36,9 +43,13 @@ export function totals(decisions: readonly SimulatedDecision[]): Totals {
   const refusedKeys = new Set<string>();
   for (const d of decisions) {
     result.offered++;
-    if (d.allowed) result.admitted++;
-    else {
+    result.offeredCost += d.cost;
+    if (d.allowed) {
+      result.admitted++;
+      result.admittedCost += d.cost;
+    } else {
       result.refused++;
+      result.refusedCost += d.cost;
       refusedKeys.add(d.key);
     }
     if (d.delayMs > 0) result.delayed++;

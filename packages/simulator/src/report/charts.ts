@@ -49,6 +49,11 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
   const policy = `${formatNumber(scenario.limit)} per ${duration(scenario.windowMs)}`;
   const perClient = result.clients > 1 ? ' per client' : '';
   const bucket = duration(buckets.bucketMs);
+  const { unit } = result;
+  const offered =
+    unit === 'requests'
+      ? `${formatNumber(result.requests)} requests`
+      : `${formatNumber(result.requests)} requests (${formatNumber(result.cost)} ${unit})`;
   const charts: Chart[] = [];
   const admittedLines: ChartLine[] = [
     {
@@ -61,11 +66,11 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
   ];
   charts.push({
     file: `${scenario.id}-admitted.svg`,
-    caption: `${scenario.title}: offered and admitted requests per second, every algorithm, limit ${policy}${perClient}`,
+    caption: `${scenario.title}: offered and admitted ${unit} per second, every algorithm, limit ${policy}${perClient}`,
     svg: lineChart({
       title: `${scenario.title}: offered vs admitted`,
-      subtitle: `Limit ${policy}${perClient}; ${formatNumber(result.requests)} requests from ${formatNumber(result.clients)} client${result.clients > 1 ? 's' : ''}; averaged over ${bucket}`,
-      yLabel: 'requests per second',
+      subtitle: `Limit ${policy}${perClient}; ${offered} from ${formatNumber(result.clients)} client${result.clients > 1 ? 's' : ''}; averaged over ${bucket}`,
+      yLabel: `${unit} per second`,
       lines: admittedLines,
       ...(result.clients === 1
         ? {
@@ -82,11 +87,11 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
     const who = result.clients > 1 ? ` of the busiest client (${result.busiestKey})` : '';
     charts.push({
       file: `${scenario.id}-window.svg`,
-      caption: `${scenario.title}: requests admitted in the last ${duration(scenario.windowMs)}${who}, against the limit`,
+      caption: `${scenario.title}: ${unit} admitted in the last ${duration(scenario.windowMs)}${who}, against the limit`,
       svg: lineChart({
         title: `${scenario.title}: admitted in any ${duration(scenario.windowMs)}`,
-        subtitle: `Requests${who} admitted in the trailing ${duration(scenario.windowMs)}, the most per ${bucket}; above the dashed line is excess over the limit`,
-        yLabel: `requests in the last ${duration(scenario.windowMs)}`,
+        subtitle: `${unit === 'requests' ? 'Requests' : 'Cost units'}${who} admitted in the trailing ${duration(scenario.windowMs)}, the most per ${bucket}; above the dashed line is excess over the limit`,
+        yLabel: `${unit} in the last ${duration(scenario.windowMs)}`,
         lines: merged(runs, (r) => r.window),
         reference: {
           value: scenario.limit,
@@ -122,7 +127,7 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
       svg: lineChart({
         title: `${scenario.title}: queue mode shapes the outflow`,
         subtitle: `${shaping}: refusing, and with queue: { maxDelayMs: ${QUEUE.maxDelayMs} } holding requests; averaged over ${bucket}`,
-        yLabel: 'requests per second',
+        yLabel: `${unit} per second`,
         lines: [
           {
             label: 'offered',

@@ -2,10 +2,11 @@ import { constants } from 'node:fs';
 import { access, mkdir, readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { SluiceError, type Throttle, toMs, toThrottle } from '@sluice/core';
+import { isSluiceError, SluiceError, type Throttle, toMs, toPolicy, toThrottle } from '@sluice/core';
 import { type Traffic, trafficError } from '../traffic/arrival.js';
 import { parseTrace } from '../traffic/trace.js';
 import { elasticWithoutLoad } from '../virtual-load.js';
+import { ALGORITHMS } from './run-scenario.js';
 import { SAMPLE_TRACE } from './scenarios.js';
 
 export const USAGE = `Usage: sluice-simulate [--out DIR] [--trace FILE [--limit N] [--window DURATION]] [--throttle MODE]
@@ -50,6 +51,29 @@ function path(text: string, flag: string, cwd: string, what: string): string {
   return resolve(cwd, text);
 }
 
+/**
+ * The trace's `--limit` per `--window` as core checks it (limit × window at most 2^49, say),
+ * for every algorithm the trace runs through. Left to the trace's limiters, a policy core
+ * refuses would fail the run only after every other scenario, named as an option of
+ * `createLimiter` rather than by the flags.
+ */
+function checkTracePolicy(limit: number, windowMs: number, window: string): void {
+  for (const algorithm of ALGORITHMS) {
+    try {
+      toPolicy({ limit, window: windowMs, algorithm }, 'policy');
+    } catch (error) {
+      if (!isSluiceError(error)) throw error;
+      // Core names the option `policy.window`; the user wrote it as `--window`.
+      const reason = error.message.replace(/^\[sluice\] Option `policy\.([a-z]+)`/, '--$1');
+      throw new SluiceError(
+        error.code,
+        `[sluice] --limit ${limit} per --window ${window} is not a policy core accepts: ${reason}`,
+        { cause: error },
+      );
+    }
+  }
+}
+
 /** `hard`, `shadow` or `soft:<percent>`; a flag cannot give elastic mode the load function it needs. */
 function parseThrottle(value: string | undefined): Throttle | undefined {
   if (value === undefined || value === 'hard') return undefined;
@@ -76,13 +100,17 @@ export function parseCliOptions(args: readonly string[], cwd: string): CliOption
     },
   });
   if (values.help) return undefined;
+  const out = path(values.out ?? 'simulations', 'out', cwd, 'a directory');
+  const window = values.window ?? '1m';
+  const trace = {
+    path: values.trace === undefined ? SAMPLE_TRACE : path(values.trace, 'trace', cwd, 'a file'),
+    limit: values.limit === undefined ? 60 : wholeNumber(values.limit, 'limit'),
+    windowMs: toMs(window, '--window'),
+  };
+  checkTracePolicy(trace.limit, trace.windowMs, window);
   return {
-    out: path(values.out ?? 'simulations', 'out', cwd, 'a directory'),
-    trace: {
-      path: values.trace === undefined ? SAMPLE_TRACE : path(values.trace, 'trace', cwd, 'a file'),
-      limit: values.limit === undefined ? 60 : wholeNumber(values.limit, 'limit'),
-      windowMs: toMs(values.window ?? '1m', '--window'),
-    },
+    out,
+    trace,
     throttle: parseThrottle(values.throttle),
   };
 }

@@ -97,29 +97,43 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
   const many = result.clients > 1;
   const { scenario } = result;
   const runs = [...result.runs, ...[result.shapingRefuses, result.queue].filter((r) => r !== undefined)];
+  // A limit counts cost, and so does the worst window: where requests cost more than 1, every
+  // figure beside it counts cost too, or a row would set requests against cost units.
+  const costs = result.unit === 'cost units';
+  const counted = (run: RunResult) =>
+    costs
+      ? { offered: run.totals.offeredCost, admitted: run.totals.admittedCost, refused: run.totals.refusedCost }
+      : run.totals;
+  const inUnits = (head: string) => (costs ? `${head}, cost units` : head);
   return [
     `## ${scenario.title}`,
     '',
     scenario.about,
     '',
+    ...(costs
+      ? [
+          `Some requests here cost more than 1, and a limit counts cost: the charts and the table count cost units (${formatNumber(result.cost)} offered in ${formatNumber(result.requests)} requests), not requests.`,
+          '',
+        ]
+      : []),
     ...charts.flatMap((chart) => [image(chart), '']),
     table(
       [
         'algorithm',
-        'admitted',
-        'refused',
+        inUnits('admitted'),
+        inUnits('refused'),
         'refused %',
         ...(many ? ['clients refused'] : []),
-        `worst ${window(scenario.windowMs)} (÷ limit)`,
+        `worst ${window(scenario.windowMs)}${costs ? ', cost units' : ''} (÷ limit)`,
         'longest Retry-After',
         'longest delay',
         ...(marked ? [`marked \`overLimit: '${throttle?.mode}'\``] : []),
       ],
       runs.map((run) => [
         `\`${run.name}\``,
-        formatNumber(run.totals.admitted),
-        formatNumber(run.totals.refused),
-        percent(run.totals.refused, run.totals.offered),
+        formatNumber(counted(run).admitted),
+        formatNumber(counted(run).refused),
+        percent(counted(run).refused, counted(run).offered),
         ...(many ? [formatNumber(run.totals.refusedClients)] : []),
         `${formatNumber(run.worst.admitted)} (${ratio(run)})`,
         longestRetryAfter(run.totals),

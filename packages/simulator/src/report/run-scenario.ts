@@ -33,10 +33,20 @@ export interface RunResult {
   sameHistory?: ExactLogComparison;
 }
 
+/**
+ * What the charts and tables count: a limit counts cost, so where a request can cost more than 1
+ * the figures are cost units, and labelled so beside the number of requests.
+ */
+export type Unit = 'requests' | 'cost units';
+
 export interface ScenarioResult {
   scenario: Scenario;
   buckets: Required<Buckets>;
   requests: number;
+  /** `requests` when every request costs 1. */
+  unit: Unit;
+  /** The traffic's total cost. */
+  cost: number;
   clients: number;
   /** The client the window chart follows: the one that sent most. */
   busiestKey: string;
@@ -78,7 +88,11 @@ export async function runScenario(scenario: Scenario, throttle?: Throttle): Prom
     endMs: scenario.endMs ?? Math.max(startMs + bucketMs, last + 1),
   };
   const counts = new Map<string, number>();
-  for (const a of traffic) counts.set(a.key, (counts.get(a.key) ?? 0) + a.cost);
+  let cost = 0;
+  for (const a of traffic) {
+    counts.set(a.key, (counts.get(a.key) ?? 0) + a.cost);
+    cost += a.cost;
+  }
   const busiestKey = [...counts].reduce((best, entry) => (entry[1] > best[1] ? entry : best), ['', -1])[0];
   const policy = { limit: scenario.limit, window: scenario.windowMs };
   const run = (name: string, options: PolicyOptions) =>
@@ -89,6 +103,8 @@ export async function runScenario(scenario: Scenario, throttle?: Throttle): Prom
     scenario,
     buckets,
     requests: traffic.length,
+    unit: traffic.every((a) => a.cost === 1) ? 'requests' : 'cost units',
+    cost,
     clients: counts.size,
     busiestKey,
     offered: offeredSeries(traffic, buckets),

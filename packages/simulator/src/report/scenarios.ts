@@ -49,6 +49,19 @@ export interface TraceScenario {
   traffic?: Traffic;
 }
 
+/**
+ * Text as a markdown code span (CommonMark 6.1): a path can hold backticks, which would close
+ * a span of one, so the fence is longer than any run of them inside, and padded where the text
+ * starts or ends with one (or with a space, which a span trims). A line break could start a
+ * heading on the page, so it shows as U+FFFD.
+ */
+function codeSpan(text: string): string {
+  const longest = Math.max(0, ...(text.match(/`+/g) ?? []).map((run) => run.length));
+  const fence = '`'.repeat(longest + 1);
+  const pad = /^[` ]|[` ]$/.test(text) ? ' ' : '';
+  return `${fence}${pad}${text.replace(/[\r\n]/g, '\uFFFD')}${pad}${fence}`;
+}
+
 export function scenarios(trace: TraceScenario): Scenario[] {
   return [
     {
@@ -143,7 +156,7 @@ export function scenarios(trace: TraceScenario): Scenario[] {
       about:
         trace.path === SAMPLE_TRACE
           ? 'The sample access log shipped in `packages/simulator/traces/` (synthetic: 60 clients, and a scraper that bursts every two minutes), keyed by client address. Replay your own with `pnpm simulate --trace access.log --limit 60 --window 1m`.'
-          : `Replayed from \`${trace.path}\`, keyed by client.`,
+          : `Replayed from ${codeSpan(trace.path)}, keyed by client.`,
       traffic: () => trace.traffic ?? readTrace(trace.path),
       limit: trace.limit,
       windowMs: trace.windowMs,

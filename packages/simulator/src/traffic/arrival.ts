@@ -124,13 +124,30 @@ export function clientCount(value: unknown): number {
   return clients;
 }
 
-/** Refuses options whose traffic would hold about `expected` requests, more than {@link MAX_ARRIVALS}. */
-export function checkArrivalCount(expected: number): void {
-  if (expected > MAX_ARRIVALS) {
+/**
+ * Refuses options whose traffic could hold `most` requests, more than {@link MAX_ARRIVALS}: all
+ * of a call's traffic together, checked before any is made.
+ */
+export function checkArrivalCount(most: number): void {
+  if (most > MAX_ARRIVALS) {
     throw trafficError(
-      `These traffic options make about ${expected.toPrecision(3)} requests, more than the ${MAX_ARRIVALS} one call may make; shorten \`duration\` or lower the rate.`,
+      `These traffic options can make about ${most.toPrecision(3)} requests, more than the ${MAX_ARRIVALS} one call may make; shorten \`duration\` or lower the rate.`,
     );
   }
+}
+
+/**
+ * The most requests random (Poisson) arrivals of `mean` expected requests make, bar about one
+ * seed in a billion: their count spreads √mean around the mean, and six times that is room
+ * enough. Held to the mean alone, options at the bound would pass it for about half the seeds.
+ */
+export const poissonMost = (mean: number): number => mean + 6 * Math.sqrt(mean);
+
+/** The refusal of a random draw that would pass {@link MAX_ARRIVALS} after all (see `poissonMost`). */
+export function tooManyDrawn(): SluiceError {
+  return trafficError(
+    `This seed's traffic came out at more than the ${MAX_ARRIVALS} requests one call may make; shorten \`duration\`, lower the rate or take another seed.`,
+  );
 }
 
 /** A day in ms: a diurnal cycle, a leap second's place, a span a report's axis steps by. */

@@ -6,8 +6,10 @@ import {
   DAY_MS,
   type GeneratorOptions,
   generatorOptions,
+  MAX_ARRIVALS,
   merge,
   offsetMs,
+  poissonMost,
   positiveInteger,
   positiveNumber,
   SPAN_OPTIONS,
@@ -54,17 +56,30 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
   const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
   if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);
-  // Thinning draws every request at the peak rate before it keeps some.
-  checkArrivalCount(((endMs - startMs) * mean * (1 + swing)) / 1000);
   const peakMs = startMs + offsetMs(options.peakAt ?? '15h', 'peakAt');
+  const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
+  const crowd = flashCrowd(options.flashCrowd, startMs, endMs);
+  // The day and the crowd together, before either is made: checked apart, each could take the
+  // whole cap. Thinning draws every regular request at the peak rate before it keeps some.
+  const regularDraws = ((endMs - startMs) * mean * (1 + swing)) / 1000;
+  checkArrivalCount(poissonMost(regularDraws + (crowd === undefined ? 0 : crowd.expected)));
   const random = seededRandom(seed);
-  const pick = zipfPicker(random, clients, positiveNumber(options.exponent ?? 1.1, 'exponent'));
+  const pick = zipfPicker(random, clients, exponent);
   // Thinning (Lewis–Shedler): draw at the peak rate, keep each arrival with rate(t) / peak.
   const regular = poissonTimes(random, (mean * (1 + swing)) / 1000, startMs, endMs)
     .filter((t) => random() * (1 + swing) < 1 + swing * Math.cos((2 * Math.PI * (t - peakMs)) / DAY_MS))
     .map((t): Arrival => ({ at: Math.floor(t), key: `client-${pick() + 1}`, cost: 1 }));
-  if (options.flashCrowd === undefined) return regular;
-  const crowd = options.flashCrowd;
+  if (crowd === undefined) return regular;
+  const crowdRandom = seededRandom(seed, 1);
+  const extra = poissonTimes(crowdRandom, crowd.ratePerMs, crowd.from, crowd.until, MAX_ARRIVALS - regular.length).map(
+    (t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowd.clients) + 1}`, cost: 1 }),
+  );
+  return merge(regular, extra);
+}
+
+/** The `flashCrowd` option checked, its span cut to the traffic's, and the requests it is expected to add. */
+function flashCrowd(crowd: FlashCrowd | undefined, startMs: number, endMs: number) {
+  if (crowd === undefined) return undefined;
   if (typeof crowd !== 'object' || crowd === null || Array.isArray(crowd)) {
     throw trafficError(
       `Traffic option \`flashCrowd\` must be { at, duration, extraRatePerSecond, clients } or left out; received ${describe(crowd)}.`,
@@ -72,13 +87,8 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
   }
   generatorOptions(crowd, ['at', 'duration', 'extraRatePerSecond', 'clients'], 'flashCrowd');
   const from = startMs + offsetMs(crowd.at, 'flashCrowd.at');
-  const crowdClients = positiveInteger(crowd.clients, 'flashCrowd.clients');
-  const crowdRandom = seededRandom(seed, 1);
-  const extraRate = positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond');
+  const clients = positiveInteger(crowd.clients, 'flashCrowd.clients');
+  const ratePerMs = positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond') / 1000;
   const until = Math.min(endMs, from + toMs(crowd.duration, 'flashCrowd.duration'));
-  checkArrivalCount(((until - from) * extraRate) / 1000);
-  const extra = poissonTimes(crowdRandom, extraRate / 1000, from, until).map(
-    (t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowdClients) + 1}`, cost: 1 }),
-  );
-  return merge(regular, extra);
+  return { from, until, clients, ratePerMs, expected: Math.max(0, until - from) * ratePerMs };
 }

@@ -5,6 +5,7 @@ import {
   type GeneratorOptions,
   generatorOptions,
   keyOption,
+  poissonMost,
   positiveNumber,
   SPAN_OPTIONS,
   span,
@@ -32,7 +33,7 @@ export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
   const { startMs, endMs, seed } = span(generatorOptions(options, known));
   const clients = clientCount(options.clients);
   const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
-  checkArrivalCount(((endMs - startMs) * rate) / 1000);
+  checkArrivalCount(poissonMost(((endMs - startMs) * rate) / 1000));
   const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
   const prefix = keyOption(options.keyPrefix, 'keyPrefix', 'client-', true);
   const random = seededRandom(seed);

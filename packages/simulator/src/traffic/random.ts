@@ -1,5 +1,6 @@
 import { uniformFloat64 } from 'pure-rand/distribution/uniformFloat64';
 import { xoroshiro128plusFromState } from 'pure-rand/generator/xoroshiro128plus';
+import { MAX_ARRIVALS, tooManyDrawn } from './arrival.js';
 
 /** A seeded source of uniform numbers in [0, 1): the same seed always gives the same traffic. */
 export type Random = () => number;
@@ -34,13 +35,24 @@ export function seededRandom(seed: number, stream: 0 | 1 = 0): Random {
 
 /**
  * Arrival times (ms, fractional) of a Poisson process of `ratePerMs` in [startMs, endMs):
- * exponential gaps, the textbook model of independent clients.
+ * exponential gaps, the textbook model of independent clients. Their number is random, so
+ * more than `most` throws `ERR_SLUICE_INVALID_TRAFFIC` rather than pass the cap on a call's
+ * requests.
  */
-export function poissonTimes(random: Random, ratePerMs: number, startMs: number, endMs: number): number[] {
+export function poissonTimes(
+  random: Random,
+  ratePerMs: number,
+  startMs: number,
+  endMs: number,
+  most = MAX_ARRIVALS,
+): number[] {
   const times: number[] = [];
   if (ratePerMs <= 0) return times;
   const gap = () => -Math.log(1 - random()) / ratePerMs;
-  for (let t = startMs + gap(); t < endMs; t += gap()) times.push(t);
+  for (let t = startMs + gap(); t < endMs; t += gap()) {
+    if (times.length === most) throw tooManyDrawn();
+    times.push(t);
+  }
   return times;
 }
 
