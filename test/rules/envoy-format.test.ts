@@ -163,6 +163,48 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(at(5)?.id).toMatch(/^[A-Za-z0-9._:-]{1,64}$/);
   });
 
+  // envoyproxy/ratelimit reads a file's first document only: a file ending in `---` loads there.
+  it('a trailing document marker is ignored (a file ending in `---` was refused)', () => {
+    const rule = '  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n';
+    expect(parseRules(`domain: a\ndescriptors:\n${rule}---\n`).domains).toEqual(['a']);
+    expect(parseRules(`domain: a\n---\n# nothing more\n---\n`).domains).toEqual(['a']);
+    // sluice's own extension, several domains in one file, still reads every document.
+    expect(parseRules(`domain: a\n---\n---\ndomain: b\n---\n`).domains).toEqual(['a', 'b']);
+  });
+
+  // envoyproxy/ratelimit refuses only a unit it knows beside `unlimited`.
+  it('unlimited loads with an empty unit or `unknown` (they were refused as a conflict)', () => {
+    for (const unit of ['', '~', 'unknown', 'UNKNOWN', '""']) {
+      const text = `domain: a\ndescriptors:\n  - key: k\n    rate_limit:\n      unlimited: true\n      unit: ${unit}\n`;
+      expect(parseRules(text).matchOne('a', d(['k', 'x']))?.rule).toMatchObject({ unlimited: true, policies: [] });
+    }
+    expect(() =>
+      parseRules('domain: a\ndescriptors:\n  - key: k\n    rate_limit: { unlimited: true, unit: Day }\n'),
+    ).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_RULES_CONFLICT' }));
+  });
+
+  it("a policy's nested options are frozen too, though rules share them through an alias (one rule could change another's queue)", () => {
+    const rules = parseRules(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - key: a',
+        '    policies: [{ name: q, limit: 10, window: 1s, algorithm: gcra, queue: &q { maxDelayMs: 500 } }]',
+        '    throttle: { mode: soft, overagePercent: 20 }',
+        '  - key: b',
+        '    policies: [{ name: q, limit: 10, window: 1s, algorithm: gcra, queue: *q }]',
+        '',
+      ].join('\n'),
+    );
+    const [a, b] = rules.rules;
+    expect(Object.isFrozen(a?.policies[0]?.queue)).toBe(true);
+    expect(Object.isFrozen(a?.throttle)).toBe(true);
+    expect(() => {
+      (a?.policies[0]?.queue as { maxDelayMs: number }).maxDelayMs = 60_000;
+    }).toThrow(TypeError);
+    expect(b?.policies[0]?.queue).toEqual({ maxDelayMs: 500 });
+  });
+
   it('a rule set and its rules are frozen', () => {
     const rules = fixture('envoy-messaging.yaml');
     expect(Object.isFrozen(rules)).toBe(true);

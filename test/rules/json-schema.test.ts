@@ -36,6 +36,16 @@ describe('the published JSON Schema', () => {
     expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
   });
 
+  it('accepts unlimited with no unit, an empty one or `unknown`, and refuses it with a unit, as parseRules does', () => {
+    const doc = (rateLimit: object) => ({ domain: 'd', descriptors: [{ key: 'k', rate_limit: rateLimit }] });
+    for (const unit of [null, '', 'unknown']) {
+      expect(() => parseRules(JSON.stringify(doc({ unlimited: true, unit })))).not.toThrow();
+      expect(validate(doc({ unlimited: true, unit })), JSON.stringify(validate.errors)).toBe(true);
+    }
+    expect(() => parseRules(JSON.stringify(doc({ unlimited: true, unit: 'day' })))).toThrow();
+    expect(validate(doc({ unlimited: true, unit: 'day' }))).toBe(false);
+  });
+
   it.each([
     ['a misspelt key', { domain: 'd', descriptors: [{ key: 'k', rate_limit: { unit: 'day', request_per_unit: 5 } }] }],
     [

@@ -47,6 +47,23 @@ describe('loadRules', () => {
     expect(rules.domains).toEqual(['a', 'b', 'c']);
   });
 
+  // envoyproxy/ratelimit's runtime loader walks the subdirectories of its config directory.
+  it("reads the rules files of subdirectories, not a dot directory's (they were left out)", async () => {
+    await mkdir(join(dir, 'team-a', 'nested'), { recursive: true });
+    await mkdir(join(dir, '.git'));
+    await writeFile(join(dir, 'edge.yaml'), perIp('edge', 1));
+    await writeFile(join(dir, 'team-a', 'api.yaml'), perIp('api', 2));
+    await writeFile(join(dir, 'team-a', 'nested', 'jobs.yml'), perIp('jobs', 3));
+    await writeFile(join(dir, '.git', 'config.yaml'), 'broken: [');
+    const rules = await loadRules(dir);
+    expect(rules.domains).toEqual(['edge', 'api', 'jobs']);
+    expect(rules.sources).toEqual([
+      join(dir, 'edge.yaml'),
+      join(dir, 'team-a', 'api.yaml'),
+      join(dir, 'team-a', 'nested', 'jobs.yml'),
+    ]);
+  });
+
   it('a Kubernetes ConfigMap volume counts each domain once (..data is skipped)', async () => {
     const version = join(dir, '..2026_11_24_10_00_00.000000001');
     await mkdir(version);

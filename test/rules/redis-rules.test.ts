@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { clusterTarget, connectCluster } from '../helpers/redis-cluster.js';
 import { connectRedis, standaloneRedis, waitReady } from '../helpers/redis-env.js';
+import { hasRedisServer, type RedisServer, startRedisServer } from '../helpers/redis-server.js';
 
 const redis = await standaloneRedis();
 const cluster = clusterTarget();
@@ -306,6 +307,116 @@ describe.skipIf(redis.skip)('rules from Redis', () => {
     await publishRules(client, key, perIp(40));
     await eventually(() => expect(limitOf(live)).toBe(40));
     expect(limitOf(closed)).toBe(10);
+  });
+});
+
+// A Redis of its own, so it can be stopped and paused; a port of the range kept for such tests.
+describe.skipIf(!hasRedisServer())('rules from a Redis that stops answering', () => {
+  let server: RedisServer;
+  let client: Redis;
+  const key = `sluice-test:rules:${randomUUID()}`;
+  const open: RulesWatcher[] = [];
+
+  beforeAll(async () => {
+    server = await startRedisServer([], 7414);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+  // Each test starts with a fresh server, whatever the one before did to it.
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((w) => w.close()));
+    client?.disconnect();
+    await server.kill();
+    await server.start();
+  });
+  const start = async (
+    options: Partial<Parameters<typeof watchRedisRules>[0]> = {},
+    wrap: (real: Redis) => Redis = (real) => real,
+  ) => {
+    // ioredis's defaults, as an app's client has them: a command waits through 20 reconnections.
+    client = new Redis(server.port, '127.0.0.1');
+    client.on('error', () => {});
+    await publishRules(client, key, perIp(10));
+    const watcher = await watchRedisRules({
+      client: wrap(client),
+      key,
+      pollIntervalMs: 600_000,
+      onError: () => {},
+      ...options,
+    });
+    open.push(watcher);
+    return watcher;
+  };
+
+  it('an outage is reported once, within the read timeout, and the set stays (each read waited a minute for the retries, unreported)', async () => {
+    const errors: RulesError[] = [];
+    let reads = 0;
+    const counting = (real: Redis) =>
+      Object.create(real, {
+        hgetall: {
+          value: (name: string) => {
+            reads++;
+            return real.hgetall(name);
+          },
+        },
+      }) as Redis;
+    const watcher = await start({ pollIntervalMs: 10, readTimeoutMs: 20, onError: (e) => errors.push(e) }, counting);
+    await server.kill();
+    await eventually(() => expect(errors).toHaveLength(1));
+    // Polls go on reading, and failing the same way: still one report.
+    const failedSoFar = reads;
+    await eventually(() => expect(reads).toBeGreaterThanOrEqual(failedSoFar + 3));
+    expect(errors.map((e) => [e.code, e.problems[0]?.message])).toEqual([
+      ['ERR_SLUICE_RULES_READ', 'Cannot read the rules from Redis: no reply within 20 ms.'],
+    ]);
+    expect([limitOf(watcher), watcher.errors]).toEqual([10, 1]);
+  });
+
+  it('a read waits 2000 ms by default', async () => {
+    const errors: RulesError[] = [];
+    const watcher = await start({ onError: (e) => errors.push(e) });
+    await server.kill();
+    await eventually(() => expect(client.status).not.toBe('ready'));
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const reloading = watcher.reload();
+      vi.advanceTimersByTime(1999);
+      await Promise.resolve();
+      expect(errors).toHaveLength(0);
+      vi.advanceTimersByTime(1);
+      await reloading;
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(errors[0]?.problems[0]?.message).toBe('Cannot read the rules from Redis: no reply within 2000 ms.');
+  });
+
+  it('close() resolves with a read in flight, and the late reply swaps nothing (close waited for the reply)', async () => {
+    const watcher = await start();
+    await client.hset(key, 'document', perIp(20), 'version', 'unannounced');
+    const admin = new Redis(server.port, '127.0.0.1');
+    onTestFinished(() => admin.disconnect());
+    await admin.call('CLIENT', 'PAUSE', '300', 'ALL');
+    let settled = false;
+    const reloading = watcher.reload().then(() => {
+      settled = true;
+    });
+    await watcher.close();
+    expect(settled).toBe(false);
+    await reloading;
+    expect([limitOf(watcher), watcher.reloads, watcher.errors]).toEqual([10, 0, 0]);
+  });
+
+  it('a read timeout that is no whole number of milliseconds, or beyond a timer, is refused at start-up', async () => {
+    client = new Redis(server.port, '127.0.0.1');
+    client.on('error', () => {});
+    await publishRules(client, key, perIp(10));
+    for (const readTimeoutMs of [0, 1.5, 2 ** 31, '2000'])
+      await expect(watchRedisRules({ client, key, readTimeoutMs } as never)).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+        message: expect.stringContaining('readTimeoutMs'),
+      });
   });
 });
 

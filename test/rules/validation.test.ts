@@ -207,7 +207,7 @@ describe('rules validation', () => {
   });
 
   it('an empty or comment-only text is refused at `domain` (a truncated file once dropped every limit)', () => {
-    for (const text of ['', '   \n', '# nothing yet\n', '---\n', 'domain: a\n---\n'])
+    for (const text of ['', '   \n', '# nothing yet\n', '---\n', '---\n---\ndomain: a\n'])
       expect(problemsOf(text).map((p) => [p.code, p.message])).toEqual([
         ['ERR_SLUICE_RULES_MISSING_KEY', 'The document needs `domain`.'],
       ]);

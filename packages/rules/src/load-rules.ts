@@ -1,4 +1,14 @@
-import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, type Stats, statSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  type Dirent,
+  fstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  type Stats,
+  statSync,
+} from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import { type RuleProblem, RulesError, readProblem } from './errors.js';
@@ -9,23 +19,86 @@ import type { RuleSet } from './types.js';
 
 const RULE_FILE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
-/**
- * A directory's rules files in name order: `.yaml`, `.yml` and `.json`. Names starting with a
- * dot are skipped, so the `..data` and `..2026_…` entries of a Kubernetes ConfigMap volume
- * never count twice (envoyproxy/ratelimit#367).
- */
-const ruleFilesOf = (dir: string, names: string[]): string[] =>
-  names
-    .filter((name) => !name.startsWith('.') && RULE_FILE_EXTENSIONS.has(extname(name).toLowerCase()))
-    .sort()
-    .map((name) => join(dir, name));
+/** What `loadRules` reads at a path: its rules files, and the subdirectories walked to find them. */
+export interface RulesTree {
+  readonly files: string[];
+  readonly subdirectories: string[];
+}
 
-/** The files `loadRules` reads at `path`: the path itself, or a directory's rules files; throws when it cannot tell. */
-export const ruleFilesSync = (path: string): string[] =>
-  statSync(path).isDirectory() ? ruleFilesOf(path, readdirSync(path)) : [path];
+/**
+ * What a directory holds for the rules, in name order: its `.yaml`, `.yml` and `.json` files,
+ * and its subdirectories, walked as envoyproxy/ratelimit's runtime loader walks them. Names
+ * starting with a dot are skipped, so the `..data` and `..2026_…` entries of a Kubernetes
+ * ConfigMap volume never count twice (envoyproxy/ratelimit#367). A symlink to a directory is
+ * not followed, as there: a link back up would never end.
+ */
+const entriesOf = (dir: string, entries: Dirent[]): { path: string; directory: boolean }[] =>
+  entries
+    .filter(({ name }) => !name.startsWith('.'))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .filter((entry) => entry.isDirectory() || RULE_FILE_EXTENSIONS.has(extname(entry.name).toLowerCase()))
+    .map((entry) => ({ path: join(dir, entry.name), directory: entry.isDirectory() }));
+
+/** What `loadRules` reads at `path`: the path itself, or a directory's rules files; throws when it cannot tell. */
+export function rulesTreeSync(path: string): RulesTree {
+  if (!statSync(path).isDirectory()) return { files: [path], subdirectories: [] };
+  const tree: RulesTree = { files: [], subdirectories: [] };
+  const walk = (dir: string): void => {
+    for (const entry of entriesOf(dir, readdirSync(dir, { withFileTypes: true }))) {
+      if (!entry.directory) tree.files.push(entry.path);
+      else {
+        tree.subdirectories.push(entry.path);
+        walk(entry.path);
+      }
+    }
+  };
+  walk(path);
+  return tree;
+}
+
+async function ruleFiles(path: string): Promise<string[]> {
+  if (!(await stat(path)).isDirectory()) return [path];
+  const files: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of entriesOf(dir, await readdir(dir, { withFileTypes: true }))) {
+      if (entry.directory) await walk(entry.path);
+      else files.push(entry.path);
+    }
+  };
+  await walk(path);
+  return files;
+}
+
+/** What one file's text reads as; its rules are frozen, so rule sets may share them. */
+interface ParsedFile {
+  readonly text: string;
+  readonly domains: readonly ReadDomain[];
+  readonly problems: readonly RuleProblem[];
+}
+
+/**
+ * Each file's text as last parsed, by path: a watcher keeps one, so a reload parses only the
+ * files that changed, not all thousand of a directory in one turn of the event loop.
+ */
+export type ParsedFiles = Map<string, ParsedFile>;
+
+function parsed(file: string, text: string, cache: ParsedFiles | undefined): ParsedFile {
+  const known = cache?.get(file);
+  if (known?.text === text) return known;
+  const problems: RuleProblem[] = [];
+  const domains = readDomains(text, file, problems);
+  const fresh = { text, domains, problems };
+  cache?.set(file, fresh);
+  return fresh;
+}
 
 /** Builds one rule set from every file's text (or the error reading it), or throws every problem. */
-function build(path: string, files: readonly string[], texts: readonly (string | Error)[]): RuleSet {
+function build(
+  path: string,
+  files: readonly string[],
+  texts: readonly (string | Error)[],
+  cache: ParsedFiles | undefined,
+): RuleSet {
   if (files.length === 0)
     throw new RulesError([readProblem(path, 'The directory holds no .yaml, .yml or .json file.')]);
   const problems: RuleProblem[] = [];
@@ -33,17 +106,29 @@ function build(path: string, files: readonly string[], texts: readonly (string |
   texts.forEach((text, i) => {
     const file = files[i] as string;
     if (text instanceof Error) problems.push(readProblem(file, `Cannot read the file: ${text.message}.`));
-    else domains.push(...readDomains(text, file, problems));
+    else {
+      const read = parsed(file, text, cache);
+      domains.push(...read.domains);
+      problems.push(...read.problems);
+    }
   });
+  // A file gone, or no longer read, is forgotten.
+  const current = new Set(files);
+  for (const file of cache?.keys() ?? []) if (!current.has(file)) cache?.delete(file);
   checkDistinct(domains, problems);
   if (problems.length > 0) throw new RulesError(problems);
   return createRuleSet(domains, files);
 }
 
-function rulesText(path: string, files: readonly string[], texts: readonly (string | Error)[]): RulesText {
+function rulesText(
+  path: string,
+  files: readonly string[],
+  texts: readonly (string | Error)[],
+  cache: ParsedFiles | undefined,
+): RulesText {
   // A file that cannot be read counts by its error's message: the same failure is the same text.
   const written = texts.map((text) => (text instanceof Error ? { error: text.message } : text));
-  return { text: JSON.stringify([files, written]), build: () => build(path, files, texts) };
+  return { text: JSON.stringify([files, written]), build: () => build(path, files, texts, cache) };
 }
 
 const unreadable = (path: string, error: unknown): RulesError =>
@@ -99,22 +184,25 @@ async function readEach(files: readonly string[]): Promise<(string | Error)[]> {
   return texts;
 }
 
-/** The text of `loadRules`, for a watcher to tell a change from a touch before it parses. */
-export async function readRulesText(path: string): Promise<RulesText> {
+/**
+ * The text of `loadRules`, for a watcher to tell a change from a touch before it parses;
+ * `cache` keeps what each file parsed to, from one read to the next.
+ */
+export async function readRulesText(path: string, cache?: ParsedFiles): Promise<RulesText> {
   let files: string[];
   try {
-    files = (await stat(path)).isDirectory() ? ruleFilesOf(path, await readdir(path)) : [path];
+    files = await ruleFiles(path);
   } catch (error) {
     throw unreadable(path, error);
   }
-  return rulesText(path, files, await readEach(files));
+  return rulesText(path, files, await readEach(files), cache);
 }
 
 /** The same, synchronously: a watcher loads its first set at construction, so a bad one throws there. */
-export function readRulesTextSync(path: string): RulesText {
+export function readRulesTextSync(path: string, cache?: ParsedFiles): RulesText {
   let files: string[];
   try {
-    files = ruleFilesSync(path);
+    files = rulesTreeSync(path).files;
   } catch (error) {
     throw unreadable(path, error);
   }
@@ -125,7 +213,7 @@ export function readRulesTextSync(path: string): RulesText {
       return asError(error);
     }
   });
-  return rulesText(path, files, texts);
+  return rulesText(path, files, texts, cache);
 }
 
 /**

@@ -48,7 +48,13 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
     return [];
   }
   const domains: ReadDomain[] = [];
+  let readOne = false;
   for (const doc of docs) {
+    const empty = doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null);
+    // A trailing `---` ends in an empty document: envoyproxy/ratelimit reads a file's first
+    // document only and never sees it, so it means nothing here either.
+    if (empty && readOne && doc.errors.length === 0) continue;
+    readOne = true;
     const reader = createReader(source, doc, lines, problems);
     const repeated = repeatedKeys(reader, doc);
     if (doc.errors.length > 0) {
@@ -61,8 +67,8 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
       continue;
     }
     if (repeated) continue;
-    // An empty document (a trailing `---`, or `null`) has no mapping to find `domain` in.
-    if (doc.contents === null || (isScalar(doc.contents) && doc.contents.value === null)) {
+    // An empty document (`null`, or nothing before a `---`) has no mapping to find `domain` in.
+    if (empty) {
       reader.report(doc.contents, 'ERR_SLUICE_RULES_MISSING_KEY', NO_DOMAIN);
       continue;
     }

@@ -40,7 +40,8 @@ export interface TreeNode {
 }
 
 /**
- * Free-form metadata, frozen all the way down like the rest of a rule. A value is frozen only
+ * Metadata and core's options (a policy's `queue`), frozen all the way down like the rest of a
+ * rule: rules that share a value through a YAML alias share one object. A value is frozen only
  * after all it holds, so a frozen one (metadata that descriptors share through an alias) is
  * left as it is, not walked again for each descriptor.
  */
@@ -191,8 +192,8 @@ function readRule(
     domain,
     path,
     name: rateLimit?.name,
-    policies: Object.freeze((policies ?? (rateLimit?.policy ? [rateLimit.policy] : [])).map((p) => Object.freeze(p))),
-    throttle: shadowMode ? Object.freeze({ mode: 'shadow' as const }) : throttle && Object.freeze(throttle),
+    policies: frozen(policies ?? (rateLimit?.policy ? [rateLimit.policy] : [])),
+    throttle: shadowMode ? Object.freeze({ mode: 'shadow' as const }) : frozen(throttle),
     unlimited: rateLimit?.unlimited ?? false,
     blocked: rateLimit?.limit?.requestsPerUnit === 0,
     shadowMode,

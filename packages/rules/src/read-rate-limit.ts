@@ -39,9 +39,12 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
   const replaces = readReplaces(reader, withValue(fields.get('replaces')), name);
   const unitField = fields.get('unit');
   if (unlimited) {
-    if (unitField !== undefined) {
+    // envoyproxy/ratelimit refuses only a unit it knows beside `unlimited`: an empty one, or
+    // `unknown` (the protocol's UNSPECIFIED), means no unit, and it loads.
+    const unit = unitField && textOf(reader, unitField, '`rate_limit.unit`');
+    if (unit !== undefined && Object.hasOwn(UNIT_MS, unit.toLowerCase())) {
       reader.report(
-        unitField.key,
+        unitField?.key,
         'ERR_SLUICE_RULES_CONFLICT',
         '`rate_limit.unit` cannot be given with `unlimited: true`.',
       );

@@ -39,6 +39,13 @@ export interface RedisRulesOptions extends ReloadOptions {
    * within one round trip of the publish). At most 2^31 - 1, Node's longest timer. @default 5000
    */
   pollIntervalMs?: number | undefined;
+  /**
+   * How long a read (the document, or a poll's version) may wait for Redis's reply before it
+   * fails as `ERR_SLUICE_RULES_READ`: a client's own retries would otherwise hold a reload for
+   * as long as they last (over a minute by ioredis's defaults), and say nothing of the outage.
+   * At most 2^31 - 1. @default 2000
+   */
+  readTimeoutMs?: number | undefined;
 }
 
 const channelOf = (options: { key: string; channel?: string | undefined }): string =>
@@ -88,11 +95,25 @@ export async function publishRules(
   return version;
 }
 
-async function readRules(client: RedisRulesClient, key: string): Promise<RulesText & { version: string | undefined }> {
+/** A reply, or a rejection once `timeoutMs` has passed without one. */
+function within<T>(reply: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no reply within ${timeoutMs} ms`)), timeoutMs);
+    timer.unref();
+  });
+  return Promise.race([reply, late]).finally(() => clearTimeout(timer));
+}
+
+async function readRules(
+  client: RedisRulesClient,
+  key: string,
+  timeoutMs: number,
+): Promise<RulesText & { version: string | undefined }> {
   const source = `redis:${key}`;
   let fields: Record<string, string>;
   try {
-    fields = await client.hgetall(key);
+    fields = await within(client.hgetall(key), timeoutMs);
   } catch (error) {
     // A cause's message may end in its own full stop (ioredis's "…for details.").
     const message = `Cannot read the rules from Redis: ${(error as Error).message}.`.replace(/\.\.$/, '.');
@@ -132,11 +153,12 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
     'key',
     'channel',
     'pollIntervalMs',
+    'readTimeoutMs',
     'onReload',
     'onError',
     'check',
   ]);
-  const { client, key, pollIntervalMs = 5000 } = options;
+  const { client, key, pollIntervalMs = 5000, readTimeoutMs = 2000 } = options;
   if (typeof client?.hgetall !== 'function' || typeof client.duplicate !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_CLIENT', '[sluice] Option `client` must be an ioredis Redis or Cluster.');
   }
@@ -151,17 +173,24 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
       pollIntervalMs,
       `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
     );
+  if (!isTimerMs(readTimeoutMs))
+    invalid(
+      'ERR_SLUICE_INVALID_OPTION',
+      'readTimeoutMs',
+      readTimeoutMs,
+      `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
+    );
   // The version of the document last read: a poll compares it and reads the document only
   // when it differs, so a fleet polling a large document sends a digest, not the document.
   let version: string | undefined;
   const read = async () => {
-    const rules = await readRules(client, key);
+    const rules = await readRules(client, key, readTimeoutMs);
     version = rules.version;
     return rules;
   };
   const reloader = createReloader(await read(), read, { ...options, debounceMs: 0, source: `redis:${key}` });
   const look = (): void => {
-    client.hget(key, 'version').then((current) => {
+    within(client.hget(key, 'version'), readTimeoutMs).then((current) => {
       // Only a version read shows the document is back: a key deleted (or a hash without a
       // version, written by other means) answers null at every poll, and its failed read
       // would be reported anew at each.

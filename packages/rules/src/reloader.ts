@@ -36,7 +36,10 @@ export interface RulesWatcher {
   readonly errors: number;
   /** Reloads now, whatever the trigger says; resolves when done. */
   reload(): Promise<void>;
-  /** Stops watching and releases every handle; resolves once a reload under way has ended. */
+  /**
+   * Stops watching and releases every handle. Resolves at once: a read under way (Redis may
+   * be slow to answer, or down) is left to end on its own, and what it brings is dropped.
+   */
   close(): Promise<void>;
 }
 
@@ -45,7 +48,8 @@ export interface Reloader {
   /**
    * Asks for a reload after the debounce delay; a burst of calls makes one reload, and a burst
    * that never pauses (a busy neighbour file, a poll shorter than the debounce) still reloads
-   * once every `MAX_WAIT_DEBOUNCES` delays.
+   * once every `MAX_WAIT_DEBOUNCES` delays, and puts a new text in force then only once two
+   * reads a delay apart agree.
    */
   schedule(): void;
   /** The source answered: a read that fails after this is a new outage, reported again. */
@@ -110,6 +114,14 @@ export function createReloader(
   // When the reload now waited for was first asked for: the debounce restarts on every call,
   // but never past `MAX_WAIT_DEBOUNCES` delays from here.
   let askedAt: number | undefined;
+  // Whether the reload to run next was forced by that cap while events kept coming, rather than
+  // by a pause in them.
+  let forced = false;
+  // The text a forced reload read and left aside, and when it was first read. Events that
+  // never pause may be a file written slowly in place, read half-done: a forced reload puts a
+  // new text in force (or reports it) only when a read at least a delay later finds the same,
+  // since a cut that happens to be valid would otherwise be put in force.
+  let unsettled: { text: string; readAt: number } | undefined;
   let running: Promise<void> | undefined;
   let again = false;
   const releases: (() => void)[] = [];
@@ -120,7 +132,16 @@ export function createReloader(
     safely(options.onError ?? warn, error as RulesError);
   };
 
-  const once = async (): Promise<void> => {
+  const wait = (delayMs: number, waitRanOut: boolean): void => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      askedAt = undefined;
+      void run(waitRanOut);
+    }, delayMs);
+    timer.unref();
+  };
+
+  const once = async (force: boolean): Promise<void> => {
     let next: RulesText;
     try {
       next = await read();
@@ -136,8 +157,21 @@ export function createReloader(
     if (closed || next.text === failedText) return;
     if (next.text === loaded.text) {
       failedText = undefined;
+      unsettled = undefined;
       return;
     }
+    if (force) {
+      const now = Date.now();
+      if (next.text !== unsettled?.text) unsettled = { text: next.text, readAt: now };
+      const settledAt = unsettled.readAt + options.debounceMs;
+      if (now < settledAt) {
+        // Read again then, whether or not the events go on.
+        askedAt = settledAt - MAX_WAIT_DEBOUNCES * options.debounceMs;
+        wait(settledAt - now, true);
+        return;
+      }
+    }
+    unsettled = undefined;
     try {
       loaded = { text: next.text, rules: built(next) };
     } catch (error) {
@@ -151,7 +185,8 @@ export function createReloader(
     safely(options.onReload, loaded.rules);
   };
 
-  const run = (): Promise<void> => {
+  const run = (waitRanOut = false): Promise<void> => {
+    forced = waitRanOut;
     if (running !== undefined) {
       again = true;
       return running;
@@ -159,7 +194,7 @@ export function createReloader(
     running = (async () => {
       do {
         again = false;
-        await once();
+        await once(forced);
       } while (again && !closed);
     })().finally(() => {
       running = undefined;
@@ -179,12 +214,10 @@ export function createReloader(
     },
     reload: () => (closed ? Promise.resolve() : run()),
     async close() {
-      if (!closed) {
-        closed = true;
-        clearTimeout(timer);
-        for (const release of releases.splice(0)) release();
-      }
-      await running;
+      if (closed) return;
+      closed = true;
+      clearTimeout(timer);
+      for (const release of releases.splice(0)) release();
     },
   };
   return {
@@ -194,15 +227,7 @@ export function createReloader(
       const now = Date.now();
       askedAt ??= now;
       const left = askedAt + MAX_WAIT_DEBOUNCES * options.debounceMs - now;
-      clearTimeout(timer);
-      timer = setTimeout(
-        () => {
-          askedAt = undefined;
-          void run();
-        },
-        Math.max(0, Math.min(options.debounceMs, left)),
-      );
-      timer.unref();
+      wait(Math.max(0, Math.min(options.debounceMs, left)), options.debounceMs > 0 && left < options.debounceMs);
     },
     readable() {
       failedRead = undefined;

@@ -2,7 +2,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { invalid, isTimerMs, MAX_TIMER_MS } from '@sluice/core';
 import { RulesError, readProblem } from './errors.js';
-import { readRulesText, readRulesTextSync, ruleFilesSync } from './load-rules.js';
+import { type ParsedFiles, type RulesTree, readRulesText, readRulesTextSync, rulesTreeSync } from './load-rules.js';
 import { checkName, checkSourceOptions } from './options.js';
 import { createReloader, type Reloader, type ReloadOptions, type RulesWatcher } from './reloader.js';
 import { directoriesDeciding } from './watched-directories.js';
@@ -45,11 +45,11 @@ function watchDirectory(dir: string, onEvent: () => void): FSWatcher | undefined
 }
 
 /** The rules files at `path`, or none while it cannot be read: the reload that follows reports why. */
-function filesOrNone(path: string): string[] {
+function treeOrNone(path: string): RulesTree {
   try {
-    return ruleFilesSync(path);
+    return rulesTreeSync(path);
   } catch {
-    return [];
+    return { files: [], subdirectories: [] };
   }
 }
 
@@ -80,20 +80,23 @@ export function watchRules(path: string, options: WatchRulesOptions = {}): Rules
   const rewatch = (): void => {
     if (closed) return;
     for (const watcher of watchers) watcher.close();
-    const dirs = directoriesDeciding(target, filesOrNone(target));
+    const { files, subdirectories } = treeOrNone(target);
+    // A subdirectory's own entries change in it alone: a file added or edited there.
+    const dirs = [...new Set([...directoriesDeciding(target, files), ...subdirectories])];
     // Events arrive on a later turn of the event loop, once the reloader below exists.
     watchers = dirs.flatMap((dir) => watchDirectory(dir, () => reloader.schedule()) ?? []);
   };
   // The first load watches before it reads too: a change saved while a large set parses would
   // otherwise wait for the next change, or the next poll, to be seen.
   rewatch();
+  const parsed: ParsedFiles = new Map();
   let reloader: Reloader;
   try {
     reloader = createReloader(
-      readRulesTextSync(target),
+      readRulesTextSync(target, parsed),
       () => {
         rewatch();
-        return readRulesText(target);
+        return readRulesText(target, parsed);
       },
       { ...options, debounceMs: options.debounceMs ?? 100, source: target },
     );
