@@ -301,3 +301,36 @@ describe('a store whose reply is no decision', () => {
     expect(await limiter.consume('k')).toMatchObject({ allowed: false, retryAfterMs: Infinity });
   });
 });
+
+// A logger that threw made a fail-open request fail with the logger's error, and on the
+// store's recovery left the request unanswered and its rejection unhandled (the process
+// exited); an async one that rejected leaked both warnings' rejections.
+describe.each([
+  [
+    'throws',
+    () => {
+      throw new Error('logger broken');
+    },
+  ],
+  ['rejects', () => Promise.reject(new Error('logger broken'))],
+])('a logger whose warn %s', (_, fails) => {
+  it('changes no decision through an outage and the recovery, and leaks nothing', async () => {
+    const { store, state } = flakyStore();
+    // A plain function: a mock would handle the promise it returns, to record how it settled.
+    let warned = 0;
+    const logger = {
+      warn: () => {
+        warned++;
+        return fails();
+      },
+    };
+    const limiter = createLimiter({ limit: 5, window: '1m', store, storeTimeoutMs: 50, logger, clock: () => 0 });
+    state.mode = 'rejects';
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+    state.mode = 'up';
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 4 });
+    // Both warnings were asked for, and each failure of the logger's was swallowed.
+    expect(warned).toBe(2);
+  });
+});

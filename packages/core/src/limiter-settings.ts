@@ -2,6 +2,7 @@ import { describe, invalid, SluiceError } from './errors.js';
 import { defaultMemoryStore } from './memory-store/index.js';
 import { isTimerMs } from './timer.js';
 import type { LimiterBaseOptions, Logger, OnStoreError, RateLimitStore } from './types.js';
+import { quietLogger } from './quiet-logger.js';
 
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 
@@ -51,7 +52,7 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
       'a store such as createMemoryStore() or createRedisStore({ client }): a `name` and the methods `consume`, `reset` and `refund`',
     );
   }
-  return { clock, onStoreError, timeoutMs, logger, store };
+  return { clock, onStoreError, timeoutMs, logger: quietLogger(logger), store };
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   checkOptionNames,
   type Logger,
   type Policy,
+  quietLogger,
   type RateLimitStore,
   SluiceError,
   type StoreLimiterSettings,
@@ -85,10 +86,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   checkOptionNames(options, OPTION_NAMES, 'Redis store');
   const client = checkClient(options.client);
   const prefix = checkPrefix(options.prefix === undefined ? DEFAULT_REDIS_PREFIX : options.prefix);
-  const logger = options.logger === undefined ? console : options.logger;
-  if (typeof logger?.warn !== 'function') {
+  const given = options.logger === undefined ? console : options.logger;
+  if (typeof given?.warn !== 'function') {
     throw new SluiceError('ERR_SLUICE_INVALID_LOGGER', '[sluice] Option `logger` must have a `warn(message)` method.');
   }
+  // Local-first warns from its timer's syncs, where a logger's failure has nowhere to go.
+  const logger = quietLogger(given);
   if (resendsInFlight(client)) {
     logger.warn(
       '[sluice] WRN_SLUICE_REDIS_RESENDS: this ioredis client re-sends commands that were in flight when a connection drops, so a decision Redis already made can be counted twice. Create it with `maxRetriesPerRequest: 0`.',

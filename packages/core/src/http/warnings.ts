@@ -1,3 +1,4 @@
+import { quietLogger } from '../quiet-logger.js';
 import type { Logger } from '../types.js';
 
 /** Setup problems that show only per request; each is logged once per middleware (docs/errors.md). */
@@ -20,15 +21,14 @@ export type SluiceWarningCode =
 /** Logs `message` once per code or, given `about`, once per code and `about` (one per rule value, say). */
 export type WarnOnce = (code: SluiceWarningCode, message: string, about?: string) => void;
 
-/** Never throws into a request: a logger that fails is ignored. For adapters and the decision service. */
+/** Never throws into a request: a logger that fails is ignored (`quietLogger`). For adapters and the decision service. */
 export function createWarnOnce(logger: Logger): WarnOnce {
   const sent = new Set<string>();
+  const quiet = quietLogger(logger);
   return (code, message, about) => {
     const what = about === undefined ? code : `${code} ${about}`;
     if (sent.has(what)) return;
     sent.add(what);
-    try {
-      logger.warn(`[sluice] ${code}: ${message}`);
-    } catch {}
+    quiet.warn(`[sluice] ${code}: ${message}`);
   };
 }

@@ -1,0 +1,21 @@
+import type { Logger } from './types.js';
+
+const ignore = (): void => {};
+
+/**
+ * `logger`, safe to call where a failure has nowhere to go: a request's path, a store's
+ * promise callbacks, a timer. A `warn` that throws (an unbound method, a broken transport)
+ * or returns a promise that rejects (an async logger) loses that line and nothing else:
+ * sluice's warnings never throw into a request nor leak an unhandled rejection.
+ */
+export function quietLogger(logger: Logger): Logger {
+  return {
+    warn(message) {
+      try {
+        const returned: unknown = logger.warn(message);
+        if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function')
+          (returned as PromiseLike<unknown>).then(undefined, ignore);
+      } catch {}
+    },
+  };
+}
