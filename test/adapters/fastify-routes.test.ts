@@ -39,6 +39,35 @@ describe('fastify: per-route config and encapsulation', () => {
 
   // The migration guide maps @fastify/rate-limit's `{ global: false }` to the same: it ran,
   // but its types asked for a limit or rules the plugin does not use then.
+  // The plugin's skipSuccessfulRequests beside a route's skipFailedRequests failed the route
+  // at start-up (together they would count nothing), and a route could not turn it off.
+  it("replaces the plugin's counting by outcome as one choice", async () => {
+    app = Fastify();
+    const isOk = (_request: unknown, reply: { statusCode: number }) => reply.statusCode < 300;
+    await app.register(rateLimitPlugin, {
+      ...base,
+      limit: 2,
+      window: '1m',
+      skipSuccessfulRequests: true,
+      requestWasSuccessful: isOk,
+    });
+    app.get('/failing', { config: { rateLimit: { skipFailedRequests: true } } }, async (_request, reply) =>
+      reply.code(500).send('down'),
+    );
+    app.get('/counted', { config: { rateLimit: { skipSuccessfulRequests: false } } }, ok);
+    // A real server: a refund follows the response's end on its socket.
+    const url = await app.listen({ port: 0, host: '127.0.0.1' });
+    const statusesOf = async (path: string, count: number) => {
+      const statuses = [];
+      for (let i = 0; i < count; i++) statuses.push((await fetch(`${url}${path}`)).status);
+      return statuses;
+    };
+    // Failures given back: every call reaches the handler.
+    expect(await statusesOf('/failing', 4)).toEqual([500, 500, 500, 500]);
+    // Successes counted: the third is refused.
+    expect(await statusesOf('/counted', 3)).toEqual([200, 200, 429]);
+  });
+
   it('takes no limit at all with global: false, limiting only routes with their own', async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { global: false });

@@ -15,12 +15,16 @@ export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
 /** The options naming what rules mode limits by: a route's `rules` replaces them all. */
 const RULES_GROUP = ['rules', 'domain', 'descriptors', 'fields'];
 
+/** The options counting a request by its outcome: one choice, a route's replacing the app's. */
+const COUNT_BY_OUTCOME = ['skipFailedRequests', 'skipSuccessfulRequests', 'requestWasSuccessful'];
+
 /**
  * The options of a route's own limiter: the route's, over the app-wide ones. Options that
  * only make sense together are replaced as a group, never mixed: a route that sets any policy
  * option sets all of them (an app-wide `algorithm` does not leak into a route's `policies`),
- * a route's `key` drops the app-wide `ipv6Subnet` (and the reverse), and its `onLimited` the
- * app-wide `message` and `statusCode` (and the reverse). A route's `headers` falls back field by
+ * a route's `key` drops the app-wide `ipv6Subnet` (and the reverse), its `onLimited` the
+ * app-wide `message` and `statusCode` (and the reverse), and any of `skipFailedRequests`,
+ * `skipSuccessfulRequests` and `requestWasSuccessful` the app-wide three. A route's `headers` falls back field by
  * field (`standard`, `legacy`) to the app-wide one. Rules and policies replace each other: a
  * route's policy options drop the app-wide `rules`, `domain`, `descriptors` and `fields`, and its
  * `rules` the app-wide policy options, `key` and `throttle`, while a route's `domain` alone keeps
@@ -48,6 +52,8 @@ export function mergeRouteOptions(
   if ('message' in own || 'statusCode' in own) delete merged.onLimited;
   if ('key' in own) delete merged.ipv6Subnet;
   if ('ipv6Subnet' in own) delete merged.key;
+  // The app's `skipSuccessfulRequests` beside a route's `skipFailedRequests` would count nothing.
+  if (COUNT_BY_OUTCOME.some((name) => name in own)) for (const name of COUNT_BY_OUTCOME) delete merged[name];
   // Under rules a limiter counts per rule and descriptor, as the app-wide one does: no prefix.
   if ((own.rules ?? merged.rules) === undefined) merged.prefix = `route.${shortHash(option, 16)}`;
   Object.assign(merged, own);
