@@ -49,6 +49,23 @@ describe('koa: onLimited setting ctx.body = null', () => {
     expect(JSON.parse(res.text)).toMatchObject({ status: 429 });
   });
 
+  // Another library's promise was not awaited: the problem document went out before the
+  // body `onLimited` set once it resolved.
+  it('waits for an onLimited that answers with a thenable', async () => {
+    const res = await refusedBy({
+      onLimited: (ctx) =>
+        ({
+          then(resolve: () => void) {
+            setImmediate(() => {
+              ctx.body = 'slow down';
+              resolve();
+            });
+          },
+        }) as never,
+    });
+    expect([res.status, res.text]).toEqual([429, 'slow down']);
+  });
+
   it("keeps a ban's status", async () => {
     const res = await refusedBy({
       ban: { after: 0, duration: '1h' },

@@ -32,12 +32,13 @@ export {
   POLICY_OPTION_NAMES,
 } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
-export { quietLogger } from './quiet-logger.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js';
+export { quietLogger } from './quiet-logger.js';
 export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { safeWhenHeld, storeKey } from './store-key.js';
+export { isThenable } from './thenable.js';
 export { eventLoopLoad, toThrottle } from './throttle.js';
 export { isTimerMs, MAX_TIMER_MS } from './timer.js';
 export type * from './types.js';

@@ -1,8 +1,8 @@
 import { describe, invalid, SluiceError } from './errors.js';
 import { defaultMemoryStore } from './memory-store/index.js';
+import { quietLogger } from './quiet-logger.js';
 import { isTimerMs } from './timer.js';
 import type { LimiterBaseOptions, Logger, OnStoreError, RateLimitStore } from './types.js';
-import { quietLogger } from './quiet-logger.js';
 
 const DEFAULT_STORE_TIMEOUT_MS = 100;
 

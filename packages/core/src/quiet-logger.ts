@@ -1,3 +1,4 @@
+import { isThenable } from './thenable.js';
 import type { Logger } from './types.js';
 
 const ignore = (): void => {};
@@ -13,8 +14,7 @@ export function quietLogger(logger: Logger): Logger {
     warn(message) {
       try {
         const returned: unknown = logger.warn(message);
-        if (typeof (returned as PromiseLike<unknown> | undefined)?.then === 'function')
-          (returned as PromiseLike<unknown>).then(undefined, ignore);
+        if (isThenable(returned)) returned.then(undefined, ignore);
       } catch {}
     },
   };

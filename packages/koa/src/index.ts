@@ -3,6 +3,7 @@ import {
   createHttpLimiter,
   type Decision,
   type HttpLimiterOptions,
+  isThenable,
   lookupName,
   type Outcome,
   PROBLEM_CONTENT_TYPE,
@@ -114,8 +115,8 @@ function limitedBy(
 ): unknown {
   ctx.status = status;
   const answered = onLimited?.(ctx, decision);
-  return answered instanceof Promise
-    ? answered.then(() => problemUnlessAnswered(ctx, decision, status))
+  return isThenable(answered)
+    ? Promise.resolve(answered).then(() => problemUnlessAnswered(ctx, decision, status))
     : problemUnlessAnswered(ctx, decision, status);
 }
 

@@ -59,6 +59,37 @@ describe('createHttpLimiter', () => {
     await expect(limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_LIMIT' });
   });
 
+  // A promise of another library's (a thenable) was read as an object: `limit` failed with
+  // ERR_SLUICE_INVALID_LIMIT and `message` sent `{}`, where `key`, `cost` and `policies` await it.
+  const thenable = (value: unknown) => ({ then: (resolve: (v: unknown) => void) => resolve(value) });
+  it('awaits a thenable from limit and message functions as from an async one', async () => {
+    const limiter = createHttpLimiter(
+      { limit: () => thenable(1) as never, window: '1m', message: () => thenable({ slow: 'down' }) as never },
+      binding,
+    );
+    expect((await limiter.handle(from('1.2.3.4'), {})).action).toBe('next');
+    const refused = await limiter.handle(from('1.2.3.4'), {});
+    expect(refused).toMatchObject({ action: 'limited', refusal: { body: '{"slow":"down"}' } });
+  });
+
+  // Sent as `{}` (a Map) or a quoted date, where a fixed message of the kind fails at start-up.
+  it.each([
+    ['a Map', new Map([['slow', 'down']])],
+    ['a Date', new Date(0)],
+  ])('fails the refusal when a message function returns %s, which JSON would not write as it is', async (_, body) => {
+    const limiter = createHttpLimiter({ limit: 1, window: '1m', message: () => body as never }, binding);
+    await limiter.handle(from('1.2.3.4'), {});
+    // Thrown at once by a message made at once, as an adapter's call of `handle` takes it.
+    await expect(async () => limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_MESSAGE',
+    });
+  });
+
+  it('rejects policies JSON cannot write (a BigInt) with a code, not a bare TypeError', async () => {
+    const limiter = createHttpLimiter({ policies: () => [{ limit: 10n, window: '1m' }] as never }, binding);
+    await expect(limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_POLICIES' });
+  });
+
   it('reuses one limiter for equal tiers returned as fresh objects', async () => {
     const options: HttpLimiterOptions<TieredRequest> = {
       policies: () => [{ name: 'tier', limit: 1, window: '1m' }],

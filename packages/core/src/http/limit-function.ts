@@ -1,6 +1,7 @@
 import { describe, SluiceError } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import { toPolicy } from '../policy.js';
+import { isThenable } from '../thenable.js';
 import type { PolicyOptions } from '../types.js';
 import type { LimitFor, PoliciesFor } from './http-options.js';
 
@@ -38,6 +39,6 @@ export function limitFunctionPolicies<Req>(options: Record<string, unknown>): Po
   };
   return (req, key) => {
     const limit = limitOf(req, key);
-    return limit instanceof Promise ? limit.then(listFor) : listFor(limit);
+    return isThenable(limit) ? Promise.resolve(limit).then(listFor) : listFor(limit);
   };
 }

@@ -1,4 +1,5 @@
 import { SluiceError } from '../errors.js';
+import { isThenable } from '../thenable.js';
 import type { Decision } from '../types.js';
 import type { WarnOnce } from './warnings.js';
 
@@ -34,7 +35,7 @@ export function checkNotifications<Req>(options: Record<string, unknown>, warn: 
     if (hook === undefined) return;
     try {
       const result = hook(req, decision);
-      if (result instanceof Promise) result.catch(failed(name));
+      if (isThenable(result)) Promise.resolve(result).catch(failed(name));
     } catch (error) {
       failed(name)(error);
     }

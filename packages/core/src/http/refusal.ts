@@ -1,4 +1,5 @@
 import { describe, invalid, SluiceError } from '../errors.js';
+import { isThenable } from '../thenable.js';
 import type { Decision } from '../types.js';
 import type { Outcome } from './adapter-contract.js';
 import { PROBLEM_CONTENT_TYPE, problemBody, problemStatus } from './problem.js';
@@ -35,7 +36,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  */
 const render = (status: number, body: unknown): Refusal => {
   if (typeof body === 'string') return { status, contentType: TEXT, body };
-  const json = jsonOf(body);
+  const json = isJsonShaped(body) ? jsonOf(body) : undefined;
   if (json === undefined) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_MESSAGE',
@@ -109,7 +110,7 @@ export function checkRefusal<Req>(options: Record<string, unknown>): RefusalFor<
     if (typeof message === 'string') return render(sent, message);
     if (fixedJson !== undefined) return { status: sent, contentType: JSON_TYPE, body: fixedJson };
     const made = (message as (req: Req, decision: Decision) => Awaitable<unknown>)(req, decision);
-    return made instanceof Promise ? made.then((body) => render(sent, body)) : render(sent, made);
+    return isThenable(made) ? Promise.resolve(made).then((body) => render(sent, body)) : render(sent, made);
   };
 }
 

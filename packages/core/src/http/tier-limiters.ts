@@ -1,4 +1,5 @@
 import { fittedRoot, shortHash } from '../derived-namespace.js';
+import { SluiceError } from '../errors.js';
 import { createLimiter, releaseNamespace } from '../limiter.js';
 import { toPolicies } from '../policy.js';
 import type { Limiter, LimiterOptions, PolicyOptions } from '../types.js';
@@ -38,7 +39,7 @@ export function createTierLimiters<Entry>(
   const entryFor = (list: readonly PolicyOptions[]): Entry => {
     const known = byIdentity.get(list);
     if (known !== undefined) return known;
-    const text = JSON.stringify(list);
+    const text = textOf(list);
     let entry = byText.get(text);
     if (entry === undefined) {
       const names = oneCount ? ['limit'] : toPolicies(list).map((policy) => policy.name);
@@ -54,4 +55,17 @@ export function createTierLimiters<Entry>(
   };
   // The tiers' own prefixes claim nothing (see \`claimNamespace\`): only the root's claim is held.
   return { namespace: root, entryFor, release: () => releaseNamespace(placeholder) };
+}
+
+/** A tier's policies as text, the key its limiter is kept by. A list JSON cannot write (a cycle, a BigInt) is no list of policy options. */
+function textOf(list: readonly PolicyOptions[]): string {
+  try {
+    return JSON.stringify(list);
+  } catch (error) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_POLICIES',
+      `[sluice] Policies must be plain options, which these are not: ${(error as Error).message}.`,
+      { cause: error },
+    );
+  }
 }

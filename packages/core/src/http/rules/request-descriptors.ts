@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, invalid, SluiceError } from '../../errors.js';
+import { isThenable } from '../../thenable.js';
 import type { DescriptorEntryLike } from './rule-like.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -140,8 +141,6 @@ export function compileDescriptors<Req>(
   };
   return (req, facts) => {
     const values = readers.map((read) => read(req, facts));
-    return values.some((v) => v instanceof Promise)
-      ? Promise.all(values).then(assemble)
-      : assemble(values as (string | undefined)[]);
+    return values.some(isThenable) ? Promise.all(values).then(assemble) : assemble(values as (string | undefined)[]);
   };
 }
