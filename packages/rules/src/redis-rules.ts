@@ -166,20 +166,13 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
   if (options.channel !== undefined) checkName(options.channel, 'channel');
   // Node runs a timer of more than 2^31 - 1 ms after 1 ms: such a poll would ask Redis a
   // thousand times a second.
-  if (!isTimerMs(pollIntervalMs))
-    invalid(
-      'ERR_SLUICE_INVALID_OPTION',
-      'pollIntervalMs',
-      pollIntervalMs,
-      `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
-    );
-  if (!isTimerMs(readTimeoutMs))
-    invalid(
-      'ERR_SLUICE_INVALID_OPTION',
-      'readTimeoutMs',
-      readTimeoutMs,
-      `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`,
-    );
+  for (const [name, ms] of [
+    ['pollIntervalMs', pollIntervalMs],
+    ['readTimeoutMs', readTimeoutMs],
+  ] as const) {
+    if (!isTimerMs(ms))
+      invalid('ERR_SLUICE_INVALID_OPTION', name, ms, `a whole number of milliseconds from 1 to ${MAX_TIMER_MS}`);
+  }
   // The version of the document last read: a poll compares it and reads the document only
   // when it differs, so a fleet polling a large document sends a digest, not the document.
   let version: string | undefined;
