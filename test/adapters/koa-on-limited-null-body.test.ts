@@ -55,6 +55,7 @@ describe('koa: onLimited setting ctx.body = null', () => {
     const res = await refusedBy({
       onLimited: (ctx) =>
         ({
+          // biome-ignore lint/suspicious/noThenProperty: a thenable is what the test hands over.
           then(resolve: () => void) {
             setImmediate(() => {
               ctx.body = 'slow down';

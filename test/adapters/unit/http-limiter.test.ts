@@ -61,6 +61,7 @@ describe('createHttpLimiter', () => {
 
   // A promise of another library's (a thenable) was read as an object: `limit` failed with
   // ERR_SLUICE_INVALID_LIMIT and `message` sent `{}`, where `key`, `cost` and `policies` await it.
+  // biome-ignore lint/suspicious/noThenProperty: a thenable is what the test hands over.
   const thenable = (value: unknown) => ({ then: (resolve: (v: unknown) => void) => resolve(value) });
   it('awaits a thenable from limit and message functions as from an async one', async () => {
     const limiter = createHttpLimiter(

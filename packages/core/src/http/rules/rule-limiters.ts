@@ -247,7 +247,8 @@ function decideJointly(
     }),
   );
   return verdicts.then((decided) => {
-    if (!passes(decided)) decided.forEach((verdict, i) => charged(verdict) && parts[i]?.part.notCharged());
+    if (!passes(decided))
+      for (const [i, verdict] of decided.entries()) if (charged(verdict)) parts[i]?.part.notCharged();
     return decided;
   });
 }
