@@ -19,3 +19,17 @@ describe('a flag given twice', () => {
     expect(() => parsePublishArgs(args)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION' }));
   });
 });
+
+// ioredis reads a URL's query as client options: `?db=abc` became SELECT NaN (exit 1, blamed on
+// reaching Redis), `?keyPrefix={x}` a client the store refused after connecting.
+it.each(['redis://127.0.0.1:6379/?db=abc', 'redis://127.0.0.1:6379?keyPrefix=%7Bx%7D'])(
+  'sluice serve refuses --redis %s at start-up',
+  (url) => {
+    expect(() => parseServeArgs(['--rules', 'a.yaml', '--redis', url])).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+        message: expect.stringContaining('--redis'),
+      }),
+    );
+  },
+);

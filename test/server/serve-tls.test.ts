@@ -178,12 +178,30 @@ describe('certificates that cannot serve stop start-up', () => {
     expect(output).toContain(mention);
   });
 
-  it('createDecisionServer refuses grpcCredentials that are no ServerCredentials', () => {
+  // `null`, as a loader that found no certificate gives, served plaintext gRPC.
+  it.each([{}, null])('createDecisionServer refuses grpcCredentials %o, which are no ServerCredentials', (given) => {
     const ruleSet = parseRules('domain: d\ndescriptors: []\n');
-    expect(() => createDecisionServer({ rules: ruleSet, grpcCredentials: {} as never })).toThrow(
+    expect(() => createDecisionServer({ rules: ruleSet, grpcCredentials: given as never })).toThrow(
       expect.objectContaining({
         code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
         message: expect.stringContaining('`grpcCredentials`'),
+      }),
+    );
+  });
+
+  // Found by the first rule's limiter, a bad store or clock read as a problem of the rules file.
+  it.each([
+    ['store', { store: {} }],
+    ['store', { store: { name: 'x' } }],
+    ['clock', { clock: () => -1 }],
+  ])('createDecisionServer refuses a bad %s as its own option, not the rules', (option, given) => {
+    const ruleSet = parseRules(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    expect(() => createDecisionServer({ rules: ruleSet, ...given } as never)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+        message: expect.stringContaining(`\`${option}\``),
       }),
     );
   });

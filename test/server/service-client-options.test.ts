@@ -12,6 +12,8 @@ it.each([
   [{ ...good, address: 'http://127.0.0.1:8081' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`address`'],
   [{ ...good, domain: 'd'.repeat(257) }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`domain`'],
   [{ ...good, credentials: {} }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`credentials`'],
+  // A loader that found no certificate: it connected in plaintext.
+  [{ ...good, credentials: null }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`credentials`'],
   [{ ...good, logger: {} }, 'ERR_SLUICE_INVALID_LOGGER', '`logger`'],
   [{ ...good, deadlineMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`deadlineMs`'],
   [{ ...good, maxReconnectBackoffMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`maxReconnectBackoffMs`'],

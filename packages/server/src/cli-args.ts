@@ -147,14 +147,15 @@ function redisTarget(values: Record<string, string | boolean | undefined>): Redi
  * error, and a database that is no number made it send `SELECT NaN`, which crashed the process.
  */
 function checkRedisUrl(url: string): void {
-  const shape = 'a URL such as redis://127.0.0.1:6379, with a database number as its path if any (…/2)';
+  const shape =
+    'a URL such as redis://127.0.0.1:6379, with a database number as its path if any (…/2), and no query: ioredis reads one as client options (?db=, ?keyPrefix=), unchecked';
   let parsed: URL | undefined;
   try {
     parsed = new URL(url);
   } catch {
     invalidOption('--redis', redacted(url), shape);
   }
-  if (!/^rediss?:$/.test(parsed.protocol) || !/^(\/\d*)?$/.test(parsed.pathname))
+  if (!/^rediss?:$/.test(parsed.protocol) || !/^(\/\d*)?$/.test(parsed.pathname) || url.includes('?'))
     invalidOption('--redis', redacted(url), shape);
 }
 

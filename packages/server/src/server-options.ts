@@ -103,10 +103,25 @@ export function positive(value: unknown, option: string, fallback: number): numb
   return value;
 }
 
-/** The store the options name, checked before anything reads it; the memory store when left out. */
+const isEpochMs = (now: unknown): boolean => Number.isSafeInteger(now) && (now as number) >= 0;
+
+/**
+ * The store the options name, checked as a limiter checks it, before anything reads it (a bad
+ * one found by the first rule's limiter would read as a problem of the rules); the memory
+ * store when left out.
+ */
 function storeOf(value: unknown): RateLimitStore {
   if (value === undefined) return createMemoryStore();
-  if (typeof value !== 'object' || value === null)
+  const store = value as Partial<RateLimitStore> | null;
+  if (
+    typeof store !== 'object' ||
+    store === null ||
+    typeof store.consume !== 'function' ||
+    typeof store.reset !== 'function' ||
+    typeof store.refund !== 'function' ||
+    typeof store.name !== 'string' ||
+    store.name === ''
+  )
     invalidOption('store', value, 'a store such as createRedisStore({ client }), or left out for the memory store');
   return value as RateLimitStore;
 }
@@ -121,7 +136,10 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     invalidOption('rules', rules, 'a rule set from parseRules/loadRules, or a watcher from watchRules');
   if (options.host !== undefined && (typeof options.host !== 'string' || options.host === ''))
     invalidOption('host', options.host, 'an address such as "0.0.0.0" or "127.0.0.1"');
-  const grpcCredentials = options.grpcCredentials ?? ServerCredentials.createInsecure();
+  // `undefined` alone means plaintext: a `null` (a loader that found no certificate) is a
+  // mistake, never a quiet fall back to an unencrypted port.
+  const grpcCredentials =
+    options.grpcCredentials === undefined ? ServerCredentials.createInsecure() : options.grpcCredentials;
   if (!(grpcCredentials instanceof ServerCredentials))
     invalidOption(
       'grpcCredentials',
@@ -129,7 +147,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
       'ServerCredentials from @grpc/grpc-js, such as ServerCredentials.createSsl()',
     );
   // Read once here: a clock that gives no whole number (`() => 'now'`) would fail every call.
-  if (options.clock !== undefined && (typeof options.clock !== 'function' || !Number.isSafeInteger(options.clock())))
+  if (options.clock !== undefined && (typeof options.clock !== 'function' || !isEpochMs(options.clock())))
     invalidOption('clock', options.clock, 'a function returning whole epoch milliseconds');
   const { log, failureModeDeny = false } = options;
   if (typeof failureModeDeny !== 'boolean')

@@ -33,7 +33,8 @@ export function checkClientOptions(options: ServiceClientOptions): CheckedClient
   // The service refuses a longer domain in every call (INVALID_ARGUMENT): an outage for good.
   if (typeof domain !== 'string' || domain === '' || domain.length > REQUEST_LIMITS.domainLength)
     invalidOption('domain', domain, `the rules domain to ask under, 1 to ${REQUEST_LIMITS.domainLength} characters`);
-  const given = options.credentials ?? credentials.createInsecure();
+  // `undefined` alone means plaintext: a `null` is a mistake, never a quiet fall back to it.
+  const given = options.credentials === undefined ? credentials.createInsecure() : options.credentials;
   if (!(given instanceof ChannelCredentials))
     invalidOption('credentials', given, 'ChannelCredentials from @grpc/grpc-js, such as credentials.createSsl()');
   if (typeof logger?.warn !== 'function')
