@@ -30,9 +30,14 @@ export function policyOptions(algorithm: AlgorithmName, windowMs = anyWindowMs):
       if (bucket && burst !== undefined) options.burst = burst;
       if ((algorithm === 'leaky-bucket' || algorithm === 'gcra') && maxDelayMs !== undefined)
         options.queue = { maxDelayMs };
+      // Refilled at the rate `limit` per `window` says: `limit` refills' worth of both.
       if (algorithm === 'token-bucket' && refillInterval !== undefined) {
-        options.refillAmount = refillAmount;
-        options.refillInterval = refillInterval;
+        Object.assign(options, {
+          refillAmount,
+          refillInterval,
+          limit: limit * refillAmount,
+          window: limit * refillInterval,
+        });
       }
       return options;
     });

@@ -83,9 +83,16 @@ const cases: ConfigCase[] = [
   // refused as no decision: under the default fail policy every request passed.
   [
     'refill from empty past 2^49 ms',
-    { limit: 1_000_000, window: '1s', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '1000d' },
+    { limit: 1, window: '1000d', algorithm: 'token-bucket', refillAmount: 10_000, refillInterval: '10000000d' },
     'ERR_SLUICE_INVALID_REFILL',
-    ['refillInterval', '"1000d"', '2^49'],
+    ['refillInterval', '"10000000d"', '2^49'],
+  ],
+  // Accepted, it was named and sent as 10 an hour and admitted 3,600 an hour.
+  [
+    'refill at another rate than limit per window',
+    { limit: 10, window: '1h', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '1s' },
+    'ERR_SLUICE_INVALID_REFILL',
+    ['refillInterval', '"1s"', 'limit × refillInterval'],
   ],
   [
     'refill interval 0',

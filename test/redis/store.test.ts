@@ -335,7 +335,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       policies: [
         { name: 'a', limit: 3, window: '300ms', algorithm: 'sliding-window-counter' },
         { name: 'b', limit: 3, window: '400ms', algorithm: 'sliding-window-log' },
-        { name: 'c', limit: 3, window: '200ms', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '100ms' },
+        { name: 'c', limit: 3, window: '300ms', algorithm: 'token-bucket', refillAmount: 1, refillInterval: '100ms' },
         { name: 'd', limit: 3, window: '300ms', algorithm: 'leaky-bucket', queue: { maxDelayMs: 200 } },
       ],
       store,

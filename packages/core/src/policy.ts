@@ -58,6 +58,16 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
     options.burst === undefined ? limit : positiveInteger(options.burst, `${path}.burst`, 'ERR_SLUICE_INVALID_BURST');
   const maxDelayMs = queueDelay(options.queue, algorithm, `${path}.queue`);
   const [refillAmount, refillIntervalMs] = refill(options, algorithm, limit, path);
+  // The policy's name and its RateLimit fields say `limit` per `window`: a refill at another
+  // rate would admit what they do not say (10 an hour refilled 1 a second admits 3,600 an hour).
+  if (refillIntervalMs > 0 && refillAmount * windowMs !== limit * refillIntervalMs) {
+    invalid(
+      'ERR_SLUICE_INVALID_REFILL',
+      `${path}.refillInterval`,
+      options.refillInterval,
+      `at the rate limit per window says: refillAmount × window equal to limit × refillInterval (${refillAmount} × ${windowMs} ms is not ${limit} × ${refillIntervalMs} ms)`,
+    );
+  }
   // Each product kept exact in a double, named by the option that makes it too large.
   if (limit * windowMs > MAX_UNITS) {
     invalid(
@@ -203,10 +213,11 @@ function queueDelay(queue: PolicyOptions['queue'], algorithm: AlgorithmName, opt
 function refill(options: PolicyOptions, algorithm: AlgorithmName, limit: number, path: string): [number, number] {
   if (options.refillAmount === undefined && options.refillInterval === undefined) return [0, 0];
   if (algorithm !== 'token-bucket') {
+    const given = options.refillInterval === undefined ? 'refillAmount' : 'refillInterval';
     invalid(
       'ERR_SLUICE_INVALID_REFILL',
-      `${path}.refillInterval`,
-      options.refillInterval ?? options.refillAmount,
+      `${path}.${given}`,
+      options[given],
       'left out: interval refill needs algorithm token-bucket',
     );
   }

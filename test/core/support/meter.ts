@@ -112,7 +112,14 @@ export function policyArb(variant: Variant): fc.Arbitrary<Policy> {
       const isBucket = algorithm === 'token-bucket' || algorithm === 'leaky-bucket' || algorithm === 'gcra';
       if (isBucket && burst !== undefined) options.burst = burst;
       if (mode === 'queue') options.queue = { maxDelayMs };
-      if (mode === 'interval') Object.assign(options, { refillAmount, refillInterval });
+      // Refilled at the rate `limit` per `window` says: `limit` refills' worth of both.
+      if (mode === 'interval')
+        Object.assign(options, {
+          refillAmount,
+          refillInterval,
+          limit: limit * refillAmount,
+          window: limit * refillInterval,
+        });
       return policyOf(options);
     });
 }
