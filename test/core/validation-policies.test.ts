@@ -49,6 +49,9 @@ const cases: ConfigCase[] = [
     ['queue', 'an object'],
   ],
   ['queue not an object', { ...base, algorithm: 'gcra', queue: 100 }, 'ERR_SLUICE_INVALID_QUEUE', ['queue', '100']],
+  // Both read as a `maxDelayMs` left out: ERR_SLUICE_INVALID_DURATION, where `queue` is the mistake.
+  ['queue an empty object', { ...base, algorithm: 'gcra', queue: {} }, 'ERR_SLUICE_INVALID_QUEUE', ['queue']],
+  ['queue a list', { ...base, algorithm: 'gcra', queue: [] }, 'ERR_SLUICE_INVALID_QUEUE', ['queue']],
   [
     'queue misspelt key',
     { ...base, algorithm: 'gcra', queue: { maxDelay: 100 } },

@@ -268,3 +268,12 @@ describe('traffic generators', () => {
     expect(heavyTailed({ clients: MAX_CLIENTS, ratePerSecond: 10, duration: '1s' }).length).toBeGreaterThan(0);
   });
 });
+
+// `undefined` alone means the default: a `null` was read as 0 and 1.
+describe('a null startMs or seed', () => {
+  it.each([{ startMs: null }, { seed: null }])('%o is refused, not read as the default', (given) => {
+    expect(() => steady({ ratePerSecond: 5, duration: '10s', ...(given as object) })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
+    );
+  });
+});

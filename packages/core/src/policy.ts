@@ -194,7 +194,13 @@ function queueDelay(queue: PolicyOptions['queue'], algorithm: AlgorithmName, opt
   if (!queueAlgorithms.has(algorithm)) {
     invalid('ERR_SLUICE_INVALID_QUEUE', option, queue, 'left out: queue mode needs algorithm leaky-bucket or gcra');
   }
-  if (typeof queue !== 'object' || queue === null || Object.keys(queue).some((k) => k !== 'maxDelayMs')) {
+  if (
+    typeof queue !== 'object' ||
+    queue === null ||
+    Array.isArray(queue) ||
+    !('maxDelayMs' in queue) ||
+    Object.keys(queue).some((k) => k !== 'maxDelayMs')
+  ) {
     invalid('ERR_SLUICE_INVALID_QUEUE', option, queue, "an object `{ maxDelayMs }` such as `{ maxDelayMs: '2s' }`");
   }
   const maxDelayMs = toMs(queue.maxDelayMs, `${option}.maxDelayMs`);

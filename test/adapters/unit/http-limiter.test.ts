@@ -7,6 +7,7 @@ import {
   UNKNOWN_IP_KEY,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
+import { parseRules } from '@sluice/rules';
 import { describe, expect, it } from 'vitest';
 import { clockAt, collectingLogger } from '../helpers.js';
 import { type FakeRequest, fakeBinding } from './fake-binding.js';
@@ -89,6 +90,21 @@ describe('createHttpLimiter', () => {
   it('rejects policies JSON cannot write (a BigInt) with a code, not a bare TypeError', async () => {
     const limiter = createHttpLimiter({ policies: () => [{ limit: 10n, window: '1m' }] as never }, binding);
     await expect(limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_POLICIES' });
+  });
+
+  // `undefined` alone means the default: a `null` was read as it, the ban's window as its
+  // duration and the rules' domain as their only one.
+  it('refuses null for a ban window or a rules domain, where left out takes the default', () => {
+    const ban = { after: 2, duration: '1h', window: null };
+    expect(() => createHttpLimiter({ limit: 1, window: '1m', ban } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION', message: expect.stringContaining('ban.window') }),
+    );
+    const rules = parseRules(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    expect(() => createHttpLimiter({ rules, domain: null } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('domain') }),
+    );
   });
 
   it('reuses one limiter for equal tiers returned as fresh objects', async () => {

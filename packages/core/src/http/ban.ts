@@ -53,7 +53,8 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
   if (status !== 403 && status !== 429) invalid('ERR_SLUICE_INVALID_OPTION', 'ban.status', status, '403 or 429');
   if (duration === undefined) invalid('ERR_SLUICE_INVALID_OPTION', 'ban.duration', duration, 'a duration');
   const durationMs = toMs(duration as Duration, 'ban.duration');
-  const windowMs = toMs((options.window ?? duration) as Duration, 'ban.window');
+  // `undefined` alone means the default: a `null` is a mistake to report, as for `status`.
+  const windowMs = toMs((options.window === undefined ? duration : options.window) as Duration, 'ban.window');
   const shared = { ...base };
   for (const name of POLICY_OPTION_NAMES) delete shared[name];
   const make = (suffix: string, policy: Record<string, unknown>): Limiter =>

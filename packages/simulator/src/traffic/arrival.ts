@@ -158,11 +158,12 @@ export const SPAN_OPTIONS = ['duration', 'startMs', 'seed'] as const;
 
 /** The window [startMs, endMs) and the seed of a generator's options. */
 export function span(options: GeneratorOptions): { startMs: number; endMs: number; seed: number } {
-  const startMs = options.startMs ?? 0;
+  // `undefined` alone means the default: a `null` is reported, not read as 0.
+  const startMs = options.startMs === undefined ? 0 : options.startMs;
   if (!Number.isSafeInteger(startMs) || startMs < 0) {
     throw trafficError(`Traffic option \`startMs\` must be a whole number ≥ 0; received ${String(startMs)}.`);
   }
-  const seed = options.seed ?? 1;
+  const seed = options.seed === undefined ? 1 : options.seed;
   if (!Number.isSafeInteger(seed) || seed < 0) {
     throw trafficError(
       `Traffic option \`seed\` must be a whole number from 0 to Number.MAX_SAFE_INTEGER; received ${describe(seed)}.`,

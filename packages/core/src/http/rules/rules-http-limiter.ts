@@ -50,7 +50,7 @@ export function createRulesHttpLimiter<Req, Res>(
   checkKnownOptions(options, [...RULES_OPTION_NAMES, ...extraOptionNames]);
   const current = currentOf(options.rules);
   const domains = current().domains;
-  const domain = options.domain ?? (domains.length === 1 ? domains[0] : undefined);
+  const domain = options.domain === undefined ? (domains.length === 1 ? domains[0] : undefined) : options.domain;
   if (typeof domain !== 'string' || domain === '') {
     invalid(
       'ERR_SLUICE_INVALID_OPTION',
