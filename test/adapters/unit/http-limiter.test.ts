@@ -107,6 +107,20 @@ describe('createHttpLimiter', () => {
     );
   });
 
+  // Refused as unknown options: `rules: undefined` beside policies (the mode not chosen), and
+  // in rules mode options it does not take, which exist.
+  it('takes rules options left undefined beside policies, and names what rules mode does not take', () => {
+    expect(() =>
+      createHttpLimiter({ limit: 1, window: '1m', rules: undefined, domain: undefined } as never, binding),
+    ).not.toThrow();
+    const rules = parseRules(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    expect(() => createHttpLimiter({ rules, ban: { after: 1, duration: '1h' } } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS', message: expect.stringContaining('`ban`') }),
+    );
+  });
+
   it('reuses one limiter for equal tiers returned as fresh objects', async () => {
     const options: HttpLimiterOptions<TieredRequest> = {
       policies: () => [{ name: 'tier', limit: 1, window: '1m' }],

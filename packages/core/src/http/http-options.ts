@@ -91,6 +91,9 @@ const HTTP_ONLY_OPTIONS = [
 /** Every option name an adapter accepts, for the unknown-option check and its suggestions. */
 export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
 
+/** Options only rules mode takes. */
+const RULES_ONLY_OPTIONS = ['rules', 'domain', 'descriptors', 'fields'];
+
 export interface CheckedHttpOptions<Req> {
   key: ((req: Req) => Awaitable<string | number>) | undefined;
   cost: number | ((req: Req) => Awaitable<number>);
@@ -148,7 +151,12 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
       "[sluice] `rateLimit` was given a request instead of options: it was mounted without being called. Mount the middleware it returns: `app.use(rateLimit({ limit: 100, window: '1m' }))`.",
     );
   }
-  checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...extraNames]);
+  // Rules mode's own options left undefined (`rules: config.rules`, unset) are no mistake: they
+  // are the options of the mode not chosen.
+  const unset = RULES_ONLY_OPTIONS.filter(
+    (name) => name in options && (options as Record<string, unknown>)[name] === undefined,
+  );
+  checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...unset, ...extraNames]);
   const all = options as Record<string, unknown>;
   checkHandlers(all, ['key', 'skip', 'onLimited']);
   const cost = checkCost(all.cost);
@@ -173,7 +181,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
       `[sluice] Option \`${stray}\` cannot be given with \`policies\`; put it in the policies the function returns.`,
     );
   }
-  const excluded = new Set<string>([...HTTP_ONLY_OPTIONS, ...extraNames]);
+  const excluded = new Set<string>([...HTTP_ONLY_OPTIONS, ...RULES_ONLY_OPTIONS, ...extraNames]);
   if (policiesFor !== undefined) for (const name of [...POLICY_OPTION_NAMES, 'policies']) excluded.add(name);
   const limiterOptions: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(all)) if (!excluded.has(name)) limiterOptions[name] = value;

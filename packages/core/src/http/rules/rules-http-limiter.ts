@@ -26,6 +26,17 @@ import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from 
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 
+/** HTTP options a limiter of policies takes and rules mode does not: named as such, not as unknown. */
+const RULES_MODE_LACKS = [
+  'ban',
+  'allowList',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'onExceeding',
+  'onExceeded',
+];
+
 /**
  * The HTTP semantics with `rules` in place of `policies`: the request's descriptors (see
  * `compileDescriptors`) are matched against the rule set in force; every matched rule decides
@@ -45,6 +56,13 @@ export function createRulesHttpLimiter<Req, Res>(
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
       `[sluice] Option \`${clash}\` cannot be combined with \`rules\`: the rules give the limits, and the request's descriptors the keys.`,
+    );
+  }
+  const notTaken = RULES_MODE_LACKS.find((name) => options[name] !== undefined);
+  if (notTaken !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`${notTaken}\` is not taken with \`rules\`, which count by rule: give it to a limiter of policies instead.`,
     );
   }
   checkKnownOptions(options, [...RULES_OPTION_NAMES, ...extraOptionNames]);
