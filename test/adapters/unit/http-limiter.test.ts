@@ -121,6 +121,20 @@ describe('createHttpLimiter', () => {
     );
   });
 
+  // Both were reported as options the user never wrote: `policies[0].window` of the ban's own
+  // limiters, and a `policies` function for a `limit` one.
+  it('names the ban, or the limit function, in an error about their figures', async () => {
+    expect(() =>
+      createHttpLimiter({ limit: 1, window: '1m', ban: { after: 2 ** 49, duration: '1s' } }, binding),
+    ).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining('Option `ban` ') }),
+    );
+    const limiter = createHttpLimiter({ limit: () => 2 ** 40, window: '1d' }, binding);
+    await expect(limiter.handle(from('1.2.3.4'), {})).rejects.toMatchObject({
+      message: expect.stringContaining('Your `limit` function returned a limit'),
+    });
+  });
+
   it('reuses one limiter for equal tiers returned as fresh objects', async () => {
     const options: HttpLimiterOptions<TieredRequest> = {
       policies: () => [{ name: 'tier', limit: 1, window: '1m' }],

@@ -4,6 +4,7 @@ import { toMs } from '../duration.js';
 import { invalid, SluiceError } from '../errors.js';
 import { POLICY_OPTION_NAMES } from '../known-options.js';
 import { createLimiter } from '../limiter.js';
+import { MAX_UNITS } from '../policy.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
 
 /**
@@ -55,6 +56,16 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
   const durationMs = toMs(duration as Duration, 'ban.duration');
   // `undefined` alone means the default: a `null` is a mistake to report, as for `status`.
   const windowMs = toMs((options.window === undefined ? duration : options.window) as Duration, 'ban.window');
+  // The ban's own limiters would refuse these as their policies' figures, named as options the
+  // user never wrote: each is named here as the ban's.
+  if (durationMs > MAX_UNITS) invalid('ERR_SLUICE_INVALID_OPTION', 'ban.duration', duration, 'at most 2^49 ms');
+  if ((after + 1) * windowMs > MAX_UNITS)
+    invalid(
+      'ERR_SLUICE_INVALID_OPTION',
+      'ban',
+      value,
+      `an \`after\` and a \`window\` small enough that (after + 1) × window stays at most 2^49; ${after + 1} × ${windowMs} ms is too large`,
+    );
   const shared = { ...base };
   for (const name of POLICY_OPTION_NAMES) delete shared[name];
   const make = (suffix: string, policy: Record<string, unknown>): Limiter =>

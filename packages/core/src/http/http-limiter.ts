@@ -190,7 +190,11 @@ export function createHttpLimiter<Req, Res>(
     const entry =
       tiers === undefined
         ? (fixedEntry as Entry)
-        : tierFromUser(await (policiesFor as PoliciesFor<Req>)(req, clientKey), tiers.entryFor);
+        : tierFromUser(
+            await (policiesFor as PoliciesFor<Req>)(req, clientKey),
+            tiers.entryFor,
+            checked.limitVaries ? 'limit' : 'policies',
+          );
     const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
     const decision = await entry.consume(clientKey, units, true);
     return finish(entry, decision, req, res, request, clientKey, units);

@@ -52,7 +52,11 @@ export function skipsFromUser(value: unknown, name: 'skip' | 'allowList', warn: 
  * The limiter for what a `policies` function returned. A tier missing from a lookup such as
  * `tiers[plan]` gives `undefined`, which would otherwise be reported against option `policies`.
  */
-export function tierFromUser<Entry>(value: unknown, entryFor: (list: readonly PolicyOptions[]) => Entry): Entry {
+export function tierFromUser<Entry>(
+  value: unknown,
+  entryFor: (list: readonly PolicyOptions[]) => Entry,
+  source: 'policies' | 'limit' = 'policies',
+): Entry {
   if (!Array.isArray(value) || value.length === 0) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_POLICIES',
@@ -66,7 +70,7 @@ export function tierFromUser<Entry>(value: unknown, entryFor: (list: readonly Po
     const reason = error.message.replace(/^\[sluice\] /, '');
     throw new SluiceError(
       error.code,
-      `[sluice] Your \`policies\` function returned policies that are not valid for this request: ${reason}`,
+      `[sluice] Your \`${source}\` function returned ${source === 'limit' ? 'a limit that is' : 'policies that are'} not valid for this request: ${reason}`,
       { cause: error },
     );
   }
