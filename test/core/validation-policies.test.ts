@@ -150,6 +150,17 @@ const cases: ConfigCase[] = [
     'ERR_SLUICE_UNKNOWN_OPTION',
     ['`windowMs`', 'did you mean `window`'],
   ],
+  // Inside `policies` only the first was named, and with no hint.
+  [
+    "a policy's peer names and typos, all at once",
+    { policies: [{ max: 10, windowMs: 60_000, brust: 3 }] },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    [
+      '`policies[0].max` (did you mean `limit`?)',
+      '`policies[0].windowMs` (did you mean `window`?)',
+      '`policies[0].brust` (did you mean `burst`?)',
+    ],
+  ],
 ];
 
 describe('bad policy options throw at construction with a stable code, naming the option and the value', () => {

@@ -56,15 +56,18 @@ export function checkKnownOptions(
   options: object,
   known: readonly string[] = LIMITER_OPTION_NAMES,
   hints: Readonly<Record<string, string>> = PEER_OPTION_NAMES,
+  /** Where `options` sit (`policies[0]`), for a nested object's names. */
+  path?: string,
 ): void {
-  refuseInherited(options, known, (key) => key);
+  const named = (key: string) => (path === undefined ? key : `${path}.${key}`);
+  refuseInherited(options, known, named);
   const unknown = Object.keys(options).filter((name) => !known.includes(name));
   if (unknown.length === 0) return;
   const described = unknown.map((name) => {
     // Own names only: `__proto__` or `constructor`, as a JSON config may hold them, would
     // otherwise read the object's prototype as a peer's option.
     const hint = Object.hasOwn(hints, name) ? hints[name] : quoted(closestName(name, known));
-    return { name, hint };
+    return { name: named(name), hint };
   });
   if (described.length === 1) {
     const { name, hint } = described[0] as { name: string; hint: string | undefined };

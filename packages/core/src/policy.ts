@@ -1,7 +1,8 @@
 import { algorithmNames } from './algorithms/index.js';
 import { formatMs, toMs } from './duration.js';
 import { describe, invalid, SluiceError } from './errors.js';
-import { POLICY_OPTION_NAMES, refuseInherited } from './known-options.js';
+import { checkKnownOptions, POLICY_OPTION_NAMES } from './known-options.js';
+import { PEER_OPTION_NAMES } from './peer-option-names.js';
 import { internalized } from './shared-text.js';
 import { MAX_TIMER_MS } from './timer.js';
 import type { AlgorithmName, Policy, PolicyOptions } from './types.js';
@@ -16,7 +17,6 @@ const codes: Record<AlgorithmName, string> = {
   'sliding-window-log': 'sl',
   'sliding-window-counter': 'sc',
 };
-const policyKeys: ReadonlySet<string> = new Set(POLICY_OPTION_NAMES);
 const namePattern = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
@@ -33,12 +33,8 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
   if (typeof options !== 'object' || options === null) {
     invalid('ERR_SLUICE_INVALID_POLICIES', path, options, 'an object with `limit` and `window`');
   }
-  refuseInherited(options, policyKeys, (key) => `${path}.${key}`);
-  for (const key of Object.keys(options)) {
-    if (!policyKeys.has(key)) {
-      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown policy option \`${path}.${key}\`.`);
-    }
-  }
+  // Every unknown name at once, each with sluice's name for a peer's (`max`: `limit`) or the closest.
+  checkKnownOptions(options, POLICY_OPTION_NAMES, PEER_OPTION_NAMES, path);
   const algorithm = options.algorithm === undefined ? DEFAULT_ALGORITHM : options.algorithm;
   if (!algorithmNames.includes(algorithm)) {
     invalid('ERR_SLUICE_UNKNOWN_ALGORITHM', `${path}.algorithm`, algorithm, `one of ${algorithmNames.join(', ')}`);
