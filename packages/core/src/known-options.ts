@@ -52,6 +52,9 @@ const inheritedMessage = (what: string, name: string): string =>
  * with a suggestion: sluice's name for a peer library's option (`hints`, for a limiter's
  * options), or the closest known name.
  */
+/** For a nested object's names, where the peers' top-level names would mislead: the closest known name is the hint. */
+export const NO_PEER_NAMES: Readonly<Record<string, string>> = {};
+
 export function checkKnownOptions(
   options: object,
   known: readonly string[] = LIMITER_OPTION_NAMES,

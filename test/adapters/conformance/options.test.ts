@@ -74,6 +74,19 @@ const cases: [string, Record<string, unknown>, string, RegExp][] = [
     'ERR_SLUICE_UNKNOWN_OPTION',
     /`timeWindow` \(did you mean `window`\?\), `id` \(did you mean `key`\?\), `groupId` \(did you mean `prefix`/,
   ],
+  // Named without a hint, the first alone.
+  [
+    'a typo inside headers',
+    { limit: 5, window: '1m', headers: { standrad: 'draft-7' } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    /Unknown option `headers\.standrad`; did you mean `standard`\?/,
+  ],
+  [
+    'typos inside ban, all at once',
+    { limit: 5, window: '1m', ban: { after: 1, duratoin: '1h', windo: '1m' } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    /`ban\.duratoin` \(did you mean `duration`\?\), `ban\.windo` \(did you mean `window`\?\)/,
+  ],
   [
     'a statusCode that is no error',
     { limit: 5, window: '1m', statusCode: 200 },

@@ -1,8 +1,8 @@
 import { fittedRoot } from '../derived-namespace.js';
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
-import { invalid, SluiceError } from '../errors.js';
-import { POLICY_OPTION_NAMES } from '../known-options.js';
+import { invalid } from '../errors.js';
+import { checkKnownOptions, NO_PEER_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
 import { createLimiter } from '../limiter.js';
 import { MAX_UNITS } from '../policy.js';
 import type { Decision, Limiter, LimiterOptions } from '../types.js';
@@ -44,9 +44,7 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
     invalid('ERR_SLUICE_INVALID_OPTION', 'ban', value, "an object such as `{ after: 10, duration: '15m' }`");
   }
   const options = value as Record<string, unknown>;
-  const stray = Object.keys(options).find((name) => !NAMES.includes(name));
-  if (stray !== undefined)
-    throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown option \`ban.${stray}\`.`);
+  checkKnownOptions(options, NAMES, NO_PEER_NAMES, 'ban');
   const { after, duration, status = 403 } = options;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) {
     invalid('ERR_SLUICE_INVALID_OPTION', 'ban.after', after, 'a whole number of refusals ≥ 0');

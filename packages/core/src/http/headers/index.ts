@@ -1,4 +1,5 @@
-import { invalid, SluiceError } from '../../errors.js';
+import { invalid } from '../../errors.js';
+import { checkKnownOptions, NO_PEER_NAMES } from '../../known-options.js';
 import type { Decision, Policy } from '../../types.js';
 import type { WarnOnce } from '../warnings.js';
 import { draft6Fields } from './draft-6.js';
@@ -76,11 +77,7 @@ function checkedHeaders(value: unknown): ResolvedHeaders {
       "an object such as `{ standard: 'draft-11', legacy: false }`",
     );
   }
-  for (const key of Object.keys(value)) {
-    if (key !== 'standard' && key !== 'legacy') {
-      throw new SluiceError('ERR_SLUICE_UNKNOWN_OPTION', `[sluice] Unknown option \`headers.${key}\`.`);
-    }
-  }
+  checkKnownOptions(value, ['standard', 'legacy'], NO_PEER_NAMES, 'headers');
   const { standard = 'draft-11', legacy = false } = value as HeadersOptions;
   if (!standards.includes(standard)) {
     invalid(
