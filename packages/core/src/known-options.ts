@@ -46,15 +46,15 @@ export function refuseInherited(options: object, known: Iterable<string>, option
 const inheritedMessage = (what: string, name: string): string =>
   `${what} \`${name}\` is inherited, not the options object's own: give it as an own property.`;
 
+/** For a nested object's names, where the peers' top-level names would mislead: the closest known name is the hint. */
+export const NO_PEER_NAMES: Readonly<Record<string, string>> = {};
+
 /**
  * A misspelt option (`windowMs`, `max`) would otherwise be ignored and the limiter would
  * silently run on defaults, so unknown names fail at start-up, all of them in one error, each
  * with a suggestion: sluice's name for a peer library's option (`hints`, for a limiter's
  * options), or the closest known name.
  */
-/** For a nested object's names, where the peers' top-level names would mislead: the closest known name is the hint. */
-export const NO_PEER_NAMES: Readonly<Record<string, string>> = {};
-
 export function checkKnownOptions(
   options: object,
   known: readonly string[] = LIMITER_OPTION_NAMES,

@@ -37,14 +37,7 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
   if (typeof logger?.warn !== 'function')
     invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
   const store = options.store === undefined ? defaultMemoryStore() : options.store;
-  if (
-    typeof store?.consume !== 'function' ||
-    typeof store.reset !== 'function' ||
-    typeof store.refund !== 'function' ||
-    // Every log line and error about the store names it.
-    typeof store.name !== 'string' ||
-    store.name === ''
-  ) {
+  if (!isRateLimitStore(store)) {
     invalid(
       'ERR_SLUICE_INVALID_STORE',
       'store',
@@ -54,6 +47,27 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
   }
   return { clock, onStoreError, timeoutMs, logger: quietLogger(logger), store };
 }
+
+/**
+ * Whether `value` is a store a limiter can use: a `name` and the methods `consume`, `reset` and
+ * `refund`. For the decision service too, which checks its store before any rule's limiter does.
+ *
+ * @internal
+ */
+export function isRateLimitStore(value: unknown): value is RateLimitStore {
+  const store = value as Partial<RateLimitStore> | null | undefined;
+  return (
+    typeof store?.consume === 'function' &&
+    typeof store.reset === 'function' &&
+    typeof store.refund === 'function' &&
+    // Every log line and error about the store names it.
+    typeof store.name === 'string' &&
+    store.name !== ''
+  );
+}
+
+/** Whether a clock's reading is whole epoch milliseconds. @internal */
+export const isEpochMs = (now: unknown): now is number => Number.isSafeInteger(now) && (now as number) >= 0;
 
 /**
  * The clock, read once here, so one that returns fractions, NaN or text fails at start-up; a
@@ -68,7 +82,7 @@ function checkedClock(clock: unknown): (() => number) | undefined {
   const read = clock as () => unknown;
   const checked = (): number => {
     const now = read();
-    if (typeof now !== 'number' || !Number.isSafeInteger(now) || now < 0) {
+    if (!isEpochMs(now)) {
       throw new SluiceError(
         'ERR_SLUICE_INVALID_CLOCK',
         `[sluice] Option \`clock\` must return whole epoch milliseconds; it returned ${describe(now)}.`,

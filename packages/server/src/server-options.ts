@@ -3,6 +3,8 @@ import {
   checkHeaders,
   checkKnownOptions,
   type HeadersOptions,
+  isEpochMs,
+  isRateLimitStore,
   isTimerMs,
   MAX_TIMER_MS,
   type RateLimitStore,
@@ -103,8 +105,6 @@ export function positive(value: unknown, option: string, fallback: number): numb
   return value;
 }
 
-const isEpochMs = (now: unknown): boolean => Number.isSafeInteger(now) && (now as number) >= 0;
-
 /**
  * The store the options name, checked as a limiter checks it, before anything reads it (a bad
  * one found by the first rule's limiter would read as a problem of the rules); the memory
@@ -112,18 +112,9 @@ const isEpochMs = (now: unknown): boolean => Number.isSafeInteger(now) && (now a
  */
 function storeOf(value: unknown): RateLimitStore {
   if (value === undefined) return createMemoryStore();
-  const store = value as Partial<RateLimitStore> | null;
-  if (
-    typeof store !== 'object' ||
-    store === null ||
-    typeof store.consume !== 'function' ||
-    typeof store.reset !== 'function' ||
-    typeof store.refund !== 'function' ||
-    typeof store.name !== 'string' ||
-    store.name === ''
-  )
+  if (!isRateLimitStore(value))
     invalidOption('store', value, 'a store such as createRedisStore({ client }), or left out for the memory store');
-  return value as RateLimitStore;
+  return value;
 }
 
 /** Validates `createDecisionServer`'s options at construction (SPEC: bad config fails at start-up). */
