@@ -63,10 +63,16 @@ const cases: ConfigCase[] = [
     ['throttle.load', '0.5'],
   ],
   [
-    'an option of another mode',
+    'an option of another mode, with that mode as the hint',
     { ...base, throttle: { mode: 'hard', overagePercent: 5 } },
     'ERR_SLUICE_UNKNOWN_OPTION',
-    ['throttle.overagePercent'],
+    ['`throttle.overagePercent`', "did you mean `mode: 'soft'`"],
+  ],
+  [
+    "every unknown throttle option at once, each with its hint (a typo's closest name)",
+    { ...base, throttle: { mode: 'elastic', maxOveragePercent: 10, overagePercent: 5, lod: () => 0 } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ["`throttle.overagePercent` (did you mean `mode: 'soft'`?)", '`throttle.lod` (did you mean `load`?)'],
   ],
   ['store not a store', { ...base, store: {} }, 'ERR_SLUICE_INVALID_STORE', ['store', 'an object']],
   ['a store without a name', { ...base, store: { ...nameless } }, 'ERR_SLUICE_INVALID_STORE', ['store', 'a `name`']],

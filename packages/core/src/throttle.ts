@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import { describe, invalid, SluiceError } from './errors.js';
-import { refuseInherited } from './known-options.js';
+import { invalid } from './errors.js';
+import { checkKnownOptions, refuseInherited } from './known-options.js';
 import type { Policy, Throttle } from './types.js';
 
 const MAX_OVERAGE_PERCENT = 1000;
@@ -17,6 +17,14 @@ const allowedOptions = new Map([
 
 /** Every mode's options together. */
 const throttleKeys = new Set([...allowedOptions.values()].flat());
+
+/**
+ * The hint for an option of another mode: that mode, which is what a user who wrote
+ * `overagePercent` beside `mode: 'hard'` most likely meant to change.
+ */
+const modeTaking: Readonly<Record<string, string>> = Object.fromEntries(
+  [...allowedOptions].flatMap(([mode, keys]) => keys.map((key) => [key, `\`mode: '${mode}'\``])),
+);
 
 /** Validates `throttle`; defaults to hard limiting. */
 export function toThrottle(value: unknown): Throttle {
@@ -35,13 +43,7 @@ export function toThrottle(value: unknown): Throttle {
   const keys = typeof throttle.mode === 'string' ? allowedOptions.get(throttle.mode) : undefined;
   if (keys === undefined)
     invalid('ERR_SLUICE_INVALID_THROTTLE', 'throttle.mode', throttle.mode, "'hard', 'soft', 'elastic' or 'shadow'");
-  for (const key of Object.keys(throttle)) {
-    if (!keys.includes(key))
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown option \`throttle.${key}\` for mode ${describe(throttle.mode)}.`,
-      );
-  }
+  checkKnownOptions(throttle, keys, modeTaking, 'throttle');
   if (throttle.mode === 'soft') percent(throttle.overagePercent, 'throttle.overagePercent');
   if (throttle.mode === 'elastic') {
     percent(throttle.maxOveragePercent, 'throttle.maxOveragePercent');
