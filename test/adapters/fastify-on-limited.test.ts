@@ -10,9 +10,9 @@ describe('fastify: a refusal answered by onLimited', () => {
   afterEach(() => app.close());
 
   /** An app whose one route counts the requests its handler served; its second request is refused. */
-  async function refusedBy(onLimited: OnLimited) {
+  async function refusedBy(onLimited: OnLimited, logLines: string[] = []) {
     let served = 0;
-    app = Fastify();
+    app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => logLines.push(line) } } });
     await app.register(rateLimitPlugin, { ...base, clock: clockAt(0), onLimited });
     app.post('/login', async () => {
       served++;
@@ -53,4 +53,32 @@ describe('fastify: a refusal answered by onLimited', () => {
     expect(served).toBe(1);
     expect([res.statusCode, res.body]).toEqual([418, 'teapot']);
   });
+
+  it.each([
+    [
+      'at once',
+      ((_request, reply) => {
+        reply.code(418).send('teapot');
+        throw new Error('failed after sending');
+      }) as OnLimited,
+    ],
+    [
+      'later',
+      (async (_request, reply) => {
+        reply.code(418).send('teapot');
+        await Promise.resolve();
+        throw new Error('failed after sending');
+      }) as OnLimited,
+    ],
+  ])(
+    'logs what onLimited throws %s after sending, as Fastify logs a handler that does (it was dropped unseen)',
+    async (_, onLimited) => {
+      const logLines: string[] = [];
+      const { res, served } = await refusedBy(onLimited, logLines);
+      expect(served).toBe(1);
+      expect([res.statusCode, res.body]).toEqual([418, 'teapot']);
+      const logged = logLines.map((line) => JSON.parse(line));
+      expect(logged).toMatchObject([{ level: 50, err: { message: 'failed after sending' } }]);
+    },
+  );
 });

@@ -70,10 +70,15 @@ export function createRateLimitHook(
       // is the body; the checks on the reply are Fastify's own (`wrap-thenable.js`). The reply
       // has the refusal's status (429, 503, or a ban's) before it runs, as in Koa, so a body it
       // sends without one is not a 200 OK; what it throws, at once or later, is answered under
-      // the status the reply had.
+      // the status the reply had. Once it sent a reply Fastify would drop the error unseen (a
+      // hook's error after a reply is not handled), so it is logged as Fastify logs a handler's.
       const { decision } = outcome;
       const { statusCode } = reply;
       const failed = (error: Error): void => {
+        if (reply.sent) {
+          reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
+          return;
+        }
         reply.code(statusCode);
         done(error);
       };
