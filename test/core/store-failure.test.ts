@@ -155,6 +155,64 @@ describe('warning flood: one warning per outage, not per failure', () => {
   });
 });
 
+describe("one store's outage, told once to each logger, whatever the number of limiters on it", () => {
+  /** Limiters on one flaky store, each with the logger and fail policy it is given. */
+  function limitersOn(settings: readonly { logger: { warn(message: string): void }; onStoreError: OnStoreError }[]) {
+    const { store, state } = flakyStore();
+    const limiters = settings.map(({ logger, onStoreError }, i) =>
+      createLimiter({ limit: 2, window: '1m', prefix: `route-${i}`, store, onStoreError, logger, clock: () => 0 }),
+    );
+    return { limiters, state };
+  }
+  const recording = () => {
+    const lines: string[] = [];
+    return { lines, warn: (message: string) => lines.push(message.match(/WRN_SLUICE_\w+/)?.[0] ?? message) };
+  };
+
+  it('fifty limiters on one store log its outage once and its recovery once (they logged fifty of each)', async () => {
+    const logger = recording();
+    const { limiters, state } = limitersOn(Array.from({ length: 50 }, () => ({ logger, onStoreError: 'deny' })));
+    state.mode = 'rejects';
+    for (const limiter of limiters) expect((await limiter.consume('k')).reason).toBe('store-unavailable');
+    state.mode = 'up';
+    await vi.advanceTimersByTimeAsync(OUTAGE_QUIET_MS);
+    for (const limiter of limiters) expect((await limiter.consume('k')).allowed).toBe(true);
+    expect(logger.lines).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE', 'WRN_SLUICE_STORE_RECOVERED']);
+    // Over, it is over for all of them: the next failure, of any limiter, is a new outage.
+    state.mode = 'rejects';
+    await limiters[7]?.consume('k');
+    expect(logger.lines.at(-1)).toBe('WRN_SLUICE_STORE_UNAVAILABLE');
+  });
+
+  it('a limiter failing while another answers keeps the outage open: no recovery is logged in between', async () => {
+    const logger = recording();
+    const { limiters, state } = limitersOn([
+      { logger, onStoreError: 'allow' },
+      { logger, onStoreError: 'allow' },
+    ]);
+    for (let i = 0; i < 100; i++) {
+      state.mode = i % 2 === 0 ? 'rejects' : 'up';
+      await limiters[i % 2]?.consume(`k${i}`);
+      await vi.advanceTimersByTimeAsync(100);
+    }
+    expect(logger.lines).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+  });
+
+  it('another logger, or another fail policy, hears of the outage in its own words', async () => {
+    const first = recording();
+    const second = recording();
+    const { limiters, state } = limitersOn([
+      { logger: first, onStoreError: 'allow' },
+      { logger: second, onStoreError: 'allow' },
+      { logger: first, onStoreError: 'deny' },
+    ]);
+    state.mode = 'rejects';
+    for (const limiter of limiters) await limiter.consume('k');
+    expect(first.lines).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE', 'WRN_SLUICE_STORE_UNAVAILABLE']);
+    expect(second.lines).toEqual(['WRN_SLUICE_STORE_UNAVAILABLE']);
+  });
+});
+
 describe('storeTimeoutMs bounds every call', () => {
   it('a store that never answers is given up on at exactly storeTimeoutMs', async () => {
     const { limiter, state } = setup('allow', 80);

@@ -12,12 +12,46 @@ export const STORE_FAILED: unique symbol = Symbol('sluice.store-failed');
  */
 export const OUTAGE_QUIET_MS = 2000;
 
+/** Whether a store is in an outage, as reported to one logger, and when a call last failed. */
+interface Outage {
+  down: boolean;
+  lastFailureAt: number;
+}
+
+/**
+ * The outage of `store` as told to `logger` under `onStoreError`: the limiters of one store
+ * (a rule set's, the tiers', an app's routes) report it once, not once each (fifty rules of
+ * the decision service logged fifty lines of one outage). A logger or fail policy of its own
+ * hears of it apart, in its own words.
+ */
+function outageOf(store: RateLimitStore, logger: Logger, onStoreError: OnStoreError): Outage {
+  let byLogger = outages.get(store);
+  if (byLogger === undefined) {
+    byLogger = new WeakMap();
+    outages.set(store, byLogger);
+  }
+  let byPolicy = byLogger.get(logger);
+  if (byPolicy === undefined) {
+    byPolicy = new Map();
+    byLogger.set(logger, byPolicy);
+  }
+  let outage = byPolicy.get(onStoreError);
+  if (outage === undefined) {
+    outage = { down: false, lastFailureAt: 0 };
+    byPolicy.set(onStoreError, outage);
+  }
+  return outage;
+}
+
+const outages = new WeakMap<RateLimitStore, WeakMap<Logger, Map<OnStoreError, Outage>>>();
+
 /**
  * Runs store calls under the limiter's fail policy: each call is bounded by `timeoutMs`, a
  * failure is reported once per outage (and once when the store answers again), and a late
  * reply or rejection after a timeout is absorbed so nothing leaks as an unhandled rejection.
  * A timed-out call is never retried: the store may still have counted it. `failed` hears of
- * every failure, not once per outage (the limiter's events).
+ * every failure, not once per outage (the limiter's events). The outage is the store's
+ * (`outageOf`), shared by every limiter on it that reports to the same logger.
  */
 export function createStoreGuard(
   store: RateLimitStore,
@@ -26,8 +60,7 @@ export function createStoreGuard(
   logger: Logger,
   failed: (cause: unknown) => void,
 ) {
-  let down = false;
-  let lastFailureAt = 0;
+  const outage = outageOf(store, logger, onStoreError);
 
   const fail = (cause: unknown): typeof STORE_FAILED => {
     // A store that cannot do what was asked (the decision service's reset) is not down: the
@@ -35,9 +68,9 @@ export function createStoreGuard(
     if (isSluiceError(cause) && cause.code === 'ERR_SLUICE_UNSUPPORTED') throw cause;
     failed(cause);
     // Wall time for the log's cadence only; no decision depends on it.
-    lastFailureAt = Date.now();
-    if (!down) {
-      down = true;
+    outage.lastFailureAt = Date.now();
+    if (!outage.down) {
+      outage.down = true;
       const why = cause instanceof Error ? cause.message : String(cause);
       logger.warn(
         `[sluice] WRN_SLUICE_STORE_UNAVAILABLE: store "${store.name}" failed (${why}); requests are ${onStoreError === 'allow' ? 'allowed' : onStoreError === 'deny' ? 'denied' : 'failing'} until it answers again.`,
@@ -57,8 +90,8 @@ export function createStoreGuard(
   const succeed = <T>(value: T): T => {
     // Compared, not read as a condition: one comparison on every decision, where testing the
     // value as a condition checks its type first (some 2 instructions).
-    if (down === true && Date.now() - lastFailureAt >= OUTAGE_QUIET_MS) {
-      down = false;
+    if (outage.down === true && Date.now() - outage.lastFailureAt >= OUTAGE_QUIET_MS) {
+      outage.down = false;
       logger.warn(`[sluice] WRN_SLUICE_STORE_RECOVERED: store "${store.name}" answers again.`);
     }
     return value;
