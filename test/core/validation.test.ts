@@ -83,6 +83,12 @@ const cases: ConfigCase[] = [
     ['store', 'a `name`'],
   ],
   ['clock not a function', { ...base, clock: 123 }, 'ERR_SLUICE_INVALID_CLOCK', ['clock', '123']],
+  [
+    'clock past the latest time it may read (2^50 ms)',
+    { ...base, clock: () => 2 ** 50 + 1 },
+    'ERR_SLUICE_INVALID_CLOCK',
+    ['clock', 'from 0 to 2^50', String(2 ** 50 + 1)],
+  ],
   ['prefix with a space', { ...base, prefix: 'my app' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"my app"']],
   ['prefix with a brace', { ...base, prefix: 'a{b}' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '"a{b}"']],
   ['prefix empty', { ...base, prefix: '' }, 'ERR_SLUICE_INVALID_PREFIX', ['prefix', '""']],

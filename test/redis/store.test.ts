@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   createLimiter,
   isSluiceError,
+  MAX_EPOCH_MS,
   type Policy,
   type PolicyOptions,
   type RateLimitStore,
@@ -526,6 +527,41 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
       .consume({ namespace: 'frac', key: 'k', policies, capacities: [5], cost: 1, now: NOW + 0.5 })
       .catch((e: unknown) => e);
     expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_CLOCK');
+  });
+
+  it('decides as the memory store does at the latest time a clock may read (2^50 ms), and refuses a later one', async () => {
+    const algorithms = [
+      'token-bucket',
+      'leaky-bucket',
+      'gcra',
+      'fixed-window',
+      'sliding-window-counter',
+      'sliding-window-log',
+    ] as const;
+    for (const algorithm of algorithms) {
+      let now = MAX_EPOCH_MS - 10_000;
+      const made = (on: RateLimitStore) =>
+        createLimiter({ limit: 3, window: '1m', algorithm, store: on, clock: () => now, prefix: `end-${algorithm}` });
+      const [memory, redis] = [made(createMemoryStore()), made(store)];
+      for (let step = 0; step < 6; step++) {
+        now = Math.min(MAX_EPOCH_MS, now + 2_000);
+        const [expected, got] = await Promise.all([memory.consume('k'), redis.consume('k')]);
+        expect([algorithm, step, got.allowed, got.remaining, got.retryAfterMs, got.resetAfterMs]).toEqual([
+          algorithm,
+          step,
+          expected.allowed,
+          expected.remaining,
+          expected.retryAfterMs,
+          expected.resetAfterMs,
+        ]);
+      }
+      // Past 2^52 a sound state read as damaged here, and every request passed as a fresh client's.
+      now = 2 ** 52;
+      await expect(redis.consume('k')).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_CLOCK' });
+    }
+    const policies = [toPolicy({ limit: 5, window: 1000 }, 'p')];
+    const late = { namespace: 'late', key: 'k', policies, capacities: [5], cost: 1, now: MAX_EPOCH_MS + 1 };
+    await expect(store.consume(late)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_CLOCK' });
   });
 
   it('works with a client keyPrefix, and connects a lazy client on first use', async () => {

@@ -10,6 +10,7 @@ export {
 } from './algorithms/index.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
+export { isEpochMs, MAX_EPOCH_MS } from './epoch-ms.js';
 export type { SluiceErrorCode } from './errors.js';
 export { describe, invalid, isSluiceError, SluiceError } from './errors.js';
 export type {
@@ -32,7 +33,7 @@ export {
   POLICY_OPTION_NAMES,
 } from './known-options.js';
 export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
-export { isEpochMs, isRateLimitStore } from './limiter-settings.js';
+export { isRateLimitStore } from './limiter-settings.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js';

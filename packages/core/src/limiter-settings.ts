@@ -1,3 +1,4 @@
+import { isEpochMs } from './epoch-ms.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { defaultMemoryStore } from './memory-store/index.js';
 import { quietLogger } from './quiet-logger.js';
@@ -66,9 +67,6 @@ export function isRateLimitStore(value: unknown): value is RateLimitStore {
   );
 }
 
-/** Whether a clock's reading is whole epoch milliseconds. @internal */
-export const isEpochMs = (now: unknown): now is number => Number.isSafeInteger(now) && (now as number) >= 0;
-
 /**
  * The clock, read once here, so one that returns fractions, NaN or text fails at start-up; a
  * later bad reading rejects that call with the same code. A bad reading never reaches the
@@ -85,7 +83,7 @@ function checkedClock(clock: unknown): (() => number) | undefined {
     if (!isEpochMs(now)) {
       throw new SluiceError(
         'ERR_SLUICE_INVALID_CLOCK',
-        `[sluice] Option \`clock\` must return whole epoch milliseconds; it returned ${describe(now)}.`,
+        `[sluice] Option \`clock\` must return whole epoch milliseconds from 0 to 2^50; it returned ${describe(now)}.`,
       );
     }
     return now;

@@ -1,4 +1,4 @@
-import { type Policy, SluiceError, type StoreRequest } from '@sluice/core';
+import { isEpochMs, type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
 import { figureText, offsetText } from './figures.js';
 import { DIRECTORY_MARKS } from './lua/prelude.js';
@@ -40,10 +40,10 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
   ) {
     return last.args;
   }
-  if (now !== undefined && !wholeNumber(now)) {
+  if (now !== undefined && !isEpochMs(now)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_CLOCK',
-      `[sluice] Redis store: the clock must return whole epoch milliseconds; received ${String(now)}.`,
+      `[sluice] Redis store: the clock must return whole epoch milliseconds from 0 to 2^50; received ${String(now)}.`,
     );
   }
   if (!wholeNumber(cost)) {
