@@ -35,6 +35,24 @@ describe('the store warns about a client that would re-send decisions after a re
     expect(warnings[0]).toContain('retryDelayOnFailover: 0');
   });
 
+  it('warns about a Cluster that pipelines automatically: ioredis does not redirect a call answered MOVED or ASK beside others', () => {
+    const warnings = warningsFor(
+      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        enableAutoPipelining: true,
+      }),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_AUTO_PIPELINING');
+    expect(warnings[0]).toContain('without `enableAutoPipelining`');
+  });
+
+  it('leaves auto-pipelining on a standalone client alone: a single Redis sends no redirects', () => {
+    const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0, enableAutoPipelining: true });
+    expect(warningsFor(client)).toEqual([]);
+  });
+
   it('refuses a logger without warn', () => {
     const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0 });
     expect(() => createRedisStore({ client, logger: {} as never })).toThrow(

@@ -146,6 +146,17 @@ export function clusterResendsOnFailover(client: RedisClient): boolean {
   return 'nodes' in client && options?.retryDelayOnFailover !== 0;
 }
 
+/**
+ * A Cluster client that pipelines automatically follows a MOVED or ASK redirect only when
+ * every call of a node's pipeline got the same one: the store's calls go one per hash slot,
+ * so in a reshard or a planned failover a call redirected beside others answered fails,
+ * though it never ran.
+ */
+export function clusterPipelinesAutomatically(client: RedisClient): boolean {
+  const options = client.options as { enableAutoPipelining?: boolean } | undefined;
+  return 'nodes' in client && options?.enableAutoPipelining === true;
+}
+
 function kind(value: unknown): string {
   if (value === null) return 'null';
   if (typeof value === 'object') return 'an object without defineCommand, del and status';

@@ -14,6 +14,7 @@ import { backingOf, forgetEverywhere, keepDenyCache } from './backing.js';
 import { createBatcher } from './batcher.js';
 import {
   checkClient,
+  clusterPipelinesAutomatically,
   clusterResendsOnFailover,
   notReady,
   type RedisClient,
@@ -100,6 +101,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   if (clusterResendsOnFailover(client)) {
     logger.warn(
       '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, so a decision a master already made can be counted twice. Create it with `retryDelayOnFailover: 0`.',
+    );
+  }
+  if (clusterPipelinesAutomatically(client)) {
+    logger.warn(
+      '[sluice] WRN_SLUICE_CLUSTER_AUTO_PIPELINING: this ioredis Cluster pipelines automatically, and follows a MOVED or ASK redirect only when every call of a pipeline got it, so during a reshard or a planned failover decisions fail under the fail policy. Create it without `enableAutoPipelining`: the store sends concurrent decisions together itself.',
     );
   }
   const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
