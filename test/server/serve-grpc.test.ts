@@ -117,6 +117,8 @@ describe('sluice serve over gRPC, called with the official Envoy protos', () => 
     expect(answer.overall_code).toBe('OVER_LIMIT');
     expect(answer.statuses?.[0]?.current_limit?.requests_per_unit ?? 0).toBe(0);
     expect(answer.statuses?.[0]?.duration_until_reset?.seconds ?? 0).toBeLessThanOrEqual(60);
+    // No wait lifts it: -1, as for a cost that can never pass (it said to come back at the reset).
+    expect(sluiceMetadata(answer)).toMatch(/"retryAfterMs":\{"numberValue":-1,/);
   });
 
   it.each(['token-bucket', 'leaky-bucket', 'gcra', 'fixed-window', 'sliding-window-log', 'sliding-window-counter'])(

@@ -50,6 +50,9 @@ describe.each(harnesses)('$name: rules in place of policies', (harness) => {
     await from('2001:db8:abcd:12ff::1').expect(429);
     const blocked = await from('50.0.0.5').expect(429);
     expect(blocked.body['violated-policies']).toEqual(['blocked']);
+    // No wait lifts a block: told to retry in a second, a client was refused again every second.
+    expect(blocked.headers['retry-after']).toBeUndefined();
+    expect(blocked.body.detail).toBe('A rule refuses every such request (its limit is 0); it can never pass as it is.');
     clock.advance(1000);
     await from('203.0.113.7').expect(200);
     await from('50.0.0.5').expect(429);

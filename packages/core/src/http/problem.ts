@@ -21,6 +21,9 @@ const QUOTA_TITLE = 'Quota exceeded';
 const UNAVAILABLE_TITLE = 'Request limits cannot be checked right now';
 const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.';
 const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
+const BLOCKED_DETAIL = 'A rule refuses every such request (its limit is 0); it can never pass as it is.';
+/** Why a request can never pass: its cost, or a rule that blocks it (a limit of 0, which no policy of a limiter's has). */
+const neverDetail = (decision: Decision): string => (decision.limit === 0 ? BLOCKED_DETAIL : NEVER_DETAIL);
 const restoredDetail = (seconds: number): string => `Quota restored for this request in ${seconds} s.`;
 const bannedDetail = (decision: Decision): string =>
   `Too many refused requests: this client is refused for ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
@@ -31,7 +34,7 @@ const bannedDetail = (decision: Decision): string =>
 const waitSeconds = (decision: Decision): number => Math.ceil((statedWaitMs(decision) ?? decision.retryAfterMs) / 1000);
 const detailOf = (decision: Decision): string =>
   decision.reason === 'cost-exceeds-limit'
-    ? NEVER_DETAIL
+    ? neverDetail(decision)
     : decision.reason === 'banned'
       ? bannedDetail(decision)
       : restoredDetail(waitSeconds(decision));
@@ -81,7 +84,9 @@ export function problemBody(decision: Decision, status: number): string {
 const opening = (type: string, title: string, status: number): string =>
   `${JSON.stringify({ type, title, status }).slice(0, -1)},"detail":`;
 const QUOTA_OPENING = opening(QUOTA_EXCEEDED_TYPE, QUOTA_TITLE, 429);
-const NEVER_MIDDLE = `${QUOTA_OPENING}${JSON.stringify(NEVER_DETAIL)},"violated-policies":`;
+const neverMiddle = (detail: string): string => `${QUOTA_OPENING}${JSON.stringify(detail)},"violated-policies":`;
+const NEVER_MIDDLE = neverMiddle(NEVER_DETAIL);
+const BLOCKED_MIDDLE = neverMiddle(BLOCKED_DETAIL);
 const UNAVAILABLE_BODY = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE_TITLE, 503)}${JSON.stringify(UNAVAILABLE_DETAIL)},"violated-policies":[]}`;
 
 /**
@@ -92,7 +97,8 @@ const UNAVAILABLE_BODY = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE
 export function problemJson(decision: Decision): string {
   if (decision.reason === 'store-unavailable') return UNAVAILABLE_BODY;
   const violated = violatedOf(decision.policies);
-  if (decision.reason === 'cost-exceeds-limit') return NEVER_MIDDLE + violated;
+  if (decision.reason === 'cost-exceeds-limit')
+    return (decision.limit === 0 ? BLOCKED_MIDDLE : NEVER_MIDDLE) + violated;
   const seconds = waitSeconds(decision);
   if (violated !== lastViolated || seconds !== lastSeconds) {
     lastBody = `${QUOTA_OPENING}"${restoredDetail(seconds)}","violated-policies":${violated}`;

@@ -60,27 +60,32 @@ function noPolicies(rule: RuleLike): readonly Policy[] {
   return policies;
 }
 
-/** A blocked rule's refusal: nothing counted, wait until the rule's window ends. */
+/**
+ * A blocked rule's refusal: nothing counted, and no wait would let the request through, as for
+ * a cost above the limit (no `Retry-After`: a client told to come back at the window's end was
+ * refused again, once a window, for as long as the rule stood). The reset is still the end of
+ * the rule's window, the `duration_until_reset` envoyproxy/ratelimit reports for a limit of 0.
+ */
 function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
   const windowMs = rule.rateLimit?.windowMs ?? 1000;
-  const waitMs = windowMs - (now % windowMs);
+  const resetMs = windowMs - (now % windowMs);
   const shadow = rule.throttle?.mode === 'shadow';
   return {
     allowed: shadow,
     limit: 0,
     remaining: 0,
-    resetAfterMs: waitMs,
-    retryAfterMs: shadow ? 0 : waitMs,
+    resetAfterMs: resetMs,
+    retryAfterMs: shadow ? 0 : Number.POSITIVE_INFINITY,
     delayMs: 0,
-    ...(shadow ? { overLimit: 'shadow' as const } : {}),
+    ...(shadow ? { overLimit: 'shadow' as const } : { reason: 'cost-exceeds-limit' as const }),
     policies: [
       {
         name: 'blocked',
         limit: 0,
         windowMs,
         remaining: 0,
-        resetAfterMs: waitMs,
-        retryAfterMs: waitMs,
+        resetAfterMs: resetMs,
+        retryAfterMs: Number.POSITIVE_INFINITY,
         allowed: shadow,
       },
     ],
