@@ -24,11 +24,23 @@ describe.each(cases)('$name: bans after repeated refusals', ({ harness, store })
     await request(app.url).get('/').expect(429);
     const banned = await request(app.url).get('/').expect(403);
     expect(banned.headers['retry-after']).toBe('600');
-    expect(JSON.parse(banned.text)).toMatchObject({ status: 403, detail: expect.stringMatching(/refused for 600 s/) });
+    // The draft's type for a client refused for its behaviour, naming the ban as the policy
+    // violated from the refusal that starts it (that one named none), as every one after it.
+    const banProblem = {
+      type: 'https://iana.org/assignments/http-problem-types#abnormal-usage-detected',
+      title: 'Abnormal usage detected',
+      status: 403,
+      'violated-policies': ['ban'],
+    };
+    expect(JSON.parse(banned.text)).toMatchObject({
+      ...banProblem,
+      detail: expect.stringMatching(/refused for 600 s/),
+    });
     // The quota window ends, the ban does not; the quota's fields are not sent while it lasts.
     clock.advance(60_000);
     const still = await request(app.url).get('/').expect(403);
     expect(still.headers['retry-after']).toBe('540');
+    expect(JSON.parse(still.text)).toMatchObject(banProblem);
     expect(still.headers.ratelimit).toBeUndefined();
     expect(seen).toEqual(['over', 'over', 'banned', 'banned']);
     clock.advance(540_000);

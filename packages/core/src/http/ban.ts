@@ -77,7 +77,14 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
     } as unknown as LimiterOptions);
   const refusals = make('bn', { name: 'refusals', limit: after + 1, window: windowMs });
   const bans = make('bd', { name: 'ban', limit: 1, window: durationMs, algorithm: 'gcra' });
-  const banned = (decision: Decision): Decision => ({ ...decision, allowed: false, reason: 'banned' });
+  // Its policy named as the one violated, at the refusal that starts the ban (whose charge the
+  // ban's cell allowed) as at every one after it.
+  const banned = (decision: Decision): Decision => ({
+    ...decision,
+    allowed: false,
+    reason: 'banned',
+    policies: decision.policies.map((policy) => ({ ...policy, allowed: false })),
+  });
   return {
     status,
     async check(key) {

@@ -16,6 +16,7 @@ export { DEFAULT_MAX_QUEUED, HTTP_OPTION_NAMES } from './http-options.js';
 export type { NotificationOptions } from './notifications.js';
 export type { RateLimitProblem } from './problem.js';
 export {
+  ABNORMAL_USAGE_DETECTED_TYPE,
   PROBLEM_CONTENT_TYPE,
   problemBody,
   problemFor,

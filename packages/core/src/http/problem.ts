@@ -6,6 +6,8 @@ export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-ty
 /** The draft's problem type for capacity the server cannot grant right now (draft-11 §5.2). */
 export const TEMPORARY_REDUCED_CAPACITY_TYPE =
   'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
+/** The draft's problem type for a client refused for how it has behaved (draft-11 §5.3): a ban. */
+export const ABNORMAL_USAGE_DETECTED_TYPE = 'https://iana.org/assignments/http-problem-types#abnormal-usage-detected';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
 /** An RFC 9457 problem document with the draft's `violated-policies` member. */
@@ -18,6 +20,7 @@ export interface RateLimitProblem {
 }
 
 const QUOTA_TITLE = 'Quota exceeded';
+const BANNED_TITLE = 'Abnormal usage detected';
 const UNAVAILABLE_TITLE = 'Request limits cannot be checked right now';
 const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.';
 const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
@@ -60,9 +63,10 @@ export function problemFor(decision: Decision): RateLimitProblem {
     };
   }
   const violated = decision.policies.filter((p) => !p.allowed).map((p) => p.name);
+  const banned = decision.reason === 'banned';
   return {
-    type: QUOTA_EXCEEDED_TYPE,
-    title: QUOTA_TITLE,
+    type: banned ? ABNORMAL_USAGE_DETECTED_TYPE : QUOTA_EXCEEDED_TYPE,
+    title: banned ? BANNED_TITLE : QUOTA_TITLE,
     status: 429,
     detail: detailOf(decision),
     'violated-policies': violated,
