@@ -74,10 +74,15 @@ function groupsOf(part: string, mayEndInIpv4: boolean): number[] | undefined {
 /**
  * True when the address is an IPv4 address in IPv6 form, judged by its bits, not its spelling:
  * IPv4-mapped (`::ffff:a.b.c.d`), IPv4-translated (`::ffff:0:a.b.c.d`, RFC 2765) or the
- * deprecated IPv4-compatible (`::a.b.c.d`; not `::` and `::1`, which are IPv6's own).
+ * deprecated IPv4-compatible (`::a.b.c.d`; not `::` and `::1`, which are IPv6's own), or
+ * behind NAT64's well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052), where every IPv4 client of
+ * an IPv6-only server shares one /56. A network-specific NAT64 prefix cannot be told from
+ * other IPv6 by its bits.
  */
 export function carriesIpv4(groups: IpGroups): boolean {
-  if (groups[0] !== 0 || groups[1] !== 0 || groups[2] !== 0 || groups[3] !== 0) return false;
+  if (groups[2] !== 0 || groups[3] !== 0) return false;
+  if (groups[0] === 0x64 && groups[1] === 0xff9b) return groups[4] === 0 && groups[5] === 0;
+  if (groups[0] !== 0 || groups[1] !== 0) return false;
   const high = groups[4];
   const low = groups[5];
   if (high === 0 && low === 0xffff) return true;
