@@ -55,8 +55,15 @@ describe.each(harnesses)('$name: an allowList entry that is an address but not a
   });
 
   it('lets a client listed by its key through uncounted, and keeps other entries as given', async () => {
-    app = await harness.start({ limits: [{ ...oneEach, allowList: ['127.0.0.1', '::/56', 'unknown-ip', 'partner'] }] });
+    app = await harness.start({ limits: [{ ...oneEach, allowList: ['127.0.0.1', '::/56', 'partner'] }] });
     for (let i = 0; i < 3; i++) await request(app.url).get('/').expect(200);
+  });
+
+  it('refuses unknown-ip, the key of a request whose client closed its connection early too (any client could pass so)', async () => {
+    await expect(harness.configure({ ...oneEach, allowList: ['127.0.0.1', 'unknown-ip'] })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('"unknown-ip" would let any client past its limit'),
+    });
   });
 
   it('takes any entry with a key function, whose keys sluice does not derive', async () => {

@@ -1,4 +1,5 @@
 import { SluiceError } from '../errors.js';
+import { UNKNOWN_IP_KEY } from './client-address.js';
 import { ipKey } from './client-key.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -27,6 +28,12 @@ export function checkAllowList<Req>(value: unknown, ipv6Subnet?: number | false)
   }
   if (ipv6Subnet !== undefined) {
     for (const entry of value as string[]) {
+      if (entry === UNKNOWN_IP_KEY) {
+        throw new SluiceError(
+          'ERR_SLUICE_INVALID_OPTION',
+          `[sluice] Option \`allowList\` entry ${JSON.stringify(UNKNOWN_IP_KEY)} would let any client past its limit: a request whose client closed the connection before the limit ran has no address either, and is keyed so. To exempt a caller without an address (a health check over a Unix socket), use \`skip\` with a test of the request itself.`,
+        );
+      }
       checkRange(entry, ipv6Subnet);
       const key = ipKey(entry, ipv6Subnet);
       if (key !== undefined && key !== entry) {
