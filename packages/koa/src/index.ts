@@ -64,8 +64,7 @@ const binding: AdapterBinding<Context, Context> = {
 
 /**
  * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
- * own limiter and, unless `store` is given, its own memory store (over the process's one LRU
- * index). It carries the limiter (`.limiter`, `.limiterFor(policies)`) for application code to
+ * own limiter and, unless `store` is given, its own memory store. It carries the limiter (`.limiter`, `.limiterFor(policies)`) for application code to
  * peek, reset or refund a client's quota. Store errors under `onStoreError: 'throw'`
  * propagate to Koa's error handling.
  *
