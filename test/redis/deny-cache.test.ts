@@ -12,20 +12,12 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { policyOptions } from '../conformance/arbitraries.js';
+import { ALL_ALGORITHMS } from '../helpers/algorithms.js';
 import { manualClock } from '../helpers/clock.js';
 import { standaloneRedis } from '../helpers/redis-env.js';
 import { proxiedRedisForSuite } from '../helpers/redis-proxy.js';
 
 const target = await standaloneRedis();
-
-const algorithms: AlgorithmName[] = [
-  'token-bucket',
-  'leaky-bucket',
-  'gcra',
-  'fixed-window',
-  'sliding-window-counter',
-  'sliding-window-log',
-];
 
 type Step =
   | { op: 'consume'; key: string; cost: number }
@@ -108,7 +100,7 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
     return calls;
   };
 
-  it.each(algorithms)('decides a random sequence exactly as the store without it (%s)', async (algorithm) => {
+  it.each(ALL_ALGORITHMS)('decides a random sequence exactly as the store without it (%s)', async (algorithm) => {
     const cached = createRedisStore({ client, prefix: `cached-${randomUUID()}:` });
     const plain = createRedisStore({ client, prefix: `plain-${randomUUID()}:`, denyCache: false });
     const policySets = fc.array(policyOptions(algorithm), { minLength: 1, maxLength: 2 });
@@ -335,7 +327,7 @@ describe.skipIf(target.skip)('Redis store deny cache', () => {
   // version's own wait, 12 s for gcra at 5 a minute, though Redis, converting the same units
   // on every read, refused until the old state reset an hour on: the cache counted that wait
   // down while Redis answered 12 s again, and the client was sent back some 300 times.
-  const pairs = algorithms.flatMap((from) => algorithms.map((to) => [from, to] as const));
+  const pairs = ALL_ALGORITHMS.flatMap((from) => ALL_ALGORITHMS.map((to) => [from, to] as const));
   it.each(pairs)('replays a refusal read from another version %s → %s exactly as Redis gives it', async (from, to) => {
     const clock = manualClock();
     const cached = createRedisStore({ client, prefix: `versions-cached-${randomUUID()}:` });

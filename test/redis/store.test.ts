@@ -13,6 +13,7 @@ import { createMemoryStore } from '@sluice/memory';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ALL_ALGORITHMS } from '../helpers/algorithms.js';
 import { manualClock } from '../helpers/clock.js';
 import { connectRedis, deleteKeys, escapeGlob, redisTarget, standaloneRedis } from '../helpers/redis-env.js';
 import { hasRedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
@@ -530,15 +531,7 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
   });
 
   it('decides as the memory store does at the latest time a clock may read (2^50 ms), and refuses a later one', async () => {
-    const algorithms = [
-      'token-bucket',
-      'leaky-bucket',
-      'gcra',
-      'fixed-window',
-      'sliding-window-counter',
-      'sliding-window-log',
-    ] as const;
-    for (const algorithm of algorithms) {
+    for (const algorithm of ALL_ALGORITHMS) {
       let now = MAX_EPOCH_MS - 10_000;
       const made = (on: RateLimitStore) =>
         createLimiter({ limit: 3, window: '1m', algorithm, store: on, clock: () => now, prefix: `end-${algorithm}` });
