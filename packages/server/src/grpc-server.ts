@@ -4,6 +4,7 @@ import { toGrpcResponse } from './grpc-codec.js';
 import { addHealthService } from './health-service.js';
 import { rateLimitService } from './proto.js';
 import { badRequest, toCall } from './request-checks.js';
+import { overCounted } from './request-counts.js';
 import { invalidUtf8Field } from './request-utf8.js';
 import type { RateLimitCall } from './wire-types.js';
 
@@ -22,13 +23,16 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
 interface ReceivedRequest {
   readonly message: unknown;
   readonly bytes: Buffer;
+  /** Why the bytes were refused before decoding (`overCounted`). */
+  readonly refused?: string;
 }
 
 /** grpc-js marks a call `cancelled` once its client cancels it, its deadline passes or its connection closes. */
 const cancelled = (call: ServerUnaryCall<ReceivedRequest, unknown>): boolean => call.cancelled;
 
 /** A string that is not UTF-8 makes a bad request (Go's protobuf refuses the message too). */
-function toGrpcCall({ message, bytes }: ReceivedRequest): RateLimitCall {
+function toGrpcCall({ message, bytes, refused }: ReceivedRequest): RateLimitCall {
+  if (refused !== undefined) badRequest(refused);
   const field = invalidUtf8Field(bytes);
   if (field !== undefined) badRequest(`\`${field}\` is not UTF-8`);
   return toCall(message);
@@ -39,7 +43,12 @@ export function createGrpcServer(handleCall: CallHandler) {
   const server = new Server();
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   const { ShouldRateLimit: method } = rateLimitService();
-  const keepingBytes = (bytes: Buffer): ReceivedRequest => ({ message: method.requestDeserialize(bytes), bytes });
+  const keepingBytes = (bytes: Buffer): ReceivedRequest => {
+    const refused = overCounted(bytes);
+    return refused === undefined
+      ? { message: method.requestDeserialize(bytes), bytes }
+      : { message: undefined, bytes, refused };
+  };
   const service = { ShouldRateLimit: { ...method, requestDeserialize: keepingBytes } };
   server.addService(service, {
     ShouldRateLimit(call: ServerUnaryCall<ReceivedRequest, unknown>, callback: sendUnaryData<unknown>) {

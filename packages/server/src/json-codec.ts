@@ -1,4 +1,4 @@
-import { badRequest, toCall } from './request-checks.js';
+import { badRequest, REQUEST_LIMITS, toCall } from './request-checks.js';
 import { sluiceMetadata } from './sluice-metadata.js';
 import { type DescriptorAnswer, OVERRIDE_UNITS, type RateLimitAnswer, type RateLimitCall } from './wire-types.js';
 
@@ -12,9 +12,12 @@ function field(value: object, jsonName: string, protoName = jsonName): unknown {
   return object[jsonName] ?? object[protoName];
 }
 
-/** A list read item by item; anything else is left for the checks to refuse. */
-const eachOf = (value: unknown, read: (item: unknown) => unknown): unknown =>
-  Array.isArray(value) ? value.map(read) : value;
+/**
+ * A list read item by item; anything else, or a list longer than a call may hold (`most`), is
+ * left for the checks to refuse by its length: reading 250,000 descriptors first cost 137 ms.
+ */
+const eachOf = (value: unknown, read: (item: unknown) => unknown, most: number): unknown =>
+  Array.isArray(value) && value.length <= most ? value.map(read) : value;
 
 /** An object read as `read` says; anything else is left for the checks to refuse. */
 const objectOf = (value: unknown, read: (object: object) => object): unknown =>
@@ -33,7 +36,7 @@ const readEntry = (entry: unknown) => objectOf(entry, (e) => ({ key: field(e, 'k
 
 const readDescriptor = (descriptor: unknown) =>
   objectOf(descriptor, (d) => ({
-    entries: eachOf(field(d, 'entries'), readEntry),
+    entries: eachOf(field(d, 'entries'), readEntry, REQUEST_LIMITS.entries),
     limit: objectOf(field(d, 'limit'), (l) => ({
       requestsPerUnit: field(l, 'requestsPerUnit', 'requests_per_unit'),
       unit: unitOf(field(l, 'unit')),
@@ -44,7 +47,7 @@ const readDescriptor = (descriptor: unknown) =>
 const readRequest = (request: unknown) =>
   objectOf(request, (r) => ({
     domain: field(r, 'domain'),
-    descriptors: eachOf(field(r, 'descriptors'), readDescriptor),
+    descriptors: eachOf(field(r, 'descriptors'), readDescriptor, REQUEST_LIMITS.descriptors),
     hitsAddend: field(r, 'hitsAddend', 'hits_addend'),
   }));
 

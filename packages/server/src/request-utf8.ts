@@ -1,4 +1,5 @@
 import { isAscii, isUtf8 } from 'node:buffer';
+import { eachField } from './wire-format.js';
 
 /** A field the check looks at: a string, or a message (each one here is repeated) holding some. */
 interface Field {
@@ -17,67 +18,30 @@ const request: Fields = { 1: { name: 'domain' }, 2: { name: 'descriptors', field
  * path (`descriptors[0].entries[1].value`), or `undefined`. The gRPC decoder reads such bytes
  * as U+FFFD, so `\xff`, `\xfe` and a real U+FFFD would count as one value; proto3 holds a
  * `string` to UTF-8, and Go's protobuf refuses the message. It reads the wire format
- * (https://protobuf.dev/programming-guides/encoding/) of bytes the decoder has already taken,
- * skipping every other field; a group's fields are not the message's own.
+ * of bytes the decoder has already taken (`eachField`), skipping every other field; a
+ * group's fields are not the message's own.
  */
 export function invalidUtf8Field(bytes: Uint8Array): string | undefined {
   // Bytes all below 0x80 are ASCII throughout: every string in them is UTF-8. That is nearly
   // every request (short fields, lengths in one byte), read at once instead of walked (2 µs).
   if (isAscii(bytes)) return undefined;
-  let at = 0;
-  const varint = (): number => {
-    let value = 0;
-    for (let scale = 1; ; scale *= 128) {
-      const byte = bytes[at++] ?? 0;
-      value += (byte & 0x7f) * scale;
-      if (byte < 0x80) return value;
-    }
-  };
-
-  const walk = (end: number, fields: Fields, path: string): string | undefined => {
+  const walk = (start: number, end: number, fields: Fields, path: string): string | undefined => {
     const seen = new Map<number, number>();
-    let groups = 0;
-    while (at < end) {
-      const tag = varint();
-      switch (tag % 8) {
-        case 0:
-          varint();
-          continue;
-        case 1:
-          at += 8;
-          continue;
-        case 3:
-          groups++;
-          continue;
-        case 4:
-          groups--;
-          continue;
-        case 5:
-          at += 4;
-          continue;
-        case 2:
-          break;
-        default:
-          return undefined; // no such wire type: the decoder has refused the message already
+    let found: string | undefined;
+    eachField(bytes, start, end, (wire) => {
+      const field = wire.inGroup ? undefined : fields[wire.number];
+      if (field === undefined) return true;
+      const name = path === '' ? field.name : `${path}.${field.name}`;
+      if (field.fields === undefined) {
+        if (!isUtf8(bytes.subarray(wire.start, wire.end))) found = name;
+      } else {
+        const index = seen.get(wire.number) ?? 0;
+        seen.set(wire.number, index + 1);
+        found = walk(wire.start, wire.end, field.fields, `${name}[${index}]`);
       }
-      const length = varint();
-      const start = at;
-      const number = Math.floor(tag / 8);
-      const field = groups === 0 ? fields[number] : undefined;
-      if (field !== undefined) {
-        const name = path === '' ? field.name : `${path}.${field.name}`;
-        if (field.fields === undefined) {
-          if (!isUtf8(bytes.subarray(start, start + length))) return name;
-        } else {
-          const index = seen.get(number) ?? 0;
-          seen.set(number, index + 1);
-          const found = walk(start + length, field.fields, `${name}[${index}]`);
-          if (found !== undefined) return found;
-        }
-      }
-      at = start + length;
-    }
-    return undefined;
+      return found === undefined;
+    });
+    return found;
   };
-  return walk(bytes.length, request, '');
+  return walk(0, bytes.length, request, '');
 }

@@ -132,3 +132,24 @@ describe('ShouldRateLimit over gRPC', () => {
     expect(answer).toMatchObject({ overall_code: 'OVER_LIMIT' });
   });
 });
+
+describe('ShouldRateLimit with more descriptors or entries than a call may hold', () => {
+  it('refuses them from the bytes, before decoding (2,000,000 empty descriptors held the event loop 2.4 s)', async () => {
+    // An empty descriptor is 0x12 0x00: field 2, length 0.
+    const manyDescriptors = Buffer.concat([field(1, text('d')), Buffer.alloc(4_000_000, Buffer.from([0x12, 0x00]))]);
+    expect(await ask(manyDescriptors)).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      // Counted as decoded, the message said "2000000 descriptors".
+      details: '[sluice] Invalid RateLimitRequest: more than 64 descriptors; at most 64 are accepted.',
+    });
+    const entry = field(1, Buffer.concat([field(1, text('k')), field(2, text('v'))]));
+    const manyEntries = Buffer.concat([field(1, text('d')), field(2, Buffer.concat(Array(1_000).fill(entry)))]);
+    expect(await ask(manyEntries)).toMatchObject({
+      code: status.INVALID_ARGUMENT,
+      details: expect.stringContaining('`descriptors[0]` has more than 16 entries'),
+    });
+    // Within the bounds, a call is decided.
+    const answer = await ask(request(text('d'), text('k'), text('counted')));
+    expect((answer as OfficialResponse).statuses?.[0]?.limit_remaining).toBe(2);
+  });
+});
