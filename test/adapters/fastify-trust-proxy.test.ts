@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { get } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { rateLimitPlugin } from '@sluice/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import request from 'supertest';
@@ -84,5 +88,47 @@ describe('fastify: a trustProxy that trusts every proxy', () => {
       await app.close();
       app = undefined;
     }
+  });
+});
+
+describe('fastify behind a proxy on a Unix socket', () => {
+  let app: FastifyInstance | undefined;
+  let dir: string | undefined;
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** The keys of two clients' requests, sent over a Unix socket as a proxy forwards them. */
+  async function keysBehindUnixSocket(trustProxy: unknown, logger: ReturnType<typeof collectingLogger>) {
+    dir = mkdtempSync(join(tmpdir(), 'sluice-unix-'));
+    const path = join(dir, 'app.sock');
+    app = Fastify({ trustProxy: trustProxy as string });
+    await app.register(rateLimitPlugin, { limit: 5, window: '1m', logger, clock: clockAt(0) });
+    app.get('/', async (req) => req.rateLimit?.key);
+    await app.listen({ path });
+    const keyOf = (client: string) =>
+      new Promise<string>((resolve, reject) => {
+        const sent = get({ socketPath: path, path: '/', headers: { 'X-Forwarded-For': client } }, (res) => {
+          let body = '';
+          res.on('data', (chunk) => (body += chunk));
+          res.on('end', () => resolve(body));
+        });
+        sent.on('error', reject);
+      });
+    return [await keyOf('203.0.113.1'), await keyOf('203.0.113.2')];
+  }
+
+  it("keys each client when its one hop is trusted by a function, as the advice now says (an address can't match)", async () => {
+    const byAddress = collectingLogger();
+    expect(await keysBehindUnixSocket('127.0.0.1', byAddress)).toEqual(['unknown-ip', 'unknown-ip']);
+    expect(byAddress.messages.join('\n')).toContain('`(address, hop) => hop === 0`');
+    await app?.close();
+    app = undefined;
+    const byHop = collectingLogger();
+    const firstHop = (_address: string, hop: number) => hop === 0;
+    expect(await keysBehindUnixSocket(firstHop, byHop)).toEqual(['203.0.113.1', '203.0.113.2']);
+    expect(byHop.messages).toEqual([]);
   });
 });

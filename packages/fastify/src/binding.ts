@@ -94,7 +94,7 @@ export const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, 
   clientIp: (request) => request.ip,
   proxyTrust: proxyTrustFor(trustProxy),
   trustAdvice:
-    "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`.",
+    "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`; behind one proxy on a Unix socket, which has no address, to `(address, hop) => hop === 0`.",
   routePattern: (request) => request.routeOptions.url,
   setHeader: (reply, name, value) => reply.header(lowered(name), value),
   appendHeader(reply, name, value) {

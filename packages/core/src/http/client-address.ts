@@ -106,7 +106,7 @@ export function createClientAddressKey<Req>(
     if (ip === undefined || ip === '') {
       warn(
         'WRN_SLUICE_UNDEFINED_IP',
-        `the framework reported no client address (closed socket, Unix socket, or proxy setup); such requests share the key "${UNKNOWN_IP_KEY}". Pass a \`key\` function if clients are identified another way.`,
+        `the framework reported no client address (closed socket, Unix socket, or proxy setup); such requests share the key "${UNKNOWN_IP_KEY}". Behind a proxy: ${trustAdvice} Pass a \`key\` function if clients are identified another way.`,
       );
       return UNKNOWN_IP_KEY;
     }
