@@ -64,9 +64,9 @@ const binding: AdapterBinding<Context, Context> = {
 
 /**
  * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
- * own limiter and, unless `store` is given, its own memory store. It carries the limiter (`.limiter`, `.limiterFor(policies)`) for application code to
- * peek, reset or refund a client's quota. Store errors under `onStoreError: 'throw'`
- * propagate to Koa's error handling.
+ * own limiter and, unless `store` is given, its own memory store. It carries the limiter
+ * (`.limiter`, `.limiterFor(policies)`) for application code to peek, reset or refund a
+ * client's quota. Store errors under `onStoreError: 'throw'` propagate to Koa's error handling.
  *
  * @example
  * app.use(rateLimit({ limit: 100, window: '1m' }));

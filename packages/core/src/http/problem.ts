@@ -25,8 +25,8 @@ const UNAVAILABLE_TITLE = 'Request limits cannot be checked right now';
 const UNAVAILABLE_DETAIL = 'The rate-limit store is unavailable; retry shortly.';
 const NEVER_DETAIL = 'This request costs more quota units than the policy grants at once; it can never pass as it is.';
 const BLOCKED_DETAIL = 'A rule refuses every such request (its limit is 0); it can never pass as it is.';
-/** Why a request can never pass: its cost, or a rule that blocks it (a limit of 0, which no policy of a limiter's has). */
-const neverDetail = (decision: Decision): string => (decision.limit === 0 ? BLOCKED_DETAIL : NEVER_DETAIL);
+/** A refusal by a rule that blocks every request: a limit of 0, which no policy of a limiter's has. */
+const isBlocked = (decision: Decision): boolean => decision.limit === 0;
 const restoredDetail = (seconds: number): string => `Quota restored for this request in ${seconds} s.`;
 const bannedDetail = (decision: Decision): string =>
   `Too many refused requests: this client is refused for ${Math.ceil(decision.retryAfterMs / 1000)} s.`;
@@ -37,7 +37,9 @@ const bannedDetail = (decision: Decision): string =>
 const waitSeconds = (decision: Decision): number => Math.ceil((statedWaitMs(decision) ?? decision.retryAfterMs) / 1000);
 const detailOf = (decision: Decision): string =>
   decision.reason === 'cost-exceeds-limit'
-    ? neverDetail(decision)
+    ? isBlocked(decision)
+      ? BLOCKED_DETAIL
+      : NEVER_DETAIL
     : decision.reason === 'banned'
       ? bannedDetail(decision)
       : restoredDetail(waitSeconds(decision));
@@ -101,8 +103,7 @@ const UNAVAILABLE_BODY = `${opening(TEMPORARY_REDUCED_CAPACITY_TYPE, UNAVAILABLE
 export function problemJson(decision: Decision): string {
   if (decision.reason === 'store-unavailable') return UNAVAILABLE_BODY;
   const violated = violatedOf(decision.policies);
-  if (decision.reason === 'cost-exceeds-limit')
-    return (decision.limit === 0 ? BLOCKED_MIDDLE : NEVER_MIDDLE) + violated;
+  if (decision.reason === 'cost-exceeds-limit') return (isBlocked(decision) ? BLOCKED_MIDDLE : NEVER_MIDDLE) + violated;
   const seconds = waitSeconds(decision);
   if (violated !== lastViolated || seconds !== lastSeconds) {
     lastBody = `${QUOTA_OPENING}"${restoredDetail(seconds)}","violated-policies":${violated}`;
