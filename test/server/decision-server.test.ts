@@ -31,6 +31,8 @@ describe('createDecisionServer', () => {
     // calls in flight; `store: null` became the memory store, and a string threw a TypeError.
     [{ rules, shutdownTimeoutMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`shutdownTimeoutMs`'],
     [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
+    [{ rules, requestTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`requestTimeoutMs`'],
+    [{ rules, grpcIdleTimeoutMs: 1.5 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
     [{ rules, store: null }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, store: 'redis' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, headers: { standard: 'draft-9' } }, 'ERR_SLUICE_INVALID_HEADERS', 'headers.standard'],

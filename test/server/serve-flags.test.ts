@@ -33,3 +33,27 @@ it.each(['redis://127.0.0.1:6379/?db=abc', 'redis://127.0.0.1:6379?keyPrefix=%7B
     );
   },
 );
+
+describe('the connection timeouts', () => {
+  it('default to 10 s for a request to arrive and 5 min for an idle gRPC connection', () => {
+    expect(parseServeArgs(['--rules', 'a.yaml'])).toMatchObject({
+      requestTimeoutMs: 10_000,
+      grpcIdleTimeoutMs: 300_000,
+    });
+  });
+
+  it('are read from their flags', () => {
+    const args = ['--rules', 'a.yaml', '--request-timeout-ms', '2500', '--grpc-idle-timeout-ms', '60000'];
+    expect(parseServeArgs(args)).toMatchObject({ requestTimeoutMs: 2_500, grpcIdleTimeoutMs: 60_000 });
+  });
+
+  it.each([
+    ['--request-timeout-ms', '0'],
+    ['--request-timeout-ms', '10s'],
+    ['--grpc-idle-timeout-ms', '-1'],
+  ])('refuse %s %s at start-up', (flag, value) => {
+    expect(() => parseServeArgs(['--rules', 'a.yaml', flag, value])).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION', message: expect.stringContaining(flag) }),
+    );
+  });
+});

@@ -17,6 +17,8 @@ export interface ServeFlags {
   host: string;
   headers: StandardHeaders | undefined;
   storeTimeoutMs: number;
+  requestTimeoutMs: number;
+  grpcIdleTimeoutMs: number;
   /** The proxies refuse a request the service did not answer in time (Envoy's `failure_mode_deny`). */
   failureModeDeny: boolean;
   /** gRPC over TLS; plain when absent. */
@@ -45,6 +47,9 @@ Options:
   --headers <draft-11|draft-7|draft-6>
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
+  --request-timeout-ms <ms>       longest a request may take to arrive, default 10000
+  --grpc-idle-timeout-ms <ms>     close a gRPC connection with no call open this long,
+                                  default 300000
   --failure-mode-deny             the proxies refuse a request the service did not answer in
                                   time (Envoy's failure_mode_deny: true): a call whose caller
                                   gave up costs nothing
@@ -204,6 +209,8 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: { type: 'string' },
     headers: { type: 'string' },
     'store-timeout-ms': { type: 'string' },
+    'request-timeout-ms': { type: 'string' },
+    'grpc-idle-timeout-ms': { type: 'string' },
     'failure-mode-deny': { type: 'boolean' },
     'tls-cert': { type: 'string' },
     'tls-key': { type: 'string' },
@@ -227,6 +234,8 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     host: host ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
+    requestTimeoutMs: integer(str('request-timeout-ms'), '--request-timeout-ms', 10_000, 1, 600_000),
+    grpcIdleTimeoutMs: integer(str('grpc-idle-timeout-ms'), '--grpc-idle-timeout-ms', 300_000, 1, 86_400_000),
     failureModeDeny: values['failure-mode-deny'] === true,
     tls: tlsFiles(values),
   };

@@ -1,4 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
+import { MAX_TIMER_MS } from '@sluice/core';
 import type { CountedStore } from '@sluice/otel';
 import type { RuleSet } from '@sluice/rules';
 import { createCallHandler } from './call-handler.js';
@@ -84,12 +85,17 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),
     settings.failureModeDeny,
   );
-  const grpc = createGrpcServer(handleCall);
-  const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing);
+  const grpc = createGrpcServer(handleCall, settings);
+  const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing, settings);
 
   let grpcListener: GrpcListener | undefined;
   const bindGrpc = async (): Promise<number> => {
-    grpcListener = await listenGrpc(grpc.server, settings.grpcCredentials, settings.host, settings.grpcPort);
+    grpcListener = await listenGrpc(grpc.server, settings.grpcCredentials, {
+      host: settings.host,
+      port: settings.grpcPort,
+      // Held to a timer's range: one set longer fires at once.
+      silenceMs: Math.min(2 * settings.grpcIdleTimeoutMs, MAX_TIMER_MS),
+    });
     return grpcListener.port;
   };
   /** Ends gRPC at once: its calls, sessions and every connection, one that never began HTTP/2 too. */

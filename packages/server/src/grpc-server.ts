@@ -1,6 +1,8 @@
 import { Server, type ServerUnaryCall, type sendUnaryData, status } from '@grpc/grpc-js';
 import type { CallHandler, CallOutcome } from './call-handler.js';
+import { type ConnectionTimeouts, MAX_CALLS_PER_CONNECTION, MAX_REQUEST_BYTES } from './connection-bounds.js';
 import { toGrpcResponse } from './grpc-codec.js';
+import { requestDeadline } from './grpc-request-deadline.js';
 import { addHealthService } from './health-service.js';
 import { rateLimitService } from './proto.js';
 import { badRequest, toCall } from './request-checks.js';
@@ -39,8 +41,16 @@ function toGrpcCall({ message, bytes, refused }: ReceivedRequest): RateLimitCall
 }
 
 /** The gRPC front end: `RateLimitService/ShouldRateLimit` and `grpc.health.v1.Health`. */
-export function createGrpcServer(handleCall: CallHandler) {
-  const server = new Server();
+export function createGrpcServer(handleCall: CallHandler, timeouts: ConnectionTimeouts) {
+  const server = new Server({
+    interceptors: [requestDeadline(timeouts.requestTimeoutMs)],
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
+    'grpc.max_concurrent_streams': MAX_CALLS_PER_CONNECTION,
+    'grpc.max_connection_idle_ms': timeouts.grpcIdleTimeoutMs,
+    // A ping each idle period: a live peer answers it, so a connection silent for two is not
+    // live (the listener cuts it), though a call such as a health `Watch` keeps it open.
+    'grpc.keepalive_time_ms': timeouts.grpcIdleTimeoutMs,
+  });
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   const { ShouldRateLimit: method } = rateLimitService();
   const keepingBytes = (bytes: Buffer): ReceivedRequest => {

@@ -1,9 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { CallHandler, CallOutcome } from './call-handler.js';
+import { type ConnectionTimeouts, MAX_REQUEST_BYTES } from './connection-bounds.js';
 import { parseJsonCall, toJsonResponse } from './json-codec.js';
-
-/** A `RateLimitRequest` in JSON is small; anything near this is abuse. */
-export const MAX_JSON_BODY_BYTES = 1024 * 1024;
 
 const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, number> = {
   invalid: 400,
@@ -24,7 +22,7 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
     let size = 0;
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size <= MAX_JSON_BODY_BYTES) {
+      if (size <= MAX_REQUEST_BYTES) {
         chunks.push(chunk);
         return;
       }
@@ -38,21 +36,22 @@ function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   });
 }
 
-/**
- * The HTTP front end, on envoyproxy/ratelimit's paths: `POST /json` (200 or 429 with the
- * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, and `GET /metrics`.
- */
 /** What `/metrics` serves. */
 export interface MetricsText {
   readonly contentType: string;
   render(): Promise<string>;
 }
 
+/**
+ * The HTTP front end, on envoyproxy/ratelimit's paths: `POST /json` (200 or 429 with the
+ * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, and `GET /metrics`.
+ */
 export function createHttpServer(
   handleCall: CallHandler,
   metrics: MetricsText,
   serving: () => boolean,
   closing: () => boolean,
+  { requestTimeoutMs }: Pick<ConnectionTimeouts, 'requestTimeoutMs'>,
 ) {
   // Once `close()` has begun, every answer, to the calls in flight too, closes its connection:
   // a kept-alive client cannot hold the close up until its connection times out.
@@ -87,7 +86,14 @@ export function createHttpServer(
     'GET /metrics': async (_, res) => send(res, 200, metrics.contentType, await metrics.render()),
   };
 
-  const server = createServer((req, res) => {
+  // Node ends a request still arriving after `requestTimeout` with 408, checking every
+  // `connectionsCheckingInterval` (30 s by default, which would let a 10 s bound run to 40 s).
+  const bounds = {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, requestTimeoutMs),
+  };
+  const server = createServer(bounds, (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     // HEAD is GET without the body (RFC 9110), which Node leaves out for a HEAD request.
     const route = routes[`${req.method === 'HEAD' ? 'GET' : req.method} ${path}`];

@@ -68,6 +68,8 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
       ...(tls === undefined ? {} : { grpcCredentials: tls.credentials }),
       headers: flags.headers === undefined ? false : { standard: flags.headers },
       storeTimeoutMs: flags.storeTimeoutMs,
+      requestTimeoutMs: flags.requestTimeoutMs,
+      grpcIdleTimeoutMs: flags.grpcIdleTimeoutMs,
       failureModeDeny: flags.failureModeDeny,
       log,
     });

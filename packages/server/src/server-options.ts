@@ -35,6 +35,14 @@ export interface DecisionServerOptions {
   /** How long `close()` lets calls in flight finish before cutting them off. @default 10000 */
   shutdownTimeoutMs?: number | undefined;
   /**
+   * Longest a request may take to arrive, from its headers to its last byte, on either port:
+   * past it gRPC answers DEADLINE_EXCEEDED and HTTP 408, and what had arrived is dropped.
+   * @default 10000
+   */
+  requestTimeoutMs?: number | undefined;
+  /** A gRPC connection with no call open this long is closed, with a GOAWAY first. @default 300000 */
+  grpcIdleTimeoutMs?: number | undefined;
+  /**
    * As the proxies in front set Envoy's `failure_mode_deny`: `true` when they refuse a request
    * the service did not answer in time. A call whose caller gave up (cancelled, deadline past,
    * connection closed) then costs nothing: it is not decided, or its charge is given back. Left
@@ -57,6 +65,8 @@ export interface CheckedServerOptions {
   headers: ResolvedHeaders | undefined;
   storeTimeoutMs: number;
   shutdownTimeoutMs: number;
+  requestTimeoutMs: number;
+  grpcIdleTimeoutMs: number;
   failureModeDeny: boolean;
   clock: (() => number) | undefined;
   log: ServiceLog;
@@ -72,6 +82,8 @@ const names = [
   'headers',
   'storeTimeoutMs',
   'shutdownTimeoutMs',
+  'requestTimeoutMs',
+  'grpcIdleTimeoutMs',
   'failureModeDeny',
   'clock',
   'log',
@@ -155,6 +167,8 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     headers: options.headers === undefined || options.headers === false ? undefined : checkHeaders(options.headers),
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
+    requestTimeoutMs: positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000),
+    grpcIdleTimeoutMs: positive(options.grpcIdleTimeoutMs, 'grpcIdleTimeoutMs', 300_000),
     failureModeDeny,
     clock: options.clock,
     log: log ?? createServiceLog(),
