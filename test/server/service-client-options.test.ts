@@ -11,6 +11,8 @@ it.each([
   [{ ...good, deadline: 50 }, 'ERR_SLUICE_UNKNOWN_OPTION', '`deadlineMs`'],
   [{ ...good, address: 'http://127.0.0.1:8081' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`address`'],
   [{ ...good, domain: 'd'.repeat(257) }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`domain`'],
+  // Regression: the service refused it as no UTF-8 in every call, after `ready()` had resolved.
+  [{ ...good, domain: 'api\ud800' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', 'no lone surrogate'],
   [{ ...good, credentials: {} }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`credentials`'],
   // A loader that found no certificate: it connected in plaintext.
   [{ ...good, credentials: null }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`credentials`'],
@@ -21,6 +23,45 @@ it.each([
 ])('createServiceClient refuses %o at creation', (options, code, mention) => {
   expect(() => createServiceClient(options as never)).toThrow(expect.objectContaining({ code }));
   expect(() => createServiceClient(options as never)).toThrow(mention);
+});
+
+// Regressions: each was taken, and every call then failed on name resolution.
+it.each([
+  'grpc://127.0.0.1:8081',
+  '127.0.0.1:8081 ',
+  '[::1',
+  '127.0.0.1:99999',
+  '127.0.0.1:0',
+  '127.0.0.1:abc',
+  'unix:',
+  'dns:',
+  'dns:///',
+  'foo:///x',
+  'ipv4:1.2.3.4:8081,',
+])('createServiceClient refuses the address %j at creation', (address) => {
+  expect(() => createServiceClient({ ...good, address })).toThrow(
+    expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining('`address`'),
+    }),
+  );
+});
+
+it.each([
+  'rate-limit:8081',
+  'rate-limit',
+  '[::1]:8081',
+  '[fe80::1%eth0]:8081',
+  'dns:rate-limit:8081',
+  'dns:///rate-limit:8081',
+  'dns://8.8.8.8/rate-limit:8081',
+  'ipv4:10.0.0.1:8081,10.0.0.2:8081',
+  'ipv6:[::1]:8081',
+  'unix:/run/sluice.sock',
+  'unix:///run/sluice.sock',
+  'unix-abstract:sluice',
+])('takes the gRPC target %s', async (address) => {
+  await createServiceClient({ ...good, address, logger: { warn() {} } }).close();
 });
 
 it('takes a domain of exactly 256 characters', async () => {

@@ -189,6 +189,13 @@ export interface RateLimitStore {
   reset(namespace: string, key: string, policies: readonly Policy[]): Promise<void>;
   /** Gives `request.cost` units back to every policy (never beyond a fresh state). */
   refund(request: StoreRequest): Promise<void>;
+  /**
+   * `false` for a store whose `refund` always rejects (the decision service's client: Envoy's
+   * protocol has none). Adapter options that give a charge back after the response
+   * (`skipSuccessfulRequests`, `skipFailedRequests`) then fail at creation rather than count
+   * every request. @default true
+   */
+  readonly refunds?: boolean;
 }
 
 export type ThrottleMode = 'hard' | 'soft' | 'elastic' | 'shadow';

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { describe, SluiceError } from '../errors.js';
+import type { RateLimitStore } from '../types.js';
 import type { WarnOnce } from './warnings.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -30,6 +31,7 @@ const ignore = (): void => {};
 export function checkCountByOutcome<Req, Res>(
   options: Record<string, unknown>,
   warn: WarnOnce,
+  store: RateLimitStore | undefined,
 ): AfterResponse<Req, Res> | undefined {
   const { skipFailedRequests = false, skipSuccessfulRequests = false, requestWasSuccessful } = options;
   for (const [name, value] of Object.entries({ skipFailedRequests, skipSuccessfulRequests })) {
@@ -54,6 +56,13 @@ export function checkCountByOutcome<Req, Res>(
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
       '[sluice] Option `requestWasSuccessful` is used only with `skipFailedRequests` or `skipSuccessfulRequests`.',
+    );
+  }
+  if (store?.refunds === false) {
+    const option = skipFailedRequests ? 'skipFailedRequests' : 'skipSuccessfulRequests';
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`${option}\` gives a charge back after the response, and the store ${store.name} cannot give one back: every request would count.`,
     );
   }
   const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];

@@ -3,7 +3,7 @@ import { invalid } from '../errors.js';
 import { publishQueued } from '../events.js';
 import { createLimiter, releaseNamespace, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
-import type { Decision, Limiter, LimiterOptions } from '../types.js';
+import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from './adapter-contract.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
@@ -81,7 +81,7 @@ export function createHttpLimiter<Req, Res>(
   // so the middleware made again with the mistake mended takes it.
   const { refuse, afterResponse, notify, isAllowed, ban } = releasedOnThrow(release, () => ({
     refuse: createRefuse<Req>(all),
-    afterResponse: checkCountByOutcome<Req, Res>(all, warn),
+    afterResponse: checkCountByOutcome<Req, Res>(all, warn, base.store as RateLimitStore | undefined),
     notify: checkNotifications<Req>(all, warn),
     isAllowed: checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined),
     ban: createBan(all.ban, base, namespace),

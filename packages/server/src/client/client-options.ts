@@ -2,6 +2,10 @@ import { ChannelCredentials, credentials } from '@grpc/grpc-js';
 import { checkKnownOptions, invalid, type Logger } from '@sluice/core';
 import { REQUEST_LIMITS } from '../request-checks.js';
 import { invalidOption, positive } from '../server-options.js';
+import { isGrpcTarget } from './grpc-target.js';
+
+/** A UTF-16 surrogate without its pair, which UTF-8 cannot encode. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 
 export interface ServiceClientOptions {
   /** The service's gRPC address, e.g. `'127.0.0.1:8081'`. */
@@ -27,12 +31,26 @@ export function checkClientOptions(options: ServiceClientOptions): CheckedClient
   if (typeof options !== 'object' || options === null) invalidOption('options', options, 'an object');
   checkKnownOptions(options, names);
   const { address, domain, logger = console } = options;
-  // A URL's scheme is no gRPC target: the channel would fail every call on name resolution.
-  if (typeof address !== 'string' || address === '' || /^https?:/i.test(address))
-    invalidOption('address', address, 'a gRPC address such as "127.0.0.1:8081", without http://');
-  // The service refuses a longer domain in every call (INVALID_ARGUMENT): an outage for good.
-  if (typeof domain !== 'string' || domain === '' || domain.length > REQUEST_LIMITS.domainLength)
-    invalidOption('domain', domain, `the rules domain to ask under, 1 to ${REQUEST_LIMITS.domainLength} characters`);
+  // One grpc-js cannot reach would fail every call on name resolution (a URL's scheme among them).
+  if (typeof address !== 'string' || !isGrpcTarget(address))
+    invalidOption(
+      'address',
+      address,
+      'a gRPC address such as "127.0.0.1:8081", "[::1]:8081" or "dns:rate-limit:8081", without http://',
+    );
+  // The service refuses, in every call (INVALID_ARGUMENT), a longer domain and one that is no
+  // UTF-8 (a lone surrogate): an outage for good.
+  if (
+    typeof domain !== 'string' ||
+    domain === '' ||
+    domain.length > REQUEST_LIMITS.domainLength ||
+    LONE_SURROGATE.test(domain)
+  )
+    invalidOption(
+      'domain',
+      domain,
+      `the rules domain to ask under, 1 to ${REQUEST_LIMITS.domainLength} characters of UTF-8 (no lone surrogate)`,
+    );
   // `undefined` alone means plaintext: a `null` is a mistake, never a quiet fall back to it.
   const given = options.credentials === undefined ? credentials.createInsecure() : options.credentials;
   if (!(given instanceof ChannelCredentials))

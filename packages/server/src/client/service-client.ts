@@ -1,4 +1,4 @@
-import { type Client, connectivityState, makeGenericClientConstructor } from '@grpc/grpc-js';
+import { type Client, connectivityState, makeGenericClientConstructor, type ServiceError, status } from '@grpc/grpc-js';
 import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import { rateLimitService } from '../proto.js';
 import { UINT32_MAX } from '../wire-types.js';
@@ -27,7 +27,7 @@ export interface ServiceClient extends RateLimitStore {
 type ShouldRateLimit = (
   request: object,
   options: { deadline: number },
-  callback: (error: Error | null, response?: WireResponse) => void,
+  callback: (error: ServiceError | null, response?: WireResponse) => void,
 ) => void;
 
 /**
@@ -107,7 +107,8 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       call(message, { deadline: Date.now() + deadlineMs }, (error, response) => {
         inFlight--;
         if (closed !== undefined && inFlight === 0) release();
-        if (error !== null || response === undefined) return reject(error ?? new Error('empty response'));
+        if (error !== null) return reject(callFailure(error, address));
+        if (response === undefined) return reject(new Error('empty response'));
         // Thrown here, an error would escape grpc-js as an uncaught exception and leave the
         // decision unsettled: a reply that is no decision, or a logger that throws, fails the call.
         try {
@@ -124,6 +125,7 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     name: `sluice service ${address}`,
     // The service counts by descriptor, `<policy name>: <client key>`: a limiter's prefix never reaches it.
     countsByPolicyName: true,
+    refunds: false,
     checkPolicies(_policies, throttle) {
       // The service decides on its rules' capacities; a capacity raised here would never reach it.
       if (throttle.mode === 'soft' || throttle.mode === 'elastic') {
@@ -166,6 +168,19 @@ function closeChannel(client: Client, waitMs: number, done: () => void): void {
     done();
   };
   closeWhenSettled();
+}
+
+/**
+ * A failed call, with its gRPC status by name as its `code` (`UNAVAILABLE`, `INVALID_ARGUMENT`,
+ * `RESOURCE_EXHAUSTED`, …): grpc-js's own error has a number there, so every failure showed as
+ * `error.type="Error"` in metrics, a service down alike to one refusing the calls.
+ */
+function callFailure(error: ServiceError, address: string): Error {
+  const name = status[error.code] ?? 'UNKNOWN';
+  return Object.assign(
+    new Error(`[sluice] The decision service at ${address} answered ${name}: ${error.details}`, { cause: error }),
+    { code: name },
+  );
 }
 
 /** A refusal of every policy that no wait would lift (`retryAfterMs` Infinity). */
