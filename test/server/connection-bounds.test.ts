@@ -1,5 +1,5 @@
 import { type ClientHttp2Session, connect as connectHttp2 } from 'node:http2';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { type Client, credentials, loadPackageDefinition, type ServiceError, status } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { parseRules } from '@sluice/rules';
@@ -54,6 +54,73 @@ const frameHead = (size: number): Buffer => {
   return head;
 };
 
+const healthClient = (address: string): Client => {
+  const api = loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
+    grpc: { health: { v1: { Health: new (a: string, c: unknown) => Client } } };
+  };
+  return new api.grpc.health.v1.Health(address, credentials.createInsecure());
+};
+
+/** A health `Watch` of the service: its first status, how it ended, and a way to end it. */
+const watchHealth = (address: string) => {
+  const health = healthClient(address);
+  const watch = (health as unknown as { Watch(r: { service: string }): NodeJS.EventEmitter }).Watch({ service: '' });
+  const ended = new Promise<string>((resolve) => {
+    watch.on('error', (error: ServiceError) => resolve(`error ${error.code}`));
+    watch.on('end', () => resolve('end'));
+  });
+  return {
+    first: new Promise((resolve) => watch.once('data', resolve)),
+    ended,
+    close: () => {
+      (watch as unknown as { cancel(): void }).cancel();
+      health.close();
+    },
+  };
+};
+
+/**
+ * A TCP proxy to `port` that passes every HTTP/2 frame but the client's answers to pings
+ * (PING with ACK): a client whose peer process is gone, as the service sees it.
+ */
+async function dropPingAnswers(port: number) {
+  const sockets = new Set<Socket>();
+  const proxy = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+    }
+    upstream.pipe(client);
+    let pending = Buffer.alloc(0);
+    let prefaceLeft = 24;
+    client.on('data', (chunk: Buffer) => {
+      pending = Buffer.concat([pending, chunk]);
+      if (prefaceLeft > 0) {
+        const preface = pending.subarray(0, prefaceLeft);
+        upstream.write(preface);
+        prefaceLeft -= preface.length;
+        pending = pending.subarray(preface.length);
+      }
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const frame = pending.subarray(0, 9 + pending.readUIntBE(0, 3));
+        pending = pending.subarray(frame.length);
+        const pingAnswer = frame[3] === 0x6 && ((frame[4] as number) & 0x1) === 1;
+        if (!pingAnswer) upstream.write(frame);
+      }
+    });
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (proxy.address() as { port: number }).port,
+    close: () => {
+      proxy.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
 describe('a gRPC call whose request stops part-way', () => {
   it('is answered DEADLINE_EXCEEDED and reset, freeing its stream (it was held until the client left)', async () => {
     const session: ClientHttp2Session = connectHttp2(`http://127.0.0.1:${grpcPort}`);
@@ -85,6 +152,27 @@ describe('a gRPC call whose request stops part-way', () => {
       expect(new Set(outcomes.map(([answer, rstCode]) => `${answer} rst ${rstCode}`))).toEqual(
         new Set([`${status.DEADLINE_EXCEEDED} ${message} rst 0`]),
       );
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it('is answered DEADLINE_EXCEEDED when its message came whole but its client never ended its side', async () => {
+    // grpc-js answers a unary call once its client half-closes: until then it held the message.
+    const session: ClientHttp2Session = connectHttp2(`http://127.0.0.1:${grpcPort}`);
+    try {
+      session.on('error', () => {});
+      const stream = session.request({
+        ':method': 'POST',
+        ':path': METHOD,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      });
+      stream.on('error', () => {});
+      stream.write(Buffer.concat([frameHead(100_000), Buffer.alloc(100_000)]));
+      const answer = await new Promise<unknown>((resolve) => stream.once('response', (h) => resolve(h['grpc-status'])));
+      expect(answer).toBe(String(status.DEADLINE_EXCEEDED));
+      await new Promise((resolve) => stream.once('close', resolve));
     } finally {
       session.destroy();
     }
@@ -152,56 +240,79 @@ describe('gRPC connections', () => {
   it.each([
     ['sends nothing', ''],
     ['stalls in the HTTP/2 preface', 'PRI * HTTP/2.0\r\n'],
-  ])('cuts one that %s and ignores the FIN (it was held as long as its client liked)', async (_, bytes) => {
-    // grpc-js ends such a connection once idle, but its socket stays open for as long as the
-    // client keeps its own side open, as this one does.
-    const socket = connect({ port: grpcPort, host: '127.0.0.1', allowHalfOpen: true }, () => socket.write(bytes));
-    const opened = performance.now();
-    socket.resume();
-    await new Promise((resolve) => socket.once('end', resolve));
-    // Silent since it connected, or since its last byte: cut at the second check of two idle
-    // periods at the latest. A byte sent past it is answered with a reset.
-    const cut = opened + 2 * (2 * IDLE_TIMEOUT_MS) + 200;
-    await new Promise((resolve) => setTimeout(resolve, cut - performance.now()));
-    // The first byte past it draws the reset; the next write fails on it.
-    const reset = new Promise<string>((resolve) =>
-      socket.once('error', (error: NodeJS.ErrnoException) => resolve(`${error.code}`)),
-    );
-    const probe = setInterval(() => socket.write('x'), 50);
-    try {
-      expect(await reset).toMatch(/^(ECONNRESET|EPIPE)$/);
-    } finally {
-      clearInterval(probe);
-    }
-    socket.destroy();
-  });
+    // The preface and an empty SETTINGS frame.
+    ['began HTTP/2', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00'],
+  ])(
+    'cuts one that %s, once ended idle, though its client keeps it open and sends bytes (it was held for good)',
+    async (_, bytes) => {
+      // grpc-js ends such a connection once idle and leaves its socket to the client to close.
+      const socket = connect({ port: grpcPort, host: '127.0.0.1', allowHalfOpen: true }, () =>
+        socket.write(Buffer.from(bytes, 'latin1')),
+      );
+      socket.resume();
+      await new Promise((resolve) => socket.once('end', resolve));
+      const ended = performance.now();
+      // A byte now and then, read and thrown away: once the socket is cut, one draws a reset.
+      const reset = new Promise<string>((resolve) =>
+        socket.once('error', (error: NodeJS.ErrnoException) => resolve(`${error.code}`)),
+      );
+      const trickle = setInterval(() => socket.write('x'), 50);
+      try {
+        expect(await reset).toMatch(/^(ECONNRESET|EPIPE)$/);
+        expect(performance.now() - ended).toBeLessThan(REQUEST_TIMEOUT_MS + 1_000);
+      } finally {
+        clearInterval(trickle);
+        socket.destroy();
+      }
+    },
+  );
 
   it('keeps one open as long as a health Watch on it, which sends nothing after its request', async () => {
-    const api = loadPackageDefinition(loadSync(healthProto, { enums: String })) as unknown as {
-      grpc: { health: { v1: { Health: new (a: string, c: unknown) => Client } } };
-    };
-    const health = new api.grpc.health.v1.Health(`127.0.0.1:${grpcPort}`, credentials.createInsecure());
+    const watching = watchHealth(`127.0.0.1:${grpcPort}`);
     try {
-      const watch = (health as unknown as { Watch(r: { service: string }): NodeJS.EventEmitter }).Watch({
-        service: '',
-      });
-      const ended = new Promise<string>((resolve) => {
-        watch.on('error', (error: ServiceError) => resolve(`error ${error.code}`));
-        watch.on('end', () => resolve('end'));
-      });
-      const first = new Promise((resolve) => watch.once('data', resolve));
-      await first;
-      // Past the latest cut of a silent connection (1.6 s here, without the service's pings).
+      await watching.first;
+      // Six idle periods, a ping in each: a connection with a call open is not idle.
       const outcome = await Promise.race([
-        ended,
+        watching.ended,
         new Promise<string>((resolve) => setTimeout(resolve, 6 * IDLE_TIMEOUT_MS, 'still open')),
       ]);
       expect(outcome).toBe('still open');
-      (watch as unknown as { cancel(): void }).cancel();
     } finally {
-      health.close();
+      watching.close();
     }
   });
+
+  it("ends one whose client does not answer the service's ping, a Watch open on it", async () => {
+    const proxy = await dropPingAnswers(grpcPort);
+    const watching = watchHealth(`127.0.0.1:${proxy.port}`);
+    try {
+      await watching.first;
+      // A ping after an idle period, unanswered for requestTimeoutMs.
+      expect(await watching.ended).toBe(`error ${status.UNAVAILABLE}`);
+    } finally {
+      watching.close();
+      proxy.close();
+    }
+  });
+
+  it.each(['Watch', 'Check'])(
+    'refuses a health %s of a name over 256 characters, which a Watch held',
+    async (method) => {
+      const health = healthClient(`127.0.0.1:${grpcPort}`);
+      try {
+        const call = (health as unknown as Record<string, (...args: unknown[]) => NodeJS.EventEmitter>)[method];
+        const code = await new Promise<number>((resolve) => {
+          const request = { service: 's'.repeat(257) };
+          if (method === 'Check')
+            call?.call(health, request, (error: ServiceError | null) => resolve(error?.code ?? 0));
+          else call?.call(health, request).on('error', (error: ServiceError) => resolve(error.code));
+        });
+        expect(code).toBe(status.INVALID_ARGUMENT);
+      } finally {
+        health.close();
+      }
+    },
+  );
 });
 
 describe('HTTP connections', () => {
@@ -222,5 +333,34 @@ describe('HTTP connections', () => {
   it('close one that sends no request within requestTimeoutMs', async () => {
     const socket = connect(httpPort, '127.0.0.1');
     expect(await closedAfter(socket)).toBeLessThan(REQUEST_TIMEOUT_MS + 2_000);
+  });
+});
+
+describe('close()', () => {
+  it('cuts a socket whose session had ended but whose client kept it open (close() left it, and the process, running)', async () => {
+    const own = createDecisionServer({
+      rules,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log,
+      requestTimeoutMs: 60_000,
+      grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
+    });
+    const ports = await own.listen();
+    const socket = connect({ port: ports.grpcPort, host: '127.0.0.1', allowHalfOpen: true }, () =>
+      socket.write('PRI * HTTP/2.0\r\n'),
+    );
+    socket.resume();
+    socket.on('error', () => {});
+    // Ended idle; left open far longer than the test, were it not for close().
+    await new Promise((resolve) => socket.once('end', resolve));
+    await own.close();
+    const probe = setInterval(() => socket.write('x'), 50);
+    try {
+      await new Promise((resolve) => socket.once('close', resolve));
+    } finally {
+      clearInterval(probe);
+    }
   });
 });

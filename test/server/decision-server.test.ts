@@ -33,6 +33,8 @@ describe('createDecisionServer', () => {
     [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, requestTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`requestTimeoutMs`'],
     [{ rules, grpcIdleTimeoutMs: 1.5 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
+    // Regression: grpc-js reads 2^31 - 1 as no idle close and no pings.
+    [{ rules, grpcIdleTimeoutMs: 2 ** 31 - 1 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
     [{ rules, store: null }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, store: 'redis' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`store`'],
     [{ rules, headers: { standard: 'draft-9' } }, 'ERR_SLUICE_INVALID_HEADERS', 'headers.standard'],

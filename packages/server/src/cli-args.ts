@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SluiceError, type StandardHeaders } from '@sluice/core';
-import { invalidOption } from './server-options.js';
+import { invalidOption, MAX_IDLE_TIMEOUT_MS } from './server-options.js';
 import type { TlsFiles } from './tls.js';
 
 /** One Redis by URL, or a Cluster's start-up nodes with what every node's connection needs. */
@@ -235,7 +235,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     headers: headers as StandardHeaders | undefined,
     storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
     requestTimeoutMs: integer(str('request-timeout-ms'), '--request-timeout-ms', 10_000, 1, 600_000),
-    grpcIdleTimeoutMs: integer(str('grpc-idle-timeout-ms'), '--grpc-idle-timeout-ms', 300_000, 1, 86_400_000),
+    grpcIdleTimeoutMs: integer(str('grpc-idle-timeout-ms'), '--grpc-idle-timeout-ms', 300_000, 1, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny: values['failure-mode-deny'] === true,
     tls: tlsFiles(values),
   };

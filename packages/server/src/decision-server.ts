@@ -1,5 +1,4 @@
 import type { Server as HttpServer } from 'node:http';
-import { MAX_TIMER_MS } from '@sluice/core';
 import type { CountedStore } from '@sluice/otel';
 import type { RuleSet } from '@sluice/rules';
 import { createCallHandler } from './call-handler.js';
@@ -93,8 +92,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     grpcListener = await listenGrpc(grpc.server, settings.grpcCredentials, {
       host: settings.host,
       port: settings.grpcPort,
-      // Held to a timer's range: one set longer fires at once.
-      silenceMs: Math.min(2 * settings.grpcIdleTimeoutMs, MAX_TIMER_MS),
+      graceMs: settings.requestTimeoutMs,
     });
     return grpcListener.port;
   };
@@ -119,6 +117,8 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
       const timer = setTimeout(forceGrpc, settings.shutdownTimeoutMs);
       grpc.server.tryShutdown(() => {
         clearTimeout(timer);
+        // Every session has ended; a socket whose client kept its side open has not.
+        grpcListener?.destroy();
         resolve();
       });
     });

@@ -11,39 +11,38 @@ export interface GrpcListener {
 }
 
 /**
- * Cuts a connection that has sent no byte for between one and two `silenceMs`. The service
- * pings every connection more often than that (`grpc.keepalive_time_ms`), so one that sends
- * nothing, not even the answer every HTTP/2 peer owes a ping, is dead or stalled.
+ * Cuts a connection the service has ended (its session closed, idle or not, a GOAWAY sent)
+ * once its client has left its side open for `graceMs`. grpc-js ends such a socket and leaves
+ * it to the client to close: a client that never did, or went on sending bytes (read and
+ * thrown away), held it for good, one stalled mid-preface among them.
  */
-function cutWhenSilent(socket: Socket, silenceMs: number): void {
-  let bytesRead = 0;
-  const watch = setInterval(() => {
-    if (socket.bytesRead === bytesRead) socket.destroy();
-    bytesRead = socket.bytesRead;
-  }, silenceMs);
-  watch.unref();
-  socket.once('close', () => clearInterval(watch));
+function cutWhenHeld(socket: Socket, graceMs: number): void {
+  let held: NodeJS.Timeout | undefined;
+  socket.once('finish', () => {
+    held = setTimeout(() => socket.destroy(), graceMs);
+    held.unref();
+  });
+  socket.once('close', () => clearTimeout(held));
 }
 
 /**
  * Listens on `host:port` and hands each connection to `server` (grpc-js's connection
- * injector, TLS included when `credentials` say so), keeping the sockets. grpc-js cannot end
- * a connection that has not begun HTTP/2 (a port scan, a client stalled mid-preface or
- * mid-handshake): closing or destroying such a session leaves its socket open, so it would
- * hold a socket for as long as its client liked, and hold up a shutdown as long. Such a
- * connection is cut once silent for `silenceMs`, and at once by `destroy()`.
+ * injector, TLS included when `credentials` say so), keeping the sockets. grpc-js ends a
+ * session but does not close its socket: one whose client keeps its side open stays open for
+ * as long as the client likes, and holds up a shutdown as long. So each is cut `graceMs` after
+ * it was ended (`cutWhenHeld`), and `destroy()` cuts every one at once.
  */
 export function listenGrpc(
   server: Server,
   credentials: ServerCredentials,
-  { host, port, silenceMs }: { host: string; port: number; silenceMs: number },
+  { host, port, graceMs }: { host: string; port: number; graceMs: number },
 ): Promise<GrpcListener> {
   const injector = server.createConnectionInjector(credentials);
   const sockets = new Set<Socket>();
   const listener = createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    cutWhenSilent(socket, silenceMs);
+    cutWhenHeld(socket, graceMs);
     injector.injectConnection(socket);
   });
   return new Promise((resolve, reject) => {

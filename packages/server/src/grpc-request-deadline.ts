@@ -18,10 +18,11 @@ function streamOf(call: ServerInterceptingCallInterface): Http2Stream | undefine
 }
 
 /**
- * Ends a call whose request has not fully arrived `timeoutMs` after its headers. grpc-js
- * reads a call's message for as long as its client takes, unless the client set a deadline
- * (`grpc-timeout`, as Envoy does): a client that sent part of a message and stopped would
- * hold what was read, up to a message's size per call, for as long as its connection lasts.
+ * Ends a call whose request has not fully arrived, its message and its half-close, `timeoutMs`
+ * after its headers. grpc-js reads a call's message for as long as its client takes, unless
+ * the client set a deadline (`grpc-timeout`, as Envoy does): a client that sent part of a
+ * message and stopped, or a whole one without ending its side, would hold what was read, up to
+ * a message's size per call, for as long as its connection lasts.
  * Must be the first interceptor, so that it is handed grpc-js's own call.
  */
 export function requestDeadline(timeoutMs: number): ServerInterceptor {
@@ -40,10 +41,11 @@ export function requestDeadline(timeoutMs: number): ServerInterceptor {
         timer = setTimeout(expire, timeoutMs);
         // A call left waiting holds no process open: it ends with its connection.
         timer.unref();
+        // Whole at its half-close: grpc-js holds a unary call's message, unanswered, until then.
         const listener = new ServerListenerBuilder()
-          .withOnReceiveMessage((message, pass) => {
+          .withOnReceiveHalfClose((pass) => {
             stop();
-            pass(message);
+            pass();
           })
           .withOnCancel(stop)
           .build();

@@ -18,6 +18,16 @@ type Reply = { status: string };
  * `tryShutdown` waits for every open stream, so each watcher (gRPC client-side health checking
  * keeps one open) held shutdown for the whole `shutdownTimeoutMs`.
  */
+/**
+ * The longest service name asked about: a watch holds its request for as long as it lasts, so
+ * 256 watches of 1 MiB names held 256 MB on one connection for good.
+ */
+const MAX_NAME_LENGTH = 256;
+const tooLong = (name: string) => ({
+  code: status.INVALID_ARGUMENT,
+  details: `a service name of ${name.length} characters; at most ${MAX_NAME_LENGTH} are accepted`,
+});
+
 export function addHealthService(server: Server, names: readonly string[]) {
   let current: 'SERVING' | 'NOT_SERVING' = 'SERVING';
   let draining = false;
@@ -26,12 +36,17 @@ export function addHealthService(server: Server, names: readonly string[]) {
 
   server.addService(service as unknown as ServiceDefinition, {
     check(call: ServerUnaryCall<Request, Reply>, callback: sendUnaryData<Reply>) {
+      if (call.request.service.length > MAX_NAME_LENGTH) return callback(tooLong(call.request.service));
       const known = statusOf(call.request.service);
       if (known === undefined)
         callback({ code: status.NOT_FOUND, details: `Health status unknown for service ${call.request.service}` });
       else callback(null, { status: known });
     },
     watch(call: ServerWritableStream<Request, Reply>) {
+      if (call.request.service.length > MAX_NAME_LENGTH) {
+        call.emit('error', tooLong(call.request.service));
+        return;
+      }
       call.write({ status: statusOf(call.request.service) ?? 'SERVICE_UNKNOWN' });
       if (draining) {
         call.end();

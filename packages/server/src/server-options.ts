@@ -40,7 +40,11 @@ export interface DecisionServerOptions {
    * @default 10000
    */
   requestTimeoutMs?: number | undefined;
-  /** A gRPC connection with no call open this long is closed, with a GOAWAY first. @default 300000 */
+  /**
+   * A gRPC connection with no call open this long is closed, with a GOAWAY first; at most a
+   * day. The service pings each connection as often, and ends one whose ping goes unanswered
+   * for `requestTimeoutMs`. @default 300000
+   */
   grpcIdleTimeoutMs?: number | undefined;
   /**
    * As the proxies in front set Envoy's `failure_mode_deny`: `true` when they refuse a request
@@ -117,6 +121,20 @@ export function positive(value: unknown, option: string, fallback: number): numb
   return value;
 }
 
+/** The most `grpcIdleTimeoutMs` takes: grpc-js reads 2^31 − 1 ms as no idle close and no pings at all. */
+export const MAX_IDLE_TIMEOUT_MS = 86_400_000;
+
+function idleTimeout(value: unknown): number {
+  if (value === undefined) return 300_000;
+  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > MAX_IDLE_TIMEOUT_MS)
+    invalidOption(
+      'grpcIdleTimeoutMs',
+      value,
+      `a whole number of milliseconds from 1 to ${MAX_IDLE_TIMEOUT_MS} (a day)`,
+    );
+  return value as number;
+}
+
 /**
  * The store the options name, checked as a limiter checks it, before anything reads it (a bad
  * one found by the first rule's limiter would read as a problem of the rules); the memory
@@ -168,7 +186,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
     requestTimeoutMs: positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000),
-    grpcIdleTimeoutMs: positive(options.grpcIdleTimeoutMs, 'grpcIdleTimeoutMs', 300_000),
+    grpcIdleTimeoutMs: idleTimeout(options.grpcIdleTimeoutMs),
     failureModeDeny,
     clock: options.clock,
     log: log ?? createServiceLog(),
