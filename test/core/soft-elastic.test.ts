@@ -180,6 +180,31 @@ describe('elastic throttling', () => {
     expect((await limiter.peek('k')).allowed).toBe(false);
   });
 
+  it('treats an async probe that rejects as saturated, its rejection handled (it ended the process)', async () => {
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const rejecting = (async () => {
+        throw new Error('probe failed');
+      }) as unknown as () => number;
+      const limiter = createLimiter({
+        limit: 2,
+        window: '1m',
+        algorithm: 'fixed-window',
+        throttle: { mode: 'elastic', maxOveragePercent: 100, load: rejecting },
+        clock: () => 0,
+      });
+      const decisions = [];
+      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('k'));
+      expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, false]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+  });
+
   it('works with the default event-loop probe, within [L, ceiling]', async () => {
     const { limiter } = limiterWith({
       limit: 10,

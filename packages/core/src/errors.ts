@@ -29,6 +29,7 @@ export type SluiceErrorCode =
   | 'ERR_SLUICE_INVALID_KEY'
   | 'ERR_SLUICE_INVALID_COST'
   | 'ERR_SLUICE_INVALID_MESSAGE'
+  | 'ERR_SLUICE_NO_ERROR_THROWN'
   | 'ERR_SLUICE_STORE_UNAVAILABLE'
   | 'ERR_SLUICE_STORE_TIMEOUT'
   | 'ERR_SLUICE_BAD_STORE_REPLY'
@@ -85,4 +86,18 @@ export function describe(value: unknown): string {
 /** Throws a configuration error naming the option, the value received and what was expected. */
 export function invalid(code: SluiceErrorCode, option: string, value: unknown, expected: string): never {
   throw new SluiceError(code, `[sluice] Option \`${option}\` must be ${expected}; received ${describe(value)}.`);
+}
+
+/**
+ * What a function of the user's threw or rejected with, as an error a framework acts on.
+ * Express's `next`, Fastify's `done` and Koa's error handling read `undefined`, `null` or any
+ * other falsy reason as no error: a `key` function's `Promise.reject()` let every request
+ * through uncounted on Express and Fastify, and left it unanswered on Koa.
+ */
+export function thrownError(reason: unknown): unknown {
+  if (reason) return reason;
+  return new SluiceError(
+    'ERR_SLUICE_NO_ERROR_THROWN',
+    `[sluice] A function given to the rate limiter threw or rejected with ${describe(reason)}, which is no error; the request fails rather than pass.`,
+  );
 }

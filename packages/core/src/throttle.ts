@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { invalid } from './errors.js';
 import { checkKnownOptions, refuseInherited } from './known-options.js';
+import { isThenable } from './thenable.js';
 import type { Policy, Throttle } from './types.js';
 
 const MAX_OVERAGE_PERCENT = 1000;
@@ -137,18 +138,25 @@ const raise = (capacity: number, percent: number): number => {
 };
 
 /**
- * A load outside [0, 1] is clamped; one that is not a number (NaN, undefined, a string, an
- * async function's promise) counts as saturated, so a broken probe lends nothing.
+ * A probe that throws lends nothing, as a reading that is no number does: it must not fail the
+ * decision. An async probe's promise reads as no number; its rejection, left unheard, ended
+ * the process.
  */
-/** A probe that throws lends nothing, as a reading that is no number does: it must not fail the decision. */
 function readLoad(load: () => number): unknown {
+  let reading: unknown;
   try {
-    return load();
+    reading = load();
   } catch {
     return undefined;
   }
+  if (isThenable(reading)) reading.then(undefined, () => {});
+  return reading;
 }
 
+/**
+ * A load outside [0, 1] is clamped; one that is not a number (NaN, undefined, a string, an
+ * async function's promise) counts as saturated, so a broken probe lends nothing.
+ */
 const clamp = (load: unknown): number =>
   typeof load !== 'number' || Number.isNaN(load) ? 1 : Math.min(1, Math.max(0, load));
 

@@ -7,6 +7,7 @@ import {
   type Outcome,
   type RateLimitHandle,
   type RulesHttpOptions,
+  thrownError,
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
@@ -90,7 +91,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
     try {
       apply(outcome, req, res, next);
     } catch (error) {
-      next(error);
+      next(thrownError(error));
     }
   };
 
@@ -98,10 +99,14 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
     // Store errors (`onStoreError: 'throw'`) go to `next`: Express 4 ignores a rejected promise.
     try {
       const outcome = limiter.handle(req, res);
-      if (outcome instanceof Promise) outcome.then((settled) => applyOrPass(settled, req, res, next), next);
+      if (outcome instanceof Promise)
+        outcome.then(
+          (settled) => applyOrPass(settled, req, res, next),
+          (reason: unknown) => next(thrownError(reason)),
+        );
       else apply(outcome, req, res, next);
     } catch (error) {
-      next(error);
+      next(thrownError(error));
     }
   };
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
@@ -131,10 +136,10 @@ function limitedBy(
   try {
     handled = onLimited?.(req, res, goOn, decision);
   } catch (error) {
-    goOn(error);
+    goOn(thrownError(error));
     return;
   }
-  if (isThenable(handled)) handled.then(undefined, goOn);
+  if (isThenable(handled)) handled.then(undefined, (reason: unknown) => goOn(thrownError(reason)));
 }
 
 export type { Decision, HeadersOptions, PolicyOptions, RateLimitHandle, RulesHttpOptions } from '@sluice/core';

@@ -9,6 +9,7 @@ import {
   problemBody,
   type RulesHttpOptions,
   SluiceError,
+  thrownError,
 } from '@sluice/core';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler } from 'fastify';
 
@@ -74,7 +75,8 @@ export function createRateLimitHook(
       // hook's error after a reply is not handled), so it is logged as Fastify logs a handler's.
       const { decision } = outcome;
       const { statusCode } = reply;
-      const failed = (error: Error): void => {
+      const failed = (reason: unknown): void => {
+        const error = thrownError(reason) as Error;
         if (reply.sent) {
           reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
           return;
@@ -103,7 +105,7 @@ export function createRateLimitHook(
     try {
       apply(outcome, request, reply, done);
     } catch (error) {
-      done(error as Error);
+      done(thrownError(error) as Error);
     }
   };
   // A callback hook, not an async one: with an in-process store the decision is ready at
@@ -113,10 +115,14 @@ export function createRateLimitHook(
     try {
       outcome = limiter.handle(request, reply);
     } catch (error) {
-      done(error as Error);
+      done(thrownError(error) as Error);
       return;
     }
-    if (outcome instanceof Promise) outcome.then((settled) => applyOrFail(settled, request, reply, done), done);
+    if (outcome instanceof Promise)
+      outcome.then(
+        (settled) => applyOrFail(settled, request, reply, done),
+        (reason: unknown) => done(thrownError(reason) as Error),
+      );
     else apply(outcome, request, reply, done);
   };
   const notFound: onRequestHookHandler = function sluiceNotFoundLimit(request, reply, done) {

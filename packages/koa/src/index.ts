@@ -10,6 +10,7 @@ import {
   problemBody,
   type RateLimitHandle,
   type RulesHttpOptions,
+  thrownError,
 } from '@sluice/core';
 import type { Context, Middleware, Next } from 'koa';
 import { createClientIp } from './client-ip.js';
@@ -93,9 +94,14 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
   // async key, cost, skip or tier function), the middleware hands Koa `next()`'s own promise
   // instead of wrapping it in another.
   const sluiceRateLimit: Middleware = function sluiceRateLimit(ctx, next) {
-    const outcome = limiter.handle(ctx, ctx);
+    let outcome: Outcome | Promise<Outcome>;
+    try {
+      outcome = limiter.handle(ctx, ctx);
+    } catch (error) {
+      throw thrownError(error);
+    }
     return outcome instanceof Promise
-      ? outcome.then((settled) => apply(ctx, next, settled))
+      ? outcome.then((settled) => apply(ctx, next, settled), rethrown)
       : apply(ctx, next, outcome);
   };
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
@@ -113,11 +119,21 @@ function limitedBy(
   status: number,
 ): unknown {
   ctx.status = status;
-  const answered = onLimited?.(ctx, decision);
+  let answered: unknown;
+  try {
+    answered = onLimited?.(ctx, decision);
+  } catch (error) {
+    throw thrownError(error);
+  }
   return isThenable(answered)
-    ? Promise.resolve(answered).then(() => problemUnlessAnswered(ctx, decision, status))
+    ? Promise.resolve(answered).then(() => problemUnlessAnswered(ctx, decision, status), rethrown)
     : problemUnlessAnswered(ctx, decision, status);
 }
+
+/** Koa leaves a request whose middleware rejected with no error unanswered: it fails with one. */
+const rethrown = (reason: unknown): never => {
+  throw thrownError(reason);
+};
 
 function problemUnlessAnswered(ctx: Context, decision: Decision, status: number): void {
   if (ctx.body !== undefined && ctx.body !== null) return;

@@ -49,6 +49,34 @@ describe.each(harnesses)("$name: what the user's functions return", (harness) =>
     expect(app.errors()).toMatchObject([{ message: 'onLimited failed' }]);
   });
 
+  // Each let the request through uncounted on Express and Fastify (`next()` and `done()` read a
+  // falsy reason as no error), and left it unanswered on Koa.
+  it.each([
+    ['a key function that rejects with nothing', { key: () => Promise.reject() }],
+    [
+      'a key function that throws null',
+      {
+        key: () => {
+          throw null;
+        },
+      },
+    ],
+    ['a cost function that rejects with null', { cost: () => Promise.reject(null) }],
+    ['a skip function that rejects with 0', { skip: () => Promise.reject(0) }],
+  ])('%s fails the request with a coded error', async (_, functions) => {
+    app = await harness.start({ limits: [{ ...oneEach, ...functions, clock: clockAt(0) }] });
+    expect(await failure()).toMatchObject({
+      code: 'ERR_SLUICE_NO_ERROR_THROWN',
+      message: expect.stringContaining('which is no error'),
+    });
+  });
+
+  it('an onLimited that rejects with nothing fails the refusal with a coded error (it reached the handler)', async () => {
+    app = await harness.start({ limits: [{ ...oneEach, onLimited: () => Promise.reject(), clock: clockAt(0) }] });
+    await request(app.url).get('/').expect(200);
+    expect(await failure()).toMatchObject({ code: 'ERR_SLUICE_NO_ERROR_THROWN' });
+  });
+
   it('a numeric key (a user id) counts as its decimal string', async () => {
     app = await harness.start({ limits: [{ ...oneEach, key: async () => 42, clock: clockAt(0) }] });
     expect(decisionOf(await request(app.url).get('/').expect(200)).key).toBe('42');
