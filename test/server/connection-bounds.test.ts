@@ -1,6 +1,17 @@
+import { readFileSync } from 'node:fs';
 import { type ClientHttp2Session, connect as connectHttp2 } from 'node:http2';
 import { connect, createServer, type Socket } from 'node:net';
-import { type Client, credentials, loadPackageDefinition, type ServiceError, status } from '@grpc/grpc-js';
+import { join } from 'node:path';
+import { type ConnectionOptions, connect as connectTls } from 'node:tls';
+import { fileURLToPath } from 'node:url';
+import {
+  type Client,
+  credentials,
+  loadPackageDefinition,
+  ServerCredentials,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, type DecisionServer } from '@sluice/server';
@@ -45,6 +56,22 @@ const closedAfter = (socket: Socket): Promise<number> => {
   socket.resume();
   socket.on('error', () => {});
   return new Promise((resolve) => socket.once('close', () => resolve(performance.now() - start)));
+};
+
+/** The HTTP/2 preface and an empty SETTINGS frame: a client's first bytes. */
+const HTTP2_START = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00';
+const TLS_FIXTURES = fileURLToPath(new URL('./fixtures/tls/', import.meta.url));
+
+/** A `ShouldRateLimit` call on `session`, its request left for the test to write. */
+const openCall = (session: ClientHttp2Session) => {
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': METHOD,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+  });
+  stream.on('error', () => {});
+  return stream;
 };
 
 /** A gRPC frame head announcing a message of `size` bytes. */
@@ -130,13 +157,7 @@ describe('a gRPC call whose request stops part-way', () => {
       );
       // More calls than a connection may have open: the last wait for a free stream.
       const calls = Array.from({ length: 300 }, () => {
-        const stream = session.request({
-          ':method': 'POST',
-          ':path': METHOD,
-          'content-type': 'application/grpc',
-          te: 'trailers',
-        });
-        stream.on('error', () => {});
+        const stream = openCall(session);
         stream.write(Buffer.concat([frameHead(100_000), Buffer.alloc(10_000)]));
         const answer = new Promise<string>((resolve) =>
           stream.once('response', (headers) => resolve(`${headers['grpc-status']} ${headers['grpc-message']}`)),
@@ -162,13 +183,7 @@ describe('a gRPC call whose request stops part-way', () => {
     const session: ClientHttp2Session = connectHttp2(`http://127.0.0.1:${grpcPort}`);
     try {
       session.on('error', () => {});
-      const stream = session.request({
-        ':method': 'POST',
-        ':path': METHOD,
-        'content-type': 'application/grpc',
-        te: 'trailers',
-      });
-      stream.on('error', () => {});
+      const stream = openCall(session);
       stream.write(Buffer.concat([frameHead(100_000), Buffer.alloc(100_000)]));
       const answer = await new Promise<unknown>((resolve) => stream.once('response', (h) => resolve(h['grpc-status'])));
       expect(answer).toBe(String(status.DEADLINE_EXCEEDED));
@@ -240,8 +255,7 @@ describe('gRPC connections', () => {
   it.each([
     ['sends nothing', ''],
     ['stalls in the HTTP/2 preface', 'PRI * HTTP/2.0\r\n'],
-    // The preface and an empty SETTINGS frame.
-    ['began HTTP/2', 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00'],
+    ['began HTTP/2', HTTP2_START],
   ])(
     'cuts one that %s, once ended idle, though its client keeps it open and sends bytes (it was held for good)',
     async (_, bytes) => {
@@ -249,9 +263,9 @@ describe('gRPC connections', () => {
       const socket = connect({ port: grpcPort, host: '127.0.0.1', allowHalfOpen: true }, () =>
         socket.write(Buffer.from(bytes, 'latin1')),
       );
+      const opened = performance.now();
       socket.resume();
       await new Promise((resolve) => socket.once('end', resolve));
-      const ended = performance.now();
       // A byte now and then, read and thrown away: once the socket is cut, one draws a reset.
       const reset = new Promise<string>((resolve) =>
         socket.once('error', (error: NodeJS.ErrnoException) => resolve(`${error.code}`)),
@@ -259,7 +273,8 @@ describe('gRPC connections', () => {
       const trickle = setInterval(() => socket.write('x'), 50);
       try {
         expect(await reset).toMatch(/^(ECONNRESET|EPIPE)$/);
-        expect(performance.now() - ended).toBeLessThan(REQUEST_TIMEOUT_MS + 1_000);
+        // Ended at an idle period, then nothing written for two, checked once a period.
+        expect(performance.now() - opened).toBeLessThan(4 * IDLE_TIMEOUT_MS + 1_000);
       } finally {
         clearInterval(trickle);
         socket.destroy();
@@ -336,6 +351,48 @@ describe('HTTP connections', () => {
   });
 });
 
+describe('a gRPC connection over TLS', () => {
+  it('is cut once ended idle, though its client keeps it open (the TLS socket hid the end: held for good)', async () => {
+    const pem = (name: string) => readFileSync(join(TLS_FIXTURES, name));
+    const own = createDecisionServer({
+      rules,
+      grpcPort: 0,
+      httpPort: 0,
+      host: '127.0.0.1',
+      log,
+      grpcCredentials: ServerCredentials.createSsl(null, [
+        { private_key: pem('server-key.pem'), cert_chain: pem('server.pem') },
+      ]),
+      requestTimeoutMs: 60_000,
+      grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
+    });
+    const ports = await own.listen();
+    try {
+      // Past the handshake and into HTTP/2 (the preface and an empty SETTINGS frame), then
+      // nothing: it keeps its side open after the service's GOAWAY and FIN.
+      const options = { port: ports.grpcPort, host: '127.0.0.1', ca: pem('ca.pem'), ALPNProtocols: ['h2'] };
+      const socket = connectTls({ ...options, allowHalfOpen: true } as ConnectionOptions, () =>
+        socket.write(Buffer.from(HTTP2_START, 'latin1')),
+      );
+      socket.resume();
+      socket.on('error', () => {});
+      const opened = performance.now();
+      await new Promise((resolve) => socket.once('end', resolve));
+      // Ended at an idle period; nothing written for two more, checked once a period.
+      await new Promise((resolve) => setTimeout(resolve, opened + 4 * IDLE_TIMEOUT_MS + 300 - performance.now()));
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      const probe = setInterval(() => socket.write('x'), 50);
+      try {
+        await closed;
+      } finally {
+        clearInterval(probe);
+      }
+    } finally {
+      await own.close();
+    }
+  });
+});
+
 describe('close()', () => {
   it('cuts a socket whose session had ended but whose client kept it open (close() left it, and the process, running)', async () => {
     const own = createDecisionServer({
@@ -353,12 +410,14 @@ describe('close()', () => {
     );
     socket.resume();
     socket.on('error', () => {});
-    // Ended idle; left open far longer than the test, were it not for close().
+    // Ended idle; left open for two more idle periods at least, were it not for close().
     await new Promise((resolve) => socket.once('end', resolve));
+    const closing = performance.now();
     await own.close();
-    const probe = setInterval(() => socket.write('x'), 50);
+    const probe = setInterval(() => socket.write('x'), 20);
     try {
       await new Promise((resolve) => socket.once('close', resolve));
+      expect(performance.now() - closing).toBeLessThan(IDLE_TIMEOUT_MS);
     } finally {
       clearInterval(probe);
     }

@@ -92,7 +92,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     grpcListener = await listenGrpc(grpc.server, settings.grpcCredentials, {
       host: settings.host,
       port: settings.grpcPort,
-      graceMs: settings.requestTimeoutMs,
+      periodMs: settings.grpcIdleTimeoutMs,
     });
     return grpcListener.port;
   };

@@ -12,37 +12,43 @@ export interface GrpcListener {
 
 /**
  * Cuts a connection the service has ended (its session closed, idle or not, a GOAWAY sent)
- * once its client has left its side open for `graceMs`. grpc-js ends such a socket and leaves
- * it to the client to close: a client that never did, or went on sending bytes (read and
- * thrown away), held it for good, one stalled mid-preface among them.
+ * that its client keeps open. grpc-js ends such a socket and leaves it to the client to
+ * close: a client that never did, or went on sending bytes (read and thrown away), held it for
+ * good, one stalled mid-preface among them. The end itself is not to be heard here under TLS
+ * (the socket grpc-js ends is the TLS socket over this one), but the service writes to every
+ * connection it keeps at least once a `periodMs` (its ping): one it has written nothing to for
+ * two whole periods is one it has ended.
  */
-function cutWhenHeld(socket: Socket, graceMs: number): void {
-  let held: NodeJS.Timeout | undefined;
-  socket.once('finish', () => {
-    held = setTimeout(() => socket.destroy(), graceMs);
-    held.unref();
-  });
-  socket.once('close', () => clearTimeout(held));
+function cutWhenHeld(socket: Socket, periodMs: number): void {
+  let written = socket.bytesWritten;
+  let quietPeriods = 0;
+  const watch = setInterval(() => {
+    quietPeriods = socket.bytesWritten === written ? quietPeriods + 1 : 0;
+    written = socket.bytesWritten;
+    if (quietPeriods === 2) socket.destroy();
+  }, periodMs);
+  watch.unref();
+  socket.once('close', () => clearInterval(watch));
 }
 
 /**
  * Listens on `host:port` and hands each connection to `server` (grpc-js's connection
  * injector, TLS included when `credentials` say so), keeping the sockets. grpc-js ends a
  * session but does not close its socket: one whose client keeps its side open stays open for
- * as long as the client likes, and holds up a shutdown as long. So each is cut `graceMs` after
- * it was ended (`cutWhenHeld`), and `destroy()` cuts every one at once.
+ * as long as the client likes, and holds up a shutdown as long. So each is cut once ended and
+ * held (`cutWhenHeld`), and `destroy()` cuts every one at once.
  */
 export function listenGrpc(
   server: Server,
   credentials: ServerCredentials,
-  { host, port, graceMs }: { host: string; port: number; graceMs: number },
+  { host, port, periodMs }: { host: string; port: number; periodMs: number },
 ): Promise<GrpcListener> {
   const injector = server.createConnectionInjector(credentials);
   const sockets = new Set<Socket>();
   const listener = createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    cutWhenHeld(socket, graceMs);
+    cutWhenHeld(socket, periodMs);
     injector.injectConnection(socket);
   });
   return new Promise((resolve, reject) => {

@@ -47,10 +47,11 @@ export function createGrpcServer(handleCall: CallHandler, timeouts: ConnectionTi
     'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     'grpc.max_concurrent_streams': MAX_CALLS_PER_CONNECTION,
     'grpc.max_connection_idle_ms': timeouts.grpcIdleTimeoutMs,
-    // A ping each idle period, which every HTTP/2 peer answers at once: a connection held open
-    // by a call (a health `Watch`) whose peer is gone is ended when one goes unanswered.
+    // A ping each idle period, which every HTTP/2 peer answers: a connection held open by a
+    // call (a health `Watch`) whose peer is gone is ended when one goes a period unanswered.
+    // Not `requestTimeoutMs`: set low for small requests, it would drop every far client.
     'grpc.keepalive_time_ms': timeouts.grpcIdleTimeoutMs,
-    'grpc.keepalive_timeout_ms': timeouts.requestTimeoutMs,
+    'grpc.keepalive_timeout_ms': timeouts.grpcIdleTimeoutMs,
   });
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   const { ShouldRateLimit: method } = rateLimitService();

@@ -43,7 +43,7 @@ export interface DecisionServerOptions {
   /**
    * A gRPC connection with no call open this long is closed, with a GOAWAY first; at most a
    * day. The service pings each connection as often, and ends one whose ping goes unanswered
-   * for `requestTimeoutMs`. @default 300000
+   * as long. @default 300000
    */
   grpcIdleTimeoutMs?: number | undefined;
   /**
