@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type ClientHttp2Session, connect as connectHttp2 } from 'node:http2';
+import { type ClientHttp2Session, connect as connectHttp2, constants } from 'node:http2';
 import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { type ConnectionOptions, connect as connectTls } from 'node:tls';
@@ -188,6 +188,30 @@ describe('a gRPC call whose request stops part-way', () => {
       const answer = await new Promise<unknown>((resolve) => stream.once('response', (h) => resolve(h['grpc-status'])));
       expect(answer).toBe(String(status.DEADLINE_EXCEEDED));
       await new Promise((resolve) => stream.once('close', resolve));
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it('is reset when its client lets none of the answer out (it held the call and its request for good)', async () => {
+    // A flow-control window of 0: the answer's headers go, its message never can.
+    const session = connectHttp2(`http://127.0.0.1:${grpcPort}`, { settings: { initialWindowSize: 0 } });
+    try {
+      session.on('error', () => {});
+      const stream = openCall(session);
+      // domain "d", one descriptor with the entry k=v: a call the rules decide.
+      const request = Buffer.from('0a016412080a060a016b120176', 'hex');
+      stream.end(Buffer.concat([frameHead(request.length), request]));
+      const started = performance.now();
+      // Decided: its answer's headers, with the status still to come after the message.
+      const headers = await new Promise<Record<string, unknown>>((resolve) => stream.once('response', resolve));
+      expect(headers[':status']).toBe(200);
+      expect(headers['grpc-status']).toBeUndefined();
+      const rstCode = await new Promise<number | undefined>((resolve) =>
+        stream.once('close', () => resolve(stream.rstCode)),
+      );
+      expect(rstCode).toBe(constants.NGHTTP2_CANCEL);
+      expect(performance.now() - started).toBeLessThan(REQUEST_TIMEOUT_MS + 1_000);
     } finally {
       session.destroy();
     }

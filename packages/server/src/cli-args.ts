@@ -47,7 +47,8 @@ Options:
   --headers <draft-11|draft-7|draft-6>
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
-  --request-timeout-ms <ms>       longest a request may take to arrive, default 10000
+  --request-timeout-ms <ms>       longest a request may take to arrive, and a gRPC answer to
+                                  leave after it, default 10000
   --grpc-idle-timeout-ms <ms>     close a gRPC connection with no call open this long,
                                   default 300000
   --failure-mode-deny             the proxies refuse a request the service did not answer in

@@ -36,8 +36,9 @@ export interface DecisionServerOptions {
   shutdownTimeoutMs?: number | undefined;
   /**
    * Longest a request may take to arrive, from its headers to its last byte, on either port:
-   * past it gRPC answers DEADLINE_EXCEEDED and HTTP 408, and what had arrived is dropped.
-   * @default 10000
+   * past it gRPC answers DEADLINE_EXCEEDED and HTTP 408, and what had arrived is dropped. Also
+   * the longest a gRPC answer may take to leave, from the request's arrival (past it the
+   * stream is reset): keep it above `storeTimeoutMs`. @default 10000
    */
   requestTimeoutMs?: number | undefined;
   /**
