@@ -14,7 +14,7 @@ import {
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { parseRules } from '@sluice/rules';
-import { createDecisionServer, type DecisionServer } from '@sluice/server';
+import { createDecisionServer, type DecisionServer, type DecisionServerOptions } from '@sluice/server';
 import { protoPath as healthProto } from 'grpc-health-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEnvoyClient } from '../helpers/envoy-client.js';
@@ -375,20 +375,26 @@ describe('HTTP connections', () => {
   });
 });
 
+/** A server of the test's own (one it closes, or serves over TLS), whose requests have time to arrive. */
+const ownServer = (options: Partial<DecisionServerOptions> = {}): DecisionServer =>
+  createDecisionServer({
+    rules,
+    grpcPort: 0,
+    httpPort: 0,
+    host: '127.0.0.1',
+    log,
+    requestTimeoutMs: 60_000,
+    grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
+    ...options,
+  });
+
 describe('a gRPC connection over TLS', () => {
   it('is cut once ended idle, though its client keeps it open (the TLS socket hid the end: held for good)', async () => {
     const pem = (name: string) => readFileSync(join(TLS_FIXTURES, name));
-    const own = createDecisionServer({
-      rules,
-      grpcPort: 0,
-      httpPort: 0,
-      host: '127.0.0.1',
-      log,
+    const own = ownServer({
       grpcCredentials: ServerCredentials.createSsl(null, [
         { private_key: pem('server-key.pem'), cert_chain: pem('server.pem') },
       ]),
-      requestTimeoutMs: 60_000,
-      grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
     });
     const ports = await own.listen();
     try {
@@ -419,15 +425,7 @@ describe('a gRPC connection over TLS', () => {
 
 describe('close()', () => {
   it('cuts a socket whose session had ended but whose client kept it open (close() left it, and the process, running)', async () => {
-    const own = createDecisionServer({
-      rules,
-      grpcPort: 0,
-      httpPort: 0,
-      host: '127.0.0.1',
-      log,
-      requestTimeoutMs: 60_000,
-      grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
-    });
+    const own = ownServer();
     const ports = await own.listen();
     const socket = connect({ port: ports.grpcPort, host: '127.0.0.1', allowHalfOpen: true }, () =>
       socket.write('PRI * HTTP/2.0\r\n'),
