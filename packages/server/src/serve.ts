@@ -6,6 +6,7 @@ import type { ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
 import { readTls } from './tls.js';
+import { unreadRuleFiles } from './unread-rule-files.js';
 
 export interface RunningService {
   grpcPort: number;
@@ -77,6 +78,9 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     checkRules = server.checkRules;
     reportLoad('success');
     log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
+    const unread = 'path' in rules ? unreadRuleFiles(rules.path, current.current.sources) : [];
+    if (unread.length > 0)
+      log.line('warn', 'files under --rules not read: only .yaml, .yml and .json files hold rules', { files: unread });
     if (tls !== undefined) log.line('info', 'gRPC over TLS', tls.described);
     redis?.watch((up) => server.setServing(up));
     const ports = await server.listen();
