@@ -12,13 +12,6 @@ type Request = { service: string };
 type Reply = { status: string };
 
 /**
- * `grpc.health.v1.Health` (Check, Watch, List) for `names`, which share one status. sluice
- * serves it itself rather than through grpc-health-check's `HealthImplementation` so that a
- * draining server can end `Watch` streams: they never end on their own, and gRPC's
- * `tryShutdown` waits for every open stream, so each watcher (gRPC client-side health checking
- * keeps one open) held shutdown for the whole `shutdownTimeoutMs`.
- */
-/**
  * The longest service name asked about: a watch holds its request for as long as it lasts, so
  * 256 watches of 1 MiB names held 256 MB on one connection for good.
  */
@@ -28,6 +21,13 @@ const tooLong = (name: string) => ({
   details: `a service name of ${name.length} characters; at most ${MAX_NAME_LENGTH} are accepted`,
 });
 
+/**
+ * `grpc.health.v1.Health` (Check, Watch, List) for `names`, which share one status. sluice
+ * serves it itself rather than through grpc-health-check's `HealthImplementation` so that a
+ * draining server can end `Watch` streams: they never end on their own, and gRPC's
+ * `tryShutdown` waits for every open stream, so each watcher (gRPC client-side health checking
+ * keeps one open) held shutdown for the whole `shutdownTimeoutMs`.
+ */
 export function addHealthService(server: Server, names: readonly string[]) {
   let current: 'SERVING' | 'NOT_SERVING' = 'SERVING';
   let draining = false;

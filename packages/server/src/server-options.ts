@@ -114,27 +114,16 @@ function port(value: unknown, option: string, fallback: number): number {
   return value as number;
 }
 
-/** A wait in ms, held to what a Node timer keeps: one set longer fires after 1 ms. */
-export function positive(value: unknown, option: string, fallback: number): number {
+/** A wait in ms, held to what a Node timer keeps (one set longer fires after 1 ms), or to `most`. */
+export function positive(value: unknown, option: string, fallback: number, most = MAX_TIMER_MS): number {
   if (value === undefined) return fallback;
-  if (!isTimerMs(value))
-    invalidOption(option, value, `a positive whole number of milliseconds, at most ${MAX_TIMER_MS}`);
+  if (!isTimerMs(value) || value > most)
+    invalidOption(option, value, `a positive whole number of milliseconds, at most ${most}`);
   return value;
 }
 
-/** The most `grpcIdleTimeoutMs` takes: grpc-js reads 2^31 − 1 ms as no idle close and no pings at all. */
+/** The most `grpcIdleTimeoutMs` takes, a day: grpc-js reads 2^31 − 1 ms as no idle close and no pings at all. */
 export const MAX_IDLE_TIMEOUT_MS = 86_400_000;
-
-function idleTimeout(value: unknown): number {
-  if (value === undefined) return 300_000;
-  if (!Number.isInteger(value) || (value as number) < 1 || (value as number) > MAX_IDLE_TIMEOUT_MS)
-    invalidOption(
-      'grpcIdleTimeoutMs',
-      value,
-      `a whole number of milliseconds from 1 to ${MAX_IDLE_TIMEOUT_MS} (a day)`,
-    );
-  return value as number;
-}
 
 /**
  * The store the options name, checked as a limiter checks it, before anything reads it (a bad
@@ -187,7 +176,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
     requestTimeoutMs: positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000),
-    grpcIdleTimeoutMs: idleTimeout(options.grpcIdleTimeoutMs),
+    grpcIdleTimeoutMs: positive(options.grpcIdleTimeoutMs, 'grpcIdleTimeoutMs', 300_000, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny,
     clock: options.clock,
     log: log ?? createServiceLog(),
