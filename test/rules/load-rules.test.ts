@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { isRulesError, loadRules, type RuleProblem, watchRules } from '@sluice/rules';
+import { ignoredRuleFiles, isRulesError, loadRules, type RuleProblem, watchRules } from '@sluice/rules';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
 const execFileAsync = promisify(execFile);
@@ -45,6 +45,24 @@ describe('loadRules', () => {
     await writeFile(join(dir, '.hidden.yaml'), 'broken: [');
     const rules = await loadRules(dir);
     expect(rules.domains).toEqual(['a', 'b', 'c']);
+  });
+
+  // envoyproxy/ratelimit reads every file under its config directory: rules in a file named
+  // otherwise would be left out without a word, so the files left out can be listed.
+  it('ignoredRuleFiles lists the files it leaves out: not dot names, links to directories or a file given', async () => {
+    await mkdir(join(dir, 'nested'));
+    await writeFile(join(dir, 'a.yaml'), perIp('a', 1));
+    await writeFile(join(dir, 'ratelimit'), perIp('b', 2));
+    await writeFile(join(dir, 'nested', 'limits.conf'), perIp('c', 3));
+    await writeFile(join(dir, '.hidden'), 'not rules');
+    await symlink(join(dir, 'nested'), join(dir, 'linked'));
+    await symlink(join(dir, 'ratelimit'), join(dir, 'link-to-file'));
+    expect(ignoredRuleFiles(dir)).toEqual([
+      join(dir, 'link-to-file'),
+      join(dir, 'nested', 'limits.conf'),
+      join(dir, 'ratelimit'),
+    ]);
+    expect(ignoredRuleFiles(join(dir, 'ratelimit'))).toEqual([]);
   });
 
   // envoyproxy/ratelimit's runtime loader walks the subdirectories of its config directory.

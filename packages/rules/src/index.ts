@@ -1,6 +1,6 @@
 export type { RuleProblem } from './errors.js';
 export { coreVerdict, isRulesError, RulesError } from './errors.js';
-export { loadRules } from './load-rules.js';
+export { ignoredRuleFiles, loadRules } from './load-rules.js';
 export type { ParseRulesOptions } from './parse-rules.js';
 export { parseRules } from './parse-rules.js';
 export { UNIT_MS } from './read-rate-limit.js';

@@ -19,41 +19,70 @@ import type { RuleSet } from './types.js';
 
 const RULE_FILE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
-/** What `loadRules` reads at a path: its rules files, and the subdirectories walked to find them. */
+/**
+ * What `loadRules` reads at a path: its rules files and the subdirectories walked to find them,
+ * and the files it leaves out for their names.
+ */
 export interface RulesTree {
   readonly files: string[];
   readonly subdirectories: string[];
+  readonly ignored: string[];
+}
+
+interface TreeEntry {
+  readonly path: string;
+  readonly kind: 'directory' | 'rules' | 'other';
 }
 
 /**
- * What a directory holds for the rules, in name order: its `.yaml`, `.yml` and `.json` files,
- * and its subdirectories, walked as envoyproxy/ratelimit's runtime loader walks them. Names
- * starting with a dot are skipped, so the `..data` and `..2026_…` entries of a Kubernetes
- * ConfigMap volume never count twice (envoyproxy/ratelimit#367). A symlink to a directory is
- * not followed, as there: a link back up would never end.
+ * What a directory holds, in name order: its subdirectories, its rules files (`.yaml`, `.yml`
+ * and `.json`) and its other entries, walked as envoyproxy/ratelimit's runtime loader walks
+ * them. Names starting with a dot are skipped, so the `..data` and `..2026_…` entries of a
+ * Kubernetes ConfigMap volume never count twice (envoyproxy/ratelimit#367). A symlink to a
+ * directory is not followed, as there: a link back up would never end.
  */
-const entriesOf = (dir: string, entries: Dirent[]): { path: string; directory: boolean }[] =>
+const entriesOf = (dir: string, entries: Dirent[]): TreeEntry[] =>
   entries
     .filter(({ name }) => !name.startsWith('.'))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .filter((entry) => entry.isDirectory() || RULE_FILE_EXTENSIONS.has(extname(entry.name).toLowerCase()))
-    .map((entry) => ({ path: join(dir, entry.name), directory: entry.isDirectory() }));
+    .map((entry) => ({
+      path: join(dir, entry.name),
+      kind: entry.isDirectory()
+        ? 'directory'
+        : RULE_FILE_EXTENSIONS.has(extname(entry.name).toLowerCase())
+          ? 'rules'
+          : 'other',
+    }));
+
+/** Whether `entry`, left out for its name, is a file rather than a link to a directory. */
+const isIgnoredFile = (entry: TreeEntry): boolean =>
+  entry.kind === 'other' && statSync(entry.path, { throwIfNoEntry: false })?.isDirectory() !== true;
 
 /** What `loadRules` reads at `path`: the path itself, or a directory's rules files; throws when it cannot tell. */
 export function rulesTreeSync(path: string): RulesTree {
-  if (!statSync(path).isDirectory()) return { files: [path], subdirectories: [] };
-  const tree: RulesTree = { files: [], subdirectories: [] };
+  if (!statSync(path).isDirectory()) return { files: [path], subdirectories: [], ignored: [] };
+  const tree: RulesTree = { files: [], subdirectories: [], ignored: [] };
   const walk = (dir: string): void => {
     for (const entry of entriesOf(dir, readdirSync(dir, { withFileTypes: true }))) {
-      if (!entry.directory) tree.files.push(entry.path);
-      else {
+      if (entry.kind === 'rules') tree.files.push(entry.path);
+      else if (entry.kind === 'directory') {
         tree.subdirectories.push(entry.path);
         walk(entry.path);
-      }
+      } else if (isIgnoredFile(entry)) tree.ignored.push(entry.path);
     }
   };
   walk(path);
   return tree;
+}
+
+/**
+ * The files under a rules directory that `loadRules` does not read: those not named `.yaml`,
+ * `.yml` or `.json`. envoyproxy/ratelimit reads every file under its config directory, so a
+ * rules file named otherwise (`ratelimit`, `limits.conf`) would be left out without a word
+ * and every request of its domain allowed; a service can warn about them at start-up.
+ */
+export function ignoredRuleFiles(path: string): string[] {
+  return rulesTreeSync(path).ignored;
 }
 
 async function ruleFiles(path: string): Promise<string[]> {
@@ -61,8 +90,8 @@ async function ruleFiles(path: string): Promise<string[]> {
   const files: string[] = [];
   const walk = async (dir: string): Promise<void> => {
     for (const entry of entriesOf(dir, await readdir(dir, { withFileTypes: true }))) {
-      if (entry.directory) await walk(entry.path);
-      else files.push(entry.path);
+      if (entry.kind === 'directory') await walk(entry.path);
+      else if (entry.kind === 'rules') files.push(entry.path);
     }
   };
   await walk(path);

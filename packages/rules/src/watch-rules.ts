@@ -49,7 +49,7 @@ function treeOrNone(path: string): RulesTree {
   try {
     return rulesTreeSync(path);
   } catch {
-    return { files: [], subdirectories: [] };
+    return { files: [], subdirectories: [], ignored: [] };
   }
 }
 

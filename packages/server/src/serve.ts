@@ -1,12 +1,18 @@
 import type { RateLimitStore } from '@sluice/core';
-import { type ReloadOptions, type RuleSet, type RulesWatcher, watchRedisRules, watchRules } from '@sluice/rules';
+import {
+  ignoredRuleFiles,
+  type ReloadOptions,
+  type RuleSet,
+  type RulesWatcher,
+  watchRedisRules,
+  watchRules,
+} from '@sluice/rules';
 import type { ServeFlags } from './cli-args.js';
 import { createDecisionServer } from './decision-server.js';
 import type { ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
 import { readTls } from './tls.js';
-import { unreadRuleFiles } from './unread-rule-files.js';
 
 export interface RunningService {
   grpcPort: number;
@@ -78,7 +84,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     checkRules = server.checkRules;
     reportLoad('success');
     log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
-    const unread = 'path' in rules ? unreadRuleFiles(rules.path, current.current.sources) : [];
+    const unread = 'path' in rules ? ignoredRuleFiles(rules.path) : [];
     if (unread.length > 0)
       log.line('warn', 'files under --rules not read: only .yaml, .yml and .json files hold rules', { files: unread });
     if (tls !== undefined) log.line('info', 'gRPC over TLS', tls.described);
