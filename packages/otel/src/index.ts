@@ -1,4 +1,4 @@
-export type { CountedStore, MetricsOptions } from './metrics.js';
+export type { CountedStore, LocalFirstCountedStore, MetricsOptions } from './metrics.js';
 export { enableMetrics } from './metrics.js';
 export { ATTRIBUTES, METRICS } from './names.js';
 export { NEAR_LIMIT_RATIO } from './tally.js';

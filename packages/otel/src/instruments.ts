@@ -31,6 +31,24 @@ const OBSERVED = {
   queueHeld: [METRICS.queueHeld, 'updown', '{request}', 'Requests held in a queue now.'],
   memoryKeys: [METRICS.memoryKeys, 'gauge', '{key}', 'Client keys a memory store tracks now.'],
   memoryEvictions: [METRICS.memoryEvictions, 'counter', '{key}', 'Keys a memory store evicted to stay within maxKeys.'],
+  localFirstClients: [
+    METRICS.localFirstClients,
+    'gauge',
+    '{client}',
+    'Clients whose counts a local-first Redis store keeps in this process now.',
+  ],
+  localFirstSlotsDown: [
+    METRICS.localFirstSlotsDown,
+    'gauge',
+    '{slot}',
+    'Hash slots a local-first Redis store cannot reach now: their clients are held to outageShare.',
+  ],
+  localFirstFailedCalls: [
+    METRICS.localFirstFailedCalls,
+    'counter',
+    '{call}',
+    'Sync and first-read calls of a local-first Redis store that failed or timed out.',
+  ],
   reloads: [METRICS.rulesReloads, 'counter', '{reload}', 'Reloads of rules applied.'],
   reloadErrors: [
     METRICS.rulesReloadErrors,

@@ -11,11 +11,20 @@ export interface CountedStore {
   readonly evictions: number;
 }
 
+/** What `enableMetrics` reads from a local-first Redis store: `createRedisStore({ localFirst })` has it. */
+export interface LocalFirstCountedStore {
+  readonly localFirst?: {
+    status(): { readonly clients: number; readonly slotsDown: number; readonly failedCalls: number };
+  };
+}
+
 export interface MetricsOptions {
   /** @default the global provider (`metrics.getMeterProvider()`): register the SDK first */
   meterProvider?: MeterProvider | undefined;
   /** Memory stores to report the size and evictions of, by the name shown in `sluice.store`. */
   memoryStores?: Readonly<Record<string, CountedStore>> | undefined;
+  /** Local-first Redis stores to report the standing with Redis of, by the name shown in `sluice.store`. */
+  localFirstStores?: Readonly<Record<string, LocalFirstCountedStore>> | undefined;
   /** Where the warning of a no-op global provider goes. @default console */
   logger?: Logger | undefined;
 }
@@ -46,7 +55,12 @@ const NoopMeter = createNoopMeter().constructor;
  * const disable = enableMetrics({ meterProvider });
  */
 export function enableMetrics(options: MetricsOptions = {}): () => void {
-  const { meterProvider, memoryStores, logger = console } = checkMetricsOptions(options, 'enableMetrics');
+  const {
+    meterProvider,
+    memoryStores,
+    localFirstStores,
+    logger = console,
+  } = checkMetricsOptions(options, 'enableMetrics');
   const provider = meterProvider ?? metrics.getMeterProvider();
   const meter = provider.getMeter('@sluice/otel');
   // OpenTelemetry's metrics API has no proxy: a meter taken before the SDK registers stays a
@@ -118,6 +132,9 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
     queueHeld,
     memoryKeys,
     memoryEvictions,
+    localFirstClients,
+    localFirstSlotsDown,
+    localFirstFailedCalls,
     reloads,
     reloadErrors,
   } = observed;
@@ -156,6 +173,15 @@ export function enableMetrics(options: MetricsOptions = {}): () => void {
       const attributes = cached(`m\u0000${name}`, () => ({ [ATTRIBUTES.store]: name }));
       observer.observe(memoryKeys, store.size, attributes);
       observer.observe(memoryEvictions, store.evictions, attributes);
+    }
+    for (const [name, store] of Object.entries(localFirstStores ?? {})) {
+      const attributes = cached(`m\u0000${name}`, () => ({ [ATTRIBUTES.store]: name }));
+      // Checked at enabling: each store given is in local-first mode.
+      const status = store.localFirst?.status();
+      if (status === undefined) continue;
+      observer.observe(localFirstClients, status.clients, attributes);
+      observer.observe(localFirstSlotsDown, status.slotsDown, attributes);
+      observer.observe(localFirstFailedCalls, status.failedCalls, attributes);
     }
     for (const { source, applied, rejected } of tally.reloads()) {
       const attributes = cached(`s\u0000${source}`, () => ({ [ATTRIBUTES.rulesSource]: source }));

@@ -14,6 +14,9 @@ export const METRICS = {
   queueDuration: 'sluice.queue.duration',
   memoryKeys: 'sluice.memory.keys',
   memoryEvictions: 'sluice.memory.evictions',
+  localFirstClients: 'sluice.local_first.clients',
+  localFirstSlotsDown: 'sluice.local_first.slots_down',
+  localFirstFailedCalls: 'sluice.local_first.failed_calls',
   rulesReloads: 'sluice.rules.reloads',
   rulesReloadErrors: 'sluice.rules.reload_errors',
 } as const;

@@ -4,9 +4,9 @@ import type { MetricsOptions } from './metrics.js';
 type Caller = 'enableMetrics' | 'createPrometheusMetrics' | 'enableTracing';
 
 const OPTION_NAMES: Record<Caller, readonly string[]> = {
-  enableMetrics: ['meterProvider', 'memoryStores', 'logger'],
+  enableMetrics: ['meterProvider', 'memoryStores', 'localFirstStores', 'logger'],
   // It reports on a provider of its own: a `meterProvider` given would be dropped unseen.
-  createPrometheusMetrics: ['memoryStores', 'logger'],
+  createPrometheusMetrics: ['memoryStores', 'localFirstStores', 'logger'],
   enableTracing: [],
 };
 
@@ -53,7 +53,7 @@ export function checkOptions(options: object, caller: Caller): void {
 /** Checks the options of `caller`, naming it in every error. */
 export function checkMetricsOptions(options: MetricsOptions, caller: Caller): MetricsOptions {
   checkOptions(options, caller);
-  const { meterProvider, memoryStores, logger } = options;
+  const { meterProvider, memoryStores, localFirstStores, logger } = options;
   if (meterProvider !== undefined && typeof meterProvider?.getMeter !== 'function')
     invalid(caller, 'meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
   if (logger !== undefined && typeof logger?.warn !== 'function')
@@ -65,6 +65,21 @@ export function checkMetricsOptions(options: MetricsOptions, caller: Caller): Me
     for (const [name, store] of Object.entries(memoryStores)) {
       if (!Number.isFinite(store?.size) || !Number.isFinite(store.evictions))
         invalid(caller, `memoryStores.${name}`, store, 'a store from createMemoryStore()');
+    }
+  }
+  if (localFirstStores !== undefined) {
+    if (!isPlainObject(localFirstStores))
+      invalid(
+        caller,
+        'localFirstStores',
+        localFirstStores,
+        'a plain object of stores by name, such as `{ redis: store }`',
+      );
+    for (const [name, store] of Object.entries(localFirstStores)) {
+      // A Redis store in exact mode has no counts of its own to report: its calls show in
+      // `sluice.store.duration` and `sluice.store.errors`.
+      if (typeof store?.localFirst?.status !== 'function')
+        invalid(caller, `localFirstStores.${name}`, store, 'a store from createRedisStore({ localFirst })');
     }
   }
   return options;

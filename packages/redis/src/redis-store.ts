@@ -54,13 +54,16 @@ export interface RedisStoreOptions {
   localFirst?: LocalFirstOptions | undefined;
 }
 
-/** A local-first store's reconciliation, for tests and shutdown. */
-export type LocalFirstControl = Pick<LocalFirstParts, 'sync' | 'close'>;
+/** A local-first store's reconciliation, for tests and shutdown, and its standing, for metrics. */
+export type LocalFirstControl = Pick<LocalFirstParts, 'sync' | 'close' | 'status'>;
 
 export interface RedisStore extends RateLimitStore {
   readonly name: 'redis';
   readonly prefix: string;
-  /** Present in local-first mode: `sync()` reconciles now; `close()` stops the timer after a last sync. */
+  /**
+   * Present in local-first mode: `sync()` reconciles now; `close()` stops the timer after a last
+   * sync; `status()` tells how the store stands with Redis (`LocalFirstStatus`).
+   */
   readonly localFirst?: LocalFirstControl;
 }
 
@@ -149,7 +152,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       consume: local.consume,
       refund: local.refund,
       reset: local.reset,
-      localFirst: { sync: local.sync, close: local.close },
+      localFirst: { sync: local.sync, close: local.close, status: local.status },
     };
   }
 

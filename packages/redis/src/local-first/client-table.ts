@@ -146,6 +146,10 @@ export function createClientTable(
     (setOfPolicies.get(policies) ?? policySets.get(signatureOf(policies)))?.namespaces.get(namespace)?.get(key);
 
   return {
+    /** Clients whose counts are kept here now. */
+    get size(): number {
+      return size;
+    },
     /** The limiter's clients under the request's namespace, if any are known here. */
     clientsOf(request: StoreRequest): Map<string, ClientCounts> | undefined {
       if (request.policies !== lastPolicies || request.namespace !== lastNamespace) {

@@ -33,6 +33,18 @@ export interface LocalFirstParts {
   sync(): Promise<void>;
   /** Stops the sync timer after one last sync. */
   close(): Promise<void>;
+  /** What an operator watches: see {@link LocalFirstStatus}. */
+  status(): LocalFirstStatus;
+}
+
+/** How a local-first store stands with Redis now, for metrics (`@sluice/otel`'s `localFirstStores`). */
+export interface LocalFirstStatus {
+  /** Clients whose counts this process keeps. */
+  readonly clients: number;
+  /** Hash slots whose last call failed: their clients are held to `outageShare`. 0 while Redis answers. */
+  readonly slotsDown: number;
+  /** Sync and first-read calls Redis did not answer (failed or timed out), one per hash slot per exchange, since creation. */
+  readonly failedCalls: number;
 }
 
 /**
@@ -286,6 +298,11 @@ export function createLocalFirst(
       if (counts !== undefined) table.forget(counts);
     },
     sync,
+    status: () => ({
+      clients: table.size,
+      slotsDown: reachability.slotsDown(),
+      failedCalls: reachability.failedCalls(),
+    }),
     async close() {
       clearInterval(timer);
       // Whoever waits for room waits for this last sync at most.

@@ -15,6 +15,8 @@ export function createReachability(outageShare: number, logger: Logger) {
   // One byte per slot: a decision reads its client's with nothing allocated.
   const down = new Uint8Array(SLOTS);
   let downCount = 0;
+  /** Calls Redis did not answer, one per slot of an exchange: what an operator alerts on. */
+  let failedCalls = 0;
 
   const clear = (slot: number): void => {
     if (down[slot] === 1) {
@@ -28,6 +30,7 @@ export function createReachability(outageShare: number, logger: Logger) {
     const wasDown = downCount > 0;
     for (const slot of answered) if (!failed.has(slot)) clear(slot);
     let first: unknown;
+    failedCalls += failed.size;
     for (const [slot, error] of failed) {
       first ??= error;
       if (down[slot] === 0) {
@@ -61,5 +64,12 @@ export function createReachability(outageShare: number, logger: Logger) {
     for (let slot = 0; slot < SLOTS && downCount > 0; slot++) if (!inUse.has(slot)) clear(slot);
   };
 
-  return { record, shareOf, anyDown, keepOnly };
+  return {
+    record,
+    shareOf,
+    anyDown,
+    keepOnly,
+    slotsDown: (): number => downCount,
+    failedCalls: (): number => failedCalls,
+  };
 }
