@@ -211,7 +211,8 @@ export async function connectCluster(
   nodes: ClusterNode[],
   options: ConstructorParameters<typeof Cluster>[1] = {},
 ): Promise<Cluster> {
-  const cluster = new Cluster(nodes, { retryDelayOnFailover: 0, ...options });
+  // As the store's README sets a Cluster client up: no call re-sent after its time (WRN_SLUICE_CLUSTER_RESENDS).
+  const cluster = new Cluster(nodes, { retryDelayOnFailover: 0, retryDelayOnTryAgain: 0, ...options });
   cluster.on('error', () => {});
   await waitReady(cluster, isCi ? 30_000 : 15_000);
   return cluster;

@@ -24,8 +24,25 @@ describe('the store warns about a client that would re-send decisions after a re
 
   it('does not judge a Cluster by a standalone setting', () => {
     expect(
-      warningsFor(new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true, retryDelayOnFailover: 0 })),
+      warningsFor(
+        new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+          lazyConnect: true,
+          retryDelayOnFailover: 0,
+          retryDelayOnTryAgain: 0,
+        }),
+      ),
     ).toEqual([]);
+  });
+
+  // A call refused with TRYAGAIN while its slot migrates was sent again 100 ms later, past the
+  // store's timeout: a request the fail policy had answered was charged all the same.
+  it('warns about a Cluster that re-sends a call refused with TRYAGAIN after a delay', () => {
+    const warnings = warningsFor(
+      new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true, retryDelayOnFailover: 0 }),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_RESENDS');
+    expect(warnings[0]).toContain('retryDelayOnTryAgain: 0');
   });
 
   it('a Cluster client on defaults (no retryDelayOnFailover: 0) used to get no warning: now it does, once', () => {
@@ -40,6 +57,7 @@ describe('the store warns about a client that would re-send decisions after a re
       new Cluster([{ host: '127.0.0.1', port: 7100 }], {
         lazyConnect: true,
         retryDelayOnFailover: 0,
+        retryDelayOnTryAgain: 0,
         enableAutoPipelining: true,
       }),
     );

@@ -24,6 +24,7 @@ describe.skipIf(target.skip)('a Redis Cluster with one master silent', () => {
     proxy = await startRedisProxy(master.port);
     client = new Cluster(handle.nodes, {
       retryDelayOnFailover: 0,
+      retryDelayOnTryAgain: 0,
       natMap: { [`${master.host}:${master.port}`]: { host: '127.0.0.1', port: proxy.port } },
     });
     client.on('error', () => {});

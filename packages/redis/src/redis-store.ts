@@ -15,7 +15,7 @@ import { createBatcher } from './batcher.js';
 import {
   checkClient,
   clusterPipelinesAutomatically,
-  clusterResendsOnFailover,
+  clusterResendsLate,
   notReady,
   type RedisClient,
   resendsInFlight,
@@ -101,9 +101,9 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       '[sluice] WRN_SLUICE_REDIS_RESENDS: this ioredis client re-sends commands that were in flight when a connection drops, so a decision Redis already made can be counted twice. Create it with `maxRetriesPerRequest: 0`.',
     );
   }
-  if (clusterResendsOnFailover(client)) {
+  if (clusterResendsLate(client)) {
     logger.warn(
-      '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, so a decision a master already made can be counted twice. Create it with `retryDelayOnFailover: 0`.',
+      '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, or one a migrating slot refused (TRYAGAIN), after a delay, so a decision can be counted twice or charged after the fail policy answered it. Create it with `retryDelayOnFailover: 0` and `retryDelayOnTryAgain: 0`.',
     );
   }
   if (clusterPipelinesAutomatically(client)) {

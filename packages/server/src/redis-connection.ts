@@ -60,6 +60,9 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
           clusterRetryStrategy: retryDelay,
           // Never re-sent when a node's connection closes: the master may have decided it already.
           retryDelayOnFailover: 0,
+          // A call a migrating slot refused (TRYAGAIN) is tried again at once or fails: sent
+          // again 100 ms later, past the call's time, it charged a request already answered.
+          retryDelayOnTryAgain: 0,
           // That re-send was also when ioredis re-read the slot map: without it, only a timer
           // finds the replica that took over a failed master's slots.
           slotsRefreshInterval: SLOTS_REFRESH_MS,
