@@ -65,6 +65,29 @@ describe('traffic generators', () => {
     }
   });
 
+  // Summed onto an epoch start (some 1.7e12), each gap lost its last bits to rounding: at 1M
+  // requests a second steady made 1,024,000 a second, at 10M/s it never stopped, and
+  // heavyTailed made 6 % too many at 5M/s.
+  it('steady and heavyTailed: the rate asked for at an epoch start, however high', () => {
+    const startMs = 1_700_000_000_000;
+    const fast = steady({ ratePerSecond: 1_000_000, duration: 1_000, startMs });
+    expect(fast).toHaveLength(1_000_000);
+    expect(fast[0]?.at).toBeGreaterThanOrEqual(startMs);
+    expect(fast.at(-1)?.at).toBeLessThan(startMs + 1_000);
+    expect(inOrder(fast)).toBe(true);
+    expect(steady({ ratePerSecond: 10_000_000, duration: 100, startMs })).toHaveLength(1_000_000);
+    // Poisson: 500,000 expected, a standard deviation of 707.
+    const drawn = heavyTailed({ clients: 100, ratePerSecond: 5_000_000, duration: 100, startMs });
+    expect(Math.abs(drawn.length - 500_000)).toBeLessThan(5_000);
+    expect(drawn.at(-1)?.at).toBeLessThan(startMs + 100);
+  });
+
+  it('refuses a span that ends past 2^50 ms, the latest time a limiter takes', () => {
+    expect(() => steady({ ratePerSecond: 1, duration: 1_000, startMs: 2 ** 50 })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('2^50') }),
+    );
+  });
+
   it('bursts: each burst adds its size on top of the base rate', () => {
     const traffic = bursts({ baseRatePerSecond: 5, burstSize: 50, burstEvery: '10s', duration: '1m' });
     // Bursts start at 10, 20, … 50 s: five of them.

@@ -101,6 +101,18 @@ describe('simulate', () => {
     });
   });
 
+  // Past 2^50 a limiter's clock refuses the time: the run failed with a clock error naming no entry.
+  it('rejects a time past 2^50 ms as bad traffic, naming the entry', async () => {
+    const traffic = [
+      { at: 1, key: 'a', cost: 1 },
+      { at: 2 ** 50 + 1, key: 'a', cost: 1 },
+    ];
+    await expect(simulate(traffic, { limit: 1, window: '1s' })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+      message: expect.stringContaining('entry 1'),
+    });
+  });
+
   it('refuses a store or clock of its own, and bad limiter options as createLimiter does', async () => {
     const withClock = { limit: 1, window: '1s', clock: () => 0 } as unknown as Parameters<typeof simulate>[1];
     await expect(simulate([], withClock)).rejects.toMatchObject({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS' });

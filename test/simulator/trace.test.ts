@@ -94,6 +94,12 @@ describe('parseTrace', () => {
     },
   );
 
+  it('rejects a timestamp past 2^50 ms, the latest time a limiter takes, naming the line', () => {
+    expect(() => parseTrace('1 a\n9007199254740991 b', { source: 'my.log' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', line: 2, message: expect.stringContaining('2^50') }),
+    );
+  });
+
   it('rejects an access-log time before 1970, naming the line', () => {
     const line = '192.0.2.7 - - [31/Dec/1969:23:59:59 +0000] "GET / HTTP/1.0" 200 1';
     expect(() => parseTrace(line)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', line: 1 }));

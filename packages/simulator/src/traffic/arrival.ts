@@ -1,4 +1,4 @@
-import { checkOptionNames, type Duration, describe, SluiceError, toMs } from '@sluice/core';
+import { checkOptionNames, type Duration, describe, isEpochMs, MAX_EPOCH_MS, SluiceError, toMs } from '@sluice/core';
 
 /** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
 export interface Arrival {
@@ -38,8 +38,10 @@ export function checkTraffic(traffic: unknown): asserts traffic is Traffic {
     const arrival: Arrival | undefined = traffic[index];
     const where = `Traffic entry ${index}`;
     if (typeof arrival !== 'object' || arrival === null) throw trafficError(`${where} must be { at, key, cost }.`);
-    if (!Number.isSafeInteger(arrival.at) || arrival.at < 0)
-      throw trafficError(`${where}: \`at\` must be whole epoch ms ≥ 0; received ${String(arrival.at)}.`);
+    // Up to the latest time a limiter's clock takes: past it, the decision failed with a clock
+    // error that named no entry.
+    if (!isEpochMs(arrival.at))
+      throw trafficError(`${where}: \`at\` must be whole epoch ms from 0 to 2^50; received ${String(arrival.at)}.`);
     if (arrival.at < previousAt)
       throw trafficError(`${where} is out of time order: ${arrival.at} ms comes after ${previousAt} ms.`);
     if (typeof arrival.key !== 'string') throw trafficError(`${where}: \`key\` must be a string.`);
@@ -169,7 +171,13 @@ export function span(options: GeneratorOptions): { startMs: number; endMs: numbe
       `Traffic option \`seed\` must be a whole number from 0 to Number.MAX_SAFE_INTEGER; received ${describe(seed)}.`,
     );
   }
-  return { startMs, endMs: startMs + toMs(options.duration, 'duration'), seed };
+  const endMs = startMs + toMs(options.duration, 'duration');
+  if (endMs > MAX_EPOCH_MS) {
+    throw trafficError(
+      `Traffic options \`startMs\` and \`duration\` must end by 2^50 ms, the latest time a limiter's clock takes; they end at ${endMs}.`,
+    );
+  }
+  return { startMs, endMs, seed };
 }
 
 /** Merges arrival lists into one in time order; ties keep list order, so the result is deterministic. */

@@ -68,11 +68,11 @@ export function diurnal(options: DiurnalOptions): Arrival[] {
   // Thinning (Lewis–Shedler): draw at the peak rate, keep each arrival with rate(t) / peak.
   const regular = poissonTimes(random, (mean * (1 + swing)) / 1000, startMs, endMs)
     .filter((t) => random() * (1 + swing) < 1 + swing * Math.cos((2 * Math.PI * (t - peakMs)) / DAY_MS))
-    .map((t): Arrival => ({ at: Math.floor(t), key: `client-${pick() + 1}`, cost: 1 }));
+    .map((t): Arrival => ({ at: t, key: `client-${pick() + 1}`, cost: 1 }));
   if (crowd === undefined) return regular;
   const crowdRandom = seededRandom(seed, 1);
   const extra = poissonTimes(crowdRandom, crowd.ratePerMs, crowd.from, crowd.until, MAX_ARRIVALS - regular.length).map(
-    (t): Arrival => ({ at: Math.floor(t), key: `crowd-${Math.floor(crowdRandom() * crowd.clients) + 1}`, cost: 1 }),
+    (t): Arrival => ({ at: t, key: `crowd-${Math.floor(crowdRandom() * crowd.clients) + 1}`, cost: 1 }),
   );
   return merge(regular, extra);
 }

@@ -39,7 +39,7 @@ export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
   const random = seededRandom(seed);
   const pick = zipfPicker(random, clients, exponent);
   return poissonTimes(random, rate / 1000, startMs, endMs).map((t) => ({
-    at: Math.floor(t),
+    at: t,
     key: `${prefix}${pick() + 1}`,
     cost: 1,
   }));

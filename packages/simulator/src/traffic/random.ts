@@ -34,7 +34,7 @@ export function seededRandom(seed: number, stream: 0 | 1 = 0): Random {
 }
 
 /**
- * Arrival times (ms, fractional) of a Poisson process of `ratePerMs` in [startMs, endMs):
+ * Arrival times (whole ms) of a Poisson process of `ratePerMs` in [startMs, endMs):
  * exponential gaps, the textbook model of independent clients. Their number is random, so
  * more than `most` throws `ERR_SLUICE_INVALID_TRAFFIC` rather than pass the cap on a call's
  * requests.
@@ -49,9 +49,13 @@ export function poissonTimes(
   const times: number[] = [];
   if (ratePerMs <= 0) return times;
   const gap = () => -Math.log(1 - random()) / ratePerMs;
-  for (let t = startMs + gap(); t < endMs; t += gap()) {
+  // Summed from 0, not from startMs: added to an epoch time (some 1.7e12), a gap below 1e-4 ms
+  // was lost to rounding, and the times stood still (an endless loop at 10M requests a second).
+  const spanMs = endMs - startMs;
+  for (let offset = gap(); offset < spanMs; offset += gap()) {
     if (times.length === most) throw tooManyDrawn();
-    times.push(t);
+    // Floored before it is added: the sum rounds to a whole ms, so startMs + 99.9999 read as the end.
+    times.push(startMs + Math.floor(offset));
   }
   return times;
 }

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { describe, SluiceError } from '@sluice/core';
+import { describe, MAX_EPOCH_MS, SluiceError } from '@sluice/core';
 import { type Arrival, DAY_MS } from './arrival.js';
 
 export type TraceFormat = 'plain' | 'access-log';
@@ -104,6 +104,7 @@ function plainArrival(line: string): Arrival | string {
   else return 'the timestamp must be whole epoch milliseconds or ISO 8601 with a zone';
   if (typeof at === 'string') return at;
   if (!Number.isSafeInteger(at)) return 'the timestamp is not a valid time';
+  if (at > MAX_EPOCH_MS) return "the timestamp is past 2^50 ms, the latest time a limiter's clock takes";
   // 16 digits pass the pattern, yet beyond 2^53 Number() rounds: 9999999999999999 reads as 10^16.
   if (cost !== undefined && (!positiveWhole.test(cost) || !Number.isSafeInteger(Number(cost))))
     return 'the cost must be a positive whole number up to Number.MAX_SAFE_INTEGER';
