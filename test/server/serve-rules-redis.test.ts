@@ -80,6 +80,21 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
     expect(await admin.hget('checked', 'version')).toBe(version);
   });
 
+  // Only parsed, a rule of 17 policies was stored and announced: every replica refused the reload,
+  // and every replica that started afterwards failed to start.
+  it('publish-rules refuses a rule the Redis store cannot decide, as sluice serve loads it, and changes nothing', async () => {
+    expect((await publish(rulesFile('small.yaml', perIp(3)), 'store-checked')).code).toBe(0);
+    const version = await admin.hget('store-checked', 'version');
+    const policies = Array.from({ length: 17 }, (_, i) => `      - { name: p${i}, limit: ${i + 1}, window: 1m }`);
+    const wide = `domain: edge\ndescriptors:\n  - key: ip\n    policies:\n${policies.join('\n')}\n`;
+    const { code, output } = await publish(rulesFile('wide.yaml', wide), 'store-checked');
+    expect(code).toBe(1);
+    expect(output).toContain('wide.yaml:3:');
+    expect(output).toContain('ERR_SLUICE_RULES_INVALID_POLICY');
+    expect(output).toContain('1 to 16 policies');
+    expect(await admin.hget('store-checked', 'version')).toBe(version);
+  });
+
   // Regression: a directory failed with Node's bare "EISDIR: illegal operation on a directory, read".
   it('publish-rules refuses a directory, saying it takes one file', async () => {
     const { code, output } = await exitOf(['publish-rules', '--rules', dir, '--rules-key', 'k', '--redis', redis.url]);

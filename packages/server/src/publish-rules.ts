@@ -1,8 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { SluiceError } from '@sluice/core';
+import { createRedisStore } from '@sluice/redis';
 import { parseRules, publishRules } from '@sluice/rules';
 import type { PublishFlags } from './cli-args.js';
 import { openRedis, quitRedis } from './redis-connection.js';
+import { checkRuleLimiters, createServiceLimiters } from './rule-limiters.js';
 
 /**
  * `sluice publish-rules`: checks the document (a mistake names the file, line and column and
@@ -11,9 +13,17 @@ import { openRedis, quitRedis } from './redis-connection.js';
  */
 export async function publishRulesFile(flags: PublishFlags): Promise<string> {
   const document = await readDocument(flags.file);
-  parseRules(document, { source: flags.file });
+  const rules = parseRules(document, { source: flags.file });
   const client = await openRedis(flags.redis);
   try {
+    // Checked as every `sluice serve --rules-key` loads it, on the Redis store (at most 16
+    // policies a rule): a set only the parser had checked was stored, refused by every replica
+    // reloading it, and stopped every replica that started until the next publish.
+    const store = createRedisStore({ client, denyCache: false });
+    checkRuleLimiters(
+      rules,
+      createServiceLimiters({ store, storeTimeoutMs: 1_000, clock: undefined, logger: console }),
+    );
     return await publishRules(client, flags.key, document);
   } finally {
     await quitRedis(client);
