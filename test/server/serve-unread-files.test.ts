@@ -1,6 +1,6 @@
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { expect, it } from 'vitest';
 import { parseServeArgs, type ServeFlags } from '../../packages/server/src/cli-args.js';
 import { serve } from '../../packages/server/src/serve.js';
@@ -34,6 +34,29 @@ it('sluice serve names the files under --rules it did not read as rules', async 
         message: 'files under --rules not read: only .yaml, .yml and .json files hold rules',
         fields: { files: [join(dir, 'nested', 'limits.conf'), join(dir, 'ratelimit')] },
       },
+    ]);
+  } finally {
+    await running.stop();
+  }
+});
+
+// The files read were compared with the walk by path, and a watcher names them absolute: given
+// a relative --rules (the README's `./rules`), every rules file it had read was named as not read.
+it('sluice serve given a relative --rules names only the files it left out', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-unread-'));
+  writeFileSync(join(dir, 'a.yaml'), rule('a'));
+  writeFileSync(join(dir, 'README.txt'), 'notes');
+  const given = relative(process.cwd(), dir);
+  const lines: { level: string; fields: Record<string, unknown> | undefined }[] = [];
+  const log = {
+    line: (level: string, _: string, fields?: Record<string, unknown>) => lines.push({ level, fields }),
+    warn: () => {},
+  };
+  const flags = parseServeArgs(['--rules', given, '--grpc-port', '0', '--http-port', '0', '--host', '127.0.0.1']);
+  const running = await serve(flags as ServeFlags, log);
+  try {
+    expect(lines.filter((line) => line.level === 'warn')).toEqual([
+      { level: 'warn', fields: { files: [join(given, 'README.txt')] } },
     ]);
   } finally {
     await running.stop();
