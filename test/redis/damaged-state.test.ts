@@ -27,6 +27,20 @@ function damaged(raw: Buffer, byte: number): Buffer {
   return Buffer.concat([raw.subarray(0, end + 1), Buffer.alloc(raw.length - end - 1, byte)]);
 }
 
+/** Every number of a state string set to `value`. */
+function everyNumber(raw: Buffer, value: number): Buffer {
+  const copy = Buffer.from(raw);
+  for (let at = copy.indexOf(0) + 1; at + 8 <= copy.length; at += 8) copy.writeDoubleLE(value, at);
+  return copy;
+}
+
+/** A state string with its first state's second number (a window's count) set to `value`. */
+function secondNumber(raw: Buffer, value: number): Buffer {
+  const copy = Buffer.from(raw);
+  copy.writeDoubleLE(value, copy.indexOf(0) + 9);
+  return copy;
+}
+
 /** A damaged string whose first number is 1.5: whole numbers only. */
 function fractional(raw: Buffer): Buffer {
   const copy = Buffer.from(raw);
@@ -106,6 +120,39 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
         for (const id of ['alone', 'batched']) expect(await client.type(keyOf(id))).toBe('string');
       });
     }
+  }
+
+  // Whole numbers below 2^53 pass the string's check, yet no sound write leaves 10^15 there (a
+  // window that far ahead, a gcra fraction past its limit): the waits they gave passed 2^53,
+  // and the reply's reader refused the whole call, the clients batched with it charged and told
+  // the store failed, the damaged one failing for as long as its key lived.
+  for (const algorithm of algorithmNames) {
+    for (const count of policyCounts) {
+      it(`${algorithm}, ${count} ${count === 1 ? 'policy' : 'policies'}: a state of 10^15s fails no decision batched with it`, async () => {
+        const { limiter, keyOf } = limiterOf(`${algorithm}-${count}-far`, algorithm, count);
+        await limiter.consume('far');
+        const raw = (await client.getBuffer(keyOf('far'))) as Buffer;
+        await client.set(keyOf('far'), everyNumber(raw, 1e15));
+        const batch = await Promise.all(['good-1', 'far', 'good-2'].map((id) => limiter.consume(id)));
+        expect(batch.map((decision) => decision.reason)).toEqual([undefined, undefined, undefined]);
+        expect([fresh(batch[0] as Decision), fresh(batch[2] as Decision)]).toEqual([FRESH, FRESH]);
+        // A window that far ahead, or a gcra fraction past its limit, reads as fresh. A bucket's
+        // or a log's times that far ahead read as a clock that stepped back (README).
+        if (algorithm === 'fixed-window' || algorithm === 'sliding-window-counter' || algorithm === 'gcra')
+          expect(fresh(batch[1] as Decision)).toEqual(FRESH);
+      });
+    }
+  }
+
+  // A count below 0 admitted past the limit: -1000 in a window gave the client 1,000 more.
+  for (const algorithm of ['fixed-window', 'sliding-window-counter'] as const) {
+    it(`${algorithm}: a count below 0 reads as fresh, not as room past the limit`, async () => {
+      const { limiter, keyOf } = limiterOf(`${algorithm}-negative`, algorithm, 1);
+      await limiter.consume('below');
+      const raw = (await client.getBuffer(keyOf('below'))) as Buffer;
+      await client.set(keyOf('below'), secondNumber(raw, -1000), 'PX', 60_000);
+      expect(fresh(await limiter.consume('below'))).toEqual(FRESH);
+    });
   }
 
   // A log's list is written as its decision goes, its total in the string at the end: an

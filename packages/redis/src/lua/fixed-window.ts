@@ -3,6 +3,7 @@ export const fixedWindowLua = `
 -- fixed-window: state { window = index of the aligned window floor(now / windowMs), count = units used in it }
 local fixed_window = {}
 fixed_window.evaluate = function(state, p, capacity, cost, at)
+  state = window_state(state, p.window, at)
   local lag = clock_lag(state, p.window, at)
   local now = at + lag
   local index = floor(now / p.window)

@@ -1,12 +1,17 @@
 import type { FastAlgorithm } from './fast-shape.js';
+import { MAX_GCRA_TAT_MS } from './prelude.js';
 
 /** Mirrors core's `gcra` line for line. */
 export const gcraLua = `
 -- gcra: state { tat = theoretical arrival time (epoch ms), fraction = its part below 1 ms in units of 1/limit ms }.
 -- In units of 1/limit ms a cost c moves the TAT by c * windowMs; the tolerance is capacity * windowMs.
 local gcra = {}
+-- The latest TAT a sound write leaves (MAX_GCRA_TAT_MS in prelude.ts).
+local MAX_TAT = ${MAX_GCRA_TAT_MS}
 local function gcra_ahead(state, limit, now)
-  if state == nil or state[1] < now then return 0 end
+  -- A TAT past MAX_TAT or a fraction outside [0, limit): written by something else (the string
+  -- is checked for whole numbers only), read as fresh; its waits would pass 2^53.
+  if state == nil or state[1] < now or state[1] > MAX_TAT or state[2] < 0 or state[2] >= limit then return 0 end
   return (state[1] - now) * limit + state[2]
 end
 gcra.evaluate = function(state, p, capacity, cost, now)
@@ -45,7 +50,10 @@ export const gcraFast: FastAlgorithm = {
     const [x, y] = out.next;
     return `do
   local ahead = 0
-  if ${tat} ~= nil and ${tat} >= ${now} then ahead = (${tat} - ${now}) * ${limit} + ${fraction} end
+  -- A state no sound write leaves (see gcra_ahead) reads as fresh.
+  if ${tat} ~= nil and ${tat} >= ${now} and ${tat} <= ${MAX_GCRA_TAT_MS} and ${fraction} >= 0 and ${fraction} < ${limit} then
+    ahead = (${tat} - ${now}) * ${limit} + ${fraction}
+  end
   local next_ahead = ahead + ${cost} * ${window}
   local late = next_ahead - ${capacity} * ${window}
   if late <= ${maxDelay} * ${limit} then

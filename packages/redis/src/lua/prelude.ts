@@ -1,3 +1,5 @@
+import { MAX_EPOCH_MS } from '@sluice/core';
+
 /**
  * Numbers a state takes in a client's string: its own three (a state of two writes 0 for the
  * third), its units spent and when it fully resets, each a little-endian double, so a read is
@@ -46,6 +48,13 @@ export const signedWaitLua = (allowed: string, wait: string): string =>
  */
 export const wholeNumberLua = (x: string): string =>
   `${x} > -9007199254740992 and ${x} < 9007199254740992 and ${x} % 1 == 0`;
+
+/**
+ * The latest TAT a sound gcra write leaves: a time a limiter takes (at most `MAX_EPOCH_MS`)
+ * plus its tolerance and longest delay, each at most 2^49 ms. Written into the straight-line
+ * paths as a literal: they see none of the general body's locals.
+ */
+export const MAX_GCRA_TAT_MS = 2 * MAX_EPOCH_MS;
 
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
@@ -109,6 +118,20 @@ local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end
 local function floor_div(a, b) return floor(a / b) end
+-- The latest time a limiter's clock takes (core's MAX_EPOCH_MS): a window a sound write left
+-- starts no later, so none lies further ahead of now.
+local MAX_EPOCH_MS = ${MAX_EPOCH_MS}
+-- A window state (a fixed window's or a sliding counter's) as it reads, or nil when no sound
+-- write could have left it: its window more than MAX_EPOCH_MS ahead of now, or a count below
+-- 0. The string's numbers are checked as whole only, so such a state was written by something
+-- else, and reads as fresh: its lag would put waits past 2^53, which no reply can carry (and
+-- the reader refused the whole call), and a count below 0 would admit past the limit.
+local function window_state(state, window, now)
+  if state == nil or state[1] * window - now > MAX_EPOCH_MS or state[2] < 0 or (state[3] or 0) < 0 then
+    return nil
+  end
+  return state
+end
 -- How far the clock stands behind the window a window state was written in (0 unless it
 -- stepped back): the algorithm decides as of that window's start and adds the lag to its waits.
 local function clock_lag(state, window, now)

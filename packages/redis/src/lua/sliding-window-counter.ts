@@ -1,3 +1,4 @@
+import { MAX_EPOCH_MS } from '@sluice/core';
 import type { FastAlgorithm } from './fast-shape.js';
 
 /** Mirrors core's `slidingWindowCounter` line for line. */
@@ -30,6 +31,7 @@ local function counter_retry(current, previous, capacity, cost, window, elapsed)
 end
 sliding_counter.evaluate = function(state, p, capacity, cost, at)
   local window = p.window
+  state = window_state(state, window, at)
   local lag = clock_lag(state, window, at)
   local now = at + lag
   local index = floor(now / window)
@@ -75,6 +77,10 @@ export const slidingWindowCounterFast: FastAlgorithm = {
   if ${stateIndex} ~= nil then
     lag = ${stateIndex} * ${window} - ${now}
     if lag < 0 then lag = 0 end
+    -- No sound write leaves it (see window_state): it reads as fresh.
+    if lag > ${MAX_EPOCH_MS} or ${stateCurrent} < 0 or ${statePrevious} < 0 then
+      ${stateIndex}, ${stateCurrent}, ${statePrevious}, lag = nil, nil, nil, 0
+    end
   end
   local at = ${now} + lag
   local elapsed = at % ${window}
