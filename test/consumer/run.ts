@@ -34,6 +34,9 @@ const THIRD_PARTY = [
   '@types/koa@^3',
   '@types/node@^20',
   'typescript@^5',
+  // What @sluice/otel/prometheus runs on, at the newest SDK line (its API 1.10): its peers.
+  '@opentelemetry/sdk-metrics@^3',
+  '@opentelemetry/exporter-prometheus@<0.400.0',
   // The oldest TypeScript 5, beside it, for the declarations alone.
   'ts50@npm:typescript@~5.0.4',
 ];
