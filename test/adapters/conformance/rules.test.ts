@@ -104,6 +104,34 @@ describe.each(harnesses)('$name: rules in place of policies', (harness) => {
     await get('/', 'free-rider').expect(429);
   });
 
+  // The figures were worked out from the charged ones: a queued charge (no quota before it or
+  // after) showed r=1 and its charged reset, a burst above the rate showed r capped at the rate.
+  it("a refusal shows each other rule's quota as it stands once its charge is given back", async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /other
+    policies: [{ name: x-per-min, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: method
+    value: GET
+    policies:
+      - { name: b, limit: 2, window: 1m, burst: 5, algorithm: token-bucket }
+      - { name: q, limit: 1, window: 2s, algorithm: gcra, queue: { maxDelayMs: 5000 } }
+`);
+    const clock = clockAt(0);
+    app = await harness.start({ limits: [{ rules, descriptors: [['path'], ['method']], clock, logger }] });
+    const url = (app as RunningApp).url;
+    expect(draft11(await request(url).get('/other').expect(200)).state).toMatchObject({ b: { r: 4 }, q: { r: 0 } });
+    clock.advance(2000);
+    expect(draft11(await request(url).get('/').expect(200)).state).toMatchObject({ b: { r: 3 }, q: { r: 0, t: 2 } });
+    // Refused by x-per-min: b's charge and q's queued one are given back, and the field says
+    // what is left, as the next request finds it.
+    const refused = await request(url).get('/other').expect(429);
+    expect(refused.body['violated-policies']).toEqual(['x-per-min']);
+    expect(draft11(refused).state).toMatchObject({ b: { r: 3 }, q: { r: 0, t: 2 } });
+  });
+
   it('a request no rule matches passes with no headers and no decision', async () => {
     app = await harness.start({
       limits: [{ rules: layered, descriptors: [['header.x-user']], clock: clockAt(0), logger }],

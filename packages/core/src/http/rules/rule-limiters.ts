@@ -181,7 +181,7 @@ export async function decideRules(
  */
 function unheld(verdicts: readonly RuleVerdict[], holdsQueue: boolean): Promise<RuleVerdict[]> {
   if (holdsQueue) for (const { decision } of verdicts) publishQueued(decision);
-  return giveBack(verdicts);
+  return givenBack(verdicts);
 }
 
 /**
@@ -202,12 +202,20 @@ async function allOrGiveBack(
 
 /**
  * Gives back what each verdict charged, and only that: a `quota_mode` rule that refused, a
- * shadow rule over its limit and a look at cost 0 were never charged. The verdicts come back
- * showing their figures as they stand after it.
+ * shadow rule over its limit and a look at cost 0 were never charged.
  */
-export function giveBack(verdicts: readonly RuleVerdict[]): Promise<RuleVerdict[]> {
+export async function giveBack(verdicts: readonly RuleVerdict[]): Promise<void> {
+  await Promise.all(verdicts.filter(charged).map(refund));
+}
+
+/** `giveBack`, for a request refused: the verdicts come back showing their figures as they stand after it. */
+export function givenBack(verdicts: readonly RuleVerdict[]): Promise<RuleVerdict[]> {
   return Promise.all(verdicts.map((v) => (charged(v) ? refunded(v) : v)));
 }
+
+/** A refund that fails leaves the charge: the client loses that much quota, nothing worse. */
+const refund = ({ limiter, key, cost }: RuleVerdict): Promise<void> | undefined =>
+  limiter?.refund(key, cost).catch(() => {});
 
 /**
  * Every match decided in one `consumeAll` call, or `undefined` when that cannot be: fewer
@@ -274,17 +282,21 @@ function askAll(store: RateLimitStore, requests: readonly StoreRequest[]): Promi
   return replies.then((list) => checkedReplies(list, requests));
 }
 
-/** Gives a charge back and shows the figures as they stand after it. */
+/**
+ * Gives a charge back and shows the figures as they stand after it, as a look at the store
+ * finds them: worked out from the charged figures, a queued charge (no quota before it or
+ * after) or a bucket's burst above its rate showed quota that was not there, and a reset as
+ * charged. The rule allowed the request: each policy stays allowed, with nothing to wait.
+ * When the look fails, the figures stay as charged: never more quota than there is.
+ */
 async function refunded(verdict: RuleVerdict): Promise<RuleVerdict> {
-  const { cost } = verdict;
-  // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
-  await verdict.limiter?.refund(verdict.key, cost).catch(() => {});
-  const restore = (p: PolicyDecision): PolicyDecision => ({ ...p, remaining: Math.min(p.limit, p.remaining + cost) });
-  const decision = {
-    ...verdict.decision,
-    remaining: Math.min(verdict.decision.limit, verdict.decision.remaining + cost),
-  };
-  return { ...verdict, decision: { ...decision, policies: verdict.decision.policies.map(restore) } };
+  const { limiter, key, decision } = verdict;
+  await refund(verdict);
+  const now = await limiter?.peek(key).catch(() => undefined);
+  if (now === undefined || now.reason !== undefined) return verdict;
+  const policies = now.policies.map((p): PolicyDecision => ({ ...p, allowed: true, retryAfterMs: 0 }));
+  const { limit, remaining, resetAfterMs } = now;
+  return { ...verdict, decision: { ...decision, limit, remaining, resetAfterMs, delayMs: 0, policies } };
 }
 
 /**

@@ -20,7 +20,14 @@ import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike, RuleSetLike } from './rule-like.js';
-import { combinedDecision, createRuleLimiters, decideRules, giveBack, type RuleVerdict } from './rule-limiters.js';
+import {
+  combinedDecision,
+  createRuleLimiters,
+  decideRules,
+  giveBack,
+  givenBack,
+  type RuleVerdict,
+} from './rule-limiters.js';
 import { checkRulePaths } from './rule-path-spelling.js';
 import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
@@ -185,7 +192,7 @@ export function createRulesHttpLimiter<Req, Res>(
           return refusal;
         });
       return Promise.all([
-        giveBack(verdicts.map((v) => (delayed(v) ? { ...v, cost: 0 } : v))),
+        givenBack(verdicts.map((v) => (delayed(v) ? { ...v, cost: 0 } : v))),
         ...verdicts.map((v) => (delayed(v) ? refuseQueued(v) : undefined)),
       ]).then(([back, ...refusals]) => {
         const refused = back.map((verdict, i) => {
