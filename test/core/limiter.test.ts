@@ -129,6 +129,31 @@ describe('peek, reset and refund', () => {
     expect((await limiter.peek('k')).allowed).toBe(false);
   });
 
+  // A cost-0 ask over a state already past its capacity came back refused with a wait, and
+  // peek passed it on: 3000 ms for a bucket the clock stood 3 s behind, 1000 ms once an elastic
+  // capacity fell. A look has no wait (README): resetAfterMs says when the quota is back.
+  it('peek has no wait, even over a capacity that fell or a clock behind a bucket', async () => {
+    const clock = manualClock(5_000);
+    const bucket = createLimiter({ limit: 1, window: 1_000, algorithm: 'token-bucket', clock });
+    await bucket.consume('k');
+    clock.set(2_000);
+    const behind = await bucket.peek('k');
+    expect(behind).toMatchObject({ allowed: false, retryAfterMs: 0 });
+    expect(behind.policies.map((p) => p.retryAfterMs)).toEqual([0]);
+    let load = 0;
+    const elastic = createLimiter({
+      limit: 10,
+      window: '1m',
+      throttle: { mode: 'elastic', maxOveragePercent: 100, load: () => load },
+      clock,
+    });
+    while ((await elastic.consume('k')).allowed) {}
+    load = 1;
+    const fallen = await elastic.peek('k');
+    expect(fallen).toMatchObject({ allowed: false, retryAfterMs: 0 });
+    expect(fallen.resetAfterMs).toBeGreaterThan(0);
+  });
+
   it('a refused peek says which policy refuses (every policy said allowed)', async () => {
     const limiter = createLimiter({
       policies: [

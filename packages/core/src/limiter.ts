@@ -344,12 +344,17 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const decision = toDecision(key, reply, policies, caps, throttle.mode, 0, ceilings);
       // Each policy says whether one more unit fits it, as the decision does for all of them:
       // a cost-0 ask is allowed by every policy.
+      // A look has no wait: a cost-0 ask is refused only by a state already over its capacity
+      // (an elastic capacity that fell, a clock behind a bucket's state), whose wait is no one's.
       let fits = true;
       for (let i = 0; i < reply.outcomes.length; i++) {
         const fitsPolicy = (reply.outcomes[i] as PolicyOutcome).remaining > 0;
-        (decision.policies[i] as PolicyDecision).allowed = fitsPolicy;
+        const entry = decision.policies[i] as PolicyDecision;
+        entry.allowed = fitsPolicy;
+        entry.retryAfterMs = 0;
         fits &&= fitsPolicy;
       }
+      decision.retryAfterMs = 0;
       if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
       else {
         decision.allowed = fits;
