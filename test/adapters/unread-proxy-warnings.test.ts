@@ -48,6 +48,15 @@ describe.each(harnesses)('$name: a proxy header the framework does not read', (h
     },
   );
 
+  // Its last entry empty, a chain says nothing of the nearest proxy: Koa, trusting one hop, keys
+  // such a request by its socket, and the warning blamed a trust setting that trusts every peer.
+  it('says nothing of a trusted X-Forwarded-For whose last entry is empty', async () => {
+    const logger = collectingLogger();
+    app = await harness.start({ trust: 'loopback', limits: [{ ...oneEach, logger, clock: clockAt(0) }] });
+    await request(app.url).get('/').set('X-Forwarded-For', '203.0.113.7,');
+    expect(logger.codes()).not.toContain('WRN_SLUICE_UNTRUSTED_PROXY');
+  });
+
   it('says nothing when X-Forwarded-For comes with it from a trusted proxy', async () => {
     const logger = collectingLogger();
     app = await harness.start({ trust: 'loopback', limits: [{ ...oneEach, logger, clock: clockAt(0) }] });

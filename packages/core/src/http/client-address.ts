@@ -170,6 +170,7 @@ function warnIfProxyUnread(
   } else if (
     ip !== undefined &&
     ip === (socketOf(request) as { remoteAddress?: string } | undefined)?.remoteAddress &&
+    namesAnAddress(lastHop(chain)) &&
     lastHop(chain) !== ip
   ) {
     warn(
@@ -193,7 +194,10 @@ function warnIfProxyUnread(
 const namesAnAddress = (value: string | string[] | undefined): value is string | string[] =>
   value !== undefined && /[^\s,]/.test(String(value));
 
-/** The right-most entry of a proxy chain: the address the nearest proxy saw. */
+/**
+ * The right-most entry of a proxy chain: the address the nearest proxy saw. An empty one (a
+ * chain ending in a comma) says nothing of the nearest proxy, and warns of none.
+ */
 function lastHop(value: string | string[]): string {
   const chain = String(value);
   return chain.slice(chain.lastIndexOf(',') + 1).trim();
