@@ -96,4 +96,17 @@ describe('options that give a charge back', () => {
       );
     },
   );
+
+  // The ban counts under policies of its own ('refusals', 'ban'), which the service asked its
+  // rules about by name: none limits them, so no client was ever banned, and only two warnings
+  // naming policies the user never wrote told of it.
+  it("ban fails at creation on the client, which asks its rules about the ban's own policies", async () => {
+    const store = createServiceClient({ address: '127.0.0.1:1', domain: 'api', logger: quiet });
+    ended.push(() => store.close());
+    expect(() => rateLimit({ store, policies, ban: { after: 0, duration: '1h' } })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS', message: expect.stringContaining('`ban`') }),
+    );
+    // The namespace it claimed is given back: made again without the ban, it is created.
+    expect(() => rateLimit({ store, policies })).not.toThrow();
+  });
 });

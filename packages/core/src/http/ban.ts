@@ -1,11 +1,11 @@
 import { fittedRoot } from '../derived-namespace.js';
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
-import { invalid } from '../errors.js';
+import { invalid, SluiceError } from '../errors.js';
 import { checkKnownOptions, NO_PEER_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
 import { createLimiter } from '../limiter.js';
 import { MAX_UNITS } from '../policy.js';
-import type { Decision, Limiter, LimiterOptions } from '../types.js';
+import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 
 /**
  * After more than `after` refusals within `window`, refuse the client outright for `duration`
@@ -45,6 +45,15 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
   }
   const options = value as Record<string, unknown>;
   checkKnownOptions(options, NAMES, NO_PEER_NAMES, 'ban');
+  // The ban counts under policies of its own, which a store counting by policy name (the
+  // decision service's client) asks its rules about: none limits them, so no one was banned.
+  const store = base.store as RateLimitStore | undefined;
+  if (store?.countsByPolicyName === true) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`ban\` counts refusals and bans in the limiter's store under policies of its own, and the store ${store.name} asks its rules about each policy by name: none would ever ban, so leave \`ban\` out with this store.`,
+    );
+  }
   const { after, duration, status = 403 } = options;
   if (typeof after !== 'number' || !Number.isSafeInteger(after) || after < 0) {
     invalid('ERR_SLUICE_INVALID_OPTION', 'ban.after', after, 'a whole number of refusals ≥ 0');
