@@ -11,10 +11,12 @@ import express, { type Express } from 'express';
 export function createApp(options: { clock?: () => number; store?: RateLimitStore } = {}): Express {
   // Was: new RateLimiterMemory({ keyPrefix: 'api', points: 10, duration: 1 })
   // (RateLimiterRedis's `storeClient: redis` is `store: createRedisStore({ client: redis })`)
+  // A fixed window, as rate-limiter-flexible counts (sluice's default is the sliding counter).
   const limiter = createLimiter({
     prefix: 'api',
     limit: 10,
     window: '1s',
+    algorithm: 'fixed-window',
     store: options.store ?? createMemoryStore(),
     ...(options.clock === undefined ? {} : { clock: options.clock }),
   });
