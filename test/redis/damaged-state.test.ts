@@ -144,6 +144,24 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
     }
   }
 
+  // A sound TAT lies as far ahead as the tolerance at the largest overage a throttle gives (11
+  // times a capacity × window of 2^49): bounded at 2^51 ms, such a state read as damaged, and a
+  // client was never refused again.
+  it('gcra: a sound state at the largest overage and window is not read as damaged', async () => {
+    const limiter = createLimiter({
+      limit: 1,
+      window: 2 ** 49,
+      algorithm: 'gcra',
+      throttle: { mode: 'soft', overagePercent: 1000 },
+      store,
+      prefix: 'gcra-overage',
+      clock: manualClock(),
+    });
+    const allowed: boolean[] = [];
+    for (let i = 0; i < 14; i++) allowed.push((await limiter.consume('k')).allowed);
+    expect(allowed.filter(Boolean)).toHaveLength(11);
+  });
+
   // A count below 0 admitted past the limit: -1000 in a window gave the client 1,000 more.
   for (const algorithm of ['fixed-window', 'sliding-window-counter'] as const) {
     it(`${algorithm}: a count below 0 reads as fresh, not as room past the limit`, async () => {

@@ -50,11 +50,13 @@ export const wholeNumberLua = (x: string): string =>
   `${x} > -9007199254740992 and ${x} < 9007199254740992 and ${x} % 1 == 0`;
 
 /**
- * The latest TAT a sound gcra write leaves: a time a limiter takes (at most `MAX_EPOCH_MS`)
- * plus its tolerance and longest delay, each at most 2^49 ms. Written into the straight-line
+ * The latest TAT a sound gcra write leaves: a time a limiter takes (at most `MAX_EPOCH_MS`,
+ * 2^50) plus its tolerance at the largest overage a throttle gives (11 × 2^49: a capacity and
+ * window of 2^49, soft or elastic at 1000 %) and its longest delay (under 2^31 ms): below
+ * 7 × 2^50, where a wait from it still fits a reply (2^53). Written into the straight-line
  * paths as a literal: they see none of the general body's locals.
  */
-export const MAX_GCRA_TAT_MS = 2 * MAX_EPOCH_MS;
+export const MAX_GCRA_TAT_MS = 7 * MAX_EPOCH_MS;
 
 /** The bytes a client's string opens and closes its directory with: no head holds either. */
 export const DIRECTORY_START = 1;
