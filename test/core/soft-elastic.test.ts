@@ -167,12 +167,10 @@ describe('elastic throttling', () => {
     const throwing = () => {
       throw new Error('probe failed');
     };
-    const limiter = createLimiter({
+    const { limiter } = limiterWith({
       limit: 10,
-      window: '1m',
       algorithm: 'fixed-window',
       throttle: { mode: 'elastic', maxOveragePercent: 50, load: throwing },
-      clock: () => 0,
     });
     const decisions = [];
     for (let i = 0; i < 12; i++) decisions.push(await limiter.consume('k'));
@@ -188,12 +186,10 @@ describe('elastic throttling', () => {
       const rejecting = (async () => {
         throw new Error('probe failed');
       }) as unknown as () => number;
-      const limiter = createLimiter({
+      const { limiter } = limiterWith({
         limit: 2,
-        window: '1m',
         algorithm: 'fixed-window',
         throttle: { mode: 'elastic', maxOveragePercent: 100, load: rejecting },
-        clock: () => 0,
       });
       const decisions = [];
       for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('k'));
