@@ -58,29 +58,43 @@ export function checkMetricsOptions(options: MetricsOptions, caller: Caller): Me
     invalid(caller, 'meterProvider', meterProvider, 'an OpenTelemetry MeterProvider');
   if (logger !== undefined && typeof logger?.warn !== 'function')
     invalid(caller, 'logger', logger, 'an object with `warn`');
-  if (memoryStores !== undefined) {
-    // Read with Object.entries, a Map showed no store at all.
-    if (!isPlainObject(memoryStores))
-      invalid(caller, 'memoryStores', memoryStores, 'a plain object of stores by name, such as `{ main: store }`');
-    for (const [name, store] of Object.entries(memoryStores)) {
-      if (!Number.isFinite(store?.size) || !Number.isFinite(store.evictions))
-        invalid(caller, `memoryStores.${name}`, store, 'a store from createMemoryStore()');
-    }
-  }
-  if (localFirstStores !== undefined) {
-    if (!isPlainObject(localFirstStores))
-      invalid(
-        caller,
-        'localFirstStores',
-        localFirstStores,
-        'a plain object of stores by name, such as `{ redis: store }`',
-      );
-    for (const [name, store] of Object.entries(localFirstStores)) {
-      // A Redis store in exact mode has no counts of its own to report: its calls show in
-      // `sluice.store.duration` and `sluice.store.errors`.
-      if (typeof store?.localFirst?.status !== 'function')
-        invalid(caller, `localFirstStores.${name}`, store, 'a store from createRedisStore({ localFirst })');
-    }
-  }
+  checkStoresByName(
+    caller,
+    'memoryStores',
+    memoryStores,
+    'main',
+    'a store from createMemoryStore()',
+    (store) => Number.isFinite(store?.size) && Number.isFinite(store.evictions),
+  );
+  // A Redis store in exact mode has no counts of its own to report: its calls show in
+  // `sluice.store.duration` and `sluice.store.errors`.
+  checkStoresByName(
+    caller,
+    'localFirstStores',
+    localFirstStores,
+    'redis',
+    'a store from createRedisStore({ localFirst })',
+    (store) => typeof store?.localFirst?.status === 'function',
+  );
   return options;
+}
+
+/**
+ * Checks an option of stores by name: a plain object (read with `Object.entries`, a Map showed
+ * no store at all), each value one `isStore` takes.
+ */
+function checkStoresByName<Store>(
+  caller: Caller,
+  option: string,
+  stores: Readonly<Record<string, Store>> | undefined,
+  exampleName: string,
+  expected: string,
+  isStore: (store: Store) => boolean,
+): void {
+  if (stores === undefined) return;
+  if (!isPlainObject(stores))
+    invalid(caller, option, stores, `a plain object of stores by name, such as \`{ ${exampleName}: store }\``);
+  for (const [name, store] of Object.entries(stores)) {
+    if (!isStore(store)) invalid(caller, `${option}.${name}`, store, expected);
+  }
 }
