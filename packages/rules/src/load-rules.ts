@@ -21,7 +21,7 @@ const RULE_FILE_EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
 /**
  * What `loadRules` reads at a path: its rules files and the subdirectories walked to find them,
- * and the files it leaves out for their names.
+ * and the entries it leaves out for their names (links to directories among them).
  */
 export interface RulesTree {
   readonly files: string[];
@@ -54,9 +54,8 @@ const entriesOf = (dir: string, entries: Dirent[]): TreeEntry[] =>
           : 'other',
     }));
 
-/** Whether `entry`, left out for its name, is a file rather than a link to a directory. */
-const isIgnoredFile = (entry: TreeEntry): boolean =>
-  entry.kind === 'other' && statSync(entry.path, { throwIfNoEntry: false })?.isDirectory() !== true;
+/** Whether `path`, an entry left out for its name, is a file rather than a link to a directory. */
+const isFile = (path: string): boolean => statSync(path, { throwIfNoEntry: false })?.isDirectory() !== true;
 
 /** What `loadRules` reads at `path`: the path itself, or a directory's rules files; throws when it cannot tell. */
 export function rulesTreeSync(path: string): RulesTree {
@@ -68,7 +67,7 @@ export function rulesTreeSync(path: string): RulesTree {
       else if (entry.kind === 'directory') {
         tree.subdirectories.push(entry.path);
         walk(entry.path);
-      } else if (isIgnoredFile(entry)) tree.ignored.push(entry.path);
+      } else tree.ignored.push(entry.path);
     }
   };
   walk(path);
@@ -82,7 +81,8 @@ export function rulesTreeSync(path: string): RulesTree {
  * and every request of its domain allowed; a service can warn about them at start-up.
  */
 export function ignoredRuleFiles(path: string): string[] {
-  return rulesTreeSync(path).ignored;
+  // Each looked at here, not in the walk a watcher makes at every reload.
+  return rulesTreeSync(path).ignored.filter(isFile);
 }
 
 async function ruleFiles(path: string): Promise<string[]> {
