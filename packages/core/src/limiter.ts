@@ -342,9 +342,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
       );
       if (reply === STORE_FAILED) return failedDecision(key);
       const decision = toDecision(key, reply, policies, caps, throttle.mode, 0, ceilings);
-      // Each policy says whether one more unit fits it, as the decision does for all of them:
-      // a cost-0 ask is allowed by every policy.
-      // A look has no wait: a cost-0 ask is refused only by a state already over its capacity
+      // Each policy says whether one more unit fits it, as the decision does for all of them,
+      // and none has a wait: a cost-0 ask is refused only by a state already over its capacity
       // (an elastic capacity that fell, a clock behind a bucket's state), whose wait is no one's.
       let fits = true;
       for (let i = 0; i < reply.outcomes.length; i++) {
