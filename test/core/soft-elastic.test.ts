@@ -163,17 +163,21 @@ describe('elastic throttling', () => {
     }
   });
 
+  /** A fixed-window limiter lending by the probe `load`. */
+  const probedBy = (load: () => number, limit: number, maxOveragePercent: number) =>
+    limiterWith({ limit, algorithm: 'fixed-window', throttle: { mode: 'elastic', maxOveragePercent, load } }).limiter;
+  const consumed = async (limiter: ReturnType<typeof createLimiter>, times: number): Promise<Decision[]> => {
+    const decisions: Decision[] = [];
+    for (let i = 0; i < times; i++) decisions.push(await limiter.consume('k'));
+    return decisions;
+  };
+
   it('treats a probe that throws as saturated: the decision goes on, lending nothing (it rejected, uncoded)', async () => {
     const throwing = () => {
       throw new Error('probe failed');
     };
-    const { limiter } = limiterWith({
-      limit: 10,
-      algorithm: 'fixed-window',
-      throttle: { mode: 'elastic', maxOveragePercent: 50, load: throwing },
-    });
-    const decisions = [];
-    for (let i = 0; i < 12; i++) decisions.push(await limiter.consume('k'));
+    const limiter = probedBy(throwing, 10, 50);
+    const decisions = await consumed(limiter, 12);
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     expect((await limiter.peek('k')).allowed).toBe(false);
   });
@@ -186,13 +190,7 @@ describe('elastic throttling', () => {
       const rejecting = (async () => {
         throw new Error('probe failed');
       }) as unknown as () => number;
-      const { limiter } = limiterWith({
-        limit: 2,
-        algorithm: 'fixed-window',
-        throttle: { mode: 'elastic', maxOveragePercent: 100, load: rejecting },
-      });
-      const decisions = [];
-      for (let i = 0; i < 4; i++) decisions.push(await limiter.consume('k'));
+      const decisions = await consumed(probedBy(rejecting, 2, 100), 4);
       expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, false]);
       await new Promise((resolve) => setImmediate(resolve));
       expect(unhandled).toEqual([]);
