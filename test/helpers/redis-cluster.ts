@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect } from 'node:tls';
 import { promisify } from 'node:util';
+import { clientSlot } from '@sluice/redis';
 import { Cluster, Redis } from 'ioredis';
 import { isCi, type RedisTarget, redisTarget, waitReady } from './redis-env.js';
 import { freePort, hasRedisServer, type RedisServer, startRedisServer, waitFor } from './redis-server.js';
@@ -216,4 +217,26 @@ export async function connectCluster(
   cluster.on('error', () => {});
   await waitReady(cluster, isCi ? 30_000 : 15_000);
   return cluster;
+}
+
+/**
+ * Two clients of a limiter under `namespace` whose keys lie on different masters, and the pid
+ * of the first one's master: a test freezes it (SIGSTOP) and the other master answers on.
+ */
+export async function clientsOnTwoMasters(
+  cluster: Cluster,
+  namespace: string,
+): Promise<{ cold: string; hot: string; coldMasterPid: number }> {
+  const masterOf = (key: string) => cluster.slots[clientSlot(namespace, key)]?.[0] as string;
+  const keys = Array.from({ length: 50 }, (_, i) => `client-${i}`);
+  const cold = keys[0] as string;
+  const hot = keys.find((key) => masterOf(key) !== masterOf(cold)) as string;
+  const [host, port] = masterOf(cold).split(':');
+  const master = new Redis(Number(port), host as string, { maxRetriesPerRequest: 0 });
+  try {
+    const coldMasterPid = Number((await master.info('server')).match(/process_id:(\d+)/)?.[1]);
+    return { cold, hot, coldMasterPid };
+  } finally {
+    master.disconnect();
+  }
 }

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createBatcher, MAX_WAIT_MS } from '../../packages/redis/src/batcher.js';
 import { figureText } from '../../packages/redis/src/figures.js';
 import { type Script, scripts } from '../../packages/redis/src/scripts.js';
+import { createStallGuard } from '../../packages/redis/src/stall-guard.js';
 
 /**
  * The batcher's schedule on its own: which decisions each script call carries, and when it
@@ -30,18 +31,27 @@ function replyFor(count: number): Buffer {
   return buffer;
 }
 
-function harness(notReady?: Error) {
+interface HarnessOptions {
+  notReady?: Error;
+  /** Each key's group; a key's first letter names its connection. */
+  groupOf?: (key: string) => number;
+  connectionOf?: (group: number) => string;
+}
+
+function harness({ notReady, groupOf = () => 0, connectionOf = () => 'redis' }: HarnessOptions = {}) {
   const calls: Call[] = [];
-  const batcher = createBatcher(
-    (_script, keys, args) =>
+  const batcher = createBatcher({
+    call: (_script, keys, args) =>
       new Promise((resolve, reject) => {
         calls.push({ keys: [...keys], args: [...args], resolve, reject });
       }),
-    () => 0,
-    () => notReady,
-  );
-  const ask = (key: string, args: readonly string[] = ARGS): Promise<StoreReply> =>
-    batcher.decide(script, [key], args, { policyCount: 1, now: undefined });
+    groupOf,
+    connectionOf,
+    notReady: () => notReady,
+    stalls: createStallGuard(),
+  });
+  const ask = (key: string, args: readonly string[] = ARGS, timeoutMs = 100): Promise<StoreReply> =>
+    batcher.decide(script, [key], args, { policyCount: 1, now: undefined, timeoutMs });
   /** Answers call `i` as the script would. */
   const land = async (i: number) => {
     const call = calls[i] as Call;
@@ -173,10 +183,93 @@ describe('Redis store batching: when a script call leaves', () => {
   });
 
   it('fails a batch at once, without a call, while the client is not ready', async () => {
-    const { calls, ask } = harness(new Error('not connected'));
+    const { calls, ask } = harness({ notReady: new Error('not connected') });
     const refused = expect(ask('a')).rejects.toThrow('not connected');
     await turn();
     await refused;
     expect(calls).toHaveLength(0);
+  });
+});
+
+describe('Redis store batching: a connection that stops answering', () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Fails with the code a held-back decision gets, which the limiter answers by its fail policy. */
+  const heldBack = (asked: Promise<StoreReply>) =>
+    expect(asked).rejects.toMatchObject({ code: 'ERR_SLUICE_STORE_UNAVAILABLE' });
+
+  it('sends no decision whose caller would have given up on the call ahead of it, but one a second to look', async () => {
+    const { calls, ask, land } = harness();
+    void ask('a');
+    await turn();
+    await vi.advanceTimersByTimeAsync(101);
+    // Unanswered for longer than the 100 ms these callers wait: sent, each would wait behind it.
+    const refused = [heldBack(ask('b')), heldBack(ask('c'))];
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    await Promise.all(refused);
+    expect(calls).toHaveLength(1);
+    // A second after the last call was sent, one goes, to look whether Redis answers again.
+    await vi.advanceTimersByTimeAsync(1000 - 101 - MAX_WAIT_MS);
+    void ask('d');
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    expect(calls).toHaveLength(2);
+    const refusedAfterLook = heldBack(ask('e'));
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    await refusedAfterLook;
+    // Redis answers the look, and so every call sent before it, which it answered first.
+    await land(1);
+    void ask('f');
+    // (The batch waits its 2 ms for the first call, which this test never lands.)
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('still sends a decision whose caller waits longer than the call ahead has', async () => {
+    const { calls, ask } = harness();
+    void ask('a');
+    await turn();
+    await vi.advanceTimersByTimeAsync(101);
+    void ask('patient', ARGS, 5000);
+    const refused = heldBack(ask('hasty'));
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    await refused;
+    expect(calls.map((call) => call.keys)).toEqual([['a'], ['patient']]);
+  });
+
+  it('takes an answer to a later call as the end of a stall: a call lost on the way does not stop the connection', async () => {
+    const { calls, ask, land } = harness();
+    void ask('lost');
+    await turn();
+    void ask('answered');
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    expect(calls).toHaveLength(2);
+    await land(1);
+    await vi.advanceTimersByTimeAsync(500);
+    void ask('after');
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    expect(calls).toHaveLength(3);
+  });
+
+  it('holds back only the groups whose connection stalls', async () => {
+    const groups = ['a', 'b'];
+    const { calls, ask, land } = harness({
+      groupOf: (key) => groups.indexOf(key[0] as string),
+      connectionOf: (group) => `master ${groups[group]}`,
+    });
+    void ask('a-stalled');
+    void ask('b-answering');
+    await turn();
+    await land(1);
+    await vi.advanceTimersByTimeAsync(101);
+    const refused = heldBack(ask('a-next'));
+    void ask('b-next');
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    await refused;
+    expect(calls.map((call) => call.keys)).toEqual([['a-stalled'], ['b-answering'], ['b-next']]);
   });
 });

@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { createLimiter, type Logger } from '@sluice/core';
-import { clientSlot, createRedisStore, type RedisStore } from '@sluice/redis';
-import { type Cluster, Redis } from 'ioredis';
+import { createRedisStore, type RedisStore } from '@sluice/redis';
+import type { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
-import { connectCluster, type RedisClusterHandle, startMastersCluster } from '../helpers/redis-cluster.js';
+import {
+  clientsOnTwoMasters,
+  connectCluster,
+  type RedisClusterHandle,
+  startMastersCluster,
+} from '../helpers/redis-cluster.js';
 import { redisTarget } from '../helpers/redis-env.js';
 import { hasRedisServer } from '../helpers/redis-server.js';
 
@@ -47,15 +52,8 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen master of 
       prefix: 'f',
     } as const;
     const [onA, onB] = [createLimiter({ ...options, store: a }), createLimiter({ ...options, store: b })];
-    const masterOf = (key: string) => cluster.slots[clientSlot('f', key)]?.[0] as string;
     // Two clients on different masters: the one to freeze, and one that answers.
-    const keys = Array.from({ length: 50 }, (_, i) => `client-${i}`);
-    const cold = keys[0] as string;
-    const hot = keys.find((key) => masterOf(key) !== masterOf(cold)) as string;
-    const [host, port] = masterOf(cold).split(':');
-    const frozen = new Redis(Number(port), host as string, { maxRetriesPerRequest: 0 });
-    const pid = Number((await frozen.info('server')).match(/process_id:(\d+)/)?.[1]);
-    frozen.disconnect();
+    const { cold, hot, coldMasterPid: pid } = await clientsOnTwoMasters(cluster, 'f');
 
     for (const key of [hot, cold]) await onA.consume(key);
     await onB.consume(hot);

@@ -4,8 +4,15 @@ import { runHeader } from './decision-args.js';
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
+import { holdsBack, type Stall, type StallGuard, stalledError } from './stall-guard.js';
 
-interface Pending extends Asked {
+/** A decision as the batcher takes it: what the reader needs, and how long its caller waits. */
+export interface Decision extends Asked {
+  /** The limiter's `storeTimeoutMs`; `Infinity` for a caller the store knows no limiter of. */
+  readonly timeoutMs: number;
+}
+
+interface Pending extends Decision {
   readonly keys: readonly string[];
   readonly args: readonly string[];
   readonly resolve: (reply: StoreReply) => void;
@@ -34,9 +41,23 @@ export const MAX_WAIT_MS = 2;
 
 export interface Batcher {
   /** Queues one decision; its reply comes from the script call that carries it. */
-  decide(script: Script, keys: readonly string[], args: readonly string[], asked: Asked): Promise<StoreReply>;
+  decide(script: Script, keys: readonly string[], args: readonly string[], asked: Decision): Promise<StoreReply>;
   /** Sends every open batch now, so a command sent next on the client comes after them. */
   flush(): void;
+}
+
+export interface BatcherParts {
+  /** Sends one script call. */
+  readonly call: ScriptCall;
+  /** A key's hash slot on a Cluster (one call may not span slots); constant on a single Redis. */
+  readonly groupOf: (key: string) => number;
+  /** The connection a group's calls travel on: one on a single Redis, a slot's master on a Cluster. */
+  readonly connectionOf: (group: number) => string;
+  /** Why the client cannot take a call now, if it cannot. */
+  readonly notReady: () => Error | undefined;
+  readonly stalls: StallGuard;
+  /** The deny cache's `learn`, if the store keeps one. */
+  readonly learn?: Learn | undefined;
 }
 
 /**
@@ -54,15 +75,11 @@ export interface Batcher {
  * limit bounds what the wait costs on a distant Redis, and keeps a call that never settles
  * from holding back the ones after it.
  *
- * `groupOf` names the hash slot on a Cluster (one call may not span slots) and is constant on
- * a single Redis. A failed call fails every decision it carried; none is re-sent.
+ * A failed call fails every decision it carried; none is re-sent. A decision whose caller would
+ * have given up before the calls ahead of it on a stalled connection are answered is not sent
+ * but failed (`createStallGuard`).
  */
-export function createBatcher(
-  call: ScriptCall,
-  groupOf: (key: string) => number,
-  ready: () => Error | undefined,
-  learn?: Learn,
-) {
+export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, learn }: BatcherParts) {
   const lanes = new Map<Script, Map<number, Lane>>();
   // The lanes with an open batch: all a flush has to look at.
   const withOpen = new Set<Lane>();
@@ -70,16 +87,22 @@ export function createBatcher(
   let waitLimit: NodeJS.Timeout | undefined;
 
   const send = (batch: Batch) => {
-    const { pending, lane } = batch;
+    const { lane } = batch;
     if (lane.open === batch) {
       lane.open = undefined;
       withOpen.delete(lane);
       // The limit is for batches waiting now, not for the next one to be held.
       if (withOpen.size === 0) stopWaitLimit();
     }
-    const unavailable = ready();
+    const unavailable = notReady();
     if (unavailable) {
-      for (const p of pending) p.reject(unavailable);
+      for (const p of batch.pending) p.reject(unavailable);
+      retireIfIdle(lane);
+      return;
+    }
+    const connection = connectionOf(lane.group);
+    const pending = unheld(batch.pending, stalls.stall(connection));
+    if (pending.length === 0) {
       retireIfIdle(lane);
       return;
     }
@@ -116,12 +139,15 @@ export function createBatcher(
       return;
     }
     lane.inFlight++;
+    const answered = stalls.sent(connection);
     sent.then(
       (raw) => {
+        answered();
         landed(lane);
         settle(raw, pending, sentAt, learn);
       },
       (error: unknown) => {
+        answered();
         landed(lane);
         for (const p of pending) p.reject(error);
       },
@@ -182,10 +208,10 @@ export function createBatcher(
     return batch;
   };
 
-  const decide: Batcher['decide'] = (script, keys, args, { policyCount, now, learnFrom }) =>
+  const decide: Batcher['decide'] = (script, keys, args, { policyCount, now, learnFrom, timeoutMs }) =>
     new Promise<StoreReply>((resolve, reject) => {
       const batch = batchFor(script, groupOf(keys[0] as string), keys.length);
-      batch.pending.push({ keys, args, policyCount, now, learnFrom, resolve, reject });
+      batch.pending.push({ keys, args, policyCount, now, learnFrom, timeoutMs, resolve, reject });
       batch.keyCount += keys.length;
       if (!scheduled) {
         scheduled = true;
@@ -194,6 +220,17 @@ export function createBatcher(
     });
 
   return { decide, flush: flushAll };
+}
+
+/** The decisions to send: each one held back on a stalled connection fails here instead. */
+function unheld(pending: Pending[], stall: Stall | undefined): Pending[] {
+  if (stall === undefined || !pending.some((p) => holdsBack(stall, p.timeoutMs))) return pending;
+  const going: Pending[] = [];
+  for (const p of pending) {
+    if (holdsBack(stall, p.timeoutMs)) p.reject(stalledError(stall));
+    else going.push(p);
+  }
+  return going;
 }
 
 function sameArgs(a: readonly string[], b: readonly string[]): boolean {

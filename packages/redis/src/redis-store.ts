@@ -10,6 +10,7 @@ import {
   type StoreRequest,
 } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
+import type { Cluster } from 'ioredis';
 import { backingOf, forgetEverywhere, keepDenyCache } from './backing.js';
 import { createBatcher } from './batcher.js';
 import {
@@ -31,6 +32,7 @@ import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.j
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { parseReplies } from './reply.js';
 import { mixedScript, scriptFor } from './scripts.js';
+import { createStallGuard, holdsBack, stalledError } from './stall-guard.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
 
@@ -125,12 +127,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const denyCache = denyCacheOf(options.denyCache);
   const backing = backingOf(client, prefix, 'exact');
   if (denyCache !== undefined) keepDenyCache(backing, denyCache);
-  const batcher = createBatcher(
-    callScript,
-    onCluster ? calculateSlot : () => 0,
-    () => notReady(client),
-    denyCache?.learn,
-  );
+  // The connection a slot's calls travel on: on a Cluster the slot's master as the client's
+  // slot map has it now (after a failover, the replica that took over, a connection of its own).
+  const connectionOf = onCluster
+    ? (slot: number) => (client as Cluster).slots[slot]?.[0] ?? `slot ${slot}`
+    : () => 'redis';
+  const stalls = createStallGuard();
+  const batcher = createBatcher({
+    call: callScript,
+    groupOf: onCluster ? calculateSlot : () => 0,
+    connectionOf,
+    notReady: () => notReady(client),
+    stalls,
+    learn: denyCache?.learn,
+  });
 
   watchReady(client);
   if (localFirst !== undefined) {
@@ -161,6 +171,20 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   // once its wait is over: sent afterwards, it must not charge a request refused, or reset a
   // count the caller was told is not reset.
   const limiters = new WeakMap<readonly Policy[], StoreLimiterSettings>();
+  const timeoutOf = (policies: readonly Policy[]): number =>
+    limiters.get(policies)?.storeTimeoutMs ?? Number.POSITIVE_INFINITY;
+  /** Sends `send`'s call on `keys`' connection, unless a stall there holds back a caller who waits `timeoutMs`. */
+  const unlessStalled = async <T>(keys: readonly string[], timeoutMs: number, send: () => Promise<T>): Promise<T> => {
+    const connection = connectionOf(onCluster ? calculateSlot(keys[0] as string) : 0);
+    const stall = stalls.stall(connection);
+    if (holdsBack(stall, timeoutMs)) throw stalledError(stall);
+    const answered = stalls.sent(connection);
+    try {
+      return await send();
+    } finally {
+      answered();
+    }
+  };
   const opened = async (opening: Promise<void>, asked: readonly (readonly Policy[])[], charges: boolean) => {
     const startedAt = Date.now();
     await opening;
@@ -193,6 +217,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
         policyCount: policies.length,
         now: request.now,
         learnFrom,
+        timeoutMs: timeoutOf(policies),
       });
     } catch (error) {
       return Promise.reject(error);
@@ -231,7 +256,10 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
           true,
         );
       const sentAt = Date.now();
-      const replies = parseReplies(await callScript(script, keys, args), asked);
+      // One call for all: held back only once the longest waiter among them would have given up.
+      const timeoutMs = Math.max(...requests.map((request) => timeoutOf(request.policies)));
+      const raw = await unlessStalled(keys, timeoutMs, () => callScript(script, keys, args));
+      const replies = parseReplies(raw, asked);
       // Each reply teaches the deny cache as a consume's does: a charge forgets the client's
       // refusal, whose figures it changed, and a refusal is kept as any other.
       if (denyCache !== undefined) {
@@ -290,7 +318,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       forgetEverywhere(backing, namespace, key);
       // Decisions asked for before the reset go first, as they would without batching.
       batcher.flush();
-      await client.del(...keys);
+      await unlessStalled(keys, timeoutOf(policies), () => client.del(...keys));
       forgetEverywhere(backing, namespace, key);
     },
   };

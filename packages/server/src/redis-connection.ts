@@ -1,11 +1,10 @@
 import { type RateLimitStore, SluiceError } from '@sluice/core';
-import { clientSlot, createRedisStore } from '@sluice/redis';
+import { createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import { type RedisTarget, redacted } from './cli-args.js';
 import type { ServiceLog } from './log.js';
 import { settledOrAfter } from './settled-or-after.js';
-import { guardStalls } from './stall-guard.js';
 
 export interface RedisConnection {
   store: RateLimitStore;
@@ -118,30 +117,19 @@ export async function quitRedis(client: Redis | Cluster): Promise<void> {
 /**
  * Connects before the service starts serving, so an unreachable Redis stops start-up with a
  * clear message. While Redis stalls with the connection open the store sends nothing more to
- * it (`guardStalls`), so calls fail fast with UNAVAILABLE instead of piling up.
+ * it (the Redis store's stall guard), so calls fail fast with UNAVAILABLE instead of piling up.
  */
-export async function connectRedis(
-  target: RedisTarget,
-  storeTimeoutMs: number,
-  log: ServiceLog,
-): Promise<RedisConnection> {
+export async function connectRedis(target: RedisTarget, log: ServiceLog): Promise<RedisConnection> {
   const client = await openRedis(target);
   log.line('info', 'connected to Redis', { redis: whereOf(target) });
   const cluster = client instanceof Cluster ? client : undefined;
-  // On a Cluster, the master that holds the key's slot in the client's slot map as it is now:
-  // after a failover the slots lead to the replica that took over, a connection of its own.
-  const connectionOf = (namespace: string, key: string): string => {
-    if (cluster === undefined) return 'redis';
-    const slot = clientSlot(namespace, key);
-    return cluster.slots[slot]?.[0] ?? `slot ${slot}`;
-  };
   // The rules subscriber is a connection of its own, made now: it may wait for its SUBSCRIBE
   // to be sent, where the store's connections fail a call at once while they are away.
   const subscriberOptions = { lazyConnect: false, enableOfflineQueue: true };
   return {
     // No deny cache: replicas share the counts, and one that cached a refusal would keep it
     // past another replica's give-back of the charge that caused it (the charge-and-refund path).
-    store: guardStalls(createRedisStore({ client, logger: log, denyCache: false }), storeTimeoutMs, connectionOf),
+    store: createRedisStore({ client, logger: log, denyCache: false }),
     rules: {
       hgetall: (key) => client.hgetall(key),
       hget: (key, field) => client.hget(key, field),

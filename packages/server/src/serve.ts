@@ -61,7 +61,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     const tls = flags.tls === undefined ? undefined : await readTls(flags.tls);
     const { rules } = flags;
     if ('path' in rules) watcher = watchRules(rules.path, reloads);
-    redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, flags.storeTimeoutMs, log);
+    redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, log);
     if ('redisKey' in rules) watcher = await watchRulesIn(redis, rules.redisKey, reloads);
     // One of the two ran: the rules come from a path or from a key.
     const current = watcher as RulesWatcher;
