@@ -79,7 +79,7 @@ export function createCallHandler(
         return cancelled;
       }
       const { answer } = decided;
-      done(answer.overallCode === 'OK' ? 'ok' : 'over_limit');
+      done(!decided.refused ? 'ok' : answer.overallCode === 'OK' ? 'shadow' : 'over_limit');
       return { kind: 'answer', answer };
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

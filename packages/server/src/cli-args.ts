@@ -21,6 +21,8 @@ export interface ServeFlags {
   grpcIdleTimeoutMs: number;
   /** The proxies refuse a request the service did not answer in time (Envoy's `failure_mode_deny`). */
   failureModeDeny: boolean;
+  /** Every call answered OK, the statuses saying what the rules decided (envoyproxy's `SHADOW_MODE`). */
+  shadowMode: boolean;
   /** gRPC over TLS; plain when absent. */
   tls: TlsFiles | undefined;
 }
@@ -54,6 +56,8 @@ Options:
   --failure-mode-deny             the proxies refuse a request the service did not answer in
                                   time (Envoy's failure_mode_deny: true): a call whose caller
                                   gave up costs nothing
+  --shadow-mode                   answer every call OK, each status saying what the rules
+                                  decided (envoyproxy/ratelimit's SHADOW_MODE=true)
   --tls-cert <file> --tls-key <file>
                                   serve gRPC over TLS with this PEM certificate (chain) and key
   --tls-client-ca <file>          with them, require client certificates this CA signed
@@ -213,6 +217,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     'request-timeout-ms': { type: 'string' },
     'grpc-idle-timeout-ms': { type: 'string' },
     'failure-mode-deny': { type: 'boolean' },
+    'shadow-mode': { type: 'boolean' },
     'tls-cert': { type: 'string' },
     'tls-key': { type: 'string' },
     'tls-client-ca': { type: 'string' },
@@ -238,6 +243,7 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     requestTimeoutMs: integer(str('request-timeout-ms'), '--request-timeout-ms', 10_000, 1, 600_000),
     grpcIdleTimeoutMs: integer(str('grpc-idle-timeout-ms'), '--grpc-idle-timeout-ms', 300_000, 1, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny: values['failure-mode-deny'] === true,
+    shadowMode: values['shadow-mode'] === true,
     tls: tlsFiles(values),
   };
 }

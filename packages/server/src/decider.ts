@@ -17,12 +17,16 @@ import { type DescriptorAnswer, type RateLimitAnswer, type RateLimitCall, UINT32
 export interface DeciderOptions extends LimiterSettings {
   /** Which RateLimit fields to put in `response_headers_to_add`; `undefined` for none. */
   headers: ResolvedHeaders | undefined;
+  /** Answer OK what the rules refused (envoyproxy's global `SHADOW_MODE`). */
+  shadowMode: boolean;
 }
 
 export interface Decided {
   answer: RateLimitAnswer;
   /** One per descriptor a rule limits: what was charged, and where to give it back. */
   verdicts: readonly RuleVerdict[];
+  /** The rules refused the call (and so charged nothing), though shadow mode may answer it OK. */
+  refused: boolean;
 }
 
 const noLimit: DescriptorAnswer = {
@@ -57,12 +61,14 @@ export function createDecider(options: DeciderOptions) {
     const refused = !passes(verdicts);
     const statuses = matches.map((match) => (match?.rule.unlimited ? unlimited : noLimit));
     for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
+    // Shadow mode changes the answer only: the statuses and the charges stay the rules'.
+    const refusing = refused && !options.shadowMode;
     const answer: RateLimitAnswer = {
-      overallCode: refused ? 'OVER_LIMIT' : 'OK',
+      overallCode: refusing ? 'OVER_LIMIT' : 'OK',
       statuses,
-      responseHeaders: headerFields === undefined ? [] : headerFields(verdicts, refused),
+      responseHeaders: headerFields === undefined ? [] : headerFields(verdicts, refusing),
     };
-    return { answer, verdicts };
+    return { answer, verdicts, refused };
   }
 
   /** Throws the `RulesError` of a set whose rules the store cannot decide. */
@@ -78,8 +84,8 @@ const nothingCharged: Promise<unknown> = Promise.resolve();
  * has nothing left to give (`decideRules` gave its charges back as it refused). A refund that
  * fails leaves the charge (the limiter counts the store error); it never rejects.
  */
-const giveBack = ({ answer, verdicts }: Decided): Promise<unknown> =>
-  answer.overallCode === 'OK' ? giveBackVerdicts(verdicts) : nothingCharged;
+const giveBack = ({ refused, verdicts }: Decided): Promise<unknown> =>
+  refused ? nothingCharged : giveBackVerdicts(verdicts);
 
 /**
  * `requests_per_unit` and `limit_remaining` are uint32 on Envoy's wire: a sluice limit beyond

@@ -3,8 +3,11 @@ import { createPrometheusMetrics } from '@sluice/otel/prometheus';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 export type Transport = 'grpc' | 'http';
-/** `cancelled`: the caller left before the answer; what the call charged was given back. */
-export type CallResult = 'ok' | 'over_limit' | 'invalid' | 'unavailable' | 'cancelled';
+/**
+ * `cancelled`: the caller left before the answer; what the call charged was given back.
+ * `shadow`: the rules refused the call, answered OK under the service's shadow mode.
+ */
+export type CallResult = 'ok' | 'over_limit' | 'shadow' | 'invalid' | 'unavailable' | 'cancelled';
 
 let processRegistry: Registry | undefined;
 
@@ -34,7 +37,7 @@ export function createServiceMetrics(memoryStore: CountedStore | undefined) {
   const processFigures = processMetrics();
   const calls = new Counter({
     name: 'sluice_service_calls_total',
-    help: 'ShouldRateLimit calls, by transport and result (cancelled: the caller left before the answer).',
+    help: 'ShouldRateLimit calls, by transport and result (cancelled: the caller left before the answer; shadow: refused by the rules, answered OK under shadow mode).',
     labelNames: ['transport', 'result'],
     registers: [registry],
   });

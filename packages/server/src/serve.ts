@@ -78,6 +78,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
       requestTimeoutMs: flags.requestTimeoutMs,
       grpcIdleTimeoutMs: flags.grpcIdleTimeoutMs,
       failureModeDeny: flags.failureModeDeny,
+      shadowMode: flags.shadowMode,
       log,
     });
     reportLoad = server.countRulesLoad;

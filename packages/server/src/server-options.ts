@@ -54,6 +54,13 @@ export interface DecisionServerOptions {
    * `false`, such a request went through, and its charge stands. @default false
    */
   failureModeDeny?: boolean | undefined;
+  /**
+   * Answers every call OK, as envoyproxy/ratelimit's `SHADOW_MODE=true` does: each descriptor's
+   * status still says what the rules decided (`OVER_LIMIT`, remaining 0), and a call the rules
+   * refused spends nothing, as a refusal never does; `/metrics` counts it as `shadow`. For
+   * trying rules on live traffic before they refuse anything. @default false
+   */
+  shadowMode?: boolean | undefined;
   /** Epoch ms, for tests; stores use their own clock when absent. */
   clock?: (() => number) | undefined;
   /** Structured log lines; default JSON on stderr. */
@@ -73,6 +80,7 @@ export interface CheckedServerOptions {
   requestTimeoutMs: number;
   grpcIdleTimeoutMs: number;
   failureModeDeny: boolean;
+  shadowMode: boolean;
   clock: (() => number) | undefined;
   log: ServiceLog;
 }
@@ -90,6 +98,7 @@ const names = [
   'requestTimeoutMs',
   'grpcIdleTimeoutMs',
   'failureModeDeny',
+  'shadowMode',
   'clock',
   'log',
 ];
@@ -160,9 +169,10 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
   // Read once here: a clock that gives no whole number (`() => 'now'`) would fail every call.
   if (options.clock !== undefined && (typeof options.clock !== 'function' || !isEpochMs(options.clock())))
     invalidOption('clock', options.clock, 'a function returning whole epoch milliseconds');
-  const { log, failureModeDeny = false } = options;
+  const { log, failureModeDeny = false, shadowMode = false } = options;
   if (typeof failureModeDeny !== 'boolean')
     invalidOption('failureModeDeny', failureModeDeny, "a boolean, as the proxies' failure_mode_deny");
+  if (typeof shadowMode !== 'boolean') invalidOption('shadowMode', shadowMode, 'a boolean');
   if (log !== undefined && (typeof log?.line !== 'function' || typeof log.warn !== 'function'))
     invalidOption('log', log, 'a service log with `line(level, message, fields)` and `warn(message)`');
   return {
@@ -178,6 +188,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     requestTimeoutMs: positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000),
     grpcIdleTimeoutMs: positive(options.grpcIdleTimeoutMs, 'grpcIdleTimeoutMs', 300_000, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny,
+    shadowMode,
     clock: options.clock,
     log: log ?? createServiceLog(),
   };
