@@ -99,18 +99,16 @@ function limitFor(rule: RuleLike, override: Override): RuleLike {
   // A rule without policies (unlimited, blocked, none at all) counts as envoyproxy does.
   const algorithm = first === undefined ? 'fixed-window' : first.algorithm;
   const windowMs = overrideWindowMs(override.unit);
-  // envoyproxy's counter is the descriptor's and the window's: in the rule's own unit the
-  // override counts in the rule's namespace, under its policy's name; in another unit in one
-  // of that unit's own, named for it (as a descriptor no rule matches is).
-  const sameUnit = first !== undefined && toMs(first.window, 'window') === windowMs;
   const policy: PolicyOptions = {
-    name: sameUnit ? first.name : `per-${override.unit.toLowerCase()}`,
+    name: first?.name ?? `per-${override.unit.toLowerCase()}`,
     limit: override.requestsPerUnit,
     window: windowMs,
     ...(algorithm === undefined ? {} : { algorithm }),
   };
   return {
-    id: sameUnit ? rule.id : `${rule.id}.${windowMs}`,
+    // envoyproxy's counter is the descriptor's and the window's: in the rule's own unit the
+    // override counts in the rule's namespace, in another unit in one of that unit's own.
+    id: first !== undefined && toMs(first.window, 'window') === windowMs ? rule.id : `${rule.id}.${windowMs}`,
     policies: [policy],
     throttle: undefined,
     unlimited: false,
