@@ -4,7 +4,7 @@ import { runHeader } from './decision-args.js';
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
-import { holdsBack, type Stall, type StallGuard, stalledError } from './stall-guard.js';
+import { answered, lookDue, type Stall, type StallGuard, stalledError, waitedTooLong } from './stall-guard.js';
 
 /** A decision as the batcher takes it: what the reader needs, and how long its caller waits. */
 export interface Decision extends Asked {
@@ -139,15 +139,15 @@ export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, l
       return;
     }
     lane.inFlight++;
-    const answered = stalls.sent(connection);
+    const answer = stalls.sent(connection);
     sent.then(
       (raw) => {
-        answered();
+        answer();
         landed(lane);
         settle(raw, pending, sentAt, learn);
       },
       (error: unknown) => {
-        answered();
+        if (answered(error)) answer();
         landed(lane);
         for (const p of pending) p.reject(error);
       },
@@ -168,6 +168,8 @@ export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, l
 
   const flushScheduled = () => {
     scheduled = false;
+    // A `setImmediate`: the replies that had arrived are read, so a call still unanswered is.
+    stalls.polled();
     for (const lane of withOpen) if (lane.inFlight === 0) send(lane.open as Batch);
     if (withOpen.size > 0 && waitLimit === undefined) {
       waitLimit = setTimeout(() => {
@@ -222,13 +224,21 @@ export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, l
   return { decide, flush: flushAll };
 }
 
-/** The decisions to send: each one held back on a stalled connection fails here instead. */
+/**
+ * The decisions to send. On a stalled connection that is those whose callers wait longer than
+ * the calls ahead of them have, and one more when a look is due (one decision, not a batch:
+ * each sent is charged when Redis resumes); the others fail here.
+ */
 function unheld(pending: Pending[], stall: Stall | undefined): Pending[] {
-  if (stall === undefined || !pending.some((p) => holdsBack(stall, p.timeoutMs))) return pending;
+  if (stall === undefined || !pending.some((p) => waitedTooLong(stall, p.timeoutMs))) return pending;
   const going: Pending[] = [];
+  let looking = false;
   for (const p of pending) {
-    if (holdsBack(stall, p.timeoutMs)) p.reject(stalledError(stall));
-    else going.push(p);
+    if (!waitedTooLong(stall, p.timeoutMs)) going.push(p);
+    else if (!looking && lookDue(stall, p.timeoutMs)) {
+      looking = true;
+      going.push(p);
+    } else p.reject(stalledError(stall));
   }
   return going;
 }

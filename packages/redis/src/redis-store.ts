@@ -32,7 +32,7 @@ import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.j
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { parseReplies } from './reply.js';
 import { mixedScript, scriptFor } from './scripts.js';
-import { createStallGuard, holdsBack, stalledError } from './stall-guard.js';
+import { answered, createStallGuard, lookDue, stalledError, waitedTooLong } from './stall-guard.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
 
@@ -177,12 +177,15 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const unlessStalled = async <T>(keys: readonly string[], timeoutMs: number, send: () => Promise<T>): Promise<T> => {
     const connection = connectionOf(onCluster ? calculateSlot(keys[0] as string) : 0);
     const stall = stalls.stall(connection);
-    if (holdsBack(stall, timeoutMs)) throw stalledError(stall);
-    const answered = stalls.sent(connection);
+    if (waitedTooLong(stall, timeoutMs) && !lookDue(stall, timeoutMs)) throw stalledError(stall);
+    const answer = stalls.sent(connection);
     try {
-      return await send();
-    } finally {
-      answered();
+      const reply = await send();
+      answer();
+      return reply;
+    } catch (error) {
+      if (answered(error)) answer();
+      throw error;
     }
   };
   const opened = async (opening: Promise<void>, asked: readonly (readonly Policy[])[], charges: boolean) => {
