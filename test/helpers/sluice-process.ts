@@ -59,13 +59,22 @@ export function runSluice(args: string[], env: NodeJS.ProcessEnv = {}): SluicePr
   };
 }
 
-/** Runs `sluice <args>` to its end: its exit code and what it wrote. */
+/**
+ * Runs `sluice <args>` to its end: its exit code and what it wrote. One still running after
+ * `timeoutMs` (a service that should have refused to start) is killed, its code then `null`.
+ */
 export async function exitOf(
   args: string[],
   env?: NodeJS.ProcessEnv,
+  timeoutMs = 15_000,
 ): Promise<{ code: number | null; output: string }> {
   const sluice = runSluice(args, env);
-  return { code: await sluice.exited, output: sluice.output() };
+  const timer = setTimeout(() => sluice.kill('SIGKILL'), timeoutMs);
+  try {
+    return { code: await sluice.exited, output: sluice.output() };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface ServingSluice extends SluiceProcess {

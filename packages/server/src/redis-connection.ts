@@ -1,4 +1,4 @@
-import { type RateLimitStore, SluiceError } from '@sluice/core';
+import { createLimiter, type RateLimitStore, SluiceError } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
@@ -108,6 +108,35 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
   return client;
 }
 
+/**
+ * Two decisions, which write, before the service serves: a read-only replica, a Redis out of
+ * memory under `noeviction`, or a user whose ACL forbids a command or key the scripts need all
+ * answer a connection and a ping, then fail every call. Two, as ioredis sends a script's body
+ * the first time and its hash after: a user denied EVALSHA fails the second.
+ */
+async function checkDecides(store: RateLimitStore, target: RedisTarget): Promise<void> {
+  const limiter = createLimiter({
+    store,
+    // A limit no start-up reaches: each decision is allowed, so each writes.
+    policies: [{ name: 'start', limit: 1_000_000, window: 1000 }],
+    prefix: 'sluice-start',
+    onStoreError: 'throw',
+    storeTimeoutMs: CONNECT_TIMEOUT_MS,
+    logger: { warn() {} },
+  });
+  try {
+    await limiter.consume('start');
+    await limiter.consume('start');
+  } catch (error) {
+    const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+    throw new SluiceError(
+      'ERR_SLUICE_STORE_CONNECT',
+      `[sluice] Redis at ${whereOf(target)} answers but cannot decide: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+  }
+}
+
 /** QUIT, then the connection dropped: a stalled Redis never answers QUIT, so it is waited for 1 s at most. */
 export async function quitRedis(client: Redis | Cluster): Promise<void> {
   await settledOrAfter(client.quit(), QUIT_TIMEOUT_MS);
@@ -115,21 +144,29 @@ export async function quitRedis(client: Redis | Cluster): Promise<void> {
 }
 
 /**
- * Connects before the service starts serving, so an unreachable Redis stops start-up with a
- * clear message. While Redis stalls with the connection open the store sends nothing more to
- * it (the Redis store's stall guard), so calls fail fast with UNAVAILABLE instead of piling up.
+ * Connects before the service starts serving, so a Redis that is unreachable, or that answers
+ * but cannot decide, stops start-up with a clear message. While Redis stalls with the
+ * connection open the store sends nothing more to it (the Redis store's stall guard), so calls
+ * fail fast with UNAVAILABLE instead of piling up.
  */
 export async function connectRedis(target: RedisTarget, log: ServiceLog): Promise<RedisConnection> {
   const client = await openRedis(target);
+  // No deny cache: replicas share the counts, and one that cached a refusal would keep it
+  // past another replica's give-back of the charge that caused it (the charge-and-refund path).
+  const store = createRedisStore({ client, logger: log, denyCache: false });
+  try {
+    await checkDecides(store, target);
+  } catch (error) {
+    client.disconnect();
+    throw error;
+  }
   log.line('info', 'connected to Redis', { redis: whereOf(target) });
   const cluster = client instanceof Cluster ? client : undefined;
   // The rules subscriber is a connection of its own, made now: it may wait for its SUBSCRIBE
   // to be sent, where the store's connections fail a call at once while they are away.
   const subscriberOptions = { lazyConnect: false, enableOfflineQueue: true };
   return {
-    // No deny cache: replicas share the counts, and one that cached a refusal would keep it
-    // past another replica's give-back of the charge that caused it (the charge-and-refund path).
-    store: createRedisStore({ client, logger: log, denyCache: false }),
+    store,
     rules: {
       hgetall: (key) => client.hgetall(key),
       hget: (key, field) => client.hget(key, field),

@@ -13,20 +13,22 @@ export interface StoreHealthOptions {
 
 /**
  * Whether the store answers, as health reports it. A call the store failed marks it down;
- * from then on the service looks at the store itself every second (a cost-0 look at one
- * fixed key, through the same store, under the same timeout) until it answers with no call
- * failed for `OUTAGE_QUIET_MS`, and only that marks it up again: the look's one key lives on
- * one Cluster master, and while another is down the calls to it still fail, so the look alone
- * would report up and down again every second. A call's success proves nothing: an unknown domain, an unlimited
- * descriptor or the Redis store's deny cache answer without the store, and readiness probes
- * send no calls, so waiting for one left a replica out for good. No timer runs while the
- * store is up.
+ * from then on the service looks at the store itself every second (a decision on one fixed
+ * key, through the same store, under the same timeout) until it answers with no call failed
+ * for `OUTAGE_QUIET_MS`, and only that marks it up again: the look's one key lives on one
+ * Cluster master, and while another is down the calls to it still fail, so the look alone
+ * would report up and down again every second. The look writes, as a call does: a cost-0 look
+ * took a Redis that had become a replica, or had filled up under `noeviction`, for one that
+ * answers. A call's success proves nothing: an unknown domain, an unlimited descriptor or the
+ * Redis store's deny cache answer without the store, and readiness probes send no calls, so
+ * waiting for one left a replica out for good. No timer runs while the store is up.
  */
 export function createStoreHealth(options: StoreHealthOptions) {
   const { onChange } = options;
   const probe = createLimiter({
     store: options.store,
-    policies: [{ name: 'probe', limit: 1, window: 1000 }],
+    // A limit no look reaches: each look is allowed, so each writes.
+    policies: [{ name: 'probe', limit: 1_000_000, window: 1000 }],
     prefix: 'sluice-health',
     onStoreError: 'throw',
     storeTimeoutMs: options.storeTimeoutMs,
@@ -42,7 +44,7 @@ export function createStoreHealth(options: StoreHealthOptions) {
     timer = setTimeout(look, STORE_PROBE_INTERVAL_MS).unref();
   };
   const look = (): void => {
-    probe.peek('probe').then(
+    probe.consume('probe').then(
       () => {
         if (closed || up) return;
         if (performance.now() - lastFailureAt < OUTAGE_QUIET_MS) return lookLater();
