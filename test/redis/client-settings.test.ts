@@ -66,6 +66,26 @@ describe('the store warns about a client that would re-send decisions after a re
     expect(warnings[0]).toContain('without `enableAutoPipelining`');
   });
 
+  // Each master's connection opens on its first call, and a call sent meanwhile failed: 28 of
+  // the first 50 decisions on three masters got the fail policy.
+  it('warns about a Cluster without an offline queue: its first calls to each master fail while it connects', () => {
+    const warnings = warningsFor(
+      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        retryDelayOnTryAgain: 0,
+        enableOfflineQueue: false,
+      }),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_OFFLINE_QUEUE');
+  });
+
+  it('leaves enableOfflineQueue: false on a standalone client alone: its one connection is opened before the first call', () => {
+    const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    expect(warningsFor(client)).toEqual([]);
+  });
+
   it('leaves auto-pipelining on a standalone client alone: a single Redis sends no redirects', () => {
     const client = new Redis({ lazyConnect: true, maxRetriesPerRequest: 0, enableAutoPipelining: true });
     expect(warningsFor(client)).toEqual([]);

@@ -15,6 +15,7 @@ import { backingOf, forgetEverywhere, keepDenyCache } from './backing.js';
 import { createBatcher } from './batcher.js';
 import {
   checkClient,
+  clusterFailsWhileNodesOpen,
   clusterPipelinesAutomatically,
   clusterResendsLate,
   notReady,
@@ -111,6 +112,11 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   if (clusterPipelinesAutomatically(client)) {
     logger.warn(
       '[sluice] WRN_SLUICE_CLUSTER_AUTO_PIPELINING: this ioredis Cluster pipelines automatically, and follows a MOVED or ASK redirect only when every call of a pipeline got it, so during a reshard or a planned failover decisions fail under the fail policy. Create it without `enableAutoPipelining`: the store sends concurrent decisions together itself.',
+    );
+  }
+  if (clusterFailsWhileNodesOpen(client)) {
+    logger.warn(
+      "[sluice] WRN_SLUICE_CLUSTER_OFFLINE_QUEUE: this ioredis Cluster has `enableOfflineQueue: false`, so a call sent to a master whose connection is still opening fails, and ioredis opens each master's connection on its first call: the first decisions after start-up, and after a master reconnects, get the fail policy. Leave `enableOfflineQueue` at its default: the store fails calls at once itself while the client is not ready.",
     );
   }
   const localFirst = options.localFirst === undefined ? undefined : checkLocalFirst(options.localFirst);
