@@ -92,11 +92,12 @@ describe.skipIf(target.skip)('Redis store: a Redis that stops answering with its
 
   // ioredis's own `commandTimeout` rejected each call before the store's timeout, and the store
   // took that for Redis's answer: every stall ended as it began, and all 408 were charged.
-  // `waves`: the first callers' decisions sent within the store's 100 ms of the stall's start;
-  // with ioredis failing them at 50 ms, the callers ask again within it, once.
+  // `waves`, a bound: the callers' decisions sent while the process had waited for I/O less
+  // than the store's 100 ms since the stall began (one wave on an idle process; ioredis failing
+  // calls every 50 ms, or a busy process, let the callers ask again within it).
   it.each([
-    ['', {}, 1],
-    [", on a client with a commandTimeout shorter than the store's", { commandTimeout: 50 }, 2],
+    ['', {}, 3],
+    [", on a client with a commandTimeout shorter than the store's", { commandTimeout: 50 }, 4],
   ])(
     'sends nothing more once a call goes unanswered past the timeout, but one call a second to look%s',
     async (_, options, waves) => {
@@ -111,7 +112,7 @@ describe.skipIf(target.skip)('Redis store: a Redis that stops answering with its
         const { decisions, looks } = await decide(limiter, 'busy', 400);
         expect(refusedForStore([...first.decisions, ...decisions])).toBe(408);
         // The calls the process holds, waiting for Redis: the first wave's and each look's.
-        expect(client.commandQueue.length).toBeLessThanOrEqual(1 + looks);
+        expect(client.commandQueue.length).toBeLessThanOrEqual(waves + looks);
         held.release();
         // Redis ran what reached it: the first wave and a decision a look, not the 400.
         const remaining = await remainingOnceAnswered(limiter, 'busy');
@@ -125,35 +126,82 @@ describe.skipIf(target.skip)('Redis store: a Redis that stops answering with its
     },
   );
 
-  // Regression: a call's wait was counted to now, so a process busy for longer than a timeout
-  // (a burst of work in one turn, a GC pause), its replies unread in the socket, took itself for
-  // a stalled Redis and failed every decision it asked next, on a Redis that answered at once.
+  // Regression: a call's wait was counted in time the process spent busy, its replies unread in
+  // the socket (a burst of work in one turn, a GC pause, a server's many socket callbacks, work
+  // in a setImmediate queued before the store's flush): on a healthy Redis it held back
+  // decisions as if Redis had stalled.
   it('takes no stretch of its own work, replies unread, for a stall', async () => {
     const client = await connect();
     const store = createRedisStore({ client, prefix: `sluice-busy:${randomUUID()}:`, logger: quiet });
-    const limiter = createLimiter({
-      limit: LIMIT,
-      window: '1h',
-      store,
-      clock: () => NOW,
-      onStoreError: 'throw',
-      storeTimeoutMs: 10,
-      logger: quiet,
-    });
-    // Redis learns the script first, unhurried.
-    await createLimiter({ limit: LIMIT, window: '1h', store, prefix: 'warm', clock: () => NOW }).consume('warm');
-    const asked: Promise<unknown>[] = [];
-    for (let stretch = 0; stretch < 3; stretch++) {
-      // 100 decisions asked at once go as full batches, then the process works for 30 ms.
-      for (let i = 0; i < 100; i++) asked.push(limiter.consume(`client-${i}`));
-      const until = performance.now() + 30;
+    const hasty = (algorithm: 'fixed-window' | 'token-bucket') =>
+      createLimiter({
+        limit: LIMIT,
+        window: '1h',
+        algorithm,
+        store,
+        prefix: algorithm,
+        clock: () => NOW,
+        onStoreError: 'throw',
+        storeTimeoutMs: 10,
+        logger: quiet,
+      });
+    // Two scripts: two calls on one connection, each seeing the other unanswered.
+    const [counter, bucket] = [hasty('fixed-window'), hasty('token-bucket')];
+    // Redis learns the scripts first, unhurried.
+    for (const algorithm of ['fixed-window', 'token-bucket'] as const)
+      await createLimiter({
+        limit: LIMIT,
+        window: '1h',
+        algorithm,
+        store,
+        prefix: `warm-${algorithm}`,
+        clock: () => NOW,
+      }).consume('warm');
+    const work = (ms: number) => {
+      const until = performance.now() + ms;
       while (performance.now() < until);
+    };
+    const asked: Promise<unknown>[] = [];
+    for (let round = 0; round < 3; round++) {
+      // Work queued before the store's flush, which then asks on the other script.
+      setImmediate(() => {
+        work(30);
+        for (let i = 0; i < 5; i++) asked.push(bucket.consume(`bucket-${round}-${i}`));
+      });
+      // 100 decisions asked at once go as full batches, then the process works for 30 ms.
+      for (let i = 0; i < 100; i++) asked.push(counter.consume(`client-${i}`));
+      work(30);
+      await new Promise((resolve) => setImmediate(resolve));
     }
     const failures = (await Promise.allSettled(asked)).flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
     // Some may time out, the process being busy past their 10 ms; none is held back unsent.
     expect(failures.filter((error) => (error as { code?: string }).code === 'ERR_SLUICE_STORE_UNAVAILABLE')).toEqual(
       [],
     );
+  });
+
+  // Regression: a wait was counted only to the last turn the store had seen, so after a quiet
+  // spell a burst asked at once (full batches, resets) found the stalled call barely waiting:
+  // 320 decisions asked 1.5 s into a stall went to Redis, 289 of them charged when it resumed.
+  it('sees a stall that began in a quiet spell from the first decision after it', async () => {
+    const held = proxy as RedisProxy;
+    const client = await connect();
+    const limiter = denyingLimiter(client, `sluice-quiet:${randomUUID()}:`);
+    expect(await limiter.consume('burst')).toMatchObject({ allowed: true });
+    held.hold();
+    try {
+      expect(await limiter.consume('burst')).toMatchObject({ reason: 'store-unavailable' });
+      // A quiet spell, the call unanswered; then a burst in one turn.
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const burst = await Promise.all(Array.from({ length: 320 }, () => limiter.consume('burst')));
+      expect(refusedForStore(burst)).toBe(320);
+      expect(client.commandQueue.length).toBeLessThanOrEqual(2);
+      held.release();
+      // The call of the stall's start, and the one look the burst sent.
+      expect(LIMIT - 1 - (await remainingOnceAnswered(limiter, 'burst'))).toBeLessThanOrEqual(2);
+    } finally {
+      held.release();
+    }
   });
 });
 

@@ -168,8 +168,6 @@ export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, l
 
   const flushScheduled = () => {
     scheduled = false;
-    // A `setImmediate`: the replies that had arrived are read, so a call still unanswered is.
-    stalls.polled();
     for (const lane of withOpen) if (lane.inFlight === 0) send(lane.open as Batch);
     if (withOpen.size > 0 && waitLimit === undefined) {
       waitLimit = setTimeout(() => {

@@ -6,8 +6,8 @@ const LOOK_EVERY_MS = 1000;
 /** How a connection stands when a call is to be sent on it. */
 export interface Stall {
   /**
-   * How long the oldest call still unanswered on it had waited when the process last read its
-   * connections: time the process spent busy, its replies unread, is not Redis's silence.
+   * How long the process has waited for I/O, idle, since the oldest call still unanswered on
+   * it was sent: time the process spent busy, its replies unread, is not Redis's silence.
    */
   readonly waitedMs: number;
   /** How long ago a call was last sent on it. */
@@ -19,9 +19,15 @@ export interface StallGuard {
   stall(connection: string): Stall | undefined;
   /** Counts a call just sent on `connection` as unanswered until the function it returns is called. */
   sent(connection: string): () => void;
-  /** Says the process has just read its connections: called from a `setImmediate`, which runs right after the I/O poll. */
-  polled(): void;
 }
+
+/**
+ * How long the event loop has waited for I/O, in all: Node's own figure, the time it spent in
+ * the event provider (epoll_wait), where a reply that arrives is read at once. Taken when the
+ * module loads, before a test's fake timers may stand in for `performance`.
+ */
+const { nodeTiming } = performance;
+const loopIdleMs = (): number => nodeTiming.idleTime;
 
 /**
  * Watches for a Redis that has stopped answering while its connection stays open (a paused or
@@ -33,42 +39,27 @@ export interface StallGuard {
  * a second (or every two timeouts, if longer), which looks whether Redis answers again
  * (`lookDue`).
  *
- * A call has waited only as long as the process has been reading replies: its wait is counted
- * to the last turn of the event loop that polled for I/O (a `setImmediate` runs right after
- * that poll: the batcher's flush, or one the guard asks for), never to now. A process busy for
- * longer than a timeout (a burst of work in one turn, a GC pause) has its replies unread in the
- * socket, and must not take that for a stall.
+ * A call has waited only while the process was idle, waiting for I/O (`idleClock`, by default
+ * the event loop's idle time): a reply that arrives then is read at once, so idle time without
+ * one is Redis's silence. Time the process spends busy (a burst of work, a server's many
+ * socket callbacks in one turn, a GC pause), its replies unread in the socket, does not count,
+ * and a quiet process that sends nothing still counts the wait.
  *
  * Once a call is answered (or fails: the connection closing fails it), the calls sent before
  * it stop counting as unanswered: Redis answers a connection's calls in order, so one left
  * over was lost, and must not stop the connection for good. Per connection: on a Cluster a
  * master that stalls stops its own slots only, and all of them at once.
  */
-export function createStallGuard(): StallGuard {
-  /** Per connection, its unanswered calls, oldest first, and when a call was last sent. */
-  const connections = new Map<string, { calls: { readonly sentAt: number }[]; lastSentAt: number }>();
-  /** When the event loop last passed its I/O poll, as far as this guard has asked. */
-  let polledAt = performance.now();
-  let polling = false;
-  const poll = (): void => {
-    polling = false;
-    polledAt = performance.now();
-  };
-  /** Has the next turn note when it polled: one `setImmediate` a turn at most, while calls are sent. */
-  const pollNext = (): void => {
-    if (polling) return;
-    polling = true;
-    setImmediate(poll);
-  };
+export function createStallGuard(idleClock: () => number = loopIdleMs): StallGuard {
+  /** Per connection, its unanswered calls (the idle clock when each was sent), oldest first, and when a call was last sent. */
+  const connections = new Map<string, { calls: { readonly idleAt: number }[]; lastSentAt: number }>();
 
   return {
-    polled: poll,
     stall(connection) {
       const state = connections.get(connection);
       if (state === undefined) return undefined;
-      pollNext();
       return {
-        waitedMs: polledAt - (state.calls[0] as { sentAt: number }).sentAt,
+        waitedMs: idleClock() - (state.calls[0] as { idleAt: number }).idleAt,
         idleMs: performance.now() - state.lastSentAt,
       };
     },
@@ -79,10 +70,9 @@ export function createStallGuard(): StallGuard {
         connections.set(connection, state);
       }
       const own = state;
-      const call = { sentAt: performance.now() };
+      const call = { idleAt: idleClock() };
       own.calls.push(call);
-      own.lastSentAt = call.sentAt;
-      pollNext();
+      own.lastSentAt = performance.now();
       return () => {
         // This call and every one sent before it; nothing if a later call's answer took them.
         const at = own.calls.indexOf(call);
