@@ -42,7 +42,8 @@ async function selected(client: Redis): Promise<void> {
 /**
  * A client of `target`, connected, with every master answering, within 5 s; else
  * `ERR_SLUICE_STORE_CONNECT` with the reason. Once connected, ioredis reconnects for ever and
- * commands fail at once while it is away (no offline queue).
+ * commands fail at once while it is away (a single Redis's without an offline queue; the
+ * store's own check on a Cluster).
  */
 export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
   const client =
@@ -55,7 +56,9 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
         })
       : new Cluster(target.nodes, {
           lazyConnect: true,
-          enableOfflineQueue: false,
+          // The offline queue stays on: without it a Cluster fails the calls sent to a master
+          // while its connection opens (after a failover too), and the store fails calls at
+          // once itself while the Cluster is not ready (WRN_SLUICE_CLUSTER_OFFLINE_QUEUE).
           clusterRetryStrategy: retryDelay,
           // Never re-sent when a node's connection closes: the master may have decided it already.
           retryDelayOnFailover: 0,
