@@ -255,13 +255,30 @@ describe('Redis store batching: a connection that stops answering', () => {
     const { calls, ask } = harness({ idleClock: () => idle });
     void ask('a');
     await turn();
-    // Half a second of work: Redis's reply may be in the socket, unread.
-    await vi.advanceTimersByTimeAsync(500);
+    // 300 ms of work, three timeouts: Redis's reply may be in the socket, unread.
+    await vi.advanceTimersByTimeAsync(300);
     void ask('b');
     await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
     expect(calls).toHaveLength(2);
     // Idle for longer than the timeout, with no reply: that is Redis's silence.
     idle += 101;
+    const refused = heldBack(ask('c'));
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    await refused;
+    expect(calls).toHaveLength(2);
+  });
+
+  // Regression: a loop that never waits for I/O (a chain of setImmediates) or a CPU profiler
+  // left the idle time still, so a stall went unseen and every decision was sent into it.
+  it('counts a call unanswered 250 ms past its timeout as a stall, however little the loop waited', async () => {
+    const { calls, ask } = harness({ idleClock: () => 0 });
+    void ask('a');
+    await turn();
+    await vi.advanceTimersByTimeAsync(300);
+    void ask('b');
+    await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
+    expect(calls).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(60);
     const refused = heldBack(ask('c'));
     await vi.advanceTimersByTimeAsync(MAX_WAIT_MS);
     await refused;

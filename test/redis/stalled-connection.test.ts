@@ -188,6 +188,37 @@ describe.skipIf(target.skip)('Redis store: a Redis that stops answering with its
     );
   });
 
+  // Regression: with a chain of setImmediates running, the loop polls without ever waiting, so
+  // its idle time stood still: the stall went unseen, and every decision was sent into it.
+  it('bounds what a stall takes from a process whose loop never waits for I/O', async () => {
+    const held = proxy as RedisProxy;
+    const client = await connect();
+    const limiter = denyingLimiter(client, `sluice-spin:${randomUUID()}:`);
+    expect(await limiter.consume('spun')).toMatchObject({ allowed: true });
+    let spinning = true;
+    const spin = () => {
+      if (spinning) setImmediate(spin);
+    };
+    spin();
+    held.hold();
+    try {
+      // 300 decisions, one every 5 ms: 1.5 s of a stall.
+      const asked: Promise<Decision>[] = [];
+      for (let i = 0; i < 300; i++) {
+        asked.push(limiter.consume('spun'));
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      expect(refusedForStore(await Promise.all(asked))).toBe(300);
+      spinning = false;
+      held.release();
+      // Those asked within the timeout and 250 ms (some 70), and the looks: not the 300.
+      expect(LIMIT - 1 - (await remainingOnceAnswered(limiter, 'spun'))).toBeLessThanOrEqual(100);
+    } finally {
+      spinning = false;
+      held.release();
+    }
+  });
+
   // Regression: a wait was counted only to the last turn the store had seen, so after a quiet
   // spell a burst asked at once (full batches, resets) found the stalled call barely waiting:
   // 320 decisions asked 1.5 s into a stall went to Redis, 289 of them charged when it resumed.

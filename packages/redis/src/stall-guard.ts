@@ -2,6 +2,12 @@ import { SluiceError } from '@sluice/core';
 
 /** How often a stalled connection is sent one call, to look whether Redis answers again. */
 const LOOK_EVERY_MS = 1000;
+/**
+ * How much longer than its timeout a call may go unanswered, in time of any kind, before its
+ * connection counts as stalled however little the loop waited: a process blocked longer (a
+ * long synchronous stretch, a long GC pause) may hold back the first calls after it.
+ */
+const BUSY_GRACE_MS = 250;
 
 /** How a connection stands when a call is to be sent on it. */
 export interface Stall {
@@ -10,6 +16,8 @@ export interface Stall {
    * it was sent: time the process spent busy, its replies unread, is not Redis's silence.
    */
   readonly waitedMs: number;
+  /** How long, in time of any kind, since the oldest call still unanswered on it was sent. */
+  readonly sinceSentMs: number;
   /** How long ago a call was last sent on it. */
   readonly idleMs: number;
 }
@@ -43,7 +51,10 @@ const loopIdleMs = (): number => nodeTiming.idleTime;
  * the event loop's idle time): a reply that arrives then is read at once, so idle time without
  * one is Redis's silence. Time the process spends busy (a burst of work, a server's many
  * socket callbacks in one turn, a GC pause), its replies unread in the socket, does not count,
- * and a quiet process that sends nothing still counts the wait.
+ * and a quiet process that sends nothing still counts the wait. A loop that never waits (a
+ * chain of `setImmediate`s polls without waiting) or a CPU profiler (whose signals cut the
+ * waits short) counts little or none of it, so a call unanswered for 250 ms past its
+ * timeout, in time of any kind, counts as stalled too: the calls a stall takes stay bounded.
  *
  * Once a call is answered (or fails: the connection closing fails it), the calls sent before
  * it stop counting as unanswered: Redis answers a connection's calls in order, so one left
@@ -52,15 +63,21 @@ const loopIdleMs = (): number => nodeTiming.idleTime;
  */
 export function createStallGuard(idleClock: () => number = loopIdleMs): StallGuard {
   /** Per connection, its unanswered calls (the idle clock when each was sent), oldest first, and when a call was last sent. */
-  const connections = new Map<string, { calls: { readonly idleAt: number }[]; lastSentAt: number }>();
+  const connections = new Map<
+    string,
+    { calls: { readonly idleAt: number; readonly sentAt: number }[]; lastSentAt: number }
+  >();
 
   return {
     stall(connection) {
       const state = connections.get(connection);
       if (state === undefined) return undefined;
+      const oldest = state.calls[0] as { idleAt: number; sentAt: number };
+      const now = performance.now();
       return {
-        waitedMs: idleClock() - (state.calls[0] as { idleAt: number }).idleAt,
-        idleMs: performance.now() - state.lastSentAt,
+        waitedMs: idleClock() - oldest.idleAt,
+        sinceSentMs: now - oldest.sentAt,
+        idleMs: now - state.lastSentAt,
       };
     },
     sent(connection) {
@@ -70,9 +87,9 @@ export function createStallGuard(idleClock: () => number = loopIdleMs): StallGua
         connections.set(connection, state);
       }
       const own = state;
-      const call = { idleAt: idleClock() };
+      const call = { idleAt: idleClock(), sentAt: performance.now() };
       own.calls.push(call);
-      own.lastSentAt = performance.now();
+      own.lastSentAt = call.sentAt;
       return () => {
         // This call and every one sent before it; nothing if a later call's answer took them.
         const at = own.calls.indexOf(call);
@@ -86,7 +103,7 @@ export function createStallGuard(idleClock: () => number = loopIdleMs): StallGua
 
 /** Whether a caller who waits `timeoutMs` at most would give up before the calls ahead of it are answered. */
 export function waitedTooLong(stall: Stall | undefined, timeoutMs: number): stall is Stall {
-  return stall !== undefined && stall.waitedMs > timeoutMs;
+  return stall !== undefined && (stall.waitedMs > timeoutMs || stall.sinceSentMs > timeoutMs + BUSY_GRACE_MS);
 }
 
 /** Whether it is time to send one call on a stalled connection, to look whether Redis answers again. */
@@ -107,6 +124,6 @@ export function answered(error: unknown): boolean {
 export function stalledError(stall: Stall): SluiceError {
   return new SluiceError(
     'ERR_SLUICE_STORE_UNAVAILABLE',
-    `[sluice] Redis store: Redis has not answered a call sent ${Math.round(stall.waitedMs)} ms ago on this connection; not sending more to it until it does.`,
+    `[sluice] Redis store: Redis has not answered a call sent ${Math.round(stall.sinceSentMs)} ms ago on this connection; not sending more to it until it does.`,
   );
 }
