@@ -61,7 +61,8 @@ export function runSluice(args: string[], env: NodeJS.ProcessEnv = {}): SluicePr
 
 /**
  * Runs `sluice <args>` to its end: its exit code and what it wrote. One still running after
- * `timeoutMs` (a service that should have refused to start) is killed, its code then `null`.
+ * `timeoutMs` (a service that should have refused to start) is sent SIGTERM, which tsx passes
+ * on to it (a SIGKILL would stop tsx alone, and leave the service running).
  */
 export async function exitOf(
   args: string[],
@@ -69,7 +70,7 @@ export async function exitOf(
   timeoutMs = 15_000,
 ): Promise<{ code: number | null; output: string }> {
   const sluice = runSluice(args, env);
-  const timer = setTimeout(() => sluice.kill('SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => sluice.kill('SIGTERM'), timeoutMs);
   try {
     return { code: await sluice.exited, output: sluice.output() };
   } finally {

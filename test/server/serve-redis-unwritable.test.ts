@@ -1,5 +1,7 @@
+import { clientSlot } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectCluster, startMastersCluster } from '../helpers/redis-cluster.js';
 import { isCi } from '../helpers/redis-env.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
 import { exitOf, startSluice } from '../helpers/sluice-process.js';
@@ -79,4 +81,38 @@ describe.skipIf(skip)('sluice serve on a Redis that answers but cannot decide', 
       await other.stop();
     }
   }, 30_000);
+
+  // Regression: on a Cluster the check wrote on the master of its one key only, and ACLs and
+  // memory limits are set node by node: a master out of memory elsewhere started a service
+  // that failed the calls of its slots.
+  it('exits 1 on a Cluster when any master cannot decide, not only the one its first key lives on', async () => {
+    const handle = await startMastersCluster();
+    const cluster = await connectCluster(handle.nodes, { redisOptions: { maxRetriesPerRequest: 0 } });
+    try {
+      const checkedBefore = cluster.slots[clientSlot('sluice-start', 'start')]?.[0];
+      const elsewhere = cluster
+        .nodes('master')
+        .find((node) => `${node.options.host}:${node.options.port}` !== checkedBefore);
+      await elsewhere?.config('SET', 'maxmemory', '1');
+      await elsewhere?.config('SET', 'maxmemory-policy', 'noeviction');
+      const nodes = handle.nodes.map((n) => `${n.host}:${n.port}`).join(',');
+      const { code, output } = await exitOf([
+        'serve',
+        '--rules',
+        rules,
+        '--redis-cluster',
+        nodes,
+        '--grpc-port',
+        '0',
+        '--http-port',
+        '0',
+      ]);
+      expect(code).toBe(1);
+      expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
+      expect(output).toContain('OOM');
+    } finally {
+      cluster.disconnect();
+      await handle.stop();
+    }
+  }, 60_000);
 });

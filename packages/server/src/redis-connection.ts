@@ -1,5 +1,5 @@
 import { createLimiter, type RateLimitStore, SluiceError } from '@sluice/core';
-import { createRedisStore } from '@sluice/redis';
+import { clientSlot, createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import { type RedisTarget, redacted } from './cli-args.js';
@@ -111,25 +111,49 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
   return client;
 }
 
+/** The start-up check's namespace: its keys live 1 s. */
+const START_PREFIX = 'sluice-start';
+
 /**
- * Two decisions, which write, before the service serves: a read-only replica, a Redis out of
- * memory under `noeviction`, or a user whose ACL forbids a command or key the scripts need all
- * answer a connection and a ping, then fail every call. Two, as ioredis sends a script's body
- * the first time and its hash after: a user denied EVALSHA fails the second.
+ * A client key for each master, as the slot map has them (one key on a single Redis): ACLs and
+ * memory limits are set node by node, so each master is asked to write.
  */
-async function checkDecides(store: RateLimitStore, target: RedisTarget): Promise<void> {
+function keyPerMaster(client: Redis | Cluster): string[] {
+  if (!(client instanceof Cluster)) return ['start'];
+  const masters = new Set(client.slots.flatMap((nodes) => (nodes?.[0] === undefined ? [] : [nodes[0]])));
+  const keys: string[] = [];
+  const covered = new Set<string>();
+  for (let i = 0; covered.size < masters.size && i < 100_000; i++) {
+    const key = `start-${i}`;
+    const master = client.slots[clientSlot(START_PREFIX, key)]?.[0];
+    if (master === undefined || covered.has(master)) continue;
+    covered.add(master);
+    keys.push(key);
+  }
+  return keys;
+}
+
+/**
+ * Two decisions on every master, which write, before the service serves: a read-only replica,
+ * a Redis out of memory under `noeviction`, or a user whose ACL denies a command or key the
+ * scripts need all answer a connection and a ping, then fail every call. Two, as ioredis sends
+ * a script's body the first time and its hash after: a user denied EVALSHA fails the second.
+ */
+async function checkDecides(client: Redis | Cluster, store: RateLimitStore, target: RedisTarget): Promise<void> {
   const limiter = createLimiter({
     store,
     // A limit no start-up reaches: each decision is allowed, so each writes.
     policies: [{ name: 'start', limit: 1_000_000, window: 1000 }],
-    prefix: 'sluice-start',
+    prefix: START_PREFIX,
     onStoreError: 'throw',
     storeTimeoutMs: CONNECT_TIMEOUT_MS,
     logger: { warn() {} },
   });
   try {
-    await limiter.consume('start');
-    await limiter.consume('start');
+    for (const key of keyPerMaster(client)) {
+      await limiter.consume(key);
+      await limiter.consume(key);
+    }
   } catch (error) {
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
     throw new SluiceError(
@@ -158,7 +182,7 @@ export async function connectRedis(target: RedisTarget, log: ServiceLog): Promis
   // past another replica's give-back of the charge that caused it (the charge-and-refund path).
   const store = createRedisStore({ client, logger: log, denyCache: false });
   try {
-    await checkDecides(store, target);
+    await checkDecides(client, store, target);
   } catch (error) {
     client.disconnect();
     throw error;
