@@ -9,9 +9,9 @@ import { exitOf, startSluice } from '../helpers/sluice-process.js';
 const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
 const skip = !hasRedisServer() && !isCi;
 
-/** `sluice serve` on `url`, as far as start-up goes: its exit code and what it wrote. */
-const serveOn = (url: string) =>
-  exitOf(['serve', '--rules', rules, '--redis', url, '--grpc-port', '0', '--http-port', '0']);
+/** `sluice serve` on a Redis (`--redis <url>` or `--redis-cluster <nodes>`), as far as start-up goes: its exit code and what it wrote. */
+const serveOn = (...redis: string[]) =>
+  exitOf(['serve', '--rules', rules, ...redis, '--grpc-port', '0', '--http-port', '0']);
 
 // Regression: a Redis that answers a connection and a ping but cannot decide (a read-only
 // replica, a user whose ACL forbids a command the scripts run) started a service that reported
@@ -29,7 +29,7 @@ describe.skipIf(skip)('sluice serve on a Redis that answers but cannot decide', 
   });
 
   it('exits 1 on a read-only replica, saying so', async () => {
-    const { code, output } = await serveOn(replica.url);
+    const { code, output } = await serveOn('--redis', replica.url);
     expect(code).toBe(1);
     expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
     expect(output).toContain('READONLY');
@@ -38,7 +38,7 @@ describe.skipIf(skip)('sluice serve on a Redis that answers but cannot decide', 
   it('exits 1 for a user the ACL denies a command the scripts run (TIME), naming the script error', async () => {
     const locked = await startRedisServer(['--user', 'sluice', 'on', '>pw', '~*', '+@all', '-time']);
     try {
-      const { code, output } = await serveOn(`redis://sluice:pw@127.0.0.1:${locked.port}`);
+      const { code, output } = await serveOn('--redis', `redis://sluice:pw@127.0.0.1:${locked.port}`);
       expect(code).toBe(1);
       expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
       expect(output).toContain("can't run this command");
@@ -96,17 +96,7 @@ describe.skipIf(skip)('sluice serve on a Redis that answers but cannot decide', 
       await elsewhere?.config('SET', 'maxmemory', '1');
       await elsewhere?.config('SET', 'maxmemory-policy', 'noeviction');
       const nodes = handle.nodes.map((n) => `${n.host}:${n.port}`).join(',');
-      const { code, output } = await exitOf([
-        'serve',
-        '--rules',
-        rules,
-        '--redis-cluster',
-        nodes,
-        '--grpc-port',
-        '0',
-        '--http-port',
-        '0',
-      ]);
+      const { code, output } = await serveOn('--redis-cluster', nodes);
       expect(code).toBe(1);
       expect(output).toContain('ERR_SLUICE_STORE_CONNECT');
       expect(output).toContain('OOM');
