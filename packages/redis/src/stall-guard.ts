@@ -19,7 +19,7 @@ export interface Stall {
   /** How long, in time of any kind, since the oldest call still unanswered on it was sent. */
   readonly sinceSentMs: number;
   /** How long ago a call was last sent on it. */
-  readonly idleMs: number;
+  readonly sinceLastSentMs: number;
 }
 
 export interface StallGuard {
@@ -77,7 +77,7 @@ export function createStallGuard(idleClock: () => number = loopIdleMs): StallGua
       return {
         waitedMs: idleClock() - oldest.idleAt,
         sinceSentMs: now - oldest.sentAt,
-        idleMs: now - state.lastSentAt,
+        sinceLastSentMs: now - state.lastSentAt,
       };
     },
     sent(connection) {
@@ -108,7 +108,7 @@ export function waitedTooLong(stall: Stall | undefined, timeoutMs: number): stal
 
 /** Whether it is time to send one call on a stalled connection, to look whether Redis answers again. */
 export function lookDue(stall: Stall, timeoutMs: number): boolean {
-  return stall.idleMs >= Math.max(LOOK_EVERY_MS, 2 * timeoutMs);
+  return stall.sinceLastSentMs >= Math.max(LOOK_EVERY_MS, 2 * timeoutMs);
 }
 
 /**
