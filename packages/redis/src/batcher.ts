@@ -4,15 +4,15 @@ import { runHeader } from './decision-args.js';
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { type Asked, parseReplies } from './reply.js';
 import type { Script } from './scripts.js';
-import { answered, lookDue, type Stall, type StallGuard, stalledError, waitedTooLong } from './stall-guard.js';
+import { lookDue, type Stall, type StallGuard, stalledError, waitedTooLong } from './stall-guard.js';
 
 /** A decision as the batcher takes it: what the reader needs, and how long its caller waits. */
-export interface Decision extends Asked {
+export interface QueuedDecision extends Asked {
   /** The limiter's `storeTimeoutMs`; `Infinity` for a caller the store knows no limiter of. */
   readonly timeoutMs: number;
 }
 
-interface Pending extends Decision {
+interface Pending extends QueuedDecision {
   readonly keys: readonly string[];
   readonly args: readonly string[];
   readonly resolve: (reply: StoreReply) => void;
@@ -41,7 +41,7 @@ export const MAX_WAIT_MS = 2;
 
 export interface Batcher {
   /** Queues one decision; its reply comes from the script call that carries it. */
-  decide(script: Script, keys: readonly string[], args: readonly string[], asked: Decision): Promise<StoreReply>;
+  decide(script: Script, keys: readonly string[], args: readonly string[], asked: QueuedDecision): Promise<StoreReply>;
   /** Sends every open batch now, so a command sent next on the client comes after them. */
   flush(): void;
 }
@@ -139,15 +139,13 @@ export function createBatcher({ call, groupOf, connectionOf, notReady, stalls, l
       return;
     }
     lane.inFlight++;
-    const answer = stalls.sent(connection);
+    stalls.watch(connection, sent);
     sent.then(
       (raw) => {
-        answer();
         landed(lane);
         settle(raw, pending, sentAt, learn);
       },
       (error: unknown) => {
-        if (answered(error)) answer();
         landed(lane);
         for (const p of pending) p.reject(error);
       },

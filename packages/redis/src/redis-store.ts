@@ -33,7 +33,7 @@ import { checkLocalFirst, type LocalFirstOptions } from './local-first/options.j
 import { MAX_KEYS_PER_CALL } from './lua/prelude.js';
 import { parseReplies } from './reply.js';
 import { mixedScript, scriptFor } from './scripts.js';
-import { answered, createStallGuard, lookDue, stalledError, waitedTooLong } from './stall-guard.js';
+import { createStallGuard, lookDue, stalledError, waitedTooLong } from './stall-guard.js';
 
 export const DEFAULT_REDIS_PREFIX = 'sluice:';
 
@@ -133,6 +133,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const denyCache = denyCacheOf(options.denyCache);
   const backing = backingOf(client, prefix, 'exact');
   if (denyCache !== undefined) keepDenyCache(backing, denyCache);
+  // A key's hash slot on a Cluster, where one call may not span slots.
+  const groupOf = onCluster ? calculateSlot : () => 0;
   // The connection a slot's calls travel on: on a Cluster the slot's master as the client's
   // slot map has it now (after a failover, the replica that took over, a connection of its own).
   const connectionOf = onCluster
@@ -141,7 +143,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   const stalls = createStallGuard();
   const batcher = createBatcher({
     call: callScript,
-    groupOf: onCluster ? calculateSlot : () => 0,
+    groupOf,
     connectionOf,
     notReady: () => notReady(client),
     stalls,
@@ -181,18 +183,12 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
     limiters.get(policies)?.storeTimeoutMs ?? Number.POSITIVE_INFINITY;
   /** Sends `send`'s call on `keys`' connection, unless a stall there holds back a caller who waits `timeoutMs`. */
   const unlessStalled = async <T>(keys: readonly string[], timeoutMs: number, send: () => Promise<T>): Promise<T> => {
-    const connection = connectionOf(onCluster ? calculateSlot(keys[0] as string) : 0);
+    const connection = connectionOf(groupOf(keys[0] as string));
     const stall = stalls.stall(connection);
     if (waitedTooLong(stall, timeoutMs) && !lookDue(stall, timeoutMs)) throw stalledError(stall);
-    const answer = stalls.sent(connection);
-    try {
-      const reply = await send();
-      answer();
-      return reply;
-    } catch (error) {
-      if (answered(error)) answer();
-      throw error;
-    }
+    const reply = send();
+    stalls.watch(connection, reply);
+    return reply;
   };
   const opened = async (opening: Promise<void>, asked: readonly (readonly Policy[])[], charges: boolean) => {
     const startedAt = Date.now();

@@ -25,8 +25,11 @@ export interface Stall {
 export interface StallGuard {
   /** `undefined` when no call on `connection` is unanswered. */
   stall(connection: string): Stall | undefined;
-  /** Counts a call just sent on `connection` as unanswered until the function it returns is called. */
-  sent(connection: string): () => void;
+  /**
+   * Counts `reply`, a call just sent on `connection`, as unanswered until Redis answers it: with
+   * a reply, an error reply, or the connection closing, not ioredis's own `commandTimeout`.
+   */
+  watch(connection: string, reply: Promise<unknown>): void;
 }
 
 /**
@@ -80,7 +83,7 @@ export function createStallGuard(idleClock: () => number = loopIdleMs): StallGua
         sinceLastSentMs: now - state.lastSentAt,
       };
     },
-    sent(connection) {
+    watch(connection, reply) {
       let state = connections.get(connection);
       if (state === undefined) {
         state = { calls: [], lastSentAt: 0 };
@@ -90,13 +93,16 @@ export function createStallGuard(idleClock: () => number = loopIdleMs): StallGua
       const call = { idleAt: idleClock(), sentAt: performance.now() };
       own.calls.push(call);
       own.lastSentAt = call.sentAt;
-      return () => {
+      const answer = (): void => {
         // This call and every one sent before it; nothing if a later call's answer took them.
         const at = own.calls.indexOf(call);
         if (at < 0) return;
         own.calls.splice(0, at + 1);
         if (own.calls.length === 0 && connections.get(connection) === own) connections.delete(connection);
       };
+      reply.then(answer, (error: unknown) => {
+        if (answeredBy(error)) answer();
+      });
     },
   };
 }
@@ -116,7 +122,7 @@ export function lookDue(stall: Stall, timeoutMs: number): boolean {
  * rather than ioredis's own `commandTimeout` giving up on it, which says nothing of Redis: taken
  * for an answer, it ended every stall as soon as it began.
  */
-export function answered(error: unknown): boolean {
+function answeredBy(error: unknown): boolean {
   return !(error instanceof Error && error.message === 'Command timed out');
 }
 
