@@ -10,6 +10,15 @@ const warningsFor = (client: Redis | Cluster): string[] => {
   return warnings;
 };
 
+/** A Cluster set up as the README says (no re-sends), with `options` beside; never connected. */
+const clusterWith = (options: { enableAutoPipelining?: boolean; enableOfflineQueue?: boolean } = {}) =>
+  new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+    lazyConnect: true,
+    retryDelayOnFailover: 0,
+    retryDelayOnTryAgain: 0,
+    ...options,
+  });
+
 describe('the store warns about a client that would re-send decisions after a reconnect', () => {
   it('warns once, with its code, for a standalone client on ioredis defaults', () => {
     const warnings = warningsFor(new Redis({ lazyConnect: true }));
@@ -23,15 +32,7 @@ describe('the store warns about a client that would re-send decisions after a re
   });
 
   it('does not judge a Cluster by a standalone setting', () => {
-    expect(
-      warningsFor(
-        new Cluster([{ host: '127.0.0.1', port: 7100 }], {
-          lazyConnect: true,
-          retryDelayOnFailover: 0,
-          retryDelayOnTryAgain: 0,
-        }),
-      ),
-    ).toEqual([]);
+    expect(warningsFor(clusterWith())).toEqual([]);
   });
 
   // A call refused with TRYAGAIN while its slot migrates was sent again 100 ms later, past the
@@ -53,14 +54,7 @@ describe('the store warns about a client that would re-send decisions after a re
   });
 
   it('warns about a Cluster that pipelines automatically: ioredis does not redirect a call answered MOVED or ASK beside others', () => {
-    const warnings = warningsFor(
-      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
-        lazyConnect: true,
-        retryDelayOnFailover: 0,
-        retryDelayOnTryAgain: 0,
-        enableAutoPipelining: true,
-      }),
-    );
+    const warnings = warningsFor(clusterWith({ enableAutoPipelining: true }));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_AUTO_PIPELINING');
     expect(warnings[0]).toContain('without `enableAutoPipelining`');
@@ -69,14 +63,7 @@ describe('the store warns about a client that would re-send decisions after a re
   // Each master's connection opens on its first call, and a call sent meanwhile failed: 28 of
   // the first 50 decisions on three masters got the fail policy.
   it('warns about a Cluster without an offline queue: its first calls to each master fail while it connects', () => {
-    const warnings = warningsFor(
-      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
-        lazyConnect: true,
-        retryDelayOnFailover: 0,
-        retryDelayOnTryAgain: 0,
-        enableOfflineQueue: false,
-      }),
-    );
+    const warnings = warningsFor(clusterWith({ enableOfflineQueue: false }));
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_OFFLINE_QUEUE');
   });
