@@ -1,20 +1,37 @@
-import { createLimiter, type Decision, type Policy } from '@sluice/core';
+import { createLimiter, type Decision, type Policy, type RateLimitStore } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { anyPolicyArb, optionsOf, policyOf, START } from './support/meter.js';
 
+/**
+ * `store` as a store in another process that lets every refusal through, marked, as a decision
+ * service in shadow mode answers (`StoreReply.overLimit`).
+ */
+function markingRefusals(store: RateLimitStore): RateLimitStore {
+  return {
+    name: 'lets refusals through',
+    consume: async (request) => {
+      const reply = await store.consume(request);
+      return reply.allowed ? reply : { ...reply, overLimit: 'shadow' };
+    },
+    reset: (namespace, key, policies) => store.reset(namespace, key, policies),
+    refund: (request) => store.refund(request),
+  };
+}
+
 function pair(policies: readonly Policy[]) {
   const clock = manualClock(START);
-  const make = (throttle: { mode: 'hard' } | { mode: 'shadow' }) =>
-    createLimiter({
-      policies: policies.map((p, i) => optionsOf(p, `p${i}`)),
-      clock,
-      throttle,
-      store: createMemoryStore({ maxKeys: 10 }),
-    });
-  return { clock, hard: make({ mode: 'hard' }), shadow: make({ mode: 'shadow' }) };
+  const make = (throttle: { mode: 'hard' } | { mode: 'shadow' }, store: RateLimitStore = createMemoryStore()) =>
+    createLimiter({ policies: policies.map((p, i) => optionsOf(p, `p${i}`)), clock, throttle, store });
+  return {
+    clock,
+    hard: make({ mode: 'hard' }),
+    shadow: make({ mode: 'shadow' }),
+    // A hard limiter on a store whose own shadow mode lets its refusals through.
+    markedByStore: make({ mode: 'hard' }, markingRefusals(createMemoryStore())),
+  };
 }
 
 describe('shadow throttling', () => {
@@ -26,11 +43,13 @@ describe('shadow throttling', () => {
           maxLength: 40,
         }),
         async (policies, trace) => {
-          const { clock, hard, shadow } = pair(policies);
+          const { clock, hard, shadow, markedByStore } = pair(policies);
           for (const { advance, cost } of trace) {
             clock.advance(advance);
             const enforced = await hard.consume('k', { cost });
             const watched = await shadow.consume('k', { cost });
+            // A refusal the store let through reads as shadow mode's; a pass as hard mode's.
+            expect(await markedByStore.consume('k', { cost })).toEqual(enforced.allowed ? enforced : watched);
             expect(watched.allowed).toBe(true);
             expect(watched.retryAfterMs).toBe(0);
             if (enforced.allowed) {

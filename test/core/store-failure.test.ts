@@ -280,6 +280,7 @@ describe('a store whose reply is no decision', () => {
     ['a NaN figure', { allowed: true, now: 0, outcomes: [{ ...outcome, remaining: Number.NaN }] }],
     ['a figure as text', { allowed: true, now: 0, outcomes: [{ ...outcome, retryAfterMs: '0' }] }],
     ['a negative delay', { allowed: true, now: 0, outcomes: [{ ...outcome, delayMs: -100 }] }],
+    ['an unknown mark', { allowed: true, now: 0, outcomes: [outcome], overLimit: 'hard' }],
   ];
 
   it.each(garbled)('%s fails under the fail policy, coded, for consume and peek', async (_label, reply) => {

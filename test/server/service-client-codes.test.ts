@@ -34,24 +34,34 @@ const second = { name: 'per-user', limit: 5, window: '1m' } as const;
 
 // Envoy refuses a request exactly when `overall_code` is OVER_LIMIT. A one-policy limiter read
 // only its descriptor's status, so a service in shadow mode, which reports the descriptor over
-// its limit and lets the request through, had the client refuse what Envoy passes.
+// its limit and lets the request through, had the client refuse what Envoy passes. The pass
+// then carried no mark, so an app could not tell it from a request within its limit.
 describe('the Node client follows overall_code, as Envoy does', () => {
-  it('a descriptor over its limit under shadow mode (overall OK) passes, showing no quota left', async () => {
+  it('a descriptor over its limit under shadow mode (overall OK) passes, marked shadow, as local shadow mode does', async () => {
     const limiter = await limiterAnswered({ overall_code: 'OK', statuses: [status('OVER_LIMIT', 0)] });
     const decision = await limiter.consume('10.0.0.1');
-    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0 });
-    expect(decision.policies[0]).toMatchObject({ allowed: true, remaining: 0, resetAfterMs: 42_000 });
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0, overLimit: 'shadow' });
+    expect(decision.policies[0]).toMatchObject({ allowed: false, remaining: 0, resetAfterMs: 42_000 });
+    // A limiter in shadow mode itself reads the same reply the same way.
+    const shadowed = await limiterAnswered(
+      { overall_code: 'OK', statuses: [status('OVER_LIMIT', 0)] },
+      { throttle: { mode: 'shadow' } },
+    );
+    expect(await shadowed.consume('10.0.0.1')).toEqual(decision);
+    expect(await shadowed.peek('10.0.0.1')).toMatchObject({ allowed: true, remaining: 0, overLimit: 'shadow' });
+    expect(await limiter.peek('10.0.0.1')).toMatchObject({ allowed: true, remaining: 0, overLimit: 'shadow' });
   });
 
-  it('the same with two policies: the request passes, the one over its limit shown spent', async () => {
+  it('the same with two policies: the request passes, marked, the one over its limit shown refused', async () => {
     const perUser = { ...status('OVER_LIMIT', 0), current_limit: { requests_per_unit: 5, unit: 'MINUTE' } };
     const limiter = await limiterAnswered(
       { overall_code: 'OK', statuses: [status('OK', 3), perUser] },
       { policies: [{ name: 'per-ip', limit: 5, window: '1m' }, second] },
     );
     const decision = await limiter.consume('10.0.0.1');
-    expect(decision).toMatchObject({ allowed: true, retryAfterMs: 0 });
-    expect(decision.policies[1]).toMatchObject({ name: 'per-user', allowed: true, remaining: 0 });
+    expect(decision).toMatchObject({ allowed: true, retryAfterMs: 0, overLimit: 'shadow' });
+    expect(decision.policies[0]).toMatchObject({ name: 'per-ip', allowed: true, remaining: 3 });
+    expect(decision.policies[1]).toMatchObject({ name: 'per-user', allowed: false, remaining: 0 });
   });
 
   it('a refusal that names no descriptor over its limit refuses every policy until its reset', async () => {

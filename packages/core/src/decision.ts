@@ -129,12 +129,29 @@ function settle(decision: Decision, overage: boolean, never: boolean, mode: Thro
       decision.reason = 'cost-exceeds-limit';
       decision.retryAfterMs = Number.POSITIVE_INFINITY;
     }
-    if (mode === 'shadow') {
-      decision.allowed = true;
-      decision.retryAfterMs = 0;
-      decision.overLimit = 'shadow';
-    }
+    if (mode === 'shadow') passInShadow(decision);
   }
+  return decision;
+}
+
+/** Shadow mode's pass of a refused decision: its figures still say what was refused. */
+function passInShadow(decision: Decision): void {
+  decision.allowed = true;
+  decision.retryAfterMs = 0;
+  decision.overLimit = 'shadow';
+}
+
+/**
+ * `decision`, made on `reply`, with the mark the store set (`StoreReply.overLimit`, as a
+ * decision service whose rules throttle sets it): a refusal the store let through passes as in
+ * shadow mode, and a pass carries the store's mark unless the limiter's own throttle marked it.
+ */
+export function markedByStore(decision: Decision, reply: StoreReply): Decision {
+  const mark = reply.overLimit;
+  if (mark === undefined) return decision;
+  if (!decision.allowed) {
+    if (mark === 'shadow') passInShadow(decision);
+  } else decision.overLimit ??= mark;
   return decision;
 }
 

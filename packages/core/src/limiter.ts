@@ -1,4 +1,4 @@
-import { oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
+import { markedByStore, oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
 import { shortHash } from './derived-namespace.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
@@ -175,18 +175,21 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const fixedCapacity = single !== undefined && !capacitiesVary(throttle) ? (capacities()[0] as number) : undefined;
 
   /** The decision a store's reply gives the request `asked`. */
-  const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision =>
-    single === undefined
-      ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost, ceilings)
-      : oneDecision(
-          key,
-          reply.outcomes[0] as PolicyOutcome,
-          single,
-          asked.capacities[0] as number,
-          throttle.mode,
-          asked.cost,
-          singleCeiling,
-        );
+  const replied = (key: string, reply: StoreReply, asked: StoreRequest): Decision => {
+    const decision =
+      single === undefined
+        ? toDecision(key, reply, policies, asked.capacities, throttle.mode, asked.cost, ceilings)
+        : oneDecision(
+            key,
+            reply.outcomes[0] as PolicyOutcome,
+            single,
+            asked.capacities[0] as number,
+            throttle.mode,
+            asked.cost,
+            singleCeiling,
+          );
+    return markedByStore(decision, reply);
+  };
 
   const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
     guardedRead(
@@ -341,7 +344,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
         () => STORE_FAILED,
       );
       if (reply === STORE_FAILED) return failedDecision(key);
-      const decision = toDecision(key, reply, policies, caps, throttle.mode, 0, ceilings);
+      const decision = markedByStore(toDecision(key, reply, policies, caps, throttle.mode, 0, ceilings), reply);
+      const shadow = throttle.mode === 'shadow' || reply.overLimit === 'shadow';
       // Each policy says whether one more unit fits it, as the decision does for all of them,
       // and none has a wait: a cost-0 ask is refused only by a state already over its capacity
       // (an elastic capacity that fell, a clock behind a bucket's state), whose wait is no one's.
@@ -354,7 +358,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
         fits &&= fitsPolicy;
       }
       decision.retryAfterMs = 0;
-      if (throttle.mode === 'shadow' && !fits) decision.overLimit = 'shadow';
+      if (shadow && !fits) decision.overLimit = 'shadow';
       else {
         decision.allowed = fits;
         // The overage mark says a request passed only thanks to the mode: one that would not pass has none.
@@ -379,7 +383,10 @@ export function createLimiter(options: LimiterOptions): Limiter {
     const read = (replies: Promise<readonly StoreReply[]>, index: number): Promise<Decision> =>
       guardedRead(
         () => replies,
-        (list) => toDecision(key, list[index] as StoreReply, policies, caps, throttle.mode, cost, ceilings),
+        (list) => {
+          const reply = list[index] as StoreReply;
+          return markedByStore(toDecision(key, reply, policies, caps, throttle.mode, cost, ceilings), reply);
+        },
         (cause) => unavailable(key, cause),
       );
     return {

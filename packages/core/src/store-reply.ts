@@ -4,17 +4,20 @@ import type { PolicyOutcome, StoreReply, StoreRequest } from './types.js';
 /**
  * A reply to `consume` (or each of `consumeAll`'s) from a store that does not check its own
  * (`checksReplies`: a custom store's, the decision service client's), over `policyCount`
- * policies, checked before a decision is made of it: a reply that is not an object, lacks an outcome per policy, or
- * carries a figure that is not a number of 0 or more (NaN, text, a negative wait) would
- * otherwise escape as a TypeError or pass into the headers and the queue's hold. It throws
+ * policies, checked before a decision is made of it: a reply that is not an object, lacks an
+ * outcome per policy, carries a figure that is not a number of 0 or more (NaN, text, a
+ * negative wait) or a mark that is none of `overLimit`'s would otherwise escape as a
+ * TypeError or pass into the headers, the queue's hold and the decision. It throws
  * `ERR_SLUICE_BAD_STORE_REPLY`, which the store guard settles under the fail policy, as any
  * store failure. (`retryAfterMs` may be Infinity: a cost no state could grant.) Replies a
  * store decides at once or in-process (`decideAtOnce`, `consumeSync`) are not checked here.
  */
 export function checkedReply(reply: unknown, policyCount: number): StoreReply {
   if (typeof reply !== 'object' || reply === null) badReply(`${describe(reply)} instead of a reply`);
-  const { allowed, now, outcomes } = reply as Partial<StoreReply>;
+  const { allowed, now, outcomes, overLimit } = reply as Partial<StoreReply>;
   if (typeof allowed !== 'boolean') badReply(`\`allowed\` ${describe(allowed)}, not true or false`);
+  if (overLimit !== undefined && overLimit !== 'soft' && overLimit !== 'elastic' && overLimit !== 'shadow')
+    badReply(`\`overLimit\` ${describe(overLimit)}, not 'soft', 'elastic' or 'shadow'`);
   if (typeof now !== 'number' || !Number.isFinite(now)) badReply(`\`now\` ${describe(now)}, not a time`);
   if (!Array.isArray(outcomes) || outcomes.length !== policyCount)
     badReply(`${Array.isArray(outcomes) ? outcomes.length : 'no'} outcomes for ${policyCount} policies`);

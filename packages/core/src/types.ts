@@ -97,6 +97,14 @@ export interface StoreReply {
   /** The time the store decided at, epoch ms. */
   now: number;
   outcomes: PolicyOutcome[];
+  /**
+   * A mark set by a store whose own rules throttle, as a decision service's do: `'shadow'`
+   * says the store let a refusal through (`allowed` false, nothing charged), which the
+   * limiter passes as its own shadow mode would; `'soft'` and `'elastic'` say a pass went
+   * into the rule's overage. The limiter marks its decision's `overLimit` so. Read on the
+   * replies of `consume` and `consumeAll`.
+   */
+  overLimit?: Decision['overLimit'];
 }
 
 /**

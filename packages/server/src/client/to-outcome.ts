@@ -23,14 +23,21 @@ export interface WireResponse {
   dynamicMetadata?: { fields?: Record<string, WireValue> };
 }
 
+type Mark = NonNullable<SluiceStatusMetadata['overLimit']>;
+const marks: readonly string[] = ['soft', 'elastic', 'shadow'] satisfies Mark[];
+
 /** sluice's own figures for status `index`, when the service is sluice. */
 function sluiceFigures(response: WireResponse, index: number): Partial<SluiceStatusMetadata> {
   const statuses = response.dynamicMetadata?.fields?.sluice?.structValue?.fields?.statuses?.listValue?.values;
   const fields = statuses?.[index]?.structValue?.fields;
   if (fields === undefined) return {};
+  const overLimit = fields.overLimit?.stringValue;
+  if (overLimit !== undefined && !marks.includes(overLimit))
+    badReply(`status ${index} marked overLimit "${overLimit}", not one of ${marks.join(', ')}`);
   return {
     retryAfterMs: fields.retryAfterMs?.numberValue,
     delayMs: fields.delayMs?.numberValue,
+    overLimit,
   } as Partial<SluiceStatusMetadata>;
 }
 
@@ -54,8 +61,7 @@ function refusedFor(retryAfterMs: number | undefined, resetAfterMs: number, poli
  */
 function toOutcome(
   status: WireStatus,
-  response: WireResponse,
-  index: number,
+  figures: Partial<SluiceStatusMetadata>,
   policy: Policy,
   domain: string,
   warnOnce: (message: string) => void,
@@ -75,7 +81,6 @@ function toOutcome(
     );
   }
   const resetAfterMs = durationMs(status.durationUntilReset);
-  const figures = sluiceFigures(response, index);
   return {
     allowed,
     remaining: status.limitRemaining ?? 0,
@@ -92,18 +97,20 @@ function badReply(what: string): never {
 /**
  * Every policy's outcome, made to agree with the response's `overall_code`, which is what Envoy
  * acts on (it refuses a request exactly when the code is `OVER_LIMIT`). A service in shadow
- * mode (envoyproxy/ratelimit's `SHADOW_MODE`) reports a descriptor over its limit and lets the
- * request through: its outcome passes, as the request does. A service that refuses without
- * naming a descriptor over its limit has every policy refuse, each until its reset. A response
- * with no code of the two, or without one status per descriptor (which `rls.proto` promises),
- * did not decide: `ERR_SLUICE_BAD_STORE_REPLY`.
+ * mode (envoyproxy/ratelimit's `SHADOW_MODE`, `sluice serve --shadow-mode`) reports a
+ * descriptor over its limit and lets the request through: the reply is that refusal, marked
+ * `overLimit: 'shadow'`, which the limiter passes as its own shadow mode does. On a pass,
+ * sluice's mark of a rule's throttle (a shadow-mode rule's, a soft or elastic overage's) is the
+ * reply's. A service that refuses without naming a descriptor over its limit has every policy
+ * refuse, each until its reset. A response with no code of the two, or without one status per
+ * descriptor (which `rls.proto` promises), did not decide: `ERR_SLUICE_BAD_STORE_REPLY`.
  */
 export function toOutcomes(
   response: WireResponse,
   policies: readonly Policy[],
   domain: string,
   warnOnce: (message: string) => void,
-): { allowed: boolean; outcomes: PolicyOutcome[] } {
+): { allowed: boolean; outcomes: PolicyOutcome[]; overLimit?: Mark } {
   const code = response.overallCode;
   if (code !== 'OK' && code !== 'OVER_LIMIT')
     badReply(`overall_code ${String(code ?? 'none')}, neither OK nor OVER_LIMIT`);
@@ -113,11 +120,18 @@ export function toOutcomes(
       `${statuses.length} status${statuses.length === 1 ? '' : 'es'} for ${policies.length} descriptor${policies.length === 1 ? '' : 's'}; it owes one per descriptor`,
     );
   const allowed = code === 'OK';
+  const figures = policies.map((_, i) => sluiceFigures(response, i));
   const outcomes = policies.map((policy, i) =>
-    toOutcome(statuses[i] as WireStatus, response, i, policy, domain, warnOnce),
+    toOutcome(statuses[i] as WireStatus, figures[i] as Partial<SluiceStatusMetadata>, policy, domain, warnOnce),
   );
-  if (allowed) return { allowed, outcomes: outcomes.map((o) => (o.allowed ? o : { ...o, allowed, retryAfterMs: 0 })) };
-  if (outcomes.some((o) => !o.allowed)) return { allowed, outcomes };
+  const refusing = outcomes.some((o) => !o.allowed);
+  if (allowed) {
+    if (refusing) return { allowed: false, outcomes, overLimit: 'shadow' };
+    const marked = figures.map((f) => f.overLimit);
+    const overLimit = marked.includes('shadow') ? 'shadow' : marked.find((mark) => mark !== undefined);
+    return overLimit === undefined ? { allowed, outcomes } : { allowed, outcomes, overLimit };
+  }
+  if (refusing) return { allowed, outcomes };
   return {
     allowed,
     outcomes: outcomes.map((o, i) => ({
