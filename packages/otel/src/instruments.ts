@@ -19,7 +19,7 @@ const OBSERVED = {
     METRICS.nearLimit,
     'counter',
     '{decision}',
-    'Allowed decisions that left the policy more than 80 % used (Envoy near_limit).',
+    'Allowed or queued decisions that left the policy more than 80 % used (Envoy near_limit).',
   ],
   storeErrors: [METRICS.storeErrors, 'counter', '{error}', 'Failed or timed-out store calls, by error type.'],
   failOpen: [
