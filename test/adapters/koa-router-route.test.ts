@@ -13,25 +13,70 @@ describe('koa: the route descriptor with @koa/router', () => {
     await new Promise((resolve) => server?.close(resolve));
   });
 
-  it("a limiter on a router's route sends the matched pattern, so two ids share a counter", async () => {
-    const rules = parseRules(`
+  const rules = parseRules(`
 domain: api
 descriptors:
   - key: route
     value: GET /items/:id
     policies: [{ name: items, limit: 2, window: 1m, algorithm: fixed-window }]
+  - key: route
+    descriptors:
+      - key: remote_address
+        policies: [{ name: per-route, limit: 1, window: 1m, algorithm: fixed-window }]
 `);
-    const router = new Router();
-    router.get('/items/:id', rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }), (ctx) => {
-      ctx.body = 'ok';
-    });
+  const serve = async (router: Router) => {
     const app = new Koa();
     app.use(router.routes());
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server?.once('listening', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+  const ok = (ctx: Koa.Context) => {
+    ctx.body = 'ok';
+  };
+
+  it("a limiter on a router's route sends the matched pattern, so two ids share a counter", async () => {
+    const router = new Router();
+    router.get('/items/:id', rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }), ok);
+    const url = await serve(router);
     expect(draft11(await request(url).get('/items/1').expect(200)).state.items?.r).toBe(1);
     await request(url).get('/items/2').expect(200);
     await request(url).get('/items/3').expect(429);
+  });
+
+  // Regression: inside `router.use`, @koa/router's `ctx._matchedRoute` is the use layer's own
+  // path, "(?:\/|$)", so a rule on a route never matched there, and a per-route count was one
+  // count for every route.
+  it('a limiter given to router.use sends the route the request matched', async () => {
+    const router = new Router();
+    router.use(rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }));
+    router.get('/items/:id', ok);
+    router.get('/other', ok);
+    const url = await serve(router);
+    expect(draft11(await request(url).get('/items/1').expect(200)).state.items?.r).toBe(1);
+    await request(url).get('/items/2').expect(200);
+    await request(url).get('/items/3').expect(429);
+    await request(url).get('/other').expect(200);
+  });
+
+  it('a per-route count under router.use is one per route', async () => {
+    const router = new Router();
+    router.use(rateLimit({ rules, descriptors: [['route', 'remote_address']], clock: clockAt(0) }));
+    router.post('/a', ok);
+    router.post('/b/:id', ok);
+    const url = await serve(router);
+    await request(url).post('/a').expect(200);
+    await request(url).post('/b/1').expect(200);
+    await request(url).post('/b/2').expect(429);
+    await request(url).post('/a').expect(429);
+  });
+
+  // A request two routes match runs both routes' middleware, each under its own pattern.
+  it('a limiter on the first of two routes a path matches counts under its own pattern', async () => {
+    const router = new Router();
+    router.get('/items/:id', rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }), (_ctx, next) => next());
+    router.get('/items/special', ok);
+    const url = await serve(router);
+    expect(draft11(await request(url).get('/items/special').expect(200)).state.items?.r).toBe(1);
   });
 });

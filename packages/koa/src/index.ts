@@ -52,8 +52,7 @@ const binding: AdapterBinding<Context, Context> = {
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   // koa-compose calls each middleware from `dispatch`.
   dispatchFrame: /\bat dispatch \([^)]*koa-compose/,
-  // Set by @koa/router (and koa-router) once it has matched, so known after the router only.
-  routePattern: (ctx) => (typeof ctx._matchedRoute === 'string' ? ctx._matchedRoute : undefined),
+  routePattern: matchedRoute,
   setHeader: (ctx, name, value) => ctx.set(name, value),
   // A field nothing set yet is set on Node's response, sparing `ctx.append` its copy of every
   // header to read one; one an earlier limiter (sluice's or another's) set is appended to.
@@ -62,6 +61,34 @@ const binding: AdapterBinding<Context, Context> = {
     else ctx.append(name, value);
   },
 };
+
+/** A layer of @koa/router (or koa-router), as `ctx.matched` lists them. */
+interface RouterLayer {
+  path?: unknown;
+  methods?: unknown;
+}
+
+/**
+ * The pattern of the route @koa/router (or koa-router) matched, so known after the router only.
+ * The router sets `ctx._matchedRoute` to each layer's path as the layer runs, a `router.use`
+ * middleware's too, whose path is no route (`(?:\/|$)`): there, the route is the last layer the
+ * request matched by path and method (`ctx.matched` lists the layers matched by path), which is
+ * the one the router names once it has matched.
+ */
+function matchedRoute(ctx: Context): string | undefined {
+  const current = ctx._matchedRoute;
+  const matched: unknown = ctx.matched;
+  if (!Array.isArray(matched)) return typeof current === 'string' ? current : undefined;
+  let route: string | undefined;
+  for (const layer of matched as RouterLayer[]) {
+    if (typeof layer?.path !== 'string' || !Array.isArray(layer.methods) || !layer.methods.includes(ctx.method))
+      continue;
+    // The route whose middleware is running: a request two routes match runs both, in turn.
+    if (layer.path === current) return current;
+    route = layer.path;
+  }
+  return route;
+}
 
 /**
  * Koa middleware: `app.use(rateLimit(options))`, or per route with a router. Each call has its
