@@ -150,6 +150,14 @@ describe('koa: the header app.proxyIpHeader names', () => {
     expect(logger.messages[0]).toContain('carries X-Real-IP but the app trusts no proxy');
   });
 
+  it('trusting every proxy, the warning names that header', async () => {
+    const logger = collectingLogger();
+    const url = await serveKoa(logger, true, 0);
+    await request(url).get('/').set('X-Real-IP', '203.0.113.7').expect(200);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+    expect(logger.messages[0]).toContain('by sending X-Real-IP');
+  });
+
   it('a proxy that sends X-Forwarded-For instead is the header left unread', async () => {
     const logger = collectingLogger();
     const url = await serveKoa(logger, true);

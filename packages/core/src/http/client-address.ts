@@ -84,6 +84,7 @@ export function createClientAddressKey<Req>(
       return false;
     }
   };
+  const forwardingHeader = (req: Req): string => source.forwardingHeader?.(req) ?? X_FORWARDED_FOR;
   const firstOnConnection = createFirstOnConnection();
   return (req, request) => {
     const trust = source.proxyTrust(req);
@@ -91,7 +92,7 @@ export function createClientAddressKey<Req>(
     if (trust === 'all') {
       warn(
         'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
-        `the app trusts every proxy, so any client can pick its own rate-limit key by sending X-Forwarded-For. ${trustAdvice}`,
+        `the app trusts every proxy, so any client can pick its own rate-limit key by sending ${forwardingHeader(req)}. ${trustAdvice}`,
       );
     } else if (trust === 'ignored') {
       warn(
@@ -99,8 +100,7 @@ export function createClientAddressKey<Req>(
         `the framework ignores the app's trust-proxy setting, so the client address is the proxy's and all clients behind it share one key. ${trustAdvice}`,
       );
     } else if (firstOnConnection(request)) {
-      const header = source.forwardingHeader?.(req) ?? X_FORWARDED_FOR;
-      const read = { request, header, trust, ip };
+      const read = { request, header: forwardingHeader(req), trust, ip };
       warnIfProxyUnread(read, trustAdvice, warn, (address, hop) => trustsAsProxy(req, address, hop));
     }
     if (ip === undefined || ip === '') {
