@@ -71,6 +71,32 @@ descriptors:
     await request(url).post('/a').expect(429);
   });
 
+  // The router runs the routes a path matches in order: the first answers unless it passes on.
+  it('in router.use, of two routes a path matches, the first is the route', async () => {
+    const router = new Router();
+    router.use(rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }));
+    router.get('/items/:id', ok);
+    router.get('/items/special', ok);
+    const url = await serve(router);
+    await request(url).get('/items/special').expect(200);
+    await request(url).get('/items/special').expect(200);
+    await request(url).get('/items/special').expect(429);
+  });
+
+  // A route given as a RegExp has no pattern: its limiter is no other route's.
+  it('a limiter on a RegExp route counts under no route, in router.use too', async () => {
+    for (const mounted of ['route', 'use'] as const) {
+      const router = new Router();
+      const limiter = rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) });
+      if (mounted === 'use') router.use(limiter);
+      router.get(/^\/items\/.*\.txt$/, ...(mounted === 'route' ? [limiter] : []), ok);
+      router.get('/items/:id', ok);
+      const url = await serve(router);
+      for (let i = 0; i < 3; i++) await request(url).get(`/items/${i}.txt`).expect(200);
+      await new Promise((resolve) => server?.close(resolve));
+    }
+  });
+
   // A request two routes match runs both routes' middleware, each under its own pattern.
   it('a limiter on the first of two routes a path matches counts under its own pattern', async () => {
     const router = new Router();

@@ -71,23 +71,23 @@ interface RouterLayer {
 /**
  * The pattern of the route @koa/router (or koa-router) matched, so known after the router only.
  * The router sets `ctx._matchedRoute` to each layer's path as the layer runs, a `router.use`
- * middleware's too, whose path is no route (`(?:\/|$)`): there, the route is the last layer the
- * request matched by path and method (`ctx.matched` lists the layers matched by path), which is
- * the one the router names once it has matched.
+ * middleware's too, whose path is no route (`(?:\/|$)`). There, the route is the first layer
+ * matched by path (`ctx.matched`) and method: the router runs the layers in that order, so its
+ * handler is the one that answers unless it passes the request on. A route given as a RegExp
+ * has no pattern to report.
  */
 function matchedRoute(ctx: Context): string | undefined {
-  const current = ctx._matchedRoute;
+  const current: unknown = ctx._matchedRoute;
   const matched: unknown = ctx.matched;
-  if (!Array.isArray(matched)) return typeof current === 'string' ? current : undefined;
-  let route: string | undefined;
+  if (typeof current !== 'string' || !Array.isArray(matched)) return typeof current === 'string' ? current : undefined;
+  let first: RouterLayer | undefined;
   for (const layer of matched as RouterLayer[]) {
-    if (typeof layer?.path !== 'string' || !Array.isArray(layer.methods) || !layer.methods.includes(ctx.method))
-      continue;
-    // The route whose middleware is running: a request two routes match runs both, in turn.
+    if (!Array.isArray(layer?.methods) || !layer.methods.includes(ctx.method)) continue;
+    // The route whose own middleware is running.
     if (layer.path === current) return current;
-    route = layer.path;
+    first ??= layer;
   }
-  return route;
+  return typeof first?.path === 'string' ? first.path : undefined;
 }
 
 /**
