@@ -1,23 +1,30 @@
-import { createLimiter, type Decision, type Policy, type RateLimitStore } from '@sluice/core';
+import { createLimiter, type Decision, type Policy, type RateLimitStore, type StoreReply } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import { anyPolicyArb, optionsOf, policyOf, START } from './support/meter.js';
 
-/**
- * `store` as a store in another process that lets every refusal through, marked, as a decision
- * service in shadow mode answers (`StoreReply.overLimit`).
- */
+/** A refusal marked as a store lets it through in its own shadow mode (`StoreReply.overLimit`). */
+const marked = (reply: StoreReply): StoreReply => (reply.allowed ? reply : { ...reply, overLimit: 'shadow' });
+
+/** `store` as a store in another process that lets every refusal through, as a decision service in shadow mode does. */
 function markingRefusals(store: RateLimitStore): RateLimitStore {
   return {
     name: 'lets refusals through',
-    consume: async (request) => {
-      const reply = await store.consume(request);
-      return reply.allowed ? reply : { ...reply, overLimit: 'shadow' };
-    },
+    consume: async (request) => marked(await store.consume(request)),
     reset: (namespace, key, policies) => store.reset(namespace, key, policies),
     refund: (request) => store.refund(request),
+  };
+}
+
+/** The same store deciding in-process, through `consumeSync`. */
+function markingRefusalsAtOnce(store: RateLimitStore): RateLimitStore {
+  const consumeSync = store.consumeSync?.bind(store) as NonNullable<RateLimitStore['consumeSync']>;
+  return {
+    ...markingRefusals(store),
+    local: true,
+    consumeSync: (request) => marked(consumeSync(request)),
   };
 }
 
@@ -29,8 +36,9 @@ function pair(policies: readonly Policy[]) {
     clock,
     hard: make({ mode: 'hard' }),
     shadow: make({ mode: 'shadow' }),
-    // A hard limiter on a store whose own shadow mode lets its refusals through.
+    // Hard limiters on a store whose own shadow mode lets its refusals through.
     markedByStore: make({ mode: 'hard' }, markingRefusals(createMemoryStore())),
+    markedAtOnce: make({ mode: 'hard' }, markingRefusalsAtOnce(createMemoryStore())),
   };
 }
 
@@ -43,13 +51,14 @@ describe('shadow throttling', () => {
           maxLength: 40,
         }),
         async (policies, trace) => {
-          const { clock, hard, shadow, markedByStore } = pair(policies);
+          const { clock, hard, shadow, markedByStore, markedAtOnce } = pair(policies);
           for (const { advance, cost } of trace) {
             clock.advance(advance);
             const enforced = await hard.consume('k', { cost });
             const watched = await shadow.consume('k', { cost });
             // A refusal the store let through reads as shadow mode's; a pass as hard mode's.
             expect(await markedByStore.consume('k', { cost })).toEqual(enforced.allowed ? enforced : watched);
+            expect(await markedAtOnce.consume('k', { cost })).toEqual(enforced.allowed ? enforced : watched);
             expect(watched.allowed).toBe(true);
             expect(watched.retryAfterMs).toBe(0);
             if (enforced.allowed) {

@@ -32,36 +32,99 @@ const status = (code: string, remaining: number) => ({
 });
 const second = { name: 'per-user', limit: 5, window: '1m' } as const;
 
+/** `dynamic_metadata` as sluice's service sends it, for one status. */
+const sluiceMarks = (figures: { retryAfterMs: number; delayMs: number; overLimit: string }) => ({
+  fields: {
+    sluice: {
+      structValue: {
+        fields: {
+          statuses: {
+            listValue: {
+              values: [
+                {
+                  structValue: {
+                    fields: {
+                      retryAfterMs: { numberValue: figures.retryAfterMs },
+                      delayMs: { numberValue: figures.delayMs },
+                      overLimit: { stringValue: figures.overLimit },
+                    },
+                  },
+                },
+              ],
+            },
+          },
+        },
+      },
+    },
+  },
+});
+
 // Envoy refuses a request exactly when `overall_code` is OVER_LIMIT. A one-policy limiter read
 // only its descriptor's status, so a service in shadow mode, which reports the descriptor over
-// its limit and lets the request through, had the client refuse what Envoy passes. The pass
-// then carried no mark, so an app could not tell it from a request within its limit.
+// its limit and lets the request through, had the client refuse what Envoy passes.
 describe('the Node client follows overall_code, as Envoy does', () => {
-  it('a descriptor over its limit under shadow mode (overall OK) passes, marked shadow, as local shadow mode does', async () => {
+  // envoyproxy/ratelimit's SHADOW_MODE answers as a `quota_mode` pass does: nothing tells them apart.
+  it('a descriptor over its limit in an OK response passes, unmarked, showing no quota left', async () => {
     const limiter = await limiterAnswered({ overall_code: 'OK', statuses: [status('OVER_LIMIT', 0)] });
     const decision = await limiter.consume('10.0.0.1');
-    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0, overLimit: 'shadow' });
-    expect(decision.policies[0]).toMatchObject({ allowed: false, remaining: 0, resetAfterMs: 42_000 });
-    // A limiter in shadow mode itself reads the same reply the same way.
-    const shadowed = await limiterAnswered(
-      { overall_code: 'OK', statuses: [status('OVER_LIMIT', 0)] },
-      { throttle: { mode: 'shadow' } },
-    );
-    expect(await shadowed.consume('10.0.0.1')).toEqual(decision);
-    expect(await shadowed.peek('10.0.0.1')).toMatchObject({ allowed: true, remaining: 0, overLimit: 'shadow' });
-    expect(await limiter.peek('10.0.0.1')).toMatchObject({ allowed: true, remaining: 0, overLimit: 'shadow' });
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0 });
+    expect(decision.overLimit).toBeUndefined();
+    expect(decision.policies[0]).toMatchObject({ allowed: true, remaining: 0, resetAfterMs: 42_000 });
   });
 
-  it('the same with two policies: the request passes, marked, the one over its limit shown refused', async () => {
+  it('the same with two policies: the request passes, the one over its limit shown spent', async () => {
     const perUser = { ...status('OVER_LIMIT', 0), current_limit: { requests_per_unit: 5, unit: 'MINUTE' } };
     const limiter = await limiterAnswered(
       { overall_code: 'OK', statuses: [status('OK', 3), perUser] },
       { policies: [{ name: 'per-ip', limit: 5, window: '1m' }, second] },
     );
     const decision = await limiter.consume('10.0.0.1');
-    expect(decision).toMatchObject({ allowed: true, retryAfterMs: 0, overLimit: 'shadow' });
-    expect(decision.policies[0]).toMatchObject({ name: 'per-ip', allowed: true, remaining: 3 });
-    expect(decision.policies[1]).toMatchObject({ name: 'per-user', allowed: false, remaining: 0 });
+    expect(decision).toMatchObject({ allowed: true, retryAfterMs: 0 });
+    expect(decision.policies[1]).toMatchObject({ name: 'per-user', allowed: true, remaining: 0 });
+  });
+
+  // sluice's service marks what its shadow mode let through: the pass reads as local shadow mode's.
+  it("a status sluice's metadata marks shadow passes marked, as a limiter's own shadow mode passes it", async () => {
+    const shadowMarked = {
+      overall_code: 'OK',
+      statuses: [status('OVER_LIMIT', 0)],
+      dynamic_metadata: sluiceMarks({ retryAfterMs: 42_000, delayMs: 0, overLimit: 'shadow' }),
+    };
+    const limiter = await limiterAnswered(shadowMarked);
+    const decision = await limiter.consume('10.0.0.1');
+    expect(decision).toMatchObject({ allowed: true, remaining: 0, retryAfterMs: 0, overLimit: 'shadow' });
+    expect(decision.policies[0]).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 42_000 });
+    const shadowed = await limiterAnswered(shadowMarked, { throttle: { mode: 'shadow' } });
+    expect(await shadowed.consume('10.0.0.1')).toEqual(decision);
+    expect(await limiter.peek('10.0.0.1')).toMatchObject({ allowed: true, remaining: 0, overLimit: 'shadow' });
+  });
+
+  it('a mark the client does not know is left out, warned of once; the decision stands', async () => {
+    const warnings: string[] = [];
+    const service = await serveFixedRls(() => ({
+      overall_code: 'OK',
+      statuses: [status('OK', 2)],
+      dynamic_metadata: sluiceMarks({ retryAfterMs: 0, delayMs: 0, overLimit: 'lenient' }),
+    }));
+    const client = createServiceClient({
+      address: service.address,
+      domain: 'api',
+      logger: { warn: (message) => warnings.push(message) },
+    });
+    ended.push(() => client.close(), service.close);
+    const limiter = createLimiter({
+      policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
+      store: client,
+      logger: quiet,
+      storeTimeoutMs: 10_000,
+    });
+    for (let i = 0; i < 2; i++) {
+      const decision = await limiter.consume('10.0.0.1');
+      expect(decision).toMatchObject({ allowed: true, remaining: 2 });
+      expect(decision.overLimit).toBeUndefined();
+    }
+    expect(warnings).toEqual([expect.stringContaining('WRN_SLUICE_UNKNOWN_MARK')]);
+    expect(warnings[0]).toContain('"lenient"');
   });
 
   it('a refusal that names no descriptor over its limit refuses every policy until its reset', async () => {

@@ -15,6 +15,12 @@ descriptors:
   - key: soft
     policies: [{ name: soft, limit: 1, window: 1h }]
     throttle: { mode: soft, overagePercent: 100 }
+  - key: quota-a
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+    quota_mode: true
+  - key: quota-b
+    rate_limit: { unit: hour, requests_per_unit: 2 }
+    quota_mode: true
 `);
 const quiet = { line() {}, warn() {} };
 
@@ -27,8 +33,8 @@ describe("the Node client marks what the service's rules let through over the li
     for (const end of ended.splice(0).reverse()) await end();
   });
 
-  /** Two decisions on one policy named `name` (the descriptor's key), through a real `sluice` service. */
-  async function twoDecisions(name: string, shadowMode = false): Promise<Decision[]> {
+  /** Two decisions on the policies `names` (each a descriptor's key), through a real `sluice` service. */
+  async function twoDecisions(names: string | string[], shadowMode = false): Promise<Decision[]> {
     const server: DecisionServer = createDecisionServer({
       rules,
       grpcPort: 0,
@@ -44,9 +50,10 @@ describe("the Node client marks what the service's rules let through over the li
       () => server.close(),
       () => client.close(),
     );
-    const policy: PolicyOptions = { name, limit: 1, window: '1h' };
+    const limits: Record<string, number> = { 'quota-b': 2 };
+    const policies: PolicyOptions[] = [names].flat().map((name) => ({ name, limit: limits[name] ?? 1, window: '1h' }));
     // The first call opens the connection, which on a loaded machine outlasts the default 100 ms.
-    const limiter = createLimiter({ policies: [policy], store: client, storeTimeoutMs: 10_000, logger: quiet });
+    const limiter = createLimiter({ policies, store: client, storeTimeoutMs: 10_000, logger: quiet });
     return [await limiter.consume('10.0.0.1'), await limiter.consume('10.0.0.1')];
   }
 
@@ -69,6 +76,14 @@ describe("the Node client marks what the service's rules let through over the li
     const [first, second] = await twoDecisions('soft');
     expect(first?.overLimit).toBeUndefined();
     expect(second).toMatchObject({ allowed: true, remaining: 0, overLimit: 'soft' });
+  });
+
+  // Regression: a quota_mode pass answers OK over a status OVER_LIMIT too, and was marked shadow.
+  it('a quota_mode pass, one quota rule over its limit, is no shadow pass: unmarked', async () => {
+    const [, second] = await twoDecisions(['quota-a', 'quota-b']);
+    expect(second).toMatchObject({ allowed: true, retryAfterMs: 0 });
+    expect(second?.overLimit).toBeUndefined();
+    expect(second?.policies.map((p) => p.remaining)).toEqual([0, 0]);
   });
 
   it('a plain rule refuses, unmarked, as before', async () => {

@@ -283,7 +283,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
       fail(cause);
       return unavailable(key, cause);
     }
-    return toDecision(key, reply, policies, asked.capacities, throttle.mode, cost, ceilings);
+    return markedByStore(toDecision(key, reply, policies, asked.capacities, throttle.mode, cost, ceilings), reply);
   };
 
   // A store that decides in another process is asked with one request, read from the clock

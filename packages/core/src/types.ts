@@ -98,11 +98,12 @@ export interface StoreReply {
   now: number;
   outcomes: PolicyOutcome[];
   /**
-   * A mark set by a store whose own rules throttle, as a decision service's do: `'shadow'`
-   * says the store let a refusal through (`allowed` false, nothing charged), which the
-   * limiter passes as its own shadow mode would; `'soft'` and `'elastic'` say a pass went
-   * into the rule's overage. The limiter marks its decision's `overLimit` so. Read on the
-   * replies of `consume` and `consumeAll`.
+   * A mark set by a store whose own rules throttle, as a decision service's do: `'shadow'` on
+   * a refusal (`allowed` false, nothing charged) says the store let it through, and the
+   * limiter passes it as its own shadow mode would; on a pass, `'shadow'`, `'soft'` or
+   * `'elastic'` says the pass went over the rule's limit, into its shadow or overage. The
+   * limiter marks its decision's `overLimit` so. Read on the replies of `consume`,
+   * `consumeAll` and `consumeSync`, not of `decideAtOnce`.
    */
   overLimit?: Decision['overLimit'];
 }

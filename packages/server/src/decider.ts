@@ -61,8 +61,13 @@ export function createDecider(options: DeciderOptions) {
     const refused = !passes(verdicts);
     const statuses = matches.map((match) => (match?.rule.unlimited ? unlimited : noLimit));
     for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
-    // Shadow mode changes the answer only: the statuses and the charges stay the rules'.
+    // Shadow mode changes the answer only: the statuses and the charges stay the rules'. Each
+    // refusing status is marked, so that the Node client tells the pass from a `quota_mode`
+    // one, which also answers OK over a status OVER_LIMIT.
     const refusing = refused && !options.shadowMode;
+    if (refused && options.shadowMode) {
+      for (const status of statuses) if (status.code === 'OVER_LIMIT') status.overLimit = 'shadow';
+    }
     const answer: RateLimitAnswer = {
       overallCode: refusing ? 'OVER_LIMIT' : 'OK',
       statuses,

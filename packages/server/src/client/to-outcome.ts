@@ -26,14 +26,25 @@ export interface WireResponse {
 type Mark = NonNullable<SluiceStatusMetadata['overLimit']>;
 const marks: readonly string[] = ['soft', 'elastic', 'shadow'] satisfies Mark[];
 
-/** sluice's own figures for status `index`, when the service is sluice. */
-function sluiceFigures(response: WireResponse, index: number): Partial<SluiceStatusMetadata> {
+/**
+ * sluice's own figures for status `index`, when the service is sluice. A mark this client does
+ * not know (from a later service) is left out, said once: the decision stands without it.
+ */
+function sluiceFigures(
+  response: WireResponse,
+  index: number,
+  warnOnce: (message: string) => void,
+): Partial<SluiceStatusMetadata> {
   const statuses = response.dynamicMetadata?.fields?.sluice?.structValue?.fields?.statuses?.listValue?.values;
   const fields = statuses?.[index]?.structValue?.fields;
   if (fields === undefined) return {};
-  const overLimit = fields.overLimit?.stringValue;
-  if (overLimit !== undefined && !marks.includes(overLimit))
-    badReply(`status ${index} marked overLimit "${overLimit}", not one of ${marks.join(', ')}`);
+  let overLimit = fields.overLimit?.stringValue;
+  if (overLimit !== undefined && !marks.includes(overLimit)) {
+    warnOnce(
+      `[sluice] WRN_SLUICE_UNKNOWN_MARK: the decision service marked a status overLimit "${overLimit}", which this client does not know (it knows ${marks.join(', ')}); decisions so marked carry no mark.`,
+    );
+    overLimit = undefined;
+  }
   return {
     retryAfterMs: fields.retryAfterMs?.numberValue,
     delayMs: fields.delayMs?.numberValue,
@@ -96,14 +107,16 @@ function badReply(what: string): never {
 
 /**
  * Every policy's outcome, made to agree with the response's `overall_code`, which is what Envoy
- * acts on (it refuses a request exactly when the code is `OVER_LIMIT`). A service in shadow
- * mode (envoyproxy/ratelimit's `SHADOW_MODE`, `sluice serve --shadow-mode`) reports a
- * descriptor over its limit and lets the request through: the reply is that refusal, marked
- * `overLimit: 'shadow'`, which the limiter passes as its own shadow mode does. On a pass,
- * sluice's mark of a rule's throttle (a shadow-mode rule's, a soft or elastic overage's) is the
- * reply's. A service that refuses without naming a descriptor over its limit has every policy
- * refuse, each until its reset. A response with no code of the two, or without one status per
- * descriptor (which `rls.proto` promises), did not decide: `ERR_SLUICE_BAD_STORE_REPLY`.
+ * acts on (it refuses a request exactly when the code is `OVER_LIMIT`). A descriptor reported
+ * over its limit in an `OK` response passed: under `quota_mode`, where a request passes while
+ * any quota rule has room, and under a service's shadow mode. sluice's service marks the
+ * latter: the reply is then the refusal, marked `overLimit: 'shadow'`, which the limiter passes
+ * as its own shadow mode does. Another service's passes read as `quota_mode`'s, unmarked: the
+ * two answers are alike. On a pass, sluice's mark of a rule's throttle (a shadow-mode rule's, a
+ * soft or elastic overage's) is the reply's. A service that refuses without naming a descriptor
+ * over its limit has every policy refuse, each until its reset. A response with no code of the
+ * two, or without one status per descriptor (which `rls.proto` promises), did not decide:
+ * `ERR_SLUICE_BAD_STORE_REPLY`.
  */
 export function toOutcomes(
   response: WireResponse,
@@ -120,16 +133,19 @@ export function toOutcomes(
       `${statuses.length} status${statuses.length === 1 ? '' : 'es'} for ${policies.length} descriptor${policies.length === 1 ? '' : 's'}; it owes one per descriptor`,
     );
   const allowed = code === 'OK';
-  const figures = policies.map((_, i) => sluiceFigures(response, i));
+  const figures = policies.map((_, i) => sluiceFigures(response, i, warnOnce));
   const outcomes = policies.map((policy, i) =>
     toOutcome(statuses[i] as WireStatus, figures[i] as Partial<SluiceStatusMetadata>, policy, domain, warnOnce),
   );
   const refusing = outcomes.some((o) => !o.allowed);
   if (allowed) {
-    if (refusing) return { allowed: false, outcomes, overLimit: 'shadow' };
-    const marked = figures.map((f) => f.overLimit);
-    const overLimit = marked.includes('shadow') ? 'shadow' : marked.find((mark) => mark !== undefined);
-    return overLimit === undefined ? { allowed, outcomes } : { allowed, outcomes, overLimit };
+    const marks = figures.map((f) => f.overLimit);
+    if (outcomes.some((o, i) => !o.allowed && marks[i] === 'shadow')) {
+      return { allowed: false, outcomes, overLimit: 'shadow' };
+    }
+    const passes = outcomes.map((o) => (o.allowed ? o : { ...o, allowed, retryAfterMs: 0 }));
+    const overLimit = marks.includes('shadow') ? 'shadow' : marks.find((mark) => mark !== undefined);
+    return overLimit === undefined ? { allowed, outcomes: passes } : { allowed, outcomes: passes, overLimit };
   }
   if (refusing) return { allowed, outcomes };
   return {
