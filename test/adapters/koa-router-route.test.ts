@@ -71,6 +71,15 @@ descriptors:
     await request(url).post('/a').expect(429);
   });
 
+  it("a HEAD request counts under its GET route's rule", async () => {
+    const router = new Router();
+    router.get('/items/:id', rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }), ok);
+    const url = await serve(router);
+    await request(url).head('/items/1').expect(200);
+    await request(url).get('/items/2').expect(200);
+    await request(url).head('/items/3').expect(429);
+  });
+
   // The router runs the routes a path matches in order: the first answers unless it passes on.
   it('in router.use, of two routes a path matches, the first is the route', async () => {
     const router = new Router();

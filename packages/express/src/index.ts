@@ -12,6 +12,7 @@ import {
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
 import { expressProxyTrust, expressTrustsAsProxy } from './proxy-trust.js';
+import { expressRoutePattern } from './route-pattern.js';
 
 declare global {
   namespace Express {
@@ -47,7 +48,7 @@ const binding: AdapterBinding<Request, Response> = {
   // Express 5's router and Express 4's call a handler from these.
   dispatchFrame: /\bat Layer\.handle(?:Request\b| \[as handle_request\])/,
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
-  routePattern: (req) => (typeof req.route?.path === 'string' ? req.baseUrl + req.route.path : undefined),
+  routePattern: expressRoutePattern,
   setHeader: (res, name, value) => res.setHeader(name, value),
   // A field nothing set yet is set, which Node validates once where its append validates
   // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced,

@@ -1,0 +1,116 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rateLimit } from '@sluice/express';
+import { parseRules } from '@sluice/rules';
+import express, { type RequestHandler } from 'express';
+import request from 'supertest';
+import { afterEach, describe, it } from 'vitest';
+import { clockAt } from './helpers.js';
+
+const rules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: GET /api/login
+    policies: [{ name: login, limit: 2, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /tenants/:tid/users/:id
+    policies: [{ name: users, limit: 2, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /a
+    policies: [{ name: a, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /v1/api/login
+    policies: [{ name: v1-login, limit: 1, window: 1m, algorithm: fixed-window }]
+`);
+const ok: RequestHandler = (_req, res) => {
+  res.send('ok');
+};
+const limiter = () => rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) });
+
+// Express matches a mount path regardless of case, and `req.baseUrl` is the URL as sent: the
+// route under a router was `baseUrl + route.path`, so `/API/login` escaped a rule on
+// `GET /api/login`, and a mount path's parameter came in as its value.
+describe('express: the route pattern under routers', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+  });
+  const serve = async (app: express.Express) => {
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server?.once('listening', resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+
+  it('a mount path in another case counts under the route as written', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api', router);
+    const url = await serve(app);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/API/login').expect(200);
+    await request(url).get('/Api/login').expect(429);
+  });
+
+  it("a mount path's parameter is its name, not its value", async () => {
+    const router = express.Router();
+    router.get('/users/:id', limiter(), ok);
+    const app = express();
+    app.use('/tenants/:tid', router);
+    const url = await serve(app);
+    await request(url).get('/tenants/1/users/1').expect(200);
+    await request(url).get('/tenants/2/users/2').expect(200);
+    await request(url).get('/tenants/3/users/3').expect(429);
+  });
+
+  it('a sub-app and a router inside it: both mount paths as written', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const sub = express();
+    sub.use('/api', router);
+    const app = express();
+    app.use('/v1', sub);
+    const url = await serve(app);
+    await request(url).get('/V1/API/login').expect(200);
+    await request(url).get('/v1/api/login').expect(429);
+  });
+
+  // Express's router gave such a route its list as `route.path`, and sluice no route at all.
+  it('a route given several paths reports the one the request matched', async () => {
+    const app = express();
+    app.get(['/a', '/b'], limiter(), ok);
+    const url = await serve(app);
+    await request(url).get('/a').expect(200);
+    await request(url).get('/a').expect(429);
+    // `GET /b` has no rule.
+    await request(url).get('/b').expect(200);
+    await request(url).get('/b').expect(200);
+  });
+
+  // A HEAD request runs the GET route's handler: it counts there, not under a route of its own.
+  it("a HEAD request counts under its GET route's rule", async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api', router);
+    const url = await serve(app);
+    await request(url).head('/api/login').expect(200);
+    await request(url).get('/api/login').expect(200);
+    await request(url).head('/api/login').expect(429);
+  });
+
+  // The tree cannot say which of two mounts the request came through: the URL's text is the key.
+  it('a router mounted at two paths keeps the mount part as sent', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api', router);
+    app.use('/other', router);
+    const url = await serve(app);
+    for (let i = 0; i < 3; i++) await request(url).get('/other/login').expect(200);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/api/login').expect(429);
+  });
+});
