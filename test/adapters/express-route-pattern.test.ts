@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { rateLimit } from '@sluice/express';
 import { parseRules } from '@sluice/rules';
 import express, { type RequestHandler } from 'express';
+import express4 from 'express4';
 import request from 'supertest';
 import { afterEach, describe, it } from 'vitest';
 import { clockAt } from './helpers.js';
@@ -22,6 +23,15 @@ descriptors:
   - key: route
     value: GET /v1/api/login
     policies: [{ name: v1-login, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /api/v:version/login
+    policies: [{ name: versioned, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: HEAD /x
+    policies: [{ name: head-x, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /x
+    policies: [{ name: get-x, limit: 1, window: 1m, algorithm: fixed-window }]
 `);
 const ok: RequestHandler = (_req, res) => {
   res.send('ok');
@@ -98,6 +108,75 @@ describe('express: the route pattern under routers', () => {
     await request(url).head('/api/login').expect(200);
     await request(url).get('/api/login').expect(200);
     await request(url).head('/api/login').expect(429);
+  });
+
+  it('a parameter inside a mount segment is its name, not its value', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api/v:version', router);
+    const url = await serve(app);
+    await request(url).get('/api/v1/login').expect(200);
+    await request(url).get('/api/v2/login').expect(429);
+  });
+
+  // Express flattens a nested list of paths; the matched one is read from the list flattened.
+  it('a route given a nested list of paths reports the one matched', async () => {
+    const app = express();
+    // Express's types allow no nesting, which Express itself takes.
+    app.get([['/b', '/a'], '/c'] as unknown as string[], limiter(), ok);
+    const url = await serve(app);
+    await request(url).get('/a').expect(200);
+    await request(url).get('/a').expect(429);
+    await request(url).get('/b').expect(200);
+    await request(url).get('/c').expect(200);
+  });
+
+  it('a router mounted in itself answers at once', async () => {
+    const router = express.Router();
+    router.use('/a', router);
+    router.use('/b', router);
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api', router);
+    const url = await serve(app);
+    await request(url).get('/api/login').expect(200);
+    // Through the router again, below itself: no place the tree tells for sure, the URL's text.
+    await request(url).get('/api/a/login').expect(200);
+    await request(url).get('/API/login').expect(200);
+    await request(url).get('/Api/login').expect(429);
+  });
+
+  // An explicit HEAD handler answers HEAD itself: its requests are no GET route's.
+  it("a route's own HEAD handler counts under HEAD", async () => {
+    const app = express();
+    app.head('/x', limiter(), (_req, res) => {
+      res.end();
+    });
+    app.get('/x', limiter(), ok);
+    const url = await serve(app);
+    await request(url).head('/x').expect(200);
+    await request(url).get('/x').expect(200);
+    await request(url).head('/x').expect(429);
+    await request(url).get('/x').expect(429);
+  });
+
+  // Express 4 keeps its router as `_router` (reading `app.router` throws) and no pattern of a
+  // mount: the mount part is the URL's, as before, and nothing throws into the request.
+  it('on Express 4, a route under a router keeps the mount part as sent', async () => {
+    const router = express4.Router();
+    router.get('/login', limiter(), ok);
+    const app = express4();
+    app.use('/api', router);
+    app.get(['/a', '/b'], limiter(), ok);
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server?.once('listening', resolve));
+    const url = `http://127.0.0.1:${((server as Server).address() as AddressInfo).port}`;
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/api/login').expect(429);
+    // A route given a list of paths under Express 4: no route, no rule, no error.
+    for (let i = 0; i < 2; i++) await request(url).get('/a').expect(200);
   });
 
   // The tree cannot say which of two mounts the request came through: the URL's text is the key.

@@ -129,6 +129,25 @@ descriptors:
       expect(await statuses('/', 1)).toEqual([429]);
     });
 
+    // Fastify answers HEAD with the GET route's handler: HEAD was a way around its rule.
+    it("counts a HEAD request under its GET route's rule", async () => {
+      app = Fastify();
+      const routeRules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: GET /items/:id
+    policies: [{ name: items, limit: 2, window: 1m, algorithm: fixed-window }]
+`);
+      const options = { rules: routeRules, descriptors: [['route']], clock: clockAt(0), logger: collectingLogger() };
+      await app.register(rateLimitPlugin, options);
+      app.get('/items/:id', ok);
+      const head = () => app.inject({ method: 'HEAD', url: '/items/1' });
+      expect((await head()).statusCode).toBe(200);
+      expect(await statuses('/items/2', 1)).toEqual([200]);
+      expect((await head()).statusCode).toBe(429);
+    });
+
     it('lets a route of a plugin with global: false take rules of its own', async () => {
       app = Fastify();
       await app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', global: false });

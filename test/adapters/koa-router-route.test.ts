@@ -80,6 +80,40 @@ descriptors:
     await request(url).head('/items/3').expect(429);
   });
 
+  it("a route of HEAD alone, the app's own, counts under HEAD", async () => {
+    const headRules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: HEAD /items/:id
+    policies: [{ name: head, limit: 1, window: 1m, algorithm: fixed-window }]
+`);
+    const router = new Router();
+    router.head('/items/:id', rateLimit({ rules: headRules, descriptors: [['route']], clock: clockAt(0) }), (ctx) => {
+      ctx.status = 204;
+    });
+    const url = await serve(router);
+    await request(url).head('/items/1').expect(204);
+    await request(url).head('/items/2').expect(429);
+  });
+
+  // `ctx.matched` lists the layers of every router the request went through.
+  it("in a second router's router.use, the route is that router's", async () => {
+    const first = new Router();
+    first.get('/items/:id', (_ctx, next) => next());
+    const second = new Router();
+    second.use(rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }));
+    second.get('/items/special', ok);
+    const app = new Koa();
+    app.use(first.routes());
+    app.use(second.routes());
+    server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server?.once('listening', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    // Counted under `GET /items/special` (no rule), never under the first router's `GET /items/:id`.
+    for (let i = 0; i < 3; i++) await request(url).get('/items/special').expect(200);
+  });
+
   // The router runs the routes a path matches in order: the first answers unless it passes on.
   it('in router.use, of two routes a path matches, the first is the route', async () => {
     const router = new Router();

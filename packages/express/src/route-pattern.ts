@@ -6,12 +6,19 @@ interface RouterLayer {
   handle?: { stack?: unknown };
   /** The path it was mounted or routed at, as written (Express 5's router 2.3 and later). */
   rawPath?: unknown;
-  /** One match function per path it was given (Express 5). */
+  /** One match function per path it was given, flattened (Express 5). */
   matchers?: unknown;
 }
 
-/** Where a route sits in its app: the patterns of the routers above it, and its own layer. */
+type Matcher = (path: string) => false | { path: string };
+
+/** Where a route sits in its app: its sub-app's mount, the routers above it, and its own layer. */
 interface RoutePlace {
+  /** The segments of the patterns its app was mounted at (`app.use('/v1', subApp)`), outermost first. */
+  readonly appSegments: readonly string[];
+  /** The routers' layers between the app and the route, outermost first, each mounted at one string. */
+  readonly routers: readonly RouterLayer[];
+  /** The patterns of the app's mounts and the routers', joined. */
   readonly mount: string;
   readonly layer: RouterLayer;
 }
@@ -19,8 +26,8 @@ interface RoutePlace {
 /** Each route's place, found once; `null` where none could be told for sure. */
 const places = new WeakMap<object, RoutePlace | null>();
 
-/** How deep routers are read into one another: a router mounted in itself loops. */
-const MAX_DEPTH = 32;
+/** How many layers one search reads at most: a router mounted in itself would go on for ever. */
+const MAX_LAYERS = 10_000;
 
 /**
  * The pattern of the route Express matched (`/api/users/:id`), known in the route's own
@@ -28,45 +35,55 @@ const MAX_DEPTH = 32;
  * were mounted at, is the URL as sent: Express matches it regardless of case, so `/API/login`
  * reached a rule on `/api/login` under another key, and a mount path's parameter (`/tenants/:tid`)
  * came in as its value. The routers' patterns are read from the app's router tree instead, once
- * per route (Express 5, router 2.3 and later, keep each layer's path as written). Where they
- * cannot be told for sure (an older router, a route mounted at several paths, a mount path given
- * as a list or a RegExp), the mount part is `req.baseUrl`, as before. A route given several
- * paths reports the one the request matched.
+ * per route (Express 5 keeps each layer's path as written from its router 2.3 on), and each
+ * request is checked to have come through them by the routers' own matchers. Where the tree
+ * cannot tell (Express 4, a route reachable by several mounts, a mount path given as a list or
+ * a RegExp, a sub-app mounted at one), the mount part is `req.baseUrl`, as before. A route given
+ * several paths reports the one the request matched, where its place is known. Never throws.
  */
 export function expressRoutePattern(req: Request): string | undefined {
   const route = req.route as { path?: unknown } | undefined;
   if (route === undefined || route === null) return undefined;
-  const { baseUrl } = req;
-  const place = baseUrl === '' && !Array.isArray(route.path) ? null : placeOf(req.app, route);
-  const own = ownPath(route, place?.layer, req.path);
-  if (own === undefined) return undefined;
-  return (place !== null && fits(place.mount, baseUrl) ? place.mount : baseUrl) + own;
-}
-
-/**
- * Whether the routers' patterns read from the tree are those the request went through: as many
- * segments as `req.baseUrl`, each a parameter or the same text. (A sub-app a router mounts is
- * mounted at a path the tree does not show.) A pattern whose parts may span segments is taken.
- */
-function fits(mount: string, baseUrl: string): boolean {
-  if (/[*{}()?+]/.test(mount)) return true;
-  const patterns = mount.split('/');
-  const segments = baseUrl.split('/');
-  return (
-    patterns.length === segments.length &&
-    patterns.every((part, i) => part.startsWith(':') || part.toLowerCase() === segments[i]?.toLowerCase())
-  );
+  try {
+    const { baseUrl } = req;
+    const place = baseUrl === '' && !Array.isArray(route.path) ? null : placeOf(req.app, route);
+    const own = ownPath(route, place?.layer, req.path);
+    if (own === undefined) return undefined;
+    return (place !== null && cameThrough(place, baseUrl) ? place.mount : baseUrl) + own;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The route's own path: a string, or of a list the one `path` (the request's, below the mounts) matches. */
 function ownPath(route: { path?: unknown }, layer: RouterLayer | undefined, path: string): string | undefined {
   if (typeof route.path === 'string') return route.path;
   if (!Array.isArray(route.path) || !Array.isArray(layer?.matchers)) return undefined;
-  const index = (layer.matchers as unknown[]).findIndex(
-    (match) => typeof match === 'function' && match(path) !== false,
-  );
-  const own: unknown = route.path[index];
+  // The layer's matchers follow the list flattened, as Express flattens a nested one.
+  const paths: unknown[] = route.path.flat(Number.POSITIVE_INFINITY);
+  const index = (layer.matchers as Matcher[]).findIndex((match) => match(path) !== false);
+  const own = paths[index];
   return typeof own === 'string' ? own : undefined;
+}
+
+/**
+ * Whether the request came through `place`: `baseUrl` is its app's mount segments (each a
+ * parameter or the same text), then what each router's own matcher takes, and nothing more.
+ */
+function cameThrough(place: RoutePlace, baseUrl: string): boolean {
+  const segments = baseUrl.split('/');
+  const appSegments = place.appSegments;
+  for (let i = 1; i < appSegments.length; i++) {
+    const pattern = appSegments[i] as string;
+    if (!pattern.startsWith(':') && pattern.toLowerCase() !== segments[i]?.toLowerCase()) return false;
+  }
+  let rest = segments.length > appSegments.length ? `/${segments.slice(appSegments.length).join('/')}` : '';
+  for (const router of place.routers) {
+    const taken = ((router.matchers as Matcher[])[0] as Matcher)(rest);
+    if (taken === false) return false;
+    rest = rest.slice(taken.path.length);
+  }
+  return rest === '' || rest === '/';
 }
 
 function placeOf(app: Application, route: object): RoutePlace | null {
@@ -78,25 +95,47 @@ function placeOf(app: Application, route: object): RoutePlace | null {
   return place;
 }
 
-/** The route's one place in `app` (a sub-app below the apps it is mounted in), or `null`. */
+/** The route's one place in `app`, or `null`. */
 function findPlace(app: Application, route: object): RoutePlace | null {
   const appMount = mountOfApp(app);
-  const stack = (app as unknown as { router?: { stack?: unknown } }).router?.stack;
+  // Express 5's router; Express 4 keeps its own as `_router`, whose layers keep no pattern.
+  const router = (app as unknown as { _router?: unknown })._router === undefined ? app.router : undefined;
+  const stack: unknown = (router as { stack?: unknown } | undefined)?.stack;
   if (appMount === undefined || !Array.isArray(stack)) return null;
-  const found: (RoutePlace | null)[] = [];
-  walk(stack, route, appMount, found, 0);
-  return found.length === 1 ? (found[0] as RoutePlace | null) : null;
+  const search: Search = { route, found: [], layers: 0, open: new Set() };
+  walk(stack, [], search);
+  if (search.layers > MAX_LAYERS || search.found.length !== 1) return null;
+  const routers = search.found[0];
+  const layer = search.ownLayer;
+  if (!routers || layer === undefined) return null;
+  const mount = appMount + routers.map((r) => trimmed(r.rawPath as string)).join('');
+  return { appSegments: appMount.split('/'), routers, mount, layer };
 }
 
-/** Every place of `route` below `stack`, `null` for one under a mount path not written as one string. */
-function walk(stack: unknown[], route: object, mount: string | null, found: (RoutePlace | null)[], depth: number) {
+interface Search {
+  readonly route: object;
+  /** Per place found, the routers above it; `null` for one under a mount not written as one string. */
+  readonly found: (RouterLayer[] | null)[];
+  layers: number;
+  /** The routers being read, a router mounted in itself is not read again. */
+  readonly open: Set<unknown>;
+  ownLayer?: RouterLayer;
+}
+
+function walk(stack: unknown[], routers: RouterLayer[] | null, search: Search): void {
+  if (search.open.has(stack)) return;
+  search.open.add(stack);
   for (const layer of stack as RouterLayer[]) {
-    if (layer?.route === route) found.push(mount === null ? null : { mount, layer });
-    else if (Array.isArray(layer?.handle?.stack) && depth < MAX_DEPTH) {
-      const below = mount === null || typeof layer.rawPath !== 'string' ? null : mount + trimmed(layer.rawPath);
-      walk(layer.handle.stack, route, below, found, depth + 1);
+    if (++search.layers > MAX_LAYERS) break;
+    if (layer?.route === search.route) {
+      search.found.push(routers);
+      search.ownLayer = layer;
+    } else if (Array.isArray(layer?.handle?.stack)) {
+      const known = routers !== null && typeof layer.rawPath === 'string' && Array.isArray(layer.matchers);
+      walk(layer.handle.stack, known ? [...routers, layer] : null, search);
     }
   }
+  search.open.delete(stack);
 }
 
 /** The patterns a sub-app was mounted at (`app.use('/v1', subApp)`), outermost first; `''` for the main app. */
@@ -105,7 +144,8 @@ function mountOfApp(app: Application): string | undefined {
   // `parent` is set on an app mounted in another (`app.use`), and missing from Express's types.
   type Mounted = { mountpath?: unknown; parent?: Mounted };
   for (let at = app as Mounted; at.parent !== undefined; at = at.parent) {
-    if (typeof at.mountpath !== 'string') return undefined;
+    // Checked segment by segment: only plain text and whole-segment parameters.
+    if (typeof at.mountpath !== 'string' || /[*{}()?+]|[^/]:/.test(at.mountpath)) return undefined;
     mount = trimmed(at.mountpath) + mount;
   }
   return mount;

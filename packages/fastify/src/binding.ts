@@ -96,6 +96,9 @@ export const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, 
   trustAdvice:
     "set Fastify's `trustProxy` to your proxies' addresses or CIDRs (a hop count is ignored by Fastify 5.12 and later), never to `true`; behind one proxy on a Unix socket, which has no address, to `(address, hop) => hop === 0`.",
   routePattern: (request) => request.routeOptions.url,
+  // Fastify adds a HEAD route to each GET route, which its handler answers, and does not tell
+  // it from a HEAD route of the app's own: every HEAD route counts as its GET route.
+  headRunsGet: () => true,
   setHeader: (reply, name, value) => reply.header(lowered(name), value),
   appendHeader(reply, name, value) {
     const lower = lowered(name);

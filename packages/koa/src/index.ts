@@ -53,6 +53,11 @@ const binding: AdapterBinding<Context, Context> = {
   // koa-compose calls each middleware from `dispatch`.
   dispatchFrame: /\bat dispatch \([^)]*koa-compose/,
   routePattern: matchedRoute,
+  // @koa/router gives a GET route HEAD as well; a route of HEAD alone is the app's own.
+  headRunsGet: (ctx) => {
+    const methods = routeLayer(ctx)?.methods;
+    return Array.isArray(methods) && methods.includes('GET');
+  },
   setHeader: (ctx, name, value) => ctx.set(name, value),
   // A field nothing set yet is set on Node's response, sparing `ctx.append` its copy of every
   // header to read one; one an earlier limiter (sluice's or another's) set is appended to.
@@ -69,25 +74,34 @@ interface RouterLayer {
 }
 
 /**
- * The pattern of the route @koa/router (or koa-router) matched, so known after the router only.
+ * The layer of the route @koa/router (or koa-router) matched, so known after the router only.
  * The router sets `ctx._matchedRoute` to each layer's path as the layer runs, a `router.use`
- * middleware's too, whose path is no route (`(?:\/|$)`). There, the route is the first layer
- * matched by path (`ctx.matched`) and method: the router runs the layers in that order, so its
- * handler is the one that answers unless it passes the request on. A route given as a RegExp
- * has no pattern to report.
+ * middleware's too, whose path is no route (`(?:\/|$)`). There, the route is the first layer of
+ * the router running (`ctx.router`) matched by path (`ctx.matched`, which lists every router's)
+ * and method: the router runs its layers in that order, so that route's handler answers unless
+ * it passes the request on.
  */
-function matchedRoute(ctx: Context): string | undefined {
+function routeLayer(ctx: Context): RouterLayer | undefined {
   const current: unknown = ctx._matchedRoute;
   const matched: unknown = ctx.matched;
-  if (typeof current !== 'string' || !Array.isArray(matched)) return typeof current === 'string' ? current : undefined;
+  if (current === undefined || !Array.isArray(matched)) return undefined;
+  const own: unknown = (ctx.router as { stack?: unknown } | undefined)?.stack;
   let first: RouterLayer | undefined;
   for (const layer of matched as RouterLayer[]) {
     if (!Array.isArray(layer?.methods) || !layer.methods.includes(ctx.method)) continue;
+    if (Array.isArray(own) && !own.includes(layer)) continue;
     // The route whose own middleware is running.
-    if (layer.path === current) return current;
+    if (layer.path === current) return layer;
     first ??= layer;
   }
-  return typeof first?.path === 'string' ? first.path : undefined;
+  // A RegExp route's own middleware names it by its RegExp, which no other route is.
+  return typeof current === 'string' ? first : undefined;
+}
+
+/** A route given as a RegExp has no pattern to report. */
+function matchedRoute(ctx: Context): string | undefined {
+  const path = routeLayer(ctx)?.path;
+  return typeof path === 'string' ? path : undefined;
 }
 
 /**

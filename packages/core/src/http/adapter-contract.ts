@@ -13,6 +13,12 @@ export interface AdapterBinding<Req, Res> extends HeaderTarget<Res>, ClientAddre
   rawResponse(res: Res): ServerResponse;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */
   routePattern?(req: Req): string | undefined;
+  /**
+   * Whether the route a HEAD request matched is a GET route, whose handler answers it (Express,
+   * `@koa/router` and Fastify answer HEAD so unless the app routes HEAD itself): its `route`
+   * descriptor is then the GET's, so that HEAD is no way around a GET route's rule.
+   */
+  headRunsGet?(req: Req): boolean;
   /** A stack frame of the framework dispatching a request: a limiter created under one warns. */
   dispatchFrame?: RegExp;
   /** The framework sets each request's prototype (Express): see `createFirstVisit`. */

@@ -27,6 +27,8 @@ export interface RequestFacts {
   remoteAddress(): string;
   /** The framework's route pattern (`/users/:id`), when it has matched one. */
   readonly route: string | undefined;
+  /** The method its route answers: GET for a HEAD request a GET route's handler answers. */
+  readonly routeMethod: string | undefined;
 }
 
 type Builtin = (facts: RequestFacts) => string | undefined;
@@ -57,15 +59,12 @@ export function rulePath(url: string): string {
   return `/${segments.join('/')}`;
 }
 
-const routeMethod = (method: string | undefined): string | undefined => (method === 'HEAD' ? 'GET' : method);
-
 /** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
 const builtins = new Map<string, Builtin>([
   ['remote_address', (facts) => facts.remoteAddress()],
   ['method', (facts) => facts.request.method],
-  // The pattern, never the raw URL: one counter per route, not per id in the path. A HEAD
-  // request runs its GET route's handler (every framework answers it so), and counts there.
-  ['route', (facts) => (facts.route === undefined ? undefined : `${routeMethod(facts.request.method)} ${facts.route}`)],
+  // The pattern, never the raw URL: one counter per route, not per id in the path.
+  ['route', (facts) => (facts.route === undefined ? undefined : `${facts.routeMethod} ${facts.route}`)],
   ['path', (facts) => (facts.request.url === undefined ? undefined : rulePath(facts.request.url))],
 ]);
 

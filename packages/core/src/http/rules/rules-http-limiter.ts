@@ -246,9 +246,12 @@ export function createRulesHttpLimiter<Req, Res>(
     if (!firstVisit(request)) return SKIPPED;
     checkHeadersUnsent(binding.rawResponse(res));
     if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
+    const route = binding.routePattern?.(req);
     const facts: RequestFacts = {
       request,
-      route: binding.routePattern?.(req),
+      route,
+      routeMethod:
+        request.method === 'HEAD' && route !== undefined && binding.headRunsGet?.(req) ? 'GET' : request.method,
       remoteAddress: () => addressKey(req, request),
     };
     const rules = current();
