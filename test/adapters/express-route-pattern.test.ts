@@ -179,6 +179,64 @@ describe('express: the route pattern under routers', () => {
     for (let i = 0; i < 2; i++) await request(url).get('/a').expect(200);
   });
 
+  // A router mounted at `/` takes nothing of the path: Express matches it apart (`slash`).
+  it('a router mounted at / between the app and the route adds nothing', async () => {
+    const users = express.Router();
+    users.get('/login', limiter(), ok);
+    const root = express.Router();
+    root.use('/api', users);
+    const app = express();
+    app.use(root);
+    const url = await serve(app);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/API/login').expect(200);
+    await request(url).get('/Api/login').expect(429);
+  });
+
+  it("an app.all route answers HEAD with its handler: HEAD counts under GET's rule", async () => {
+    const app = express();
+    app.all('/x', limiter(), ok);
+    const url = await serve(app);
+    await request(url).get('/x').expect(200);
+    await request(url).head('/x').expect(429);
+  });
+
+  // The places are read per app: a router two apps share has a place in each.
+  it('a router two apps share counts under each app its own mount', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const first = express();
+    first.use('/api', router);
+    const second = express();
+    second.use('/:tenant/api', router);
+    const url = await serve(second);
+    await request(url).get('/acme/api/login').expect(200);
+    const other = first.listen(0, '127.0.0.1');
+    await new Promise((resolve) => other.once('listening', resolve));
+    try {
+      const firstUrl = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
+      await request(firstUrl).get('/API/login').expect(200);
+      await request(firstUrl).get('/api/login').expect(200);
+      await request(firstUrl).get('/Api/login').expect(429);
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+    }
+  });
+
+  it('a router of 20,000 routes leaves a route under another router its pattern', async () => {
+    const many = express.Router();
+    for (let i = 0; i < 20_000; i++) many.get(`/r${i}`, ok);
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/many', many);
+    app.use('/api', router);
+    const url = await serve(app);
+    await request(url).get('/API/login').expect(200);
+    await request(url).get('/api/login').expect(200);
+    await request(url).get('/Api/login').expect(429);
+  });
+
   // The tree cannot say which of two mounts the request came through: the URL's text is the key.
   it('a router mounted at two paths keeps the mount part as sent', async () => {
     const router = express.Router();

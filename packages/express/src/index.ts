@@ -12,7 +12,7 @@ import {
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
 import { expressProxyTrust, expressTrustsAsProxy } from './proxy-trust.js';
-import { expressRoutePattern } from './route-pattern.js';
+import { expressHeadRunsGet, expressRoutePattern } from './route-pattern.js';
 
 declare global {
   namespace Express {
@@ -49,11 +49,7 @@ const binding: AdapterBinding<Request, Response> = {
   dispatchFrame: /\bat Layer\.handle(?:Request\b| \[as handle_request\])/,
   // Known once Express has routed: in a route's own middleware, not in `app.use`.
   routePattern: expressRoutePattern,
-  // A route answers HEAD with its GET handler unless it has a HEAD handler of its own.
-  headRunsGet: (req) => {
-    const methods = (req.route as { methods?: Record<string, boolean> } | undefined)?.methods;
-    return methods?.get === true && methods.head !== true;
-  },
+  headRunsGet: (req) => expressHeadRunsGet(req.route),
   setHeader: (res, name, value) => res.setHeader(name, value),
   // A field nothing set yet is set, which Node validates once where its append validates
   // twice; one an earlier limiter (sluice's or another's) set is appended to, never replaced,

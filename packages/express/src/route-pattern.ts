@@ -8,6 +8,8 @@ interface RouterLayer {
   rawPath?: unknown;
   /** One match function per path it was given, flattened (Express 5). */
   matchers?: unknown;
+  /** Mounted at `/`: it takes every path and nothing of it. */
+  slash?: unknown;
 }
 
 type Matcher = (path: string) => false | { path: string };
@@ -23,11 +25,14 @@ interface RoutePlace {
   readonly layer: RouterLayer;
 }
 
-/** Each route's place, found once; `null` where none could be told for sure. */
-const places = new WeakMap<object, RoutePlace | null>();
+/** Each app's routes' places, read from its router tree once (again once a route is added). */
+const placesIn = new WeakMap<object, Map<object, RoutePlace | null>>();
 
-/** How many layers one search reads at most: a router mounted in itself would go on for ever. */
-const MAX_LAYERS = 10_000;
+/**
+ * How many layers one reading of a tree takes at most: a router mounted at many paths of
+ * another mounted at many paths multiplies, and a tree so large is read no further.
+ */
+const MAX_LAYERS = 1_000_000;
 
 /**
  * The pattern of the route Express matched (`/api/users/:id`), known in the route's own
@@ -35,10 +40,11 @@ const MAX_LAYERS = 10_000;
  * were mounted at, is the URL as sent: Express matches it regardless of case, so `/API/login`
  * reached a rule on `/api/login` under another key, and a mount path's parameter (`/tenants/:tid`)
  * came in as its value. The routers' patterns are read from the app's router tree instead, once
- * per route (Express 5 keeps each layer's path as written from its router 2.3 on), and each
- * request is checked to have come through them by the routers' own matchers. Where the tree
- * cannot tell (Express 4, a route reachable by several mounts, a mount path given as a list or
- * a RegExp, a sub-app mounted at one), the mount part is `req.baseUrl`, as before. A route given
+ * per app and again once a route is added (Express 5 keeps each layer's path as written from its
+ * router 2.3 on), and each request is checked to have come through them by the routers' own
+ * matchers. Where the tree cannot tell (Express 4, a route reachable by several mounts, a mount
+ * path given as a list or a RegExp, a sub-app mounted by a router or at more than plain text
+ * and whole-segment parameters), the mount part is `req.baseUrl`, as before. A route given
  * several paths reports the one the request matched, where its place is known. Never throws.
  */
 export function expressRoutePattern(req: Request): string | undefined {
@@ -79,6 +85,8 @@ function cameThrough(place: RoutePlace, baseUrl: string): boolean {
   }
   let rest = segments.length > appSegments.length ? `/${segments.slice(appSegments.length).join('/')}` : '';
   for (const router of place.routers) {
+    // Mounted at `/`, a router takes nothing (Express matches it apart, as `slash`).
+    if (router.slash === true) continue;
     const taken = ((router.matchers as Matcher[])[0] as Matcher)(rest);
     if (taken === false) return false;
     rest = rest.slice(taken.path.length);
@@ -87,55 +95,54 @@ function cameThrough(place: RoutePlace, baseUrl: string): boolean {
 }
 
 function placeOf(app: Application, route: object): RoutePlace | null {
-  let place = places.get(route);
-  if (place === undefined) {
-    place = findPlace(app, route);
-    places.set(route, place);
+  let places = placesIn.get(app);
+  // A route added since the app's tree was read reads it again; one still not in it has no place.
+  if (places === undefined || !places.has(route)) {
+    places = readPlaces(app);
+    if (!places.has(route)) places.set(route, null);
+    placesIn.set(app, places);
   }
-  return place;
+  return places.get(route) ?? null;
 }
 
-/** The route's one place in `app`, or `null`. */
-function findPlace(app: Application, route: object): RoutePlace | null {
+/** Every route's place in `app`'s router tree, `null` for one the tree cannot tell for sure. */
+function readPlaces(app: Application): Map<object, RoutePlace | null> {
+  const places = new Map<object, RoutePlace | null>();
   const appMount = mountOfApp(app);
   // Express 5's router; Express 4 keeps its own as `_router`, whose layers keep no pattern.
   const router = (app as unknown as { _router?: unknown })._router === undefined ? app.router : undefined;
   const stack: unknown = (router as { stack?: unknown } | undefined)?.stack;
-  if (appMount === undefined || !Array.isArray(stack)) return null;
-  const search: Search = { route, found: [], layers: 0, open: new Set() };
-  walk(stack, [], search);
-  if (search.layers > MAX_LAYERS || search.found.length !== 1) return null;
-  const routers = search.found[0];
-  const layer = search.ownLayer;
-  if (!routers || layer === undefined) return null;
+  if (!Array.isArray(stack)) return places;
+  const search = { layers: 0, open: new Set<unknown>() };
+  const walk = (below: unknown[], routers: RouterLayer[] | null): void => {
+    if (search.open.has(below)) return;
+    search.open.add(below);
+    for (const layer of below as RouterLayer[]) {
+      if (++search.layers > MAX_LAYERS) break;
+      const route = layer?.route;
+      if (typeof route === 'object' && route !== null) {
+        // A route reachable through two mounts: which one a request came by, the tree cannot say.
+        const seen = places.has(route);
+        places.set(
+          route,
+          seen || routers === null || appMount === undefined ? null : placeAt(appMount, routers, layer),
+        );
+      } else if (Array.isArray(layer?.handle?.stack)) {
+        const known = routers !== null && typeof layer.rawPath === 'string' && Array.isArray(layer.matchers);
+        walk(layer.handle.stack, known ? [...routers, layer] : null);
+      }
+    }
+    search.open.delete(below);
+  };
+  walk(stack, []);
+  // A tree too large to read whole: no place is sure.
+  if (search.layers > MAX_LAYERS) for (const route of places.keys()) places.set(route, null);
+  return places;
+}
+
+function placeAt(appMount: string, routers: RouterLayer[], layer: RouterLayer): RoutePlace {
   const mount = appMount + routers.map((r) => trimmed(r.rawPath as string)).join('');
   return { appSegments: appMount.split('/'), routers, mount, layer };
-}
-
-interface Search {
-  readonly route: object;
-  /** Per place found, the routers above it; `null` for one under a mount not written as one string. */
-  readonly found: (RouterLayer[] | null)[];
-  layers: number;
-  /** The routers being read, a router mounted in itself is not read again. */
-  readonly open: Set<unknown>;
-  ownLayer?: RouterLayer;
-}
-
-function walk(stack: unknown[], routers: RouterLayer[] | null, search: Search): void {
-  if (search.open.has(stack)) return;
-  search.open.add(stack);
-  for (const layer of stack as RouterLayer[]) {
-    if (++search.layers > MAX_LAYERS) break;
-    if (layer?.route === search.route) {
-      search.found.push(routers);
-      search.ownLayer = layer;
-    } else if (Array.isArray(layer?.handle?.stack)) {
-      const known = routers !== null && typeof layer.rawPath === 'string' && Array.isArray(layer.matchers);
-      walk(layer.handle.stack, known ? [...routers, layer] : null, search);
-    }
-  }
-  search.open.delete(stack);
 }
 
 /** The patterns a sub-app was mounted at (`app.use('/v1', subApp)`), outermost first; `''` for the main app. */
@@ -153,3 +160,23 @@ function mountOfApp(app: Application): string | undefined {
 
 /** A mount path as it prefixes what is below it: `/` adds nothing, and a trailing slash is no segment. */
 const trimmed = (path: string): string => path.replace(/\/+$/, '');
+
+/** A route as Express keeps it: the methods it has handlers for, and its handlers' layers. */
+interface RouteMethods {
+  methods?: Record<string, boolean>;
+  stack?: { method?: string; handle?: unknown }[];
+}
+
+/**
+ * Whether a route answers a HEAD request with its GET handlers: it has no HEAD handler of its
+ * own, or (`app.all` gives each method the same handlers) its HEAD handlers are its GET ones.
+ */
+export function expressHeadRunsGet(route: unknown): boolean {
+  const { methods, stack } = (route ?? {}) as RouteMethods;
+  if (methods === undefined) return false;
+  if (methods.head !== true) return methods.get === true || methods._all === true;
+  const handlers = (method: string) => (stack ?? []).filter((layer) => layer.method === method).map((l) => l.handle);
+  const head = handlers('head');
+  const get = handlers('get');
+  return get.length > 0 && head.length === get.length && head.every((handle, i) => handle === get[i]);
+}
