@@ -32,6 +32,9 @@ descriptors:
   - key: route
     value: GET /x
     policies: [{ name: get-x, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET {/v1}/login
+    policies: [{ name: optional-v1, limit: 1, window: 1m, algorithm: fixed-window }]
 `);
 const ok: RequestHandler = (_req, res) => {
   res.send('ok');
@@ -235,6 +238,29 @@ describe('express: the route pattern under routers', () => {
     await request(url).get('/API/login').expect(200);
     await request(url).get('/api/login').expect(200);
     await request(url).get('/Api/login').expect(429);
+  });
+
+  // Outside the tree, the URL's mount part is read in one case: its case is no way around a rule.
+  it('a router reached through a function counts every case of its mount as one', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('/api', (req, res, next) => router(req, res, next));
+    const url = await serve(app);
+    await request(url).get('/API/login').expect(200);
+    await request(url).get('/aPi/login').expect(200);
+    await request(url).get('/api/login').expect(429);
+  });
+
+  // A mount that may match nothing leaves `req.baseUrl` empty: the tree still names it.
+  it('a mount that matched nothing still reads as its pattern', async () => {
+    const router = express.Router();
+    router.get('/login', limiter(), ok);
+    const app = express();
+    app.use('{/v1}', router);
+    const url = await serve(app);
+    await request(url).get('/v1/login').expect(200);
+    await request(url).get('/login').expect(429);
   });
 
   // The tree cannot say which of two mounts the request came through: the URL's text is the key.

@@ -25,8 +25,15 @@ interface RoutePlace {
   readonly layer: RouterLayer;
 }
 
+/** What is known of an app's routes: their places, as its router tree was last read. */
+interface AppPlaces {
+  places: Map<object, RoutePlace | null>;
+  /** Routes not in the tree when it was read for them (reached through a function, say). */
+  readonly missing: WeakSet<object>;
+}
+
 /** Each app's routes' places, read from its router tree once (again once a route is added). */
-const placesIn = new WeakMap<object, Map<object, RoutePlace | null>>();
+const placesIn = new WeakMap<object, AppPlaces>();
 
 /**
  * How many layers one reading of a tree takes at most: a router mounted at many paths of
@@ -43,8 +50,9 @@ const MAX_LAYERS = 1_000_000;
  * per app and again once a route is added (Express 5 keeps each layer's path as written from its
  * router 2.3 on), and each request is checked to have come through them by the routers' own
  * matchers. Where the tree cannot tell (Express 4, a route reachable by several mounts, a mount
- * path given as a list or a RegExp, a sub-app mounted by a router or at more than plain text
- * and whole-segment parameters), the mount part is `req.baseUrl`, as before. A route given
+ * path given as a list or a RegExp, a router reached through a function of the app's, a sub-app
+ * mounted by a router or at more than plain text and whole-segment parameters), the mount part
+ * is `req.baseUrl` in lower case, so that its case is no way around a rule either. A route given
  * several paths reports the one the request matched, where its place is known. Never throws.
  */
 export function expressRoutePattern(req: Request): string | undefined {
@@ -52,10 +60,11 @@ export function expressRoutePattern(req: Request): string | undefined {
   if (route === undefined || route === null) return undefined;
   try {
     const { baseUrl } = req;
-    const place = baseUrl === '' && !Array.isArray(route.path) ? null : placeOf(req.app, route);
+    const place = placeOf(req.app, route);
     const own = ownPath(route, place?.layer, req.path);
     if (own === undefined) return undefined;
-    return (place !== null && cameThrough(place, baseUrl) ? place.mount : baseUrl) + own;
+    // Where the tree cannot tell, the URL's mount part in one case: Express matches it in any.
+    return (place !== null && cameThrough(place, baseUrl) ? place.mount : baseUrl.toLowerCase()) + own;
   } catch {
     return undefined;
   }
@@ -95,14 +104,18 @@ function cameThrough(place: RoutePlace, baseUrl: string): boolean {
 }
 
 function placeOf(app: Application, route: object): RoutePlace | null {
-  let places = placesIn.get(app);
-  // A route added since the app's tree was read reads it again; one still not in it has no place.
-  if (places === undefined || !places.has(route)) {
-    places = readPlaces(app);
-    if (!places.has(route)) places.set(route, null);
-    placesIn.set(app, places);
+  let known = placesIn.get(app);
+  if (known === undefined) {
+    known = { places: readPlaces(app), missing: new WeakSet() };
+    placesIn.set(app, known);
   }
-  return places.get(route) ?? null;
+  const place = known.places.get(route);
+  if (place !== undefined) return place;
+  if (known.missing.has(route)) return null;
+  // A route added since the tree was read reads it again, once: one still not in it has no place.
+  known.places = readPlaces(app);
+  if (!known.places.has(route)) known.missing.add(route);
+  return known.places.get(route) ?? null;
 }
 
 /** Every route's place in `app`'s router tree, `null` for one the tree cannot tell for sure. */
