@@ -40,6 +40,8 @@ const ok: RequestHandler = (_req, res) => {
   res.send('ok');
 };
 const limiter = () => rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) });
+/** A router with one limited route, `GET /login`. */
+const loginRouter = () => express.Router().get('/login', limiter(), ok);
 
 // Express matches a mount path regardless of case, and `req.baseUrl` is the URL as sent: the
 // route under a router was `baseUrl + route.path`, so `/API/login` escaped a rule on
@@ -56,8 +58,7 @@ describe('express: the route pattern under routers', () => {
   };
 
   it('a mount path in another case counts under the route as written', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/api', router);
     const url = await serve(app);
@@ -78,8 +79,7 @@ describe('express: the route pattern under routers', () => {
   });
 
   it('a sub-app and a router inside it: both mount paths as written', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const sub = express();
     sub.use('/api', router);
     const app = express();
@@ -103,8 +103,7 @@ describe('express: the route pattern under routers', () => {
 
   // A HEAD request runs the GET route's handler: it counts there, not under a route of its own.
   it("a HEAD request counts under its GET route's rule", async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/api', router);
     const url = await serve(app);
@@ -114,8 +113,7 @@ describe('express: the route pattern under routers', () => {
   });
 
   it('a parameter inside a mount segment is its name, not its value', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/api/v:version', router);
     const url = await serve(app);
@@ -206,8 +204,7 @@ describe('express: the route pattern under routers', () => {
 
   // The places are read per app: a router two apps share has a place in each.
   it('a router two apps share counts under each app its own mount', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const first = express();
     first.use('/api', router);
     const second = express();
@@ -229,8 +226,7 @@ describe('express: the route pattern under routers', () => {
   it('a router of 20,000 routes leaves a route under another router its pattern', async () => {
     const many = express.Router();
     for (let i = 0; i < 20_000; i++) many.get(`/r${i}`, ok);
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/many', many);
     app.use('/api', router);
@@ -242,8 +238,7 @@ describe('express: the route pattern under routers', () => {
 
   // Outside the tree, the URL's mount part is read in one case: its case is no way around a rule.
   it('a router reached through a function counts every case of its mount as one', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/api', (req, res, next) => router(req, res, next));
     const url = await serve(app);
@@ -254,8 +249,7 @@ describe('express: the route pattern under routers', () => {
 
   // A mount that may match nothing leaves `req.baseUrl` empty: the tree still names it.
   it('a mount that matched nothing still reads as its pattern', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('{/v1}', router);
     const url = await serve(app);
@@ -265,8 +259,7 @@ describe('express: the route pattern under routers', () => {
 
   // The tree cannot say which of two mounts the request came through: the URL's text is the key.
   it('a router mounted at two paths keeps the mount part as sent', async () => {
-    const router = express.Router();
-    router.get('/login', limiter(), ok);
+    const router = loginRouter();
     const app = express();
     app.use('/api', router);
     app.use('/other', router);
