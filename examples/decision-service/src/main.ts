@@ -13,9 +13,10 @@ app.use(
     // The name is the descriptor the rules limit; the figures, kept equal to the rule's, are
     // what the headers advertise.
     policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
-    // If the service is down or slow, serve rather than fail, and give up on it after 20 ms.
+    // If the service is down or slow, serve rather than fail, and give up on it after 20 ms
+    // (Envoy's own timeout; SLUICE_STORE_TIMEOUT_MS sets another).
     onStoreError: 'allow',
-    storeTimeoutMs: 20,
+    storeTimeoutMs: Number(process.env.SLUICE_STORE_TIMEOUT_MS ?? 20),
   }),
 );
 app.get('/', (req, res) => {
