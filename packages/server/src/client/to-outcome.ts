@@ -24,7 +24,7 @@ export interface WireResponse {
 }
 
 type Mark = NonNullable<SluiceStatusMetadata['overLimit']>;
-const marks: readonly string[] = ['soft', 'elastic', 'shadow'] satisfies Mark[];
+const knownMarks: readonly string[] = ['soft', 'elastic', 'shadow'] satisfies Mark[];
 
 /**
  * sluice's own figures for status `index`, when the service is sluice. A mark this client does
@@ -39,9 +39,9 @@ function sluiceFigures(
   const fields = statuses?.[index]?.structValue?.fields;
   if (fields === undefined) return {};
   let overLimit = fields.overLimit?.stringValue;
-  if (overLimit !== undefined && !marks.includes(overLimit)) {
+  if (overLimit !== undefined && !knownMarks.includes(overLimit)) {
     warnOnce(
-      `[sluice] WRN_SLUICE_UNKNOWN_MARK: the decision service marked a status overLimit "${overLimit}", which this client does not know (it knows ${marks.join(', ')}); decisions so marked carry no mark.`,
+      `[sluice] WRN_SLUICE_UNKNOWN_MARK: the decision service marked a status overLimit "${overLimit}", which this client does not know (it knows ${knownMarks.join(', ')}); decisions so marked carry no mark.`,
     );
     overLimit = undefined;
   }
@@ -137,7 +137,6 @@ export function toOutcomes(
   const outcomes = policies.map((policy, i) =>
     toOutcome(statuses[i] as WireStatus, figures[i] as Partial<SluiceStatusMetadata>, policy, domain, warnOnce),
   );
-  const refusing = outcomes.some((o) => !o.allowed);
   if (allowed) {
     const marks = figures.map((f) => f.overLimit);
     if (outcomes.some((o, i) => !o.allowed && marks[i] === 'shadow')) {
@@ -147,7 +146,7 @@ export function toOutcomes(
     const overLimit = marks.includes('shadow') ? 'shadow' : marks.find((mark) => mark !== undefined);
     return overLimit === undefined ? { allowed, outcomes: passes } : { allowed, outcomes: passes, overLimit };
   }
-  if (refusing) return { allowed, outcomes };
+  if (outcomes.some((o) => !o.allowed)) return { allowed, outcomes };
   return {
     allowed,
     outcomes: outcomes.map((o, i) => ({
