@@ -126,6 +126,30 @@ descriptors:
     await request(url).get('/items/special').expect(429);
   });
 
+  // Regression: a `router.use` layer at a route's path runs under that path, and the route at
+  // it was taken for the one answering, though a route before it does.
+  it("in router.use at a route's path, the route is the one that answers", async () => {
+    const router = new Router();
+    router.use('/items/special', rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }));
+    router.get('/items/:id', ok);
+    router.get('/items/special', ok);
+    const url = await serve(router);
+    expect(draft11(await request(url).get('/items/special').expect(200)).state.items?.r).toBe(1);
+    await request(url).get('/items/special').expect(200);
+    await request(url).get('/items/special').expect(429);
+  });
+
+  // A limiter wrapped in another function is in no layer: the route at the running path counts.
+  it('a limiter wrapped in a route-level function counts under that route', async () => {
+    const router = new Router();
+    const limiter = rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) });
+    router.get('/items/:id', (ctx, next) => limiter(ctx, next), ok);
+    const url = await serve(router);
+    await request(url).get('/items/1').expect(200);
+    await request(url).get('/items/2').expect(200);
+    await request(url).get('/items/3').expect(429);
+  });
+
   // A route given as a RegExp has no pattern: its limiter is no other route's.
   it('a limiter on a RegExp route counts under no route, in router.use too', async () => {
     for (const mounted of ['route', 'use'] as const) {

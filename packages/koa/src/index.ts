@@ -38,7 +38,7 @@ const unproxiedIp = createClientIp();
  * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
  * `maxIpsCount` makes the address one the proxies vouch for.
  */
-const binding: AdapterBinding<Context, Context> = {
+const sharedBinding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
   rawResponse: (ctx) => ctx.res,
   clientIp: (ctx, trust) => (trust === 'none' ? unproxiedIp(ctx) : ctx.ip),
@@ -52,12 +52,6 @@ const binding: AdapterBinding<Context, Context> = {
     'set `app.proxy = true` together with `app.maxIpsCount` = the number of proxies in front of the app, and make sure clients cannot reach the app except through them.',
   // koa-compose calls each middleware from `dispatch`.
   dispatchFrame: /\bat dispatch \([^)]*koa-compose/,
-  routePattern: matchedRoute,
-  // @koa/router gives a GET route HEAD as well; a route of HEAD alone is the app's own.
-  headRunsGet: (ctx) => {
-    const methods = routeLayer(ctx)?.methods;
-    return Array.isArray(methods) && methods.includes('GET');
-  },
   setHeader: (ctx, name, value) => ctx.set(name, value),
   // A field nothing set yet is set on Node's response, sparing `ctx.append` its copy of every
   // header to read one; one an earlier limiter (sluice's or another's) set is appended to.
@@ -67,41 +61,64 @@ const binding: AdapterBinding<Context, Context> = {
   },
 };
 
+/**
+ * The binding of one middleware: the route a request matched is found by the router layer that
+ * holds that middleware.
+ */
+function bindingOf(middleware: Middleware): AdapterBinding<Context, Context> {
+  const routeOf = (ctx: Context) => routeLayer(ctx, middleware);
+  return {
+    ...sharedBinding,
+    routePattern(ctx) {
+      const path = routeOf(ctx)?.path;
+      // A route given as a RegExp has no pattern to report.
+      return typeof path === 'string' ? path : undefined;
+    },
+    // @koa/router gives a GET route HEAD as well; a route of HEAD alone is the app's own.
+    headRunsGet(ctx) {
+      const methods = routeOf(ctx)?.methods;
+      return Array.isArray(methods) && methods.includes('GET');
+    },
+  };
+}
+
 /** A layer of @koa/router (or koa-router), as `ctx.matched` lists them. */
 interface RouterLayer {
   path?: unknown;
   methods?: unknown;
+  stack?: unknown;
 }
+
+const isRoute = (layer: RouterLayer, method: string) => Array.isArray(layer?.methods) && layer.methods.includes(method);
 
 /**
  * The layer of the route @koa/router (or koa-router) matched, so known after the router only.
  * The router sets `ctx._matchedRoute` to each layer's path as the layer runs, a `router.use`
- * middleware's too, whose path is no route (`(?:\/|$)`). There, the route is the first layer of
- * the router running (`ctx.router`) matched by path (`ctx.matched`, which lists every router's)
- * and method: the router runs its layers in that order, so that route's handler answers unless
- * it passes the request on.
+ * layer's too, which is no route (it has no methods) and whose path may be a route's. The layer
+ * running is the one at that path whose middleware is this limiter: a route's is that route. In a
+ * `router.use` layer, the route is the first layer of the router running (`ctx.router`) matched by
+ * path (`ctx.matched`, which lists every router's) and method: the router runs its layers in that
+ * order, so that route's handler answers unless it passes the request on. A limiter wrapped in
+ * another function is in no layer: the route at the running path is taken to be the one.
  */
-function routeLayer(ctx: Context): RouterLayer | undefined {
+function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefined {
   const current: unknown = ctx._matchedRoute;
   const matched: unknown = ctx.matched;
   if (current === undefined || !Array.isArray(matched)) return undefined;
-  const own: unknown = (ctx.router as { stack?: unknown } | undefined)?.stack;
+  const ownStack: unknown = (ctx.router as { stack?: unknown } | undefined)?.stack;
+  const own = (layer: RouterLayer) => !Array.isArray(ownStack) || ownStack.includes(layer);
+  const running = (matched as RouterLayer[]).find(
+    (layer) => layer?.path === current && Array.isArray(layer.stack) && layer.stack.includes(middleware) && own(layer),
+  );
+  if (running !== undefined && isRoute(running, ctx.method)) return running;
   let first: RouterLayer | undefined;
   for (const layer of matched as RouterLayer[]) {
-    if (!Array.isArray(layer?.methods) || !layer.methods.includes(ctx.method)) continue;
-    if (Array.isArray(own) && !own.includes(layer)) continue;
-    // The route whose own middleware is running.
-    if (layer.path === current) return layer;
+    if (!isRoute(layer, ctx.method) || !own(layer)) continue;
+    if (running === undefined && layer.path === current) return layer;
     first ??= layer;
   }
   // A RegExp route's own middleware names it by its RegExp, which no other route is.
   return typeof current === 'string' ? first : undefined;
-}
-
-/** A route given as a RegExp has no pattern to report. */
-function matchedRoute(ctx: Context): string | undefined {
-  const path = routeLayer(ctx)?.path;
-  return typeof path === 'string' ? path : undefined;
 }
 
 /**
@@ -114,7 +131,7 @@ function matchedRoute(ctx: Context): string | undefined {
  * app.use(rateLimit({ limit: 100, window: '1m' }));
  */
 export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHandle {
-  const limiter = createHttpLimiter(options, binding);
+  const limiter = createHttpLimiter(options, bindingOf(sluiceRateLimit));
   const { onLimited } = options;
   const apply = (ctx: Context, next: Next, outcome: Outcome): unknown => {
     if (outcome.decision !== undefined) ctx.state.rateLimit = outcome.decision;
@@ -134,7 +151,7 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
   // Not an async function: when the outcome is ready at once (an in-process store, with no
   // async key, cost, skip or tier function), the middleware hands Koa `next()`'s own promise
   // instead of wrapping it in another.
-  const sluiceRateLimit: Middleware = function sluiceRateLimit(ctx, next) {
+  function sluiceRateLimit(ctx: Context, next: Next): unknown {
     let outcome: Outcome | Promise<Outcome>;
     try {
       outcome = limiter.handle(ctx, ctx);
@@ -144,7 +161,7 @@ export function rateLimit(options: RateLimitOptions): Middleware & RateLimitHand
     return outcome instanceof Promise
       ? outcome.then((settled) => apply(ctx, next, settled), rethrown)
       : apply(ctx, next, outcome);
-  };
+  }
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
 }
 
