@@ -8,6 +8,7 @@ import { readPolicies, readThrottle } from './read-policies.js';
 import { readRateLimit } from './read-rate-limit.js';
 import { type Field, fieldsOf, flagOf, isNull, type Reader, required, textOf, withValue } from './reader.js';
 import type { Rule, RulePathEntry } from './types.js';
+import { isWildcard } from './wildcard.js';
 
 const DESCRIPTOR_KEYS = [
   'key',
@@ -129,11 +130,11 @@ function readDescriptor(context: Context, item: Node | null, parent: readonly Ru
   const entry: RulePathEntry = value === undefined ? { key: key ?? '' } : { key: key ?? '', value };
   const path = Object.freeze([...parent, Object.freeze(entry)]);
   const shareThreshold = flagOf(reader, fields.get('share_threshold'), '`share_threshold`');
-  if (shareThreshold && !value?.includes('*')) {
+  if (shareThreshold && (value === undefined || !isWildcard(value))) {
     reader.report(
       fields.get('share_threshold')?.key,
       'ERR_SLUICE_RULES_CONFLICT',
-      '`share_threshold` needs a `value` with a `*` wildcard.',
+      '`share_threshold` needs a wildcard `value`, one ending in `*`.',
     );
   }
   const rule = readRule(reader, fields, item, domain, path, shareThreshold);

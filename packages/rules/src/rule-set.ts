@@ -1,6 +1,6 @@
 import type { TreeNode } from './read-descriptors.js';
 import type { Descriptor, Rule, RuleMatch, RuleSet } from './types.js';
-import { wildcardMatcher } from './wildcard.js';
+import { isWildcard, wildcardMatcher } from './wildcard.js';
 
 /** The document of one domain, as read. */
 export interface DomainRules {
@@ -32,7 +32,7 @@ function compileLevel(nodes: readonly TreeNode[]): Level | undefined {
       branch = { exact: new Map(), wildcards: [], bare: undefined };
       level.set(node.key, branch);
     }
-    const wildcard = node.value?.includes('*') === true;
+    const wildcard = node.value !== undefined && isWildcard(node.value);
     const compiled: Compiled = {
       rule: node.rule,
       children: compileLevel(node.children),
