@@ -124,6 +124,24 @@ describe('envoyproxy/ratelimit documents load unchanged and mean the same', () =
     expect(rules.match('features', [d(['user', 'ada'])])[0]?.rule.name).toBe('per-user');
   });
 
+  // Regression: a replaced `unlimited` rule was dropped, and its descriptor answered as one no
+  // rule matched (remaining 0 from the service) rather than unlimited.
+  it('an unlimited rule is never replaced, and may replace others, as in envoyproxy/ratelimit', () => {
+    const rules = parseRules(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - { key: internal, rate_limit: { name: internal, unlimited: true, replaces: [{ name: per-user }] } }',
+        '  - { key: user, rate_limit: { name: per-user, unit: minute, requests_per_unit: 1 } }',
+        '  - { key: plan, rate_limit: { name: plan, unit: minute, requests_per_unit: 1, replaces: [{ name: internal }] } }',
+      ].join('\n'),
+    );
+    const [internal, user, plan] = rules.match('d', [d(['internal', 'x']), d(['user', 'ada']), d(['plan', 'gold'])]);
+    expect(internal?.rule.unlimited).toBe(true);
+    expect(user).toBeUndefined();
+    expect(plan?.rule.name).toBe('plan');
+  });
+
   it('counter keys cannot collide across different values', () => {
     const rules = parseRules(
       'domain: k\ndescriptors:\n  - key: a\n    descriptors:\n      - key: b\n        rate_limit: { unit: second, requests_per_unit: 1 }\n',

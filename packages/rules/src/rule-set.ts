@@ -104,7 +104,11 @@ export function createRuleSet(domains: readonly DomainRules[], sources: readonly
       const matches = descriptors.map((descriptor) => walk(level, descriptor));
       if (!replacing) return matches;
       const replaced = new Set(matches.flatMap((m) => m?.rule.replaces ?? []));
-      return matches.map((m) => (m?.rule.name !== undefined && replaced.has(m.rule.name) ? undefined : m));
+      // As envoyproxy/ratelimit, an `unlimited` rule may replace others but is never replaced:
+      // its descriptor is answered unlimited whatever else the request matched.
+      const dropped = (m: RuleMatch | undefined) =>
+        m !== undefined && !m.rule.unlimited && m.rule.name !== undefined && replaced.has(m.rule.name);
+      return matches.map((m) => (dropped(m) ? undefined : m));
     },
   });
 }
