@@ -349,6 +349,33 @@ describe.skipIf(!hasRedisServer())('rules from a Redis that stops answering', ()
     return watcher;
   };
 
+  // Regression: the subscription waited for ever, with the poll and the subscriber's
+  // reconnections left running and nothing to close them.
+  it('a subscriber that cannot connect rejects start-up within the read timeout and is closed', async () => {
+    client = new Redis(server.port, '127.0.0.1');
+    client.on('error', () => {});
+    await publishRules(client, key, perIp(10));
+    // The app's own connection is the one Redis accepts.
+    await client.config('SET', 'maxclients', '1');
+    const closed: boolean[] = [];
+    const duplicate = client.duplicate.bind(client);
+    client.duplicate = (...override) => {
+      const subscriber = duplicate(...override);
+      const disconnect = subscriber.disconnect.bind(subscriber);
+      closed.push(false);
+      subscriber.disconnect = (reconnect) => {
+        closed[0] = reconnect !== true;
+        disconnect(reconnect);
+      };
+      return subscriber;
+    };
+    const error = await watchRedisRules({ client, key, readTimeoutMs: 300 }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'ERR_SLUICE_RULES_READ' });
+    expect((error as Error).message).toContain('no reply within 300 ms');
+    // Its reconnections end with it.
+    expect(closed).toEqual([true]);
+  });
+
   it('an outage is reported once, within the read timeout, and the set stays (each read waited a minute for the retries, unreported)', async () => {
     const errors: RulesError[] = [];
     let reads = 0;

@@ -205,7 +205,9 @@ export async function watchRedisRules(options: RedisRulesOptions): Promise<Rules
     subscriber.disconnect();
   });
   try {
-    await subscriber.subscribe(channelOf(options));
+    // Bounded as a read is: a subscriber that cannot connect (Redis at its client limit, or
+    // gone since the first read) retries for ever, and start-up would wait with it.
+    await within(subscriber.subscribe(channelOf(options)), readTimeoutMs);
   } catch (error) {
     await reloader.watcher.close();
     const message = `Cannot subscribe to ${JSON.stringify(channelOf(options))}: ${(error as Error).message}.`;
