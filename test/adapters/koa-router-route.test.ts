@@ -139,6 +139,37 @@ descriptors:
     await request(url).get('/items/special').expect(429);
   });
 
+  // Regression: one limiter on a GET and a POST route at one path is in both layers, and a POST
+  // found the GET layer first, took it for no route of its method and counted under another.
+  it('one limiter on two routes of one path counts under the route of the request method', async () => {
+    const loginRules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: POST /login
+    policies: [{ name: login, limit: 1, window: 1m, algorithm: fixed-window }]
+`);
+    const router = new Router({ exclusive: true });
+    const limiter = rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) });
+    router.post('/:page', ok);
+    router.get('/login', limiter, ok);
+    router.post('/login', limiter, ok);
+    const url = await serve(router);
+    await request(url).post('/login').expect(200);
+    await request(url).post('/login').expect(429);
+    await request(url).get('/login').expect(200);
+  });
+
+  it('a limiter given to router.use at a RegExp counts under the route that answers', async () => {
+    const router = new Router();
+    router.use(/^\/items/, rateLimit({ rules, descriptors: [['route']], clock: clockAt(0) }));
+    router.get('/items/:id', ok);
+    const url = await serve(router);
+    await request(url).get('/items/1').expect(200);
+    await request(url).get('/items/2').expect(200);
+    await request(url).get('/items/3').expect(429);
+  });
+
   // A limiter wrapped in another function is in no layer: the route at the running path counts.
   it('a limiter wrapped in a route-level function counts under that route', async () => {
     const router = new Router();

@@ -90,6 +90,7 @@ interface RouterLayer {
 }
 
 const isRoute = (layer: RouterLayer, method: string) => Array.isArray(layer?.methods) && layer.methods.includes(method);
+const isUse = (layer: RouterLayer) => Array.isArray(layer.methods) && layer.methods.length === 0;
 
 /**
  * The layer of the route @koa/router (or koa-router) matched, so known after the router only.
@@ -107,18 +108,26 @@ function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefin
   if (current === undefined || !Array.isArray(matched)) return undefined;
   const ownStack: unknown = (ctx.router as { stack?: unknown } | undefined)?.stack;
   const own = (layer: RouterLayer) => !Array.isArray(ownStack) || ownStack.includes(layer);
+  // A layer runs for the request's method when it is a `router.use` layer (no methods) or a
+  // route of that method: one limiter on a GET and a POST route at one path is in both.
   const running = (matched as RouterLayer[]).find(
-    (layer) => layer?.path === current && Array.isArray(layer.stack) && layer.stack.includes(middleware) && own(layer),
+    (layer) =>
+      layer?.path === current &&
+      Array.isArray(layer.stack) &&
+      layer.stack.includes(middleware) &&
+      own(layer) &&
+      (isUse(layer) || isRoute(layer, ctx.method)),
   );
-  if (running !== undefined && isRoute(running, ctx.method)) return running;
+  if (running !== undefined && !isUse(running)) return running;
   let first: RouterLayer | undefined;
   for (const layer of matched as RouterLayer[]) {
     if (!isRoute(layer, ctx.method) || !own(layer)) continue;
     if (running === undefined && layer.path === current) return layer;
     first ??= layer;
   }
-  // A RegExp route's own middleware names it by its RegExp, which no other route is.
-  return typeof current === 'string' ? first : undefined;
+  // In a `router.use` layer, at any path (a RegExp too), the first route answers. A limiter in
+  // no layer under a RegExp route's path runs in that route, which no other route is.
+  return running !== undefined || typeof current === 'string' ? first : undefined;
 }
 
 /**
