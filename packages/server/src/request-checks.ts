@@ -87,10 +87,31 @@ function toEntry(item: unknown, where: string): { key: string; value: string } {
  */
 function hitsOverride(wrapper: unknown, where: string): number {
   const what = `\`${where}.hits_addend\``;
-  if (typeof wrapper !== 'object' || wrapper === null) return wholeNumber(wrapper, what, UINT32_MAX);
+  if (typeof wrapper !== 'object' || wrapper === null) return uint64Cost(wrapper, what);
   const stray = Object.keys(wrapper).find((name) => name !== 'value');
   if (stray !== undefined) badRequest(`${what} has a field \`${stray}\`; a UInt64Value has only \`value\``);
-  return wholeNumber((wrapper as { value?: unknown }).value ?? 0, what, UINT32_MAX);
+  return uint64Cost((wrapper as { value?: unknown }).value ?? 0, what);
+}
+
+const UINT64_MAX = 2n ** 64n - 1n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A UInt64Value cost: any whole number to 2^64 - 1, as text (proto3 JSON's form for 64-bit
+ * integers, read exactly) or as a number (JSON's, and the gRPC loader's: past 2^53 the nearest
+ * double, so 2^64 stands for 2^64 - 1). A cost past 2^53 - 1 is read as 2^53 - 1, which is past
+ * every capacity core counts (limit × window ≤ 2^49): it is refused as one that can never pass,
+ * charging nothing, as any cost above its rule's capacity is. Refusing it as a bad request
+ * instead would let it through Envoy, which passes a call the service fails by default.
+ */
+function uint64Cost(value: unknown, what: string): number {
+  if (typeof value === 'string' && /^\d+$/.test(value)) {
+    const exact = BigInt(value);
+    if (exact <= UINT64_MAX) return Number(exact > MAX_SAFE ? MAX_SAFE : exact);
+  } else if (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 2 ** 64) {
+    return Math.min(value, Number.MAX_SAFE_INTEGER);
+  }
+  return badRequest(`${what} must be a whole number from 0 to ${UINT64_MAX}`);
 }
 
 function toOverride(item: unknown, where: string): NonNullable<DescriptorCall['limit']> {
