@@ -27,6 +27,9 @@ describe('createDecisionServer', () => {
     [{ rules, httpPort: -1 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`httpPort`'],
     [{ rules, storeTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, host: '' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`host`'],
+    // Regressions: accepted, then `listen()` failed with DNS's ENOTFOUND.
+    [{ rules, host: '127.0.0.1:80' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`host`'],
+    [{ rules, host: 'bad host!' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`host`'],
     // Regressions: a wait past 2^31 - 1 ms made the shutdown timer fire after 1 ms and cut off
     // calls in flight; `store: null` became the memory store, and a string threw a TypeError.
     [{ rules, shutdownTimeoutMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`shutdownTimeoutMs`'],

@@ -20,6 +20,8 @@ describe('sluice refuses to start, with a clear message and a non-zero exit', ()
     ['an unknown command', ['start'], 'unknown command'],
     // Regression: refused only once serving began, with exit 1.
     ['an empty --host', ['serve', '--rules', rules, '--host', ''], '--host'],
+    // Regression: started, then failed at listen with exit 1 and DNS's ENOTFOUND.
+    ['a --host with a port', ['serve', '--rules', rules, '--host', '127.0.0.1:80'], '--host'],
     // Regressions: a database that is no number crashed the process with an uncoded stack trace
     // (`SELECT NaN`), and a URL ioredis cannot parse failed with exit 1 and an uncoded error.
     [

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SluiceError, type StandardHeaders } from '@sluice/core';
-import { invalidOption, MAX_IDLE_TIMEOUT_MS } from './server-options.js';
+import { invalidOption, isHost, MAX_IDLE_TIMEOUT_MS } from './server-options.js';
 import type { TlsFiles } from './tls.js';
 
 /** One Redis by URL, or a Cluster's start-up nodes with what every node's connection needs. */
@@ -229,7 +229,8 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
   const rules = rulesSource(values, redis);
   const headers = str('headers');
   const host = str('host');
-  if (host === '') invalidOption('--host', host, 'an address such as 0.0.0.0 or 127.0.0.1');
+  if (host !== undefined && !isHost(host))
+    invalidOption('--host', host, 'an address such as 0.0.0.0, :: or 127.0.0.1, or a host name');
   if (headers !== undefined && !['draft-11', 'draft-7', 'draft-6'].includes(headers))
     invalidOption('--headers', headers, 'draft-11, draft-7 or draft-6');
   return {

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { ServerCredentials } from '@grpc/grpc-js';
 import {
   checkHeaders,
@@ -154,8 +155,8 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
   const ruleSet = typeof rules === 'object' && rules !== null && 'current' in rules ? rules.current : rules;
   if (typeof (ruleSet as { match?: unknown } | undefined)?.match !== 'function')
     invalidOption('rules', rules, 'a rule set from parseRules/loadRules, or a watcher from watchRules');
-  if (options.host !== undefined && (typeof options.host !== 'string' || options.host === ''))
-    invalidOption('host', options.host, 'an address such as "0.0.0.0" or "127.0.0.1"');
+  if (options.host !== undefined && !isHost(options.host))
+    invalidOption('host', options.host, 'an address such as "0.0.0.0", "::" or "127.0.0.1", or a host name');
   // `undefined` alone means plaintext: a `null` (a loader that found no certificate) is a
   // mistake, never a quiet fall back to an unencrypted port.
   const grpcCredentials =
@@ -193,3 +194,14 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     log: log ?? createServiceLog(),
   };
 }
+
+/** One DNS label: letters, digits and inner hyphens, 1 to 63 characters. */
+const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?';
+const HOST_NAME = new RegExp(`^(?=.{1,253}$)${LABEL}(?:\\.${LABEL})*$`);
+
+/**
+ * An IP address or a host name (`localhost`): anything else (`127.0.0.1:80`, a space) would
+ * fail only at `listen()`, with DNS's ENOTFOUND, rather than as the bad option it is.
+ */
+export const isHost = (host: unknown): boolean =>
+  typeof host === 'string' && (isIP(host) !== 0 || HOST_NAME.test(host));
