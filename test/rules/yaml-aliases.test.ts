@@ -34,6 +34,25 @@ describe('YAML anchors, aliases and merge keys', () => {
     ]);
   });
 
+  // Regression: a key written before `<<` won, as the YAML merge-key rule has it, where
+  // envoyproxy/ratelimit's decoder applies the merge where it stands: 100 a second here, 5 there.
+  it('a merge key replaces the keys written before it, as envoyproxy/ratelimit reads it', () => {
+    const limits = parseRules(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - { key: a, rate_limit: &strict { unit: second, requests_per_unit: 5 } }',
+        '  - { key: b, rate_limit: &loose { unit: second, requests_per_unit: 100 } }',
+        '  - { key: c, rate_limit: { requests_per_unit: 100, <<: *strict } }',
+        '  - { key: d, rate_limit: { <<: *strict, requests_per_unit: 100 } }',
+        // Of a list of merges the first wins.
+        '  - { key: e, rate_limit: { <<: [*strict, *loose] } }',
+        '',
+      ].join('\n'),
+    ).rules.map((r) => r.policies[0]?.limit);
+    expect(limits).toEqual([5, 100, 5, 100, 5]);
+  });
+
   it('an unknown key brought in by a merge key is still reported, where it is written', () => {
     const text = [
       'domain: edge',
