@@ -107,6 +107,23 @@ describe('rules validation', () => {
     expect(problems[0]?.message).toContain('ERR_SLUICE_DUPLICATE_POLICY');
   });
 
+  // Regression: `!!str yes` was read as true, though tagged as text.
+  it('a flag is a boolean or a bare YAML 1.1 word, never a word tagged as text', () => {
+    const flagged = (value: string) =>
+      parseRules(
+        `domain: d\ndescriptors:\n  - key: u\n    shadow_mode: ${value}\n    rate_limit: { unit: day, requests_per_unit: 1 }\n`,
+      ).rules[0]?.shadowMode;
+    expect([flagged('yes'), flagged('off'), flagged('!!bool true')]).toEqual([true, false, true]);
+    for (const [text, column] of [
+      ['!!str yes', 24],
+      ['"yes"', 18],
+    ] as const) {
+      expect(problemsOf(`domain: d\ndescriptors:\n  - key: u\n    shadow_mode: ${text}\n`).map(brief)).toEqual([
+        ['ERR_SLUICE_RULES_INVALID_VALUE', 4, column],
+      ]);
+    }
+  });
+
   it('throttle is checked by core; it needs a limit and excludes shadow_mode', () => {
     expect(problemsOf('domain: d\ndescriptors:\n  - key: u\n    throttle: { mode: soft }\n').map(brief)).toEqual([
       ['ERR_SLUICE_RULES_CONFLICT', 4, 5],

@@ -157,7 +157,11 @@ export function flagOf(reader: Reader, field: Field | undefined, what: string): 
   if (isNull(node)) return false;
   if (isScalar(node)) {
     if (typeof node.value === 'boolean') return node.value;
-    const word = node.type === 'PLAIN' && typeof node.value === 'string' ? yaml11Booleans.get(node.value) : undefined;
+    // A word tagged as text (`!!str yes`) is text, as the Go decoder reads it too.
+    const word =
+      node.type === 'PLAIN' && node.tag === undefined && typeof node.value === 'string'
+        ? yaml11Booleans.get(node.value)
+        : undefined;
     if (word !== undefined) return word;
   }
   reader.report(node ?? field.key, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be true or false.`);
