@@ -77,6 +77,27 @@ describe('soft throttling', () => {
     );
   });
 
+  // Regression: a result within 1e-12 of its size of a whole number was that number, and past
+  // 1e11 that took whole tenths: 100,000,000,003 raised by 30 % (130,000,000,003.9) gave
+  // 130,000,000,004.
+  it('the raised capacity of a large limit is its floor too', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1_000_000_000, max: Math.floor(2 ** 49 / 1000) }),
+        fc.integer({ min: 1, max: 100_000 }),
+        async (limit, hundredths) => {
+          const ceiling = Number((BigInt(limit) * BigInt(10_000 + hundredths)) / 10_000n);
+          const throttle = { mode: 'soft', overagePercent: hundredths / 100 } as const;
+          const at = limiterWith({ limit, window: 1000, algorithm: 'fixed-window', throttle }).limiter;
+          expect((await at.consume('k', { cost: ceiling })).allowed).toBe(true);
+          const over = limiterWith({ limit, window: 1000, algorithm: 'fixed-window', throttle }).limiter;
+          expect((await over.consume('k', { cost: ceiling + 1 })).reason).toBe('cost-exceeds-limit');
+        },
+      ),
+      { numRuns: 200, examples: [[100_000_000_003, 3_000]] },
+    );
+  });
+
   // Regression: once the overage was spent, a peek said `allowed: false` with
   // `overLimit: 'soft'`, a mark that means the request passed only thanks to the mode.
   it('a peek that says no more would pass carries no overage mark', async () => {

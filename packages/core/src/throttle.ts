@@ -127,15 +127,32 @@ export function checkThrottleLends(throttle: Throttle, policies: readonly Policy
 }
 
 /**
- * ⌊capacity × (1 + percent/100)⌋. A decimal percentage is not exact in binary (250 × 129.2 /
- * 100 computes as 322.99999999999994), so a result within rounding error of a whole number is
- * that whole number; the error is some 1e-16 of the result, far inside the 1e-12 allowed here.
+ * ⌊capacity × (1 + percent/100)⌋, of the percentage as written in decimal. A decimal is not
+ * exact in binary (250 × 129.2 / 100 computes as 322.99999999999994), but the sum, the product
+ * and the quotient each err by at most half a unit in the last place, within 4 ×
+ * `Number.EPSILON` of the result: a result farther than that from a whole number has the plain
+ * floor, and one that near is worked out in integers.
  */
 const raise = (capacity: number, percent: number): number => {
-  const raised = (capacity * (100 + percent)) / 100;
-  const whole = Math.round(raised);
-  return Math.abs(raised - whole) <= raised * 1e-12 ? whole : Math.floor(raised);
+  const scaled = capacity * (100 + percent);
+  // A whole percentage: the product is exact, and its hundredth is never within rounding error
+  // of a whole number it is not.
+  if (Number.isInteger(percent) && scaled <= Number.MAX_SAFE_INTEGER) return Math.floor(scaled / 100);
+  const raised = scaled / 100;
+  if (Math.abs(raised - Math.round(raised)) > raised * 4 * Number.EPSILON) return Math.floor(raised);
+  return exactRaise(capacity, percent);
 };
+
+/** `raise` in integers, of the shortest decimal that reads back as `percent` (as `String` writes it). */
+function exactRaise(capacity: number, percent: number): number {
+  const [, whole = '', fraction = '', exponent = '0'] =
+    /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(String(percent)) ?? [];
+  const shift = fraction.length - Number(exponent);
+  const digits = BigInt(whole + fraction);
+  // percent = digits × 10^-shift, so capacity × (100 + percent) / 100 = capacity × (100 × scale + digits) / (100 × scale).
+  const [numerator, scale] = shift >= 0 ? [digits, 10n ** BigInt(shift)] : [digits * 10n ** BigInt(-shift), 1n];
+  return Number((BigInt(capacity) * (100n * scale + numerator)) / (100n * scale));
+}
 
 /**
  * A probe that throws lends nothing, as a reading that is no number does: it must not fail the
