@@ -89,6 +89,37 @@ describe('pnpm simulate options', () => {
   });
 });
 
+describe('pnpm simulate, typed anywhere in the repository', () => {
+  /** The arguments the root `simulate` script gives main.ts, as pnpm's shell expands them in the workspace root. */
+  async function scriptArguments(initCwd: string): Promise<string[]> {
+    const { scripts } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+    // `tsx` prints what it is given, one argument a line, rather than run main.ts (which would write docs/simulations).
+    const child = spawn('sh', ['-c', `tsx() { printf '%s\\n' "$@"; }; ${scripts.simulate}`], {
+      cwd: root,
+      // What the shell pnpm starts inherits: the directory the user typed the command in.
+      env: { ...process.env, INIT_CWD: initCwd, PWD: initCwd },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    await new Promise((resolve) => child.once('exit', resolve));
+    const words = output.trimEnd().split('\n');
+    return words.slice(words.indexOf('packages/simulator/src/report/main.ts') + 1);
+  }
+
+  // Regression: `pnpm -w simulate` typed in packages/simulator wrote packages/simulator/docs/simulations,
+  // its `--out docs/simulations` taken from the directory typed in, as a user's own --out is.
+  it("writes the repository's docs/simulations by default, and a user's relative --out where they typed it", async () => {
+    const typedIn = join(root, 'packages', 'simulator');
+    const args = await scriptArguments(typedIn);
+    expect(parseCliOptions(args, typedIn)?.out).toBe(join(root, 'docs', 'simulations'));
+    // pnpm adds the user's flags after the script's own, and the last --out is the one taken.
+    expect(parseCliOptions([...args, '--out', 'sim'], typedIn)?.out).toBe(join(typedIn, 'sim'));
+  });
+});
+
 describe('sluice-simulate, installed', () => {
   // Regression: run with no flags in an app's directory, it wrote docs/simulations/ there, and
   // its help spoke of `pnpm simulate`, a script of sluice's own repository.

@@ -7,6 +7,7 @@ import {
   heavyTailed,
   MAX_ARRIVALS,
   MAX_CLIENTS,
+  simulate,
   steady,
 } from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
@@ -298,5 +299,45 @@ describe('a null startMs or seed', () => {
     expect(() => steady({ ratePerSecond: 5, duration: '10s', ...(given as object) })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
     );
+  });
+});
+
+describe('a null option with a default', () => {
+  const attack = { limit: 2, window: '1s' } as const;
+  const burst = { baseRatePerSecond: 1, burstSize: 2, burstEvery: '1s', duration: '3s' } as const;
+  const tail = { clients: 2, ratePerSecond: 1, duration: '1s' } as const;
+  const day = { clients: 2, meanRatePerSecond: 0.01, duration: '1h' } as const;
+  it.each([
+    ['boundaryAttack', 'startMs', () => boundaryAttack({ ...attack, startMs: null as never }), 'TRAFFIC'],
+    ['boundaryAttack', 'attacks', () => boundaryAttack({ ...attack, attacks: null as never }), 'TRAFFIC'],
+    ['bursts', 'burstLength', () => bursts({ ...burst, burstLength: null as never }), 'DURATION'],
+    ['heavyTailed', 'exponent', () => heavyTailed({ ...tail, exponent: null as never }), 'TRAFFIC'],
+    ['diurnal', 'duration', () => diurnal({ ...day, duration: null as never }), 'DURATION'],
+    ['diurnal', 'swing', () => diurnal({ ...day, swing: null as never }), 'TRAFFIC'],
+    ['diurnal', 'peakAt', () => diurnal({ ...day, peakAt: null as never }), 'DURATION'],
+    ['diurnal', 'exponent', () => diurnal({ ...day, exponent: null as never }), 'TRAFFIC'],
+  ])('%s refuses %s: null, as it refuses any other bad value (it was read as the default)', (_, option, make, code) => {
+    expect(make).toThrow(
+      expect.objectContaining({
+        code: `ERR_SLUICE_INVALID_${code}`,
+        message: expect.stringContaining(`\`${option}\``),
+      }),
+    );
+  });
+});
+
+describe('boundaryAttack near 2^50 ms', () => {
+  it('refuses options whose attacks end past 2^50 ms (it made traffic that simulate then refused)', async () => {
+    const pastTheEnd = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_TRAFFIC',
+      message: expect.stringContaining('2^50'),
+    });
+    expect(() => boundaryAttack({ limit: 100, window: '1h', startMs: 2 ** 50 - 1_000 })).toThrow(pastTheEnd);
+    // Each attack comes a spread after the one before ends, two windows on, and lasts two spreads.
+    const options = { limit: 128, window: 2 ** 20, spread: 2 ** 20, attacks: 2 };
+    const latest = boundaryAttack({ ...options, startMs: 2 ** 50 - 2 ** 22 });
+    expect(latest.at(-1)?.at).toBe(2 ** 50 - 2 ** 20 / 128);
+    await expect(simulate(latest, { limit: 128, window: 2 ** 20 })).resolves.toBeDefined();
+    expect(() => boundaryAttack({ ...options, startMs: 2 ** 50 - 2 ** 22 + 1 })).toThrow(pastTheEnd);
   });
 });

@@ -1,12 +1,16 @@
 import {
   type Arrival,
   admittedSeries,
+  type Buckets,
   bursts,
   compareWithExactLog,
   counterErrorCountingEveryRequest,
   offeredSeries,
   releasedSeries,
+  retryAfterSeries,
+  type SimulatedDecision,
   simulate,
+  totals,
   trailingWindowSeries,
   worstWindow,
 } from '@sluice/simulator';
@@ -200,6 +204,72 @@ describe('measure options', () => {
     // Left out, the end is just after the last request: a start past it is refused alike.
     expect(() => offeredSeries(traffic, { bucketMs: 1_000, startMs: 9_000 })).toThrow(backwards);
     expect(offeredSeries(traffic, { bucketMs: 1_000, startMs: 5_000 }).values).toEqual([1]);
+  });
+});
+
+describe('series buckets', () => {
+  const traffic = at([1_000, 5_000]);
+
+  it.each(['startMs', 'endMs'])('refuse %s: null, as any other bad time (it was read as the default)', (option) => {
+    expect(() => offeredSeries(traffic, { bucketMs: 1_000, [option]: null as never })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining(`\`${option}\``) }),
+    );
+  });
+
+  it('refuse a name they do not know (a misspelt `start` was dropped and the default used)', async () => {
+    const { decisions } = await simulate(traffic, { limit: 1, window: 1_000 });
+    const misspelt = { bucketMs: 1_000, start: 0 } as Buckets;
+    const unknown = expect.objectContaining({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('Unknown buckets option `start` (did you mean `startMs`?)'),
+    });
+    expect(() => offeredSeries(traffic, misspelt)).toThrow(unknown);
+    expect(() => admittedSeries(decisions, misspelt)).toThrow(unknown);
+    expect(() => trailingWindowSeries(decisions, 1_000, misspelt)).toThrow(unknown);
+    expect(offeredSeries(traffic, { bucketMs: 1_000, startMs: 0 }).values).toEqual([0, 1, 0, 0, 0, 1]);
+  });
+});
+
+describe('the measures that add decisions up', () => {
+  const decided = (times: readonly number[]): SimulatedDecision[] =>
+    at(times).map((arrival) => ({ ...arrival, allowed: true, retryAfterMs: 0, delayMs: 0 }));
+  const measures = {
+    worstWindow: (d: SimulatedDecision[]) => worstWindow(d, 1, 10_000),
+    totals,
+    offeredSeries: (d: SimulatedDecision[]) => offeredSeries(d, { bucketMs: 1_000 }),
+    admittedSeries: (d: SimulatedDecision[]) => admittedSeries(d, { bucketMs: 1_000 }),
+    retryAfterSeries: (d: SimulatedDecision[]) => retryAfterSeries(d, { bucketMs: 1_000 }),
+    trailingWindowSeries: (d: SimulatedDecision[]) => trailingWindowSeries(d, 10_000, { bucketMs: 1_000 }),
+  };
+  const [ok] = decided([1_000]) as [SimulatedDecision];
+  const malformed: [string, unknown, string][] = [
+    [
+      'an `at` as text',
+      { ...ok, at: '2000' },
+      'Traffic entry 1: `at` must be whole epoch ms from 0 to 2^50; received "2000"',
+    ],
+    ['a `cost` as text', { ...ok, cost: '5' }, 'Traffic entry 1: `cost` must be a positive whole number; received "5"'],
+    ['a negative `cost`', { ...ok, cost: -3 }, 'Traffic entry 1: `cost` must be a positive whole number; received -3'],
+    ['null', null, 'Traffic entry 1 must be { at, key, cost }'],
+  ];
+
+  describe.each(Object.entries(measures))('%s', (_, measure) => {
+    it.each(malformed)(
+      'refuses an entry with %s, naming it (it returned "15-3", "05" or -3, or threw a TypeError)',
+      (_, entry, message) => {
+        expect(() => measure([ok, entry as SimulatedDecision])).toThrow(
+          expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining(message) }),
+        );
+      },
+    );
+
+    it('refuses something other than an array with a coded error', () => {
+      expect(() => measure(null as never)).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }));
+    });
+
+    it('takes decisions in any order, as two runs joined end to end', () => {
+      expect(() => measure([...decided([1_000, 2_000]), ...decided([0, 1_500])])).not.toThrow();
+    });
   });
 });
 

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineChart } from '../../packages/simulator/src/chart/line-chart.js';
 import { scenarioCharts, worstWindowChart } from '../../packages/simulator/src/report/charts.js';
 import { renderPage } from '../../packages/simulator/src/report/page.js';
-import { runScenario, type ScenarioResult } from '../../packages/simulator/src/report/run-scenario.js';
+import { runScenario, type ScenarioResult, scenarioDone } from '../../packages/simulator/src/report/run-scenario.js';
 import { scenarios } from '../../packages/simulator/src/report/scenarios.js';
 
 let dir: string;
@@ -33,6 +33,14 @@ async function replay(name: string, lines: readonly string[]): Promise<ScenarioR
   const recorded = scenarios({ path, limit: 5, windowMs: 10_000 }).find((s) => s.id === 'recorded-trace');
   return runScenario(recorded as NonNullable<typeof recorded>);
 }
+
+/** The tick labels of a line chart's time axis (`x`) or value axis (`y`), in order. */
+const tickLabels = (svg: string | undefined, axis: 'x' | 'y') =>
+  [
+    ...(svg ?? '').matchAll(
+      new RegExp(`text-anchor="${axis === 'x' ? 'middle' : 'end'}" fill="#333333">([^<]*)<`, 'g'),
+    ),
+  ].map((m) => m[1]);
 
 describe('the simulate report', () => {
   it('refuses a trace with no requests instead of drawing empty charts', async () => {
@@ -64,7 +72,7 @@ describe('the simulate report', () => {
       'offered',
       'fixed-window',
       'sliding-window-log = sliding-window-counter = token-bucket = leaky-bucket = gcra',
-      'time since start (s)',
+      'time since start (ms)',
     ]);
     expect(charts[1]?.svg).toContain('>limit 5</text>');
   });
@@ -155,6 +163,56 @@ describe('the simulate report', () => {
       expect(renderPage([long], worstWindowChart([long]), new Map([[long, charts]]))).toContain('## Recorded trace');
     },
   );
+
+  it.each([
+    ['31 ms', ['1000 a', '1000 a', '1030 a', '1031 b'], ['0', '5', '10', '15', '20', '25', '30']],
+    ['1 ms', ['1000 a'], ['0', '0.2', '0.4', '0.6', '0.8', '1']],
+  ])(
+    'labels each time tick of a trace spanning %s apart, in ms (in seconds to two decimals, they read 0, 0.01, 0.01, … or all 0)',
+    async (_, lines, expected) => {
+      const short = await replay('short.txt', lines);
+      for (const chart of scenarioCharts(short)) {
+        expect(chart.svg).toContain('>time since start (ms)</text>');
+        expect(tickLabels(chart.svg, 'x')).toEqual(expected);
+      }
+    },
+  );
+
+  it('labels each rate tick of a low-rate trace apart (at two decimals, 0.001 to 0.004 requests/s all read 0)', async () => {
+    // 200 requests, one every 7.2 minutes, from 20 clients: 2 or 3 in each 15-minute bucket.
+    const slow = await replay(
+      'slow.txt',
+      range(0, 200, 432_000).map((t, i) => `${t} c${i % 20}`),
+    );
+    expect(slow.buckets.bucketMs).toBe(900_000);
+    const [admitted] = scenarioCharts(slow);
+    expect(admitted?.svg).toContain('>requests per second</text>');
+    expect(tickLabels(admitted?.svg, 'y')).toEqual(['0', '0.001', '0.002', '0.003', '0.004']);
+  });
+
+  it('labels a limit under 0.005/s by its value (a limit of 1 an hour read "limit 0/s")', async () => {
+    const hourly = await runScenario({
+      id: 'hourly',
+      title: 'Hourly',
+      about: '',
+      traffic: () => range(0, 3, 1_000).map((t) => ({ at: t, key: 'a', cost: 1 })),
+      limit: 1,
+      windowMs: 3_600_000,
+      charts: [],
+    });
+    expect(scenarioCharts(hourly)[0]?.svg).toContain('>limit 0.000278/s</text>');
+  });
+
+  it('says "1 request" in a chart and on the console, not "1 requests"', async () => {
+    const one = await replay('one.txt', ['1000 a']);
+    expect(scenarioCharts(one)[0]?.svg).toContain('; 1 request from 1 client;');
+    expect(scenarioDone(one)).toBe('recorded-trace: 1 request × 6 limiters');
+    const costly = await replay('one-costly.txt', ['1000 a 3']);
+    expect(scenarioCharts(costly)[0]?.svg).toContain('; 1 request (3 cost units) from 1 client;');
+    const page = renderPage([costly], worstWindowChart([costly]), new Map([[costly, scenarioCharts(costly)]]));
+    expect(page).toContain('(3 offered in 1 request)');
+    expect(scenarioDone(result)).toBe('recorded-trace: 11 requests × 6 limiters');
+  });
 
   it('draws a series too long to spread into Math.max (it overflowed the call stack)', () => {
     const values = Array.from({ length: 500_000 }, (_, i) => i % 7);

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { parseTrace, readTrace } from '@sluice/simulator';
+import { parseTrace, readTrace, type TraceOptions } from '@sluice/simulator';
 import { describe, expect, it } from 'vitest';
 
 const sample = fileURLToPath(new URL('../../packages/simulator/traces/sample-access.log', import.meta.url));
@@ -165,6 +165,26 @@ describe('parseTrace', () => {
     );
     const line = '192.0.2.7 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.0" 200 1';
     expect(() => parseTrace(line, { format: 'plain' })).toThrow(expect.objectContaining({ line: 1 }));
+  });
+
+  it('refuses options it does not know, and options that are not an object (a misspelling was dropped, null a TypeError)', async () => {
+    const refused = (text: string) =>
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRACE', message: expect.stringContaining(text) });
+    const misspelt = { formt: 'plain' } as TraceOptions;
+    expect(() => parseTrace('1000 a', misspelt)).toThrow(
+      refused('Unknown trace option `formt` (did you mean `format`?)'),
+    );
+    await expect(readTrace(sample, misspelt)).rejects.toThrow(refused('`formt`'));
+    // readTrace names the trace by its path itself: a `source` given to it was overwritten unseen.
+    await expect(readTrace(sample, { source: 'x' } as TraceOptions)).rejects.toThrow(refused('`source`'));
+    for (const options of [null, 'plain', ['plain']]) {
+      expect(() => parseTrace('1000 a', options as TraceOptions)).toThrow(refused('Trace options must be an object'));
+      await expect(readTrace(sample, options as TraceOptions)).rejects.toThrow(
+        refused('Trace options must be an object'),
+      );
+    }
+    expect(() => parseTrace('1000 a', { source: null as never })).toThrow(refused('`source`'));
+    expect(parseTrace('1000 a', { format: 'plain', source: 'x.log' })).toEqual([{ at: 1000, key: 'a', cost: 1 }]);
   });
 
   it('refuses a cost too large to read exactly, naming the line (9999999999999999 was read as 10^16)', () => {

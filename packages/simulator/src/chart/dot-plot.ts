@@ -1,6 +1,6 @@
 import { LINE_STYLES, type LineStyle, marker } from './style.js';
 import { document, px, text } from './svg.js';
-import { formatNumber, niceTicks } from './ticks.js';
+import { niceTicks, tickLabel } from './ticks.js';
 
 export interface DotPlotOptions {
   title: string;
@@ -48,7 +48,7 @@ export function dotPlot(options: DotPlotOptions): string {
   });
   for (const t of ticks) {
     body.push(`<line x1="${px(x(t))}" x2="${px(x(t))}" y1="${top}" y2="${bottom}" stroke="#e3e3e3"/>`);
-    body.push(text(x(t), bottom + 20, `${formatNumber(t)}×`, 'text-anchor="middle" fill="#333333"'));
+    body.push(text(x(t), bottom + 20, `${tickLabel(t)}×`, 'text-anchor="middle" fill="#333333"'));
   }
   for (const reference of options.references) {
     const rx = x(reference.value);

@@ -2,7 +2,7 @@ import type { Series } from '../measure/series.js';
 import { legendRows } from './legend.js';
 import { LINE_STYLES, type LineStyle, marker, OFFERED, strokeAttributes } from './style.js';
 import { document, px, text } from './svg.js';
-import { formatNumber, niceTicks, timeUnit } from './ticks.js';
+import { niceTicks, tickLabel, timeUnit } from './ticks.js';
 
 export interface ChartLine {
   label: string;
@@ -112,7 +112,7 @@ function yAxis(
   const parts = ticks.map(
     (t) =>
       `<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${px(y(t))}" y2="${px(y(t))}" stroke="#e3e3e3"/>` +
-      text(LEFT - 8, y(t) + 4.5, formatNumber(t), 'text-anchor="end" fill="#333333"'),
+      text(LEFT - 8, y(t) + 4.5, tickLabel(t), 'text-anchor="end" fill="#333333"'),
   );
   const middle = (top + bottom) / 2;
   parts.push(text(18, middle, label, `text-anchor="middle" fill="#111111" transform="rotate(-90 18 ${px(middle)})"`));
@@ -134,7 +134,7 @@ function xAxis(
     .filter((t) => t >= from - 1e-9 && t <= to + 1e-9)
     .map((t) => {
       const at = x(originMs + t * unit.ms);
-      return `<line x1="${px(at)}" x2="${px(at)}" y1="${bottom}" y2="${bottom + 5}" stroke="#555555"/>${text(at, bottom + 20, formatNumber(t), 'text-anchor="middle" fill="#333333"')}`;
+      return `<line x1="${px(at)}" x2="${px(at)}" y1="${bottom}" y2="${bottom + 5}" stroke="#555555"/>${text(at, bottom + 20, tickLabel(t), 'text-anchor="middle" fill="#333333"')}`;
     });
   parts.push(
     text(

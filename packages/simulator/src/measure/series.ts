@@ -1,6 +1,6 @@
-import { describe, invalid, SluiceError } from '@sluice/core';
+import { checkOptionNames, describe, invalid, SluiceError } from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
-import type { Arrival } from '../traffic/arrival.js';
+import { type Arrival, checkArrivals, orDefault } from '../traffic/arrival.js';
 import { checkMs } from './checks.js';
 
 /** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
@@ -19,25 +19,27 @@ export interface Buckets {
   endMs?: number;
 }
 
+/** A bad `Buckets`, a misspelt name in it included: one code for all. */
+const optionError = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] ${message}`);
+
 /** The most buckets a series may have: far more than a chart can show, and 8 MB of numbers. */
 export const MAX_BUCKETS = 1_000_000;
 
 /**
  * The buckets' first start, their number, and the bucket a time falls in, defaults taken from
  * the times `timeOf` gives: queue mode releases requests after the last arrival, and a default
- * end at that arrival would leave them out.
+ * end at that arrival would leave them out. Every series checks its decisions and buckets here.
  */
 export function frame<T extends Arrival>(
   decisions: readonly T[],
   buckets: Buckets,
   timeOf: (d: T) => number = (d) => d.at,
 ) {
+  checkArrivals(decisions);
   if (typeof buckets !== 'object' || buckets === null) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `[sluice] Buckets must be { bucketMs, startMs?, endMs? }; received ${describe(buckets)}.`,
-    );
+    throw optionError(`Buckets must be { bucketMs, startMs?, endMs? }; received ${describe(buckets)}.`);
   }
+  checkOptionNames(buckets, ['bucketMs', 'startMs', 'endMs'], 'buckets', optionError);
   const bucketMs = checkMs(buckets.bucketMs, 'bucketMs');
   let first = decisions.length > 0 ? Number.POSITIVE_INFINITY : 0;
   let last = decisions.length > 0 ? Number.NEGATIVE_INFINITY : 0;
@@ -46,8 +48,8 @@ export function frame<T extends Arrival>(
     if (at < first) first = at;
     if (at > last) last = at;
   }
-  const startMs = epochMs(buckets.startMs ?? Math.floor(first / bucketMs) * bucketMs, 'startMs');
-  const endMs = epochMs(buckets.endMs ?? last + 1, 'endMs');
+  const startMs = epochMs(orDefault(buckets.startMs, Math.floor(first / bucketMs) * bucketMs), 'startMs');
+  const endMs = epochMs(orDefault(buckets.endMs, last + 1), 'endMs');
   if (endMs < startMs) {
     const given = buckets.endMs === undefined ? ' (left out: just after the last decision)' : '';
     invalid('ERR_SLUICE_INVALID_OPTION', 'endMs', endMs, `at least \`startMs\` (${startMs})${given}`);

@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import { checkArrivals } from '../traffic/arrival.js';
 
 export interface Totals {
   /** Requests offered, admitted and refused. */
@@ -26,6 +27,7 @@ export interface Totals {
 }
 
 export function totals(decisions: readonly SimulatedDecision[]): Totals {
+  checkArrivals(decisions);
   const result: Totals = {
     offered: 0,
     admitted: 0,

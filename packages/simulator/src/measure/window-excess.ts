@@ -1,4 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
+import { checkArrivals } from '../traffic/arrival.js';
 import { checkLimit, checkMs } from './checks.js';
 import { type Buckets, frame, type Series } from './series.js';
 
@@ -47,6 +48,7 @@ function admittedByKey(decisions: readonly SimulatedDecision[]): Map<string, { a
  * scores 0; aligned fixed windows reach 2 × limit at a boundary.
  */
 export function worstWindow(decisions: readonly SimulatedDecision[], limit: number, windowMs: number): WorstWindow {
+  checkArrivals(decisions);
   checkLimit(limit);
   checkMs(windowMs, 'windowMs');
   let worst: WorstWindow = { admitted: 0, excess: 0, ratio: 0, key: undefined, atMs: undefined };

@@ -1,7 +1,7 @@
 import { dotPlot } from '../chart/dot-plot.js';
 import type { ChartLine } from '../chart/line-chart.js';
 import { lineChart } from '../chart/line-chart.js';
-import { formatNumber } from '../chart/ticks.js';
+import { formatCount, formatNumber, formatRate } from '../chart/ticks.js';
 import type { Series } from '../measure/series.js';
 import { QUEUE, type RunResult, type ScenarioResult } from './run-scenario.js';
 
@@ -52,8 +52,8 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
   const { unit } = result;
   const offered =
     unit === 'requests'
-      ? `${formatNumber(result.requests)} requests`
-      : `${formatNumber(result.requests)} requests (${formatNumber(result.cost)} ${unit})`;
+      ? formatCount(result.requests, 'request')
+      : `${formatCount(result.requests, 'request')} (${formatNumber(result.cost)} ${unit})`;
   const charts: Chart[] = [];
   const admittedLines: ChartLine[] = [
     {
@@ -69,14 +69,14 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
     caption: `${scenario.title}: offered and admitted ${unit} per second, every algorithm, limit ${policy}${perClient}`,
     svg: lineChart({
       title: `${scenario.title}: offered vs admitted`,
-      subtitle: `Limit ${policy}${perClient}; ${offered} from ${formatNumber(result.clients)} client${result.clients > 1 ? 's' : ''}; averaged over ${bucket}`,
+      subtitle: `Limit ${policy}${perClient}; ${offered} from ${formatCount(result.clients, 'client')}; averaged over ${bucket}`,
       yLabel: `${unit} per second`,
       lines: admittedLines,
       ...(result.clients === 1
         ? {
             reference: {
               value: limitRate,
-              label: `limit ${formatNumber(limitRate)}/s`,
+              label: `limit ${formatRate(limitRate)}/s`,
             },
           }
         : {}),
@@ -148,7 +148,7 @@ export function scenarioCharts(result: ScenarioResult): Chart[] {
         ],
         reference: {
           value: limitRate,
-          label: `limit ${formatNumber(limitRate)}/s`,
+          label: `limit ${formatRate(limitRate)}/s`,
         },
         originMs: buckets.startMs,
       }),

@@ -5,14 +5,15 @@ import { isSluiceError } from '@sluice/core';
 import { type Chart, scenarioCharts, worstWindowChart } from './charts.js';
 import { parseCliOptions, prepareOut, readTraceOption, USAGE } from './cli-options.js';
 import { renderPage } from './page.js';
-import { runScenario, type ScenarioResult } from './run-scenario.js';
+import { runScenario, type ScenarioResult, scenarioDone } from './run-scenario.js';
 import { scenarios } from './scenarios.js';
 
 /** A bad command line exits 2, as `sluice serve`'s does; a run that fails, 1. */
 const BAD_COMMAND_LINE = 2;
 
 async function main(): Promise<void> {
-  // `pnpm simulate` runs in the workspace root; INIT_CWD is where the user typed it.
+  // `pnpm simulate` runs in the workspace root; INIT_CWD is where the user typed it, which a
+  // relative `--out` or `--trace` of theirs is taken from. The script's own `--out` is absolute.
   const cwd = process.env.INIT_CWD ?? process.cwd();
   let options: ReturnType<typeof parseCliOptions>;
   try {
@@ -36,8 +37,7 @@ async function main(): Promise<void> {
     const result = await runScenario(scenario, throttle);
     results.push(result);
     charts.set(result, scenarioCharts(result));
-    const limiters = result.runs.length + (result.queue ? 1 : 0) + (result.shapingRefuses ? 1 : 0);
-    console.log(`${scenario.id}: ${result.requests.toLocaleString('en-US')} requests × ${limiters} limiters`);
+    console.log(scenarioDone(result));
   }
   const summary = worstWindowChart(results);
   for (const chart of [summary, ...[...charts.values()].flat()]) await writeFile(join(out, chart.file), chart.svg);

@@ -1,5 +1,5 @@
 import type { Throttle } from '@sluice/core';
-import { formatNumber } from '../chart/ticks.js';
+import { formatCount, formatNumber } from '../chart/ticks.js';
 import type { CountingEveryRequest } from '../measure/counting-every-request.js';
 import type { ExactLogComparison } from '../measure/exact-log.js';
 import type { Totals } from '../measure/totals.js';
@@ -112,7 +112,7 @@ function scenarioSection(result: ScenarioResult, charts: readonly Chart[], throt
     '',
     ...(costs
       ? [
-          `Some requests here cost more than 1, and a limit counts cost: the charts and the table count cost units (${formatNumber(result.cost)} offered in ${formatNumber(result.requests)} requests), not requests.`,
+          `Some requests here cost more than 1, and a limit counts cost: the charts and the table count cost units (${formatNumber(result.cost)} offered in ${formatCount(result.requests, 'request')}), not requests.`,
           '',
         ]
       : []),

@@ -1,4 +1,5 @@
 import type { AlgorithmName, PolicyOptions, Throttle } from '@sluice/core';
+import { formatCount } from '../chart/ticks.js';
 import { type CountingEveryRequest, counterErrorCountingEveryRequest } from '../measure/counting-every-request.js';
 import { compareWithExactLog, type ExactLogComparison } from '../measure/exact-log.js';
 import {
@@ -131,6 +132,12 @@ export async function runScenario(scenario: Scenario, throttle?: Throttle): Prom
     }));
   }
   return result;
+}
+
+/** The line the command prints when a scenario is done. */
+export function scenarioDone(result: ScenarioResult): string {
+  const limiters = result.runs.length + (result.queue ? 1 : 0) + (result.shapingRefuses ? 1 : 0);
+  return `${result.scenario.id}: ${formatCount(result.requests, 'request')} × ${limiters} limiters`;
 }
 
 async function measure(

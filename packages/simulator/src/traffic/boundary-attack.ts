@@ -2,10 +2,12 @@ import { type Duration, toMs } from '@sluice/core';
 import {
   type Arrival,
   checkArrivalCount,
+  checkEnd,
   generatorOptions,
   keyOption,
+  orDefault,
   positiveInteger,
-  span,
+  startOption,
   trafficError,
 } from './arrival.js';
 
@@ -34,7 +36,7 @@ export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
   generatorOptions(options, ['limit', 'window', 'attacks', 'spread', 'startMs', 'key']);
   const limit = positiveInteger(options.limit, 'limit');
   const windowMs = toMs(options.window, 'window');
-  const attacks = positiveInteger(options.attacks ?? 3, 'attacks');
+  const attacks = positiveInteger(orDefault(options.attacks, 3), 'attacks');
   checkArrivalCount(2 * attacks * limit);
   const spreadMs =
     options.spread === undefined ? Math.max(1, Math.floor(windowMs / 20)) : toMs(options.spread, 'spread');
@@ -45,9 +47,11 @@ export function boundaryAttack(options: BoundaryAttackOptions): Arrival[] {
       `Traffic option \`spread\` must be at most the window (${windowMs} ms); received ${spreadMs} ms.`,
     );
   }
-  const { startMs } = span({ duration: 1, startMs: options.startMs ?? 0 });
+  const startMs = startOption(options.startMs);
   const key = keyOption(options.key, 'key', 'attacker');
   const firstBoundary = Math.ceil((startMs + spreadMs) / windowMs) * windowMs;
+  // The last attack's second half ends a spread after its boundary.
+  checkEnd(firstBoundary + 2 * (attacks - 1) * windowMs + spreadMs, '`startMs`, `window`, `spread` and `attacks`');
   const arrivals: Arrival[] = [];
   for (let n = 0; n < attacks; n++) {
     const boundary = firstBoundary + 2 * n * windowMs;

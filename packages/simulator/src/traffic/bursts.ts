@@ -6,6 +6,7 @@ import {
   generatorOptions,
   keyOption,
   merge,
+  orDefault,
   positiveInteger,
   positiveNumber,
   SPAN_OPTIONS,
@@ -34,7 +35,7 @@ export function bursts(options: BurstsOptions): Arrival[] {
   const key = keyOption(options.key, 'key', 'client');
   const size = positiveInteger(options.burstSize, 'burstSize');
   const everyMs = toMs(options.burstEvery, 'burstEvery');
-  const lengthMs = toMs(options.burstLength ?? '1s', 'burstLength');
+  const lengthMs = toMs(orDefault(options.burstLength, '1s'), 'burstLength');
   const ratePerSecond = positiveNumber(options.baseRatePerSecond, 'baseRatePerSecond');
   checkArrivalCount(Math.floor((endMs - startMs) / everyMs) * size + ((endMs - startMs) * ratePerSecond) / 1000);
   const random = seededRandom(seed, 1);

@@ -9,6 +9,7 @@ import {
   MAX_ARRIVALS,
   merge,
   offsetMs,
+  orDefault,
   poissonMost,
   positiveInteger,
   positiveNumber,
@@ -51,13 +52,16 @@ export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
  */
 export function diurnal(options: DiurnalOptions): Arrival[] {
   const known = [...SPAN_OPTIONS, 'clients', 'meanRatePerSecond', 'swing', 'peakAt', 'exponent', 'flashCrowd'];
-  const { startMs, endMs, seed } = span({ ...generatorOptions(options, known), duration: options.duration ?? '1d' });
+  const { startMs, endMs, seed } = span({
+    ...generatorOptions(options, known),
+    duration: orDefault(options.duration, '1d'),
+  });
   const clients = clientCount(options.clients);
   const mean = positiveNumber(options.meanRatePerSecond, 'meanRatePerSecond');
-  const swing = positiveNumber(options.swing ?? 0.8, 'swing', true);
+  const swing = positiveNumber(orDefault(options.swing, 0.8), 'swing', true);
   if (swing > 1) throw trafficError(`Traffic option \`swing\` must be at most 1; received ${swing}.`);
-  const peakMs = startMs + offsetMs(options.peakAt ?? '15h', 'peakAt');
-  const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
+  const peakMs = startMs + offsetMs(orDefault(options.peakAt, '15h'), 'peakAt');
+  const exponent = positiveNumber(orDefault(options.exponent, 1.1), 'exponent');
   const crowd = flashCrowd(options.flashCrowd, startMs, endMs);
   // The day and the crowd together, before either is made: checked apart, each could take the
   // whole cap. Thinning draws every regular request at the peak rate before it keeps some.

@@ -5,6 +5,7 @@ import {
   type GeneratorOptions,
   generatorOptions,
   keyOption,
+  orDefault,
   poissonMost,
   positiveNumber,
   SPAN_OPTIONS,
@@ -34,7 +35,7 @@ export function heavyTailed(options: HeavyTailedOptions): Arrival[] {
   const clients = clientCount(options.clients);
   const rate = positiveNumber(options.ratePerSecond, 'ratePerSecond');
   checkArrivalCount(poissonMost(((endMs - startMs) * rate) / 1000));
-  const exponent = positiveNumber(options.exponent ?? 1.1, 'exponent');
+  const exponent = positiveNumber(orDefault(options.exponent, 1.1), 'exponent');
   const prefix = keyOption(options.keyPrefix, 'keyPrefix', 'client-', true);
   const random = seededRandom(seed);
   const pick = zipfPicker(random, clients, exponent);

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { describe, MAX_EPOCH_MS, SluiceError } from '@sluice/core';
+import { checkOptionNames, describe, MAX_EPOCH_MS, SluiceError } from '@sluice/core';
 import { type Arrival, DAY_MS } from './arrival.js';
 
 export type TraceFormat = 'plain' | 'access-log';
@@ -59,21 +59,14 @@ const positiveWhole = /^[1-9]\d{0,15}$/;
  * naming the line: nothing is skipped silently.
  */
 export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] {
-  const source = options.source ?? 'trace';
-  if (typeof text !== 'string') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_TRACE',
-      `[sluice] parseTrace takes the trace's text as a string; received ${describe(text)}.`,
-    );
-  }
+  checkTraceOptions(options, ['format', 'source']);
+  const { source = 'trace' } = options;
+  if (typeof source !== 'string')
+    throw invalidTrace(`Trace option \`source\` must be text; received ${describe(source)}.`);
+  if (typeof text !== 'string')
+    throw invalidTrace(`parseTrace takes the trace's text as a string; received ${describe(text)}.`);
   const lines = text.split(/\r?\n/);
   let format = options.format;
-  if (format !== undefined && format !== 'plain' && format !== 'access-log') {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_TRACE',
-      `[sluice] Trace option \`format\` must be 'plain' or 'access-log'; received ${JSON.stringify(format)}.`,
-    );
-  }
   const arrivals: Arrival[] = [];
   lines.forEach((raw, index) => {
     const line = raw.trim();
@@ -88,7 +81,23 @@ export function parseTrace(text: string, options: TraceOptions = {}): Arrival[] 
 
 /** `parseTrace` on a file; the file name appears in error messages. */
 export async function readTrace(path: string, options: Omit<TraceOptions, 'source'> = {}): Promise<Arrival[]> {
+  // Checked before the file is read, and `source` refused: spread below, it would be overwritten unseen.
+  checkTraceOptions(options, ['format']);
   return parseTrace(await readFile(path, 'utf8'), { ...options, source: path });
+}
+
+const invalidTrace = (message: string) => new SluiceError('ERR_SLUICE_INVALID_TRACE', `[sluice] ${message}`);
+
+/** Options that are an object naming only `known` ones, and a `format` this reader knows. */
+function checkTraceOptions(options: unknown, known: readonly string[]): asserts options is TraceOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw invalidTrace(`Trace options must be an object; received ${describe(options)}.`);
+  }
+  checkOptionNames(options, known, 'trace', invalidTrace);
+  const { format } = options as TraceOptions;
+  if (format !== undefined && format !== 'plain' && format !== 'access-log') {
+    throw invalidTrace(`Trace option \`format\` must be 'plain' or 'access-log'; received ${describe(format)}.`);
+  }
 }
 
 /** The arrival, or what is wrong with the line. */
