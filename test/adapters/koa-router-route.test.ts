@@ -24,6 +24,22 @@ descriptors:
       - key: remote_address
         policies: [{ name: per-route, limit: 1, window: 1m, algorithm: fixed-window }]
 `);
+  const loginRules = parseRules(`
+domain: api
+descriptors:
+  - key: route
+    value: POST /login
+    policies: [{ name: login, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: POST /:page
+    policies: [{ name: page, limit: 2, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /x
+    policies: [{ name: x, limit: 1, window: 1m, algorithm: fixed-window }]
+  - key: route
+    value: GET /{*any}
+    policies: [{ name: any, limit: 1, window: 1m, algorithm: fixed-window }]
+`);
   const serve = async (router: Router) => {
     const app = new Koa();
     app.use(router.routes());
@@ -142,13 +158,6 @@ descriptors:
   // Regression: one limiter on a GET and a POST route at one path is in both layers, and a POST
   // found the GET layer first, took it for no route of its method and counted under another.
   it('one limiter on two routes of one path counts under the route of the request method', async () => {
-    const loginRules = parseRules(`
-domain: api
-descriptors:
-  - key: route
-    value: POST /login
-    policies: [{ name: login, limit: 1, window: 1m, algorithm: fixed-window }]
-`);
     const router = new Router({ exclusive: true });
     const limiter = rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) });
     router.post('/:page', ok);
@@ -158,6 +167,73 @@ descriptors:
     await request(url).post('/login').expect(200);
     await request(url).post('/login').expect(429);
     await request(url).get('/login').expect(200);
+  });
+
+  /** Three POSTs to /login: the first passes, the rest meet the rule on `POST /login`. */
+  const loginCounted = async (router: Router) => {
+    const url = await serve(router);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await request(url).post('/login')).status);
+    return statuses;
+  };
+  const pass = (_ctx: Koa.Context, next: Koa.Next) => next();
+
+  // Regressions: the use layer holding the limiter was taken for the running one on an exclusive
+  // router, which runs its last layer alone; and the route holding it for the running one on
+  // another, where the use layer meets the request first and the route after it answers.
+  it('one limiter in router.use and on the route at its path counts where it runs', async () => {
+    for (const exclusive of [true, false]) {
+      const router = new Router({ exclusive });
+      const limiter = rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) });
+      router.use('/login', limiter);
+      router.post('/:page', ok);
+      router.post('/login', limiter, ok);
+      // `POST /login` allows 1, `POST /:page` 2.
+      const expected = exclusive ? [200, 429, 429] : [200, 200, 429];
+      expect([exclusive, await loginCounted(router)]).toEqual([exclusive, expected]);
+      await new Promise((resolve) => server?.close(resolve));
+    }
+  });
+
+  // Regression: a fallback route that passes the request on and answers on its way back, before
+  // a `router.use` with no route after it, counted under no route.
+  it('in router.use with no route after it, the route before it that passed the request on counts', async () => {
+    const router = new Router();
+    router.get('/{*any}', async (ctx, next) => {
+      await next();
+      ctx.body ??= 'fallback';
+    });
+    router.use(rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) }));
+    router.get('/login', ok);
+    const url = await serve(router);
+    await request(url).get('/other').expect(200);
+    await request(url).get('/other').expect(429);
+  });
+
+  it('in router.use after a route that passes the request on, the route is the one after it', async () => {
+    for (const at of ['/login', undefined]) {
+      const router = new Router();
+      const limiter = rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) });
+      router.all('/{*any}', pass);
+      if (at === undefined) router.use(limiter);
+      else router.use(at, limiter);
+      router.post('/login', ok);
+      expect([at, await loginCounted(router)]).toEqual([at, [200, 429, 429]]);
+      await new Promise((resolve) => server?.close(resolve));
+    }
+  });
+
+  // `exclusive: true` runs the last layer alone: a HEAD request goes to the GET route after it.
+  it('on an exclusive router, a HEAD and a GET route sharing a limiter count under the one that runs', async () => {
+    const router = new Router({ exclusive: true });
+    const limiter = rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) });
+    router.head('/x', limiter, (ctx) => {
+      ctx.status = 204;
+    });
+    router.get('/x', limiter, ok);
+    const url = await serve(router);
+    await request(url).head('/x').expect(200);
+    await request(url).head('/x').expect(429);
   });
 
   it('a limiter given to router.use at a RegExp counts under the route that answers', async () => {

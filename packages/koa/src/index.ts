@@ -87,47 +87,62 @@ interface RouterLayer {
   path?: unknown;
   methods?: unknown;
   stack?: unknown;
+  paramNames?: unknown;
+}
+
+/** The router running, as @koa/router sets it on the context. */
+interface RunningRouter {
+  stack?: unknown;
+  opts?: { exclusive?: unknown };
 }
 
 const isRoute = (layer: RouterLayer, method: string) => Array.isArray(layer?.methods) && layer.methods.includes(method);
-const isUse = (layer: RouterLayer) => Array.isArray(layer.methods) && layer.methods.length === 0;
+const isUse = (layer: RouterLayer) => Array.isArray(layer?.methods) && layer.methods.length === 0;
 
 /**
  * The layer of the route @koa/router (or koa-router) matched, so known after the router only.
- * The router sets `ctx._matchedRoute` to each layer's path as the layer runs, a `router.use`
- * layer's too, which is no route (it has no methods) and whose path may be a route's. The layer
- * running is the one at that path whose middleware is this limiter: a route's is that route. In a
- * `router.use` layer, the route is the first layer of the router running (`ctx.router`) matched by
- * path (`ctx.matched`, which lists every router's) and method: the router runs its layers in that
- * order, so that route's handler answers unless it passes the request on. A limiter wrapped in
- * another function is in no layer: the route at the running path is taken to be the one.
+ * Of the layers the router running (`ctx.router`) runs for the request (`ctx.matched` lists
+ * every router's), in order, the one running this limiter is found (`runningLayer`). A route's
+ * is that route. In a `router.use` layer, the first route after it answers, unless it passes
+ * the request on; with none after it, the last route before it, which passed the request on,
+ * answers on the way back.
  */
 function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefined {
   const current: unknown = ctx._matchedRoute;
   const matched: unknown = ctx.matched;
   if (current === undefined || !Array.isArray(matched)) return undefined;
-  const ownStack: unknown = (ctx.router as { stack?: unknown } | undefined)?.stack;
-  const own = (layer: RouterLayer) => !Array.isArray(ownStack) || ownStack.includes(layer);
-  // A layer runs for the request's method when it is a `router.use` layer (no methods) or a
-  // route of that method: one limiter on a GET and a POST route at one path is in both.
-  const running = (matched as RouterLayer[]).find(
-    (layer) =>
-      layer?.path === current &&
-      Array.isArray(layer.stack) &&
-      layer.stack.includes(middleware) &&
-      own(layer) &&
-      (isUse(layer) || isRoute(layer, ctx.method)),
+  const router = ctx.router as RunningRouter | undefined;
+  const own = router?.stack;
+  const runs = (matched as RouterLayer[]).filter(
+    (layer) => (isUse(layer) || isRoute(layer, ctx.method)) && (!Array.isArray(own) || own.includes(layer)),
   );
-  if (running !== undefined && !isUse(running)) return running;
-  let first: RouterLayer | undefined;
-  for (const layer of matched as RouterLayer[]) {
-    if (!isRoute(layer, ctx.method) || !own(layer)) continue;
-    if (running === undefined && layer.path === current) return layer;
-    first ??= layer;
+  const at = runningLayer(runs, router?.opts?.exclusive, current, middleware);
+  const running = runs[at];
+  if (running === undefined || !isUse(running)) return running;
+  const isMethodRoute = (layer: RouterLayer) => isRoute(layer, ctx.method);
+  return runs.slice(at + 1).find(isMethodRoute) ?? runs.slice(0, at).findLast(isMethodRoute);
+}
+
+/**
+ * Which of the layers the router runs (`runs`) runs this limiter. An exclusive router runs one:
+ * the last (`exclusive: true`), or the one of fewest parameters (`'specificity'`). Otherwise the
+ * layers run in turn, and a limiter meets a request once: it runs in the first layer at the
+ * running path (`ctx._matchedRoute`) that holds it. A limiter wrapped in another function is
+ * in no layer: the route at that path is taken to be the one, else a `router.use` layer there.
+ */
+function runningLayer(runs: RouterLayer[], exclusive: unknown, current: unknown, middleware: Middleware): number {
+  if (exclusive === 'specificity') {
+    const params = (layer: RouterLayer) => (Array.isArray(layer.paramNames) ? layer.paramNames.length : 0);
+    return runs.reduce((best, layer, i) => (params(layer) < params(runs[best] as RouterLayer) ? i : best), 0);
   }
-  // In a `router.use` layer, at any path (a RegExp too), the first route answers. A limiter in
-  // no layer under a RegExp route's path runs in that route, which no other route is.
-  return running !== undefined || typeof current === 'string' ? first : undefined;
+  if (exclusive) return runs.length - 1;
+  const here = (layer: RouterLayer) => layer.path === current;
+  const holding = runs.findIndex(
+    (layer) => here(layer) && Array.isArray(layer.stack) && layer.stack.includes(middleware),
+  );
+  if (holding !== -1) return holding;
+  const route = runs.findIndex((layer) => here(layer) && !isUse(layer));
+  return route !== -1 ? route : runs.findIndex(here);
 }
 
 /**
