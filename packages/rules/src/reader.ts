@@ -151,15 +151,19 @@ const yaml11Booleans = new Map(
   }),
 );
 
+/** What `!!bool` stands for. */
+const BOOL_TAG = 'tag:yaml.org,2002:bool';
+
 export function flagOf(reader: Reader, field: Field | undefined, what: string): boolean {
   if (field === undefined) return false;
   const node = field.value;
   if (isNull(node)) return false;
   if (isScalar(node)) {
     if (typeof node.value === 'boolean') return node.value;
-    // A word tagged as text (`!!str yes`) is text, as the Go decoder reads it too.
+    // A word tagged as text (`!!str yes`) is text, as the Go decoder reads it too; one tagged
+    // `!!bool` is looked up as an untagged one is.
     const word =
-      node.type === 'PLAIN' && node.tag === undefined && typeof node.value === 'string'
+      node.type === 'PLAIN' && (node.tag === undefined || node.tag === BOOL_TAG) && typeof node.value === 'string'
         ? yaml11Booleans.get(node.value)
         : undefined;
     if (word !== undefined) return word;
