@@ -53,6 +53,27 @@ describe('YAML anchors, aliases and merge keys', () => {
     expect(limits).toEqual([5, 100, 5, 100, 5]);
   });
 
+  // Regression: a mapping over a mapping replaced it whole, so a descriptor's own `rate_limit`
+  // beside a merged one lost the merged `unit` and was refused, where the Go decoder reads it
+  // into the struct it has, key by key.
+  it('a mapping merged over a mapping replaces it key by key', () => {
+    const rules = parseRules(
+      [
+        'domain: d',
+        'descriptors:',
+        '  - &base { key: a, rate_limit: { unit: second, requests_per_unit: 5, name: five } }',
+        '  - { <<: *base, key: b, rate_limit: { requests_per_unit: 20 } }',
+        '  - { key: c, rate_limit: { unit: minute, requests_per_unit: 5, name: c }, <<: { rate_limit: { requests_per_unit: 100 } } }',
+        '',
+      ].join('\n'),
+    ).rules;
+    expect(rules.map((r) => [r.rateLimit?.unit, r.rateLimit?.requestsPerUnit, r.name])).toEqual([
+      ['second', 5, 'five'],
+      ['second', 20, 'five'],
+      ['minute', 100, 'c'],
+    ]);
+  });
+
   it('an unknown key brought in by a merge key is still reported, where it is written', () => {
     const text = [
       'domain: edge',

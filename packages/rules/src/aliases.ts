@@ -1,15 +1,4 @@
-import {
-  type Alias,
-  type Document,
-  isAlias,
-  isMap,
-  isScalar,
-  isSeq,
-  type Node,
-  type Pair,
-  visit,
-  type YAMLMap,
-} from 'yaml';
+import { type Alias, type Document, isAlias, isMap, isScalar, isSeq, type Node, Pair, visit, YAMLMap } from 'yaml';
 import { MAX_NESTING } from './nesting.js';
 import type { Reader } from './reader.js';
 
@@ -63,7 +52,8 @@ const expansions = new WeakMap<YAMLMap, Expansion>();
  * A mapping's pairs with its merge keys (`<<: *base`, `<<: [*a, *b]`) expanded as
  * envoyproxy/ratelimit's Go decoder (yaml.v2) expands them: in document order, each key
  * written or merged in replaces the same key before it, so `{ a: 1, <<: *b }` takes `b`'s `a`
- * and `{ <<: *b, a: 1 }` keeps 1; of a list of merges the first wins. (The YAML merge-key rule
+ * and `{ <<: *b, a: 1 }` keeps 1 (a mapping over a mapping replaces key by key: see
+ * `overlaid`); of a list of merges the first wins. (The YAML merge-key rule
  * lets a key written beside `<<` win wherever it stands: the two agree when `<<` comes first, as
  * it usually does, and a file written for envoyproxy/ratelimit means the same here either way.)
  * Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
@@ -90,7 +80,7 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
     const { key } = pair;
     const name = isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
     const place = name === undefined ? undefined : placeOf.get(name);
-    if (place !== undefined) pairs[place] = pair;
+    if (place !== undefined) pairs[place] = overlaid(reader, pairs[place] as Pair, pair);
     else {
       if (name !== undefined) placeOf.set(name, pairs.length);
       pairs.push(pair);
@@ -145,4 +135,20 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
   open.delete(map);
   if (whole) expansions.set(map, { pairs, depth });
   return { pairs, depth, whole };
+}
+
+/**
+ * `later` in place of `earlier`, a pair of the same key: where both hold mappings, one mapping
+ * of `earlier`'s keys with `later`'s over them, key by key. The Go decoder reads `rate_limit`
+ * into the struct it already has, so `{ <<: *base, rate_limit: { requests_per_unit: 20 } }`
+ * keeps the base's `unit`. The mapping made is placed where `later`'s is written, for messages.
+ */
+function overlaid(reader: Reader, earlier: Pair, later: Pair): Pair {
+  const under = resolved(reader, earlier.value as Node | null);
+  const over = resolved(reader, later.value as Node | null);
+  if (!isMap(under) || !isMap(over)) return later;
+  const both = new YAMLMap();
+  both.items = [...pairsOf(reader, under), ...pairsOf(reader, over)];
+  both.range = over.range ?? null;
+  return new Pair(later.key, both);
 }
