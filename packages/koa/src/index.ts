@@ -104,8 +104,8 @@ const isUse = (layer: RouterLayer) => Array.isArray(layer?.methods) && layer.met
  * Of the layers the router running (`ctx.router`) runs for the request (`ctx.matched` lists
  * every router's), in order, the one running this limiter is found (`runningLayer`). A route's
  * is that route. In a `router.use` layer, the first route after it answers, unless it passes
- * the request on; with none after it, the last route before it, which passed the request on,
- * answers on the way back.
+ * the request on; with none after it, a route before it, which passed the request on, answers
+ * on the way back: the first, a fallback around the rest.
  */
 function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefined {
   const current: unknown = ctx._matchedRoute;
@@ -120,15 +120,15 @@ function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefin
   const running = runs[at];
   if (running === undefined || !isUse(running)) return running;
   const isMethodRoute = (layer: RouterLayer) => isRoute(layer, ctx.method);
-  return runs.slice(at + 1).find(isMethodRoute) ?? runs.slice(0, at).findLast(isMethodRoute);
+  return runs.slice(at + 1).find(isMethodRoute) ?? runs.slice(0, at).find(isMethodRoute);
 }
 
 /**
  * Which of the layers the router runs (`runs`) runs this limiter. An exclusive router runs one:
  * the last (`exclusive: true`), or the one of fewest parameters (`'specificity'`). Otherwise the
- * layers run in turn, and a limiter meets a request once: it runs in the first layer at the
- * running path (`ctx._matchedRoute`) that holds it. A limiter wrapped in another function is
- * in no layer: the route at that path is taken to be the one, else a `router.use` layer there.
+ * layers run in turn, and a limiter meets a request once: where the first layer at the running
+ * path (`ctx._matchedRoute`) holding it is a `router.use` layer, that one runs it; otherwise
+ * the first route at that path does (a limiter wrapped in another function is in no layer).
  */
 function runningLayer(runs: RouterLayer[], exclusive: unknown, current: unknown, middleware: Middleware): number {
   if (exclusive === 'specificity') {
@@ -137,10 +137,11 @@ function runningLayer(runs: RouterLayer[], exclusive: unknown, current: unknown,
   }
   if (exclusive) return runs.length - 1;
   const here = (layer: RouterLayer) => layer.path === current;
-  const holding = runs.findIndex(
-    (layer) => here(layer) && Array.isArray(layer.stack) && layer.stack.includes(middleware),
-  );
-  if (holding !== -1) return holding;
+  const holding = runs.find((layer) => here(layer) && Array.isArray(layer.stack) && layer.stack.includes(middleware));
+  if (holding !== undefined && isUse(holding)) return runs.indexOf(holding);
+  // On a route: the first route at that path, which runs first. Two routes at one path differ
+  // only in method (a HEAD route beside a GET one): of those, the first runs the limiter,
+  // held or wrapped, unless it passes the request on.
   const route = runs.findIndex((layer) => here(layer) && !isUse(layer));
   return route !== -1 ? route : runs.findIndex(here);
 }
