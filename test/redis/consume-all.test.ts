@@ -67,6 +67,14 @@ describe.skipIf(standalone.skip)('Redis store consumeAll on a standalone Redis',
 
   // The script reads a client's state once per call: two requests on one client would both
   // be decided on the state before either charge, admitting twice on a quota of one.
+  // Regression: consume waits in the store's batch for the next turn and consumeAll was sent at
+  // once, so a consumeAll asked second took the quota of a consume asked first.
+  it('goes after the consumes asked before it', async () => {
+    const first = store.consume(ask('ordered', [bucket]));
+    const second = store.consumeAll?.([ask('ordered', [bucket])]);
+    expect([(await first).allowed, (await second)?.[0]?.allowed]).toEqual([true, false]);
+  });
+
   it('declines two requests on one client, which the caller then decides one by one', async () => {
     const twice = ask('twice', [bucket]);
     expect(store.consumeAll?.([twice, twice])).toBeUndefined();

@@ -263,6 +263,8 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
       const sentAt = Date.now();
       // One call for all: held back only once the longest waiter among them would have given up.
       const timeoutMs = Math.max(...requests.map((request) => timeoutOf(request.policies)));
+      // Decisions asked for before these go first, as they would without batching.
+      batcher.flush();
       const raw = await unlessStalled(keys, timeoutMs, () => callScript(script, keys, args));
       const replies = parseReplies(raw, asked);
       // Each reply teaches the deny cache as a consume's does: a charge forgets the client's
