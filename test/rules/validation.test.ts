@@ -113,12 +113,13 @@ describe('rules validation', () => {
       parseRules(
         `domain: d\ndescriptors:\n  - key: u\n    shadow_mode: ${value}\n    rate_limit: { unit: day, requests_per_unit: 1 }\n`,
       ).rules[0]?.shadowMode;
-    expect([flagged('yes'), flagged('off'), flagged('!!bool true'), flagged('!!bool on')]).toEqual([
-      true,
-      false,
-      true,
-      true,
-    ]);
+    expect([
+      flagged('yes'),
+      flagged('off'),
+      flagged('!!bool true'),
+      flagged('!!bool on'),
+      flagged('!!bool "yes"'),
+    ]).toEqual([true, false, true, true, true]);
     for (const [text, column] of [
       ['!!str yes', 24],
       ['"yes"', 18],

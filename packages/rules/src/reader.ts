@@ -160,12 +160,10 @@ export function flagOf(reader: Reader, field: Field | undefined, what: string): 
   if (isNull(node)) return false;
   if (isScalar(node)) {
     if (typeof node.value === 'boolean') return node.value;
-    // A word tagged as text (`!!str yes`) is text, as the Go decoder reads it too; one tagged
-    // `!!bool` is looked up as an untagged one is.
-    const word =
-      node.type === 'PLAIN' && (node.tag === undefined || node.tag === BOOL_TAG) && typeof node.value === 'string'
-        ? yaml11Booleans.get(node.value)
-        : undefined;
+    // An untagged word is a flag unquoted; one tagged `!!bool` even quoted (`!!bool "yes"`), and
+    // one tagged as text (`!!str yes`) never, as the Go decoder reads them.
+    const looked = node.tag === undefined ? node.type === 'PLAIN' : node.tag === BOOL_TAG;
+    const word = looked && typeof node.value === 'string' ? yaml11Booleans.get(node.value) : undefined;
     if (word !== undefined) return word;
   }
   reader.report(node ?? field.key, 'ERR_SLUICE_RULES_INVALID_VALUE', `${what} must be true or false.`);
