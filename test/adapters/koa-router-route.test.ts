@@ -197,6 +197,19 @@ descriptors:
 
   // Regression: a fallback route that passes the request on and answers on its way back, before
   // a `router.use` with no route after it, counted under no route.
+  // Regression: of a guard on every path and a fallback at the use layer's own path, both
+  // passing the request on, the guard was taken.
+  it('in router.use with no route after it, a route before it at its own path counts', async () => {
+    const router = new Router();
+    router.post('/{*any}', pass);
+    router.post('/login', async (ctx, next) => {
+      await next();
+      ctx.body ??= 'stored';
+    });
+    router.use('/login', rateLimit({ rules: loginRules, descriptors: [['route']], clock: clockAt(0) }));
+    expect(await loginCounted(router)).toEqual([200, 429, 429]);
+  });
+
   it('in router.use with no route after it, the route before it that passed the request on counts', async () => {
     const router = new Router();
     router.get('/{*any}', async (ctx, next) => {

@@ -105,7 +105,7 @@ const isUse = (layer: RouterLayer) => Array.isArray(layer?.methods) && layer.met
  * every router's), in order, the one running this limiter is found (`runningLayer`). A route's
  * is that route. In a `router.use` layer, the first route after it answers, unless it passes
  * the request on; with none after it, a route before it, which passed the request on, answers
- * on the way back: the first, a fallback around the rest.
+ * on the way back: one at the use layer's own path, else the first, a fallback around the rest.
  */
 function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefined {
   const current: unknown = ctx._matchedRoute;
@@ -120,7 +120,8 @@ function routeLayer(ctx: Context, middleware: Middleware): RouterLayer | undefin
   const running = runs[at];
   if (running === undefined || !isUse(running)) return running;
   const isMethodRoute = (layer: RouterLayer) => isRoute(layer, ctx.method);
-  return runs.slice(at + 1).find(isMethodRoute) ?? runs.slice(0, at).find(isMethodRoute);
+  const before = runs.slice(0, at).filter(isMethodRoute);
+  return runs.slice(at + 1).find(isMethodRoute) ?? before.find((layer) => layer.path === running.path) ?? before[0];
 }
 
 /**
