@@ -1,4 +1,15 @@
-import { type Alias, type Document, isAlias, isMap, isScalar, isSeq, type Node, Pair, visit, YAMLMap } from 'yaml';
+import {
+  type Alias,
+  type Document,
+  isAlias,
+  isMap,
+  isScalar,
+  isSeq,
+  type Node,
+  type Pair,
+  visit,
+  type YAMLMap,
+} from 'yaml';
 import { MAX_NESTING } from './nesting.js';
 import type { Reader } from './reader.js';
 
@@ -52,11 +63,12 @@ const expansions = new WeakMap<YAMLMap, Expansion>();
  * A mapping's pairs with its merge keys (`<<: *base`, `<<: [*a, *b]`) expanded as
  * envoyproxy/ratelimit's Go decoder (yaml.v2) expands them: in document order, each key
  * written or merged in replaces the same key before it, so `{ a: 1, <<: *b }` takes `b`'s `a`
- * and `{ <<: *b, a: 1 }` keeps 1 (a mapping over a mapping replaces key by key: see
- * `overlaid`); of a list of merges the first wins. (The YAML merge-key rule
- * lets a key written beside `<<` win wherever it stands: the two agree when `<<` comes first, as
- * it usually does, and a file written for envoyproxy/ratelimit means the same here either way.)
- * Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
+ * and `{ <<: *b, a: 1 }` keeps 1; of a list of merges the first wins. A key's value is
+ * replaced whole: where the Go decoder fills the struct a merge gave `rate_limit` key by key,
+ * `{ <<: *base, rate_limit: { requests_per_unit: 20 } }` here lacks a `unit` and is refused
+ * with that code, not read another way (docs/rules.md lists the difference). The YAML
+ * merge-key rule, which lets a key written beside `<<` win wherever it stands, agrees when `<<`
+ * comes first, as it usually does. Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
  * its length: it cost its cube when each mapping expanded the chain anew (2,000 links, 34 s).
  */
 export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
@@ -65,7 +77,7 @@ export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
 
 /**
  * `pairsOf`, with the mappings being expanded (`open`): a merge back into one of them is
- * skipped. A chain of merges longer than `MAX_NESTING` mappings is refused, as text nested that
+ * refused. A chain of merges longer than `MAX_NESTING` mappings is refused, as text nested that
  * deep is: aliases let a chain run deeper than any text nests, each link is a call, and some
  * 3,000 overflowed the stack. It is refused however the chain is first reached, from its end
  * (deep calls) or link by link (each expanded already).
@@ -80,7 +92,7 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
     const { key } = pair;
     const name = isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
     const place = name === undefined ? undefined : placeOf.get(name);
-    if (place !== undefined) pairs[place] = overlaysMade.has(map) ? pair : overlaid(reader, pairs[place] as Pair, pair);
+    if (place !== undefined) pairs[place] = pair;
     else {
       if (name !== undefined) placeOf.set(name, pairs.length);
       pairs.push(pair);
@@ -92,8 +104,11 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
   // where the expansion started, and is not kept) or past the longest chain.
   let whole = true;
   let depth = 1;
-  const merge = (from: YAMLMap): void => {
+  const merge = ({ from, at }: { from: YAMLMap; at: Node }): void => {
+    // Plain data would contain itself, and the Go decoder refuses it ("anchor … value contains
+    // itself"), so it is refused too, not skipped.
     if (open.has(from)) {
+      reader.report(at, 'ERR_SLUICE_RULES_INVALID_VALUE', 'A merge key `<<` refers to a mapping that contains it.');
       whole = false;
       return;
     }
@@ -117,64 +132,23 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
       put(pair);
       continue;
     }
-    const value = resolved(reader, pair.value as Node | null);
-    const sources: YAMLMap[] = [];
+    // A list written there, not an alias to one, which the Go decoder refuses.
+    const value = pair.value as Node | null;
+    const sources: { from: YAMLMap; at: Node }[] = [];
     for (const source of isSeq(value) ? value.items : [value]) {
       const from = resolved(reader, source as Node | null);
-      if (isMap(from)) sources.push(from);
+      if (isMap(from)) sources.push({ from, at: source as Node });
       else
         reader.report(
           (source as Node | null) ?? (pair.key as Node),
           'ERR_SLUICE_RULES_INVALID_VALUE',
-          'A merge key `<<` takes a mapping or a list of mappings.',
+          'A merge key `<<` takes a mapping, an alias to one, or a list of them written in place.',
         );
     }
     // The first of a list wins: merged last.
-    for (const from of sources.reverse()) merge(from);
+    for (const source of sources.reverse()) merge(source);
   }
   open.delete(map);
   if (whole) expansions.set(map, { pairs, depth });
   return { pairs, depth, whole };
-}
-
-/**
- * `later` in place of `earlier`, a pair of the same key: where both hold mappings, one mapping
- * of `earlier`'s keys with `later`'s over them, key by key. The Go decoder reads `rate_limit`
- * into the struct it already has, so `{ <<: *base, rate_limit: { requests_per_unit: 20 } }`
- * keeps the base's `unit`. It goes one level down, as the decoder does into a struct of
- * scalars (`rate_limit`) or a map of values (`metadata`), whose own mappings it replaces: an
- * overlay's keys replace each other. Overlays of overlays, level after level, grew
- * exponentially with a file's merges (14 s for 16 KB). The mapping made is placed where
- * `later`'s is written, for messages.
- */
-function overlaid(reader: Reader, earlier: Pair, later: Pair): Pair {
-  const under = resolved(reader, earlier.value as Node | null);
-  const over = resolved(reader, later.value as Node | null);
-  if (!isMap(under) || !isMap(over) || under === over) return later;
-  return new Pair(later.key, overlay(reader, under, over));
-}
-
-/**
- * Each pair of mappings laid one over the other, made once: aliases let one pair meet itself
- * many times (a merge of 21 copies of a mapping whose values double 30 times over took 16 s
- * when each meeting made the overlay anew), and a mapping made once is expanded once.
- */
-const overlays = new WeakMap<YAMLMap, WeakMap<YAMLMap, YAMLMap>>();
-const overlaysMade = new WeakSet<YAMLMap>();
-
-function overlay(reader: Reader, under: YAMLMap, over: YAMLMap): YAMLMap {
-  let byOver = overlays.get(under);
-  if (byOver === undefined) {
-    byOver = new WeakMap();
-    overlays.set(under, byOver);
-  }
-  let both = byOver.get(over);
-  if (both === undefined) {
-    both = new YAMLMap();
-    both.items = [...pairsOf(reader, under), ...pairsOf(reader, over)];
-    both.range = over.range ?? null;
-    overlaysMade.add(both);
-    byOver.set(over, both);
-  }
-  return both;
 }
