@@ -210,6 +210,20 @@ describe('measure options', () => {
 describe('series buckets', () => {
   const traffic = at([1_000, 5_000]);
 
+  // Regression: a start before 1970 drew buckets no arrival can fall in.
+  it.each([
+    ['startMs', -20_000],
+    ['endMs', 2 ** 50 + 2],
+  ])('refuse %s %d, outside the times an arrival may have', (option, value) => {
+    expect(() => offeredSeries(traffic, { bucketMs: 1_000, [option]: value })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining(`\`${option}\``) }),
+    );
+  });
+
+  it('end just after an arrival at the latest time a limiter takes', () => {
+    expect(offeredSeries(at([2 ** 50]), { bucketMs: 1_000 }).values).toEqual([1]);
+  });
+
   it.each(['startMs', 'endMs'])('refuse %s: null, as any other bad time (it was read as the default)', (option) => {
     expect(() => offeredSeries(traffic, { bucketMs: 1_000, [option]: null as never })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION', message: expect.stringContaining(`\`${option}\``) }),

@@ -1,4 +1,4 @@
-import { checkOptionNames, describe, invalid, SluiceError } from '@sluice/core';
+import { checkOptionNames, describe, invalid, MAX_EPOCH_MS, SluiceError } from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
 import { type Arrival, checkArrivals, orDefault } from '../traffic/arrival.js';
 import { checkMs } from './checks.js';
@@ -49,7 +49,8 @@ export function frame<T extends Arrival>(
     if (at > last) last = at;
   }
   const startMs = epochMs(orDefault(buckets.startMs, Math.floor(first / bucketMs) * bucketMs), 'startMs');
-  const endMs = epochMs(orDefault(buckets.endMs, last + 1), 'endMs');
+  // The end is exclusive: just after an arrival at the latest time.
+  const endMs = epochMs(orDefault(buckets.endMs, last + 1), 'endMs', MAX_EPOCH_MS + 1);
   if (endMs < startMs) {
     const given = buckets.endMs === undefined ? ' (left out: just after the last decision)' : '';
     invalid('ERR_SLUICE_INVALID_OPTION', 'endMs', endMs, `at least \`startMs\` (${startMs})${given}`);
@@ -66,8 +67,10 @@ export function frame<T extends Arrival>(
   return { startMs, count, index };
 }
 
-function epochMs(value: unknown, option: string): number {
-  if (!Number.isSafeInteger(value)) invalid('ERR_SLUICE_INVALID_OPTION', option, value, 'whole epoch milliseconds');
+function epochMs(value: unknown, option: string, most = MAX_EPOCH_MS): number {
+  // As an arrival's `at`: a bucket before 1970 or past a limiter's latest time holds nothing.
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > most)
+    invalid('ERR_SLUICE_INVALID_OPTION', option, value, `whole epoch milliseconds from 0 to ${most}`);
   return value as number;
 }
 
