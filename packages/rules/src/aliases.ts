@@ -82,9 +82,9 @@ export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
  * 3,000 overflowed the stack. It is refused however the chain is first reached, from its end
  * (deep calls) or link by link (each expanded already).
  */
-function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & { whole: boolean } {
+function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   const known = expansions.get(map);
-  if (known !== undefined) return { ...known, whole: true };
+  if (known !== undefined) return known;
   open.add(map);
   const pairs: Pair[] = [];
   const placeOf = new Map<string, number>();
@@ -100,30 +100,26 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
   };
   const tooLong = (from: YAMLMap): void =>
     reader.report(from, 'ERR_SLUICE_RULES_INVALID_VALUE', `Merge keys chain more than ${MAX_NESTING} mappings.`);
-  // Whole unless a merge led back into a mapping still open (what it holds then depends on
-  // where the expansion started, and is not kept) or past the longest chain.
-  let whole = true;
+  // Kept even where a merge was refused (a merge back into a mapping still open, or past the
+  // longest chain), whose problem is reported: expanded anew from each mapping that merges it,
+  // a refused chain cost 2^n for n levels that each merge the one below twice.
   let depth = 1;
   const merge = ({ from, at }: { from: YAMLMap; at: Node }): void => {
     // Plain data would contain itself, and the Go decoder refuses it ("anchor … value contains
     // itself"), so it is refused too, not skipped.
     if (open.has(from)) {
       reader.report(at, 'ERR_SLUICE_RULES_INVALID_VALUE', 'A merge key `<<` refers to a mapping that contains it.');
-      whole = false;
       return;
     }
     if (open.size === MAX_NESTING) {
       tooLong(from);
-      whole = false;
       return;
     }
     const merged = expand(reader, from, open);
     if (merged.depth === MAX_NESTING) {
       tooLong(from);
-      whole = false;
       return;
     }
-    whole &&= merged.whole;
     depth = Math.max(depth, merged.depth + 1);
     for (const pair of merged.pairs) put(pair);
   };
@@ -149,6 +145,7 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion & {
     for (const source of sources.reverse()) merge(source);
   }
   open.delete(map);
-  if (whole) expansions.set(map, { pairs, depth });
-  return { pairs, depth, whole };
+  const expansion = { pairs, depth };
+  expansions.set(map, expansion);
+  return expansion;
 }
