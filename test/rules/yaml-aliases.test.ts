@@ -53,21 +53,35 @@ describe('YAML anchors, aliases and merge keys', () => {
     expect(limits).toEqual([5, 100, 5, 100, 5]);
   });
 
-  // The Go decoder fills the struct a merge gave `rate_limit` key by key; here a key's value is
-  // replaced whole, and what that leaves out is refused where it is written, never read
-  // another way (docs/rules.md lists the difference).
-  it('a mapping written over a merged one replaces it whole, and what it lacks is refused', () => {
-    const problems = problemsOf(
-      [
-        'domain: d',
-        'descriptors:',
-        '  - &base { key: a, rate_limit: { unit: second, requests_per_unit: 5 } }',
-        '  - { <<: *base, key: b, rate_limit: { requests_per_unit: 20 } }',
-        '',
-      ].join('\n'),
-    );
-    expect(problems.map((p) => [p.code, p.line, p.message.includes('`unit`')])).toEqual([
-      ['ERR_SLUICE_RULES_MISSING_KEY', 4, true],
+  // The Go decoder fills the struct a merge gave `rate_limit` key by key (name and all, which
+  // `replaces` reads): refused here, where the second mapping is given, never read another way.
+  it('a mapping meeting a mapping under one key through a merge is refused where it is given', () => {
+    const problemsAt = (...descriptors: string[]) =>
+      problemsOf(['domain: d', 'descriptors:', ...descriptors, ''].join('\n')).map((p) => [p.code, p.line]);
+    const base = '  - &b { key: b, rate_limit: { unit: minute, requests_per_unit: 2, name: bn } }';
+    expect(problemsAt(base, '  - { <<: *b, key: c, rate_limit: { unit: second, requests_per_unit: 20 } }')).toEqual([
+      ['ERR_SLUICE_RULES_CONFLICT', 4],
+    ]);
+    const other = '  - &a { key: a, rate_limit: { unit: second, requests_per_unit: 1 } }';
+    expect(problemsAt(base, other, '  - {', '      <<: [*a, *b],', '      key: m }')).toEqual([
+      ['ERR_SLUICE_RULES_CONFLICT', 6],
+    ]);
+  });
+
+  // Regression: a problem of a key a merge brought was reported at the base's key, once, so a
+  // valid base was named and every descriptor but the first went unreported.
+  it('a conflict of a merged key is reported at each descriptor that merges it', () => {
+    const text = [
+      'domain: d',
+      'descriptors:',
+      '  - &B { key: b, value: "x*", share_threshold: true, rate_limit: { unit: second, requests_per_unit: 1 } }',
+      '  - { <<: *B, value: v1 }',
+      '  - { <<: *B, value: v2 }',
+      '',
+    ].join('\n');
+    expect(problemsOf(text).map((p) => [p.code, p.line])).toEqual([
+      ['ERR_SLUICE_RULES_CONFLICT', 4],
+      ['ERR_SLUICE_RULES_CONFLICT', 5],
     ]);
   });
 
@@ -88,10 +102,13 @@ describe('YAML anchors, aliases and merge keys', () => {
     }
     const merged = Array.from({ length: levels }, (_, k) => `{ x: *l${levels}_${k % slots} }`);
     lines.push(`  - <<: [${merged.join(', ')}]`, '    key: bomb', '');
-    // Every descriptor's `x` is refused, the bomb's too, and the file is read to its end.
+    // Every descriptor's `x` is refused, the bomb's too, its merges meet, and the file is read
+    // to its end.
     const problems = problemsOf(lines.join('\n'));
-    expect(new Set(problems.map((p) => p.code))).toEqual(new Set(['ERR_SLUICE_RULES_UNKNOWN_KEY']));
-    expect(problems).toHaveLength((levels + 1) * slots + 1);
+    expect(new Set(problems.map((p) => p.code))).toEqual(
+      new Set(['ERR_SLUICE_RULES_UNKNOWN_KEY', 'ERR_SLUICE_RULES_CONFLICT']),
+    );
+    expect(problems.filter((p) => p.code === 'ERR_SLUICE_RULES_UNKNOWN_KEY')).toHaveLength((levels + 1) * slots + 1);
   });
 
   // Regressions: a merge back into its own mapping was skipped, and an alias to a list of

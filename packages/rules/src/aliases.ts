@@ -63,10 +63,11 @@ const expansions = new WeakMap<YAMLMap, Expansion>();
  * A mapping's pairs with its merge keys (`<<: *base`, `<<: [*a, *b]`) expanded as
  * envoyproxy/ratelimit's Go decoder (yaml.v2) expands them: in document order, each key
  * written or merged in replaces the same key before it, so `{ a: 1, <<: *b }` takes `b`'s `a`
- * and `{ <<: *b, a: 1 }` keeps 1; of a list of merges the first wins. A key's value is
- * replaced whole: where the Go decoder fills the struct a merge gave `rate_limit` key by key,
- * `{ <<: *base, rate_limit: { requests_per_unit: 20 } }` here lacks a `unit` and is refused
- * with that code, not read another way (docs/rules.md lists the difference). The YAML
+ * and `{ <<: *b, a: 1 }` keeps 1; of a list of merges the first wins. Where a mapping meets a
+ * mapping under one key (`{ <<: *base, rate_limit: { requests_per_unit: 20 } }`), the Go
+ * decoder fills the struct the first gave `rate_limit` key by key; that is refused here
+ * (`ERR_SLUICE_RULES_CONFLICT`, where this mapping writes or merges the second), never read
+ * another way: docs/rules.md lists the difference. The YAML
  * merge-key rule, which lets a key written beside `<<` win wherever it stands, agrees when `<<`
  * comes first, as it usually does. Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
  * its length: it cost its cube when each mapping expanded the chain anew (2,000 links, 34 s).
@@ -88,12 +89,23 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   open.add(map);
   const pairs: Pair[] = [];
   const placeOf = new Map<string, number>();
-  const put = (pair: Pair): void => {
+  // `at`: where in this mapping the pair comes from, its key or the merge that brought it.
+  const put = (pair: Pair, at: Node): void => {
     const { key } = pair;
     const name = isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
     const place = name === undefined ? undefined : placeOf.get(name);
-    if (place !== undefined) pairs[place] = pair;
-    else {
+    if (place !== undefined) {
+      if (
+        isMap(resolved(reader, (pairs[place] as Pair).value as Node | null)) &&
+        isMap(resolved(reader, pair.value as Node | null))
+      )
+        reader.report(
+          at,
+          'ERR_SLUICE_RULES_CONFLICT',
+          `\`${name}\` is given twice here, through a merge: envoyproxy/ratelimit's decoder fills one into the other key by key, which sluice does not; give it once.`,
+        );
+      pairs[place] = pair;
+    } else {
       if (name !== undefined) placeOf.set(name, pairs.length);
       pairs.push(pair);
     }
@@ -121,11 +133,11 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
       return;
     }
     depth = Math.max(depth, merged.depth + 1);
-    for (const pair of merged.pairs) put(pair);
+    for (const pair of merged.pairs) put(pair, at);
   };
   for (const pair of map.items) {
     if (!isMergeKey(pair.key)) {
-      put(pair);
+      put(pair, pair.key as Node);
       continue;
     }
     // A list written there, not an alias to one, which the Go decoder refuses.

@@ -116,6 +116,18 @@ function readDescriptors(context: Context, field: Field, path: readonly RulePath
   return nodes;
 }
 
+/**
+ * Where to report a problem of `item`'s at `node`: `node` when it is written in `item`'s own
+ * text, else `item`. A key a merge brought is written in the mapping merged, which several
+ * descriptors may share: each descriptor's problem is then reported at it, not once at the base.
+ */
+function within(item: Node | null, node: Node | null | undefined): Node | null | undefined {
+  const [start, end] = [node?.range?.[0], node?.range?.[1]];
+  const [itemStart, itemEnd] = [item?.range?.[0], item?.range?.[1]];
+  if (start === undefined || end === undefined || itemStart === undefined || itemEnd === undefined) return item;
+  return start >= itemStart && end <= itemEnd ? node : item;
+}
+
 function readDescriptor(context: Context, item: Node | null, parent: readonly RulePathEntry[]): TreeNode | undefined {
   const { reader, domain } = context;
   const fields = fieldsOf(reader, item, DESCRIPTOR_KEYS, 'a descriptor');
@@ -132,7 +144,7 @@ function readDescriptor(context: Context, item: Node | null, parent: readonly Ru
   const shareThreshold = flagOf(reader, fields.get('share_threshold'), '`share_threshold`');
   if (shareThreshold && (value === undefined || !isWildcard(value))) {
     reader.report(
-      fields.get('share_threshold')?.key,
+      within(item, fields.get('share_threshold')?.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`share_threshold` needs a wildcard `value`, one ending in `*`.',
     );
@@ -162,7 +174,7 @@ function readRule(
   const throttleField = fields.get('throttle');
   if (rateLimitField !== undefined && policiesField !== undefined) {
     reader.report(
-      policiesField.key,
+      within(at, policiesField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       'A descriptor has either `rate_limit` or `policies`, not both.',
     );
@@ -170,14 +182,14 @@ function readRule(
   }
   if (throttleField !== undefined && rateLimitField === undefined && policiesField === undefined) {
     reader.report(
-      throttleField.key,
+      within(at, throttleField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`throttle` needs `rate_limit` or `policies` beside it.',
     );
   }
   if (throttleField !== undefined && shadowMode) {
     reader.report(
-      throttleField.key,
+      within(at, throttleField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`throttle` cannot be given with `shadow_mode: true`; use `throttle: { mode: shadow }`.',
     );
