@@ -65,8 +65,9 @@ const expansions = new WeakMap<YAMLMap, Expansion>();
  * written or merged in replaces the same key before it, so `{ a: 1, <<: *b }` takes `b`'s `a`
  * and `{ <<: *b, a: 1 }` keeps 1; of a list of merges the first wins. Where a mapping meets a
  * mapping under one key (`{ <<: *base, rate_limit: { requests_per_unit: 20 } }`), the Go
- * decoder fills the struct the first gave `rate_limit` key by key; that is refused here
- * (`ERR_SLUICE_RULES_CONFLICT`, where this mapping writes or merges the second), never read
+ * decoder fills the struct the first gave `rate_limit` key by key, keeping the keys the second
+ * leaves out; here the second replaces the first whole, so a second that leaves out any is
+ * refused (`ERR_SLUICE_RULES_CONFLICT`, where this mapping writes or merges it), never read
  * another way: docs/rules.md lists the difference. The YAML
  * merge-key rule, which lets a key written beside `<<` win wherever it stands, agrees when `<<`
  * comes first, as it usually does. Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
@@ -95,14 +96,12 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
     const name = isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
     const place = name === undefined ? undefined : placeOf.get(name);
     if (place !== undefined) {
-      if (
-        isMap(resolved(reader, (pairs[place] as Pair).value as Node | null)) &&
-        isMap(resolved(reader, pair.value as Node | null))
-      )
+      const lost = keptByGo(reader, pairs[place] as Pair, pair);
+      if (lost.length > 0)
         reader.report(
           at,
           'ERR_SLUICE_RULES_CONFLICT',
-          `\`${name}\` is given twice here, through a merge: envoyproxy/ratelimit's decoder fills one into the other key by key, which sluice does not; give it once.`,
+          `\`${name}\` is given twice here, through a merge, and the second leaves out ${lost.map((k) => `\`${k}\``).join(', ')}: envoyproxy/ratelimit's decoder keeps the first's, where sluice would drop them; give them in the second too, or give \`${name}\` once.`,
         );
       pairs[place] = pair;
     } else {
@@ -160,4 +159,20 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   const expansion = { pairs, depth };
   expansions.set(map, expansion);
   return expansion;
+}
+
+/**
+ * The keys of `earlier`'s mapping that `later`'s leaves out, where both hold mappings: the Go
+ * decoder fills the first from the second key by key, so it keeps these, where a mapping here
+ * replaces the other whole. None where the second gives every key the first does, and the two
+ * readings agree.
+ */
+function keptByGo(reader: Reader, earlier: Pair, later: Pair): string[] {
+  const under = resolved(reader, earlier.value as Node | null);
+  const over = resolved(reader, later.value as Node | null);
+  if (!isMap(under) || !isMap(over)) return [];
+  const given = new Set(pairsOf(reader, over).map((p) => (isScalar(p.key) ? p.key.value : undefined)));
+  return pairsOf(reader, under)
+    .map((p) => (isScalar(p.key) ? p.key.value : undefined))
+    .filter((key): key is string => typeof key === 'string' && !given.has(key));
 }
