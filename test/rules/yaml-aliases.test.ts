@@ -68,6 +68,25 @@ describe('YAML anchors, aliases and merge keys', () => {
     ]);
   });
 
+  // Regression: the check of what a second mapping leaves out expanded the first anew, outside
+  // the merges being expanded, so a merge back into its own mapping overflowed the stack.
+  it('a merge back into its mapping, met while two mappings are compared, is refused', () => {
+    const text = [
+      'domain: d',
+      'descriptors:',
+      '  - &m',
+      '    key: k',
+      '    <<: { rate_limit: { unit: second, requests_per_unit: 1, name: n } }',
+      '    rate_limit: &r',
+      '      <<: *m',
+      '      unit: minute',
+      '',
+    ].join('\n');
+    expect(problemsOf(text).map((p) => p.message)).toContainEqual(
+      expect.stringContaining('refers to a mapping that contains it'),
+    );
+  });
+
   // Where the second gives every key the first does, filling in and replacing agree.
   it('a mapping meeting a mapping with no fewer keys through a merge replaces it', () => {
     const rules = parseRules(
@@ -99,6 +118,22 @@ describe('YAML anchors, aliases and merge keys', () => {
     expect(problemsOf(text).map((p) => [p.code, p.line])).toEqual([
       ['ERR_SLUICE_RULES_CONFLICT', 4],
       ['ERR_SLUICE_RULES_CONFLICT', 5],
+    ]);
+  });
+
+  // A nested descriptor's key is that descriptor's, not its parent's: each is reported.
+  it('a conflict of a parent and of its nested descriptor are reported at each', () => {
+    const text = [
+      'domain: d',
+      'descriptors:',
+      '  - descriptors:',
+      '      - &c { key: c, share_threshold: true, rate_limit: { unit: second, requests_per_unit: 1 } }',
+      '    <<: *c',
+      '',
+    ].join('\n');
+    expect(problemsOf(text).map((p) => [p.code, p.line])).toEqual([
+      ['ERR_SLUICE_RULES_CONFLICT', 3],
+      ['ERR_SLUICE_RULES_CONFLICT', 4],
     ]);
   });
 

@@ -96,12 +96,12 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
     const name = isScalar(key) && typeof key.value === 'string' ? key.value : undefined;
     const place = name === undefined ? undefined : placeOf.get(name);
     if (place !== undefined) {
-      const lost = keptByGo(reader, pairs[place] as Pair, pair);
+      const lost = keptByGo(reader, pairs[place] as Pair, pair, open);
       if (lost.length > 0)
         reader.report(
           at,
           'ERR_SLUICE_RULES_CONFLICT',
-          `\`${name}\` is given twice here, through a merge, and the second leaves out ${lost.map((k) => `\`${k}\``).join(', ')}: envoyproxy/ratelimit's decoder keeps the first's, where sluice would drop them; give them in the second too, or give \`${name}\` once.`,
+          `\`${name}\` is given twice here, through a merge, and the second leaves out ${lost.map((k) => `\`${k}\``).join(', ')}${lost.length === MAX_NAMED ? ' and maybe more' : ''}: envoyproxy/ratelimit's decoder keeps the first's, where sluice would drop them; give them in the second too, or give \`${name}\` once.`,
         );
       pairs[place] = pair;
     } else {
@@ -162,17 +162,48 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
 }
 
 /**
- * The keys of `earlier`'s mapping that `later`'s leaves out, where both hold mappings: the Go
- * decoder fills the first from the second key by key, so it keeps these, where a mapping here
- * replaces the other whole. None where the second gives every key the first does, and the two
- * readings agree.
+ * The keys of `earlier`'s mapping that `later`'s leaves out, at most `MAX_NAMED` of them, where
+ * both hold mappings: the Go decoder fills the first from the second key by key, so it keeps
+ * these, where a mapping here replaces the other whole. None where the second gives every key
+ * the first does, and the two readings agree. Expanded within `open`, so a merge back into a
+ * mapping being expanded is refused there, not followed for ever; found once per pair of
+ * mappings, and by the keys of the smaller, so merges that meet again and again stay linear.
  */
-function keptByGo(reader: Reader, earlier: Pair, later: Pair): string[] {
+function keptByGo(reader: Reader, earlier: Pair, later: Pair, open: Set<YAMLMap>): string[] {
   const under = resolved(reader, earlier.value as Node | null);
   const over = resolved(reader, later.value as Node | null);
-  if (!isMap(under) || !isMap(over)) return [];
-  const given = new Set(pairsOf(reader, over).map((p) => (isScalar(p.key) ? p.key.value : undefined)));
-  return pairsOf(reader, under)
-    .map((p) => (isScalar(p.key) ? p.key.value : undefined))
-    .filter((key): key is string => typeof key === 'string' && !given.has(key));
+  if (!isMap(under) || !isMap(over) || under === over || open.has(under) || open.has(over)) return [];
+  let byOver = lostKeys.get(under);
+  if (byOver === undefined) {
+    byOver = new WeakMap();
+    lostKeys.set(under, byOver);
+  }
+  let lost = byOver.get(over);
+  if (lost === undefined) {
+    const [first, second] = [keysOf(reader, under, open), keysOf(reader, over, open)];
+    lost = [];
+    for (const key of first) {
+      if (lost.length === MAX_NAMED) break;
+      if (!second.has(key)) lost.push(key);
+    }
+    byOver.set(over, lost);
+  }
+  return lost;
+}
+
+/** The most keys a message names. */
+const MAX_NAMED = 5;
+const lostKeys = new WeakMap<YAMLMap, WeakMap<YAMLMap, string[]>>();
+const keySets = new WeakMap<YAMLMap, Set<string>>();
+
+/** A mapping's keys, merges expanded, found once. */
+function keysOf(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Set<string> {
+  let keys = keySets.get(map);
+  if (keys === undefined) {
+    keys = new Set();
+    for (const { key } of expand(reader, map, open).pairs)
+      if (isScalar(key) && typeof key.value === 'string') keys.add(key.value);
+    keySets.set(map, keys);
+  }
+  return keys;
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isNode, isSeq, type Node } from 'yaml';
+import { isMap, isNode, isSeq, type Node } from 'yaml';
 import { resolved } from './aliases.js';
 import { createDescriptorWalk, type DescriptorWalk } from './descriptor-walk.js';
 import { MAX_NESTING } from './nesting.js';
@@ -117,15 +117,13 @@ function readDescriptors(context: Context, field: Field, path: readonly RulePath
 }
 
 /**
- * Where to report a problem of `item`'s at `node`: `node` when it is written in `item`'s own
- * text, else `item`. A key a merge brought is written in the mapping merged, which several
- * descriptors may share: each descriptor's problem is then reported at it, not once at the base.
+ * Where to report a problem of `item`'s at `node`: `node` when it is a key written in `item`'s
+ * own mapping, else `item`. A key a merge brought is written in the mapping merged, which
+ * several descriptors may share, and one of a nested descriptor is that descriptor's: each
+ * descriptor's problem is reported at it, not once at another's.
  */
 function within(item: Node | null, node: Node | null | undefined): Node | null | undefined {
-  const [start, end] = [node?.range?.[0], node?.range?.[1]];
-  const [itemStart, itemEnd] = [item?.range?.[0], item?.range?.[1]];
-  if (start === undefined || end === undefined || itemStart === undefined || itemEnd === undefined) return item;
-  return start >= itemStart && end <= itemEnd ? node : item;
+  return isMap(item) && item.items.some((pair) => pair.key === node) ? node : item;
 }
 
 function readDescriptor(context: Context, item: Node | null, parent: readonly RulePathEntry[]): TreeNode | undefined {
