@@ -10,6 +10,7 @@ import {
   visit,
   type YAMLMap,
 } from 'yaml';
+import { nodeCountOf } from './descriptor-walk.js';
 import { MAX_NESTING } from './nesting.js';
 import type { Reader } from './reader.js';
 
@@ -87,6 +88,8 @@ export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
 function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   const known = expansions.get(map);
   if (known !== undefined) return known;
+  const shared = mergeAlone(reader, map, open);
+  if (shared !== undefined) return shared;
   open.add(map);
   const pairs: Pair[] = [];
   const placeOf = new Map<string, number>();
@@ -180,11 +183,24 @@ function keptByGo(reader: Reader, earlier: Pair, later: Pair, open: Set<YAMLMap>
   }
   let lost = byOver.get(over);
   if (lost === undefined) {
-    const [first, second] = [keysOf(reader, under, open), keysOf(reader, over, open)];
     lost = [];
-    for (const key of first) {
-      if (lost.length === MAX_NAMED) break;
-      if (!second.has(key)) lost.push(key);
+    const [first, second] = [keysOf(reader, under, open), keysOf(reader, over, open)];
+    // Mappings that only merge one other share its keys: nothing is left out, found at once.
+    if (first !== second) {
+      const comparing = comparingOf(reader);
+      for (const key of first) {
+        if (lost.length === MAX_NAMED) break;
+        if (++comparing.spent > comparing.budget) {
+          if (comparing.spent === comparing.budget + 1)
+            reader.report(
+              later.key as Node,
+              'ERR_SLUICE_RULES_INVALID_VALUE',
+              `Merge keys make mappings meet over more than ${comparing.budget} keys in all, counting each alias as a copy of what it stands for: aliases that multiply each other are refused, not compared.`,
+            );
+          break;
+        }
+        if (!second.has(key)) lost.push(key);
+      }
     }
     byOver.set(over, lost);
   }
@@ -193,17 +209,52 @@ function keptByGo(reader: Reader, earlier: Pair, later: Pair, open: Set<YAMLMap>
 
 /** The most keys a message names. */
 const MAX_NAMED = 5;
+/** The fewest keys a document's meeting mappings may be compared over; one per YAML node past it. */
+const MIN_COMPARED_KEYS = 1_000_000;
 const lostKeys = new WeakMap<YAMLMap, WeakMap<YAMLMap, string[]>>();
-const keySets = new WeakMap<YAMLMap, Set<string>>();
+const keySets = new WeakMap<Pair[], Set<string>>();
+const comparings = new WeakMap<Reader, { spent: number; readonly budget: number }>();
 
-/** A mapping's keys, merges expanded, found once. */
+function comparingOf(reader: Reader): { spent: number; readonly budget: number } {
+  let comparing = comparings.get(reader);
+  if (comparing === undefined) {
+    comparing = { spent: 0, budget: Math.max(MIN_COMPARED_KEYS, nodeCountOf(reader.doc)) };
+    comparings.set(reader, comparing);
+  }
+  return comparing;
+}
+
+/**
+ * A mapping's keys, merges expanded, found once per expansion: mappings that only merge one
+ * other share its expansion (see `expand`), and so its set of keys.
+ */
 function keysOf(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Set<string> {
-  let keys = keySets.get(map);
+  const { pairs } = expand(reader, map, open);
+  let keys = keySets.get(pairs);
   if (keys === undefined) {
     keys = new Set();
-    for (const { key } of expand(reader, map, open).pairs)
-      if (isScalar(key) && typeof key.value === 'string') keys.add(key.value);
-    keySets.set(map, keys);
+    for (const { key } of pairs) if (isScalar(key) && typeof key.value === 'string') keys.add(key.value);
+    keySets.set(pairs, keys);
   }
   return keys;
+}
+
+/**
+ * The expansion of a mapping that holds nothing but one merge of one mapping (`{ <<: *base }`):
+ * that mapping's own, shared rather than copied, so a file of many such one-line mappings costs
+ * their number, not their number times the base's keys. `undefined` where the merge is refused
+ * (`expand` then reports it).
+ */
+function mergeAlone(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion | undefined {
+  const only = map.items.length === 1 ? (map.items[0] as Pair) : undefined;
+  if (only === undefined || !isMergeKey(only.key) || isSeq(only.value)) return undefined;
+  const from = resolved(reader, only.value as Node | null);
+  if (!isMap(from) || open.has(from) || open.size + 1 >= MAX_NESTING) return undefined;
+  open.add(map);
+  const merged = expand(reader, from, open);
+  open.delete(map);
+  if (merged.depth + 1 >= MAX_NESTING) return undefined;
+  const expansion = { pairs: merged.pairs, depth: merged.depth + 1 };
+  expansions.set(map, expansion);
+  return expansion;
 }
