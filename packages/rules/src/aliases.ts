@@ -69,9 +69,9 @@ const expansions = new WeakMap<YAMLMap, Expansion>();
  * decoder fills the struct the first gave `rate_limit` key by key, keeping the keys the second
  * leaves out; here the second replaces the first whole, so a second that leaves out any is
  * refused (`ERR_SLUICE_RULES_CONFLICT`, where this mapping writes or merges it), never read
- * another way: docs/rules.md lists the difference. The YAML
- * merge-key rule, which lets a key written beside `<<` win wherever it stands, agrees when `<<`
- * comes first, as it usually does. Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
+ * another way: docs/rules.md lists the difference. The YAML merge-key rule, which lets a key
+ * written beside `<<` win wherever it stands, agrees when `<<` comes first, as it usually does.
+ * Each mapping is expanded once and holds each key once, so a chain of merges of merges costs
  * its length: it cost its cube when each mapping expanded the chain anew (2,000 links, 34 s).
  */
 export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
