@@ -88,10 +88,8 @@ export function pairsOf(reader: Reader, map: YAMLMap): Pair[] {
 function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   const known = expansions.get(map);
   if (known !== undefined) return known;
-  const shared = mergeAlone(reader, map, open);
-  if (shared !== undefined) return shared;
   open.add(map);
-  const pairs: Pair[] = [];
+  let pairs: Pair[] = [];
   const placeOf = new Map<string, number>();
   // `at`: where in this mapping the pair comes from, its key or the merge that brought it.
   const put = (pair: Pair, at: Node): void => {
@@ -118,6 +116,9 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
   // longest chain), whose problem is reported: expanded anew from each mapping that merges it,
   // a refused chain cost 2^n for n levels that each merge the one below twice.
   let depth = 1;
+  // Whether the mapping holds nothing but one merge of one mapping (see `merge`).
+  const only = map.items.length === 1 ? (map.items[0] as Pair) : undefined;
+  const alone = only !== undefined && isMergeKey(only.key) && !isSeq(only.value);
   const merge = ({ from, at }: { from: YAMLMap; at: Node }): void => {
     // Plain data would contain itself, and the Go decoder refuses it ("anchor … value contains
     // itself"), so it is refused too, not skipped.
@@ -135,7 +136,11 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
       return;
     }
     depth = Math.max(depth, merged.depth + 1);
-    for (const pair of merged.pairs) put(pair, at);
+    // A mapping that holds nothing but this merge (`{ <<: *base }`) shares the merged one's
+    // pairs, and so its set of keys (`keysOf`), rather than copying them: a file of many such
+    // one-line mappings costs their number, not their number times the base's keys.
+    if (alone) pairs = merged.pairs;
+    else for (const pair of merged.pairs) put(pair, at);
   };
   for (const pair of map.items) {
     if (!isMergeKey(pair.key)) {
@@ -169,8 +174,9 @@ function expand(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion {
  * both hold mappings: the Go decoder fills the first from the second key by key, so it keeps
  * these, where a mapping here replaces the other whole. None where the second gives every key
  * the first does, and the two readings agree. Expanded within `open`, so a merge back into a
- * mapping being expanded is refused there, not followed for ever; found once per pair of
- * mappings, and by the keys of the smaller, so merges that meet again and again stay linear.
+ * mapping being expanded is refused there, not followed for ever. Found once per pair of
+ * mappings, at once for two that share one expansion, and within the document's budget of
+ * keys compared, so merges that meet again and again stay linear.
  */
 function keptByGo(reader: Reader, earlier: Pair, later: Pair, open: Set<YAMLMap>): string[] {
   const under = resolved(reader, earlier.value as Node | null);
@@ -226,7 +232,7 @@ function comparingOf(reader: Reader): { spent: number; readonly budget: number }
 
 /**
  * A mapping's keys, merges expanded, found once per expansion: mappings that only merge one
- * other share its expansion (see `expand`), and so its set of keys.
+ * other share its expansion (see `expand`'s `alone`), and so its set of keys.
  */
 function keysOf(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Set<string> {
   const { pairs } = expand(reader, map, open);
@@ -237,24 +243,4 @@ function keysOf(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Set<string> {
     keySets.set(pairs, keys);
   }
   return keys;
-}
-
-/**
- * The expansion of a mapping that holds nothing but one merge of one mapping (`{ <<: *base }`):
- * that mapping's own, shared rather than copied, so a file of many such one-line mappings costs
- * their number, not their number times the base's keys. `undefined` where the merge is refused
- * (`expand` then reports it).
- */
-function mergeAlone(reader: Reader, map: YAMLMap, open: Set<YAMLMap>): Expansion | undefined {
-  const only = map.items.length === 1 ? (map.items[0] as Pair) : undefined;
-  if (only === undefined || !isMergeKey(only.key) || isSeq(only.value)) return undefined;
-  const from = resolved(reader, only.value as Node | null);
-  if (!isMap(from) || open.has(from) || open.size + 1 >= MAX_NESTING) return undefined;
-  open.add(map);
-  const merged = expand(reader, from, open);
-  open.delete(map);
-  if (merged.depth + 1 >= MAX_NESTING) return undefined;
-  const expansion = { pairs: merged.pairs, depth: merged.depth + 1 };
-  expansions.set(map, expansion);
-  return expansion;
 }
