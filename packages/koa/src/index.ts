@@ -138,8 +138,10 @@ function runningLayer(runs: RouterLayer[], exclusive: unknown, current: unknown,
   }
   if (exclusive) return runs.length - 1;
   const here = (layer: RouterLayer) => layer.path === current;
-  const holding = runs.find((layer) => here(layer) && Array.isArray(layer.stack) && layer.stack.includes(middleware));
-  if (holding !== undefined && isUse(holding)) return runs.indexOf(holding);
+  const holding = runs.findIndex(
+    (layer) => here(layer) && Array.isArray(layer.stack) && layer.stack.includes(middleware),
+  );
+  if (holding !== -1 && isUse(runs[holding] as RouterLayer)) return holding;
   // On a route: the first route at that path, which runs first. Two routes at one path differ
   // only in method (a HEAD route beside a GET one): of those, the first runs the limiter,
   // held or wrapped, unless it passes the request on.

@@ -122,7 +122,7 @@ function readDescriptors(context: Context, field: Field, path: readonly RulePath
  * several descriptors may share, and one of a nested descriptor is that descriptor's: each
  * descriptor's problem is reported at it, not once at another's.
  */
-function within(item: Node | null, node: Node | null | undefined): Node | null | undefined {
+function reportedAt(item: Node | null, node: Node | null | undefined): Node | null | undefined {
   return isMap(item) && item.items.some((pair) => pair.key === node) ? node : item;
 }
 
@@ -142,7 +142,7 @@ function readDescriptor(context: Context, item: Node | null, parent: readonly Ru
   const shareThreshold = flagOf(reader, fields.get('share_threshold'), '`share_threshold`');
   if (shareThreshold && (value === undefined || !isWildcard(value))) {
     reader.report(
-      within(item, fields.get('share_threshold')?.key),
+      reportedAt(item, fields.get('share_threshold')?.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`share_threshold` needs a wildcard `value`, one ending in `*`.',
     );
@@ -172,7 +172,7 @@ function readRule(
   const throttleField = fields.get('throttle');
   if (rateLimitField !== undefined && policiesField !== undefined) {
     reader.report(
-      within(at, policiesField.key),
+      reportedAt(at, policiesField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       'A descriptor has either `rate_limit` or `policies`, not both.',
     );
@@ -180,14 +180,14 @@ function readRule(
   }
   if (throttleField !== undefined && rateLimitField === undefined && policiesField === undefined) {
     reader.report(
-      within(at, throttleField.key),
+      reportedAt(at, throttleField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`throttle` needs `rate_limit` or `policies` beside it.',
     );
   }
   if (throttleField !== undefined && shadowMode) {
     reader.report(
-      within(at, throttleField.key),
+      reportedAt(at, throttleField.key),
       'ERR_SLUICE_RULES_CONFLICT',
       '`throttle` cannot be given with `shadow_mode: true`; use `throttle: { mode: shadow }`.',
     );

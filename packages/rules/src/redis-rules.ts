@@ -41,8 +41,9 @@ export interface RedisRulesOptions extends ReloadOptions {
   pollIntervalMs?: number | undefined;
   /**
    * How long a read (the document, or a poll's version), or the subscription at start-up, may
-   * wait for Redis's reply before it fails as `ERR_SLUICE_RULES_READ`: a client's own retries would otherwise hold a reload for
-   * as long as they last (over a minute by ioredis's defaults), and say nothing of the outage.
+   * wait for Redis's reply before it fails as `ERR_SLUICE_RULES_READ`: a client's own retries
+   * would otherwise hold a reload for as long as they last (over a minute by ioredis's
+   * defaults), and say nothing of the outage.
    * At most 2^31 - 1. @default 2000
    */
   readTimeoutMs?: number | undefined;
