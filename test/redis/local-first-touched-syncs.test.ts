@@ -73,6 +73,21 @@ describe.skipIf(target.skip)(
       expect(await limiter.consume('c5')).toMatchObject({ allowed: true, remaining: 94 });
     }, 30_000);
 
+    // \`sync()\` gave back the sync under way, which took its clients before the decisions made
+    // since: it resolved with them unwritten.
+    it('writes, when asked to sync while a sync is under way, the decisions made after that one began', async () => {
+      const clock = manualClock(START);
+      const store = open('c:');
+      const limiter = createLimiter({ limit: 100, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 't' });
+      await limiter.consume('k');
+      const underWay = store.localFirst?.sync();
+      for (let i = 0; i < 4; i++) await limiter.consume('k');
+      await store.localFirst?.sync();
+      await underWay;
+      const window = Math.floor(clock() / WINDOW_MS);
+      expect(await redis.admin.hvals(`c:lf:{t|k}:_0@${WINDOW_MS}:${window}`)).toEqual(['5']);
+    }, 30_000);
+
     it('forgets the clients whose windows are over, more than one sync forgets at once included', async () => {
       const clock = manualClock(START);
       const store = open('b:');

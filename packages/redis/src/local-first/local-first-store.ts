@@ -172,6 +172,15 @@ export function createLocalFirst(
     nextSyncEnd = undefined;
     ended?.(reached);
   };
+  /**
+   * A sync that writes every decision made before it was asked for: one under way took its
+   * clients before, so it is waited for (however it ended) and another made. The timer's tick
+   * needs no such sync: one under way stands for it.
+   */
+  const syncNow = async (): Promise<void> => {
+    await running?.catch(() => {});
+    return sync();
+  };
   const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
   timer.unref();
 
@@ -297,7 +306,7 @@ export function createLocalFirst(
       }
       if (counts !== undefined) table.forget(counts);
     },
-    sync,
+    sync: syncNow,
     status: () => ({
       clients: table.size,
       slotsDown: reachability.slotsDown(),
@@ -307,8 +316,7 @@ export function createLocalFirst(
       clearInterval(timer);
       // Whoever waits for room waits for this last sync at most.
       closed = true;
-      await running?.catch(() => {});
-      await sync();
+      await syncNow();
     },
   };
 }
