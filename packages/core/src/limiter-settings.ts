@@ -34,9 +34,7 @@ export function limiterSettings(options: LimiterBaseOptions): LimiterSettings {
       timeoutMs,
       'a whole number of milliseconds from 1 to 2^31 − 1 (the longest timer Node keeps)',
     );
-  const logger: Logger = options.logger === undefined ? console : options.logger;
-  if (typeof logger?.warn !== 'function')
-    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  const logger = checkedLogger(options.logger);
   const store = options.store === undefined ? defaultMemoryStore() : options.store;
   if (!isRateLimitStore(store)) {
     invalid(
@@ -90,4 +88,12 @@ function checkedClock(clock: unknown): (() => number) | undefined {
   };
   checked();
   return checked;
+}
+
+/** The `logger` option, or `console` when none is given; anything without a `warn` method throws. */
+export function checkedLogger(logger: unknown): Logger {
+  const given = logger === undefined ? console : (logger as Logger);
+  if (typeof given?.warn !== 'function')
+    invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
+  return given;
 }

@@ -43,6 +43,17 @@ function sendProblem(reply: FastifyReply, decision: Decision): void {
 }
 
 /**
+ * A hook's failure, for Fastify's error handling. Once the reply was sent (by another hook,
+ * while the limit awaited) Fastify would drop the error unseen, so it is logged as Fastify
+ * logs a handler's.
+ */
+function fail(reason: unknown, reply: FastifyReply, done: HookDone): void {
+  const error = thrownError(reason) as Error;
+  if (reply.sent) reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
+  else done(error);
+}
+
+/**
  * The limit of the plugin or of one route, to run in the request hook its `hook` option names
  * (`onRequest` unless told otherwise).
  */
@@ -76,13 +87,8 @@ export function createRateLimitHook(
       const { decision } = outcome;
       const { statusCode } = reply;
       const failed = (reason: unknown): void => {
-        const error = thrownError(reason) as Error;
-        if (reply.sent) {
-          reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
-          return;
-        }
-        reply.code(statusCode);
-        done(error);
+        if (!reply.sent) reply.code(statusCode);
+        fail(reason, reply, done);
       };
       reply.code(outcome.status);
       new Promise((resolve) => resolve(onLimited?.(request, reply, decision)))
@@ -105,7 +111,7 @@ export function createRateLimitHook(
     try {
       apply(outcome, request, reply, done);
     } catch (error) {
-      done(thrownError(error) as Error);
+      fail(error, reply, done);
     }
   };
   // A callback hook, not an async one: with an in-process store the decision is ready at
@@ -115,13 +121,13 @@ export function createRateLimitHook(
     try {
       outcome = limiter.handle(request, reply);
     } catch (error) {
-      done(thrownError(error) as Error);
+      fail(error, reply, done);
       return;
     }
     if (outcome instanceof Promise)
       outcome.then(
         (settled) => applyOrFail(settled, request, reply, done),
-        (reason: unknown) => done(thrownError(reason) as Error),
+        (reason: unknown) => fail(reason, reply, done),
       );
     else apply(outcome, request, reply, done);
   };

@@ -40,6 +40,30 @@ const cases: [string, Record<string, unknown>, string, RegExp][] = [
     'ERR_SLUICE_CONFLICTING_OPTIONS',
     /`limit`.*`policies`/,
   ],
+  [
+    'a limit function with a policies list, which it would drop',
+    { limit: () => 100, window: '1m', policies: [{ name: 'strict', limit: 1, window: '1h' }] },
+    'ERR_SLUICE_CONFLICTING_OPTIONS',
+    /`limit` as a function.*`policies`/,
+  ],
+  [
+    'a limit function with a policies list and no window: the conflict, not the window, is named',
+    { limit: () => 100, policies: [{ limit: 1, window: '1h' }] },
+    'ERR_SLUICE_CONFLICTING_OPTIONS',
+    /`limit` as a function.*`policies`/,
+  ],
+  [
+    'a limit function with a policies function',
+    { limit: () => 100, policies: () => [] },
+    'ERR_SLUICE_CONFLICTING_OPTIONS',
+    /`limit`.*put it in the policies the function returns/,
+  ],
+  [
+    'a logger that is no object, checked before anything logs to it',
+    { limit: 5, window: '1m', logger: 'console' },
+    'ERR_SLUICE_INVALID_LOGGER',
+    /`logger`.*"console"/,
+  ],
   ['a zero cost', { limit: 5, window: '1m', cost: 0 }, 'ERR_SLUICE_INVALID_COST', /`cost`.*0/],
   ['a skip that is not a function', { limit: 5, window: '1m', skip: true }, 'ERR_SLUICE_INVALID_HANDLER', /`skip`/],
   [

@@ -14,3 +14,26 @@ export function checkHeadersUnsent(res: ServerResponse): void {
     `[sluice] The response's headers (status ${res.statusCode}) were sent before the rate limiter met the request, so it can neither send its RateLimit fields nor refuse the request. Mount the limiter before any middleware that writes the response.`,
   );
 }
+
+/**
+ * Fails a request whose response other middleware answered while the limiter awaited (a
+ * function of the user's, the store, a ban's strike; a request timeout, say): nothing more is
+ * written into it. A refusal charged nothing; what a request let through was charged, the
+ * caller gives back first.
+ */
+export function checkUnsentMeanwhile(res: ServerResponse): void {
+  if (!res.headersSent) return;
+  throw new SluiceError(
+    'ERR_SLUICE_HEADERS_SENT',
+    `[sluice] The response's headers (status ${res.statusCode}) were sent by other middleware while the rate limiter decided, so it can neither send its RateLimit fields nor refuse the request; the request spends no quota.`,
+  );
+}
+
+/** A refusal whose `message` function was awaited, once the response is known unanswered. */
+export const refusalUnlessSent = <T>(res: ServerResponse, refusal: T | Promise<T>): T | Promise<T> =>
+  refusal instanceof Promise
+    ? refusal.then((outcome) => {
+        checkUnsentMeanwhile(res);
+        return outcome;
+      })
+    : refusal;

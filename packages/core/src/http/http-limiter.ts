@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { invalid } from '../errors.js';
 import { publishQueued } from '../events.js';
 import { createLimiter, releaseNamespace, type SynchronousPath, synchronousPathOf } from '../limiter.js';
+import { checkedLogger } from '../limiter-settings.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from './adapter-contract.js';
@@ -14,7 +15,7 @@ import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
 import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
-import { checkHeadersUnsent } from './headers-sent.js';
+import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent } from './headers-sent.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
@@ -36,6 +37,9 @@ interface Entry {
 
 const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 const ignore = (): void => {};
+
+/** Whether an allowed decision spent quota: not one the fail policy let through, nor shadow mode's over the limit. */
+const charges = (decision: Decision): boolean => decision.reason === undefined && decision.overLimit !== 'shadow';
 
 /**
  * The one implementation of the HTTP semantics behind every adapter (SPEC §5): options are
@@ -62,7 +66,9 @@ export function createHttpLimiter<Req, Res>(
     store: checked.limiterOptions.store === undefined ? defaultMemoryStore() : checked.limiterOptions.store,
   };
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
-  const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
+  // Checked before anything logs to it; `createLimiter` would check it only after.
+  const logger = checkedLogger(base.logger);
+  const warn = createWarnOnce(logger);
   const wrap = (limiter: Limiter): Entry => ({
     limiter,
     headers: createHeaderWriter(limiter.policies, checked.headers, clock, warn),
@@ -97,17 +103,21 @@ export function createHttpLimiter<Req, Res>(
    * quota still spent, and its refusal would count towards the next ban.
    */
   const banned = (req: Req, res: Res, decision: Decision, quotaWaitMs = 0): Outcome | Promise<Outcome> => {
+    unsentMeanwhile(res);
     const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
     binding.setHeader(res, 'Retry-After', sfSeconds(waited.retryAfterMs));
     notify?.(req, waited);
-    return refuse(req, waited, ban?.status);
+    return refusalUnlessSent(binding.rawResponse(res), refuse(req, waited, ban?.status));
   };
 
   /** A refusal over the quota: the hooks are told, then the outcome. Made once, not per refusal. */
-  const quotaRefusal = (req: Req, decision: Decision): Outcome | Promise<Outcome> => {
+  const quotaRefusal = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     notify?.(req, decision);
-    return refuse(req, decision);
+    return refusalUnlessSent(binding.rawResponse(res), refuse(req, decision));
   };
+
+  /** `checkUnsentMeanwhile` of the adapter's response. */
+  const unsentMeanwhile = (res: Res): void => checkUnsentMeanwhile(binding.rawResponse(res));
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
@@ -120,9 +130,10 @@ export function createHttpLimiter<Req, Res>(
     request: IncomingMessage,
     waitMs: number | undefined,
   ): Outcome | Promise<Outcome> => {
+    unsentMeanwhile(res);
     entry.headers.write(decision, res, binding, request);
     if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-    return quotaRefusal(req, decision);
+    return quotaRefusal(req, res, decision);
   };
 
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
@@ -161,7 +172,7 @@ export function createHttpLimiter<Req, Res>(
     notify?.(req, decision);
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
-    const charged = decision.reason === undefined && decision.overLimit !== 'shadow';
+    const charged = charges(decision);
     const refund = () => entry.limiter.refund(clientKey, units);
     if (decision.delayMs === 0) {
       if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
@@ -196,7 +207,29 @@ export function createHttpLimiter<Req, Res>(
             checked.limitVaries ? 'limit' : 'policies',
           );
     const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
+    // Other middleware may have answered while the user's functions ran: the store is not asked.
+    unsentMeanwhile(res);
     const decision = await entry.consume(clientKey, units, true);
+    return finishLate(entry, decision, req, res, request, clientKey, units);
+  };
+
+  /** `finish` for a decision the store answered later, unless other middleware answered meanwhile. */
+  const finishLate = (
+    entry: Entry,
+    decision: Decision,
+    req: Req,
+    res: Res,
+    request: IncomingMessage,
+    clientKey: string,
+    units: number,
+  ): Outcome | Promise<Outcome> => {
+    const raw = binding.rawResponse(res);
+    if (raw.headersSent) {
+      // A queued decision's event, held back for the queue, goes out as decided.
+      publishQueued(decision);
+      if (decision.allowed && charges(decision)) entry.limiter.refund(clientKey, units).catch(ignore);
+    }
+    checkUnsentMeanwhile(raw);
     return finish(entry, decision, req, res, request, clientKey, units);
   };
 
@@ -211,7 +244,7 @@ export function createHttpLimiter<Req, Res>(
 
   // A request met a second time goes on and keeps the first decision.
   const firstVisit = createFirstVisit(binding.swapsRequestPrototype);
-  warnIfCreatedInRequest(binding.dispatchFrame, (base.logger as LimiterOptions['logger']) ?? console);
+  warnIfCreatedInRequest(binding.dispatchFrame, logger);
 
   return {
     handle(req, res) {
@@ -224,7 +257,7 @@ export function createHttpLimiter<Req, Res>(
       const clientKey = keyOf(req, request);
       const decision = (consumeFixed as SynchronousPath)(clientKey, units, true);
       if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
-      return decision.then((asked) => finish(entry, asked, req, res, request, clientKey, units));
+      return decision.then((asked) => finishLate(entry, asked, req, res, request, clientKey, units));
     },
     limiter: fixedEntry?.limiter,
     limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,

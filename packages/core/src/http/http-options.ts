@@ -168,6 +168,14 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
   }
   const maxQueued = checkMaxQueued(all.maxQueued);
   checkQueueBounded(all);
+  // A `limit` function varies the one policy the other top-level options make: a `policies`
+  // list beside it would be dropped.
+  if (typeof all.limit === 'function' && all.policies !== undefined && typeof all.policies !== 'function') {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      '[sluice] Option `limit` as a function cannot be combined with `policies`; for several policies per request, give `policies` as a function of the request and key.',
+    );
+  }
   const policiesFor =
     typeof all.policies === 'function'
       ? (all.policies as PoliciesFor<Req>)

@@ -53,7 +53,7 @@ export function createTierLimiters<Entry>(
     if (typeof list === 'object' && list !== null) byIdentity.set(list, entry);
     return entry;
   };
-  // The tiers' own prefixes claim nothing (see \`claimNamespace\`): only the root's claim is held.
+  // The tiers' own prefixes claim nothing (see `claimNamespace`): only the root's claim is held.
   return { namespace: root, entryFor, release: () => releaseNamespace(placeholder) };
 }
 

@@ -76,7 +76,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * timer's sync run side by side, each with calls out.
    */
   const late = new Map<string, number>();
-  /** Calls sent and not yet settled, per node, late ones included (see \`settledOn\`). */
+  /** Calls sent and not yet settled, per node, late ones included (see `settledOn`). */
   const unanswered = new Map<string, Set<Promise<void>>>();
   const oweLate = (node: string, change: 1 | -1): void => {
     const owed = (late.get(node) ?? 0) + change;

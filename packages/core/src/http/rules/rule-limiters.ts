@@ -111,9 +111,15 @@ export function passes(verdicts: readonly RuleVerdict[]): boolean {
   return quota === 0 || quotaRefused < quota;
 }
 
-/** True when the limiter charged this verdict: allowed with a cost, and not merely reported by shadow mode. */
+/**
+ * True when the limiter charged this verdict: allowed with a cost, not let through by the fail
+ * policy (the store charged nothing), and not merely reported by shadow mode.
+ */
 const charged = (verdict: RuleVerdict): boolean =>
-  verdict.cost > 0 && verdict.decision.allowed && verdict.decision.overLimit !== 'shadow';
+  verdict.cost > 0 &&
+  verdict.decision.allowed &&
+  verdict.decision.reason === undefined &&
+  verdict.decision.overLimit !== 'shadow';
 
 /**
  * Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. A limiter `createLimiter`

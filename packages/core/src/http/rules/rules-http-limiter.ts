@@ -10,7 +10,7 @@ import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit, createRequestWaits } from '../first-visit.js';
 import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
-import { checkHeadersUnsent } from '../headers-sent.js';
+import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent } from '../headers-sent.js';
 import { hold } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
@@ -214,13 +214,22 @@ export function createRulesHttpLimiter<Req, Res>(
     res: Res,
     request: IncomingMessage,
   ): Outcome | Promise<Outcome> => {
+    const raw = binding.rawResponse(res);
+    if (raw.headersSent) {
+      // Other middleware answered while the rules were decided (a request timeout, say):
+      // nothing is written into the response, queued rules' events, held back, go out as
+      // decided, and what a request let through was charged is given back (a refused one's is).
+      for (const verdict of verdicts) publishQueued(verdict.decision);
+      if (decision.allowed) void giveBack(verdicts);
+    }
+    checkUnsentMeanwhile(raw);
     writeAll(verdicts, res, request);
     // Held or refused by another rule, the queued rules' events, held back, go out as decided.
     if (decision.delayMs > 0) for (const verdict of verdicts) publishQueued(verdict.decision);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      return refuse(req, decision);
+      return refusalUnlessSent(raw, refuse(req, decision));
     }
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
@@ -262,6 +271,6 @@ export function createRulesHttpLimiter<Req, Res>(
     return finish(verdicts, req, res, request);
   };
 
-  // Each rule's limiter counts under the rule's id as its \`prefix\`: nothing claimed to give up.
+  // Each rule's limiter counts under the rule's id as its `prefix`: nothing claimed to give up.
   return { handle, release: () => {}, ...NO_LIMITER_HANDLE };
 }
