@@ -12,7 +12,7 @@ import {
 import { createMemoryStore } from '@sluice/memory';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-type Mode = 'up' | 'rejects' | 'throws' | 'hangs' | 'late-reject';
+type Mode = 'up' | 'rejects' | 'throws' | 'hangs' | 'late-reject' | 'late-answer';
 
 /** A remote-looking store (not `local`) whose behaviour a test switches at will. */
 function flakyStore() {
@@ -31,6 +31,8 @@ function flakyStore() {
         return new Promise<T>(() => {});
       case 'late-reject':
         return new Promise<T>((_, reject) => setTimeout(() => reject(new Error('too late')), 500));
+      case 'late-answer':
+        return new Promise<T>((resolve) => setTimeout(() => resolve(work()), 500));
     }
   };
   const store: RateLimitStore = {
@@ -391,5 +393,35 @@ describe.each([
     expect(await limiter.consume('k')).toMatchObject({ allowed: true, remaining: 4 });
     // Both warnings were asked for, and each failure of the logger's was swallowed.
     expect(warned).toBe(2);
+  });
+});
+
+// A store slower than storeTimeoutMs still decides, and charges, once it answers. Under 'deny'
+// and 'throw' the request it charged was refused or failed: SPEC §2's "a rejected request
+// spends no quota" was broken, and the next request of a limit of 2 was refused.
+describe('a store that answers after the timeout', () => {
+  it.each(['deny', 'throw'] as const)("under '%s', gives the late charge back", async (onStoreError) => {
+    const { limiter, state } = setup(onStoreError);
+    state.mode = 'late-answer';
+    const outcome = limiter.consume('k').catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await outcome).toMatchObject(
+      onStoreError === 'deny' ? { allowed: false, reason: 'store-unavailable' } : { code: 'ERR_SLUICE_STORE_TIMEOUT' },
+    );
+    // The store's answer lands, charged, and the refund follows it.
+    await vi.advanceTimersByTimeAsync(1000);
+    state.mode = 'up';
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
+  it("under 'allow', keeps it: the request went through", async () => {
+    const { limiter, state } = setup('allow');
+    state.mode = 'late-answer';
+    const decision = limiter.consume('k');
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await decision).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+    await vi.advanceTimersByTimeAsync(1000);
+    state.mode = 'up';
+    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 });
   });
 });

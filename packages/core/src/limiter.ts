@@ -196,7 +196,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
       () => store.consume(asked),
       (reply) => replied(key, checkReplies ? checkedReply(reply, policies.length) : reply, asked),
       (cause) => unavailable(key, cause),
+      giveBackLate === undefined ? undefined : (reply) => giveBackLate(key, asked.cost, reply),
     );
+  /**
+   * Under 'deny' and 'throw' a consume that timed out refused or failed its request, so what
+   * the store's late answer charged is given back: a rejected request spends no quota. Under
+   * 'allow' the request went through, and its charge stands.
+   */
+  const giveBackLate =
+    onStoreError === 'allow'
+      ? undefined
+      : (key: string, cost: number, reply: StoreReply | undefined): void => {
+          if (cost > 0 && reply?.allowed === true) refundInStore(key, cost).catch(() => {});
+        };
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
     const reply = (store.decideAtOnce as NonNullable<RateLimitStore['decideAtOnce']>)(asked);
@@ -388,6 +400,12 @@ export function createLimiter(options: LimiterOptions): Limiter {
           return markedByStore(toDecision(key, reply, policies, caps, throttle.mode, cost, ceilings), reply);
         },
         (cause) => unavailable(key, cause),
+        // The call charged every request or none: each gives back its own when all were allowed.
+        giveBackLate === undefined
+          ? undefined
+          : (list) => {
+              if (list.every((reply) => reply?.allowed === true)) giveBackLate(key, cost, list[index]);
+            },
       );
     return {
       store,

@@ -102,12 +102,14 @@ export function createStoreGuard(
    * `answered`, or the timer. Whatever comes second is ignored, and a late rejection is
    * absorbed here. A failure settles it with `unavailable(cause)` under the fail policy, or
    * rejects when the policy is 'throw'. Reading the answer here, not after another `then`,
-   * saves each remote decision a promise and a turn of the microtask queue.
+   * saves each remote decision a promise and a turn of the microtask queue. An answer that
+   * comes after the timer goes to `late`, if given (a charge to give back).
    */
   function guardedRead<T, U>(
     call: () => Promise<T>,
     answered: (value: T) => U,
     unavailable: (cause: unknown) => U,
+    late?: (value: T) => void,
   ): Promise<U> {
     let pending: Promise<T>;
     try {
@@ -149,7 +151,10 @@ export function createStoreGuard(
       // Referenced: a caller awaits this call, so the process lives until the fail policy answers.
       const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
       pending.then((value) => {
-        if (settled) return;
+        if (settled) {
+          late?.(value);
+          return;
+        }
         settled = true;
         clearTimeout(timer);
         // Read before the store counts as answering: a reply that is no decision is its
