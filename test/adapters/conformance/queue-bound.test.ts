@@ -76,6 +76,25 @@ describe.each(harnesses)('$name: queue mode holds a bounded number of requests',
     expect(refunds.filter((r) => r.limiter === 'bounded')).toEqual([]);
   });
 
+  // The queue is every client's: a client refused because others filled it was struck towards
+  // a ban, and with `after: 0` banned for the traffic of others.
+  it("a refusal because the queue is full is no strike towards the client's ban", async () => {
+    const policy = { algorithm: 'gcra', limit: 1, window: '10s', burst: 1, queue: { maxDelayMs: '1m' } } as const;
+    const key = (req: unknown) => harness.header(req, 'x-client') ?? 'none';
+    const ban = { after: 0, duration: '1h' };
+    app = await harness.start({
+      limits: [{ ...policy, key, maxQueued: 1, ban, store: createMemoryStore(), clock: clockAt(0) }],
+    });
+    const answers = await secondRequests(app.url, 3, 1);
+    expect(answers.map((a) => [a.client, a.status])).toEqual([
+      ['c1', 429],
+      ['c2', 429],
+    ]);
+    // Refused again for the full queue, not banned.
+    const again = await request(app.url).get('/').set('x-client', 'c1');
+    expect(again.status).toBe(429);
+  });
+
   // Rules mode held queued requests with no bound at all.
   it('rules mode: beyond maxQueued a request is refused, and every matched rule gets its charge back', async () => {
     const store = createMemoryStore();

@@ -150,11 +150,12 @@ export function createHttpLimiter<Req, Res>(
     units: number,
   ): Outcome | Promise<Outcome> => {
     // A queue with no room left: refused, not held, and its reserved slot given back. Its
-    // decision's event, held back by the limiter, goes out as the refusal the client gets.
+    // decision's event, held back by the limiter, goes out as the refusal the client gets. The
+    // queue is every client's, so the refusal is no strike towards this one's ban.
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
       return queueFull(entry.limiter, clientKey, decision, units).then((refused) => {
         publishQueued(decision, refused);
-        return finish(entry, refused, req, res, request, clientKey, units);
+        return overQuota(entry, refused, req, res, request, retryAfterMs(refused, spentWaits.of(request)));
       });
     }
     if (!decision.allowed) {
