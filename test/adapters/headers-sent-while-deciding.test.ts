@@ -1,6 +1,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RateLimitStore } from '@sluice/core';
+import {
+  type DecisionEvent,
+  type QueueEvent,
+  type RateLimitStore,
+  type RefundEvent,
+  SLUICE_CHANNELS,
+} from '@sluice/core';
 import { rateLimit as expressRateLimit } from '@sluice/express';
 import { rateLimitPlugin } from '@sluice/fastify';
 import { rateLimit as koaRateLimit } from '@sluice/koa';
@@ -10,7 +16,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import Fastify from 'fastify';
 import Koa from 'koa';
 import request from 'supertest';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { listen as listenTo } from '../helpers/channels.js';
 import { clockAt, collectingLogger } from './helpers.js';
 
 /**
@@ -23,13 +30,15 @@ import { clockAt, collectingLogger } from './helpers.js';
  */
 
 /** Where the request is answered early: the `calls`-th call of `at` from now. */
-type Await = 'key' | 'cost' | 'message' | 'consume' | 'refund';
+type Await = 'skip' | 'allowList' | 'key' | 'cost' | 'message' | 'consume' | 'refund';
 let answerAt: { at: Await; calls: number } | undefined;
 /** Whether that call of the store fails too, after answering (a fail policy then decides). */
 let failing = false;
 /** The raw response of each request in flight, and the request the store decides for (one at a time here). */
 const responses = new WeakMap<IncomingMessage, ServerResponse>();
 let current: IncomingMessage | undefined;
+/** The store's consumes so far. */
+let consumes = 0;
 
 /** Answers the request, as a timeout would, when this is the call `answerAt` names. */
 function reached(at: Await, raw = current as IncomingMessage): void {
@@ -49,6 +58,7 @@ function storeAnsweringMeanwhile(): RateLimitStore {
   return {
     name: 'memory-answering-meanwhile',
     consume: async (request) => {
+      consumes++;
       reached('consume');
       return store.consume(request);
     },
@@ -85,13 +95,13 @@ function optionsFor(mode: Mode, { extra, queue }: Case, rawOf: RawOf) {
     : '{ name: per-client, limit: 2, window: 1m, algorithm: fixed-window }';
   return {
     ...common,
-    ...extra?.(rawOf),
     rules: parseRules(`
 domain: api
 descriptors:
   - key: remote_address
     policies: [${rule}]
 `),
+    ...extra?.(rawOf),
   };
 }
 
@@ -153,13 +163,18 @@ const apps: Record<string, App> = {
     return { url: await listen(server), errors, close: closing(server) };
   },
   async fastify(mode, served) {
-    // A hook's error after the reply was sent goes to Fastify's log, not the error handler.
+    // A hook's error after the reply was sent (ended) goes to Fastify's log, not the error handler.
     const errors: unknown[] = [];
     const stream = { write: (line: string) => errors.push((JSON.parse(line) as { err: unknown }).err) };
     const app = Fastify({
       serverFactory: (handler) => noting(handler),
       logger: { level: 'error', stream },
       forceCloseConnections: true,
+    });
+    // Headers sent and the response left open: the error reaches the error handler.
+    app.setErrorHandler((error, _request, reply) => {
+      errors.push(error);
+      reply.raw.end();
     });
     await app.register(rateLimitPlugin, optionsFor(mode, served, (req: { raw: IncomingMessage }) => req.raw) as never);
     app.get('/', async () => 'handled');
@@ -177,10 +192,11 @@ const answeredMeanwhile = {
   message: expect.stringMatching(/while the rate limiter decided/),
 };
 
-const awaiting = (at: 'key' | 'cost' | 'message') => (rawOf: RawOf) => ({
+const answers = { skip: true, allowList: true, key: 'client', cost: 1, message: 'slow down' };
+const awaiting = (at: keyof typeof answers) => (rawOf: RawOf) => ({
   [at]: async (req: never) => {
     reached(at, rawOf(req));
-    return at === 'key' ? 'client' : at === 'cost' ? 1 : 'slow down';
+    return answers[at];
   },
 });
 
@@ -199,6 +215,7 @@ describe.each(Object.keys(apps))('%s: a response answered by other middleware wh
   afterEach(async () => {
     answerAt = undefined;
     failing = false;
+    consumes = 0;
     await served?.close();
   });
 
@@ -272,11 +289,95 @@ describe.each(Object.keys(apps))('%s: a response answered by other middleware wh
     expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
   });
 
-  it('with policies, awaiting the key function, fails with ERR_SLUICE_HEADERS_SENT and spends nothing', async () => {
+  it('with policies, awaiting the key function, fails with ERR_SLUICE_HEADERS_SENT and asks the store nothing', async () => {
     const app = await serve('policies', { extra: awaiting('key') });
     answerAt = { at: 'key', calls: 1 };
     expect(await get()).toBe('503 timed out');
     expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+    expect(consumes).toBe(0);
     expect([await get(), await get(), await get()]).toEqual(['200 handled', '200 handled', '429']);
+  });
+
+  // A request a function of the user's let pass went on into the answered response, where the
+  // app's handler failed with Node's ERR_HTTP_HEADERS_SENT.
+  it.each([
+    ['policies', 'skip'],
+    ['policies', 'allowList'],
+    ['rules', 'skip'],
+  ] as const)(
+    'with %s, awaiting a %s function that lets the request pass, fails with ERR_SLUICE_HEADERS_SENT',
+    async (mode, at) => {
+      const app = await serve(mode, { extra: awaiting(at) });
+      answerAt = { at, calls: 1 };
+      expect(await get()).toBe('503 timed out');
+      expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+    },
+  );
+
+  it.each(['policies', 'rules'] as const)(
+    'with %s, a queued decision answered meanwhile goes out as decided, and its charge comes back',
+    async (mode) => {
+      const app = await serve(mode, { queue: true });
+      expect(await get()).toBe('200 handled');
+      const decisions = listenTo<DecisionEvent>(SLUICE_CHANNELS.decision);
+      const refunds = listenTo<RefundEvent>(SLUICE_CHANNELS.refund);
+      answerAt = { at: 'consume', calls: 1 };
+      expect(await get()).toBe('503 timed out');
+      expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+      await vi.waitFor(() => expect(refunds).toHaveLength(1));
+      expect(decisions.map((d) => d.result)).toEqual(['queued']);
+    },
+  );
+
+  // Headers sent during the hold with the response left open (a stream) let the held request go
+  // on into it, where the handler failed with Node's ERR_HTTP_HEADERS_SENT, its slot kept.
+  it.each(['policies', 'rules'] as const)(
+    'with %s, answered during the queue hold and left open, fails with ERR_SLUICE_HEADERS_SENT and gives the slot back',
+    async (mode) => {
+      const app = await serve(mode, { queue: true });
+      expect(await get()).toBe('200 handled');
+      const refunds = listenTo<RefundEvent>(SLUICE_CHANNELS.refund);
+      const queued = listenTo<QueueEvent>(SLUICE_CHANNELS.queue);
+      const held = get();
+      await vi.waitFor(() => expect(queued.map((event) => event.phase)).toEqual(['held']));
+      (responses.get(current as IncomingMessage) as ServerResponse).writeHead(503).write('timed out');
+      // Held a second (real time), then let go into the answered response.
+      await vi.waitFor(() => expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]), 3000);
+      expect(refunds).toHaveLength(1);
+      await held;
+    },
+  );
+
+  it('with policies in shadow mode, a request over the limit answered meanwhile gives nothing back: shadow mode charged nothing', async () => {
+    const app = await serve('policies', { extra: () => ({ throttle: { mode: 'shadow' } }) });
+    expect([await get(), await get()]).toEqual(['200 handled', '200 handled']);
+    const refunds = listenTo<RefundEvent>(SLUICE_CHANNELS.refund);
+    answerAt = { at: 'consume', calls: 1 };
+    expect(await get()).toBe('503 timed out');
+    expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+    expect(await get()).toBe('200 handled');
+    expect(refunds).toEqual([]);
+  });
+
+  // A refused request's charges are given back as it is refused: given back again, the rule
+  // that allowed it lost a unit it had counted.
+  it('with rules, a request one rule refuses, answered meanwhile, is given back once', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: remote_address
+    policies: [{ name: per-client, limit: 3, window: 1m, algorithm: fixed-window }]
+  - key: path
+    policies: [{ name: per-path, limit: 1, window: 1m, algorithm: fixed-window }]
+`);
+    const app = await serve('rules', { extra: () => ({ rules, descriptors: [['remote_address'], ['path']] }) });
+    expect(await get()).toBe('200 handled');
+    answerAt = { at: 'consume', calls: 1 };
+    expect(await get()).toBe('503 timed out');
+    expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+    // per-client holds 1 of 3: two more paths pass, the third is refused.
+    const statuses = [];
+    for (const path of ['/a', '/b', '/c']) statuses.push((await request(app.url).get(path).timeout(2000)).status);
+    expect(statuses.map((status) => status === 429)).toEqual([false, false, true]);
   });
 });

@@ -119,6 +119,12 @@ export function createHttpLimiter<Req, Res>(
   /** `checkUnsentMeanwhile` of the adapter's response. */
   const unsentMeanwhile = (res: Res): void => checkUnsentMeanwhile(binding.rawResponse(res));
 
+  /** A request passed by a function of the user's: on, unless other middleware answered it meanwhile. */
+  const skippedUnlessSent = (res: Res): Outcome => {
+    unsentMeanwhile(res);
+    return SKIPPED;
+  };
+
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
   /** A refusal over the quota, with its fields and `Retry-After` (none for a cost that can never pass). */
@@ -188,15 +194,21 @@ export function createHttpLimiter<Req, Res>(
         refund().catch(ignore);
         return { action: 'gone', decision };
       }
-      if (afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      // Other middleware answered during the hold and left the response open (a stream): the
+      // slot is given back, and nothing more is written.
+      const raw = binding.rawResponse(res);
+      if (raw.headersSent) refund().catch(ignore);
+      checkUnsentMeanwhile(raw);
+      if (afterResponse !== undefined) afterResponse(req, res, raw, refund);
       return { action: 'next', decision };
     });
   };
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
-    if (skip !== undefined && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
+    if (skip !== undefined && skipsFromUser(await skip(req), 'skip', warn)) return skippedUnlessSent(res);
     const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
-    if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn)) return SKIPPED;
+    if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn))
+      return skippedUnlessSent(res);
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
     if (bannedNow !== undefined) return banned(req, res, bannedNow);
     const entry =

@@ -168,6 +168,12 @@ export function createRulesHttpLimiter<Req, Res>(
 
   const refuse = createRefuse<Req>(options);
 
+  /** A request no rule limits, or passed by `skip`: on, unless other middleware answered it meanwhile. */
+  const skippedUnlessSent = (res: Res): Outcome => {
+    checkUnsentMeanwhile(binding.rawResponse(res));
+    return SKIPPED;
+  };
+
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
@@ -178,7 +184,7 @@ export function createRulesHttpLimiter<Req, Res>(
     request: IncomingMessage,
   ): Outcome | Promise<Outcome> => {
     const decision = combinedDecision(verdicts);
-    if (decision === undefined) return SKIPPED;
+    if (decision === undefined) return skippedUnlessSent(res);
     // Refused by another rule, the request is not queued: every rule's charge is given back already.
     if (decision.allowed && decision.delayMs > 0 && held >= maxQueued) {
       // A queue with no room left: refused, not held, and what each rule charged given back.
@@ -239,10 +245,12 @@ export function createRulesHttpLimiter<Req, Res>(
     const longest = verdicts.find((v) => v.decision.delayMs === decision.delayMs)?.limiter as Limiter;
     return hold(binding.rawResponse(res), decision.delayMs, longest.namespace).then((heldToTheEnd): Outcome => {
       held--;
-      if (heldToTheEnd) return { action: 'next', decision };
-      // The reserved slots were never used: give them back.
-      void giveBack(verdicts);
-      return { action: 'gone', decision };
+      // Gone, or answered by other middleware during the hold and left open (a stream): the
+      // reserved slots were never used, and are given back.
+      if (!heldToTheEnd || raw.headersSent) void giveBack(verdicts);
+      if (!heldToTheEnd) return { action: 'gone', decision };
+      checkUnsentMeanwhile(raw);
+      return { action: 'next', decision };
     });
   };
 
@@ -254,7 +262,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const request = binding.rawRequest(req);
     if (!firstVisit(request)) return SKIPPED;
     checkHeadersUnsent(binding.rawResponse(res));
-    if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return SKIPPED;
+    if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return skippedUnlessSent(res);
     const route = binding.routePattern?.(req);
     const facts: RequestFacts = {
       request,
