@@ -39,16 +39,18 @@ function flakyStore() {
     name: 'flaky',
     consume: (request: StoreRequest) => misbehave<StoreReply>(() => inner.consume(request)),
     reset: (...args) => misbehave(() => inner.reset(...args)),
-    refund: (request) => misbehave(() => inner.refund(request)),
+    // A late answer is the consume's: the refund that follows it is answered at once.
+    refund: (request) =>
+      state.mode === 'late-answer' ? inner.refund(request) : misbehave(() => inner.refund(request)),
   };
   return { store, state };
 }
 
-function setup(onStoreError: OnStoreError, storeTimeoutMs = 50) {
+function setup(onStoreError: OnStoreError, storeTimeoutMs = 50, limit = 2) {
   const { store, state } = flakyStore();
   const logger = { warn: vi.fn<(message: string) => void>() };
   const limiter = createLimiter({
-    limit: 2,
+    limit,
     window: '1m',
     store,
     onStoreError,
@@ -400,28 +402,48 @@ describe.each([
 // and 'throw' the request it charged was refused or failed: SPEC §2's "a rejected request
 // spends no quota" was broken, and the next request of a limit of 2 was refused.
 describe('a store that answers after the timeout', () => {
-  it.each(['deny', 'throw'] as const)("under '%s', gives the late charge back", async (onStoreError) => {
-    const { limiter, state } = setup(onStoreError);
+  /** One request charged on time, then one answered late; what the store holds after. */
+  const lateAfterOne = async (onStoreError: OnStoreError, limit: number, shadow = false) => {
+    const { store, state } = flakyStore();
+    const limiter = createLimiter({
+      limit,
+      window: '1m',
+      store,
+      onStoreError,
+      storeTimeoutMs: 50,
+      logger: { warn() {} },
+      clock: () => 0,
+      ...(shadow ? { throttle: { mode: 'shadow' as const } } : {}),
+    });
+    expect(await limiter.consume('k')).toMatchObject({ allowed: true });
     state.mode = 'late-answer';
     const outcome = limiter.consume('k').catch((error: unknown) => error);
     await vi.advanceTimersByTimeAsync(50);
-    expect(await outcome).toMatchObject(
+    const answered = await outcome;
+    // The store's answer lands, and a refund, if any, follows it.
+    await vi.advanceTimersByTimeAsync(1000);
+    state.mode = 'up';
+    return { answered, remaining: (await limiter.peek('k')).remaining };
+  };
+
+  it.each(['deny', 'throw'] as const)("under '%s', gives the late charge back, once", async (onStoreError) => {
+    const { answered, remaining } = await lateAfterOne(onStoreError, 5);
+    expect(answered).toMatchObject(
       onStoreError === 'deny' ? { allowed: false, reason: 'store-unavailable' } : { code: 'ERR_SLUICE_STORE_TIMEOUT' },
     );
-    // The store's answer lands, charged, and the refund follows it.
-    await vi.advanceTimersByTimeAsync(1000);
-    state.mode = 'up';
-    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 2 });
+    expect(remaining).toBe(4);
   });
 
-  it("under 'allow', keeps it: the request went through", async () => {
-    const { limiter, state } = setup('allow');
-    state.mode = 'late-answer';
-    const decision = limiter.consume('k');
-    await vi.advanceTimersByTimeAsync(50);
-    expect(await decision).toMatchObject({ allowed: true, reason: 'store-unavailable' });
-    await vi.advanceTimersByTimeAsync(1000);
-    state.mode = 'up';
-    expect(await limiter.peek('k')).toMatchObject({ allowed: true, remaining: 1 });
+  it("under 'deny', gives nothing back for a late refusal: it charged nothing", async () => {
+    expect((await lateAfterOne('deny', 1)).remaining).toBe(0);
+  });
+
+  it("under 'allow', and in shadow mode under 'deny', keeps it: the request went through", async () => {
+    const allowed = await lateAfterOne('allow', 5);
+    expect(allowed.answered).toMatchObject({ allowed: true, reason: 'store-unavailable' });
+    expect(allowed.remaining).toBe(3);
+    const shadow = await lateAfterOne('deny', 5, true);
+    expect(shadow.answered).toMatchObject({ allowed: true, overLimit: 'shadow' });
+    expect(shadow.remaining).toBe(3);
   });
 });

@@ -48,6 +48,7 @@ export function faultLimiter(client: Redis, prefix: string, onStoreError: OnStor
   const replies: { reply: StoreReply; afterClose: boolean }[] = [];
   const warnings: string[] = [];
   let closed = false;
+  let refunded = 0;
   const onClose = () => {
     closed = true;
   };
@@ -59,7 +60,11 @@ export function faultLimiter(client: Redis, prefix: string, onStoreError: OnStor
       replies.push({ reply, afterClose: closed });
       return reply;
     },
-    refund: (request) => redisStore.refund(request),
+    // A late answer's charge, which the fail policy refused or failed, is given back.
+    refund: async (request) => {
+      await redisStore.refund(request);
+      refunded++;
+    },
     reset: (...args) => redisStore.reset(...args),
   };
   const limiter = createLimiter({
@@ -78,9 +83,9 @@ export function faultLimiter(client: Redis, prefix: string, onStoreError: OnStor
     limiter,
     replies,
     warnings,
-    /** Charges Redis answered for, counting only replies after the first close when asked. */
+    /** Charges Redis answered for and kept (not given back), counting only replies after the first close when asked. */
     charged: (afterCloseOnly = false) =>
-      replies.filter((r) => r.reply.allowed && (!afterCloseOnly || r.afterClose)).length,
+      replies.filter((r) => r.reply.allowed && (!afterCloseOnly || r.afterClose)).length - refunded,
     detach: () => {
       client.off('close', onClose);
     },

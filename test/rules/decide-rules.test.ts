@@ -17,7 +17,7 @@ import {
 import { createRedisStore } from '@sluice/redis';
 import { parseRules } from '@sluice/rules';
 import type { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { listen } from '../helpers/channels.js';
 import { connectRedis, deleteKeys, standaloneRedis } from '../helpers/redis-env.js';
 import { failingStore, promiseStore } from '../helpers/stores.js';
@@ -166,6 +166,65 @@ describe('decideRules in one store call', () => {
     } finally {
       unsubscribe(SLUICE_CHANNELS.storeError, listener);
     }
+  });
+});
+
+// A call that outlived storeTimeoutMs was refused under 'deny', and its late answer charged
+// every rule: nothing gave it back.
+describe('decideRules in one store call answered after the timeout', () => {
+  const allowed = { allowed: true, remaining: 0, resetAfterMs: 1000, retryAfterMs: 0, delayMs: 0 };
+  const refusedOutcome = { ...allowed, allowed: false, retryAfterMs: 1000 };
+  /** A store whose one call answers `replies` 60 ms late, noting the refunds asked of it. */
+  const lateStore = (replies: unknown) => {
+    const refunds: string[] = [];
+    const store: RateLimitStore = {
+      name: 'late',
+      consume: () => Promise.reject(new Error('unused')),
+      consumeAll: () => new Promise((resolve) => setTimeout(() => resolve(replies as never), 60)),
+      reset: async () => {},
+      refund: async (request) => {
+        refunds.push(request.namespace);
+      },
+    };
+    return { store, refunds };
+  };
+  const decideLate = async (replies: unknown) => {
+    const { store, refunds } = lateStore(replies);
+    const limiterOf = createRuleLimiters({
+      store,
+      clock: now,
+      logger: { warn() {} },
+      onStoreError: 'deny',
+      storeTimeoutMs: 20,
+    });
+    const decided = decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
+    await vi.advanceTimersByTimeAsync(20);
+    const verdicts = await decided;
+    expect(verdicts.map((v) => v.decision.reason)).toEqual(['store-unavailable', 'store-unavailable']);
+    // The late answer lands, and each rule's refund follows it.
+    await vi.advanceTimersByTimeAsync(100);
+    return refunds;
+  };
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const reply = (outcome: typeof allowed) => ({ allowed: outcome.allowed, now: now(), outcomes: [outcome] });
+
+  it('gives back what it charged, one refund a rule, when every rule was allowed', async () => {
+    const refunds = await decideLate([reply(allowed), reply(allowed)]);
+    expect(refunds).toHaveLength(2);
+    expect(new Set(refunds).size).toBe(2);
+  });
+
+  it('gives back nothing when a rule refused: the call charged none', async () => {
+    expect(await decideLate([reply(allowed), reply(refusedOutcome)])).toEqual([]);
+  });
+
+  it('drops a late answer that is no list, leaking nothing', async () => {
+    expect(await decideLate(null)).toEqual([]);
   });
 });
 

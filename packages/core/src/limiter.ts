@@ -201,10 +201,11 @@ export function createLimiter(options: LimiterOptions): Limiter {
   /**
    * Under 'deny' and 'throw' a consume that timed out refused or failed its request, so what
    * the store's late answer charged is given back: a rejected request spends no quota. Under
-   * 'allow' the request went through, and its charge stands.
+   * 'allow', and in shadow mode, which never refuses, the request went through, and its
+   * charge stands.
    */
   const giveBackLate =
-    onStoreError === 'allow'
+    onStoreError === 'allow' || throttle.mode === 'shadow'
       ? undefined
       : (key: string, cost: number, reply: StoreReply | undefined): void => {
           if (cost > 0 && reply?.allowed === true) refundInStore(key, cost).catch(() => {});
@@ -404,7 +405,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
         giveBackLate === undefined
           ? undefined
           : (list) => {
-              if (list.every((reply) => reply?.allowed === true)) giveBackLate(key, cost, list[index]);
+              if (Array.isArray(list) && list.every((reply) => reply?.allowed === true))
+                giveBackLate(key, cost, list[index]);
             },
       );
     return {

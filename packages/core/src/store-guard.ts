@@ -152,7 +152,10 @@ export function createStoreGuard(
       const timer = setTimeout(() => failed(new StoreTimeout(timeoutMs)), timeoutMs);
       pending.then((value) => {
         if (settled) {
-          late?.(value);
+          // Nobody awaits this: what `late` throws (a reply of the wrong shape) is dropped.
+          try {
+            late?.(value);
+          } catch {}
           return;
         }
         settled = true;
