@@ -228,6 +228,8 @@ describe.each(Object.keys(apps))('%s: a response answered by other middleware wh
         answerAt = { at, calls: 1 };
         expect(await get()).toBe('503 timed out');
         expect(app.errors).toEqual([expect.objectContaining(answeredMeanwhile)]);
+        // Answered before the store was asked, it is not asked.
+        expect(consumes).toBe(at === 'cost' ? 1 : 2);
         // The limit is 2: the request answered early spent nothing, and the first still counts.
         expect([await get(), await get()]).toEqual(['200 handled', '429']);
       },

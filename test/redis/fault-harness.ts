@@ -60,7 +60,7 @@ export function faultLimiter(client: Redis, prefix: string, onStoreError: OnStor
       replies.push({ reply, afterClose: closed });
       return reply;
     },
-    // A late answer's charge, which the fail policy refused or failed, is given back.
+    // A late answer's charge is given back under 'deny', which refused its request.
     refund: async (request) => {
       await redisStore.refund(request);
       refunded++;

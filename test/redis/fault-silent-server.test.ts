@@ -62,7 +62,7 @@ describe.skipIf(target.skip)('a Redis that accepts connections but never answers
     expect(t.run.warnings.filter((w) => w.includes('WRN_SLUICE_STORE_RECOVERED'))).toHaveLength(1);
     // Nothing Redis received was lost and nothing ran twice: it holds exactly the charges it
     // answered for, late answers to calls the limiter had given up on included, less what was
-    // given back of those ('deny' and 'throw' give back what a late answer charged).
+    // given back of those ('deny' gives back what a late answer charged).
     const held = await heldInRedis(admin as Redis, t.prefix);
     expect(held.counter).toBe(t.run.charged());
     expect(held.log).toBe(held.counter);

@@ -287,9 +287,11 @@ describe.skipIf(target.skip)('Redis store on a Cluster: one master frozen', () =
     } finally {
       process.kill(pid, 'SIGCONT');
     }
+    // What reached the frozen master (the first wave and the looks, all refused here) is given
+    // back as its answers arrive.
     const charged = LIMIT - 1 - (await remainingOnceAnswered(limiter, cold));
-    expect(charged).toBeGreaterThanOrEqual(1);
     expect(charged).toBeLessThanOrEqual(8 * (1 + looks));
+    await waitFor('the late charges given back', async () => (await limiter.peek(cold)).remaining === LIMIT - 1);
     expect(await limiter.peek(hot)).toMatchObject({ remaining: LIMIT - 51 });
   }, 30_000);
 });

@@ -183,7 +183,7 @@ describe('decideRules in one store call answered after the timeout', () => {
       consumeAll: () => new Promise((resolve) => setTimeout(() => resolve(replies as never), 60)),
       reset: async () => {},
       refund: async (request) => {
-        refunds.push(request.namespace);
+        refunds.push(`${request.namespace} ${request.cost}`);
       },
     };
     return { store, refunds };
@@ -197,7 +197,7 @@ describe('decideRules in one store call answered after the timeout', () => {
       onStoreError: 'deny',
       storeTimeoutMs: 20,
     });
-    const decided = decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 1, now);
+    const decided = decideRules(match(['user', 'u'], ['route', '/a']), limiterOf, 2, now);
     await vi.advanceTimersByTimeAsync(20);
     const verdicts = await decided;
     expect(verdicts.map((v) => v.decision.reason)).toEqual(['store-unavailable', 'store-unavailable']);
@@ -217,6 +217,8 @@ describe('decideRules in one store call answered after the timeout', () => {
     const refunds = await decideLate([reply(allowed), reply(allowed)]);
     expect(refunds).toHaveLength(2);
     expect(new Set(refunds).size).toBe(2);
+    // Each whole: the call charged each rule the request's cost.
+    expect(refunds.every((refund) => refund.endsWith(' 2'))).toBe(true);
   });
 
   it('gives back nothing when a rule refused: the call charged none', async () => {

@@ -199,16 +199,22 @@ export function createLimiter(options: LimiterOptions): Limiter {
       giveBackLate === undefined ? undefined : (reply) => giveBackLate(key, asked.cost, reply),
     );
   /**
-   * Under 'deny' and 'throw' a consume that timed out refused or failed its request, so what
-   * the store's late answer charged is given back: a rejected request spends no quota. Under
-   * 'allow', and in shadow mode, which never refuses, the request went through, and its
-   * charge stands.
+   * Under 'deny' a consume that timed out refused its request, so what the store's late answer
+   * charged is given back: a rejected request spends no quota. Under 'allow', and in shadow
+   * mode, which never refuses, the request went through, and its charge stands. Under 'throw'
+   * the caller decides what the failure means (the decision service's Envoy lets the request
+   * through by default), so the charge stands too.
    */
   const giveBackLate =
-    onStoreError === 'allow' || throttle.mode === 'shadow'
+    onStoreError !== 'deny' || throttle.mode === 'shadow'
       ? undefined
       : (key: string, cost: number, reply: StoreReply | undefined): void => {
-          if (cost > 0 && reply?.allowed === true) refundInStore(key, cost).catch(() => {});
+          // One timeout later: late answers come in a burst as a stalled store wakes, and a
+          // refund sent while the burst's later calls still look unanswered would find the
+          // connection stalled (the Redis store's stall guard). A refund that fails leaves the
+          // charge. Unreferenced: a refund due as the process ends is dropped.
+          if (cost > 0 && reply?.allowed === true)
+            setTimeout(() => refundInStore(key, cost).catch(() => {}), timeoutMs).unref();
         };
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {

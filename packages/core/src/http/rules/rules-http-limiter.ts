@@ -275,6 +275,8 @@ export function createRulesHttpLimiter<Req, Res>(
     checkSet(rules);
     const descriptors = await descriptorsOf(req, facts);
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
+    // Other middleware may have answered while the user's functions ran: the store is not asked.
+    checkUnsentMeanwhile(binding.rawResponse(res));
     const verdicts = await decideRules(rules.match(domain, descriptors), limiterOf, units, clock, true);
     return finish(verdicts, req, res, request);
   };
