@@ -136,7 +136,6 @@ export function createHttpLimiter<Req, Res>(
     request: IncomingMessage,
     waitMs: number | undefined,
   ): Outcome | Promise<Outcome> => {
-    unsentMeanwhile(res);
     entry.headers.write(decision, res, binding, request);
     if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
     return quotaRefusal(req, res, decision);
@@ -161,6 +160,7 @@ export function createHttpLimiter<Req, Res>(
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
       return queueFull(entry.limiter, clientKey, decision, units).then((refused) => {
         publishQueued(decision, refused);
+        unsentMeanwhile(res);
         return overQuota(entry, refused, req, res, request, retryAfterMs(refused, spentWaits.of(request)));
       });
     }
@@ -169,11 +169,10 @@ export function createHttpLimiter<Req, Res>(
       if (ban === undefined || decision.reason !== undefined)
         return overQuota(entry, decision, req, res, request, waitMs);
       // Struck before any field is written: a refusal that starts a ban sends no quota fields.
-      return ban
-        .strike(clientKey)
-        .then((started) =>
-          started ? banned(req, res, started, waitMs) : overQuota(entry, decision, req, res, request, waitMs),
-        );
+      return ban.strike(clientKey).then((started) => {
+        unsentMeanwhile(res);
+        return started ? banned(req, res, started, waitMs) : overQuota(entry, decision, req, res, request, waitMs);
+      });
     }
     entry.headers.write(decision, res, binding, request);
     notify?.(req, decision);
