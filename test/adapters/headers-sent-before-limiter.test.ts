@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Limiter } from '@sluice/core';
 import { rateLimit as expressRateLimit } from '@sluice/express';
@@ -10,7 +10,7 @@ import Fastify from 'fastify';
 import Koa from 'koa';
 import request from 'supertest';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clockAt, collectingLogger } from './helpers.js';
+import { clockAt, collectingLogger, onLoopback } from './helpers.js';
 
 /**
  * A limiter mounted after middleware that flushed the response's headers and went on can
@@ -49,17 +49,6 @@ interface Served {
   close(): Promise<void>;
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const closing = (server: Server) => () =>
-  new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
-
 const apps: Record<string, (options: Options) => Promise<Served>> = {
   async express(options) {
     const errors: unknown[] = [];
@@ -77,8 +66,7 @@ const apps: Record<string, (options: Options) => Promise<Served>> = {
       errors.push(error);
       res.end();
     });
-    const server = createServer(app);
-    return { url: await listen(server), errors, limiter: limit.limiter, close: closing(server) };
+    return { ...(await onLoopback(createServer(app))), errors, limiter: limit.limiter };
   },
   async koa(options) {
     const errors: unknown[] = [];
@@ -98,8 +86,7 @@ const apps: Record<string, (options: Options) => Promise<Served>> = {
     app.use((ctx) => {
       ctx.body = 'handled';
     });
-    const server = createServer(app.callback());
-    return { url: await listen(server), errors, limiter: limit.limiter, close: closing(server) };
+    return { ...(await onLoopback(createServer(app.callback()))), errors, limiter: limit.limiter };
   },
   async fastify(options) {
     const errors: unknown[] = [];

@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   type DecisionEvent,
@@ -18,7 +18,7 @@ import Koa from 'koa';
 import request from 'supertest';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { listen as listenTo } from '../helpers/channels.js';
-import { clockAt, collectingLogger } from './helpers.js';
+import { clockAt, collectingLogger, onLoopback } from './helpers.js';
 
 /**
  * Middleware that answers a request while the limiter awaits (a request timeout, say) leaves
@@ -119,17 +119,6 @@ interface Served {
   close(): Promise<void>;
 }
 
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const closing = (server: Server) => () =>
-  new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
-
 type App = (mode: Mode, served: Case) => Promise<Served>;
 
 const apps: Record<string, App> = {
@@ -144,8 +133,7 @@ const apps: Record<string, App> = {
       errors.push(error);
       res.end();
     });
-    const server = noting(app);
-    return { url: await listen(server), errors, close: closing(server) };
+    return { ...(await onLoopback(noting(app))), errors };
   },
   async koa(mode, served) {
     const errors: unknown[] = [];
@@ -159,8 +147,7 @@ const apps: Record<string, App> = {
     app.use((ctx) => {
       ctx.body = 'handled';
     });
-    const server = noting(app.callback());
-    return { url: await listen(server), errors, close: closing(server) };
+    return { ...(await onLoopback(noting(app.callback()))), errors };
   },
   async fastify(mode, served) {
     // A hook's error after the reply was sent (ended) goes to Fastify's log, not the error handler.

@@ -1,3 +1,5 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Decision, Logger } from '@sluice/core';
 import { type Item, parseList } from 'structured-headers';
 import type { Response } from 'supertest';
@@ -50,5 +52,18 @@ export function collectingLogger(): Logger & { messages: string[]; codes(): stri
     messages,
     warn: (message) => messages.push(message),
     codes: () => messages.map((m) => /(WRN_SLUICE_\w+)/.exec(m)?.[1] ?? m),
+  };
+}
+
+/** `server` listening on a free loopback port (the suite never opens one to the network), and how to close it. */
+export async function onLoopback(server: Server): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }

@@ -1,6 +1,6 @@
-import type { RequestListener, Server } from 'node:http';
+import type { RequestListener } from 'node:http';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { onLoopback } from '../helpers.js';
 import type { RunningApp } from './types.js';
 
 /** Loopback only: the suite never opens a port to the network. */
@@ -10,18 +10,6 @@ export async function listen(
   errors: () => unknown[],
   handle?: RunningApp['handle'],
 ): Promise<RunningApp> {
-  const server: Server = createServer(listener);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    hits,
-    errors,
-    ...(handle === undefined ? {} : { handle }),
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const { url, close } = await onLoopback(createServer(listener));
+  return { url, hits, errors, ...(handle === undefined ? {} : { handle }), close };
 }
