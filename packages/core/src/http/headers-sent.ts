@@ -30,10 +30,8 @@ export function checkUnsentMeanwhile(res: ServerResponse): void {
 }
 
 /** A refusal whose `message` function was awaited, once the response is known unanswered. */
-export const refusalUnlessSent = <T>(res: ServerResponse, refusal: T | Promise<T>): T | Promise<T> =>
-  refusal instanceof Promise
-    ? refusal.then((outcome) => {
-        checkUnsentMeanwhile(res);
-        return outcome;
-      })
-    : refusal;
+export const refusalUnlessSent = <T>(res: ServerResponse, refusal: Promise<T>): Promise<T> =>
+  refusal.then((outcome) => {
+    checkUnsentMeanwhile(res);
+    return outcome;
+  });

@@ -107,14 +107,18 @@ export function createHttpLimiter<Req, Res>(
     const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
     binding.setHeader(res, 'Retry-After', sfSeconds(waited.retryAfterMs));
     notify?.(req, waited);
-    return refusalUnlessSent(binding.rawResponse(res), refuse(req, waited, ban?.status));
+    return unlessSent(res, refuse(req, waited, ban?.status));
   };
 
   /** A refusal over the quota: the hooks are told, then the outcome. Made once, not per refusal. */
   const quotaRefusal = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     notify?.(req, decision);
-    return refusalUnlessSent(binding.rawResponse(res), refuse(req, decision));
+    return unlessSent(res, refuse(req, decision));
   };
+
+  /** A refusal, once a `message` function awaited is known to have left the response unanswered. */
+  const unlessSent = (res: Res, refusal: Outcome | Promise<Outcome>): Outcome | Promise<Outcome> =>
+    refusal instanceof Promise ? refusalUnlessSent(binding.rawResponse(res), refusal) : refusal;
 
   /** `checkUnsentMeanwhile` of the adapter's response. */
   const unsentMeanwhile = (res: Res): void => checkUnsentMeanwhile(binding.rawResponse(res));

@@ -235,7 +235,8 @@ export function createRulesHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      return refusalUnlessSent(raw, refuse(req, decision));
+      const refusal = refuse(req, decision);
+      return refusal instanceof Promise ? refusalUnlessSent(raw, refusal) : refusal;
     }
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
