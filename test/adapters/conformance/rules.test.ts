@@ -187,6 +187,10 @@ descriptors:
   it('bad rules options fail at construction with a code', async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ rules: {} }, 'ERR_SLUICE_INVALID_OPTION'],
+      // A path where the parsed set belongs (every string has a `match` method).
+      [{ rules: './rules.yaml' }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: { current: './rules.yaml' } }, 'ERR_SLUICE_INVALID_OPTION'],
+      [{ rules: { match: () => [] } }, 'ERR_SLUICE_INVALID_OPTION'],
       [{ rules: layered, domain: 42 }, 'ERR_SLUICE_INVALID_OPTION'],
       [{ rules: layered, descriptors: [['nope']] }, 'ERR_SLUICE_INVALID_OPTION'],
       [{ rules: layered, fields: { user: 'x' } }, 'ERR_SLUICE_INVALID_OPTION'],

@@ -58,8 +58,12 @@ export const RULES_OPTION_NAMES: readonly string[] = [
   'logger',
 ];
 
+/** A set's shape: an object with `match` and a list of domains (a string has a `match` too). */
 export const isRuleSet = (value: unknown): value is RuleSetLike =>
-  typeof (value as RuleSetLike | undefined)?.match === 'function';
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as RuleSetLike).match === 'function' &&
+  Array.isArray((value as RuleSetLike).domains);
 
 /** The set in force: read once per request, so one request never sees two sets. */
 export function currentOf(rules: unknown): () => RuleSetLike {
