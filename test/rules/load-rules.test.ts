@@ -137,6 +137,19 @@ describe('loadRules', () => {
     expect(() => watchRules(dir)).toThrow(/b\.yaml:1:1 Cannot read the file: it is not a regular file/);
   });
 
+  // Read as U+FFFD, a value written in Latin-1 made a rule no request matches.
+  it('a file that is not UTF-8 is refused, not read with its bytes replaced', async () => {
+    const latin1 = join(dir, 'a.yaml');
+    await writeFile(latin1, Buffer.from(perIp('a', 1).replace('remote_address', 'caf\u00e9'), 'latin1'));
+    const problems = await problemsOf(latin1);
+    expect(problems.map((p) => [p.code, p.source, p.message])).toEqual([
+      ['ERR_SLUICE_RULES_READ', latin1, 'Cannot read the file: it is not UTF-8 text.'],
+    ]);
+    expect(() => watchRules(latin1)).toThrow(/a\.yaml:1:1 Cannot read the file: it is not UTF-8 text/);
+    await writeFile(latin1, perIp('a', 1).replace('remote_address', 'caf\u00e9'));
+    expect((await loadRules(latin1)).rules[0]?.path).toEqual([{ key: 'café' }]);
+  });
+
   it('a directory of more files than the process may open at once loads (it failed with EMFILE)', async () => {
     await Promise.all(Array.from({ length: 600 }, (_, i) => writeFile(join(dir, `d${i}.yaml`), perIp(`d${i}`, 1))));
     // A child process under a limit of 128 open files, far below the 600 files to read.

@@ -251,3 +251,22 @@ describe('rules validation', () => {
     );
   });
 });
+
+describe('a value envoyproxy/ratelimit decodes though it does not use it', () => {
+  // `unlimited: true` left requests_per_unit unread: -5 loaded, where the Go decoder refuses
+  // any value that is not a uint32.
+  it.each(['-5', 'lots', '1.5', '99999999999', '{ a: 1 }'])(
+    'requests_per_unit %s beside unlimited is refused',
+    (count) => {
+      const text = `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unlimited: true, requests_per_unit: ${count} }\n`;
+      expect(problemsOf(text).map((p) => p.code)).toEqual(['ERR_SLUICE_RULES_INVALID_VALUE']);
+    },
+  );
+
+  it('a whole requests_per_unit, or none, beside unlimited loads', () => {
+    for (const count of ['5', '']) {
+      const text = `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unlimited: true, requests_per_unit: ${count} }\n`;
+      expect(parseRules(text).rules[0]?.unlimited).toBe(true);
+    }
+  });
+});

@@ -418,3 +418,47 @@ describe('a chain of merge keys', () => {
     expect(problems.map((p) => p.message)).toContain('Descriptors nest more than 64 levels deep.');
   });
 });
+
+// An alias to no anchor was read as no value: a mistyped `*defualt` left a rule without a
+// limit, a mistyped value widened a rule to every value of its key, `shadow_mode: *on` read
+// as false. envoyproxy/ratelimit's decoder refuses the file ("unknown anchor").
+describe('an alias that names no anchor before it', () => {
+  const text = (line: string) =>
+    [
+      'domain: api',
+      'descriptors:',
+      '  - key: route',
+      '    value: &login POST /login',
+      '    rate_limit: &default { unit: minute, requests_per_unit: 10 }',
+      '  - key: route',
+      `    ${line}`,
+      '',
+    ].join('\n');
+  it.each([
+    ['rate_limit: *defualt', 17],
+    ['value: *lgoin', 12],
+    ['shadow_mode: *on', 18],
+    ['descriptors: *nested', 18],
+    ['<<: *base', 9],
+  ])('%s is refused at the alias', (line, column) => {
+    expect(problemsOf(text(line)).map((p) => [p.code, p.line, p.column, p.message])).toEqual([
+      ['ERR_SLUICE_RULES_SYNTAX', 7, column, expect.stringContaining(`\`*${line.split('*')[1]}\` names no anchor`)],
+    ]);
+  });
+
+  it('an alias before its anchor is refused; after it, it reads what the anchor holds', () => {
+    const before =
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit: *r\n  - key: b\n    rate_limit: &r { unit: second, requests_per_unit: 1 }\n';
+    expect(problemsOf(before).map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_SYNTAX', 4]]);
+    const after = parseRules(
+      text('value: *login\n    rate_limit: *default').replace(
+        '  - key: route\n    value: *login',
+        '  - key: path\n    value: *login',
+      ),
+    );
+    expect(after.rules.map((r) => [r.path, r.rateLimit?.requestsPerUnit])).toEqual([
+      [[{ key: 'route', value: 'POST /login' }], 10],
+      [[{ key: 'path', value: 'POST /login' }], 10],
+    ]);
+  });
+});

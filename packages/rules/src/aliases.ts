@@ -19,33 +19,56 @@ import type { Reader } from './reader.js';
 
 /**
  * What each alias of a document stands for: the node anchored last before it, as the yaml
- * package resolves it. Found in one pass per document, since `Alias.resolve` without a
- * context scans the whole document for every alias it is asked about.
+ * package resolves it; and the aliases that stand for nothing, naming no anchor before them.
+ * Found in one pass per document, since `Alias.resolve` without a context scans the whole
+ * document for every alias it is asked about.
  */
-const targets = new WeakMap<Document, Map<Alias, Node>>();
+interface Targets {
+  readonly byAlias: Map<Alias, Node>;
+  readonly dangling: Alias[];
+}
 
-function targetsOf(doc: Document): Map<Alias, Node> {
+const targets = new WeakMap<Document, Targets>();
+
+function targetsOf(doc: Document): Targets {
   let found = targets.get(doc);
   if (found === undefined) {
     const anchored = new Map<string, Node>();
-    const byAlias = new Map<Alias, Node>();
+    found = { byAlias: new Map(), dangling: [] };
+    const { byAlias, dangling } = found;
     visit(doc, {
       Node(_key, node) {
         if (isAlias(node)) {
           const target = anchored.get(node.source);
-          if (target !== undefined) byAlias.set(node, target);
+          if (target === undefined) dangling.push(node);
+          else byAlias.set(node, target);
         } else if (node.anchor) anchored.set(node.anchor, node);
       },
     });
-    found = byAlias;
     targets.set(doc, found);
   }
   return found;
 }
 
+/**
+ * Reports each alias that names no anchor before it (`*defualt` for `*default`), true when
+ * there is one. envoyproxy/ratelimit's decoder refuses such a file ("unknown anchor"); read as
+ * no value, the alias would drop a rule's limit, or widen a rule to every value of its key.
+ */
+export function reportDanglingAliases(reader: Reader): boolean {
+  const { dangling } = targetsOf(reader.doc);
+  for (const alias of dangling)
+    reader.report(
+      alias,
+      'ERR_SLUICE_RULES_SYNTAX',
+      `The alias \`*${alias.source}\` names no anchor (\`&${alias.source}\`) before it.`,
+    );
+  return dangling.length > 0;
+}
+
 /** A node with any alias (`*name`) followed to what it stands for. */
 export function resolved(reader: Reader, node: Node | null | undefined): Node | null | undefined {
-  return isAlias(node) ? (targetsOf(reader.doc).get(node) ?? null) : node;
+  return isAlias(node) ? (targetsOf(reader.doc).byAlias.get(node) ?? null) : node;
 }
 
 const isMergeKey = (key: unknown): boolean =>

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import {
   closeSync,
   constants,
@@ -176,11 +177,21 @@ function checkRegular(stats: Stats): void {
   if (!stats.isFile()) throw new Error('it is not a regular file');
 }
 
+/**
+ * A file's bytes as text. Bytes that are not UTF-8 are refused, as envoyproxy/ratelimit's
+ * decoder refuses them: read as U+FFFD, a value written in Latin-1 (`café`) would make a rule
+ * no request matches.
+ */
+function utf8Text(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw new Error('it is not UTF-8 text');
+  return bytes.toString('utf8');
+}
+
 async function readRuleFile(file: string): Promise<string> {
   const handle = await open(file, OPEN_FLAGS);
   try {
     checkRegular(await handle.stat());
-    return await handle.readFile('utf8');
+    return utf8Text(await handle.readFile());
   } finally {
     await handle.close();
   }
@@ -190,7 +201,7 @@ function readRuleFileSync(file: string): string {
   const fd = openSync(file, OPEN_FLAGS);
   try {
     checkRegular(fstatSync(fd));
-    return readFileSync(fd, 'utf8');
+    return utf8Text(readFileSync(fd));
   } finally {
     closeSync(fd);
   }

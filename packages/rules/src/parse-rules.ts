@@ -1,4 +1,5 @@
 import { Composer, type Document, isScalar, LineCounter, Parser, visit } from 'yaml';
+import { reportDanglingAliases } from './aliases.js';
 import { type RuleProblem, RulesError } from './errors.js';
 import { MAX_NESTING, tooDeepAt } from './nesting.js';
 import { checkName, checkSourceOptions } from './options.js';
@@ -66,7 +67,8 @@ export function readDomains(text: string, source: string, problems: RuleProblem[
       }
       continue;
     }
-    if (repeated) continue;
+    const dangling = reportDanglingAliases(reader);
+    if (repeated || dangling) continue;
     // An empty document (`null`, or nothing before a `---`) has no mapping to find `domain` in.
     if (empty) {
       reader.report(doc.contents, 'ERR_SLUICE_RULES_MISSING_KEY', NO_DOMAIN);

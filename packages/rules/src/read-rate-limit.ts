@@ -49,6 +49,10 @@ export function readRateLimit(reader: Reader, field: Field): ReadRateLimit | und
         '`rate_limit.unit` cannot be given with `unlimited: true`.',
       );
     }
+    // Unused, but envoyproxy/ratelimit decodes it as a uint32 all the same, and refuses a file
+    // where it is not one.
+    const countField = withValue(fields.get('requests_per_unit'));
+    if (countField !== undefined) uint32Of(reader, countField, '`requests_per_unit`');
     return { name, unlimited, replaces, limit: undefined, policy: undefined };
   }
   const unit = readUnit(reader, required(reader, fields, 'unit', field.key, '`rate_limit`'));
