@@ -370,6 +370,31 @@ describe('quota_mode over the wire', () => {
     }
   });
 
+  // Counted as `unavailable`, such a failure raised an operator's alert on the store's failures
+  // while the store stayed up.
+  it('counts a failure of its own as internal, apart from the store failing', async () => {
+    let readings = 0;
+    const clock = () => (readings++ < 2 ? 1_000 : Number.NaN);
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog, clock });
+    const { grpcPort, httpPort } = await server.listen();
+    const envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
+    try {
+      await expect(envoy.shouldRateLimit(entry)).rejects.toMatchObject({ code: status.INTERNAL });
+      const json = await fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body: JSON.stringify(entry) });
+      expect(json.status).toBe(500);
+      const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+      const calls = metrics.split('\n').filter((line) => line.startsWith('sluice_service_calls_total{'));
+      expect(calls).toEqual([
+        'sluice_service_calls_total{transport="grpc",result="internal"} 1',
+        'sluice_service_calls_total{transport="http",result="internal"} 1',
+      ]);
+      expect(metrics).toContain('sluice_service_store_up 1');
+    } finally {
+      envoy.close();
+      await server.close();
+    }
+  });
+
   it('refuses only when every quota_mode rule refuses, as the adapters decide', async () => {
     const quota = parseRules(`
 domain: d

@@ -87,11 +87,13 @@ export function createCallHandler(
         done('invalid');
         return { kind: 'invalid', message };
       }
-      done('unavailable');
       if (isSluiceError(error) && storeCodes.has(error.code)) {
+        done('unavailable');
         onStoreFailure(error);
         return { kind: 'unavailable', message };
       }
+      // Counted apart from the store's failures, which an operator's alert on `unavailable` watches.
+      done('internal');
       log.line('error', 'ShouldRateLimit failed', { transport, error: message });
       return { kind: 'internal', message };
     } finally {

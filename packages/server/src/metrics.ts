@@ -7,7 +7,7 @@ export type Transport = 'grpc' | 'http';
  * `cancelled`: the caller left before the answer; what the call charged was given back.
  * `shadow`: the rules refused the call, answered OK under the service's shadow mode.
  */
-export type CallResult = 'ok' | 'over_limit' | 'shadow' | 'invalid' | 'unavailable' | 'cancelled';
+export type CallResult = 'ok' | 'over_limit' | 'shadow' | 'invalid' | 'unavailable' | 'internal' | 'cancelled';
 
 let processRegistry: Registry | undefined;
 
@@ -37,7 +37,7 @@ export function createServiceMetrics(memoryStore: CountedStore | undefined) {
   const processFigures = processMetrics();
   const calls = new Counter({
     name: 'sluice_service_calls_total',
-    help: 'ShouldRateLimit calls, by transport and result (cancelled: the caller left before the answer; shadow: refused by the rules, answered OK under shadow mode).',
+    help: 'ShouldRateLimit calls, by transport and result (cancelled: the caller left before the answer; shadow: refused by the rules, answered OK under shadow mode; unavailable: the store failed; internal: any other failure).',
     labelNames: ['transport', 'result'],
     registers: [registry],
   });
