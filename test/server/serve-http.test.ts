@@ -80,6 +80,13 @@ describe('sluice serve over HTTP, as envoyproxy/ratelimit answers', () => {
       // A misspelt wrapper is refused, never read as the present 0 that looks without counting.
       { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { valu: 2 } }] },
       { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: { value: 'two' } }] },
+      // A member under both its names: camelCase was read, whichever came last.
+      { domain: 'edge', hits_addend: 3, hitsAddend: 1, descriptors: [{ entries: typo }] },
+      { domain: 'edge', descriptors: [{ entries: typo, hitsAddend: 1, hits_addend: 3 }] },
+      {
+        domain: 'edge',
+        descriptors: [{ entries: typo, limit: { requests_per_unit: 5, requestsPerUnit: 50, unit: 'HOUR' } }],
+      },
     ]) {
       const response = await postJson(bad);
       expect(response.status).toBe(400);

@@ -4,11 +4,15 @@ import { type DescriptorAnswer, OVERRIDE_UNITS, type RateLimitAnswer, type RateL
 
 /**
  * proto3 JSON names each field in lowerCamelCase or as the proto does (snake_case); either is
- * read. Only `RateLimitRequest`'s own fields are read, one level at a time, so an unknown field
- * is never walked: a body nested a million deep costs nothing and breaks no stack.
+ * read, and both at once are refused, as protojson refuses them ("duplicate field"): which of
+ * the two counted would be a guess. Only `RateLimitRequest`'s own fields are read, one level at
+ * a time, so an unknown field is never walked: a body nested a million deep costs nothing and
+ * breaks no stack.
  */
 function field(value: object, jsonName: string, protoName = jsonName): unknown {
   const object = value as Record<string, unknown>;
+  if (protoName !== jsonName && Object.hasOwn(object, jsonName) && Object.hasOwn(object, protoName))
+    badRequest(`\`${protoName}\` is given under both its names, \`${jsonName}\` and \`${protoName}\``);
   return object[jsonName] ?? object[protoName];
 }
 
