@@ -154,3 +154,60 @@ describe('ShouldRateLimit with more descriptors or entries than a call may hold'
     expect((answer as OfficialResponse).statuses?.[0]?.limit_remaining).toBe(2);
   });
 });
+
+/** A field of wire type 0 (a varint): how a number goes, and how a hand-made message may send any field. */
+const number = (fieldNumber: number, value: number): Buffer =>
+  Buffer.from([...varint(fieldNumber * 8), ...varint(value)]);
+
+// The decoder reads each field it knows as its type, whatever the wire says; the checks that
+// read the bytes read them as the wire says. A value sent as a number passed the UTF-8 check,
+// and descriptors sent so escaped the count.
+describe('ShouldRateLimit with a field it knows sent with another wire type', () => {
+  it('refuses it before decoding, wherever it stands, and counts nothing', async () => {
+    const entry = (...fields: Buffer[]) => field(1, Buffer.concat(fields));
+    const descriptor = (...fields: Buffer[]) => field(2, Buffer.concat(fields));
+    const domain = field(1, text('d'));
+    const key = field(1, text('k'));
+    const cases: [Buffer, string][] = [
+      // Field 2 (value) as the varint 0xff 0xfe 0x01: bytes that are no UTF-8, sent as a number.
+      [
+        Buffer.concat([domain, descriptor(entry(key, Buffer.from([0x10, 0xff, 0xfe, 0x01])))]),
+        'descriptors[0].entries[0].value',
+      ],
+      [Buffer.concat([number(1, 5), descriptor(entry(key, field(2, text('v'))))]), 'domain'],
+      [Buffer.concat([domain, number(2, 0)]), 'descriptors[0]'],
+      [Buffer.concat([domain, descriptor(number(1, 0))]), 'descriptors[0].entries[0]'],
+      [
+        Buffer.concat([domain, descriptor(entry(key, field(2, text('v'))), field(2, field(2, text('HOUR'))))]),
+        'descriptors[0].limit.unit',
+      ],
+      [
+        Buffer.concat([domain, descriptor(entry(key, field(2, text('v'))), field(3, field(1, text('7'))))]),
+        'descriptors[0].hits_addend.value',
+      ],
+      [Buffer.concat([domain, descriptor(entry(key, field(2, text('v')))), field(3, text('2'))]), 'hits_addend'],
+      // A group (wire type 3) under the number of `descriptors`.
+      [Buffer.concat([domain, Buffer.from([2 * 8 + 3, 2 * 8 + 4])]), 'descriptors[0]'],
+    ];
+    const before = await callCount('grpc', 'invalid');
+    for (const [bytes, path] of cases) {
+      expect([path, await ask(bytes)]).toEqual([
+        path,
+        { code: status.INVALID_ARGUMENT, details: expect.stringContaining(`\`${path}\` is sent with wire type`) },
+      ]);
+    }
+    expect(await callCount('grpc', 'invalid')).toBe(before + cases.length);
+    // Fields it does not know, and groups it does not know holding numbers it does, are skipped.
+    const unknown = Buffer.concat([number(15, 1), Buffer.from([15 * 8 + 3, 2 * 8, 0, 15 * 8 + 4])]);
+    const answer = await ask(request(text('d'), text('k'), text('wire-types'), unknown));
+    expect((answer as OfficialResponse).statuses?.[0]?.limit_remaining).toBe(2);
+  });
+
+  it('refuses half a million descriptors sent as numbers at the first, before decoding', async () => {
+    const asNumbers = Buffer.concat([field(1, text('d')), Buffer.alloc(1_000_000, Buffer.from([0x10, 0x00]))]);
+    expect(await ask(asNumbers)).toEqual({
+      code: status.INVALID_ARGUMENT,
+      details: '[sluice] Invalid RateLimitRequest: `descriptors[0]` is sent with wire type 0, not 2.',
+    });
+  });
+});

@@ -6,8 +6,8 @@ import { requestDeadline } from './grpc-request-deadline.js';
 import { addHealthService } from './health-service.js';
 import { rateLimitService } from './proto.js';
 import { badRequest, toCall } from './request-checks.js';
-import { overCounted } from './request-counts.js';
 import { invalidUtf8Field } from './request-utf8.js';
+import { refusedBeforeDecoding } from './request-wire-checks.js';
 import type { RateLimitCall } from './wire-types.js';
 
 /** The name `grpc.health.v1` clients (Envoy's gRPC health checks among them) ask about. */
@@ -25,7 +25,7 @@ const grpcStatus: Record<Exclude<CallOutcome['kind'], 'answer'>, status> = {
 interface ReceivedRequest {
   readonly message: unknown;
   readonly bytes: Buffer;
-  /** Why the bytes were refused before decoding (`overCounted`). */
+  /** Why the bytes were refused before decoding (`refusedBeforeDecoding`). */
   readonly refused?: string;
 }
 
@@ -56,7 +56,7 @@ export function createGrpcServer(handleCall: CallHandler, timeouts: ConnectionTi
   const health = addHealthService(server, ['', RATE_LIMIT_SERVICE_NAME]);
   const { ShouldRateLimit: method } = rateLimitService();
   const keepingBytes = (bytes: Buffer): ReceivedRequest => {
-    const refused = overCounted(bytes);
+    const refused = refusedBeforeDecoding(bytes);
     return refused === undefined
       ? { message: method.requestDeserialize(bytes), bytes }
       : { message: undefined, bytes, refused };

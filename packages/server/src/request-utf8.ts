@@ -29,7 +29,7 @@ export function invalidUtf8Field(bytes: Uint8Array): string | undefined {
     const seen = new Map<number, number>();
     let found: string | undefined;
     eachField(bytes, start, end, (wire) => {
-      const field = wire.inGroup ? undefined : fields[wire.number];
+      const field = wire.inGroup || wire.wireType !== 2 ? undefined : fields[wire.number];
       if (field === undefined) return true;
       const name = path === '' ? field.name : `${path}.${field.name}`;
       if (field.fields === undefined) {

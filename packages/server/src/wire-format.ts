@@ -5,7 +5,7 @@
  */
 export interface WireField {
   readonly number: number;
-  /** 2 for a length-delimited field, whose bytes are `start` to `end`; any other type is skipped. */
+  /** 2 for a length-delimited field, whose bytes are `start` to `end` (0 to 0 for any other type). */
   readonly wireType: number;
   readonly start: number;
   readonly end: number;
@@ -14,8 +14,9 @@ export interface WireField {
 }
 
 /**
- * Calls `visit` with each field from `start` to `end`, until it returns `false`. Returns
- * `false` for a wire type that does not exist (a message the decoder refuses), else `true`.
+ * Calls `visit` with each field from `start` to `end`, of every wire type, until it returns
+ * `false`. Returns `false` for a wire type that does not exist (a message the decoder
+ * refuses), else `true`.
  */
 export function eachField(
   bytes: Uint8Array,
@@ -36,15 +37,21 @@ export function eachField(
   while (at < end) {
     const tag = varint();
     const wireType = tag % 8;
+    const number = Math.floor(tag / 8);
+    // A group's start is a field of the message it stands in; its end, one of the group.
+    const inGroup = groups !== 0;
     if (wireType === 0) varint();
     else if (wireType === 1) at += 8;
     else if (wireType === 3) groups++;
     else if (wireType === 4) groups--;
     else if (wireType === 5) at += 4;
     else if (wireType !== 2) return false;
-    if (wireType !== 2) continue;
+    if (wireType !== 2) {
+      if (visit({ number, wireType, start: 0, end: 0, inGroup }) === false) return true;
+      continue;
+    }
     const length = varint();
-    const field = { number: Math.floor(tag / 8), wireType, start: at, end: at + length, inGroup: groups !== 0 };
+    const field = { number, wireType, start: at, end: at + length, inGroup };
     at += length;
     if (visit(field) === false) return true;
   }
