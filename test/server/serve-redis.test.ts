@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ServiceError, status } from '@grpc/grpc-js';
@@ -7,7 +7,7 @@ import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.j
 import { connectRedis, isCi } from '../helpers/redis-env.js';
 import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
 import { hasRedisServer, type RedisServer, startRedisServer, waitFor } from '../helpers/redis-server.js';
-import { exitOf, startSluice } from '../helpers/sluice-process.js';
+import { exitOf, runSluice, startSluice } from '../helpers/sluice-process.js';
 
 const rules = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
 const skip = !hasRedisServer() && !isCi;
@@ -202,6 +202,42 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
       expect(performance.now() - stoppedAt).toBeLessThan(5000);
       envoy.close();
       expect(sluice.lines.at(-1)?.msg).toBe('stopped');
+    });
+
+    // Reloads before the server (and its metrics) existed were logged and never counted.
+    it('counts a rules reload made while it waits for Redis at start-up', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'sluice-early-reload-'));
+      const file = join(dir, 'rules.yaml');
+      const limited = (limit: number) =>
+        `domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: hour, requests_per_unit: ${limit} }\n`;
+      writeFileSync(file, limited(3));
+      proxy.hold();
+      const ports = ['--host', '127.0.0.1', '--grpc-port', '0', '--http-port', '0'];
+      const sluice = runSluice(['serve', ...ports, '--rules', dir, '--redis', `redis://127.0.0.1:${proxy.port}`]);
+      try {
+        // Its first command to Redis comes once the rules are watched.
+        await waitFor('sluice to reach Redis', async () => proxy.heldBytes > 0);
+        writeFileSync(file, limited(7));
+        const logged = (msg: string) => async () => sluice.lines.some((line) => line.msg === msg);
+        await waitFor('the reload', logged('rules reloaded'));
+        proxy.release();
+        await waitFor('sluice to listen', logged('listening'));
+        const listening = sluice.lines.find((line) => line.msg === 'listening');
+        const metrics = await (await fetch(`http://127.0.0.1:${listening?.httpPort}/metrics`)).text();
+        expect(metrics).toMatch(/^sluice_service_config_loads_total\{result="success"\} 2$/m);
+        const asked = await fetch(`http://127.0.0.1:${listening?.httpPort}/json`, {
+          method: 'POST',
+          body: JSON.stringify(one('k', `early-${process.pid}`)).replace('"edge"', '"d"'),
+        });
+        expect(
+          ((await asked.json()) as { statuses: { currentLimit: { requestsPerUnit: number } }[] }).statuses[0]
+            ?.currentLimit.requestsPerUnit,
+        ).toBe(7);
+      } finally {
+        proxy.release();
+        await sluice.kill();
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   });
 });

@@ -31,7 +31,12 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
  */
 export async function serve(flags: ServeFlags, log: ServiceLog): Promise<RunningService> {
   const source = 'path' in flags.rules ? flags.rules.path : `redis:${flags.rules.redisKey}`;
-  let reportLoad: (result: 'success' | 'error') => void = () => {};
+  // Reloads while Redis is reached, before the server (and its metrics) exist, are counted
+  // once it does.
+  const early: ('success' | 'error')[] = [];
+  let reportLoad = (result: 'success' | 'error'): void => {
+    early.push(result);
+  };
   // The server checks the first set itself, when it is made; every reload after it here.
   let checkRules: (rules: RuleSet) => void = () => {};
   const reloads = {
@@ -84,6 +89,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     reportLoad = server.countRulesLoad;
     checkRules = server.checkRules;
     reportLoad('success');
+    for (const result of early) reportLoad(result);
     log.line('info', 'rules loaded', { rules: source, domains: current.current.domains });
     const unread = 'path' in rules ? ignoredRuleFiles(rules.path) : [];
     if (unread.length > 0)
