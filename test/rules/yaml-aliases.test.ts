@@ -446,6 +446,31 @@ describe('an alias that names no anchor before it', () => {
     ]);
   });
 
+  it('every such alias is reported, and the document is read no further', () => {
+    // Read on, `key: *k` would also be "`key` must not be empty".
+    const text = 'domain: d\ndescriptors:\n  - key: *k\n    rate_limit: *r\n';
+    expect(problemsOf(text).map((p) => [p.code, p.line, p.column])).toEqual([
+      ['ERR_SLUICE_RULES_SYNTAX', 3, 10],
+      ['ERR_SLUICE_RULES_SYNTAX', 4, 17],
+    ]);
+  });
+
+  it('an anchor of one document is no anchor in the next', () => {
+    const text = [
+      'domain: a',
+      'descriptors:',
+      '  - key: k',
+      '    rate_limit: &r { unit: second, requests_per_unit: 1 }',
+      '---',
+      'domain: b',
+      'descriptors:',
+      '  - key: k',
+      '    rate_limit: *r',
+      '',
+    ].join('\n');
+    expect(problemsOf(text).map((p) => [p.code, p.line])).toEqual([['ERR_SLUICE_RULES_SYNTAX', 9]]);
+  });
+
   it('an alias before its anchor is refused; after it, it reads what the anchor holds', () => {
     const before =
       'domain: d\ndescriptors:\n  - key: a\n    rate_limit: *r\n  - key: b\n    rate_limit: &r { unit: second, requests_per_unit: 1 }\n';

@@ -23,6 +23,10 @@ const quietLog = { line() {}, warn() {} };
 describe('createDecisionServer', () => {
   it.each([
     [{ rules: undefined }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`rules`'],
+    // A path where the loaded set belongs: every string has a `match` method.
+    [{ rules: './rules.yaml' }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`rules`'],
+    [{ rules: { current: './rules.yaml' } }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`rules`'],
+    [{ rules: { match: () => [] } }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`rules`'],
     [{ rules, grpcPort: 70_000 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcPort`'],
     [{ rules, httpPort: -1 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`httpPort`'],
     [{ rules, storeTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],

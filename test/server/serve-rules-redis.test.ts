@@ -102,6 +102,16 @@ describe.skipIf(skip)('rules in Redis: sluice publish-rules and sluice serve --r
     expect(output).toContain(`Cannot read --rules ${dir}: it is a directory; publish-rules stores one document`);
   });
 
+  // Stored with its bad bytes as U+FFFD, the rule matched no request on every server.
+  it('publish-rules refuses a file that is not UTF-8, as loadRules does, and changes nothing', async () => {
+    const latin1 = join(dir, 'latin1.yaml');
+    writeFileSync(latin1, Buffer.from(perIp(3).replace('key: ip', 'key: caf\u00e9'), 'latin1'));
+    const { code, output } = await publish(latin1, 'not-utf8');
+    expect(code).toBe(1);
+    expect(output).toContain(`Cannot read --rules ${latin1}: it is not UTF-8 text.`);
+    expect(await admin.exists('not-utf8')).toBe(0);
+  });
+
   it('serve exits 1 when the key holds no rules, naming it', async () => {
     const ports = ['--grpc-port', '0', '--http-port', '0'];
     const { code, output } = await exitOf(['serve', '--rules-key', 'nothing-here', '--redis', redis.url, ...ports]);

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { readFile } from 'node:fs/promises';
 import { SluiceError } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
@@ -32,8 +33,9 @@ export async function publishRulesFile(flags: PublishFlags): Promise<string> {
 
 /** The one document `--rules` names: a directory is several, which one key cannot hold. */
 async function readDocument(file: string): Promise<string> {
+  let bytes: Buffer;
   try {
-    return await readFile(file, 'utf8');
+    bytes = await readFile(file);
   } catch (error) {
     const why =
       (error as NodeJS.ErrnoException).code === 'EISDIR'
@@ -41,4 +43,8 @@ async function readDocument(file: string): Promise<string> {
         : (error as Error).message;
     throw new SluiceError('ERR_SLUICE_RULES_READ', `[sluice] Cannot read --rules ${file}: ${why}.`, { cause: error });
   }
+  // As loadRules refuses it: stored with its bad bytes as U+FFFD, a rule would match no request.
+  if (!isUtf8(bytes))
+    throw new SluiceError('ERR_SLUICE_RULES_READ', `[sluice] Cannot read --rules ${file}: it is not UTF-8 text.`);
+  return bytes.toString('utf8');
 }
