@@ -211,3 +211,33 @@ describe('ShouldRateLimit with a field it knows sent with another wire type', ()
     });
   });
 });
+
+// The walk before decoding read tags and lengths of any size, and the decoder keeps a uint32's
+// low 32 bits: a tag past 2^32 hid a descriptor from the count, and a length past the request's
+// end had the walk step through bytes that are not there (a 9-byte request, for minutes).
+describe('ShouldRateLimit with bytes the checks cannot read as the decoder does', () => {
+  it('refuses them at once, as any message the decoder refuses, counting nothing', async () => {
+    const before = await callCount('grpc', 'invalid');
+    const domain = field(1, text('d'));
+    const refused = [
+      // A descriptor 2^32 − 1 bytes long, in a request of 9 bytes.
+      Buffer.concat([domain, Buffer.from([0x12, 0xff, 0xff, 0xff, 0xff, 0x0f])]),
+      // Descriptors under a tag the decoder reads as field 2 (bit 32 set, dropped by it).
+      Buffer.concat([domain, ...Array(100).fill(Buffer.from([0x92, 0x80, 0x80, 0x80, 0x10, 0x00]))]),
+      // An entry whose length runs past its descriptor's end, into the request's next bytes.
+      Buffer.concat([domain, field(2, Buffer.from([0x0a, 0x05])), field(15, text('abcde'))]),
+      // A group that never ends.
+      Buffer.concat([domain, Buffer.from([15 * 8 + 3])]),
+    ];
+    for (const bytes of refused) {
+      expect(await ask(bytes)).toMatchObject({ code: status.INTERNAL, details: expect.stringContaining('deserializ') });
+    }
+    // A uint32 the decoder would read in 5 bytes and skip 5 more of: refused as a bad request.
+    const longHitsAddend = Buffer.from([3 * 8, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00]);
+    expect(await ask(request(text('d'), text('k'), text('long'), longHitsAddend))).toEqual({
+      code: status.INVALID_ARGUMENT,
+      details: '[sluice] Invalid RateLimitRequest: `hits_addend`, a uint32, is sent in more than 5 bytes.',
+    });
+    expect(await callCount('grpc', 'invalid')).toBe(before + 1);
+  });
+});
