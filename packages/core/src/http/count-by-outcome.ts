@@ -67,8 +67,14 @@ export function checkCountByOutcome<Req, Res>(
   }
   const judge = requestWasSuccessful as CountByOutcomeOptions<Req, Res>['requestWasSuccessful'];
   return (req, res, raw, refund) => {
+    // Seen as it goes out: a response that only stands in for a socket (Fastify's `inject`,
+    // light-my-request) finishes without its `writableFinished` ever turning true.
+    let finished = false;
+    raw.once('finish', () => {
+      finished = true;
+    });
     raw.once('close', () => {
-      if (!fullySent(raw)) return;
+      if (!fullySent(raw, finished)) return;
       Promise.resolve()
         .then(() => (judge === undefined ? raw.statusCode < 400 : judge(req, res)))
         .then(
@@ -91,15 +97,15 @@ export function checkCountByOutcome<Req, Res>(
 }
 
 /**
- * Whether the response was sent whole before its connection or stream closed. Over HTTP/2
- * (Node's compatibility response) a stream its client reset reads as finished: its
- * `writableFinished` is the stream's, true once reset, so the response's own end and the
- * stream's reset code (0, NO_ERROR, for one that completed) are read too. A client that reset
- * each stream ran handlers past the limit without end, as one that drops each HTTP/1
+ * Whether the response was sent whole (it emitted `finish`) before its connection or stream
+ * closed. Over HTTP/2 (Node's compatibility response) a stream its client reset reads as
+ * finished: its `writableFinished` is the stream's, true once reset, so the response's own end
+ * and the stream's reset code (0, NO_ERROR, for one that completed) are read too. A client that
+ * reset each stream ran handlers past the limit without end, as one that drops each HTTP/1
  * connection would have.
  */
-function fullySent(raw: ServerResponse): boolean {
-  if (raw.writableFinished !== true || raw.writableEnded !== true) return false;
+function fullySent(raw: ServerResponse, finished: boolean): boolean {
+  if (!(finished || raw.writableFinished === true) || raw.writableEnded !== true) return false;
   const { stream } = raw as { stream?: { rstCode?: number } };
   return stream?.rstCode === undefined || stream.rstCode === 0;
 }
