@@ -284,6 +284,10 @@ describe('a store whose reply is no decision', () => {
     ['a NaN figure', { allowed: true, now: 0, outcomes: [{ ...outcome, remaining: Number.NaN }] }],
     ['a figure as text', { allowed: true, now: 0, outcomes: [{ ...outcome, retryAfterMs: '0' }] }],
     ['a negative delay', { allowed: true, now: 0, outcomes: [{ ...outcome, delayMs: -100 }] }],
+    // SPEC's figures are whole: a remaining of 0.5 made `peek` allow what `consume` refused.
+    ['a fraction remaining', { allowed: true, now: 0, outcomes: [{ ...outcome, remaining: 0.5 }] }],
+    ['a fraction of a wait', { allowed: true, now: 0, outcomes: [{ ...outcome, resetAfterMs: 1.5 }] }],
+    ['an endless delay', { allowed: true, now: 0, outcomes: [{ ...outcome, delayMs: Number.POSITIVE_INFINITY }] }],
     ['an unknown mark', { allowed: true, now: 0, outcomes: [outcome], overLimit: 'hard' }],
   ];
 

@@ -5,8 +5,8 @@ import type { PolicyOutcome, StoreReply, StoreRequest } from './types.js';
  * A reply to `consume` (or each of `consumeAll`'s) from a store that does not check its own
  * (`checksReplies`: a custom store's, the decision service client's), over `policyCount`
  * policies, checked before a decision is made of it: a reply that is not an object, lacks an
- * outcome per policy, carries a figure that is not a number of 0 or more (NaN, text, a
- * negative wait) or a mark that is none of `overLimit`'s would otherwise escape as a
+ * outcome per policy, carries a figure that is not a whole number of 0 or more (NaN, text, a
+ * negative wait, a fraction) or a mark that is none of `overLimit`'s would otherwise escape as a
  * TypeError or pass into the headers, the queue's hold and the decision. It throws
  * `ERR_SLUICE_BAD_STORE_REPLY`, which the store guard settles under the fail policy, as any
  * store failure. (`retryAfterMs` may be Infinity: a cost no state could grant.) Replies a
@@ -47,10 +47,15 @@ export function checkedReplies(replies: unknown, requests: readonly StoreRequest
 export const isBadReply = (error: unknown): boolean =>
   isSluiceError(error) && error.code === 'ERR_SLUICE_BAD_STORE_REPLY';
 
-/** A figure of outcome `i`: a number of 0 or more, Infinity only where the wait may be `endless`. */
+/**
+ * A figure of outcome `i`: a whole number of 0 or more, as SPEC's figures are (a fraction would
+ * reach the headers, and a `remaining` of 0.5 would have `peek` allow what `consume`
+ * refuses); Infinity only where the wait may be `endless`.
+ */
 function checkFigure(value: unknown, name: string, i: number, endless: boolean): void {
-  if (typeof value !== 'number' || !(value >= 0) || (value === Number.POSITIVE_INFINITY && !endless))
-    badReply(`outcome ${i}'s \`${name}\` ${describe(value)}, not a number of 0 or more`);
+  const whole = Number.isInteger(value) && (value as number) >= 0;
+  if (!whole && !(endless && value === Number.POSITIVE_INFINITY))
+    badReply(`outcome ${i}'s \`${name}\` ${describe(value)}, not a whole number of 0 or more`);
 }
 
 /** A store call's result that is no promise (a store of another shape, or one that forgot `async`). */
