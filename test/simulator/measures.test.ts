@@ -285,6 +285,44 @@ describe('the measures that add decisions up', () => {
       expect(() => measure([...decided([1_000, 2_000]), ...decided([0, 1_500])])).not.toThrow();
     });
   });
+
+  // Decisions from a log of one's own, with a field left out or read from CSV as text, were
+  // counted wrong without a word: a missing delayMs made worstWindow 300 admitted of a limit
+  // of 10, an allowed of 'false' counted as admitted.
+  const badDecisions: [string, unknown, string][] = [
+    ['`allowed` as text', { ...ok, allowed: 'false' }, '`allowed` must be true or false; received "false"'],
+    ['no `delayMs`', { ...ok, delayMs: undefined }, '`delayMs` must be a whole number of ms of 0 or more'],
+    ['a `delayMs` as text', { ...ok, delayMs: '0' }, '`delayMs` must be a whole number of ms of 0 or more'],
+    ['a negative `delayMs`', { ...ok, delayMs: -100 }, '`delayMs` must be a whole number of ms of 0 or more'],
+    ['a `retryAfterMs` as text', { ...ok, retryAfterMs: '3000' }, '`retryAfterMs` must be a whole number of ms'],
+    ['a negative `retryAfterMs`', { ...ok, retryAfterMs: -5 }, '`retryAfterMs` must be a whole number of ms'],
+    ['an unknown `overLimit`', { ...ok, overLimit: 'hard' }, "`overLimit` must be 'soft', 'elastic', 'shadow'"],
+  ];
+  const decisionMeasures = {
+    ...measures,
+    releasedSeries: (d: SimulatedDecision[]) => releasedSeries(d, { bucketMs: 1_000 }),
+    compareWithExactLog: (d: SimulatedDecision[]) => compareWithExactLog(d, 1, 10_000),
+  };
+  const { offeredSeries: _offered, ...readingDecisions } = decisionMeasures;
+  describe.each(Object.entries(readingDecisions))('%s', (_, measure) => {
+    it.each(badDecisions)('refuses a decision with %s, naming it', (_, entry, message) => {
+      expect(() => measure([ok, entry as SimulatedDecision])).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_TRAFFIC',
+          message: expect.stringContaining(`Traffic entry 1: ${message}`),
+        }),
+      );
+    });
+
+    it('takes a cost that never passes (retryAfterMs: Infinity)', () => {
+      const never = { ...ok, at: 2_000, allowed: false, retryAfterMs: Number.POSITIVE_INFINITY };
+      expect(() => measure([ok, never])).not.toThrow();
+    });
+  });
+
+  it('offeredSeries reads arrivals alone, decided or not', () => {
+    expect(() => offeredSeries(at([1_000]), { bucketMs: 1_000 })).not.toThrow();
+  });
 });
 
 describe('series over their default buckets', () => {

@@ -1,5 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
-import { checkTraffic } from '../traffic/arrival.js';
+import { checkDecisions } from '../traffic/arrival.js';
 import { checkLimit, checkMs } from './checks.js';
 import { KeyWindows } from './key-windows.js';
 
@@ -30,7 +30,7 @@ export function compareWithExactLog(
   limit: number,
   windowMs: number,
 ): ExactLogComparison {
-  checkTraffic(decisions);
+  checkDecisions(decisions, true);
   checkLimit(limit);
   checkMs(windowMs, 'windowMs');
   const admitted = new KeyWindows(windowMs);

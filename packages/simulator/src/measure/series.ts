@@ -1,6 +1,6 @@
 import { checkOptionNames, describe, invalid, MAX_EPOCH_MS, SluiceError } from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
-import { type Arrival, checkArrivals, orDefault } from '../traffic/arrival.js';
+import { type Arrival, checkArrivals, checkDecisions, orDefault } from '../traffic/arrival.js';
 import { checkMs } from './checks.js';
 
 /** Values per time bucket: bucket i covers [startMs + i·bucketMs, startMs + (i+1)·bucketMs). */
@@ -22,6 +22,8 @@ export interface Buckets {
 /** A bad `Buckets`, a misspelt name in it included: one code for all. */
 const optionError = (message: string) => new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] ${message}`);
 
+const atTime = (d: Arrival): number => d.at;
+
 /** The most buckets a series may have: far more than a chart can show, and 8 MB of numbers. */
 export const MAX_BUCKETS = 1_000_000;
 
@@ -34,8 +36,9 @@ export function frame<T extends Arrival>(
   decisions: readonly T[],
   buckets: Buckets,
   timeOf: (d: T) => number = (d) => d.at,
+  check: (entries: readonly T[]) => void = checkArrivals,
 ) {
-  checkArrivals(decisions);
+  check(decisions);
   if (typeof buckets !== 'object' || buckets === null) {
     throw optionError(`Buckets must be { bucketMs, startMs?, endMs? }; received ${describe(buckets)}.`);
   }
@@ -81,7 +84,18 @@ export function costSeries<T extends Arrival>(
   select: (d: T) => boolean = () => true,
   timeOf: (d: T) => number = (d) => d.at,
 ): Series {
-  const { startMs, count, index } = frame(decisions, buckets, timeOf);
+  return costs(decisions, buckets, select, timeOf, checkArrivals);
+}
+
+/** `costSeries`, with the check its entries get: a series of decisions reads what was decided. */
+function costs<T extends Arrival>(
+  decisions: readonly T[],
+  buckets: Buckets,
+  select: (d: T) => boolean,
+  timeOf: (d: T) => number,
+  check: (entries: readonly T[]) => void,
+): Series {
+  const { startMs, count, index } = frame(decisions, buckets, timeOf, check);
   const values = new Array<number>(count).fill(0);
   for (const d of decisions) {
     const i = index(timeOf(d));
@@ -95,15 +109,16 @@ export const offeredSeries = (traffic: readonly Arrival[], buckets: Buckets): Se
 
 /** Admitted load per bucket, counted when the request was let through. */
 export const admittedSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
-  costSeries(decisions, buckets, (d) => d.allowed);
+  costs(decisions, buckets, (d) => d.allowed, atTime, checkDecisions);
 
 /** Admitted load per bucket counted when queue mode releases it (`at + delayMs`): the shaped outflow. */
 export const releasedSeries = (decisions: readonly SimulatedDecision[], buckets: Buckets): Series =>
-  costSeries(
+  costs(
     decisions,
     buckets,
     (d) => d.allowed,
     (d) => d.at + d.delayMs,
+    checkDecisions,
   );
 
 /** The largest `value` of the selected decisions in each bucket; a gap where none was selected. */
@@ -112,7 +127,7 @@ export function maxSeries(
   buckets: Buckets,
   value: (d: SimulatedDecision) => number | undefined,
 ): Series {
-  const { startMs, count, index } = frame(decisions, buckets);
+  const { startMs, count, index } = frame(decisions, buckets, atTime, checkDecisions);
   const values = new Array<number | undefined>(count).fill(undefined);
   for (const d of decisions) {
     const v = value(d);

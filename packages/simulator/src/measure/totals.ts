@@ -1,5 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
-import { checkArrivals } from '../traffic/arrival.js';
+import { checkDecisions } from '../traffic/arrival.js';
 
 export interface Totals {
   /** Requests offered, admitted and refused. */
@@ -27,7 +27,7 @@ export interface Totals {
 }
 
 export function totals(decisions: readonly SimulatedDecision[]): Totals {
-  checkArrivals(decisions);
+  checkDecisions(decisions);
   const result: Totals = {
     offered: 0,
     admitted: 0,

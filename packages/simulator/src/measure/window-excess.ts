@@ -1,5 +1,5 @@
 import type { SimulatedDecision } from '../simulate.js';
-import { checkArrivals } from '../traffic/arrival.js';
+import { checkDecisions } from '../traffic/arrival.js';
 import { checkLimit, checkMs } from './checks.js';
 import { type Buckets, frame, type Series } from './series.js';
 
@@ -48,7 +48,7 @@ function admittedByKey(decisions: readonly SimulatedDecision[]): Map<string, { a
  * scores 0; aligned fixed windows reach 2 × limit at a boundary.
  */
 export function worstWindow(decisions: readonly SimulatedDecision[], limit: number, windowMs: number): WorstWindow {
-  checkArrivals(decisions);
+  checkDecisions(decisions);
   checkLimit(limit);
   checkMs(windowMs, 'windowMs');
   let worst: WorstWindow = { admitted: 0, excess: 0, ratio: 0, key: undefined, atMs: undefined };
@@ -75,7 +75,7 @@ export function trailingWindowSeries(
   buckets: Buckets,
 ): Series {
   checkMs(windowMs, 'windowMs');
-  const { startMs, count } = frame(decisions, buckets, passedAt);
+  const { startMs, count } = frame(decisions, buckets, passedAt, checkDecisions);
   const { bucketMs } = buckets;
   const passed = decisions.filter((d) => d.allowed).map((d) => ({ at: passedAt(d), cost: d.cost }));
   passed.sort((a, b) => a.at - b.at);

@@ -1,4 +1,5 @@
 import { checkOptionNames, type Duration, describe, isEpochMs, MAX_EPOCH_MS, SluiceError, toMs } from '@sluice/core';
+import type { SimulatedDecision } from '../simulate.js';
 
 /** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
 export interface Arrival {
@@ -32,7 +33,7 @@ export function trafficError(message: string): SluiceError {
  * bad time, key or cost: everything that replays a history relies on it.
  */
 export function checkTraffic(traffic: unknown): asserts traffic is Traffic {
-  checkEntries(traffic, true);
+  checkEntries(traffic, true, false);
 }
 
 /**
@@ -41,11 +42,21 @@ export function checkTraffic(traffic: unknown): asserts traffic is Traffic {
  * as text, joined onto the sum.
  */
 export function checkArrivals(entries: unknown): asserts entries is readonly Arrival[] {
-  checkEntries(entries, false);
+  checkEntries(entries, false, false);
+}
+
+/**
+ * `checkArrivals` for decisions, with what the measures read of each: `allowed`, `retryAfterMs`
+ * (a whole number of ms, or Infinity for a cost that never passes), `delayMs` and `overLimit`.
+ * Decisions built from a log of one's own, with a `delayMs` left out or an `allowed` read from
+ * CSV as 'false', had the measures count wrong without a word.
+ */
+export function checkDecisions(entries: unknown, inTimeOrder = false): asserts entries is readonly SimulatedDecision[] {
+  checkEntries(entries, inTimeOrder, true);
 }
 
 /** One pass that allocates nothing per entry: it runs over millions of them before every measure. */
-function checkEntries(entries: unknown, inTimeOrder: boolean): void {
+function checkEntries(entries: unknown, inTimeOrder: boolean, decided: boolean): void {
   if (!Array.isArray(entries)) {
     throw trafficError(`Traffic must be an array of { at, key, cost }${inTimeOrder ? ' in time order' : ''}.`);
   }
@@ -62,9 +73,30 @@ function checkEntries(entries: unknown, inTimeOrder: boolean): void {
     if (typeof arrival.key !== 'string') throw entryError(index, ': `key` must be a string.');
     if (!Number.isSafeInteger(arrival.cost) || arrival.cost <= 0)
       throw entryError(index, `: \`cost\` must be a positive whole number; received ${describe(arrival.cost)}.`);
+    if (decided) checkDecided(arrival as SimulatedDecision, index);
     previousAt = arrival.at;
   }
 }
+
+function checkDecided(decision: SimulatedDecision, index: number): void {
+  const { allowed, retryAfterMs, delayMs, overLimit } = decision;
+  if (typeof allowed !== 'boolean')
+    throw entryError(index, `: \`allowed\` must be true or false; received ${describe(allowed)}.`);
+  if (!isWholeMs(retryAfterMs) && retryAfterMs !== Number.POSITIVE_INFINITY)
+    throw entryError(
+      index,
+      `: \`retryAfterMs\` must be a whole number of ms of 0 or more, or Infinity; received ${describe(retryAfterMs)}.`,
+    );
+  if (!isWholeMs(delayMs))
+    throw entryError(index, `: \`delayMs\` must be a whole number of ms of 0 or more; received ${describe(delayMs)}.`);
+  if (overLimit !== undefined && overLimit !== 'soft' && overLimit !== 'elastic' && overLimit !== 'shadow')
+    throw entryError(
+      index,
+      `: \`overLimit\` must be 'soft', 'elastic', 'shadow' or left out; received ${describe(overLimit)}.`,
+    );
+}
+
+const isWholeMs = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
 
 const entryError = (index: number, problem: string): SluiceError => trafficError(`Traffic entry ${index}${problem}`);
 
