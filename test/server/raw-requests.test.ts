@@ -236,7 +236,8 @@ describe('ShouldRateLimit with bytes the checks cannot read as the decoder does'
     const longHitsAddend = Buffer.from([3 * 8, 0x81, 0x80, 0x80, 0x80, 0x80, 0x00]);
     expect(await ask(request(text('d'), text('k'), text('long'), longHitsAddend))).toEqual({
       code: status.INVALID_ARGUMENT,
-      details: '[sluice] Invalid RateLimitRequest: `hits_addend`, a uint32, is sent in more than 5 bytes.',
+      details:
+        '[sluice] Invalid RateLimitRequest: `hits_addend`, a number of at most 32 bits, is sent in more than 5 bytes.',
     });
     expect(await callCount('grpc', 'invalid')).toBe(before + 1);
   });

@@ -56,7 +56,7 @@ export function refusedBeforeDecoding(bytes: Uint8Array): string | undefined {
       if (wire.wireType !== field.wireType) {
         problem = `\`${field.most === undefined ? name : `${name}[${index}]`}\` is sent with wire type ${wire.wireType}, not ${field.wireType}`;
       } else if (wire.wireType === 0 && !field.wide && wire.end - wire.start > 5) {
-        problem = `\`${name}\`, a uint32, is sent in more than 5 bytes`;
+        problem = `\`${name}\`, a number of at most 32 bits, is sent in more than 5 bytes`;
       } else if (field.most !== undefined && index === field.most) {
         problem =
           path === ''
