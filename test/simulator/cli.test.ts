@@ -15,13 +15,16 @@ beforeAll(async () => {
 
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
-/** `pnpm simulate <args>` typed in `cwd`: its exit code and output. */
-function simulateCli(args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
+/** `sluice-simulate <args>` run in `cwd`: its exit code and output. */
+function simulateCli(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; output: string }> {
   const child = spawn(
     `${root}node_modules/.bin/tsx`,
     ['--conditions=@sluice/source', `${root}packages/simulator/src/report/main.ts`, ...args],
-    // INIT_CWD as pnpm sets it: the directory the user typed the command in.
-    { cwd: root, env: { ...process.env, INIT_CWD: cwd }, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -106,7 +109,7 @@ describe('pnpm simulate, typed anywhere in the repository', () => {
     });
     await new Promise((resolve) => child.once('exit', resolve));
     const words = output.trimEnd().split('\n');
-    return words.slice(words.indexOf('packages/simulator/src/report/main.ts') + 1);
+    return words.slice(words.indexOf(join(root, 'packages/simulator/src/report/main.ts')) + 1);
   }
 
   // Regression: `pnpm -w simulate` typed in packages/simulator wrote packages/simulator/docs/simulations,
@@ -121,6 +124,43 @@ describe('pnpm simulate, typed anywhere in the repository', () => {
 });
 
 describe('sluice-simulate, installed', () => {
+  // npm and pnpm set INIT_CWD for every script, to where the command was typed: read first, it
+  // sent `npm run sim --prefix proj` output to the parent's simulations/.
+  it('takes a relative --trace from its working directory, whatever INIT_CWD says', async () => {
+    const cwd = await mkdtemp(join(dir, 'project-'));
+    const elsewhere = await mkdtemp(join(dir, 'typed-in-'));
+    // A trace with a bad line fails at once, naming the file it read.
+    await writeFile(join(cwd, 'trace.txt'), 'not a trace line\n');
+    const { code, output } = await simulateCli(['--trace', 'trace.txt'], cwd, { INIT_CWD: elsewhere });
+    expect(code).toBe(1);
+    expect(output).toContain(join(cwd, 'trace.txt'));
+    expect(output).not.toContain('ENOENT');
+  });
+
+  // `--out .` in a project wrote the page over the project's own README.md.
+  it('refuses an --out holding a README.md it did not write, and writes over its own', async () => {
+    const project = await mkdtemp(join(dir, 'readme-'));
+    await writeFile(join(project, 'README.md'), '# My project\n');
+    await expect(prepareOut(project)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('holds a README.md that sluice-simulate did not write'),
+    });
+    expect(await readFile(join(project, 'README.md'), 'utf8')).toBe('# My project\n');
+    const ours = await readFile(join(root, 'docs', 'simulations', 'README.md'), 'utf8');
+    await writeFile(join(project, 'README.md'), ours);
+    await expect(prepareOut(project)).resolves.toBeUndefined();
+  });
+
+  it('asks a bare --window for its unit, rather than for milliseconds it cannot take', () => {
+    expect(() => parseCliOptions(['--window', '1500'], dir)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message:
+          '[sluice] --window must be a positive duration with its unit, such as 1m, 90s or 1500ms; received "1500".',
+      }),
+    );
+  });
+
   // Regression: run with no flags in an app's directory, it wrote docs/simulations/ there, and
   // its help spoke of `pnpm simulate`, a script of sluice's own repository.
   it('writes to simulations/ in the current directory by default, and names itself in its help', () => {

@@ -174,6 +174,25 @@ describe('traffic generators', () => {
     );
   });
 
+  // Accepted, they made none of the traffic asked for: 14 requests and no crowd, 5 and no burst.
+  it('refuses a flash crowd after the traffic ends, and bursts that never come or overlap', () => {
+    const crowd = { at: '2h', duration: '1m', extraRatePerSecond: 100, clients: 10 };
+    expect(() => diurnal({ clients: 5, meanRatePerSecond: 0.01, duration: '1h', flashCrowd: crowd })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_TRAFFIC',
+        message: expect.stringContaining('flashCrowd.at'),
+      }),
+    );
+    const burst = { baseRatePerSecond: 1, burstSize: 10, duration: '5s' } as const;
+    expect(() => bursts({ ...burst, burstEvery: '1h' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('burstEvery') }),
+    );
+    expect(() => bursts({ ...burst, burstEvery: '1s', burstLength: '2s' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('burstLength') }),
+    );
+    expect(bursts({ ...burst, burstEvery: '2s', burstLength: '2s' }).length).toBeGreaterThan(10);
+  });
+
   it('diurnal: a peak or a flash crowd at the very start is taken (0 was refused as a duration)', () => {
     const day = { clients: 50, meanRatePerSecond: 0.05, duration: '1d' } as const;
     // The cycle repeats daily: a peak at the start is the peak a day after it.

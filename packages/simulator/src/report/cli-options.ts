@@ -1,11 +1,12 @@
 import { constants } from 'node:fs';
 import { access, mkdir, readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isSluiceError, SluiceError, type Throttle, toMs, toPolicy, toThrottle } from '@sluice/core';
 import { type Traffic, trafficError } from '../traffic/arrival.js';
 import { parseTrace } from '../traffic/trace.js';
 import { elasticWithoutLoad } from '../virtual-load.js';
+import { PAGE_TITLE } from './page.js';
 import { ALGORITHMS } from './run-scenario.js';
 import { SAMPLE_TRACE } from './scenarios.js';
 
@@ -13,7 +14,8 @@ export const USAGE = `Usage: sluice-simulate [--out DIR] [--trace FILE [--limit 
 
 Runs every algorithm on the same traffic in virtual time and writes charts (SVG) and a
 markdown page with the figures to DIR (default simulations/, in the current directory; in
-sluice's own repository \`pnpm simulate\` writes docs/simulations/).
+sluice's own repository \`pnpm simulate\` writes docs/simulations/). A flag given twice
+takes its last value.
 
   --trace FILE       replay FILE as the recorded trace: plain "timestamp key [cost]" lines
                      or a Common/Combined Log Format access log (default: the shipped sample)
@@ -74,6 +76,20 @@ function checkTracePolicy(limit: number, windowMs: number, window: string): void
   }
 }
 
+/** `--window`: a flag is text, so a bare number (a duration in ms elsewhere in sluice) needs its unit here. */
+function windowOf(text: string): number {
+  try {
+    return toMs(text, '--window');
+  } catch (error) {
+    if (!isSluiceError(error)) throw error;
+    throw new SluiceError(
+      error.code,
+      `[sluice] --window must be a positive duration with its unit, such as 1m, 90s or 1500ms; received ${JSON.stringify(text)}.`,
+      { cause: error },
+    );
+  }
+}
+
 /** `hard`, `shadow` or `soft:<percent>`; a flag cannot give elastic mode the load function it needs. */
 function parseThrottle(value: string | undefined): Throttle | undefined {
   if (value === undefined || value === 'hard') return undefined;
@@ -105,7 +121,7 @@ export function parseCliOptions(args: readonly string[], cwd: string): CliOption
   const trace = {
     path: values.trace === undefined ? SAMPLE_TRACE : path(values.trace, 'trace', cwd, 'a file'),
     limit: values.limit === undefined ? 60 : wholeNumber(values.limit, 'limit'),
-    windowMs: toMs(window, '--window'),
+    windowMs: windowOf(window),
   };
   checkTracePolicy(trace.limit, trace.windowMs, window);
   return {
@@ -115,7 +131,11 @@ export function parseCliOptions(args: readonly string[], cwd: string): CliOption
   };
 }
 
-/** Creates the output directory and checks it can be written, so a bad `--out` fails before the work. */
+/**
+ * Creates the output directory and checks it can be written, so a bad `--out` fails before the
+ * work; one holding a README.md of someone else's (`--out .` in a project) is refused, as the
+ * run would write its page over it.
+ */
 export async function prepareOut(out: string): Promise<void> {
   try {
     await mkdir(out, { recursive: true });
@@ -125,6 +145,14 @@ export async function prepareOut(out: string): Promise<void> {
       'ERR_SLUICE_INVALID_OPTION',
       `[sluice] --out must be a directory that can be written; ${(error as Error).message}.`,
       { cause: error },
+    );
+  }
+  const page = join(out, 'README.md');
+  const existing = await readFile(page, 'utf8').catch(() => undefined);
+  if (existing !== undefined && !existing.startsWith(PAGE_TITLE)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] --out ${out} holds a README.md that sluice-simulate did not write, and the run would write its page over it; name a directory of its own.`,
     );
   }
 }

@@ -12,9 +12,9 @@ import { scenarios } from './scenarios.js';
 const BAD_COMMAND_LINE = 2;
 
 async function main(): Promise<void> {
-  // `pnpm simulate` runs in the workspace root; INIT_CWD is where the user typed it, which a
-  // relative `--out` or `--trace` of theirs is taken from. The script's own `--out` is absolute.
-  const cwd = process.env.INIT_CWD ?? process.cwd();
+  // Relative paths are the working directory's, as the README says: npm and pnpm set INIT_CWD
+  // for every script, to where the command was typed, which need not be where its script runs.
+  const cwd = process.cwd();
   let options: ReturnType<typeof parseCliOptions>;
   try {
     options = parseCliOptions(process.argv.slice(2), cwd);

@@ -1,4 +1,4 @@
-import { type Duration, toMs } from '@sluice/core';
+import { type Duration, describe, toMs } from '@sluice/core';
 import {
   type Arrival,
   checkArrivalCount,
@@ -11,6 +11,7 @@ import {
   positiveNumber,
   SPAN_OPTIONS,
   span,
+  trafficError,
 } from './arrival.js';
 import { seededRandom } from './random.js';
 import { steady } from './steady.js';
@@ -37,6 +38,15 @@ export function bursts(options: BurstsOptions): Arrival[] {
   const everyMs = toMs(options.burstEvery, 'burstEvery');
   const lengthMs = toMs(orDefault(options.burstLength, '1s'), 'burstLength');
   const ratePerSecond = positiveNumber(options.baseRatePerSecond, 'baseRatePerSecond');
+  // The first burst comes one `burstEvery` in; bursts longer than the gap between them overlap.
+  if (startMs + everyMs >= endMs)
+    throw trafficError(
+      `Traffic option \`burstEvery\` must be shorter than the traffic's \`duration\` (${endMs - startMs} ms), or no burst comes; received ${describe(options.burstEvery)}.`,
+    );
+  if (lengthMs > everyMs)
+    throw trafficError(
+      `Traffic option \`burstLength\` must be at most \`burstEvery\` (${everyMs} ms), or bursts overlap; received ${describe(options.burstLength)}.`,
+    );
   checkArrivalCount(Math.floor((endMs - startMs) / everyMs) * size + ((endMs - startMs) * ratePerSecond) / 1000);
   const random = seededRandom(seed, 1);
   const burst: Arrival[] = [];

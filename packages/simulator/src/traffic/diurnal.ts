@@ -94,5 +94,10 @@ function flashCrowd(crowd: FlashCrowd | undefined, startMs: number, endMs: numbe
   const clients = positiveInteger(crowd.clients, 'flashCrowd.clients');
   const ratePerMs = positiveNumber(crowd.extraRatePerSecond, 'flashCrowd.extraRatePerSecond') / 1000;
   const until = Math.min(endMs, from + toMs(crowd.duration, 'flashCrowd.duration'));
+  // A crowd after the traffic ends would add nothing, and the chart would show none.
+  if (from >= endMs)
+    throw trafficError(
+      `Traffic option \`flashCrowd.at\` must fall within the traffic's \`duration\` (${endMs - startMs} ms); received ${describe(crowd.at)}.`,
+    );
   return { from, until, clients, ratePerMs, expected: Math.max(0, until - from) * ratePerMs };
 }
