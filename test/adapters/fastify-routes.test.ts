@@ -214,6 +214,26 @@ descriptors:
     expect([item?.name, item?.params.r]).toEqual(['report', 1]);
   });
 
+  // A prefixed plugin's root GET is made at /api and /api/, the second without `onRoute`, whose
+  // automatic HEAD reached it and made a quota of its own.
+  it('counts both automatic HEAD routes of a prefixed root GET in its limit', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, name: 'site', limit: 10, window: '1m' });
+    await app.register(
+      async (api) => {
+        api.get('/', { config: { rateLimit: { name: 'root', limit: 2, window: '1m' } } }, ok);
+      },
+      { prefix: '/api' },
+    );
+    const send = (method: 'GET' | 'HEAD', url: string) => app.inject({ method, url });
+    expect((await send('GET', '/api')).statusCode).toBe(200);
+    expect((await send('GET', '/api/')).statusCode).toBe(200);
+    for (const url of ['/api', '/api/']) {
+      expect([url, (await send('HEAD', url)).statusCode]).toEqual([url, 429]);
+    }
+    expect(app.rateLimiter.route('GET', '/api/')).toBe(app.rateLimiter.route('GET', '/api'));
+  });
+
   // Sharing the automatic HEAD route's count made a GET and a POST given one config object
   // share a count as well.
   it('counts a GET and a POST given one config object apart, each with its own limit', async () => {
@@ -327,6 +347,31 @@ descriptors:
     expect(() => app.get('/worse', { config: { rateLimit: 'often' as never } }, ok)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_OPTION' }),
     );
+  });
+
+  // With global: false no hook was made of the plugin's options: a typo registered, and
+  // surfaced, if ever, as the first route's.
+  it.each([
+    ['a misspelt option', { windw: '1m' }, 'ERR_SLUICE_UNKNOWN_OPTION'],
+    ['a bad hook', { hook: 'onSend' }, 'ERR_SLUICE_INVALID_OPTION'],
+    ['a null hook', { hook: null }, 'ERR_SLUICE_INVALID_OPTION'],
+    ['a bad limit', { limit: -1, window: '1m' }, 'ERR_SLUICE_INVALID_LIMIT'],
+    ['a bad onLimited', { onLimited: 'x' }, 'ERR_SLUICE_INVALID_HANDLER'],
+  ])('with global: false refuses %s at registration, naming no route', async (_label, options, code) => {
+    app = Fastify();
+    const error = await app.register(rateLimitPlugin, { ...base, global: false, ...options } as never).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ code });
+    expect((error as Error).message).not.toContain('config.rateLimit');
+  });
+
+  it('refuses a null hook, rather than reading it as onRequest', async () => {
+    app = Fastify();
+    await expect(
+      app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', hook: null } as never),
+    ).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
   });
 
   it('refuses a non-boolean global', async () => {

@@ -5,6 +5,7 @@ import {
   type HttpRouteOptions,
   inRoute,
   mergeRouteOptions,
+  POLICY_OPTION_NAMES,
   type RateLimitHandle,
   type RulesHttpOptions,
   SluiceError,
@@ -116,6 +117,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
   };
 
   const globalHook = global ? hookFor(appOptions) : undefined;
+  if (!global && !notFound) checkUnhookedOptions(binding, appOptions);
   if (notFound) {
     // Fastify gives its not-found handler no `onRoute`, only the context's own hooks, which
     // every route of the context runs too: routes go on here, they have their limit already.
@@ -139,7 +141,11 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     const methods = [route.method].flat().map((method) => method.toUpperCase());
     const { constraints } = route;
     const getName = routeName('GET', route.url, constraints);
-    const get = getHooks.get(getName);
+    // A prefixed plugin's root GET (`'/'` under `/api`) is made at `/api` and `/api/`, and only
+    // the first reaches `onRoute`; the automatic HEAD of each does, the second's at `/api/`.
+    const get =
+      getHooks.get(getName) ??
+      (route.url.endsWith('/') ? getHooks.get(routeName('GET', route.url.slice(0, -1), constraints)) : undefined);
     // The label names the route's namespace: two routes of one method and URL that Fastify
     // tells apart by their constraints (a host, a version) count apart, as they are two routes.
     const label = `config.rateLimit of ${routeName(methods.join(','), route.url, constraints)}`;
@@ -148,7 +154,9 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
         ? get.hook
         : inRoute(label, () => hookFor(mergeRouteOptions(appOptions, own, label)));
     if (methods.includes('GET')) getHooks.set(getName, { own, hook });
-    for (const method of methods) routes.set(routeName(method, route.url, constraints), hook.limiter);
+    // The HEAD of a GET made without `onRoute` names that GET's route too.
+    const names = hook === get?.hook ? ['GET', ...methods] : methods;
+    for (const method of names) routes.set(routeName(method, route.url, constraints), hook.limiter);
     return hook;
   };
   app.addHook('onRoute', function sluiceRoute(route) {
@@ -162,6 +170,21 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
     (route as unknown as Record<string, unknown>)[hook.name] = [...existing, hook.handler];
   });
 };
+
+/**
+ * With `global: false` (and no `notFound`) no hook is made of the plugin's options, so a bad one
+ * (a typo, `limit: -1`) surfaced only as a route's, named after the route, or never: they are
+ * checked at registration, as a hook of them would be, over a stand-in limit where they give
+ * none, and the limiter made for it is given up at once.
+ */
+function checkUnhookedOptions(
+  binding: Parameters<typeof createRateLimitHook>[0],
+  appOptions: Record<string, unknown>,
+): void {
+  const givesLimit = ['policies', 'rules', ...POLICY_OPTION_NAMES].some((name) => appOptions[name] !== undefined);
+  const checked = givesLimit ? appOptions : { ...appOptions, limit: 1, window: 1_000 };
+  createRateLimitHook(binding, checked).limiter.release();
+}
 
 /**
  * A route as Fastify tells it from others: its method, URL and constraints, each constraint by

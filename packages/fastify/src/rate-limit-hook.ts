@@ -61,7 +61,8 @@ export function createRateLimitHook(
   binding: AdapterBinding<FastifyRequest, FastifyReply>,
   hookOptions: Record<string, unknown>,
 ): RateLimitHookEntry {
-  const hook = hookOptions.hook ?? 'onRequest';
+  // `undefined` alone means left out: a `null` is refused below, never read as the default.
+  const hook = hookOptions.hook === undefined ? 'onRequest' : hookOptions.hook;
   if (!HOOKS.includes(hook)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
