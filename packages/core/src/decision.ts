@@ -232,3 +232,10 @@ export function storeUnavailableDecision(
     key,
   };
 }
+
+/**
+ * Whether an allowed decision spent quota, and so is what a refund gives back: not one the
+ * fail policy let through (the store charged nothing), nor shadow mode's over the limit.
+ */
+export const spentQuota = (decision: Decision): boolean =>
+  decision.reason === undefined && decision.overLimit !== 'shadow';

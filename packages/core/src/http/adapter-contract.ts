@@ -40,6 +40,9 @@ export type Outcome =
   | { readonly action: 'limited'; readonly decision: Decision; readonly refusal: undefined; readonly status: number }
   | { readonly action: 'gone'; readonly decision: Decision };
 
+/** The outcome of a request passed on undecided: skipped, or already counted. */
+export const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
+
 /** What a middleware carries besides itself: the limiter it counts in, for application code. */
 export interface RateLimitHandle {
   /** The limiter behind the middleware (same store and namespace); undefined when `policies` or `limit` is a function. */

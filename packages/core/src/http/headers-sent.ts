@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { SluiceError } from '../errors.js';
+import { type AdapterBinding, type Outcome, SKIPPED } from './adapter-contract.js';
 
 /**
  * Fails a request whose response headers were sent before the limiter met it: mounted after
@@ -29,9 +30,24 @@ export function checkUnsentMeanwhile(res: ServerResponse): void {
   );
 }
 
-/** A refusal whose `message` function was awaited, once the response is known unanswered. */
-export const refusalUnlessSent = <T>(res: ServerResponse, refusal: Promise<T>): Promise<T> =>
-  refusal.then((outcome) => {
-    checkUnsentMeanwhile(res);
-    return outcome;
-  });
+/** A request passed on undecided (skipped, allow-listed, limited by no rule), unless other middleware answered it meanwhile. */
+export function skippedUnlessSent(res: ServerResponse): Outcome {
+  checkUnsentMeanwhile(res);
+  return SKIPPED;
+}
+
+/**
+ * A refusal, once a `message` function awaited is known to have left the response unanswered.
+ * A refusal made at once (no function awaited) does not look the response up.
+ */
+export const refusalUnlessSent = <Res>(
+  binding: Pick<AdapterBinding<never, Res>, 'rawResponse'>,
+  res: Res,
+  refusal: Outcome | Promise<Outcome>,
+): Outcome | Promise<Outcome> =>
+  refusal instanceof Promise
+    ? refusal.then((outcome) => {
+        checkUnsentMeanwhile(binding.rawResponse(res));
+        return outcome;
+      })
+    : refusal;

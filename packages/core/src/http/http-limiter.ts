@@ -1,11 +1,12 @@
 import type { IncomingMessage } from 'node:http';
+import { spentQuota } from '../decision.js';
 import { invalid } from '../errors.js';
 import { publishQueued } from '../events.js';
 import { createLimiter, releaseNamespace, type SynchronousPath, synchronousPathOf } from '../limiter.js';
 import { checkedLogger } from '../limiter-settings.js';
 import { defaultMemoryStore } from '../memory-store/index.js';
 import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
-import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from './adapter-contract.js';
+import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome, SKIPPED } from './adapter-contract.js';
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
 import { createClientAddressKey } from './client-address.js';
@@ -15,7 +16,7 @@ import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
 import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
-import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent } from './headers-sent.js';
+import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from './headers-sent.js';
 import { hold } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
@@ -35,11 +36,7 @@ interface Entry {
   consume: SynchronousPath;
 }
 
-const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 const ignore = (): void => {};
-
-/** Whether an allowed decision spent quota: not one the fail policy let through, nor shadow mode's over the limit. */
-const charges = (decision: Decision): boolean => decision.reason === undefined && decision.overLimit !== 'shadow';
 
 /**
  * The one implementation of the HTTP semantics behind every adapter (SPEC §5): options are
@@ -107,27 +104,17 @@ export function createHttpLimiter<Req, Res>(
     const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
     binding.setHeader(res, 'Retry-After', sfSeconds(waited.retryAfterMs));
     notify?.(req, waited);
-    return unlessSent(res, refuse(req, waited, ban?.status));
+    return refusalUnlessSent(binding, res, refuse(req, waited, ban?.status));
   };
 
   /** A refusal over the quota: the hooks are told, then the outcome. Made once, not per refusal. */
   const quotaRefusal = (req: Req, res: Res, decision: Decision): Outcome | Promise<Outcome> => {
     notify?.(req, decision);
-    return unlessSent(res, refuse(req, decision));
+    return refusalUnlessSent(binding, res, refuse(req, decision));
   };
-
-  /** A refusal, once a `message` function awaited is known to have left the response unanswered. */
-  const unlessSent = (res: Res, refusal: Outcome | Promise<Outcome>): Outcome | Promise<Outcome> =>
-    refusal instanceof Promise ? refusalUnlessSent(binding.rawResponse(res), refusal) : refusal;
 
   /** `checkUnsentMeanwhile` of the adapter's response. */
   const unsentMeanwhile = (res: Res): void => checkUnsentMeanwhile(binding.rawResponse(res));
-
-  /** A request passed by a function of the user's: on, unless other middleware answered it meanwhile. */
-  const skippedUnlessSent = (res: Res): Outcome => {
-    unsentMeanwhile(res);
-    return SKIPPED;
-  };
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
@@ -182,7 +169,7 @@ export function createHttpLimiter<Req, Res>(
     notify?.(req, decision);
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
-    const charged = charges(decision);
+    const charged = spentQuota(decision);
     const refund = () => entry.limiter.refund(clientKey, units);
     if (decision.delayMs === 0) {
       if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
@@ -208,10 +195,11 @@ export function createHttpLimiter<Req, Res>(
   };
 
   const general = async (req: Req, res: Res, request: IncomingMessage): Promise<Outcome> => {
-    if (skip !== undefined && skipsFromUser(await skip(req), 'skip', warn)) return skippedUnlessSent(res);
+    if (skip !== undefined && skipsFromUser(await skip(req), 'skip', warn))
+      return skippedUnlessSent(binding.rawResponse(res));
     const clientKey = key === undefined ? keyOf(req, request) : keyFromUser(await key(req));
     if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn))
-      return skippedUnlessSent(res);
+      return skippedUnlessSent(binding.rawResponse(res));
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
     if (bannedNow !== undefined) return banned(req, res, bannedNow);
     const entry =
@@ -243,7 +231,7 @@ export function createHttpLimiter<Req, Res>(
     if (raw.headersSent) {
       // A queued decision's event, held back for the queue, goes out as decided.
       publishQueued(decision);
-      if (decision.allowed && charges(decision)) entry.limiter.refund(clientKey, units).catch(ignore);
+      if (decision.allowed && spentQuota(decision)) entry.limiter.refund(clientKey, units).catch(ignore);
     }
     checkUnsentMeanwhile(raw);
     return finish(entry, decision, req, res, request, clientKey, units);

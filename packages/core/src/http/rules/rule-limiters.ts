@@ -1,3 +1,4 @@
+import { spentQuota } from '../../decision.js';
 import { publishBlocked, publishQueued } from '../../events.js';
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
 import { checkedReplies } from '../../store-reply.js';
@@ -116,10 +117,7 @@ export function passes(verdicts: readonly RuleVerdict[]): boolean {
  * policy (the store charged nothing), and not merely reported by shadow mode.
  */
 const charged = (verdict: RuleVerdict): boolean =>
-  verdict.cost > 0 &&
-  verdict.decision.allowed &&
-  verdict.decision.reason === undefined &&
-  verdict.decision.overLimit !== 'shadow';
+  verdict.cost > 0 && verdict.decision.allowed && spentQuota(verdict.decision);
 
 /**
  * Asks the limiter; a cost of 0 looks (`peek`) and charges nothing. A limiter `createLimiter`

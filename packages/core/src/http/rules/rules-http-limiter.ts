@@ -4,13 +4,19 @@ import { publishQueued } from '../../events.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../../types.js';
-import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome } from '../adapter-contract.js';
+import {
+  type AdapterBinding,
+  type HttpLimiter,
+  NO_LIMITER_HANDLE,
+  type Outcome,
+  SKIPPED,
+} from '../adapter-contract.js';
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit, createRequestWaits } from '../first-visit.js';
 import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
-import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent } from '../headers-sent.js';
+import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from '../headers-sent.js';
 import { hold } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
@@ -30,8 +36,6 @@ import {
 } from './rule-limiters.js';
 import { checkRulePaths } from './rule-path-spelling.js';
 import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
-
-const SKIPPED: Outcome = Object.freeze({ action: 'next', decision: undefined });
 
 /** HTTP options a limiter of policies takes and rules mode does not: named as such, not as unknown. */
 const RULES_MODE_LACKS = [
@@ -168,12 +172,6 @@ export function createRulesHttpLimiter<Req, Res>(
 
   const refuse = createRefuse<Req>(options);
 
-  /** A request no rule limits, or passed by `skip`: on, unless other middleware answered it meanwhile. */
-  const skippedUnlessSent = (res: Res): Outcome => {
-    checkUnsentMeanwhile(binding.rawResponse(res));
-    return SKIPPED;
-  };
-
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
@@ -184,7 +182,7 @@ export function createRulesHttpLimiter<Req, Res>(
     request: IncomingMessage,
   ): Outcome | Promise<Outcome> => {
     const decision = combinedDecision(verdicts);
-    if (decision === undefined) return skippedUnlessSent(res);
+    if (decision === undefined) return skippedUnlessSent(binding.rawResponse(res));
     // Refused by another rule, the request is not queued: every rule's charge is given back already.
     if (decision.allowed && decision.delayMs > 0 && held >= maxQueued) {
       // A queue with no room left: refused, not held, and what each rule charged given back.
@@ -235,8 +233,7 @@ export function createRulesHttpLimiter<Req, Res>(
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
       if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-      const refusal = refuse(req, decision);
-      return refusal instanceof Promise ? refusalUnlessSent(raw, refusal) : refusal;
+      return refusalUnlessSent(binding, res, refuse(req, decision));
     }
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
@@ -263,7 +260,8 @@ export function createRulesHttpLimiter<Req, Res>(
     const request = binding.rawRequest(req);
     if (!firstVisit(request)) return SKIPPED;
     checkHeadersUnsent(binding.rawResponse(res));
-    if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn)) return skippedUnlessSent(res);
+    if (typeof skip === 'function' && skipsFromUser(await skip(req), 'skip', warn))
+      return skippedUnlessSent(binding.rawResponse(res));
     const route = binding.routePattern?.(req);
     const facts: RequestFacts = {
       request,
