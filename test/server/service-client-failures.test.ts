@@ -3,6 +3,7 @@ import { createServer } from 'node:net';
 import { loadPackageDefinition, Server, ServerCredentials, type ServiceDefinition, status } from '@grpc/grpc-js';
 import { createLimiter, type PolicyOptions, SLUICE_CHANNELS, type StoreErrorEvent } from '@sluice/core';
 import { rateLimit } from '@sluice/express';
+import { parseRules } from '@sluice/rules';
 import { createServiceClient } from '@sluice/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadOfficialRls } from '../helpers/envoy-client.js';
@@ -108,5 +109,18 @@ describe('options that give a charge back', () => {
     );
     // The namespace it claimed is given back: made again without the ban, it is created.
     expect(() => rateLimit({ store, policies })).not.toThrow();
+  });
+
+  // Where one rule refused, the others' charges were given back by a refund the client
+  // rejects, swallowed: every refused /login spent the per-address quota too.
+  it("rules mode fails at creation on the client, which cannot give back the other rules' charges", async () => {
+    const store = createServiceClient({ address: '127.0.0.1:1', domain: 'api', logger: quiet });
+    ended.push(() => store.close());
+    const rules = parseRules(
+      'domain: api\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: hour, requests_per_unit: 3 }\n',
+    );
+    expect(() => rateLimit({ store, rules })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS', message: expect.stringContaining('`rules`') }),
+    );
   });
 });

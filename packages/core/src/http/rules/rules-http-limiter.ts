@@ -3,7 +3,7 @@ import { invalid, SluiceError } from '../../errors.js';
 import { publishQueued } from '../../events.js';
 import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
-import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions } from '../../types.js';
+import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions, RateLimitStore } from '../../types.js';
 import {
   type AdapterBinding,
   type HttpLimiter,
@@ -110,6 +110,15 @@ export function createRulesHttpLimiter<Req, Res>(
       ),
     ),
   };
+  // Where one rule refuses, the others' charges are given back: a store that cannot give one
+  // back (the decision service's client) would have every refused request spend them.
+  const store = base.store as RateLimitStore;
+  if (store.refunds === false) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      `[sluice] Option \`rules\` gives back what the rules that let a request through were charged when another refuses it, and the store ${store.name} cannot give one back: a refused request would spend the others' quota. With the decision service, give it the rules and let it decide each request whole.`,
+    );
+  }
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
   // Only the built-in `path` is respelt: a `fields.path` gives values as its function makes them.
