@@ -38,6 +38,13 @@ it.each([
   'dns:///',
   'foo:///x',
   'ipv4:1.2.3.4:8081,',
+  // grpc-js resolves no name after ipv4: or ipv6:, nor an address of the other family, and
+  // brackets hold an IPv6 address only.
+  'ipv4:localhost:8081',
+  'ipv4:[::1]:8081',
+  'ipv6:127.0.0.1:8081',
+  '[1.2.3.4]:8081',
+  '[:::::]:8081',
 ])('createServiceClient refuses the address %j at creation', (address) => {
   expect(() => createServiceClient({ ...good, address })).toThrow(
     expect.objectContaining({
@@ -57,6 +64,7 @@ it.each([
   'dns://8.8.8.8/rate-limit:8081',
   'ipv4:10.0.0.1:8081,10.0.0.2:8081',
   'ipv6:[::1]:8081',
+  'ipv6:::1',
   'unix:/run/sluice.sock',
   'unix:///run/sluice.sock',
   'unix-abstract:sluice',

@@ -1,3 +1,5 @@
+import { isIPv4, isIPv6 } from 'node:net';
+
 /**
  * Whether `target` is an address grpc-js can reach, in its own syntax: `host:port` (a name, an
  * IPv4 address or a bracketed IPv6 one; the port from 1 to 65535, 443 when left out), that
@@ -11,22 +13,32 @@ export function isGrpcTarget(target: string): boolean {
   const [, scheme, rest] = /^(dns|ipv4|ipv6|unix|unix-abstract):(.*)$/.exec(target) ?? [undefined, undefined, target];
   switch (scheme) {
     case undefined:
-      return isHostPort(target);
+      return isHostPort(target, isNameOrAddress);
     case 'dns':
-      return isHostPort((rest as string).replace(/^\/\/[^/]*\//, ''));
+      return isHostPort((rest as string).replace(/^\/\/[^/]*\//, ''), isNameOrAddress);
+    // Addresses only, of the scheme's family: grpc-js resolves no name here, so `ipv4:localhost`
+    // or `ipv6:127.0.0.1` failed every call.
     case 'ipv4':
+      return (rest as string).split(',').every((entry) => isHostPort(entry, isIPv4, false));
     case 'ipv6':
-      return (rest as string).split(',').every(isHostPort);
+      return (rest as string).split(',').every((entry) => isIPv6(entry) || isHostPort(entry, () => false));
     default:
       return (rest as string) !== '' && rest !== '//';
   }
 }
 
-const HOST_PORT = /^(?:\[[0-9A-Fa-f:.]+(?:%[\w.-]+)?\]|[\w.-]+)(?::(\d{1,5}))?$/;
+const HOST_PORT = /^(?:\[([^\]]+)\]|([\w.-]+))(?::(\d{1,5}))?$/;
+const isNameOrAddress = (host: string): boolean => /^[\w.-]+$/.test(host);
 
-function isHostPort(text: string): boolean {
+/**
+ * `host:port` with the port from 1 to 65535 or left out: a bracketed host (where `brackets`
+ * allows one) must be an IPv6 address (and a zone), any other what `isHost` takes.
+ */
+function isHostPort(text: string, isHost: (host: string) => boolean, brackets = true): boolean {
   const match = HOST_PORT.exec(text);
   if (match === null) return false;
-  const port = match[1];
-  return port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
+  const [, bracketed, host, port] = match;
+  const hostOk =
+    bracketed === undefined ? isHost(host as string) : brackets && isIPv6(bracketed.replace(/%[\w.-]+$/, ''));
+  return hostOk && (port === undefined || (Number(port) >= 1 && Number(port) <= 65535));
 }
