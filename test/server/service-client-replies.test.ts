@@ -111,3 +111,31 @@ it('a logger that throws fails that decision under the fail policy, and nothing 
   // Warned once: the next decision reads the same reply without calling the logger.
   expect(await limiter.consume('10.0.0.1')).toMatchObject({ allowed: true, remaining: 4 });
 });
+
+// Only the limit was compared: a service counting 5 an hour behind a local 5 a minute went
+// unwarned, its reset of 50 minutes shown beside the local window of 60 s.
+describe('a service whose rule differs from the local policy', () => {
+  it.each([
+    ['its limit', { requests_per_unit: 100, unit: 'MINUTE' }, 'but 100 per MINUTE'],
+    ['its window', { requests_per_unit: 5, unit: 'HOUR' }, 'but 5 per HOUR'],
+  ])('in %s is warned about once, naming both', async (_, currentLimit, named) => {
+    const warnings: string[] = [];
+    const response = { overall_code: 'OK', statuses: [{ ...ok, current_limit: currentLimit }] };
+    const limiter = await limiterAnswered(response, {}, { warn: (m) => warnings.push(m) });
+    await limiter.consume('10.0.0.1');
+    await limiter.consume('10.0.0.1');
+    expect(warnings).toEqual([
+      expect.stringContaining(`WRN_SLUICE_RULE_MISMATCH: policy "per-ip" is 5 per 1m here ${named}`),
+    ]);
+  });
+
+  it('is not warned about where they agree, or where the service names no whole unit', async () => {
+    const warnings: string[] = [];
+    for (const unit of ['MINUTE', 'UNKNOWN']) {
+      const response = { overall_code: 'OK', statuses: [{ ...ok, current_limit: { requests_per_unit: 5, unit } }] };
+      const limiter = await limiterAnswered(response, {}, { warn: (m) => warnings.push(m) });
+      await limiter.consume('10.0.0.1');
+    }
+    expect(warnings).toEqual([]);
+  });
+});

@@ -1,4 +1,5 @@
-import { type Policy, type PolicyOutcome, SluiceError } from '@sluice/core';
+import { formatMs, type Policy, type PolicyOutcome, SluiceError } from '@sluice/core';
+import { type RateLimitUnit, UNIT_MS } from '@sluice/rules';
 import type { SluiceStatusMetadata } from '../sluice-metadata.js';
 
 /** `google.protobuf.Value` as the gRPC loader decodes it. */
@@ -11,7 +12,7 @@ interface WireValue {
 
 interface WireStatus {
   code?: string;
-  currentLimit?: { requestsPerUnit?: number; name?: string };
+  currentLimit?: { requestsPerUnit?: number; name?: string; unit?: string };
   limitRemaining?: number;
   durationUntilReset?: { seconds?: number; nanos?: number };
 }
@@ -85,12 +86,7 @@ function toOutcome(
     );
     return { allowed: true, remaining: policy.capacity, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
   }
-  const limit = status.currentLimit?.requestsPerUnit ?? 0;
-  if (status.currentLimit !== undefined && limit !== policy.limit) {
-    warnOnce(
-      `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" has limit ${policy.limit} here but ${limit} in the decision service's rules for domain "${domain}"; headers show the local figure.`,
-    );
-  }
+  if (status.currentLimit !== undefined) checkRule(status.currentLimit, policy, domain, warnOnce);
   const resetAfterMs = durationMs(status.durationUntilReset);
   return {
     allowed,
@@ -99,6 +95,25 @@ function toOutcome(
     retryAfterMs: allowed ? 0 : refusedFor(figures.retryAfterMs, resetAfterMs, policy),
     delayMs: figures.delayMs ?? 0,
   };
+}
+
+/**
+ * Warns once where the service's rule differs from the local policy: its limit, or its unit
+ * (UNKNOWN, sluice's for a window of no whole unit, says nothing). The service decides, so its
+ * remaining and reset reach the headers beside the local limit and window.
+ */
+function checkRule(
+  rule: NonNullable<WireStatus['currentLimit']>,
+  policy: Policy,
+  domain: string,
+  warnOnce: (message: string) => void,
+): void {
+  const limit = rule.requestsPerUnit ?? 0;
+  const unitMs = UNIT_MS[rule.unit?.toLowerCase() as RateLimitUnit] as number | undefined;
+  if (limit === policy.limit && (unitMs === undefined || unitMs === policy.windowMs)) return;
+  warnOnce(
+    `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but ${limit} per ${rule.unit} in the decision service's rules for domain "${domain}"; the service decides, and headers show the local limit and window beside its remaining and reset.`,
+  );
 }
 
 function badReply(what: string): never {
