@@ -151,6 +151,15 @@ describe('sluice-simulate, installed', () => {
     await expect(prepareOut(project)).resolves.toBeUndefined();
   });
 
+  it('keeps the duration check of a --window with its unit', () => {
+    expect(() => parseCliOptions(['--window', '99999999999d'], dir)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message: expect.not.stringContaining('with its unit'),
+      }),
+    );
+  });
+
   it('asks a bare --window for its unit, rather than for milliseconds it cannot take', () => {
     expect(() => parseCliOptions(['--window', '1500'], dir)).toThrow(
       expect.objectContaining({

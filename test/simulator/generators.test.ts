@@ -191,6 +191,14 @@ describe('traffic generators', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('burstLength') }),
     );
     expect(bursts({ ...burst, burstEvery: '2s', burstLength: '2s' }).length).toBeGreaterThan(10);
+    // At the traffic's very end, nothing of either would come.
+    expect(() => bursts({ ...burst, burstEvery: '5s' })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
+    );
+    const atEnd = { ...crowd, at: '1h' };
+    expect(() => diurnal({ clients: 5, meanRatePerSecond: 0.01, duration: '1h', flashCrowd: atEnd })).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
+    );
   });
 
   it('diurnal: a peak or a flash crowd at the very start is taken (0 was refused as a duration)', () => {

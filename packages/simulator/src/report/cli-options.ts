@@ -81,7 +81,7 @@ function windowOf(text: string): number {
   try {
     return toMs(text, '--window');
   } catch (error) {
-    if (!isSluiceError(error)) throw error;
+    if (!isSluiceError(error) || !/^\d+$/.test(text)) throw error;
     throw new SluiceError(
       error.code,
       `[sluice] --window must be a positive duration with its unit, such as 1m, 90s or 1500ms; received ${JSON.stringify(text)}.`,
