@@ -97,15 +97,17 @@ export function checkCountByOutcome<Req, Res>(
 }
 
 /**
- * Whether the response was sent whole (it emitted `finish`) before its connection or stream
- * closed. Over HTTP/2 (Node's compatibility response) a stream its client reset reads as
- * finished: its `writableFinished` is the stream's, true once reset, so the response's own end
- * and the stream's reset code (0, NO_ERROR, for one that completed) are read too. A client that
- * reset each stream ran handlers past the limit without end, as one that drops each HTTP/1
- * connection would have.
+ * Whether the response was sent whole before its connection or stream closed: over HTTP/1, it
+ * emitted `finish` (or reads `writableFinished`, which a stand-in socket never turns true).
+ * Over HTTP/2 (Node's compatibility response) `finish` comes for a stream its client reset
+ * too, and `writableFinished` is the stream's, true once reset: the response's own end and the
+ * stream's reset code (0, NO_ERROR, for one that completed) are read. A client that reset each
+ * stream ran handlers past the limit without end, as one that drops each HTTP/1 connection
+ * would have.
  */
 function fullySent(raw: ServerResponse, finished: boolean): boolean {
-  if (!(finished || raw.writableFinished === true) || raw.writableEnded !== true) return false;
+  if (raw.writableEnded !== true) return false;
   const { stream } = raw as { stream?: { rstCode?: number } };
-  return stream?.rstCode === undefined || stream.rstCode === 0;
+  if (stream === undefined) return finished || raw.writableFinished === true;
+  return raw.writableFinished === true && (stream.rstCode === undefined || stream.rstCode === 0);
 }
