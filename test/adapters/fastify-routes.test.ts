@@ -1,3 +1,4 @@
+import { createMemoryStore } from '@sluice/core';
 import { rateLimitPlugin } from '@sluice/fastify';
 import { parseRules } from '@sluice/rules';
 import Fastify, { type FastifyInstance } from 'fastify';
@@ -365,6 +366,41 @@ descriptors:
     );
     expect(error).toMatchObject({ code });
     expect((error as Error).message).not.toContain('config.rateLimit');
+  });
+
+  // The check of the plugin's options made a limiter of them on the app's store, whose
+  // namespace another app's limit of the same policies held: registration failed.
+  it('with global: false registers beside another app counting the same policies on one store', async () => {
+    const store = createMemoryStore();
+    const other = Fastify();
+    await other.register(rateLimitPlugin, { ...base, limit: 1, window: '1s', store });
+    other.get('/', ok);
+    try {
+      await other.ready();
+      for (const options of [{}, { limit: 1, window: '1s' }] as const) {
+        const app2 = Fastify();
+        await app2.register(rateLimitPlugin, { ...base, global: false, store, ...options });
+        app2.get('/r', { config: { rateLimit: { limit: 3, window: '1m' } } }, ok);
+        await app2.ready();
+        expect((await app2.inject('/r')).statusCode).toBe(200);
+        await app2.close();
+      }
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('with global: false gives each warning once, from the route that limits', async () => {
+    const warnings: string[] = [];
+    const logger = { warn: (message: string) => warnings.push(message) };
+    const rules = parseRules(
+      'domain: api\ndescriptors:\n  - key: path\n    value: /Login\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    app = Fastify();
+    await app.register(rateLimitPlugin, { global: false, rules, descriptors: [['path']], logger });
+    app.get('/login', { config: { rateLimit: {} } }, ok);
+    await app.ready();
+    expect(warnings.filter((w) => w.includes('WRN_SLUICE_RULE_PATH_SPELLING'))).toHaveLength(1);
   });
 
   it('refuses a null hook, rather than reading it as onRequest', async () => {

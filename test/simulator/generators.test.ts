@@ -176,7 +176,7 @@ describe('traffic generators', () => {
 
   // Accepted, they made none of the traffic asked for: 14 requests and no crowd, 5 and no burst.
   it('refuses a flash crowd after the traffic ends, and bursts that never come or overlap', () => {
-    const crowd = { at: '2h', duration: '1m', extraRatePerSecond: 100, clients: 10 };
+    const crowd = { at: '2h', duration: '1m', extraRatePerSecond: 100, clients: 10 } as const;
     expect(() => diurnal({ clients: 5, meanRatePerSecond: 0.01, duration: '1h', flashCrowd: crowd })).toThrow(
       expect.objectContaining({
         code: 'ERR_SLUICE_INVALID_TRAFFIC',
@@ -195,7 +195,7 @@ describe('traffic generators', () => {
     expect(() => bursts({ ...burst, burstEvery: '5s' })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
     );
-    const atEnd = { ...crowd, at: '1h' };
+    const atEnd = { ...crowd, at: '1h' } as const;
     expect(() => diurnal({ clients: 5, meanRatePerSecond: 0.01, duration: '1h', flashCrowd: atEnd })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC' }),
     );

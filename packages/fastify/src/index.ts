@@ -1,11 +1,12 @@
 import {
+  createMemoryStore,
   type Decision,
   defaultMemoryStore,
   type HttpLimiterOptions,
   type HttpRouteOptions,
   inRoute,
+  limiterSettings,
   mergeRouteOptions,
-  POLICY_OPTION_NAMES,
   type RateLimitHandle,
   type RulesHttpOptions,
   SluiceError,
@@ -174,17 +175,29 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
 /**
  * With `global: false` (and no `notFound`) no hook is made of the plugin's options, so a bad one
  * (a typo, `limit: -1`) surfaced only as a route's, named after the route, or never: they are
- * checked at registration, as a hook of them would be, over a stand-in limit where they give
- * none, and the limiter made for it is given up at once.
+ * checked at registration. The settings every limiter shares (the store, the logger) as core
+ * checks them; the rest as a hook of them would be, over a stand-in limit where they give
+ * none, on a store of its own (so it claims no namespace of the app's store) and with no
+ * logger (so the routes' hooks alone give their warnings), given up at once.
  */
 function checkUnhookedOptions(
   binding: Parameters<typeof createRateLimitHook>[0],
   appOptions: Record<string, unknown>,
 ): void {
-  const givesLimit = ['policies', 'rules', ...POLICY_OPTION_NAMES].some((name) => appOptions[name] !== undefined);
-  const checked = givesLimit ? appOptions : { ...appOptions, limit: 1, window: 1_000 };
-  createRateLimitHook(binding, checked).limiter.release();
+  limiterSettings(appOptions);
+  // A route's own policy options replace all of the plugin's: a plugin giving some (a window,
+  // an algorithm) and not others is no mistake, so the stand-in fills in what it leaves out.
+  const givesPolicies = appOptions.policies !== undefined || appOptions.rules !== undefined;
+  const standIn = {
+    ...(givesPolicies ? {} : { limit: 1, window: 1_000 }),
+    ...appOptions,
+    store: createMemoryStore(),
+    logger: SILENT,
+  };
+  createRateLimitHook(binding, standIn).limiter.release();
 }
+
+const SILENT = { warn: () => {} };
 
 /**
  * A route as Fastify tells it from others: its method, URL and constraints, each constraint by
