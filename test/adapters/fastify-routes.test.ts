@@ -379,7 +379,7 @@ descriptors:
       await other.ready();
       for (const options of [{}, { limit: 1, window: '1s' }] as const) {
         const app2 = Fastify();
-        await app2.register(rateLimitPlugin, { ...base, global: false, store, ...options });
+        await app2.register(rateLimitPlugin, { clock: base.clock, global: false, store, ...options });
         app2.get('/r', { config: { rateLimit: { limit: 3, window: '1m' } } }, ok);
         await app2.ready();
         expect((await app2.inject('/r')).statusCode).toBe(200);
@@ -387,6 +387,28 @@ descriptors:
       }
     } finally {
       await other.close();
+    }
+  });
+
+  // Checked on a store of the check's own, options the app's store refuses passed registration.
+  it('with global: false refuses at registration what its store refuses, and part of a policy', async () => {
+    const inner = createMemoryStore();
+    const noRefunds = {
+      name: 'no-refunds',
+      refunds: false,
+      consume: inner.consume.bind(inner),
+      reset: inner.reset.bind(inner),
+      refund: inner.refund.bind(inner),
+    };
+    for (const [options, code] of [
+      [{ store: noRefunds, skipFailedRequests: true }, 'ERR_SLUICE_CONFLICTING_OPTIONS'],
+      [{ window: '1m' }, 'ERR_SLUICE_INVALID_LIMIT'],
+    ] as const) {
+      const fresh = Fastify();
+      await expect(fresh.register(rateLimitPlugin, { global: false, ...options } as never)).rejects.toMatchObject({
+        code,
+      });
+      await fresh.close();
     }
   });
 

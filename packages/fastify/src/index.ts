@@ -1,5 +1,4 @@
 import {
-  createMemoryStore,
   type Decision,
   defaultMemoryStore,
   type HttpLimiterOptions,
@@ -7,6 +6,7 @@ import {
   inRoute,
   limiterSettings,
   mergeRouteOptions,
+  POLICY_OPTION_NAMES,
   type RateLimitHandle,
   type RulesHttpOptions,
   SluiceError,
@@ -174,29 +174,30 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
 
 /**
  * With `global: false` (and no `notFound`) no hook is made of the plugin's options, so a bad one
- * (a typo, `limit: -1`) surfaced only as a route's, named after the route, or never: they are
- * checked at registration. The settings every limiter shares (the store, the logger) as core
- * checks them; the rest as a hook of them would be, over a stand-in limit where they give
- * none, on a store of its own (so it claims no namespace of the app's store) and with no
- * logger (so the routes' hooks alone give their warnings), given up at once.
+ * (a typo, `limit: -1`, an option its store refuses) surfaced only as a route's, named after the
+ * route, or never: they are checked at registration, as a hook of them would be, and the
+ * limiter made for it is given up at once. Where they give no policy, over a stand-in limit;
+ * where they give part of one (a window alone), they are refused, as every route would refuse
+ * them or replace them whole. The check's limiter counts under a namespace of its own, so it
+ * claims none another limiter of the store holds, and tells no logger: the routes' hooks give
+ * their warnings.
  */
 function checkUnhookedOptions(
   binding: Parameters<typeof createRateLimitHook>[0],
   appOptions: Record<string, unknown>,
 ): void {
-  limiterSettings(appOptions);
-  // A route's own policy options replace all of the plugin's: a plugin giving some (a window,
-  // an algorithm) and not others is no mistake, so the stand-in fills in what it leaves out.
-  const givesPolicies = appOptions.policies !== undefined || appOptions.rules !== undefined;
+  const givesPolicy = ['policies', 'rules', ...POLICY_OPTION_NAMES].some((name) => appOptions[name] !== undefined);
   const standIn = {
-    ...(givesPolicies ? {} : { limit: 1, window: 1_000 }),
     ...appOptions,
-    store: createMemoryStore(),
+    ...(givesPolicy ? {} : { limit: 1, window: 1_000 }),
+    ...(appOptions.rules === undefined ? { prefix: CHECK_PREFIX } : {}),
     logger: SILENT,
   };
+  limiterSettings(appOptions);
   createRateLimitHook(binding, standIn).limiter.release();
 }
 
+const CHECK_PREFIX = 'sluice-fastify-option-check';
 const SILENT = { warn: () => {} };
 
 /**
