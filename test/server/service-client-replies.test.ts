@@ -118,6 +118,8 @@ describe('a service whose rule differs from the local policy', () => {
   it.each([
     ['its limit', { requests_per_unit: 100, unit: 'MINUTE' }, 'but 100 per MINUTE'],
     ['its window', { requests_per_unit: 5, unit: 'HOUR' }, 'but 5 per HOUR'],
+    ['a shorter window', { requests_per_unit: 5, unit: 'SECOND' }, 'but 5 per SECOND'],
+    ['its limit, of a window of no whole unit', { requests_per_unit: 7, unit: 'UNKNOWN' }, 'but a limit of 7'],
   ])('in %s is warned about once, naming both', async (_, currentLimit, named) => {
     const warnings: string[] = [];
     const response = { overall_code: 'OK', statuses: [{ ...ok, current_limit: currentLimit }] };
@@ -131,7 +133,8 @@ describe('a service whose rule differs from the local policy', () => {
 
   it('is not warned about where they agree, or where the service names no whole unit', async () => {
     const warnings: string[] = [];
-    for (const unit of ['MINUTE', 'UNKNOWN']) {
+    // An enum number past the proto's list reaches the client as a number: it failed every call.
+    for (const unit of ['MINUTE', 'UNKNOWN', 8]) {
       const response = { overall_code: 'OK', statuses: [{ ...ok, current_limit: { requests_per_unit: 5, unit } }] };
       const limiter = await limiterAnswered(response, {}, { warn: (m) => warnings.push(m) });
       await limiter.consume('10.0.0.1');

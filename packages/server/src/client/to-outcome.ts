@@ -12,7 +12,7 @@ interface WireValue {
 
 interface WireStatus {
   code?: string;
-  currentLimit?: { requestsPerUnit?: number; name?: string; unit?: string };
+  currentLimit?: { requestsPerUnit?: number; name?: string; unit?: unknown };
   limitRemaining?: number;
   durationUntilReset?: { seconds?: number; nanos?: number };
 }
@@ -109,10 +109,13 @@ function checkRule(
   warnOnce: (message: string) => void,
 ): void {
   const limit = rule.requestsPerUnit ?? 0;
-  const unitMs = UNIT_MS[rule.unit?.toLowerCase() as RateLimitUnit] as number | undefined;
+  // A unit this client does not know (a number past the proto's list) says nothing either.
+  const unit = typeof rule.unit === 'string' ? rule.unit : undefined;
+  const unitMs = UNIT_MS[unit?.toLowerCase() as RateLimitUnit] as number | undefined;
   if (limit === policy.limit && (unitMs === undefined || unitMs === policy.windowMs)) return;
+  const theirs = unitMs === undefined ? `a limit of ${limit}` : `${limit} per ${unit}`;
   warnOnce(
-    `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but ${limit} per ${rule.unit} in the decision service's rules for domain "${domain}"; the service decides, and headers show the local limit and window beside its remaining and reset.`,
+    `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but ${theirs} in the decision service's rules for domain "${domain}"; the service decides, and headers show the local limit and window beside its remaining and reset.`,
   );
 }
 
