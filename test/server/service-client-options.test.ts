@@ -45,6 +45,10 @@ it.each([
   'ipv6:127.0.0.1:8081',
   '[1.2.3.4]:8081',
   '[:::::]:8081',
+  // Bare after ipv6:, this is the address ::1:8081 on port 443 to grpc-js.
+  'ipv6:::1:8081',
+  // A zone id Node's address check refuses, which grpc-js cannot parse either.
+  '[fe80::1%eth_0]:8081',
 ])('createServiceClient refuses the address %j at creation', (address) => {
   expect(() => createServiceClient({ ...good, address })).toThrow(
     expect.objectContaining({
@@ -64,7 +68,7 @@ it.each([
   'dns://8.8.8.8/rate-limit:8081',
   'ipv4:10.0.0.1:8081,10.0.0.2:8081',
   'ipv6:[::1]:8081',
-  'ipv6:::1',
+  'ipv4:///127.0.0.1:8081',
   'unix:/run/sluice.sock',
   'unix:///run/sluice.sock',
   'unix-abstract:sluice',
