@@ -134,7 +134,7 @@ describe('a service whose rule differs from the local policy', () => {
   it('is not warned about where they agree, or where the service names no whole unit', async () => {
     const warnings: string[] = [];
     // An enum number past the proto's list reaches the client as a number: it failed every call.
-    for (const unit of ['MINUTE', 'UNKNOWN', 8]) {
+    for (const unit of ['MINUTE', 'UNKNOWN', 8 as unknown as string]) {
       const response = { overall_code: 'OK', statuses: [{ ...ok, current_limit: { requests_per_unit: 5, unit } }] };
       const limiter = await limiterAnswered(response, {}, { warn: (m) => warnings.push(m) });
       await limiter.consume('10.0.0.1');
