@@ -358,6 +358,8 @@ descriptors:
     ['a null hook', { hook: null }, 'ERR_SLUICE_INVALID_OPTION'],
     ['a bad limit', { limit: -1, window: '1m' }, 'ERR_SLUICE_INVALID_LIMIT'],
     ['a bad onLimited', { onLimited: 'x' }, 'ERR_SLUICE_INVALID_HANDLER'],
+    // No route takes the plugin's prefix: a bad one, or any, went unseen.
+    ['a prefix, which no route takes', { prefix: 'a b/c' }, 'ERR_SLUICE_CONFLICTING_OPTIONS'],
   ])('with global: false refuses %s at registration, naming no route', async (_label, options, code) => {
     app = Fastify();
     const error = await app.register(rateLimitPlugin, { ...base, global: false, ...options } as never).then(

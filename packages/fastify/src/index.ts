@@ -186,6 +186,13 @@ function checkUnhookedOptions(
   binding: Parameters<typeof createRateLimitHook>[0],
   appOptions: Record<string, unknown>,
 ): void {
+  // No route takes the plugin's `prefix` (each counts under its own), and no hook of the plugin's is made.
+  if (appOptions.prefix !== undefined) {
+    throw new SluiceError(
+      'ERR_SLUICE_CONFLICTING_OPTIONS',
+      "[sluice] Option `prefix` names the plugin-wide limit's counts, which `global: false` does not make: no route takes it. Give a route that should share a count a `prefix` of its own options.",
+    );
+  }
   const givesPolicy = ['policies', 'rules', ...POLICY_OPTION_NAMES].some((name) => appOptions[name] !== undefined);
   const standIn = {
     ...appOptions,
