@@ -239,3 +239,7 @@ export function storeUnavailableDecision(
  */
 export const spentQuota = (decision: Decision): boolean =>
   decision.reason === undefined && decision.overLimit !== 'shadow';
+
+/** Whether `value` is one of the marks a decision's `overLimit` may carry. */
+export const isOverLimitMark = (value: unknown): value is NonNullable<Decision['overLimit']> =>
+  value === 'soft' || value === 'elastic' || value === 'shadow';

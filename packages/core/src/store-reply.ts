@@ -1,3 +1,4 @@
+import { isOverLimitMark } from './decision.js';
 import { describe, isSluiceError, SluiceError } from './errors.js';
 import type { PolicyOutcome, StoreReply, StoreRequest } from './types.js';
 
@@ -16,7 +17,7 @@ export function checkedReply(reply: unknown, policyCount: number): StoreReply {
   if (typeof reply !== 'object' || reply === null) badReply(`${describe(reply)} instead of a reply`);
   const { allowed, now, outcomes, overLimit } = reply as Partial<StoreReply>;
   if (typeof allowed !== 'boolean') badReply(`\`allowed\` ${describe(allowed)}, not true or false`);
-  if (overLimit !== undefined && overLimit !== 'soft' && overLimit !== 'elastic' && overLimit !== 'shadow')
+  if (overLimit !== undefined && !isOverLimitMark(overLimit))
     badReply(`\`overLimit\` ${describe(overLimit)}, not 'soft', 'elastic' or 'shadow'`);
   if (typeof now !== 'number' || !Number.isFinite(now)) badReply(`\`now\` ${describe(now)}, not a time`);
   if (!Array.isArray(outcomes) || outcomes.length !== policyCount)

@@ -6,6 +6,7 @@ import {
   type HeadersOptions,
   isEpochMs,
   isRateLimitStore,
+  isRuleSet,
   isTimerMs,
   MAX_TIMER_MS,
   type RateLimitStore,
@@ -147,28 +148,14 @@ function storeOf(value: unknown): RateLimitStore {
   return value;
 }
 
-/**
- * A rule set's shape: an object with `match` and the lists the service reads (a string, a
- * path given where the loaded set belongs, has a `match` too).
- */
-const isRuleSet = (value: unknown): boolean => {
-  const set = value as { match?: unknown; rules?: unknown; domains?: unknown } | null;
-  return (
-    typeof set === 'object' &&
-    set !== null &&
-    typeof set.match === 'function' &&
-    Array.isArray(set.rules) &&
-    Array.isArray(set.domains)
-  );
-};
-
 /** Validates `createDecisionServer`'s options at construction (SPEC: bad config fails at start-up). */
 export function checkServerOptions(options: DecisionServerOptions): CheckedServerOptions {
   if (typeof options !== 'object' || options === null) invalidOption('options', options, 'an object');
   checkKnownOptions(options, names, HINTS);
   const { rules } = options;
   const ruleSet = typeof rules === 'object' && rules !== null && 'current' in rules ? rules.current : rules;
-  if (!isRuleSet(ruleSet))
+  // core's test of a set's shape, and the list of rules the service reads besides.
+  if (!isRuleSet(ruleSet) || !Array.isArray((ruleSet as { rules?: unknown }).rules))
     invalidOption('rules', rules, 'a rule set from parseRules/loadRules, or a watcher from watchRules');
   if (options.host !== undefined && !isHost(options.host))
     invalidOption('host', options.host, 'an address such as "0.0.0.0", "::" or "127.0.0.1", or a host name');

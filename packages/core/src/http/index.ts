@@ -34,6 +34,7 @@ export type { DescriptorEntryLike, RuleLike, RuleMatchLike, RuleSetLike, RulesOp
 export type { RuleVerdict } from './rules/rule-limiters.js';
 export { combinedDecision, createRuleLimiters, decideRules, giveBack, passes } from './rules/rule-limiters.js';
 export type { RulesHttpOptions } from './rules/rules-options.js';
+export { isRuleSet } from './rules/rules-options.js';
 export { sfSeconds } from './structured-fields.js';
 export { MAX_TIER_LIMITERS } from './tier-limiters.js';
 export type { SluiceWarningCode, WarnOnce } from './warnings.js';

@@ -1,4 +1,13 @@
-import { checkOptionNames, type Duration, describe, isEpochMs, MAX_EPOCH_MS, SluiceError, toMs } from '@sluice/core';
+import {
+  checkOptionNames,
+  type Duration,
+  describe,
+  isEpochMs,
+  isOverLimitMark,
+  MAX_EPOCH_MS,
+  SluiceError,
+  toMs,
+} from '@sluice/core';
 import type { SimulatedDecision } from '../simulate.js';
 
 /** One request offered to the limiter: when (integer epoch ms), from which client, at what cost. */
@@ -89,7 +98,7 @@ function checkDecided(decision: SimulatedDecision, index: number): void {
     );
   if (!isWholeMs(delayMs))
     throw entryError(index, `: \`delayMs\` must be a whole number of ms of 0 or more; received ${describe(delayMs)}.`);
-  if (overLimit !== undefined && overLimit !== 'soft' && overLimit !== 'elastic' && overLimit !== 'shadow')
+  if (overLimit !== undefined && !isOverLimitMark(overLimit))
     throw entryError(
       index,
       `: \`overLimit\` must be 'soft', 'elastic', 'shadow' or left out; received ${describe(overLimit)}.`,
