@@ -53,8 +53,10 @@ export function refusedBeforeDecoding(bytes: Uint8Array): string | undefined {
       const index = seen.get(wire.number) ?? 0;
       seen.set(wire.number, index + 1);
       const name = `${path}${field.name}`;
+      // A repeated field's path names the item: `descriptors[2]`.
+      const item = field.most === undefined ? name : `${name}[${index}]`;
       if (wire.wireType !== field.wireType) {
-        problem = `\`${field.most === undefined ? name : `${name}[${index}]`}\` is sent with wire type ${wire.wireType}, not ${field.wireType}`;
+        problem = `\`${item}\` is sent with wire type ${wire.wireType}, not ${field.wireType}`;
       } else if (wire.wireType === 0 && !field.wide && wire.end - wire.start > 5) {
         problem = `\`${name}\`, a number of at most 32 bits, is sent in more than 5 bytes`;
       } else if (field.most !== undefined && index === field.most) {
@@ -63,7 +65,7 @@ export function refusedBeforeDecoding(bytes: Uint8Array): string | undefined {
             ? `more than ${field.most} ${field.name}; at most ${field.most} are accepted`
             : `\`${path.slice(0, -1)}\` has more than ${field.most} ${field.name}; at most ${field.most} are accepted`;
       } else if (field.fields !== undefined) {
-        walk(wire.start, wire.end, field.fields, `${field.most === undefined ? name : `${name}[${index}]`}.`);
+        walk(wire.start, wire.end, field.fields, `${item}.`);
       }
       return problem === undefined;
     });

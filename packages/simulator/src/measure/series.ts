@@ -35,7 +35,7 @@ export const MAX_BUCKETS = 1_000_000;
 export function frame<T extends Arrival>(
   decisions: readonly T[],
   buckets: Buckets,
-  timeOf: (d: T) => number = (d) => d.at,
+  timeOf: (d: T) => number = atTime,
   check: (entries: readonly T[]) => void = checkArrivals,
 ) {
   check(decisions);
@@ -82,7 +82,7 @@ export function costSeries<T extends Arrival>(
   decisions: readonly T[],
   buckets: Buckets,
   select: (d: T) => boolean = () => true,
-  timeOf: (d: T) => number = (d) => d.at,
+  timeOf: (d: T) => number = atTime,
 ): Series {
   return costs(decisions, buckets, select, timeOf, checkArrivals);
 }
