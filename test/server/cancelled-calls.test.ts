@@ -80,7 +80,8 @@ async function startServer(failureModeDeny: boolean) {
     store: held.store,
     // The window never turns during a test; the store's wait is the test's, not a timeout's.
     clock: manualClock(),
-    storeTimeoutMs: 600_000,
+    storeTimeoutMs: 300_000,
+    requestTimeoutMs: 600_000,
     grpcPort: 0,
     httpPort: 0,
     host: '127.0.0.1',

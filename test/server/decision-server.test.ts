@@ -39,6 +39,9 @@ describe('createDecisionServer', () => {
     [{ rules, shutdownTimeoutMs: 2 ** 31 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`shutdownTimeoutMs`'],
     [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, requestTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`requestTimeoutMs`'],
+    // A slow store would reset the call (DEADLINE_EXCEEDED) rather than fail it UNAVAILABLE.
+    [{ rules, requestTimeoutMs: 100 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', 'below `requestTimeoutMs` (100)'],
+    [{ rules, storeTimeoutMs: 5_000, requestTimeoutMs: 2_000 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, grpcIdleTimeoutMs: 1.5 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
     // Regression: grpc-js reads 2^31 - 1 as no idle close and no pings.
     [{ rules, grpcIdleTimeoutMs: 2 ** 31 - 1 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
@@ -198,6 +201,7 @@ describe('createDecisionServer', () => {
       host: '127.0.0.1',
       log: quietLog,
       storeTimeoutMs: 60_000,
+      requestTimeoutMs: 120_000,
       shutdownTimeoutMs: 50,
     });
     const { httpPort } = await server.listen();
@@ -376,16 +380,27 @@ describe('quota_mode over the wire', () => {
 
   // Counted as `unavailable`, such a failure raised an operator's alert on the store's failures
   // while the store stayed up.
-  it('counts a failure of its own as internal, apart from the store failing', async () => {
+  // Its message went to the caller too, naming what the service keeps to itself; the log has it.
+  it('counts a failure of its own as internal, apart from the store failing, and tells the caller no more', async () => {
     let readings = 0;
     const clock = () => (readings++ < 2 ? 1_000 : Number.NaN);
-    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log: quietLog, clock });
+    const logged: unknown[] = [];
+    const log = {
+      warn() {},
+      line: (level: string, message: string, fields: unknown) => logged.push({ level, message, fields }),
+    };
+    const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log, clock });
     const { grpcPort, httpPort } = await server.listen();
     const envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
+    const told = 'the call could not be decided; the service logged why';
     try {
-      await expect(envoy.shouldRateLimit(entry)).rejects.toMatchObject({ code: status.INTERNAL });
+      await expect(envoy.shouldRateLimit(entry)).rejects.toMatchObject({ code: status.INTERNAL, details: told });
       const json = await fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body: JSON.stringify(entry) });
       expect(json.status).toBe(500);
+      expect(await json.json()).toEqual({ code: 'INTERNAL', message: told });
+      const errors = logged.filter((line) => (line as { level: string }).level === 'error');
+      expect(errors).toHaveLength(2);
+      expect(JSON.stringify(errors)).toMatch(/clock/i);
       const metrics = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
       const calls = metrics.split('\n').filter((line) => line.startsWith('sluice_service_calls_total{'));
       expect(calls).toEqual([

@@ -56,4 +56,23 @@ describe('the connection timeouts', () => {
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_SERVER_OPTION', message: expect.stringContaining(flag) }),
     );
   });
+
+  // A slow store would reset the call (DEADLINE_EXCEEDED) where Envoy's failure mode expects UNAVAILABLE.
+  it.each([[['--request-timeout-ms', '100']], [['--store-timeout-ms', '3000', '--request-timeout-ms', '2000']]])(
+    'refuse a store timeout not below the request timeout: %j',
+    (flags) => {
+      expect(() => parseServeArgs(['--rules', 'a.yaml', ...flags])).toThrow(
+        expect.objectContaining({
+          code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+          message: expect.stringMatching(/`--store-timeout-ms` must be below `--request-timeout-ms` \(\d+\)/),
+        }),
+      );
+      expect(
+        parseServeArgs(['--rules', 'a.yaml', '--store-timeout-ms', '99', '--request-timeout-ms', '100']),
+      ).toMatchObject({
+        storeTimeoutMs: 99,
+        requestTimeoutMs: 100,
+      });
+    },
+  );
 });

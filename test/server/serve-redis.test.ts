@@ -178,6 +178,8 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
         `redis://127.0.0.1:${proxy.port}`,
         '--store-timeout-ms',
         '10000',
+        '--request-timeout-ms',
+        '20000',
       ]);
       const envoy = createEnvoyClient(sluice.grpcAddress);
       const value = `sigterm-${process.pid}`;

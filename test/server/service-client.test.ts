@@ -111,4 +111,23 @@ describe('the Node client in place of a store', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('WRN_SLUICE_NO_RULE');
   });
+
+  // An `unlimited` rule's status has no `current_limit` either: it was warned about as no rule.
+  it('warns once of an unlimited rule as a mismatch, not as a missing rule, and lets it pass', async () => {
+    const warnings: string[] = [];
+    const store = createServiceClient({
+      address: sluice.grpcAddress,
+      domain: 'edge',
+      logger: { warn: (m) => warnings.push(m) },
+    });
+    clients.push(store);
+    const app = expressApp({ store, policies: [{ name: 'free', limit: 1, window: '1h' }] });
+    expect((await request(app).get('/')).status).toBe(200);
+    expect((await request(app).get('/')).status).toBe(200);
+    expect(warnings).toEqual([
+      expect.stringContaining(
+        'WRN_SLUICE_RULE_MISMATCH: policy "free" is 1 per 1h here but unlimited in the decision service\'s rules for domain "edge"',
+      ),
+    ]);
+  });
 });

@@ -21,6 +21,11 @@ export interface CallDecider {
 
 const storeCodes = new Set(['ERR_SLUICE_STORE_UNAVAILABLE', 'ERR_SLUICE_STORE_TIMEOUT']);
 const cancelled: CallOutcome = { kind: 'cancelled', message: 'the caller left before the answer' };
+/**
+ * A failure of the service's own answers the caller this and no more: its message may name
+ * the service's internals (files, addresses, a dependency's state), which the log keeps.
+ */
+const internal: CallOutcome = { kind: 'internal', message: 'the call could not be decided; the service logged why' };
 
 /**
  * The one path every call takes, whichever transport it came by: parse and check, decide,
@@ -95,7 +100,7 @@ export function createCallHandler(
       // Counted apart from the store's failures, which an operator's alert on `unavailable` watches.
       done('internal');
       log.line('error', 'ShouldRateLimit failed', { transport, error: message });
-      return { kind: 'internal', message };
+      return internal;
     } finally {
       left();
     }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { SluiceError, type StandardHeaders } from '@sluice/core';
-import { invalidOption, isHost, MAX_IDLE_TIMEOUT_MS } from './server-options.js';
+import { checkStoreTimeoutBelowRequest, invalidOption, isHost, MAX_IDLE_TIMEOUT_MS } from './server-options.js';
 import type { TlsFiles } from './tls.js';
 
 /** One Redis by URL, or a Cluster's start-up nodes with what every node's connection needs. */
@@ -50,7 +50,7 @@ Options:
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
   --request-timeout-ms <ms>       longest a request may take to arrive, and a gRPC answer to
-                                  leave after it, default 10000
+                                  leave after it, above --store-timeout-ms, default 10000
   --grpc-idle-timeout-ms <ms>     close a gRPC connection with no call open this long,
                                   default 300000
   --failure-mode-deny             the proxies refuse a request the service did not answer in
@@ -233,6 +233,9 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     invalidOption('--host', host, 'an address such as 0.0.0.0, :: or 127.0.0.1, or a host name');
   if (headers !== undefined && !['draft-11', 'draft-7', 'draft-6'].includes(headers))
     invalidOption('--headers', headers, 'draft-11, draft-7 or draft-6');
+  const storeTimeoutMs = integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000);
+  const requestTimeoutMs = integer(str('request-timeout-ms'), '--request-timeout-ms', 10_000, 1, 600_000);
+  checkStoreTimeoutBelowRequest(storeTimeoutMs, requestTimeoutMs, ['--store-timeout-ms', '--request-timeout-ms']);
   return {
     rules,
     redis,
@@ -240,8 +243,8 @@ export function parseServeArgs(args: readonly string[]): ServeFlags | 'help' {
     httpPort: integer(str('http-port'), '--http-port', 8080, 0, 65535),
     host: host ?? '0.0.0.0',
     headers: headers as StandardHeaders | undefined,
-    storeTimeoutMs: integer(str('store-timeout-ms'), '--store-timeout-ms', 100, 1, 60_000),
-    requestTimeoutMs: integer(str('request-timeout-ms'), '--request-timeout-ms', 10_000, 1, 600_000),
+    storeTimeoutMs,
+    requestTimeoutMs,
     grpcIdleTimeoutMs: integer(str('grpc-idle-timeout-ms'), '--grpc-idle-timeout-ms', 300_000, 1, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny: values['failure-mode-deny'] === true,
     shadowMode: values['shadow-mode'] === true,

@@ -40,7 +40,7 @@ export interface DecisionServerOptions {
    * Longest a request may take to arrive, from its headers to its last byte, on either port:
    * past it gRPC answers DEADLINE_EXCEEDED and HTTP 408, and what had arrived is dropped. Also
    * the longest a gRPC answer may take to leave, from the request's arrival (past it the
-   * stream is reset): keep it above `storeTimeoutMs`. @default 10000
+   * stream is reset): above `storeTimeoutMs` (refused otherwise). @default 10000
    */
   requestTimeoutMs?: number | undefined;
   /**
@@ -118,6 +118,24 @@ export function invalidOption(option: string, value: unknown, expected: string):
   );
 }
 
+/**
+ * A decision must be able to fail on the store's timeout before the request's own ends: else a
+ * slow store resets the call (`DEADLINE_EXCEEDED`, 408) where the proxy's failure mode expects
+ * `UNAVAILABLE` (503), and health never hears of the store's failure.
+ */
+export function checkStoreTimeoutBelowRequest(
+  storeTimeoutMs: number,
+  requestTimeoutMs: number,
+  [storeOption, requestOption]: readonly [string, string],
+): void {
+  if (storeTimeoutMs >= requestTimeoutMs)
+    invalidOption(
+      storeOption,
+      storeTimeoutMs,
+      `below \`${requestOption}\` (${requestTimeoutMs}), which bounds the whole call`,
+    );
+}
+
 function port(value: unknown, option: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (!Number.isInteger(value) || (value as number) < 0 || (value as number) > 65535)
@@ -178,6 +196,9 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
   if (typeof shadowMode !== 'boolean') invalidOption('shadowMode', shadowMode, 'a boolean');
   if (log !== undefined && (typeof log?.line !== 'function' || typeof log.warn !== 'function'))
     invalidOption('log', log, 'a service log with `line(level, message, fields)` and `warn(message)`');
+  const storeTimeoutMs = positive(options.storeTimeoutMs, 'storeTimeoutMs', 100);
+  const requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000);
+  checkStoreTimeoutBelowRequest(storeTimeoutMs, requestTimeoutMs, ['storeTimeoutMs', 'requestTimeoutMs']);
   return {
     rules,
     store: storeOf(options.store),
@@ -186,9 +207,9 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     host: options.host ?? '0.0.0.0',
     grpcCredentials,
     headers: options.headers === undefined || options.headers === false ? undefined : checkHeaders(options.headers),
-    storeTimeoutMs: positive(options.storeTimeoutMs, 'storeTimeoutMs', 100),
+    storeTimeoutMs,
     shutdownTimeoutMs: positive(options.shutdownTimeoutMs, 'shutdownTimeoutMs', 10_000),
-    requestTimeoutMs: positive(options.requestTimeoutMs, 'requestTimeoutMs', 10_000),
+    requestTimeoutMs,
     grpcIdleTimeoutMs: positive(options.grpcIdleTimeoutMs, 'grpcIdleTimeoutMs', 300_000, MAX_IDLE_TIMEOUT_MS),
     failureModeDeny,
     shadowMode,

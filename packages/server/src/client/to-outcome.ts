@@ -1,6 +1,7 @@
 import { formatMs, type Policy, type PolicyOutcome, SluiceError } from '@sluice/core';
 import { type RateLimitUnit, UNIT_MS } from '@sluice/rules';
 import type { SluiceStatusMetadata } from '../sluice-metadata.js';
+import { UINT32_MAX } from '../wire-types.js';
 
 /** `google.protobuf.Value` as the gRPC loader decodes it. */
 interface WireValue {
@@ -81,8 +82,12 @@ function toOutcome(
   // The code decides, as it does for Envoy: a refusal without `current_limit` is no missing rule.
   const allowed = status.code !== 'OVER_LIMIT';
   if (status.currentLimit === undefined && allowed) {
+    // An `unlimited` rule's status has no `current_limit` either: envoyproxy/ratelimit and sluice
+    // answer it with `limit_remaining` at the uint32's top, where no rule leaves 0.
     warnOnce(
-      `[sluice] WRN_SLUICE_NO_RULE: the decision service has no rule for policy "${policy.name}" in domain "${domain}"; it is not limited there.`,
+      status.limitRemaining === UINT32_MAX
+        ? `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but unlimited in the decision service's rules for domain "${domain}"; the service decides, so it is not limited there.`
+        : `[sluice] WRN_SLUICE_NO_RULE: the decision service has no rule for policy "${policy.name}" in domain "${domain}"; it is not limited there.`,
     );
     return { allowed: true, remaining: policy.capacity, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
   }
