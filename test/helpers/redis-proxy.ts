@@ -13,7 +13,8 @@ import { type RedisServer, startRedisServer } from './redis-server.js';
  * when a network fails after Redis has run a command. Going back to `forward` resets the
  * connections of the other modes, as a recovered network would, so clients reconnect.
  * `hold()` keeps what clients send until `release()` passes it on, as a slow network would:
- * nothing is lost, and `heldBytes` says how much is waiting.
+ * nothing is lost, and `heldBytes` says how much is waiting. `delay(ms)` passes each command on
+ * `ms` after it was sent, in order, as a Redis that answers every call slowly.
  */
 export interface RedisProxy {
   readonly port: number;
@@ -22,6 +23,7 @@ export interface RedisProxy {
   hold(): void;
   release(): void;
   readonly heldBytes: number;
+  delay(ms: number): void;
   forward(): void;
   close(): Promise<void>;
 }
@@ -30,6 +32,7 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
   let silent = mode === 'silent';
   let losing = false;
   let held: { upstream: Socket; chunk: Buffer }[] | undefined;
+  let delayMs = 0;
   const open = new Set<Socket>();
 
   const relay = (client: Socket) => {
@@ -40,11 +43,29 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
     client.on('error', () => upstream.destroy());
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
+    // Delayed commands in the order sent, each passed on once its own delay is over; one sent
+    // with no delay waits for those before it.
+    let delayed = Promise.resolve();
+    let waiting = 0;
+    const passOn = (chunk: Buffer) => {
+      if (delayMs === 0 && waiting === 0) {
+        upstream.write(chunk);
+        return;
+      }
+      const due = performance.now() + delayMs;
+      waiting++;
+      delayed = delayed
+        .then(() => new Promise((resolve) => setTimeout(resolve, due - performance.now())))
+        .then(() => {
+          waiting--;
+          upstream.write(chunk);
+        });
+    };
     upstream.connect(targetPort, '127.0.0.1', () => {
       client.on('data', (chunk: Buffer) => {
         if (silent) client.pause();
         else if (held !== undefined) held.push({ upstream, chunk });
-        else upstream.write(chunk);
+        else passOn(chunk);
       });
       upstream.on('data', (chunk) => {
         if (!losing) client.write(chunk);
@@ -78,6 +99,9 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
       held = undefined;
       for (const { upstream, chunk } of waiting) upstream.write(chunk);
     },
+    delay(ms) {
+      delayMs = ms;
+    },
     get heldBytes() {
       return (held ?? []).reduce((sum, { chunk }) => sum + chunk.length, 0);
     },
@@ -85,6 +109,7 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
       silent = false;
       losing = false;
       held = undefined;
+      delayMs = 0;
       for (const socket of open) socket.destroy();
     },
     async close() {

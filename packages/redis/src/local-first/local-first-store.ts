@@ -98,13 +98,13 @@ export function createLocalFirst(
   // A slot whose last call failed is not read: each new client there would wait out the whole
   // timeout, and a frozen Redis would be sent one more call every turn of the event loop. Its
   // clients decide as in an outage, and the syncs, which keep trying, write and read them.
-  const readFirst = createFirstReads(async (targets) => {
+  const readFirst = createFirstReads(async (targets, stopped) => {
     const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
     // Its clients are decided on next, which puts them on the touched list, written or not.
-    const outcome = await exchange(reachable, latestNow, syncTimeoutMs);
+    const outcome = await exchange(reachable, latestNow, syncTimeoutMs, stopped);
     // After `close()` the client is the app's to disconnect: a read failing then is no outage.
     if (!closed) record(outcome);
-  });
+  }, syncTimeoutMs);
 
   /** One sync; whether it wrote anything that was to be written (nothing to write counts as done). */
   const syncOnce = async (): Promise<boolean> => {
