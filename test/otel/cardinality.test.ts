@@ -1,6 +1,8 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createLimiter, type RateLimitStore } from '@sluice/core';
+import { createLimiter, hold, type RateLimitStore } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
 import { enableMetrics, METRICS } from '@sluice/otel';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -115,6 +117,41 @@ describe('series per instrument', () => {
     expect(durations.map((p) => p.attributes)).toEqual([
       { 'otel.metric.overflow': true, 'sluice.store': 'down', 'error.type': '_OTHER' },
       { 'otel.metric.overflow': true, 'sluice.store': 'remote' },
+    ]);
+  });
+
+  // A limiter's one count became two series of `sluice.queue.duration` (completed or not): at
+  // 1,000 limiters the instrument passed the SDK's 1,999 series, and the SDK folded the rest
+  // into a series with no `sluice.queue.completed`.
+  it('counts each way a queue hold ends as a series of its own, so queue durations stay under the SDK cap', async () => {
+    const sdk = sdkMetrics();
+    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
+    cleanup = async () => {
+      disable();
+      await sdk.shutdown();
+    };
+    const response = () => Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
+    const holds: Promise<boolean>[] = [];
+    for (let i = 0; i < 1200; i++) {
+      holds.push(hold(response() as unknown as ServerResponse, 1, `queue.${i}`));
+      const left = response();
+      holds.push(hold(left as unknown as ServerResponse, 60_000, `queue.${i}`));
+      left.emit('close');
+    }
+    expect((await Promise.all(holds)).filter(Boolean)).toHaveLength(1200);
+    const metrics = await sdk.collect();
+    const durations = pointsOf(metrics, METRICS.queueDuration);
+    expect(durations.filter((p) => !('sluice.queue.completed' in p.attributes))).toEqual([]);
+    const apart = [METRICS.queueHeld, METRICS.queueDuration].flatMap((name) =>
+      seriesOf(metrics, name).filter(([attributes]) => 'sluice.limiter' in (attributes as object)),
+    );
+    // The clients leave first: the first 500 limiters take a count for their depth and one for
+    // the holds left; every completed hold, ending later, is past the bound.
+    expect(apart).toHaveLength(1000);
+    const past = durations.filter((p) => p.attributes['otel.metric.overflow'] === true);
+    expect(past.map((p) => [p.attributes['sluice.queue.completed'], (p.value as { count: number }).count])).toEqual([
+      [false, 700],
+      [true, 1200],
     ]);
   });
 

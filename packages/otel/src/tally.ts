@@ -18,12 +18,14 @@ export const NEAR_LIMIT_RATIO = 0.8;
 
 /**
  * Counts kept apart, at most: a limiter takes one (its queue depth), and so do its refunds, each
- * result of each of its policies (a series of `sluice.decisions`) and each type of error of each
- * of its stores. OpenTelemetry SDKs report at most 2,000 series of an instrument by default and fold the
- * rest into one series with no attribute but `otel.metric.overflow`. A limiter makes several
- * series, and limiter names can come from data (each `policies(req)` tier is a limiter of its
- * own), so the bound counts series, not limiters; it is half the SDK's cap because a limiter's
- * one count here becomes up to two series of `sluice.queue.duration` (completed or not).
+ * result of each of its policies (a series of `sluice.decisions`), each type of error of each
+ * of its stores and each way its queue's holds end (completed or not, a series of
+ * `sluice.queue.duration`). OpenTelemetry SDKs report at most 2,000 series of an instrument by
+ * default (1,999 with attributes of their own) and fold the rest into one series with no
+ * attribute but `otel.metric.overflow`. A limiter makes several series, and limiter names can
+ * come from data (each `policies(req)` tier is a limiter of its own), so the bound counts
+ * series, not limiters: no instrument has more series than the counts kept, and the overflow's
+ * few besides, well under the SDK's cap.
  */
 export const MAX_COUNTED_SERIES = 1000;
 
@@ -69,6 +71,8 @@ export interface LimiterTally {
   held: number;
   /** Charges the store gave back (`refund`), each after its decision was counted. */
   refunds: number;
+  /** The ways its holds ended that have a count (a series of `sluice.queue.duration`): completed, not completed. */
+  readonly holdEndings: Set<boolean>;
 }
 
 const errorKey = (store: string, errorType: string): string => `${store}\u0000${errorType}`;
@@ -116,7 +120,14 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
 
   const room = (series: number): boolean => kept.series + series <= MAX_COUNTED_SERIES;
   const newLimiter = (limiter: string): LimiterTally => {
-    const tally = { limiter, policies: new Map(), storeErrors: new Map(), held: 0, refunds: 0 };
+    const tally = {
+      limiter,
+      policies: new Map(),
+      storeErrors: new Map(),
+      held: 0,
+      refunds: 0,
+      holdEndings: new Set<boolean>(),
+    };
     limiters.set(limiter, tally);
     if (limiter !== OVERFLOW) kept.series++;
     return tally;
@@ -242,7 +253,12 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
     } else {
       // A hold begun before this tally subscribed (or while metrics were off) was never added.
       if (event.hold !== undefined && counted.delete(event.hold)) tally.held--;
-      hooks.queueReleased(tally.limiter, event);
+      let ending = tally;
+      if (!tally.holdEndings.has(event.completed)) {
+        ending = opening(tally);
+        if (ending === tally) tally.holdEndings.add(event.completed);
+      }
+      hooks.queueReleased(ending.limiter, event);
     }
   };
 
