@@ -73,6 +73,32 @@ describe('sluice:decision', () => {
     ]);
   });
 
+  // The ban's own counts were published as decisions: each strike and each ban's start an
+  // `allowed` one (4 allowed where 1 request passed), and the requests the ban refused none.
+  it("publishes a ban's refusals under the ban's limiter, and none of its bookkeeping", async () => {
+    const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+    const app = express().use(
+      rateLimit({
+        limit: 1,
+        window: '1m',
+        store: createMemoryStore(),
+        prefix: 'b',
+        ban: { after: 1, duration: '10m' },
+      }),
+    );
+    app.get('/', (_req, res) => res.send('ok'));
+    const statuses = [];
+    for (let i = 0; i < 6; i++) statuses.push((await request(app).get('/')).status);
+    expect(statuses).toEqual([200, 429, 403, 403, 403, 403]);
+    // The third request's refusal starts the ban: the limiter refused it, then the ban did.
+    expect(events.map((e) => [e.limiter, e.store, e.policy, e.result, e.decision.reason])).toEqual([
+      ['b', 'memory', '1-per-1m', 'allowed', undefined],
+      ['b', 'memory', '1-per-1m', 'limited', undefined],
+      ['b', 'memory', '1-per-1m', 'limited', undefined],
+      ...Array.from({ length: 3 }, () => ['b.bd', 'memory', 'ban', 'limited', 'banned']),
+    ]);
+  });
+
   it('names the policy that refused among several', async () => {
     const events = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
     const limiter = createLimiter({

@@ -87,15 +87,22 @@ export function publishQueued(decision: Decision, refusal?: Decision): void {
 export const NO_STORE = 'none';
 
 /**
- * Publishes the refusal of a rule that blocks every request (`requests_per_unit: 0`), which no
- * limiter decides, under the rule's id as its limiter, when anyone listens: a 429 it answers
- * is counted and traced as every other rule's.
+ * Publishes a refusal no limiter's `consume` made, when anyone listens: a rule's that blocks
+ * every request (`requests_per_unit: 0`), under the rule's id as its limiter and `NO_STORE`,
+ * and a ban's in force, under the ban's limiter: a 429 or 403 it answers is counted and traced
+ * as every other refusal.
  */
-export function publishBlocked(limiter: string, policies: readonly Policy[], decision: Decision, cost: number): void {
+export function publishRefusal(
+  limiter: string,
+  store: string,
+  policies: readonly Policy[],
+  decision: Decision,
+  cost: number,
+): void {
   if (!decisions.hasSubscribers) return;
   decisions.publish({
     limiter,
-    store: NO_STORE,
+    store,
     policies,
     policy: reportedPolicy(decision),
     result: decisionResult(decision),
@@ -109,8 +116,15 @@ export function publishBlocked(limiter: string, policies: readonly Policy[], dec
 /**
  * The events of one limiter. `observe` wraps a decision only while someone listens to
  * `sluice:decision` (`decisionsWatched`), so a limiter nobody watches pays one check per call.
+ * A limiter whose decisions are bookkeeping (a ban's counts) has them `unpublished`: its store's
+ * failures are still published.
  */
-export function limiterEvents(limiter: string, store: RateLimitStore, policies: readonly Policy[]) {
+export function limiterEvents(
+  limiter: string,
+  store: RateLimitStore,
+  policies: readonly Policy[],
+  unpublished = false,
+) {
   const publish = (
     decision: Decision,
     cost: number,
@@ -149,6 +163,7 @@ export function limiterEvents(limiter: string, store: RateLimitStore, policies: 
       decide: (key: string, cost: number) => T,
       holdsQueue = false,
     ): T {
+      if (unpublished) return decide(key, cost);
       const startedAt = store.consumeSync === undefined ? performance.now() : undefined;
       const decision = decide(key, cost);
       if (decision === undefined) return decision;

@@ -104,6 +104,18 @@ export function synchronousPathOf(limiter: Limiter): SynchronousPath | undefined
   return synchronousPaths.get(limiter);
 }
 
+/** Options of limiters that count on another's behalf (a ban's): their decisions are no requests'. */
+const unpublishedOptions = new WeakSet<LimiterOptions>();
+
+/**
+ * `createLimiter` for counts kept on another limiter's behalf (a ban's refusals and bans):
+ * its decisions are not published on `sluice:decision`, where they would count as requests.
+ */
+export function createUnpublishedLimiter(options: LimiterOptions): Limiter {
+  unpublishedOptions.add(options);
+  return createLimiter(options);
+}
+
 /**
  * Creates a limiter over one or more policies. Every option is validated here, so a bad
  * configuration fails at start-up with an `ERR_SLUICE_*` code.
@@ -134,7 +146,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // What a cost must exceed to never pass: elastic mode's capacity rises as the load falls.
   const ceilings = largestCapacities(throttle, policies) ?? baseCapacities;
   const singleCeiling = ceilings[0] as number;
-  const events = limiterEvents(namespace, store, policies);
+  const events = limiterEvents(namespace, store, policies, unpublishedOptions.has(options));
   const checkReplies = store.checksReplies !== true;
   const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
     events.storeFailed(cause, onStoreError),

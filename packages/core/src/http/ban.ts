@@ -2,8 +2,9 @@ import { fittedRoot } from '../derived-namespace.js';
 import type { Duration } from '../duration.js';
 import { toMs } from '../duration.js';
 import { invalid, SluiceError } from '../errors.js';
+import { publishRefusal } from '../events.js';
 import { checkKnownOptions, NO_PEER_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
-import { createLimiter } from '../limiter.js';
+import { createUnpublishedLimiter } from '../limiter.js';
 import { MAX_UNITS } from '../policy.js';
 import type { Decision, Limiter, LimiterOptions, RateLimitStore } from '../types.js';
 
@@ -47,8 +48,9 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
   checkKnownOptions(options, NAMES, NO_PEER_NAMES, 'ban');
   // The ban counts under policies of its own, which a store counting by policy name (the
   // decision service's client) asks its rules about: none limits them, so no one was banned.
-  const store = base.store as RateLimitStore | undefined;
-  if (store?.countsByPolicyName === true) {
+  // Always given: the HTTP layer gives a limiter without one a memory store of its own.
+  const store = base.store as RateLimitStore;
+  if (store.countsByPolicyName === true) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
       `[sluice] Option \`ban\` counts refusals and bans in the limiter's store under policies of its own, and the store ${store.name} asks its rules about each policy by name: none would ever ban, so leave \`ban\` out with this store.`,
@@ -75,8 +77,10 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
     );
   const shared = { ...base };
   for (const name of POLICY_OPTION_NAMES) delete shared[name];
+  // Bookkeeping, not requests: a strike or a ban's start published as an allowed decision
+  // counted requests that were refused. A request refused by a ban in force is published below.
   const make = (suffix: string, policy: Record<string, unknown>): Limiter =>
-    createLimiter({
+    createUnpublishedLimiter({
       ...shared,
       throttle: undefined,
       // Its own namespace fitted to leave room for the suffix: two prefixes alike in their
@@ -100,7 +104,9 @@ export function createBan(value: unknown, base: Record<string, unknown>, namespa
       const decision = await bans.peek(key);
       // A peek asks for no units, so its wait is the cell's: until the ban is fully over.
       if (decision.allowed || decision.reason !== undefined) return undefined;
-      return banned({ ...decision, retryAfterMs: decision.resetAfterMs });
+      const refusal = banned({ ...decision, retryAfterMs: decision.resetAfterMs });
+      publishRefusal(bans.namespace, store.name, bans.policies, refusal, 1);
+      return refusal;
     },
     async strike(key) {
       const counted = await refusals.consume(key);

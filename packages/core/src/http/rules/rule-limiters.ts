@@ -1,5 +1,5 @@
 import { spentQuota } from '../../decision.js';
-import { publishBlocked, publishQueued } from '../../events.js';
+import { NO_STORE, publishQueued, publishRefusal } from '../../events.js';
 import { createLimiter, type JointPart, jointPart, synchronousPathOf } from '../../limiter.js';
 import { checkedReplies } from '../../store-reply.js';
 import type {
@@ -161,7 +161,7 @@ export async function decideRules(
     const units = typeof cost === 'number' ? cost : (cost[index] as number);
     if (rule.blocked) {
       const decision = blockedDecision(rule, key, now());
-      publishBlocked(rule.id, noPolicies(rule), decision, units);
+      publishRefusal(rule.id, NO_STORE, noPolicies(rule), decision, units);
       decided.push({ index, rule, key, cost: units, limiter: undefined, decision });
       return;
     }
