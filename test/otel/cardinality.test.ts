@@ -155,6 +155,29 @@ describe('series per instrument', () => {
     ]);
   });
 
+  // Limiters of one name on several stores (shards, decision services) timed each store under
+  // the name's one count: 500 names on 5 stores reached the SDK's cap in sluice.store.duration.
+  it('counts each store a limiter name is timed on, so store durations stay under the SDK cap', async () => {
+    const sdk = sdkMetrics();
+    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
+    cleanup = async () => {
+      disable();
+      await sdk.shutdown();
+    };
+    const stores = Array.from({ length: 5 }, (_, i) => promiseStore(`shard-${i}`));
+    for (let name = 0; name < 500; name++) {
+      for (const store of stores)
+        await createLimiter({ limit: 9, window: '1m', prefix: `n${name}`, store }).consume('k');
+    }
+    const durations = pointsOf(await sdk.collect(), METRICS.storeDuration);
+    expect(durations.filter((p) => Object.keys(p.attributes).length === 1)).toEqual([]);
+    expect(durations.reduce((sum, p) => sum + (p.value as { count: number }).count, 0)).toBe(2500);
+    // A name takes a count, its allowed decisions one, and each store past its first one.
+    const past = durations.filter((p) => p.attributes['otel.metric.overflow'] === true);
+    expect(past.map((p) => p.attributes['sluice.store']).sort()).toEqual(stores.map((store) => store.name));
+    expect(durations.length - past.length).toBe(166 * 5 + 3);
+  });
+
   // Error types come from the failures (an error's `code`): past the bound each new one opened
   // a count of the overflow's and a histogram series, with no end.
   it('folds the error types of store errors past the bound into _OTHER', async () => {

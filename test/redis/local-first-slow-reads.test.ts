@@ -11,20 +11,20 @@ import { watchUnhandledRejections } from './fault-harness.js';
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const WINDOW_MS = 60_000;
 const START = 1_700_000_040_000 - (1_700_000_040_000 % WINDOW_MS);
-/** The first read's bound at a 250 ms interval (4 × T, at most 1 s). */
+/** A first read's call's bound at a 250 ms interval (4 × T, at most 1 s). */
 const READ_BOUND_MS = 1_000;
 /** How late the proxy passes each call on: within a call's own bound, so none fails. */
-const CALL_DELAY_MS = 700;
-/** Nine calls of 512 keys, sent four at a time: three calls' time, 2.1 s, for the whole read. */
-const NEW_CLIENTS = 9 * 512;
+const CALL_DELAY_MS = 600;
+/** Seventeen calls of 512 keys, sent four at a time: five calls' time, 3 s, for the whole read. */
+const NEW_CLIENTS = 17 * 512;
 
 // Each call of a first read was bounded, not the read: on a Redis answering every call within
 // its bound, a burst of new clients waited for every round of calls (10,000 of them 2.1 s,
-// where the README promises 1 s at most).
+// where the README promised 1 s at most). No call is sent past the bound now.
 describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a slow Redis', () => {
   const redis = proxiedRedisForSuite(target);
 
-  it('decide a burst of new clients within the read bound, and count each once when the reads land', async () => {
+  it('decide a burst of new clients within twice the bound, and count each once', async () => {
     const rejections = watchUnhandledRejections();
     const client = new Redis(redis.proxy.port, '127.0.0.1', { maxRetriesPerRequest: 0 });
     client.on('error', () => {});
@@ -52,13 +52,14 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a sl
         }),
       );
       expect(decisions.every((d) => d.allowed && d.remaining === 9)).toBe(true);
-      // The bound, and the time to decide the burst in this process; the whole read took 2.1 s.
-      expect(Math.max(...waits)).toBeLessThan(READ_BOUND_MS + 700);
-      // A client decided before its read landed goes on from its own count.
-      expect((await limiter.consume('new-0')).remaining).toBe(8);
+      // Two rounds of calls (the second sent before the bound), and the time to decide the burst
+      // in this process; all five rounds took 3 s.
+      expect(Math.max(...waits)).toBeLessThan(2 * READ_BOUND_MS);
+      // A client whose call was not sent goes on from its own count.
+      expect((await limiter.consume(`new-${NEW_CLIENTS - 1}`)).remaining).toBe(8);
       redis.proxy.delay(0);
-      // Every read landed, and a sync wrote what was decided meanwhile: once each, not twice.
-      await waitFor('the reads to land', async () => {
+      // A sync wrote what was decided on clients read and clients not: once each, not twice.
+      await waitFor('a sync', async () => {
         await store.localFirst?.sync();
         const key = (name: string) => `slow:lf:{s|${name}}:_0@${WINDOW_MS}:${START / WINDOW_MS}`;
         const counts = await Promise.all(
@@ -67,9 +68,9 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a sl
           ),
         );
 
-        return JSON.stringify(counts) === JSON.stringify([['2'], ['1'], ['1']]);
+        return JSON.stringify(counts) === JSON.stringify([['1'], ['1'], ['2']]);
       });
-      // The read's last call, not sent past the bound, is no failure: Redis answered every call.
+      // The read's calls not sent past the bound are no failure: Redis answered every call.
       expect(store.localFirst?.status()).toMatchObject({ slotsDown: 0, failedCalls: 0 });
       expect(warnings).toEqual([]);
       expect(rejections.seen).toEqual([]);

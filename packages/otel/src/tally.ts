@@ -19,8 +19,9 @@ export const NEAR_LIMIT_RATIO = 0.8;
 /**
  * Counts kept apart, at most: a limiter takes one (its queue depth), and so do its refunds, each
  * result of each of its policies (a series of `sluice.decisions`), each type of error of each
- * of its stores and each way its queue's holds end (completed or not, a series of
- * `sluice.queue.duration`). OpenTelemetry SDKs report at most 2,000 series of an instrument by
+ * of its stores, each way its queue's holds end (completed or not, a series of
+ * `sluice.queue.duration`) and each store past the first its answers are timed on (a series of
+ * `sluice.store.duration`). OpenTelemetry SDKs report at most 2,000 series of an instrument by
  * default (1,999 with attributes of their own) and fold the rest into one series with no
  * attribute but `otel.metric.overflow`. A limiter makes several series, and limiter names can
  * come from data (each `policies(req)` tier is a limiter of its own), so the bound counts
@@ -73,6 +74,11 @@ export interface LimiterTally {
   refunds: number;
   /** The ways its holds ended that have a count (a series of `sluice.queue.duration`): completed, not completed. */
   readonly holdEndings: Set<boolean>;
+  /**
+   * The stores whose answers it timed (a series of `sluice.store.duration` each): the first on
+   * the limiter's own count, each other (limiters of one name on several stores) on one of its own.
+   */
+  readonly timedStores: Set<string>;
 }
 
 const errorKey = (store: string, errorType: string): string => `${store}\u0000${errorType}`;
@@ -127,6 +133,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
       held: 0,
       refunds: 0,
       holdEndings: new Set<boolean>(),
+      timedStores: new Set<string>(),
     };
     limiters.set(limiter, tally);
     if (limiter !== OVERFLOW) kept.series++;
@@ -209,10 +216,23 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
     if (event.storeDurationMs !== undefined) timed(counts.limiter, event, event.storeDurationMs);
   };
 
-  /** A timed call, its error type as `onStoreError` counted it (published before the decision). */
+  /**
+   * A timed call, under its error type as `onStoreError` counted it (published before the
+   * decision): one folded into `_OTHER` went to the overflow's counts, and so does its time.
+   */
   const timed = (limiter: string, { store, errorType }: DecisionEvent, ms: number): void => {
-    const apart = errorType === undefined || limiters.get(limiter)?.storeErrors.has(errorKey(store, errorType));
-    hooks.storeDuration(limiter, store, apart ? errorType : OTHER_ERROR, ms);
+    const tally = limiters.get(limiter) as LimiterTally;
+    if (errorType !== undefined) {
+      if (tally.storeErrors.has(errorKey(store, errorType))) hooks.storeDuration(limiter, store, errorType, ms);
+      else hooks.storeDuration(OVERFLOW, store, OTHER_ERROR, ms);
+      return;
+    }
+    let answered = tally;
+    if (!tally.timedStores.has(store)) {
+      if (tally.timedStores.size > 0) answered = opening(tally);
+      if (answered === tally) tally.timedStores.add(store);
+    }
+    hooks.storeDuration(answered.limiter, store, undefined, ms);
   };
 
   /** Where a limiter's count not kept yet goes: its own new series, or past the bound the overflow's. */

@@ -4,12 +4,12 @@ import type { ClientCounts } from './client-counts.js';
  * Reads new and idle clients' counts in one exchange per event-loop turn (`reconcile`, which
  * batches per slot as a sync does): a burst of first requests costs a few calls, not one each.
  * A client asked for twice before its read lands waits for the same read. The promise resolves
- * once the counts have been read from Redis, or could not be, or `boundMs` after the read
- * began: each call of an exchange has that bound, but a burst's calls go a few at a time, so
- * on a slow Redis the whole exchange could take several (10,000 new clients, each call
- * answered just within 1 s: 2.1 s). A client decided before its read lands is decided on what
- * this process knows: the calls of the read not yet sent then are not (`stopped`), and those
- * under way count as a sync's do.
+ * once the counts have been read from Redis, or could not be. Each call of an exchange is
+ * bounded by `boundMs`, but a burst's calls go a few at a time, so on a slow Redis the whole
+ * exchange took several bounds (10,000 new clients, each call answered just within 1 s: 2.1 s):
+ * no call is sent past `boundMs` (`stopped`), so the read ends within twice it. Its clients are
+ * decided once every call sent has settled, never while one is on its way with their counts
+ * from before the decision (a redirected one could land after a sync that wrote newer ones).
  */
 export function createFirstReads(
   reconcile: (targets: ClientCounts[], stopped: () => boolean) => Promise<void>,
@@ -27,18 +27,10 @@ export function createFirstReads(
         batch = [];
         batchRead = undefined;
         let past = false;
-        const read = reconcile(targets, () => past);
-        // Made after the read's first calls, each bounded by a timer of the same length that
-        // gives up a turn later (`withTimeout`): those fire first, so a read of one round of
-        // calls that fails ends (its slots taken for down, its clients decided at the outage
-        // share) before the bound does.
         const bound = setTimeout(() => {
-          setImmediate(() => {
-            past = true;
-            resolve();
-          });
+          past = true;
         }, boundMs);
-        read
+        reconcile(targets, () => past)
           .catch(() => {})
           .finally(() => {
             clearTimeout(bound);

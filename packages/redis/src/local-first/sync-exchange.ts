@@ -151,11 +151,10 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * again at the next sync, and the rest of its node is not sent: each call would only wait out
    * its own timeout behind it (a frozen master of a cluster held a sync for a fifth of a second
    * per four of its slots, the slots of the masters that answered waiting behind them, at full
-   * share and unsynced). Once `stopped()` says so (a first read past its bound, whose clients
-   * are then decided on), no call is sent: it would carry their totals from before those
-   * decisions, after a sync that wrote them, and Redis keeps the last total written. Its
-   * clients stay to be written and read at the next sync; its slot is not taken for down (a
-   * burst of 60,000 new clients on a Redis that answers takes 118 calls, past 200 ms).
+   * share and unsynced). Once `stopped()` says so (a first read past its bound), no call is
+   * sent: its clients stay to be written and read at the next sync, and its slot is not taken
+   * for down (a burst of 60,000 new clients on a Redis that answers takes 118 calls, past
+   * 200 ms), unless its node failed in this exchange.
    */
   const exchange = (
     targets: readonly ClientCounts[],
@@ -173,11 +172,11 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
         const call = calls[next++] as Call;
         const node = nodeOf(call.slot);
         const failure = failedNodes.get(node);
-        if (stopped()) {
-          // Not sent; no failure of its slot either.
-        } else if (failure !== undefined) {
+        if (failure !== undefined) {
           // Not sent: its node failed this exchange. Its slot is out of reach with it.
           if (!result.failed.has(call.slot)) result.failed.set(call.slot, failure);
+        } else if (stopped()) {
+          // Not sent; no failure of its slot either.
         } else if (!result.failed.has(call.slot)) {
           // Whether the call's reply came, and whether it was late: its settling runs before
           // the timeout race hears of it.
