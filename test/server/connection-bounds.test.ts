@@ -43,6 +43,8 @@ beforeAll(async () => {
     host: '127.0.0.1',
     log,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
+    // Below a third of it, as a call may ask the memory store three times.
+    storeTimeoutMs: 50,
     grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
   });
   ({ grpcPort, httpPort } = await server.listen());

@@ -40,7 +40,7 @@ describe('createDecisionServer', () => {
     [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, requestTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`requestTimeoutMs`'],
     // A slow store would reset the call (DEADLINE_EXCEEDED) rather than fail it UNAVAILABLE.
-    [{ rules, requestTimeoutMs: 100 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', 'below `requestTimeoutMs` (100)'],
+    [{ rules, requestTimeoutMs: 300 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', 'below a third of `requestTimeoutMs` (300)'],
     [{ rules, storeTimeoutMs: 5_000, requestTimeoutMs: 2_000 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, grpcIdleTimeoutMs: 1.5 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
     // Regression: grpc-js reads 2^31 - 1 as no idle close and no pings.
@@ -201,7 +201,7 @@ describe('createDecisionServer', () => {
       host: '127.0.0.1',
       log: quietLog,
       storeTimeoutMs: 60_000,
-      requestTimeoutMs: 120_000,
+      requestTimeoutMs: 200_000,
       shutdownTimeoutMs: 50,
     });
     const { httpPort } = await server.listen();
@@ -365,10 +365,16 @@ describe('quota_mode over the wire', () => {
       },
     };
     const server = createDecisionServer({ rules, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log, clock });
-    const { grpcPort } = await server.listen();
+    const { grpcPort, httpPort } = await server.listen();
     const envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
     try {
       await expect(envoy.shouldRateLimit(entry)).rejects.toMatchObject({ code: status.INTERNAL });
+      // Over HTTP the log's own failure was the answer's message.
+      const json = await fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body: JSON.stringify(entry) });
+      expect([json.status, await json.json()]).toEqual([
+        500,
+        { code: 'INTERNAL', message: 'the request could not be answered' },
+      ]);
       await new Promise((resolve) => setImmediate(resolve));
       expect(rejections).toEqual([]);
     } finally {

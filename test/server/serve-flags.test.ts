@@ -57,22 +57,22 @@ describe('the connection timeouts', () => {
     );
   });
 
-  // A slow store would reset the call (DEADLINE_EXCEEDED) where Envoy's failure mode expects UNAVAILABLE.
-  it.each([[['--request-timeout-ms', '100']], [['--store-timeout-ms', '3000', '--request-timeout-ms', '2000']]])(
-    'refuse a store timeout not below the request timeout: %j',
+  // A slow store would reset the call (DEADLINE_EXCEEDED) where Envoy's failure mode expects
+  // UNAVAILABLE; a call asks the store up to three times, one after another.
+  it.each([[['--request-timeout-ms', '300']], [['--store-timeout-ms', '1000', '--request-timeout-ms', '2000']]])(
+    'refuse a store timeout not below a third of the request timeout: %j',
     (flags) => {
       expect(() => parseServeArgs(['--rules', 'a.yaml', ...flags])).toThrow(
         expect.objectContaining({
           code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
-          message: expect.stringMatching(/`--store-timeout-ms` must be below `--request-timeout-ms` \(\d+\)/),
+          message: expect.stringMatching(
+            /`--store-timeout-ms` must be below a third of `--request-timeout-ms` \(\d+\)/,
+          ),
         }),
       );
       expect(
-        parseServeArgs(['--rules', 'a.yaml', '--store-timeout-ms', '99', '--request-timeout-ms', '100']),
-      ).toMatchObject({
-        storeTimeoutMs: 99,
-        requestTimeoutMs: 100,
-      });
+        parseServeArgs(['--rules', 'a.yaml', '--store-timeout-ms', '33', '--request-timeout-ms', '100']),
+      ).toMatchObject({ storeTimeoutMs: 33, requestTimeoutMs: 100 });
     },
   );
 });

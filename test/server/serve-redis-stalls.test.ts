@@ -111,7 +111,7 @@ describe.skipIf(skip)('sluice serve on a Redis that stalls with its connection o
   });
 
   it('exits at once on a second signal of the other kind (SIGINT after SIGTERM waited for the drain)', async () => {
-    const sluice = await serveThroughProxy('--store-timeout-ms', '10000', '--request-timeout-ms', '20000');
+    const sluice = await serveThroughProxy('--store-timeout-ms', '10000', '--request-timeout-ms', '40000');
     const envoy = createEnvoyClient(sluice.grpcAddress);
     try {
       await envoy.shouldRateLimit(one(`signals-${process.pid}`));

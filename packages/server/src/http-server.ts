@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { type ConnectionTimeouts, MAX_REQUEST_BYTES } from './connection-bounds.js';
 import { parseJsonCall, toJsonResponse } from './json-codec.js';
+import type { ServiceLog } from './log.js';
 
 const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, number> = {
   invalid: 400,
@@ -51,7 +52,7 @@ export function createHttpServer(
   metrics: MetricsText,
   serving: () => boolean,
   closing: () => boolean,
-  { requestTimeoutMs }: Pick<ConnectionTimeouts, 'requestTimeoutMs'>,
+  { requestTimeoutMs, log }: Pick<ConnectionTimeouts, 'requestTimeoutMs'> & { log: ServiceLog },
 ) {
   // Once `close()` has begun, every answer, to the calls in flight too, closes its connection:
   // a kept-alive client cannot hold the close up until its connection times out.
@@ -111,8 +112,19 @@ export function createHttpServer(
       res.setHeader('Allow', allowed.join(', '));
       return sendJson(res, 405, { code: 'METHOD_NOT_ALLOWED', message: path });
     }
+    // A failure past the call handler's own (a log sink that throws, /metrics failing): the
+    // caller is told no more than that, as for the handler's (its message may name the
+    // service's files or state); the log has it, when the log itself works.
     Promise.resolve(route(req, res)).catch((error: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { code: 'INTERNAL', message: String(error) });
+      try {
+        log.line('error', 'HTTP request failed', {
+          path,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      } catch {
+        // The log failing too: the answer below still goes out.
+      }
+      if (!res.headersSent) sendJson(res, 500, { code: 'INTERNAL', message: 'the request could not be answered' });
       else res.destroy();
     });
   });

@@ -40,7 +40,7 @@ export interface DecisionServerOptions {
    * Longest a request may take to arrive, from its headers to its last byte, on either port:
    * past it gRPC answers DEADLINE_EXCEEDED and HTTP 408, and what had arrived is dropped. Also
    * the longest a gRPC answer may take to leave, from the request's arrival (past it the
-   * stream is reset): above `storeTimeoutMs` (refused otherwise). @default 10000
+   * stream is reset): above three times `storeTimeoutMs` (refused otherwise). @default 10000
    */
   requestTimeoutMs?: number | undefined;
   /**
@@ -121,18 +121,20 @@ export function invalidOption(option: string, value: unknown, expected: string):
 /**
  * A decision must be able to fail on the store's timeout before the request's own ends: else a
  * slow store resets the call (`DEADLINE_EXCEEDED`, 408) where the proxy's failure mode expects
- * `UNAVAILABLE` (503), and health never hears of the store's failure.
+ * `UNAVAILABLE` (503), and health never hears of the store's failure. A call asks the store up
+ * to three times, one after another, each within the store's timeout: its decision, a refund of
+ * what it charged when one of its descriptors was refused, and a look at the figures after it.
  */
 export function checkStoreTimeoutBelowRequest(
   storeTimeoutMs: number,
   requestTimeoutMs: number,
   [storeOption, requestOption]: readonly [string, string],
 ): void {
-  if (storeTimeoutMs >= requestTimeoutMs)
+  if (3 * storeTimeoutMs >= requestTimeoutMs)
     invalidOption(
       storeOption,
       storeTimeoutMs,
-      `below \`${requestOption}\` (${requestTimeoutMs}), which bounds the whole call`,
+      `below a third of \`${requestOption}\` (${requestTimeoutMs}): a call may ask the store three times, one after another (its decision, a refund when one of its descriptors was refused, a look at the figures after it), and must be answered within \`${requestOption}\``,
     );
 }
 
