@@ -83,7 +83,9 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
       if (outcome.refusal === undefined) limitedBy(onLimited, outcome, req, res, next);
       else {
         const { status, contentType, body } = outcome.refusal;
-        res.status(status).setHeader('Content-Type', contentType).end(body);
+        // Named here: Node measures a body it sends, not one a HEAD answer leaves out.
+        res.status(status).setHeader('Content-Type', contentType).setHeader('Content-Length', Buffer.byteLength(body));
+        res.end(body);
       }
     }
   };

@@ -39,6 +39,18 @@ describe.each(harnesses)('$name: RateLimit headers', (harness) => {
     expect(app.hits()).toBe(1);
   });
 
+  // Express ended a HEAD refusal with its body's bytes left out and no Content-Length, where
+  // Koa, Fastify and Express's own GET answer name the length the GET would have.
+  it('answers a HEAD refused as it answers the GET, its Content-Length included', async () => {
+    app = await harness.start({ limits: [{ ...base, limit: 1, clock: clockAt(15_000) }] });
+    await request(app.url).get('/').expect(200);
+    const got = await request(app.url).get('/').expect(429);
+    const head = await request(app.url).head('/').expect(429);
+    expect(head.headers['content-length']).toBe(String(Buffer.byteLength(got.text)));
+    expect(head.headers['content-type']).toBe(got.headers['content-type']);
+    expect(head.headers['retry-after']).toBe(got.headers['retry-after']);
+  });
+
   it('rounds Retry-After up to whole seconds', async () => {
     app = await harness.start({ limits: [{ ...base, limit: 1, window: '10s', clock: clockAt(2_500) }] });
     await request(app.url).get('/').expect(200);
