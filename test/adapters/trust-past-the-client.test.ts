@@ -82,11 +82,24 @@ describe('a trust-proxy setting that reads past the client', () => {
     expect(logger.codes()).toHaveLength(1);
   });
 
+  // Koa slices the chain by such a count from its start: every entry is read, the client's
+  // first, and nothing was said (the count passed for a bounded one).
+  it.each([0.5, Number.POSITIVE_INFINITY])(
+    'koa, a maxIpsCount of %s: warned as trusting every proxy, as the client picks its key',
+    async (maxIpsCount) => {
+      const { logger, keyFor } = await start('koa', maxIpsCount);
+      expect(await keyFor('198.51.100.66, 192.168.7.7')).toBe('198.51.100.66');
+      expect(logger.codes()).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+      expect(logger.messages[0]).toContain('trusts every proxy');
+    },
+  );
+
   it.each([
     ['express', 'a hop count of the proxies', 1, '203.0.113.7'],
     ['express', 'a hop count of the proxies, two deep', 2, '203.0.113.7, 10.0.0.2'],
     ['express', 'the proxy by address', 'loopback', '203.0.113.7'],
     ['koa', 'a maxIpsCount of the proxies', 1, '203.0.113.7'],
+    ['koa', 'a maxIpsCount of 1.5, which Koa reads as 1', 1.5, '203.0.113.7'],
     ['fastify', 'the proxy by address', ['127.0.0.1'], '203.0.113.7'],
     ['fastify', 'a function trusting one hop', (_address: string, hop: number) => hop < 1, '203.0.113.7'],
     [

@@ -12,7 +12,7 @@ import {
   type RulesHttpOptions,
   thrownError,
 } from '@sluice/core';
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, default as Koa, Middleware, Next } from 'koa';
 import { createClientIp } from './client-ip.js';
 
 declare module 'koa' {
@@ -38,13 +38,21 @@ const unproxiedIp = createClientIp();
  * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
  * `maxIpsCount` makes the address one the proxies vouch for.
  */
+/**
+ * How many of the chain's last entries Koa reads (`ips.slice(-maxIpsCount)` when above 0):
+ * a count that slices from the start (0.5, `Infinity`, `NaN`) reads every entry, the client's
+ * first; 1.5 reads one.
+ */
+const proxyHops = ({ maxIpsCount }: Koa): number =>
+  maxIpsCount >= 1 && Number.isFinite(maxIpsCount) ? Math.trunc(maxIpsCount) : 0;
+
 const sharedBinding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
   rawResponse: (ctx) => ctx.res,
   clientIp: (ctx, trust) => (trust === 'none' ? unproxiedIp(ctx) : ctx.ip),
-  proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : ctx.app.maxIpsCount > 0 ? 'some' : 'all'),
+  proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : proxyHops(ctx.app) > 0 ? 'some' : 'all'),
   // Koa reads X-Forwarded-For's last `maxIpsCount` entries and takes the first of them.
-  trustsAsProxy: (ctx, _address, hop) => hop < ctx.app.maxIpsCount,
+  trustsAsProxy: (ctx, _address, hop) => hop < proxyHops(ctx.app),
   // Koa reads the chain from `app.proxyIpHeader`, X-Forwarded-For unless the app names another.
   forwardingHeader: ({ app }) =>
     typeof app.proxyIpHeader === 'string' && app.proxyIpHeader !== '' ? app.proxyIpHeader : 'X-Forwarded-For',
