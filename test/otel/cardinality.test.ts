@@ -17,14 +17,20 @@ const quiet = { warn() {} };
 let cleanup: (() => Promise<unknown>) | undefined;
 afterEach(() => cleanup?.());
 
+/** An SDK with sluice's metrics on it, both ended after the test. */
+function enabledSdk() {
+  const sdk = sdkMetrics();
+  const disable = enableMetrics({ meterProvider: sdk.meterProvider });
+  cleanup = async () => {
+    disable();
+    await sdk.shutdown();
+  };
+  return sdk;
+}
+
 describe('series per instrument', () => {
   it(`stays fixed for ${KEYS.toLocaleString('en')} distinct client keys: no key becomes an attribute`, async () => {
-    const sdk = sdkMetrics();
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk();
     const login = createLimiter({ name: 'login', limit: 1, window: '1h', prefix: 'login', store: createMemoryStore() });
     const api = createLimiter({
       policies: [
@@ -72,12 +78,7 @@ describe('series per instrument', () => {
   // reached the SDK's cap at 1,000 limiters, past which the SDK counted every new series
   // together with no `sluice.result`.
   it('counts 1,000 series apart and the rest under its own otel.metric.overflow, before the SDK caps', async () => {
-    const sdk = sdkMetrics(); // the SDK's default cap: 2,000 series per instrument
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk(); // the SDK's default cap: 2,000 series per instrument
     const store = createMemoryStore();
     // Three counts a tier: the limiter, its allowed and its limited decisions.
     for (let tier = 0; tier < 1500; tier++) {
@@ -124,12 +125,7 @@ describe('series per instrument', () => {
   // 1,000 limiters the instrument passed the SDK's 1,999 series, and the SDK folded the rest
   // into a series with no `sluice.queue.completed`.
   it('counts each way a queue hold ends as a series of its own, so queue durations stay under the SDK cap', async () => {
-    const sdk = sdkMetrics();
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk();
     const response = () => Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
     const holds: Promise<boolean>[] = [];
     for (let i = 0; i < 1200; i++) {
@@ -158,12 +154,7 @@ describe('series per instrument', () => {
   // Limiters of one name on several stores (shards, decision services) timed each store under
   // the name's one count: 500 names on 5 stores reached the SDK's cap in sluice.store.duration.
   it('counts each store a limiter name is timed on, so store durations stay under the SDK cap', async () => {
-    const sdk = sdkMetrics();
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk();
     const stores = Array.from({ length: 5 }, (_, i) => promiseStore(`shard-${i}`));
     for (let name = 0; name < 500; name++) {
       for (const store of stores)
@@ -181,12 +172,7 @@ describe('series per instrument', () => {
   // Error types come from the failures (an error's `code`): past the bound each new one opened
   // a count of the overflow's and a histogram series, with no end.
   it('folds the error types of store errors past the bound into _OTHER', async () => {
-    const sdk = sdkMetrics();
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk();
     let failures = 0;
     const flaky: RateLimitStore = {
       name: 'flaky',
@@ -209,12 +195,7 @@ describe('series per instrument', () => {
   });
 
   it('keeps the heap where it was for 12,000 more limiters past the bound', async () => {
-    const sdk = sdkMetrics();
-    const disable = enableMetrics({ meterProvider: sdk.meterProvider });
-    cleanup = async () => {
-      disable();
-      await sdk.shutdown();
-    };
+    const sdk = enabledSdk();
     const store = createMemoryStore({ maxKeys: 100 });
     const run = async (from: number, to: number) => {
       for (let tier = from; tier < to; tier++) {

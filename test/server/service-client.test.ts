@@ -30,6 +30,14 @@ afterAll(async () => {
   await sluice?.kill();
 });
 
+/** A client of the service in `domain`, and what it warns. */
+const warnedClient = (domain: string) => {
+  const warnings: string[] = [];
+  const store = createServiceClient({ address: sluice.grpcAddress, domain, logger: { warn: (m) => warnings.push(m) } });
+  clients.push(store);
+  return { warnings, store };
+};
+
 const expressApp = (options: Parameters<typeof expressRateLimit>[0]) => {
   const app = express();
   app.use(expressRateLimit(options));
@@ -98,13 +106,7 @@ describe('the Node client in place of a store', () => {
   });
 
   it('warns once when the service has no rule for a policy, and lets it pass', async () => {
-    const warnings: string[] = [];
-    const store = createServiceClient({
-      address: sluice.grpcAddress,
-      domain: 'api',
-      logger: { warn: (m) => warnings.push(m) },
-    });
-    clients.push(store);
+    const { warnings, store } = warnedClient('api');
     const app = expressApp({ store, policies: [{ name: 'unknown', limit: 1, window: '1h' }] });
     expect((await request(app).get('/')).status).toBe(200);
     expect((await request(app).get('/')).status).toBe(200);
@@ -114,13 +116,7 @@ describe('the Node client in place of a store', () => {
 
   // An `unlimited` rule's status has no `current_limit` either: it was warned about as no rule.
   it('warns once of an unlimited rule as a mismatch, not as a missing rule, and lets it pass', async () => {
-    const warnings: string[] = [];
-    const store = createServiceClient({
-      address: sluice.grpcAddress,
-      domain: 'edge',
-      logger: { warn: (m) => warnings.push(m) },
-    });
-    clients.push(store);
+    const { warnings, store } = warnedClient('edge');
     const app = expressApp({ store, policies: [{ name: 'free', limit: 1, window: '1h' }] });
     expect((await request(app).get('/')).status).toBe(200);
     expect((await request(app).get('/')).status).toBe(200);
