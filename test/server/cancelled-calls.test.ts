@@ -81,7 +81,7 @@ async function startServer(failureModeDeny: boolean) {
     // The window never turns during a test; the store's wait is the test's, not a timeout's.
     clock: manualClock(),
     storeTimeoutMs: 300_000,
-    requestTimeoutMs: 1_000_000,
+    requestTimeoutMs: 1_200_000,
     grpcPort: 0,
     httpPort: 0,
     host: '127.0.0.1',

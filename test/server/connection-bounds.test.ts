@@ -43,7 +43,7 @@ beforeAll(async () => {
     host: '127.0.0.1',
     log,
     requestTimeoutMs: REQUEST_TIMEOUT_MS,
-    // Below a third of it, as a call may ask the memory store three times.
+    // At most a quarter of it, as a call may ask the memory store three times.
     storeTimeoutMs: 50,
     grpcIdleTimeoutMs: IDLE_TIMEOUT_MS,
   });

@@ -40,7 +40,11 @@ describe('createDecisionServer', () => {
     [{ rules, storeTimeoutMs: 2 ** 40 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, requestTimeoutMs: 0 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`requestTimeoutMs`'],
     // A slow store would reset the call (DEADLINE_EXCEEDED) rather than fail it UNAVAILABLE.
-    [{ rules, requestTimeoutMs: 300 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', 'below a third of `requestTimeoutMs` (300)'],
+    [
+      { rules, requestTimeoutMs: 399 },
+      'ERR_SLUICE_INVALID_SERVER_OPTION',
+      'at most a quarter of `requestTimeoutMs` (399)',
+    ],
     [{ rules, storeTimeoutMs: 5_000, requestTimeoutMs: 2_000 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`storeTimeoutMs`'],
     [{ rules, grpcIdleTimeoutMs: 1.5 }, 'ERR_SLUICE_INVALID_SERVER_OPTION', '`grpcIdleTimeoutMs`'],
     // Regression: grpc-js reads 2^31 - 1 as no idle close and no pings.
@@ -201,7 +205,7 @@ describe('createDecisionServer', () => {
       host: '127.0.0.1',
       log: quietLog,
       storeTimeoutMs: 60_000,
-      requestTimeoutMs: 200_000,
+      requestTimeoutMs: 240_000,
       shutdownTimeoutMs: 50,
     });
     const { httpPort } = await server.listen();

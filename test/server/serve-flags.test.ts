@@ -59,20 +59,20 @@ describe('the connection timeouts', () => {
 
   // A slow store would reset the call (DEADLINE_EXCEEDED) where Envoy's failure mode expects
   // UNAVAILABLE; a call asks the store up to three times, one after another.
-  it.each([[['--request-timeout-ms', '300']], [['--store-timeout-ms', '1000', '--request-timeout-ms', '2000']]])(
-    'refuse a store timeout not below a third of the request timeout: %j',
+  it.each([[['--request-timeout-ms', '399']], [['--store-timeout-ms', '1000', '--request-timeout-ms', '3999']]])(
+    'refuse a store timeout above a quarter of the request timeout: %j',
     (flags) => {
       expect(() => parseServeArgs(['--rules', 'a.yaml', ...flags])).toThrow(
         expect.objectContaining({
           code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
           message: expect.stringMatching(
-            /`--store-timeout-ms` must be below a third of `--request-timeout-ms` \(\d+\)/,
+            /`--store-timeout-ms` must be at most a quarter of `--request-timeout-ms` \(\d+\)/,
           ),
         }),
       );
       expect(
-        parseServeArgs(['--rules', 'a.yaml', '--store-timeout-ms', '33', '--request-timeout-ms', '100']),
-      ).toMatchObject({ storeTimeoutMs: 33, requestTimeoutMs: 100 });
+        parseServeArgs(['--rules', 'a.yaml', '--store-timeout-ms', '25', '--request-timeout-ms', '100']),
+      ).toMatchObject({ storeTimeoutMs: 25, requestTimeoutMs: 100 });
     },
   );
 });

@@ -30,7 +30,7 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
   it('admits exactly the limit from 500 calls in flight over five channels', async () => {
     for (const store of [[], ['--redis', redis.url]]) {
       // A loaded test machine can take longer than the default 100 ms to answer 500 calls.
-      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '3000', ...store]);
+      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '2500', ...store]);
       const clients = Array.from({ length: 5 }, () => createEnvoyClient(sluice.grpcAddress));
       try {
         const value = `exact-${store.length}-${process.pid}`;
@@ -49,7 +49,7 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
 
   it('decides all descriptors of a call at once: a refused call spends nothing, not even for a moment', async () => {
     for (const store of [[], ['--redis', redis.url]]) {
-      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '3000', ...store]);
+      const sluice = await startSluice(['--rules', rules, '--store-timeout-ms', '2500', ...store]);
       const clients = Array.from({ length: 5 }, () => createEnvoyClient(sluice.grpcAddress));
       try {
         const shared = { entries: [{ key: 'exact', value: `atomic-${store.length}-${process.pid}` }] };
@@ -117,7 +117,7 @@ describe.skipIf(skip)('sluice serve on Redis', () => {
     };
     writeFileSync(file, rule(2));
     // A busy machine's Redis call can take past the default 100 ms: the call below is not about that.
-    const sluice = await startSluice(['--rules', file, '--redis', redis.url, '--store-timeout-ms', '3000']);
+    const sluice = await startSluice(['--rules', file, '--redis', redis.url, '--store-timeout-ms', '2500']);
     const envoy = createEnvoyClient(sluice.grpcAddress);
     try {
       writeFileSync(file, rule(17));

@@ -19,13 +19,20 @@ export interface CallDecider {
   giveBack(decided: Decided): Promise<unknown>;
 }
 
-const storeCodes = new Set(['ERR_SLUICE_STORE_UNAVAILABLE', 'ERR_SLUICE_STORE_TIMEOUT']);
 const cancelled: CallOutcome = { kind: 'cancelled', message: 'the caller left before the answer' };
 /**
  * A failure of the service's own answers the caller this and no more: its message may name
  * the service's internals (files, addresses, a dependency's state), which the log keeps.
  */
 const internal: CallOutcome = { kind: 'internal', message: 'the call could not be decided; the service logged why' };
+/** A store's failure, told as plainly: its message is the store's own (Redis's `OOM …`, an address). */
+const storeFailed = new Map<string, CallOutcome>([
+  ['ERR_SLUICE_STORE_TIMEOUT', { kind: 'unavailable', message: 'the rate-limit store did not answer in time' }],
+  [
+    'ERR_SLUICE_STORE_UNAVAILABLE',
+    { kind: 'unavailable', message: 'the rate-limit store failed; the service logged why' },
+  ],
+]);
 
 /**
  * The one path every call takes, whichever transport it came by: parse and check, decide,
@@ -92,10 +99,11 @@ export function createCallHandler(
         done('invalid');
         return { kind: 'invalid', message };
       }
-      if (isSluiceError(error) && storeCodes.has(error.code)) {
+      const failed = isSluiceError(error) ? storeFailed.get(error.code) : undefined;
+      if (failed !== undefined) {
         done('unavailable');
         onStoreFailure(error);
-        return { kind: 'unavailable', message };
+        return failed;
       }
       // Counted apart from the store's failures, which an operator's alert on `unavailable` watches.
       done('internal');

@@ -50,7 +50,7 @@ Options:
                                   add the IETF RateLimit fields to response_headers_to_add
   --store-timeout-ms <ms>         longest wait on the store per call, default 100
   --request-timeout-ms <ms>       longest a request may take to arrive, and a gRPC answer to
-                                  leave after it, above 3 × --store-timeout-ms, default 10000
+                                  leave after it, at least 4 × --store-timeout-ms, default 10000
   --grpc-idle-timeout-ms <ms>     close a gRPC connection with no call open this long,
                                   default 300000
   --failure-mode-deny             the proxies refuse a request the service did not answer in
