@@ -24,6 +24,8 @@ export interface RedisProxy {
   release(): void;
   readonly heldBytes: number;
   delay(ms: number): void;
+  /** Commands `delay` holds back now, on every connection. */
+  readonly delaying: number;
   forward(): void;
   close(): Promise<void>;
 }
@@ -33,6 +35,7 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
   let losing = false;
   let held: { upstream: Socket; chunk: Buffer }[] | undefined;
   let delayMs = 0;
+  let delaying = 0;
   const open = new Set<Socket>();
 
   const relay = (client: Socket) => {
@@ -54,10 +57,12 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
       }
       const due = performance.now() + delayMs;
       waiting++;
+      delaying++;
       delayed = delayed
         .then(() => new Promise((resolve) => setTimeout(resolve, due - performance.now())))
         .then(() => {
           waiting--;
+          delaying--;
           upstream.write(chunk);
         });
     };
@@ -101,6 +106,9 @@ export async function startRedisProxy(targetPort: number, mode: 'forward' | 'sil
     },
     delay(ms) {
       delayMs = ms;
+    },
+    get delaying() {
+      return delaying;
     },
     get heldBytes() {
       return (held ?? []).reduce((sum, { chunk }) => sum + chunk.length, 0);

@@ -76,12 +76,23 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * timer's sync run side by side, each with calls out.
    */
   const late = new Map<string, number>();
+  /**
+   * The slots of those calls: one moved to another master since (a reshard) is still owed
+   * there, by a reply ioredis redirects (MOVED) and runs after whatever the slot's new master
+   * was sent meanwhile, its totals then older than a sync's. So a slot that owes one is sent
+   * nothing, wherever it now lives.
+   */
+  const lateSlots = new Map<number, number>();
   /** Calls sent and not yet settled, per node, late ones included (see `settledOn`). */
   const unanswered = new Map<string, Set<Promise<void>>>();
-  const oweLate = (node: string, change: 1 | -1): void => {
-    const owed = (late.get(node) ?? 0) + change;
-    if (owed === 0) late.delete(node);
-    else late.set(node, owed);
+  const counted = <K>(owed: Map<K, number>, key: K, change: 1 | -1): void => {
+    const now = (owed.get(key) ?? 0) + change;
+    if (now === 0) owed.delete(key);
+    else owed.set(key, now);
+  };
+  const oweLate = (node: string, slot: number, change: 1 | -1): void => {
+    counted(late, node, change);
+    counted(lateSlots, slot, change);
   };
   /** The master serving a slot, as the client last learnt it; the slot itself when not known. */
   const nodeOf = (slot: number): string =>
@@ -167,16 +178,21 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const failedNodes = new Map<string, unknown>();
     for (const node of late.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
     let next = 0;
+    /** Calls left unsent once the exchange stopped. */
+    const unsent: Call[] = [];
     const worker = async (): Promise<void> => {
       while (next < calls.length) {
         const call = calls[next++] as Call;
         const node = nodeOf(call.slot);
-        const failure = failedNodes.get(node);
+        const failure =
+          failedNodes.get(node) ??
+          (lateSlots.has(call.slot) ? new Error(`slot ${call.slot} has not answered earlier calls`) : undefined);
         if (failure !== undefined) {
           // Not sent: its node failed this exchange. Its slot is out of reach with it.
           if (!result.failed.has(call.slot)) result.failed.set(call.slot, failure);
         } else if (stopped()) {
-          // Not sent; no failure of its slot either.
+          // Not sent; its slot fails only if its node fails in this exchange (below).
+          unsent.push(call);
         } else if (!result.failed.has(call.slot)) {
           // Whether the call's reply came, and whether it was late: its settling runs before
           // the timeout race hears of it.
@@ -191,7 +207,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
                 settled = true;
                 out.delete(reply);
                 if (out.size === 0 && unanswered.get(node) === out) unanswered.delete(node);
-                if (overdue) oweLate(node, -1);
+                if (overdue) oweLate(node, call.slot, -1);
               };
               reply.then(settle, settle);
               return reply;
@@ -202,7 +218,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
             if (error !== NOT_SENT) {
               if (!settled) {
                 overdue = true;
-                oweLate(node, 1);
+                oweLate(node, call.slot, 1);
               }
               // Another call of the slot may have failed meanwhile: the first failure is kept.
               if (!result.failed.has(call.slot)) result.failed.set(call.slot, error);
@@ -224,7 +240,16 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
       applyReply(call, await run(call.keys, call.args));
     };
     const workers = Array.from({ length: Math.min(CALLS_IN_FLIGHT, calls.length) }, worker);
-    return Promise.all(workers).then(() => result);
+    return Promise.all(workers).then(() => {
+      // A node that failed after a call of its was left unsent (its first call timing out while
+      // the others' held the exchange open) has those slots out of reach too: their clients are
+      // decided at the outage share, as its other slots' are.
+      for (const call of unsent) {
+        const failure = failedNodes.get(nodeOf(call.slot));
+        if (failure !== undefined && !result.failed.has(call.slot)) result.failed.set(call.slot, failure);
+      }
+      return result;
+    });
   };
 
   /**

@@ -1,0 +1,184 @@
+import { randomUUID } from 'node:crypto';
+import { createLimiter } from '@sluice/core';
+import { clientSlot, createRedisStore, type RedisStore } from '@sluice/redis';
+import { type Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { manualClock } from '../helpers/clock.js';
+import { connectCluster, type RedisClusterHandle, startMastersCluster } from '../helpers/redis-cluster.js';
+import { redisTarget } from '../helpers/redis-env.js';
+import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
+
+const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
+const WINDOW_MS = 60_000;
+const START = 1_700_000_040_000 - (1_700_000_040_000 % WINDOW_MS) + 1000;
+/** A first read's call's bound at a 250 ms interval (4 × T). */
+const BOUND_MS = 1000;
+
+// Each master behind a proxy that can slow it down; the client reaches them through it (natMap).
+describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a cluster with a slow master', () => {
+  let handle: RedisClusterHandle | undefined;
+  const proxies: RedisProxy[] = [];
+  const admins: Redis[] = [];
+  const clusters: Cluster[] = [];
+
+  beforeAll(async () => {
+    handle = await startMastersCluster();
+    for (const node of handle.nodes) {
+      proxies.push(await startRedisProxy(node.port));
+      admins.push(new Redis(node.port, '127.0.0.1', { maxRetriesPerRequest: 0 }));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    for (const cluster of clusters) cluster.disconnect();
+    for (const admin of admins) admin.disconnect();
+    for (const proxy of proxies) await proxy.close();
+    await handle?.stop();
+  });
+
+  /** The index (in `handle.nodes`) of the master serving `slot`. */
+  const masterOf = async (slot: number): Promise<number> => {
+    const ranges = (await admins[0]?.cluster('SLOTS')) as unknown as [number, number, [string, number]][];
+    const [, , [, port]] = ranges.find(([from, to]) => slot >= from && slot <= to) as [
+      number,
+      number,
+      [string, number],
+    ];
+    return handle?.nodes.findIndex((node) => node.port === port) ?? -1;
+  };
+
+  /** `count` client keys of limiter `s` whose slots are all apart, on master `master` (or off it). */
+  const clientsOn = async (master: number, on: boolean, count: number, taken: Set<number>, tag: string) => {
+    const keys: string[] = [];
+    for (let i = 0; keys.length < count; i++) {
+      const key = `${tag}-${i}`;
+      const slot = clientSlot('s', key);
+      if (taken.has(slot) || ((await masterOf(slot)) === master) !== on) continue;
+      taken.add(slot);
+      keys.push(key);
+    }
+    return keys;
+  };
+
+  const open = async (warnings: string[]): Promise<RedisStore> => {
+    const natMap = Object.fromEntries(
+      (handle?.nodes ?? []).map((node, i) => [
+        `127.0.0.1:${node.port}`,
+        { host: '127.0.0.1', port: proxies[i]?.port as number },
+      ]),
+    );
+    const cluster = await connectCluster(handle?.nodes ?? [], { natMap, redisOptions: { maxRetriesPerRequest: 0 } });
+    clusters.push(cluster);
+    return createRedisStore({
+      client: cluster,
+      prefix: `sluice-lf-slow:${randomUUID()}:`,
+      logger: { warn: (message) => warnings.push(message) },
+      localFirst: { syncIntervalMs: 250, outageShare: 0.25 },
+    });
+  };
+
+  // The other masters' calls held the read open past its bound, so the frozen master's later
+  // calls were left unsent before its first one timed out: not taken for down, their clients
+  // were decided at full share (160 admitted of 40 for 20 clients over 8 requests each).
+  it('decides every client of a master that fails during the read at the outage share, its calls sent or not', async () => {
+    const store = await open([]);
+    const limiter = createLimiter({
+      limit: 8,
+      window: '1m',
+      algorithm: 'fixed-window',
+      store,
+      clock: manualClock(START),
+      prefix: 's',
+    });
+    const taken = new Set<number>();
+    // Every master's connection open before the burst.
+    for (const key of await clientsOn(0, true, 3, taken, 'warm')) await limiter.consume(key);
+    for (const key of await clientsOn(0, false, 6, taken, 'warm-other')) await limiter.consume(key);
+    await store.localFirst?.sync();
+    // One call each, in this order: the 5th and the 9th to 28th on the master that freezes.
+    const burst = [
+      ...(await clientsOn(0, false, 4, taken, 'b1')),
+      ...(await clientsOn(0, true, 1, taken, 'a1')),
+      ...(await clientsOn(0, false, 3, taken, 'b2')),
+      ...(await clientsOn(0, true, 20, taken, 'a2')),
+      ...(await clientsOn(0, false, 20, taken, 'b3')),
+    ];
+    const pid = Number(((await admins[0]?.info('server')) ?? '').match(/process_id:(\d+)/)?.[1]);
+    proxies[1]?.delay(700);
+    proxies[2]?.delay(700);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const started = performance.now();
+      const decisions = await Promise.all(burst.map((key) => limiter.consume(key)));
+      expect(performance.now() - started).toBeLessThan(2 * BOUND_MS + 500);
+      const remaining = (prefix: string) =>
+        burst.flatMap((key, i) => (key.startsWith(prefix) ? [decisions[i]?.remaining] : []));
+      // A quarter of 8, one spent.
+      expect(new Set([...remaining('a1'), ...remaining('a2')])).toEqual(new Set([1]));
+      expect(new Set([...remaining('b1'), ...remaining('b2'), ...remaining('b3')])).toEqual(new Set([7]));
+      expect(store.localFirst?.status().slotsDown).toBe(21);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      proxies[1]?.delay(0);
+      proxies[2]?.delay(0);
+      await store.localFirst?.close().catch(() => {});
+    }
+  }, 30_000);
+
+  // A read's call that timed out is still delivered; its slot moved meanwhile (a reshard), the
+  // sync after it went to the slot's new master, and the late call, redirected there (MOVED),
+  // wrote its older total last: the client's count was lost for good.
+  it('sends a slot nothing while a call of its is overdue, though the slot moved to another master', async () => {
+    const warnings: string[] = [];
+    const store = await open(warnings);
+    const cluster = clusters.at(-1) as Cluster;
+    const limiter = createLimiter({
+      limit: 10,
+      window: '1m',
+      algorithm: 'fixed-window',
+      store,
+      clock: manualClock(START),
+      prefix: 's',
+    });
+    const taken = new Set<number>();
+    for (const key of await clientsOn(0, true, 3, taken, 'warm')) await limiter.consume(key);
+    for (const key of await clientsOn(0, false, 6, taken, 'warm-other')) await limiter.consume(key);
+    await store.localFirst?.sync();
+    const [moved] = await clientsOn(0, true, 1, taken, 'moved');
+    const slot = clientSlot('s', moved as string);
+    const [from, to] = await Promise.all([admins[0]?.cluster('MYID'), admins[1]?.cluster('MYID')]);
+    const proxyOfTarget = `127.0.0.1:${proxies[1]?.port}`;
+    proxies[0]?.delay(BOUND_MS + 500);
+    try {
+      const decided = limiter.consume(moved as string);
+      // The read's one call is on its way to the first master; the slot, empty, moves.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const admin of admins) await admin.cluster('SETSLOT', slot, 'NODE', to as string);
+      await waitFor('the client to learn the move', async () => {
+        await new Promise<void>((resolve) => cluster.refreshSlotsCache(() => resolve()));
+        return cluster.slots[slot]?.[0] === proxyOfTarget;
+      });
+      // Its read failed: decided at the outage share, a quarter of 10.
+      expect((await decided).remaining).toBe(1);
+      // The late call lands, redirected; syncs after it write the client's total, once.
+      await waitFor('the late call to be passed on', async () => proxies[0]?.delaying === 0);
+      const counts = async () => {
+        const keys = (await admins[1]?.cluster('GETKEYSINSLOT', slot, 10)) as string[];
+        return Promise.all(keys.map(async (k) => Object.values(await (admins[1] as Redis).hgetall(k))));
+      };
+      await waitFor('the total written after the late call', async () => {
+        await store.localFirst?.sync().catch(() => {});
+        return JSON.stringify(await counts()) === '[["1"]]';
+      });
+      await store.localFirst?.sync();
+      expect(await counts()).toEqual([['1']]);
+    } finally {
+      proxies[0]?.delay(0);
+      await store.localFirst?.close().catch(() => {});
+      for (const k of ((await admins[1]?.cluster('GETKEYSINSLOT', slot, 100)) ?? []) as string[])
+        await admins[1]?.del(k);
+      for (const admin of [admins[1], admins[0], admins[2]])
+        await admin?.cluster('SETSLOT', slot, 'NODE', from as string);
+    }
+  }, 30_000);
+});
