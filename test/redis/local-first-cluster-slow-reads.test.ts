@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { createLimiter } from '@sluice/core';
+import { createLimiter, type Limiter } from '@sluice/core';
 import { clientSlot, createRedisStore, type RedisStore } from '@sluice/redis';
 import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,52 +77,80 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a cl
     });
   };
 
-  // The other masters' calls held the read open past its bound, so the frozen master's later
-  // calls were left unsent before its first one timed out: not taken for down, their clients
-  // were decided at full share (160 admitted of 40 for 20 clients over 8 requests each).
-  it('decides every client of a master that fails during the read at the outage share, its calls sent or not', async () => {
+  /**
+   * A burst of new clients of limiter `s` (limit 8, outage share 2), one call each, in the
+   * order `layout` gives (`true`: on the first master, which is frozen; `false`: on the others,
+   * which answer 700 ms late), decided while that master is frozen: each one's remaining, by
+   * master. `frozen` runs once the master is: a sync beside the read, say.
+   */
+  const burstWithFrozenMaster = async (
+    layout: readonly [onFrozen: boolean, count: number][],
+    frozen: (store: RedisStore, limiter: Limiter, warm: readonly string[]) => void = () => {},
+  ) => {
     const store = await open([]);
-    const limiter = createLimiter({
-      limit: 8,
-      window: '1m',
-      algorithm: 'fixed-window',
-      store,
-      clock: manualClock(START),
-      prefix: 's',
-    });
+    const clock = manualClock(START);
+    const limiter = createLimiter({ limit: 8, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 's' });
     const taken = new Set<number>();
     // Every master's connection open before the burst.
-    for (const key of await clientsOn(0, true, 3, taken, 'warm')) await limiter.consume(key);
-    for (const key of await clientsOn(0, false, 6, taken, 'warm-other')) await limiter.consume(key);
+    const warm = await clientsOn(0, true, 3, taken, 'warm');
+    for (const key of [...warm, ...(await clientsOn(0, false, 6, taken, 'warm-other'))]) await limiter.consume(key);
     await store.localFirst?.sync();
-    // One call each, in this order: the 5th and the 9th to 28th on the master that freezes.
-    const burst = [
-      ...(await clientsOn(0, false, 4, taken, 'b1')),
-      ...(await clientsOn(0, true, 1, taken, 'a1')),
-      ...(await clientsOn(0, false, 3, taken, 'b2')),
-      ...(await clientsOn(0, true, 20, taken, 'a2')),
-      ...(await clientsOn(0, false, 20, taken, 'b3')),
-    ];
+    const burst: [string, boolean][] = [];
+    for (const [n, [onFrozen, count]] of layout.entries()) {
+      for (const key of await clientsOn(0, onFrozen, count, taken, `burst${n}`)) burst.push([key, onFrozen]);
+    }
     const pid = Number(((await admins[0]?.info('server')) ?? '').match(/process_id:(\d+)/)?.[1]);
     proxies[1]?.delay(700);
     proxies[2]?.delay(700);
     process.kill(pid, 'SIGSTOP');
     try {
+      frozen(store, limiter, warm);
       const started = performance.now();
-      const decisions = await Promise.all(burst.map((key) => limiter.consume(key)));
-      expect(performance.now() - started).toBeLessThan(2 * BOUND_MS + 500);
-      const remaining = (prefix: string) =>
-        burst.flatMap((key, i) => (key.startsWith(prefix) ? [decisions[i]?.remaining] : []));
-      // A quarter of 8, one spent.
-      expect(new Set([...remaining('a1'), ...remaining('a2')])).toEqual(new Set([1]));
-      expect(new Set([...remaining('b1'), ...remaining('b2'), ...remaining('b3')])).toEqual(new Set([7]));
-      expect(store.localFirst?.status().slotsDown).toBe(21);
+      const decisions = await Promise.all(burst.map(([key]) => limiter.consume(key)));
+      const waitedMs = performance.now() - started;
+      const remaining = (onFrozen: boolean) =>
+        new Set(decisions.flatMap((d, i) => (burst[i]?.[1] === onFrozen ? [d.remaining] : [])));
+      return { waitedMs, frozen: remaining(true), others: remaining(false), status: store.localFirst?.status() };
     } finally {
       process.kill(pid, 'SIGCONT');
       proxies[1]?.delay(0);
       proxies[2]?.delay(0);
       await store.localFirst?.close().catch(() => {});
     }
+  };
+
+  // The other masters' calls held the read open past its bound, so the frozen master's later
+  // calls were left unsent before its first one timed out: not taken for down, their clients
+  // were decided at full share (160 admitted of 40 for 20 clients over 8 requests each).
+  it('decides every client of a master that fails during the read at the outage share, its calls sent or not', async () => {
+    // The 5th call and the 9th to 28th on the master that freezes.
+    const burst = await burstWithFrozenMaster([
+      [false, 4],
+      [true, 1],
+      [false, 3],
+      [true, 20],
+      [false, 20],
+    ]);
+    expect(burst.waitedMs).toBeLessThan(2 * BOUND_MS + 500);
+    // A quarter of 8, one spent.
+    expect(burst).toMatchObject({ frozen: new Set([1]), others: new Set([7]), status: { slotsDown: 21 } });
+  }, 30_000);
+
+  // The read sent the frozen master nothing (the others' calls took its bound), and the call
+  // that found it frozen was the sync's beside it: its clients were decided at full share.
+  it("decides a master's clients at the outage share when a sync beside the read found it failing", async () => {
+    const burst = await burstWithFrozenMaster(
+      [
+        [false, 8],
+        [true, 20],
+      ],
+      (store, limiter, [warm]) => {
+        // A client of the frozen master to write: the sync sends it a call, which times out.
+        limiter.consume(warm as string);
+        store.localFirst?.sync().catch(() => {});
+      },
+    );
+    expect(burst).toMatchObject({ frozen: new Set([1]), others: new Set([7]) });
   }, 30_000);
 
   // A read's call that timed out is still delivered; its slot moved meanwhile (a reshard), the

@@ -424,6 +424,56 @@ describe('quota_mode over the wire', () => {
     }
   });
 
+  // Callers are told only that the store failed: an error after the outage's first one (an
+  // out-of-memory Redis turned replica) reached neither them nor the log.
+  it("logs each of a store's errors once an outage, up to ten, and the callers none of them", async () => {
+    let cause = 'OOM command not allowed';
+    const store: RateLimitStore = {
+      name: 'flaky',
+      consume: () => Promise.reject(new Error(cause)),
+      reset: () => Promise.resolve(),
+      refund: () => Promise.resolve(),
+    };
+    const lines: [string, Record<string, unknown>][] = [];
+    const log = {
+      warn() {},
+      line: (_level: string, message: string, fields: Record<string, unknown>) => lines.push([message, fields]),
+    };
+    const server = createDecisionServer({ rules, store, grpcPort: 0, httpPort: 0, host: '127.0.0.1', log });
+    const { httpPort } = await server.listen();
+    const decide = () => fetch(`http://127.0.0.1:${httpPort}/json`, { method: 'POST', body: JSON.stringify(entry) });
+    try {
+      for (const next of [
+        'OOM command not allowed',
+        'READONLY replica',
+        'OOM command not allowed',
+        'READONLY replica',
+      ]) {
+        cause = next;
+        const answer = await decide();
+        const { message } = (await answer.json()) as { message: string };
+        expect([answer.status, message]).toEqual([503, 'the rate-limit store failed; the service logged why']);
+      }
+      for (let n = 0; n < 12; n++) {
+        cause = `error ${n}`;
+        await decide();
+      }
+      const errors = lines.flatMap(([message, fields]) =>
+        /^(store|further)/.test(message)
+          ? [`${message}: ${String(fields.error ?? '').replace(/^.*could not decide: /, '')}`]
+          : [],
+      );
+      expect(errors).toEqual([
+        'store unavailable; not serving: OOM command not allowed',
+        'store call failed: READONLY replica',
+        ...Array.from({ length: 8 }, (_, n) => `store call failed: error ${n}`),
+        'further store errors not logged until the store answers again: ',
+      ]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('refuses only when every quota_mode rule refuses, as the adapters decide', async () => {
     const quota = parseRules(`
 domain: d

@@ -36,6 +36,9 @@ export interface DecisionServer {
   checkRules(rules: RuleSet): void;
 }
 
+/** The store's errors one outage logs, each once: past them, one line says the rest are not. */
+const MAX_LOGGED_STORE_ERRORS = 10;
+
 /**
  * The decision service (SPEC §8): Envoy's `RateLimitService` over gRPC and envoyproxy/ratelimit's
  * HTTP endpoints, deciding with sluice's limiters over the rules in force.
@@ -61,14 +64,34 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   let closing = false;
   const serving = (): boolean => storeServing && !closing;
 
+  /**
+   * The store's errors logged in this outage: callers are told only that the store failed, so
+   * the log has each error once (an out-of-memory Redis turned replica shows both), up to
+   * `MAX_LOGGED_STORE_ERRORS` of them however many calls fail.
+   */
+  const loggedErrors = new Set<string>();
+  const logStoreError = (why: string): void => {
+    if (loggedErrors.has(why) || loggedErrors.size > MAX_LOGGED_STORE_ERRORS) return;
+    loggedErrors.add(why);
+    if (loggedErrors.size <= MAX_LOGGED_STORE_ERRORS)
+      log.line('warn', 'store call failed', { store: settings.store.name, error: why });
+    else
+      log.line('warn', 'further store errors not logged until the store answers again', { store: settings.store.name });
+  };
+
   const update = (why?: string): void => {
     const up = storeHealth.up && reportedUp;
     if (up === storeServing) return;
     storeServing = up;
     metrics.storeUp(up);
     grpc.setServing(serving());
-    if (up) log.line('info', 'store answers again; serving', { store: settings.store.name });
-    else log.line('warn', 'store unavailable; not serving', { store: settings.store.name, error: why });
+    if (up) {
+      loggedErrors.clear();
+      log.line('info', 'store answers again; serving', { store: settings.store.name });
+    } else {
+      log.line('warn', 'store unavailable; not serving', { store: settings.store.name, error: why });
+      if (why !== undefined) loggedErrors.add(why);
+    }
   };
   const storeHealth = createStoreHealth({
     store: settings.store,
@@ -81,7 +104,11 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     { decide: (call) => decide(call, currentRules(settings.rules)), giveBack },
     metrics,
     log,
-    (error) => storeHealth.failed(error instanceof Error ? error.message : String(error)),
+    (error) => {
+      const why = error instanceof Error ? error.message : String(error);
+      storeHealth.failed(why);
+      logStoreError(why);
+    },
     settings.failureModeDeny,
   );
   const grpc = createGrpcServer(handleCall, settings);

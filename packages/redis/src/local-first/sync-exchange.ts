@@ -94,6 +94,12 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     counted(late, node, change);
     counted(lateSlots, slot, change);
   };
+  /** Why a call to `slot` on `node` is not sent: an overdue call either still owes. */
+  const owed = (node: string, slot: number): Error | undefined => {
+    if (late.has(node)) return new Error(`${node} has not answered earlier calls`);
+    if (lateSlots.has(slot)) return new Error(`slot ${slot} has not answered earlier calls`);
+    return undefined;
+  };
   /** The master serving a slot, as the client last learnt it; the slot itself when not known. */
   const nodeOf = (slot: number): string =>
     onCluster ? ((client as Cluster).slots[slot]?.[0] ?? `slot ${slot}`) : 'redis';
@@ -176,7 +182,6 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: new Set() };
     const calls = callsFor(targets, latestNow, result.unwritten);
     const failedNodes = new Map<string, unknown>();
-    for (const node of late.keys()) failedNodes.set(node, new Error(`${node} has not answered earlier calls`));
     let next = 0;
     /** Calls left unsent once the exchange stopped. */
     const unsent: Call[] = [];
@@ -184,14 +189,13 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
       while (next < calls.length) {
         const call = calls[next++] as Call;
         const node = nodeOf(call.slot);
-        const failure =
-          failedNodes.get(node) ??
-          (lateSlots.has(call.slot) ? new Error(`slot ${call.slot} has not answered earlier calls`) : undefined);
+        const failure = failedNodes.get(node) ?? owed(node, call.slot);
         if (failure !== undefined) {
-          // Not sent: its node failed this exchange. Its slot is out of reach with it.
+          // Not sent: its node failed this exchange, or owes an overdue call, or its slot does.
+          // The slot is out of reach with it.
           if (!result.failed.has(call.slot)) result.failed.set(call.slot, failure);
         } else if (stopped()) {
-          // Not sent; its slot fails only if its node fails in this exchange (below).
+          // Not sent; its slot fails only if its node fails before the exchange ends (below).
           unsent.push(call);
         } else if (!result.failed.has(call.slot)) {
           // Whether the call's reply came, and whether it was late: its settling runs before
@@ -244,8 +248,10 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
       // A node that failed after a call of its was left unsent (its first call timing out while
       // the others' held the exchange open) has those slots out of reach too: their clients are
       // decided at the outage share, as its other slots' are.
+      // So has one that now owes an overdue call, of a sync beside this exchange.
       for (const call of unsent) {
-        const failure = failedNodes.get(nodeOf(call.slot));
+        const node = nodeOf(call.slot);
+        const failure = failedNodes.get(node) ?? owed(node, call.slot);
         if (failure !== undefined && !result.failed.has(call.slot)) result.failed.set(call.slot, failure);
       }
       return result;
