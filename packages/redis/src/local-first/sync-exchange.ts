@@ -94,7 +94,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     counted(late, node, change);
     counted(lateSlots, slot, change);
   };
-  /** Why a call to `slot` on `node` is not sent: an overdue call either still owes. */
+  /** Why a call to `slot` on `node` is held back: an overdue call the node, or the slot, still owes. */
   const owed = (node: string, slot: number): Error | undefined => {
     if (late.has(node)) return new Error(`${node} has not answered earlier calls`);
     if (lateSlots.has(slot)) return new Error(`slot ${slot} has not answered earlier calls`);
@@ -171,7 +171,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
    * share and unsynced). Once `stopped()` says so (a first read past its bound), no call is
    * sent: its clients stay to be written and read at the next sync, and its slot is not taken
    * for down (a burst of 60,000 new clients on a Redis that answers takes 118 calls, past
-   * 200 ms), unless its node failed in this exchange.
+   * 200 ms), unless its node fails or owes an overdue call by the time the exchange ends.
    */
   const exchange = (
     targets: readonly ClientCounts[],
