@@ -70,9 +70,12 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
    * `MAX_LOGGED_STORE_ERRORS` of them however many calls fail.
    */
   const loggedErrors = new Set<string>();
+  /** An error told apart from others by its words, not its figures (a stall's "sent 154 ms ago"). */
+  const kindOf = (why: string): string => why.replace(/\d+/g, '#');
   const logStoreError = (why: string): void => {
-    if (loggedErrors.has(why) || loggedErrors.size > MAX_LOGGED_STORE_ERRORS) return;
-    loggedErrors.add(why);
+    const kind = kindOf(why);
+    if (loggedErrors.has(kind) || loggedErrors.size > MAX_LOGGED_STORE_ERRORS) return;
+    loggedErrors.add(kind);
     if (loggedErrors.size <= MAX_LOGGED_STORE_ERRORS)
       log.line('warn', 'store call failed', { store: settings.store.name, error: why });
     else
@@ -90,7 +93,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
       log.line('info', 'store answers again; serving', { store: settings.store.name });
     } else {
       log.line('warn', 'store unavailable; not serving', { store: settings.store.name, error: why });
-      if (why !== undefined) loggedErrors.add(why);
+      if (why !== undefined) loggedErrors.add(kindOf(why));
     }
   };
   const storeHealth = createStoreHealth({
