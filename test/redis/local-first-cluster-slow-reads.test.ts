@@ -78,6 +78,26 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a cl
   };
 
   /**
+   * Limiter `s` (fixed window of `limit` a minute) on `store`, with a client on every master
+   * decided and written, so each master's connection is open: the clients, and their slots.
+   */
+  const warmedLimiter = async (store: RedisStore, limit: number) => {
+    const limiter = createLimiter({
+      limit,
+      window: '1m',
+      algorithm: 'fixed-window',
+      store,
+      clock: manualClock(START),
+      prefix: 's',
+    });
+    const taken = new Set<number>();
+    const warm = await clientsOn(0, true, 3, taken, 'warm');
+    for (const key of [...warm, ...(await clientsOn(0, false, 6, taken, 'warm-other'))]) await limiter.consume(key);
+    await store.localFirst?.sync();
+    return { limiter, taken, warm };
+  };
+
+  /**
    * A burst of new clients of limiter `s` (limit 8, outage share 2), one call each, in the
    * order `layout` gives (`true`: on the first master, which is frozen; `false`: on the others,
    * which answer 700 ms late), decided while that master is frozen: each one's remaining, by
@@ -88,13 +108,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a cl
     frozen: (store: RedisStore, limiter: Limiter, warm: readonly string[]) => void = () => {},
   ) => {
     const store = await open([]);
-    const clock = manualClock(START);
-    const limiter = createLimiter({ limit: 8, window: '1m', algorithm: 'fixed-window', store, clock, prefix: 's' });
-    const taken = new Set<number>();
-    // Every master's connection open before the burst.
-    const warm = await clientsOn(0, true, 3, taken, 'warm');
-    for (const key of [...warm, ...(await clientsOn(0, false, 6, taken, 'warm-other'))]) await limiter.consume(key);
-    await store.localFirst?.sync();
+    const { limiter, taken, warm } = await warmedLimiter(store, 8);
     const burst: [string, boolean][] = [];
     for (const [n, [onFrozen, count]] of layout.entries()) {
       for (const key of await clientsOn(0, onFrozen, count, taken, `burst${n}`)) burst.push([key, onFrozen]);
@@ -160,18 +174,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: first reads on a cl
     const warnings: string[] = [];
     const store = await open(warnings);
     const cluster = clusters.at(-1) as Cluster;
-    const limiter = createLimiter({
-      limit: 10,
-      window: '1m',
-      algorithm: 'fixed-window',
-      store,
-      clock: manualClock(START),
-      prefix: 's',
-    });
-    const taken = new Set<number>();
-    for (const key of await clientsOn(0, true, 3, taken, 'warm')) await limiter.consume(key);
-    for (const key of await clientsOn(0, false, 6, taken, 'warm-other')) await limiter.consume(key);
-    await store.localFirst?.sync();
+    const { limiter, taken } = await warmedLimiter(store, 10);
     const [moved] = await clientsOn(0, true, 1, taken, 'moved');
     const slot = clientSlot('s', moved as string);
     const [from, to] = await Promise.all([admins[0]?.cluster('MYID'), admins[1]?.cluster('MYID')]);
