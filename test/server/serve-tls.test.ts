@@ -137,6 +137,33 @@ describe('certificates that cannot serve stop start-up', () => {
     });
   });
 
+  // Only the first certificate was read: a damaged one after it failed start-up with OpenSSL's
+  // bare "bad base64 decode" (--tls-cert), or was skipped unsaid (--tls-client-ca).
+  it.each([
+    [
+      '--tls-cert',
+      'a damaged certificate, number 2 of 2',
+      '-----BEGIN CERTIFICATE-----\nAAAAgarbage\n-----END CERTIFICATE-----\n',
+    ],
+    [
+      '--tls-client-ca',
+      'a damaged certificate, number 2 of 2',
+      '-----BEGIN CERTIFICATE-----\nAAAAgarbage\n-----END CERTIFICATE-----\n',
+    ],
+    ['--tls-cert', 'a certificate with no end line, after 1 whole', '-----BEGIN CERTIFICATE-----\nMIIB\n'],
+  ])('%s holding %s', async (flag, why, after) => {
+    const chain = join(mkdtempSync(join(tmpdir(), 'sluice-chain-')), 'chain.pem');
+    writeFileSync(chain, readFileSync(file(flag === '--tls-cert' ? 'server.pem' : 'ca.pem'), 'latin1') + after);
+    const files =
+      flag === '--tls-cert'
+        ? { cert: chain, key: file('server-key.pem') }
+        : { cert: file('server.pem'), key: file('server-key.pem'), clientCa: chain };
+    await expect(readTls(files)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining(`[sluice] ${flag} ${chain}: holds ${why}`),
+    });
+  });
+
   it('a client CA file that holds no certificate', async () => {
     await expect(
       readTls({ cert: file('server.pem'), key: file('server-key.pem'), clientCa: file('client-key.pem') }),

@@ -29,15 +29,32 @@ async function pem(flag: string, file: string): Promise<Buffer> {
   }
 }
 
+const BEGIN = '-----BEGIN CERTIFICATE-----';
+const BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+
+/**
+ * The first certificate of a PEM file (a chain's leaf), every one in it read: gRPC reads the
+ * whole file, and a damaged block after the first failed start-up with OpenSSL's bare "bad
+ * base64 decode", naming neither flag nor file, or in a client CA file was skipped unsaid.
+ */
 function certificate(flag: string, file: string, text: Buffer): X509Certificate {
   // X509Certificate reads DER too, which gRPC cannot: without this, a DER file passed here and
   // failed start-up with OpenSSL's bare "no start line".
-  if (!text.includes('-----BEGIN CERTIFICATE-----')) return unusable(flag, file, 'holds no PEM certificate');
-  try {
-    return new X509Certificate(text);
-  } catch (cause) {
-    return unusable(flag, file, 'holds no PEM certificate', cause);
-  }
+  const pemText = text.toString('latin1');
+  const blocks = pemText.match(BLOCK) ?? [];
+  if (blocks.length === 0) return unusable(flag, file, 'holds no PEM certificate');
+  if (pemText.split(BEGIN).length - 1 !== blocks.length)
+    return unusable(flag, file, `holds a certificate with no end line, after ${blocks.length} whole`);
+  const read = blocks.map((block, i) => {
+    try {
+      return new X509Certificate(block);
+    } catch (cause) {
+      const which =
+        blocks.length === 1 ? 'no PEM certificate' : `a damaged certificate, number ${i + 1} of ${blocks.length}`;
+      return unusable(flag, file, `holds ${which}`, cause);
+    }
+  });
+  return read[0] as X509Certificate;
 }
 
 /**
