@@ -1,5 +1,6 @@
 import { createLimiter, type PolicyOptions } from '@sluice/core';
-import { createServiceClient } from '@sluice/server';
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer, createServiceClient, credentials, ServerCredentials } from '@sluice/server';
 import { expect, it } from 'vitest';
 
 const good = { address: '127.0.0.1:8081', domain: 'api' };
@@ -23,6 +24,32 @@ it.each([
 ])('createServiceClient refuses %o at creation', (options, code, mention) => {
   expect(() => createServiceClient(options as never)).toThrow(expect.objectContaining({ code }));
   expect(() => createServiceClient(options as never)).toThrow(mention);
+});
+
+/** Credentials as another copy of @grpc/grpc-js makes them: its own classes, of the same names. */
+class ChannelCredentials {}
+class SecureChannelCredentialsImpl extends ChannelCredentials {}
+class ServerCredentialsOfAnotherCopy {}
+Object.defineProperty(ServerCredentialsOfAnotherCopy, 'name', { value: 'ServerCredentials' });
+
+// An app whose @grpc/grpc-js is not @sluice/server's made credentials grpc-js refuses by class:
+// the error said "received object", and no credentials would do.
+it('names credentials from another copy of @grpc/grpc-js as such, and exports its own', async () => {
+  expect(() => createServiceClient({ ...good, credentials: new SecureChannelCredentialsImpl() as never })).toThrow(
+    'another copy of it: make them with the `credentials` and `ServerCredentials` @sluice/server exports',
+  );
+  const rules = parseRules(
+    'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+  );
+  expect(() => createDecisionServer({ rules, grpcCredentials: new ServerCredentialsOfAnotherCopy() as never })).toThrow(
+    'another copy of it',
+  );
+  createServiceClient({ ...good, credentials: credentials.createInsecure(), logger: { warn() {} } }).close();
+  await createDecisionServer({
+    rules,
+    grpcCredentials: ServerCredentials.createInsecure(),
+    log: { line() {}, warn() {} },
+  }).close();
 });
 
 // Regressions: each was taken, and every call then failed on name resolution.

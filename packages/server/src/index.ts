@@ -1,3 +1,6 @@
+// The @grpc/grpc-js that sluice's client and server use: credentials another copy of it made
+// (an app that installed another version) are not theirs.
+export { credentials, ServerCredentials } from '@grpc/grpc-js';
 export type { ServiceClient, ServiceClientOptions } from './client/service-client.js';
 export { createServiceClient } from './client/service-client.js';
 export type { DecisionServer } from './decision-server.js';

@@ -14,6 +14,7 @@ import {
   SluiceError,
 } from '@sluice/core';
 import { createMemoryStore } from '@sluice/memory';
+import { expectedCredentials } from './grpc-credentials.js';
 import { createServiceLog, type ServiceLog } from './log.js';
 import type { RulesSource } from './rules-source.js';
 
@@ -189,7 +190,7 @@ export function checkServerOptions(options: DecisionServerOptions): CheckedServe
     invalidOption(
       'grpcCredentials',
       grpcCredentials,
-      'ServerCredentials from @grpc/grpc-js, such as ServerCredentials.createSsl()',
+      expectedCredentials(grpcCredentials, 'ServerCredentials', 'ServerCredentials.createSsl()'),
     );
   // Read once here: a clock that gives no whole number (`() => 'now'`) would fail every call.
   if (options.clock !== undefined && (typeof options.clock !== 'function' || !isEpochMs(options.clock())))

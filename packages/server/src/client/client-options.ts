@@ -1,5 +1,6 @@
 import { ChannelCredentials, credentials } from '@grpc/grpc-js';
 import { checkKnownOptions, invalid, type Logger } from '@sluice/core';
+import { expectedCredentials } from '../grpc-credentials.js';
 import { REQUEST_LIMITS } from '../request-checks.js';
 import { invalidOption, positive } from '../server-options.js';
 import { isGrpcTarget } from './grpc-target.js';
@@ -54,7 +55,7 @@ export function checkClientOptions(options: ServiceClientOptions): CheckedClient
   // `undefined` alone means plaintext: a `null` is a mistake, never a quiet fall back to it.
   const given = options.credentials === undefined ? credentials.createInsecure() : options.credentials;
   if (!(given instanceof ChannelCredentials))
-    invalidOption('credentials', given, 'ChannelCredentials from @grpc/grpc-js, such as credentials.createSsl()');
+    invalidOption('credentials', given, expectedCredentials(given, 'ChannelCredentials', 'credentials.createSsl()'));
   if (typeof logger?.warn !== 'function')
     invalid('ERR_SLUICE_INVALID_LOGGER', 'logger', logger, 'an object with a `warn(message)` method');
   return {
