@@ -34,11 +34,6 @@ export type RateLimitOptions = (HttpLimiterOptions<Context> | RulesHttpOptions<C
 const unproxiedIp = createClientIp();
 
 /**
- * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default
- * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
- * `maxIpsCount` makes the address one the proxies vouch for.
- */
-/**
  * How many of the chain's last entries Koa reads (`ips.slice(-maxIpsCount)` when above 0):
  * a count that slices from the start (0.5, `Infinity`, `NaN`) reads every entry, the client's
  * first; 1.5 reads one.
@@ -46,6 +41,11 @@ const unproxiedIp = createClientIp();
 const proxyHops = ({ maxIpsCount }: Koa): number =>
   maxIpsCount >= 1 && Number.isFinite(maxIpsCount) ? Math.trunc(maxIpsCount) : 0;
 
+/**
+ * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default
+ * `maxIpsCount: 0` `ctx.ip` is its left-most entry, which the client writes. Only a bounded
+ * `maxIpsCount` makes the address one the proxies vouch for.
+ */
 const sharedBinding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
   rawResponse: (ctx) => ctx.res,

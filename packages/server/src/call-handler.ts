@@ -1,6 +1,6 @@
 import { isSluiceError } from '@sluice/core';
 import type { Decided } from './decider.js';
-import type { ServiceLog } from './log.js';
+import { messageOf, type ServiceLog } from './log.js';
 import type { ServiceMetrics, Transport } from './metrics.js';
 import type { RateLimitAnswer, RateLimitCall } from './wire-types.js';
 
@@ -94,7 +94,7 @@ export function createCallHandler(
       done(!decided.refused ? 'ok' : answer.overallCode === 'OK' ? 'shadow' : 'over_limit');
       return { kind: 'answer', answer };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       if (isSluiceError(error) && error.code === 'ERR_SLUICE_INVALID_REQUEST') {
         done('invalid');
         return { kind: 'invalid', message };

@@ -6,6 +6,7 @@ import { createDecider } from './decider.js';
 import { type GrpcListener, listenGrpc } from './grpc-listener.js';
 import { createGrpcServer } from './grpc-server.js';
 import { createHttpServer } from './http-server.js';
+import { messageOf } from './log.js';
 import { createServiceMetrics } from './metrics.js';
 import { currentRules } from './rules-source.js';
 import { checkServerOptions, type DecisionServerOptions } from './server-options.js';
@@ -108,7 +109,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     metrics,
     log,
     (error) => {
-      const why = error instanceof Error ? error.message : String(error);
+      const why = messageOf(error);
       storeHealth.failed(why);
       logStoreError(why);
     },

@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { type ConnectionTimeouts, MAX_REQUEST_BYTES } from './connection-bounds.js';
 import { parseJsonCall, toJsonResponse } from './json-codec.js';
-import type { ServiceLog } from './log.js';
+import { messageOf, type ServiceLog } from './log.js';
 
 const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, number> = {
   invalid: 400,
@@ -119,7 +119,7 @@ export function createHttpServer(
       try {
         log.line('error', 'HTTP request failed', {
           path,
-          error: error instanceof Error ? error.message : String(error),
+          error: messageOf(error),
         });
       } catch {
         // The log failing too: the answer below still goes out.

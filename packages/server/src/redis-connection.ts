@@ -3,7 +3,7 @@ import { clientSlot, createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import { type RedisTarget, redacted } from './cli-args.js';
-import type { ServiceLog } from './log.js';
+import { messageOf, type ServiceLog } from './log.js';
 import { settledOrAfter } from './settled-or-after.js';
 
 export interface RedisConnection {
@@ -102,7 +102,7 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
     client.disconnect();
     throw new SluiceError(
       'ERR_SLUICE_STORE_CONNECT',
-      `[sluice] Cannot reach Redis at ${whereOf(target)}: ${lastError ?? (cause instanceof Error ? cause.message : String(cause))}`,
+      `[sluice] Cannot reach Redis at ${whereOf(target)}: ${lastError ?? messageOf(cause)}`,
       { cause },
     );
   } finally {
@@ -158,7 +158,7 @@ async function checkDecides(client: Redis | Cluster, store: RateLimitStore, targ
     const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
     throw new SluiceError(
       'ERR_SLUICE_STORE_CONNECT',
-      `[sluice] Redis at ${whereOf(target)} answers but cannot decide: ${cause instanceof Error ? cause.message : String(cause)}`,
+      `[sluice] Redis at ${whereOf(target)} answers but cannot decide: ${messageOf(cause)}`,
       { cause },
     );
   }

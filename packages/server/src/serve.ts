@@ -9,7 +9,7 @@ import {
 } from '@sluice/rules';
 import type { ServeFlags } from './cli-args.js';
 import { createDecisionServer } from './decision-server.js';
-import type { ServiceLog } from './log.js';
+import { messageOf, type ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
 import { readTls } from './tls.js';
@@ -20,8 +20,6 @@ export interface RunningService {
   /** Graceful stop: calls in flight finish, then the rules watcher and Redis are closed. */
   stop(): Promise<void>;
 }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * `sluice serve`: loads the rules (a bad document stops start-up), connects to Redis when

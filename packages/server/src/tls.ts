@@ -30,7 +30,7 @@ async function pem(flag: string, file: string): Promise<Buffer> {
 }
 
 const BEGIN = '-----BEGIN CERTIFICATE-----';
-const BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+const BLOCK = new RegExp(`${BEGIN}[\\s\\S]*?-----END CERTIFICATE-----`, 'g');
 
 /**
  * The first certificate of a PEM file (a chain's leaf), every one in it read: gRPC reads the
@@ -38,10 +38,10 @@ const BLOCK = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
  * base64 decode", naming neither flag nor file, or in a client CA file was skipped unsaid.
  */
 function certificate(flag: string, file: string, text: Buffer): X509Certificate {
-  // X509Certificate reads DER too, which gRPC cannot: without this, a DER file passed here and
-  // failed start-up with OpenSSL's bare "no start line".
   const pemText = text.toString('latin1');
   const blocks = pemText.match(BLOCK) ?? [];
+  // X509Certificate reads DER too, which gRPC cannot: without PEM blocks, a DER file passed
+  // here and failed start-up with OpenSSL's bare "no start line".
   if (blocks.length === 0) return unusable(flag, file, 'holds no PEM certificate');
   if (pemText.split(BEGIN).length - 1 !== blocks.length)
     return unusable(flag, file, `holds a certificate with no end line, after ${blocks.length} whole`);

@@ -182,6 +182,8 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const result: ExchangeOutcome = { answered: new Set(), failed: new Map(), unwritten: new Set() };
     const calls = callsFor(targets, latestNow, result.unwritten);
     const failedNodes = new Map<string, unknown>();
+    /** Why a call to `slot` on `node` goes unsent: its node failed in this exchange, or an overdue call holds it. */
+    const heldBack = (node: string, slot: number): unknown => failedNodes.get(node) ?? owed(node, slot);
     let next = 0;
     /** Calls left unsent once the exchange stopped. */
     const unsent: Call[] = [];
@@ -189,7 +191,7 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
       while (next < calls.length) {
         const call = calls[next++] as Call;
         const node = nodeOf(call.slot);
-        const failure = failedNodes.get(node) ?? owed(node, call.slot);
+        const failure = heldBack(node, call.slot);
         if (failure !== undefined) {
           // Not sent: its node failed this exchange, or owes an overdue call, or its slot does.
           // The slot is out of reach with it.
@@ -246,12 +248,11 @@ export function createSyncExchange(client: RedisClient, prefix: string) {
     const workers = Array.from({ length: Math.min(CALLS_IN_FLIGHT, calls.length) }, worker);
     return Promise.all(workers).then(() => {
       // A node that failed after a call of its was left unsent (its first call timing out while
-      // the others' held the exchange open) has those slots out of reach too: their clients are
-      // decided at the outage share, as its other slots' are.
-      // So has one that now owes an overdue call, of a sync beside this exchange.
+      // the others' held the exchange open), or that now owes an overdue call of a sync beside
+      // this exchange, has those slots out of reach too: their clients are decided at the
+      // outage share, as its other slots' are.
       for (const call of unsent) {
-        const node = nodeOf(call.slot);
-        const failure = failedNodes.get(node) ?? owed(node, call.slot);
+        const failure = heldBack(nodeOf(call.slot), call.slot);
         if (failure !== undefined && !result.failed.has(call.slot)) result.failed.set(call.slot, failure);
       }
       return result;

@@ -86,7 +86,7 @@ function toOutcome(
     // answer it with `limit_remaining` at the uint32's top, where no rule leaves 0.
     warnOnce(
       status.limitRemaining === UINT32_MAX
-        ? `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but unlimited in the decision service's rules for domain "${domain}"; the service decides, so it is not limited there.`
+        ? ruleMismatch(policy, 'unlimited', domain, 'so it is not limited there')
         : `[sluice] WRN_SLUICE_NO_RULE: the decision service has no rule for policy "${policy.name}" in domain "${domain}"; it is not limited there.`,
     );
     return { allowed: true, remaining: policy.capacity, resetAfterMs: 0, retryAfterMs: 0, delayMs: 0 };
@@ -120,9 +120,13 @@ function checkRule(
   if (limit === policy.limit && (unitMs === undefined || unitMs === policy.windowMs)) return;
   const theirs = unitMs === undefined ? `a limit of ${limit}` : `${limit} per ${unit}`;
   warnOnce(
-    `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but ${theirs} in the decision service's rules for domain "${domain}"; the service decides, and headers show the local limit and window beside its remaining and reset.`,
+    ruleMismatch(policy, theirs, domain, 'and headers show the local limit and window beside its remaining and reset'),
   );
 }
+
+/** The warning that the service's rule for `policy` is `theirs`, and what follows from the service deciding. */
+const ruleMismatch = (policy: Policy, theirs: string, domain: string, follows: string): string =>
+  `[sluice] WRN_SLUICE_RULE_MISMATCH: policy "${policy.name}" is ${policy.limit} per ${formatMs(policy.windowMs)} here but ${theirs} in the decision service's rules for domain "${domain}"; the service decides, ${follows}.`;
 
 function badReply(what: string): never {
   throw new SluiceError('ERR_SLUICE_BAD_STORE_REPLY', `[sluice] The decision service answered ${what}.`);
