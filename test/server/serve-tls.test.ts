@@ -1,4 +1,4 @@
-import { X509Certificate } from 'node:crypto';
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -84,6 +84,25 @@ describe('sluice serve --tls-cert --tls-key: gRPC over TLS', () => {
     expect(allowed).toEqual([true, true, true, false]);
     await store.close();
   });
+
+  // A call waiting for its connection ended with grpc-js's "Deadline exceeded … Waiting for LB
+  // pick": nothing said the client did not trust the service's certificate.
+  it("the service client's ready() names why it could not connect", async () => {
+    const store = createServiceClient({
+      address: sluice.grpcAddress,
+      domain: 'edge',
+      credentials: trusting('other-ca.pem'),
+      deadlineMs: 300,
+      logger: quiet,
+    });
+    await expect(store.ready()).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      message: expect.stringContaining(
+        'did not answer within 300 ms: No connection established. Last error: Error: unable to verify',
+      ),
+    });
+    await store.close();
+  });
 });
 
 describe('sluice serve --tls-client-ca: mutual TLS', () => {
@@ -125,6 +144,22 @@ describe('certificates that cannot serve stop start-up', () => {
     await expect(refused).rejects.toMatchObject({
       code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
       message: expect.stringContaining(`[sluice] ${flag} ${file(flag === '--tls-cert' ? cert : key)}: ${why}`),
+    });
+  });
+
+  // OpenSSL, given no passphrase, says only "interrupted or cancelled": it was reported as no key at all.
+  it.each([
+    ['PKCS #8', 'pkcs8'],
+    ['traditional', 'sec1'],
+  ] as const)('an encrypted private key (%s), which gRPC cannot unlock', async (_, type) => {
+    const encrypted = join(mkdtempSync(join(tmpdir(), 'sluice-key-')), 'key.pem');
+    const key = createPrivateKey(pem('server-key.pem'));
+    writeFileSync(encrypted, key.export({ format: 'pem', type, cipher: 'aes-256-cbc', passphrase: 'secret' }));
+    await expect(readTls({ cert: file('server.pem'), key: encrypted })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining(
+        `--tls-key ${encrypted}: holds an encrypted private key, and gRPC takes no passphrase`,
+      ),
     });
   });
 

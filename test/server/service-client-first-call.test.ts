@@ -79,5 +79,6 @@ it('ready() rejects when no service answers within deadlineMs; unasked, that end
     .ready()
     .catch((thrown: unknown) => thrown);
   expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_STORE_UNAVAILABLE');
-  expect((error as Error).message).toContain(`${address} did not answer within 200 ms`);
+  expect((error as Error).message).toContain(`${address} did not answer within 200 ms: No connection established`);
+  expect((error as Error).message).toContain('ECONNREFUSED');
 });

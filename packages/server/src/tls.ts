@@ -32,6 +32,9 @@ async function pem(flag: string, file: string): Promise<Buffer> {
 const BEGIN = '-----BEGIN CERTIFICATE-----';
 const BLOCK = new RegExp(`${BEGIN}[\\s\\S]*?-----END CERTIFICATE-----`, 'g');
 
+/** A PKCS #8 encrypted key, or a traditional one (`Proc-Type: 4,ENCRYPTED`). */
+const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *ENCRYPTED/m;
+
 /**
  * The first certificate of a PEM file (a chain's leaf), every one in it read: gRPC reads the
  * whole file, and a damaged block after the first failed start-up with OpenSSL's bare "bad
@@ -74,7 +77,11 @@ export async function readTls(files: TlsFiles, now: Date = new Date()): Promise<
   try {
     key = createPrivateKey(keyText);
   } catch (cause) {
-    return unusable('--tls-key', files.key, 'holds no PEM private key', cause);
+    // OpenSSL, asked for a passphrase it was not given, says only "interrupted or cancelled".
+    const why = ENCRYPTED_KEY.test(keyText.toString('latin1'))
+      ? 'holds an encrypted private key, and gRPC takes no passphrase: give it the key decrypted (`openssl pkey -in <file> -out <new file>`)'
+      : 'holds no PEM private key';
+    return unusable('--tls-key', files.key, why, cause);
   }
   if (!cert.checkPrivateKey(key))
     unusable('--tls-key', files.key, `is not the key of the certificate in ${files.cert}`);

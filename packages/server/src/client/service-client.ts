@@ -14,7 +14,8 @@ export interface ServiceClient extends RateLimitStore {
    * Resolves once the client has connected and made a first call (a health check, which the
    * service counts nowhere), so that the first decision pays for neither; rejects with
    * `ERR_SLUICE_STORE_UNAVAILABLE` when the service has not answered within `deadlineMs` of
-   * creation. Await it before taking traffic; decisions are asked either way.
+   * creation, naming the channel's last connection error (read by one more call of at most
+   * 200 ms). Await it before taking traffic; decisions are asked either way.
    */
   ready(): Promise<void>;
   /**

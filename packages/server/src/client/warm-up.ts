@@ -5,6 +5,9 @@ import { service as health } from 'grpc-health-check';
 /** Failures of the call itself, before any service answered it. */
 const unanswered = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED, status.CANCELLED]);
 
+/** How long the call that reads why the channel could not connect may take. */
+const CONNECTION_ERROR_WAIT_MS = 200;
+
 /**
  * Connects `client`'s channel and sends one `grpc.health.v1.Health/Check` over it, which the
  * service counts nowhere (no quota, no `sluice_service_calls_total`). Besides the connection,
@@ -12,7 +15,7 @@ const unanswered = new Set<number>([status.UNAVAILABLE, status.DEADLINE_EXCEEDED
  * first run of their code, which with a fresh service outlasted a 20 ms `storeTimeoutMs`:
  * this call pays it instead of the first decision. It resolves on any answer (a service
  * without `grpc.health.v1` answers UNIMPLEMENTED, over the same path), and rejects when no
- * answer came within `deadlineMs`.
+ * answer came within `deadlineMs`, naming why the channel could not connect.
  */
 export function warmUp(
   client: Client,
@@ -33,13 +36,30 @@ export function warmUp(
       { deadline: Date.now() + deadlineMs },
       (error) => {
         if (error === null || !unanswered.has(error.code)) return resolve();
-        const what = cancelled
-          ? 'had not answered when the client was closed'
-          : `did not answer within ${deadlineMs} ms: ${error.message}`;
-        reject(
-          new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The decision service at ${address} ${what}`, {
-            cause: error,
-          }),
+        const fail = (what: string) =>
+          reject(
+            new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The decision service at ${address} ${what}`, {
+              cause: error,
+            }),
+          );
+        if (cancelled) return fail('had not answered when the client was closed');
+        // A call waiting for the connection ends with "Deadline exceeded … Waiting for LB pick",
+        // whatever kept it waiting: a refused connection, a certificate the client does not
+        // trust, a name that does not resolve. A call that does not wait is failed at once with
+        // the channel's last connection error.
+        call = client.makeUnaryRequest(
+          path,
+          requestSerialize,
+          responseDeserialize,
+          { service: '' },
+          new Metadata(),
+          { deadline: Date.now() + CONNECTION_ERROR_WAIT_MS },
+          (late) => {
+            if (late === null || !unanswered.has(late.code)) return resolve();
+            if (cancelled) return fail('had not answered when the client was closed');
+            const reason = late.code === status.UNAVAILABLE ? late.details : error.message;
+            fail(`did not answer within ${deadlineMs} ms: ${reason}`);
+          },
         );
       },
     );
