@@ -59,7 +59,8 @@ Options:
   --shadow-mode                   answer every call OK, each status saying what the rules
                                   decided (envoyproxy/ratelimit's SHADOW_MODE=true)
   --tls-cert <file> --tls-key <file>
-                                  serve gRPC over TLS with this PEM certificate (chain) and key
+                                  serve gRPC over TLS with this PEM certificate (chain) and key,
+                                  read again every 10 s for a renewal
   --tls-client-ca <file>          with them, require client certificates this CA signed
   --help                          this text`;
 

@@ -12,7 +12,10 @@ import { createDecisionServer } from './decision-server.js';
 import { messageOf, type ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
-import { readTls } from './tls.js';
+import { serveTls, type TlsWatch } from './tls-watch.js';
+
+/** How often `--tls-cert`, `--tls-key` and `--tls-client-ca` are read again for a renewal. */
+const TLS_CHECK_INTERVAL_MS = 10_000;
 
 export interface RunningService {
   grpcPort: number;
@@ -50,10 +53,12 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
   };
   let watcher: RulesWatcher | undefined;
   let redis: RedisConnection | undefined;
+  let tlsWatch: TlsWatch | undefined;
   // Both at once: a reload waiting on a Redis that stalled with its connection open ends when
   // the connection does (at most 1 s later), where closing the watcher first waited for it for
   // good. On a Redis that answers, QUIT follows the reload's read on the connection.
   const release = async (): Promise<void> => {
+    tlsWatch?.close();
     // Settled both: one failing to close must not leave the other unawaited.
     const closed = await Promise.allSettled([watcher?.close(), redis?.close()]);
     const failed = closed.find((result) => result.status === 'rejected');
@@ -61,7 +66,7 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
   };
   try {
     // Unusable certificates stop start-up before anything else is opened.
-    const tls = flags.tls === undefined ? undefined : await readTls(flags.tls);
+    const tls = flags.tls === undefined ? undefined : await serveTls(flags.tls);
     const { rules } = flags;
     if ('path' in rules) watcher = watchRules(rules.path, reloads);
     redis = flags.redis === undefined ? undefined : await connectRedis(flags.redis, log);
@@ -92,7 +97,10 @@ export async function serve(flags: ServeFlags, log: ServiceLog): Promise<Running
     const unread = 'path' in rules ? ignoredRuleFiles(rules.path) : [];
     if (unread.length > 0)
       log.line('warn', 'files under --rules not read: only .yaml, .yml and .json files hold rules', { files: unread });
-    if (tls !== undefined) log.line('info', 'gRPC over TLS', tls.described);
+    if (tls !== undefined) {
+      log.line('info', 'gRPC over TLS', tls.described);
+      tlsWatch = tls.watch(log, { intervalMs: TLS_CHECK_INTERVAL_MS });
+    }
     redis?.watch((up) => server.setServing(up));
     const ports = await server.listen();
     return {

@@ -1,6 +1,5 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { ServerCredentials } from '@grpc/grpc-js';
 import { SluiceError } from '@sluice/core';
 
 /** PEM files for gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`). */
@@ -11,8 +10,17 @@ export interface TlsFiles {
   clientCa?: string | undefined;
 }
 
-export interface TlsCredentials {
-  credentials: ServerCredentials;
+/** The files' bytes, as gRPC serves them. */
+export interface TlsTexts {
+  cert: Buffer;
+  key: Buffer;
+  clientCa: Buffer | undefined;
+}
+
+/** The files read and checked: what gRPC may serve. */
+export interface CheckedTls {
+  texts: TlsTexts;
+  validTo: Date;
   /** What the log says of it: the certificate's subject and when it expires. */
   described: { subject: string; validTo: string; clientCertificates: 'required' | 'not asked' };
 }
@@ -61,24 +69,33 @@ function certificate(flag: string, file: string, text: Buffer): X509Certificate 
 }
 
 /**
- * Server credentials from the files, checked first: gRPC would take a key that does not match
- * its certificate, or a certificate out of date, and then fail every client's handshake with
- * nothing in the service's log. Read once at start-up: a renewed certificate is served after
- * a restart (SIGTERM lets calls in flight finish).
+ * The files read and checked: gRPC would take a key that does not match its certificate, or a
+ * certificate out of date, and then fail every client's handshake with nothing in the
+ * service's log.
  */
-export async function readTls(files: TlsFiles, now: Date = new Date()): Promise<TlsCredentials> {
-  const [certText, keyText, caText] = await Promise.all([
+export async function readTls(files: TlsFiles, now: Date = new Date()): Promise<CheckedTls> {
+  return checkTls(files, await readTlsTexts(files), now);
+}
+
+/** The files' bytes, unchecked; a file that cannot be read fails naming its flag. */
+export async function readTlsTexts(files: TlsFiles): Promise<TlsTexts> {
+  const [cert, key, clientCa] = await Promise.all([
     pem('--tls-cert', files.cert),
     pem('--tls-key', files.key),
     files.clientCa === undefined ? undefined : pem('--tls-client-ca', files.clientCa),
   ]);
-  const cert = certificate('--tls-cert', files.cert, certText);
+  return { cert, key, clientCa };
+}
+
+/** `texts`, read from `files`, checked as `readTls` does. */
+export function checkTls(files: TlsFiles, texts: TlsTexts, now: Date): CheckedTls {
+  const cert = certificate('--tls-cert', files.cert, texts.cert);
   let key: KeyObject;
   try {
-    key = createPrivateKey(keyText);
+    key = createPrivateKey(texts.key);
   } catch (cause) {
     // OpenSSL, asked for a passphrase it was not given, says only "interrupted or cancelled".
-    const why = ENCRYPTED_KEY.test(keyText.toString('latin1'))
+    const why = ENCRYPTED_KEY.test(texts.key.toString('latin1'))
       ? 'holds an encrypted private key, and gRPC takes no passphrase: give it the key decrypted (`openssl pkey -in <file> -out <new file>`)'
       : 'holds no PEM private key';
     return unusable('--tls-key', files.key, why, cause);
@@ -86,18 +103,16 @@ export async function readTls(files: TlsFiles, now: Date = new Date()): Promise<
   if (!cert.checkPrivateKey(key))
     unusable('--tls-key', files.key, `is not the key of the certificate in ${files.cert}`);
   if (now < new Date(cert.validFrom)) unusable('--tls-cert', files.cert, `is not valid before ${cert.validFrom}`);
-  if (now > new Date(cert.validTo)) unusable('--tls-cert', files.cert, `expired ${cert.validTo}`);
-  if (caText !== undefined) certificate('--tls-client-ca', files.clientCa as string, caText);
+  const validTo = new Date(cert.validTo);
+  if (now > validTo) unusable('--tls-cert', files.cert, `expired ${cert.validTo}`);
+  if (texts.clientCa !== undefined) certificate('--tls-client-ca', files.clientCa as string, texts.clientCa);
   return {
-    credentials: ServerCredentials.createSsl(
-      caText ?? null,
-      [{ cert_chain: certText, private_key: keyText }],
-      caText !== undefined,
-    ),
+    texts,
+    validTo,
     described: {
       subject: cert.subject,
-      validTo: new Date(cert.validTo).toISOString(),
-      clientCertificates: caText === undefined ? 'not asked' : 'required',
+      validTo: validTo.toISOString(),
+      clientCertificates: texts.clientCa === undefined ? 'not asked' : 'required',
     },
   };
 }

@@ -1,0 +1,149 @@
+import type { SecureContextOptions } from 'node:tls';
+import { ServerCredentials } from '@grpc/grpc-js';
+import { messageOf, type ServiceLog } from './log.js';
+import { type CheckedTls, checkTls, readTls, readTlsTexts, type TlsFiles, type TlsTexts } from './tls.js';
+
+/** gRPC over TLS from files, checked, and kept current as they are renewed. */
+export interface ServedTls {
+  credentials: ReplaceableTlsCredentials;
+  /** What the log says of the certificate first served. */
+  described: CheckedTls['described'];
+  /** Starts reading the files again every `intervalMs`: see `watchTls`. */
+  watch(log: ServiceLog, options: TlsWatchOptions): TlsWatch;
+}
+
+/** The files read and checked (a failure stops start-up), ready to serve and to watch. */
+export async function serveTls(files: TlsFiles): Promise<ServedTls> {
+  const checked = await readTls(files);
+  const credentials = new ReplaceableTlsCredentials(checked);
+  return {
+    credentials,
+    described: checked.described,
+    watch: (log, options) => watchTls(files, checked, credentials, log, options),
+  };
+}
+
+/**
+ * gRPC server credentials whose certificate, key and client CA can be replaced while the
+ * server runs: grpc-js hands each replacement to its TLS server (`setSecureContext`), so
+ * every later handshake uses it and connections already open keep theirs.
+ */
+export class ReplaceableTlsCredentials extends ServerCredentials {
+  constructor(served: CheckedTls) {
+    // As `ServerCredentials.createSsl`: a client certificate asked for, and required, when a
+    // client CA is given; gRPC's cipher list, which `GRPC_SSL_CIPHER_SUITES` may set.
+    super(
+      { requestCert: served.texts.clientCa !== undefined, ciphers: process.env.GRPC_SSL_CIPHER_SUITES },
+      context(served),
+    );
+  }
+
+  replace(served: CheckedTls): void {
+    this.updateSecureContextOptions(context(served));
+  }
+
+  _equals(other: ServerCredentials): boolean {
+    return other === this;
+  }
+}
+
+const context = ({ texts }: CheckedTls): SecureContextOptions => ({
+  cert: [texts.cert],
+  key: [texts.key],
+  ...(texts.clientCa === undefined ? {} : { ca: texts.clientCa }),
+});
+
+/** Warned of in the log from this long before the certificate expires. */
+export const EXPIRY_WARNING_MS = 14 * 24 * 60 * 60 * 1000;
+
+export interface TlsWatch {
+  /** Reads the files now, as the interval does; resolves once they are served or refused. */
+  check(): Promise<void>;
+  close(): void;
+}
+
+export interface TlsWatchOptions {
+  /** How often the files are read again. */
+  intervalMs: number;
+  now?: () => Date;
+}
+
+/**
+ * Reads the TLS files every `intervalMs` and, when their bytes changed and pass the start-up
+ * checks, serves them from the next handshake: a certificate renewed in place (cert-manager,
+ * a mounted Secret, certbot) is served without a restart. Files that fail the checks leave
+ * the last good ones served, and the log says why, once for each new content or failure. It
+ * warns when the served certificate comes within 14 days of expiry, and says when it has
+ * expired, once each.
+ */
+export function watchTls(
+  files: TlsFiles,
+  served: CheckedTls,
+  credentials: ReplaceableTlsCredentials,
+  log: ServiceLog,
+  { intervalMs, now = () => new Date() }: TlsWatchOptions,
+): TlsWatch {
+  let seen: TlsTexts = served.texts;
+  let failure: string | undefined;
+  let told: 'soon' | 'expired' | undefined;
+  let checking: Promise<void> | undefined;
+
+  const replaceIfChanged = async (): Promise<void> => {
+    try {
+      const texts = await readTlsTexts(files);
+      if (sameTexts(texts, seen)) return;
+      seen = texts;
+      const checked = checkTls(files, texts, now());
+      credentials.replace(checked);
+      served = checked;
+      failure = undefined;
+      told = undefined;
+      log.line('info', 'TLS certificate reloaded', checked.described);
+    } catch (error) {
+      const message = messageOf(error);
+      if (message === failure) return;
+      failure = message;
+      log.line('error', 'TLS files not reloaded; serving the last good certificate', {
+        error: message,
+        validTo: served.described.validTo,
+      });
+    }
+  };
+  const tellExpiry = (): void => {
+    const left = served.validTo.getTime() - now().getTime();
+    if (left <= 0 && told !== 'expired') {
+      told = 'expired';
+      log.line('error', 'TLS certificate expired: every new handshake fails until a renewed one is in place', {
+        certificate: files.cert,
+        validTo: served.described.validTo,
+      });
+    } else if (left > 0 && left <= EXPIRY_WARNING_MS && told === undefined) {
+      told = 'soon';
+      log.line('warn', 'TLS certificate expires soon', {
+        certificate: files.cert,
+        validTo: served.described.validTo,
+        daysLeft: Math.floor(left / (24 * 60 * 60 * 1000)),
+      });
+    }
+  };
+  // One read at a time: a slow disk must not stack reads that would land out of order.
+  const check = (): Promise<void> => {
+    checking ??= replaceIfChanged()
+      .then(tellExpiry)
+      .finally(() => {
+        checking = undefined;
+      });
+    return checking;
+  };
+
+  tellExpiry();
+  const timer = setInterval(check, intervalMs);
+  // The service's own handles keep it running; this timer must not once they are closed.
+  timer.unref();
+  return { check, close: () => clearInterval(timer) };
+}
+
+const sameTexts = (a: TlsTexts, b: TlsTexts): boolean =>
+  a.cert.equals(b.cert) &&
+  a.key.equals(b.key) &&
+  (a.clientCa === undefined ? b.clientCa === undefined : b.clientCa !== undefined && a.clientCa.equals(b.clientCa));

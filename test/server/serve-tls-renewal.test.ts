@@ -1,0 +1,207 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type ChannelCredentials, credentials, type ServiceError, status } from '@grpc/grpc-js';
+import { parseRules } from '@sluice/rules';
+import { createDecisionServer } from '@sluice/server';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { parseServeArgs, type ServeFlags } from '../../packages/server/src/cli-args.js';
+import { serve } from '../../packages/server/src/serve.js';
+import { EXPIRY_WARNING_MS, serveTls } from '../../packages/server/src/tls-watch.js';
+import { createEnvoyClient } from '../helpers/envoy-client.js';
+
+const fixture = (name: string) => new URL(`./fixtures/tls/${name}`, import.meta.url).pathname;
+const rulesFile = new URL('./fixtures/edge.yaml', import.meta.url).pathname;
+const trusting = (ca: string) => credentials.createSsl(readFileSync(fixture(ca)));
+const DAY = 24 * 60 * 60 * 1000;
+
+interface Line {
+  level: string;
+  message: string;
+  fields: Record<string, unknown> | undefined;
+}
+let lines: Line[];
+const log = {
+  line: (level: string, message: string, fields?: Record<string, unknown>) => lines.push({ level, message, fields }),
+  warn: () => {},
+};
+const said = (level: string) => lines.filter((line) => line.level === level);
+
+/** The service's TLS files, in a directory of their own that the test renews in place. */
+let dir: string;
+const files = () => ({ cert: join(dir, 'tls.crt'), key: join(dir, 'tls.key') });
+const install = (cert: string, key: string) => {
+  copyFileSync(fixture(cert), files().cert);
+  copyFileSync(fixture(key), files().key);
+};
+beforeEach(() => {
+  lines = [];
+  dir = mkdtempSync(join(tmpdir(), 'sluice-tls-renewal-'));
+  install('server.pem', 'server-key.pem');
+});
+
+let run = 0;
+const ask = async (address: string, channel: ChannelCredentials) => {
+  const envoy = createEnvoyClient(address, channel);
+  try {
+    const answer = await envoy.shouldRateLimit({
+      domain: 'edge',
+      descriptors: [{ entries: [{ key: 'remote_address', value: `198.51.100.${++run}-${process.pid}` }] }],
+    });
+    return answer.overall_code;
+  } catch (error) {
+    return (error as ServiceError).code;
+  } finally {
+    envoy.close();
+  }
+};
+
+/** A decision service on the files, whose watch the test drives: its interval never fires. */
+async function serving() {
+  const tls = await serveTls(files());
+  const server = createDecisionServer({
+    rules: parseRules(readFileSync(rulesFile, 'utf8')),
+    grpcPort: 0,
+    httpPort: 0,
+    host: '127.0.0.1',
+    grpcCredentials: tls.credentials,
+    log,
+  });
+  const { grpcPort } = await server.listen();
+  const watch = tls.watch(log, { intervalMs: DAY });
+  const close = () => {
+    watch.close();
+    return server.close();
+  };
+  return { address: `127.0.0.1:${grpcPort}`, watch, close };
+}
+
+// A certificate was read once, at start-up: one renewed in place (cert-manager, a mounted
+// Secret) was served only after a restart, and until then every new handshake failed once the
+// old one expired.
+it('serves a certificate renewed in place from the next handshake; connections open keep theirs', async () => {
+  const service = await serving();
+  try {
+    const open = createEnvoyClient(service.address, trusting('ca.pem'));
+    const keep = () => open.shouldRateLimit({ domain: 'edge', descriptors: [{ entries: [{ key: 'k', value: 'v' }] }] });
+    expect((await keep()).overall_code).toBe('OK');
+    expect(await ask(service.address, trusting('ca.pem'))).toBe('OK');
+
+    install('renewed.pem', 'renewed-key.pem');
+    await service.watch.check();
+    expect(lines.find((line) => line.message === 'TLS certificate reloaded')?.fields).toMatchObject({
+      subject: 'CN=sluice service renewed',
+    });
+    expect(await ask(service.address, trusting('renewed.pem'))).toBe('OK');
+    expect(await ask(service.address, trusting('ca.pem'))).toBe(status.UNAVAILABLE);
+    expect((await keep()).overall_code).toBe('OK');
+    open.close();
+  } finally {
+    await service.close();
+  }
+});
+
+it('keeps serving the last good certificate when the files fail the checks, saying so once', async () => {
+  const service = await serving();
+  try {
+    // Renewed halfway: the new certificate with the old key.
+    copyFileSync(fixture('renewed.pem'), files().cert);
+    await service.watch.check();
+    await service.watch.check();
+    expect(said('error')).toEqual([
+      {
+        level: 'error',
+        message: 'TLS files not reloaded; serving the last good certificate',
+        fields: {
+          error: expect.stringContaining(`--tls-key ${files().key}: is not the key of the certificate`),
+          validTo: '2126-11-10T22:38:59.000Z',
+        },
+      },
+    ]);
+    expect(await ask(service.address, trusting('ca.pem'))).toBe('OK');
+
+    // The key follows: served.
+    copyFileSync(fixture('renewed-key.pem'), files().key);
+    await service.watch.check();
+    expect(await ask(service.address, trusting('renewed.pem'))).toBe('OK');
+
+    // Damaged, then unreadable: each said once, and the renewed certificate still served.
+    writeFileSync(files().cert, '-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n');
+    await service.watch.check();
+    copyFileSync(fixture('renewed.pem'), files().cert);
+    rmSync(files().key);
+    await service.watch.check();
+    await service.watch.check();
+    expect(said('error').map((line) => line.fields?.error)).toEqual([
+      expect.stringContaining('is not the key of the certificate'),
+      expect.stringContaining(`--tls-cert ${files().cert}: holds no PEM certificate`),
+      expect.stringContaining(`--tls-key ${files().key}: cannot be read (ENOENT)`),
+    ]);
+    expect(await ask(service.address, trusting('renewed.pem'))).toBe('OK');
+  } finally {
+    await service.close();
+  }
+});
+
+it('warns once as the certificate comes within 14 days of expiry, and says once when it has expired', async () => {
+  const tls = await serveTls(files());
+  const validTo = new Date('2126-11-10T22:38:59.000Z').getTime();
+  let now = validTo - EXPIRY_WARNING_MS - 1;
+  const options = { intervalMs: DAY, now: () => new Date(now) };
+  const watch = tls.watch(log, options);
+  try {
+    await watch.check();
+    expect(lines).toEqual([]);
+    now = validTo - 5 * DAY - 1;
+    await watch.check();
+    await watch.check();
+    expect(said('warn')).toEqual([
+      {
+        level: 'warn',
+        message: 'TLS certificate expires soon',
+        fields: { certificate: files().cert, validTo: '2126-11-10T22:38:59.000Z', daysLeft: 5 },
+      },
+    ]);
+    now = validTo + 1000;
+    await watch.check();
+    await watch.check();
+    expect(said('error')).toEqual([
+      {
+        level: 'error',
+        message: 'TLS certificate expired: every new handshake fails until a renewed one is in place',
+        fields: { certificate: files().cert, validTo: '2126-11-10T22:38:59.000Z' },
+      },
+    ]);
+  } finally {
+    watch.close();
+  }
+  // A service started within the 14 days says so at once.
+  lines = [];
+  now = validTo - DAY;
+  tls.watch(log, options).close();
+  expect(said('warn')).toMatchObject([{ message: 'TLS certificate expires soon', fields: { daysLeft: 1 } }]);
+});
+
+describe('sluice serve', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('reads --tls-cert and --tls-key again every 10 s', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const flags = parseServeArgs([
+      ...['--rules', rulesFile, '--grpc-port', '0', '--http-port', '0', '--host', '127.0.0.1'],
+      ...['--tls-cert', files().cert, '--tls-key', files().key],
+    ]);
+    const running = await serve(flags as ServeFlags, log);
+    try {
+      const address = `127.0.0.1:${running.grpcPort}`;
+      install('renewed.pem', 'renewed-key.pem');
+      vi.advanceTimersByTime(9_999);
+      expect(await ask(address, trusting('ca.pem'))).toBe('OK');
+      vi.advanceTimersByTime(1);
+      await vi.waitFor(() => expect(lines.map((line) => line.message)).toContain('TLS certificate reloaded'));
+      expect(await ask(address, trusting('renewed.pem'))).toBe('OK');
+    } finally {
+      await running.stop();
+    }
+  });
+});
