@@ -94,6 +94,34 @@ describe('fastify: per-route config and encapsulation', () => {
     expect(res.headers['ratelimit-remaining']).toBe('1');
   });
 
+  // The route's options were tested with `in` and copied whole: `{ key: undefined }`, from a
+  // spread of optional settings, keyed by IP where the plugin keyed by user, with no warning.
+  it("reads a route option given as undefined as left out, falling back to the plugin's", async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, {
+      ...base,
+      limit: 5,
+      window: '1m',
+      key: (request) => `user:${request.headers['x-user']}`,
+      headers: { standard: 'draft-6' },
+      message: 'slow down',
+    });
+    const unset = { key: undefined, headers: undefined, onLimited: undefined, statusCode: undefined };
+    for (const path of ['/a', '/b'])
+      app.get(
+        path,
+        { config: { rateLimit: { limit: 1, window: '1m', ...unset } } },
+        async (request) => request.rateLimit?.key,
+      );
+    const first = await app.inject({ url: '/a', headers: { 'x-user': 'alice' } });
+    expect(first.body).toBe('user:alice');
+    expect(first.headers['ratelimit-limit']).toBe('1');
+    const refused = await app.inject({ url: '/a', headers: { 'x-user': 'alice' } });
+    expect([refused.statusCode, refused.body]).toEqual([429, 'slow down']);
+    // Each route keeps a namespace of its own.
+    expect((await app.inject({ url: '/b', headers: { 'x-user': 'alice' } })).statusCode).toBe(200);
+  });
+
   it("falls back to the plugin's headers field by field: a route asking for legacy keeps the plugin's draft", async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m', headers: { standard: 'draft-6' } });

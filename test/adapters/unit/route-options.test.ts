@@ -35,6 +35,11 @@ describe('mergeRouteOptions', () => {
     expect(mergeRouteOptions(app, { prefix: 'login' }, 'route').prefix).toBe('login');
   });
 
+  it('reads an option given as undefined as left out', () => {
+    const unset = { policies: undefined, key: undefined, onLimited: undefined, skipFailedRequests: undefined };
+    expect(mergeRouteOptions(app, { ...unset, prefix: undefined }, 'route')).toEqual({ ...app, prefix: routePrefix });
+  });
+
   it('inherits everything else, and lets key and ipv6Subnet replace each other', () => {
     const key = () => 'k';
     expect(mergeRouteOptions(app, {}, 'route')).toEqual({ ...app, prefix: routePrefix });

@@ -40,7 +40,9 @@ export function mergeRouteOptions(
   if (typeof routeOptions !== 'object' || routeOptions === null || Array.isArray(routeOptions)) {
     invalid('ERR_SLUICE_INVALID_OPTION', option, routeOptions, 'an object of rate-limit options, or false');
   }
-  const own = routeOptions as Record<string, unknown>;
+  // `undefined` means left out, as at the app's level: a route's `{ key: undefined }` (a spread
+  // of optional settings) dropped the app's `key` and keyed by IP.
+  const own = Object.fromEntries(Object.entries(routeOptions).filter(([, value]) => value !== undefined));
   const merged: Record<string, unknown> = { ...appOptions };
   delete merged.prefix;
   if (own.rules !== undefined || 'policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
