@@ -95,6 +95,8 @@ const advance: fc.Arbitrary<Advance> = fc.oneof(
     }),
   },
   { weight: 1, arbitrary: fc.record({ ms: fc.integer({ min: 1, max: 10_000_000 }) }) },
+  // A clock that steps back (NTP, another process's clock): a store must still decide as the reference.
+  { weight: 1, arbitrary: fc.record({ ms: fc.integer({ min: -100, max: -1 }) }) },
 );
 
 export function advanceMs(step: Step, policies: readonly Policy[]): number {

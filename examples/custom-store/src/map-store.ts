@@ -61,20 +61,19 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
   const read = (request: StoreRequest, now: number) => request.policies.map((policy) => readOne(request, policy, now));
 
   /**
-   * Writes the client's states, and lets them all go once every policy's quota is fully
-   * restored (`resetAfterMs`) at a write. One whose own quota is restored stays beside one that
-   * still counts, as the memory store keeps it: a clock that steps back still finds what it
-   * counted. (A client that never comes back stays in the map: a store for production bounds
-   * its keys, as the memory store does, or lets its backend expire them.)
+   * Writes the client's states; an `undefined` one is fresh, and is let go (`refundStates` gives
+   * every one `undefined` once a refund restores them all). One whose own quota is restored
+   * stays beside one that still counts, as the memory store keeps it: a clock that steps back
+   * still finds what it counted. (A client that never comes back stays in the map: a store for
+   * production bounds its keys, as the memory store does, or lets its backend expire them.)
    */
   const write = (request: StoreRequest, states: readonly (State | undefined)[], now: number): void => {
     const { outcomes } = decide(states, request.policies, request.capacities, 0, now);
-    const restored = outcomes.every((outcome) => outcome.resetAfterMs === 0);
     request.policies.forEach((policy, i) => {
       const key = entryKey(request.namespace, request.key, policy);
       const state = states[i];
       const resetAfterMs = outcomes[i]?.resetAfterMs ?? 0;
-      if (state === undefined || restored) entries.delete(key);
+      if (state === undefined) entries.delete(key);
       else entries.set(key, { state, writtenBy: policy, expiresAt: now + resetAfterMs });
     });
   };

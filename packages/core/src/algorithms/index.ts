@@ -54,7 +54,11 @@ export function decide<S = State>(
   return { allowed, now, outcomes, next: allowed && cost > 0 ? next : undefined };
 }
 
-/** The states after a refund; `undefined` entries stay fresh. */
+/**
+ * The states after a refund. A policy whose state was `undefined` (fresh) stays so, and when
+ * the refund brings every policy back to fresh, every entry is `undefined`: the store drops
+ * the client. A fresh state kept as of `now` would read as spent if the clock then stepped back.
+ */
 export function refundStates<S = State>(
   states: readonly (S | undefined)[],
   policies: readonly Policy[],
@@ -63,7 +67,11 @@ export function refundStates<S = State>(
   now: number,
   table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
 ): (S | undefined)[] {
-  return policies.map((policy, i) =>
-    table[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now),
+  const refunded = policies.map((policy, i) =>
+    states[i] === undefined
+      ? undefined
+      : table[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now),
   );
+  const { outcomes } = decide(refunded, policies, capacities, 0, now, table);
+  return outcomes.every((outcome) => outcome.resetAfterMs === 0) ? policies.map(() => undefined) : refunded;
 }

@@ -365,10 +365,9 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
     if (at >= 0 || taken !== undefined) {
       const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
       const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
+      // A client back to fresh is dropped (every entry `undefined`), not kept as of now.
+      const back = refunded.every((state) => state === undefined);
       const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
-      // A state back to fresh is dropped, not kept as of now: a clock that then steps back
-      // would read it as spent.
-      const back = allFresh(decide(states, policies, capacities, 0, now, memoryAlgorithms).outcomes);
       if (taken !== undefined) replace(entry, layout, taken, back ? undefined : states);
       else if (back) removeSegment(entry, at);
       else writeSegment(entry, at, layout.id, states, policies);
@@ -425,9 +424,6 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
   givenKeyDecisions.set(store, onGivenKeys);
   return store;
 }
-
-/** Whether every policy's state has gone back to fresh, so that keeping it would change nothing. */
-const allFresh = (outcomes: readonly PolicyOutcome[]): boolean => outcomes.every((o) => o.resetAfterMs === 0);
 
 const fresh = (policy: Policy, capacity: number, now: number): MemoryState =>
   memoryAlgorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
