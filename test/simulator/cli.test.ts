@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -71,6 +71,22 @@ describe('pnpm simulate options', () => {
     const file = join(dir, 'a-file');
     await writeFile(file, 'x');
     await expect(prepareOut(file)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    await expect(prepareOut(join(file, 'under'))).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+
+  // Node's recursive mkdir looped for good there, at full CPU: the run never ended.
+  it('refuses a directory that can never be made, such as one under /proc', async () => {
+    await expect(prepareOut('/proc/sluice-charts/deeper')).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+
+  // Read as absent, it failed the page's write once every scenario had run, leaving charts alone.
+  it('refuses a README.md it cannot read, such as a directory', async () => {
+    const out = join(dir, 'page-is-a-directory');
+    await mkdir(join(out, 'README.md'), { recursive: true });
+    await expect(prepareOut(out)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('EISDIR'),
+    });
   });
 
   it('fails on a bad --out before simulating anything, and leaves the working directory alone', async () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lineChart } from '../../packages/simulator/src/chart/line-chart.js';
+import { textWidth } from '../../packages/simulator/src/chart/svg.js';
 import { scenarioCharts, worstWindowChart } from '../../packages/simulator/src/report/charts.js';
 import { renderPage } from '../../packages/simulator/src/report/page.js';
 import { runScenario, type ScenarioResult, scenarioDone } from '../../packages/simulator/src/report/run-scenario.js';
@@ -223,6 +224,36 @@ describe('the simulate report', () => {
       originMs: 0,
     });
     expect(svg.trimEnd().endsWith('</svg>')).toBe(true);
+  });
+
+  // The margins were fixed: "limit 0.0000116/s" showed as "limit 0.000011", a tick of
+  // 1,250,000,000 as "50,000,000" over the axis' title, and a long subtitle ran off the chart.
+  it('keeps every label inside the chart, clear of the y axis title, however long', () => {
+    const svg = lineChart({
+      title: 'wide',
+      subtitle: `Requests of the busiest client (${'2001:db8:'.repeat(6)}1) admitted in the trailing 1 min, the most per 5 s; above the dashed line is excess over the limit`,
+      yLabel: 'cost units per second',
+      lines: [{ label: 'offered', series: { startMs: 0, bucketMs: 1000, values: [0, 1_200_000_000, 3] } }],
+      reference: { value: 1_000_000_000, label: 'limit 0.0000116/s' },
+      originMs: 0,
+    });
+    const texts = [...svg.matchAll(/<text x="([\d.]+)" y="[\d.]+"([^>]*)>([^<]*)<\/text>/g)].map(
+      ([, x, attributes, content]) => {
+        const width = textWidth(content as string);
+        const anchor = attributes?.match(/text-anchor="(\w+)"/)?.[1] ?? 'start';
+        const from = Number(x) - (anchor === 'end' ? width : anchor === 'middle' ? width / 2 : 0);
+        return { content, from, to: from + width, rotated: attributes?.includes('rotate') };
+      },
+    );
+    expect(texts.map((t) => t.content)).toContain('1,500,000,000');
+    expect(texts.map((t) => t.content)).toContain('limit 0.0000116/s');
+    for (const t of texts.filter((t) => !t.rotated)) {
+      expect(t.from, t.content).toBeGreaterThanOrEqual(18);
+      expect(t.to, t.content).toBeLessThanOrEqual(960);
+    }
+    // The y ticks start clear of the rotated axis title, drawn about x = 18.
+    for (const t of texts.filter((t) => /^[\d,.]+$/.test(t.content as string) && t.from < 100))
+      expect(t.from, t.content).toBeGreaterThanOrEqual(32);
   });
 
   it('escapes a ] in a client key in the image alt text of the page, which ended the alt text early', async () => {

@@ -1,5 +1,5 @@
 import { LINE_STYLES, type LineStyle, marker } from './style.js';
-import { document, px, text } from './svg.js';
+import { document, px, text, textWidth } from './svg.js';
 import { niceTicks, tickLabel } from './ticks.js';
 
 export interface DotPlotOptions {
@@ -44,7 +44,7 @@ export function dotPlot(options: DotPlotOptions): string {
       marker(styles[i] as LineStyle, at + 6, legendTop + 8),
       text(at + 18, legendTop + 12.5, name, 'fill="#111111"'),
     );
-    at += 18 + name.length * 7.4 + 26;
+    at += 18 + textWidth(name) + 26;
   });
   for (const t of ticks) {
     body.push(`<line x1="${px(x(t))}" x2="${px(x(t))}" y1="${top}" y2="${bottom}" stroke="#e3e3e3"/>`);

@@ -1,5 +1,5 @@
 import { type LineStyle, marker, OFFERED, strokeAttributes } from './style.js';
-import { px, text } from './svg.js';
+import { px, text, textWidth } from './svg.js';
 
 export interface LegendEntry {
   label: string;
@@ -8,11 +8,9 @@ export interface LegendEntry {
   area: boolean;
 }
 
-const CHAR = 7.4; // average advance of a 13 px DejaVu Sans character
-
 /** Legend entries laid out in rows that fit `width`: a line sample with its marker, then the label. */
 export function legendRows(entries: readonly LegendEntry[], width: number) {
-  const items = entries.map((entry) => ({ ...entry, width: 44 + entry.label.length * CHAR + 22 }));
+  const items = entries.map((entry) => ({ ...entry, width: 44 + textWidth(entry.label) + 22 }));
   const rows: (typeof items)[] = [[]];
   let used = 0;
   for (const item of items) {

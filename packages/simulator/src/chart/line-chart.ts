@@ -1,7 +1,7 @@
 import type { Series } from '../measure/series.js';
 import { legendRows } from './legend.js';
 import { LINE_STYLES, type LineStyle, marker, OFFERED, strokeAttributes } from './style.js';
-import { document, px, text } from './svg.js';
+import { document, px, text, textWidth, wrapText } from './svg.js';
 import { niceTicks, tickLabel, timeUnit } from './ticks.js';
 
 export interface ChartLine {
@@ -29,23 +29,24 @@ export interface LineChartOptions {
 
 const WIDTH = 960;
 const PLOT_HEIGHT = 300;
-const LEFT = 78;
-const RIGHT = 112; // room for the reference line's label, outside the data
+/** The title's and subtitle's left edge, and the y axis' title's (rotated) baseline. */
+const EDGE = 18;
+/** Where the y tick labels may start, clear of the y axis' title. */
+const TICKS_FROM = 34;
+/** The plot's margins at least; wider where a tick label or the reference label needs it. */
+const MIN_LEFT = 78;
+const MIN_RIGHT = 112;
 const MARKER_SPACING = 84;
+
+/** The plot's place across the chart. */
+interface Frame {
+  left: number;
+  plotWidth: number;
+}
 
 /** Lines over time on one shared axis: offered load as a grey area, each line with its own colour, dash and marker. */
 export function lineChart(options: LineChartOptions): string {
   const { lines, reference } = options;
-  const plotWidth = WIDTH - LEFT - RIGHT;
-  const styled = assignStyles(lines);
-  const legend = legendRows(
-    styled.map(({ line, style }) => ({ label: line.label, style, area: line.kind === 'area' })),
-    plotWidth,
-  );
-  const top = (options.subtitle ? 62 : 44) + legend.height + 10;
-  const bottom = top + PLOT_HEIGHT;
-  const height = bottom + 56;
-
   const pointOf = (line: ChartLine, i: number) => {
     const v = line.series.values[i];
     return v === undefined ? undefined : v * (line.scale ?? 1);
@@ -62,14 +63,32 @@ export function lineChart(options: LineChartOptions): string {
   }
   const yTicks = niceTicks(peak * 1.08);
   const yMax = yTicks[yTicks.length - 1] as number;
-  const x = (ms: number) => LEFT + ((ms - startMs) / (endMs - startMs)) * plotWidth;
+
+  // Measured, not fixed: a tick of 1,250,000,000 or a limit of 0.0000116/s ran off the chart.
+  const widestTick = Math.max(...yTicks.map((t) => textWidth(tickLabel(t))));
+  const left = Math.max(MIN_LEFT, TICKS_FROM + widestTick + 8);
+  const right = Math.max(MIN_RIGHT, reference === undefined ? 0 : textWidth(reference.label) + 16);
+  const frame = { left, plotWidth: WIDTH - left - right };
+  const styled = assignStyles(lines);
+  const legend = legendRows(
+    styled.map(({ line, style }) => ({ label: line.label, style, area: line.kind === 'area' })),
+    frame.plotWidth,
+  );
+  const subtitle = options.subtitle ? wrapText(options.subtitle, WIDTH - 2 * EDGE) : [];
+  const legendTop = 44 + subtitle.length * 18;
+  const top = legendTop + legend.height + 10;
+  const bottom = top + PLOT_HEIGHT;
+  const height = bottom + 56;
+  const x = (ms: number) => left + ((ms - startMs) / (endMs - startMs)) * frame.plotWidth;
   const y = (value: number) => bottom - (value / yMax) * PLOT_HEIGHT;
 
-  const body: string[] = [text(LEFT - 60, 28, options.title, 'font-size="18" font-weight="700" fill="#111111"')];
-  if (options.subtitle) body.push(text(LEFT - 60, 50, options.subtitle, 'fill="#444444"'));
-  body.push(...legend.draw(LEFT, (options.subtitle ? 62 : 44) + 4));
-  body.push(...yAxis(yTicks, y, plotWidth, options.yLabel, top, bottom));
-  body.push(...xAxis(startMs, endMs, options.originMs, x, bottom, options.xLabel ?? 'time since start'));
+  const body: string[] = [
+    text(EDGE, 28, options.title, 'font-size="18" font-weight="700" fill="#111111"'),
+    ...subtitle.map((line, i) => text(EDGE, 50 + i * 18, line, 'fill="#444444"')),
+  ];
+  body.push(...legend.draw(left, legendTop + 4));
+  body.push(...yAxis(yTicks, y, frame, options.yLabel, top, bottom));
+  body.push(...xAxis(startMs, endMs, options.originMs, x, frame, bottom, options.xLabel ?? 'time since start'));
   for (const { line } of styled.filter((s) => s.line.kind === 'area')) body.push(area(line, pointOf, x, y, bottom));
   for (const { line, style, index } of styled.filter((s) => s.line.kind !== 'area')) {
     body.push(...drawLine(line, style, index, styled.length, pointOf, x, y));
@@ -77,11 +96,13 @@ export function lineChart(options: LineChartOptions): string {
   if (reference) {
     const ry = y(reference.value);
     body.push(
-      `<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${px(ry)}" y2="${px(ry)}" stroke="#111111" stroke-width="1.4" stroke-dasharray="7 4"/>`,
+      `<line x1="${left}" x2="${left + frame.plotWidth}" y1="${px(ry)}" y2="${px(ry)}" stroke="#111111" stroke-width="1.4" stroke-dasharray="7 4"/>`,
     );
-    body.push(text(LEFT + plotWidth + 8, ry + 4.5, reference.label, 'fill="#111111" font-weight="700"'));
+    body.push(text(left + frame.plotWidth + 8, ry + 4.5, reference.label, 'fill="#111111" font-weight="700"'));
   }
-  body.push(`<rect x="${LEFT}" y="${top}" width="${plotWidth}" height="${PLOT_HEIGHT}" fill="none" stroke="#555555"/>`);
+  body.push(
+    `<rect x="${left}" y="${top}" width="${px(frame.plotWidth)}" height="${PLOT_HEIGHT}" fill="none" stroke="#555555"/>`,
+  );
   return document(WIDTH, height, options.title, body);
 }
 
@@ -101,21 +122,17 @@ function assignStyles(lines: readonly ChartLine[]): Styled[] {
   }));
 }
 
-function yAxis(
-  ticks: number[],
-  y: (v: number) => number,
-  plotWidth: number,
-  label: string,
-  top: number,
-  bottom: number,
-) {
+function yAxis(ticks: number[], y: (v: number) => number, frame: Frame, label: string, top: number, bottom: number) {
+  const { left, plotWidth } = frame;
   const parts = ticks.map(
     (t) =>
-      `<line x1="${LEFT}" x2="${LEFT + plotWidth}" y1="${px(y(t))}" y2="${px(y(t))}" stroke="#e3e3e3"/>` +
-      text(LEFT - 8, y(t) + 4.5, tickLabel(t), 'text-anchor="end" fill="#333333"'),
+      `<line x1="${left}" x2="${left + plotWidth}" y1="${px(y(t))}" y2="${px(y(t))}" stroke="#e3e3e3"/>` +
+      text(left - 8, y(t) + 4.5, tickLabel(t), 'text-anchor="end" fill="#333333"'),
   );
   const middle = (top + bottom) / 2;
-  parts.push(text(18, middle, label, `text-anchor="middle" fill="#111111" transform="rotate(-90 18 ${px(middle)})"`));
+  parts.push(
+    text(EDGE, middle, label, `text-anchor="middle" fill="#111111" transform="rotate(-90 ${EDGE} ${px(middle)})"`),
+  );
   return parts;
 }
 
@@ -124,6 +141,7 @@ function xAxis(
   endMs: number,
   originMs: number,
   x: (ms: number) => number,
+  frame: Frame,
   bottom: number,
   label: string,
 ) {
@@ -138,7 +156,7 @@ function xAxis(
     });
   parts.push(
     text(
-      LEFT + (WIDTH - LEFT - RIGHT) / 2,
+      frame.left + frame.plotWidth / 2,
       bottom + 44,
       `${label} (${unit.label})`,
       'text-anchor="middle" fill="#111111"',

@@ -16,6 +16,24 @@ export const px = (value: number): string => String(Math.round(value * 100) / 10
 
 export const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
 
+/** The width `content` takes at 13 px: 7.4 px, the average advance of a DejaVu Sans character. */
+export const textWidth = (content: string): number => content.length * 7.4;
+
+/** `content` in lines of at most `width` px, broken between words (a word longer than a line keeps its own). */
+export function wrapText(content: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of content.split(' ')) {
+    const longer = line === '' ? word : `${line} ${word}`;
+    if (line !== '' && textWidth(longer) > width) {
+      lines.push(line);
+      line = word;
+    } else line = longer;
+  }
+  lines.push(line);
+  return lines;
+}
+
 export const text = (x: number, y: number, content: string, attributes = ''): string =>
   `<text x="${px(x)}" y="${px(y)}"${attributes ? ` ${attributes}` : ''}>${xml(content)}</text>`;
 

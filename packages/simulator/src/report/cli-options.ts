@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
-import { access, mkdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { access, mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isSluiceError, SluiceError, type Throttle, toMs, toPolicy, toThrottle } from '@sluice/core';
 import { type Traffic, trafficError } from '../traffic/arrival.js';
@@ -137,9 +137,18 @@ export function parseCliOptions(args: readonly string[], cwd: string): CliOption
  * run would write its page over it.
  */
 export async function prepareOut(out: string): Promise<void> {
+  const page = join(out, 'README.md');
+  let existing: string | undefined;
   try {
-    await mkdir(out, { recursive: true });
+    await makeDirectory(out);
+    if (!(await stat(out)).isDirectory()) throw new Error(`${out} is not a directory`);
     await access(out, constants.W_OK);
+    // Anything but its absence (a directory named README.md, a file that cannot be read) would
+    // fail the page's write once every scenario had run.
+    existing = await readFile(page, 'utf8').catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
   } catch (error) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
@@ -147,13 +156,30 @@ export async function prepareOut(out: string): Promise<void> {
       { cause: error },
     );
   }
-  const page = join(out, 'README.md');
-  const existing = await readFile(page, 'utf8').catch(() => undefined);
   if (existing !== undefined && !existing.startsWith(PAGE_TITLE)) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
       `[sluice] --out ${out} holds a README.md that sluice-simulate did not write, and the run would write its page over it; name a directory of its own.`,
     );
+  }
+}
+
+/**
+ * `mkdir -p`, a level at a time: Node's recursive mkdir loops for good on a parent that answers
+ * ENOENT for a child it can never hold (`--out /proc/charts`), and the run never ended.
+ */
+async function makeDirectory(path: string): Promise<void> {
+  try {
+    await mkdir(path);
+  } catch (error) {
+    const { code } = error as NodeJS.ErrnoException;
+    if (code === 'EEXIST') return;
+    const parent = dirname(path);
+    if (code !== 'ENOENT' || parent === path) throw error;
+    await makeDirectory(parent);
+    await mkdir(path).catch((again: NodeJS.ErrnoException) => {
+      if (again.code !== 'EEXIST') throw again;
+    });
   }
 }
 
