@@ -1,6 +1,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:tls';
 import { type ChannelCredentials, credentials, type ServiceError, status } from '@grpc/grpc-js';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer } from '@sluice/server';
@@ -101,11 +102,14 @@ it('serves a certificate renewed in place from the next handshake; connections o
   }
 });
 
-it('keeps serving the last good certificate when the files fail the checks, saying so once', async () => {
+it('keeps serving the last good certificate when the files fail the checks, saying why once they fail twice', async () => {
   const service = await serving();
+  const errors = () => said('error').map((line) => line.fields?.error);
   try {
-    // Renewed halfway: the new certificate with the old key.
+    // Renewed halfway: the new certificate with the old key. Caught once while being written, it says nothing.
     copyFileSync(fixture('renewed.pem'), files().cert);
+    await service.watch.check();
+    expect(errors()).toEqual([]);
     await service.watch.check();
     await service.watch.check();
     expect(said('error')).toEqual([
@@ -120,24 +124,95 @@ it('keeps serving the last good certificate when the files fail the checks, sayi
     ]);
     expect(await ask(service.address, trusting('ca.pem'))).toBe('OK');
 
+    // Other files failing the same way are said too: each content once.
+    copyFileSync(fixture('client-key.pem'), files().key);
+    await service.watch.check();
+    await service.watch.check();
+    expect(errors()).toHaveLength(2);
+
     // The key follows: served.
     copyFileSync(fixture('renewed-key.pem'), files().key);
     await service.watch.check();
     expect(await ask(service.address, trusting('renewed.pem'))).toBe('OK');
 
-    // Damaged, then unreadable: each said once, and the renewed certificate still served.
+    // Damaged, unreadable, then a key OpenSSL will not serve (gRPC took it, and dropped every
+    // connection after): each said once, and the renewed certificate still served.
     writeFileSync(files().cert, '-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n');
+    await service.watch.check();
     await service.watch.check();
     copyFileSync(fixture('renewed.pem'), files().cert);
     rmSync(files().key);
     await service.watch.check();
     await service.watch.check();
-    expect(said('error').map((line) => line.fields?.error)).toEqual([
-      expect.stringContaining('is not the key of the certificate'),
+    install('weak.pem', 'weak-key.pem');
+    await service.watch.check();
+    await service.watch.check();
+    await service.watch.check();
+    expect(errors().slice(2)).toEqual([
       expect.stringContaining(`--tls-cert ${files().cert}: holds no PEM certificate`),
       expect.stringContaining(`--tls-key ${files().key}: cannot be read (ENOENT)`),
+      expect.stringContaining(
+        `--tls-cert ${files().cert}: cannot be served with the key in ${files().key}: OpenSSL refuses it`,
+      ),
     ]);
+    expect(errors()[4]).toContain('ee key too small');
     expect(await ask(service.address, trusting('renewed.pem'))).toBe('OK');
+  } finally {
+    await service.close();
+  }
+});
+
+// The failed files were remembered as seen: a certificate a few seconds ahead of this host's
+// clock was refused once and never looked at again, the old one served until it expired.
+it('serves a renewed certificate that was not valid yet once it is', async () => {
+  let now = new Date('2026-01-01T00:00:00Z');
+  const tls = await serveTls(files());
+  const watch = tls.watch(log, { intervalMs: DAY, now: () => now });
+  try {
+    install('renewed.pem', 'renewed-key.pem');
+    await watch.check();
+    await watch.check();
+    expect(said('error')[0]?.fields?.error).toContain('is not valid before');
+    now = new Date();
+    await watch.check();
+    expect(lines.at(-1)).toMatchObject({
+      message: 'TLS certificate reloaded',
+      fields: { subject: 'CN=sluice service renewed' },
+    });
+  } finally {
+    watch.close();
+  }
+});
+
+// Node's setSecureContext takes its cipher list from the options it is given alone: from the
+// first renewal, the server offered Node's default list where GRPC_SSL_CIPHER_SUITES had narrowed it.
+it('keeps the cipher list GRPC_SSL_CIPHER_SUITES sets across a renewal', async () => {
+  vi.stubEnv('GRPC_SSL_CIPHER_SUITES', 'ECDHE-ECDSA-AES128-GCM-SHA256');
+  const service = await serving();
+  vi.unstubAllEnvs();
+  const [host, port] = service.address.split(':') as [string, string];
+  const handshake = (cipher: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect({
+        host,
+        port: Number(port),
+        ciphers: cipher,
+        maxVersion: 'TLSv1.2',
+        ALPNProtocols: ['h2'],
+        rejectUnauthorized: false,
+      });
+      socket.once('secureConnect', () => {
+        resolve(socket.getCipher().name);
+        socket.destroy();
+      });
+      socket.once('error', () => resolve('refused'));
+    });
+  try {
+    expect(await handshake('ECDHE-ECDSA-AES256-GCM-SHA384')).toBe('refused');
+    install('renewed.pem', 'renewed-key.pem');
+    await service.watch.check();
+    expect(await handshake('ECDHE-ECDSA-AES256-GCM-SHA384')).toBe('refused');
+    expect(await handshake('ECDHE-ECDSA-AES128-GCM-SHA256')).toBe('ECDHE-ECDSA-AES128-GCM-SHA256');
   } finally {
     await service.close();
   }

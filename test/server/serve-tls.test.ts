@@ -139,6 +139,14 @@ describe('certificates that cannot serve stop start-up', () => {
     ],
     ['a certificate where the key belongs', 'server.pem', 'server.pem', '--tls-key', 'holds no PEM private key'],
     ['a file that is not there', 'server.pem', 'absent-key.pem', '--tls-key', 'cannot be read (ENOENT)'],
+    // X509Certificate reads it; gRPC failed at start-up with OpenSSL's bare "ee key too small".
+    [
+      'a key OpenSSL will not serve',
+      'weak.pem',
+      'weak-key.pem',
+      '--tls-cert',
+      `cannot be served with the key in ${file('weak-key.pem')}: OpenSSL refuses it (error:0A00018F:SSL routines::ee key too small)`,
+    ],
   ])('%s', async (_, cert, key, flag, why) => {
     const refused = readTls({ cert: file(cert), key: file(key) });
     await expect(refused).rejects.toMatchObject({

@@ -70,7 +70,7 @@ export function toPolicy(options: PolicyOptions, path: string): Policy {
       'ERR_SLUICE_INVALID_WINDOW',
       `${path}.window`,
       options.window,
-      `short enough that limit × window stays at most 2^49; ${limit} × ${windowMs} ms is too large`,
+      `short enough that limit × window stays at most 2^49 (or the limit smaller); ${limit} × ${windowMs} ms is too large`,
     );
   }
   if (capacity * windowMs > MAX_UNITS) {

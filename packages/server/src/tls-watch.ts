@@ -29,17 +29,21 @@ export async function serveTls(files: TlsFiles): Promise<ServedTls> {
  * every later handshake uses it and connections already open keep theirs.
  */
 export class ReplaceableTlsCredentials extends ServerCredentials {
+  /** gRPC's cipher list, which `GRPC_SSL_CIPHER_SUITES` may set, as `ServerCredentials.createSsl` reads it. */
+  private readonly ciphers: string | undefined;
+
   constructor(served: CheckedTls) {
+    const ciphers = process.env.GRPC_SSL_CIPHER_SUITES;
     // As `ServerCredentials.createSsl`: a client certificate asked for, and required, when a
-    // client CA is given; gRPC's cipher list, which `GRPC_SSL_CIPHER_SUITES` may set.
-    super(
-      { requestCert: served.texts.clientCa !== undefined, ciphers: process.env.GRPC_SSL_CIPHER_SUITES },
-      context(served),
-    );
+    // client CA is given.
+    super({ requestCert: served.texts.clientCa !== undefined, ciphers }, context(served, ciphers));
+    this.ciphers = ciphers;
   }
 
   replace(served: CheckedTls): void {
-    this.updateSecureContextOptions(context(served));
+    // Given again each time: Node's `setSecureContext` takes the cipher list from these options
+    // alone, and without it served its default list.
+    this.updateSecureContextOptions(context(served, this.ciphers));
   }
 
   _equals(other: ServerCredentials): boolean {
@@ -47,10 +51,11 @@ export class ReplaceableTlsCredentials extends ServerCredentials {
   }
 }
 
-const context = ({ texts }: CheckedTls): SecureContextOptions => ({
+const context = ({ texts }: CheckedTls, ciphers: string | undefined): SecureContextOptions => ({
   cert: [texts.cert],
   key: [texts.key],
   ...(texts.clientCa === undefined ? {} : { ca: texts.clientCa }),
+  ...(ciphers === undefined ? {} : { ciphers }),
 });
 
 /** Warned of in the log from this long before the certificate expires. */
@@ -72,9 +77,11 @@ export interface TlsWatchOptions {
  * Reads the TLS files every `intervalMs` and, when their bytes changed and pass the start-up
  * checks, serves them from the next handshake: a certificate renewed in place (cert-manager,
  * a mounted Secret, certbot) is served without a restart. Files that fail the checks leave
- * the last good ones served, and the log says why, once for each new content or failure. It
- * warns when the served certificate comes within 14 days of expiry, and says when it has
- * expired, once each.
+ * the last good ones served and are checked again at each read (a certificate not valid yet
+ * is served once it is); the log says why once the same files have failed the same way twice
+ * in a row, so that files caught while being written (a certificate before its key) say
+ * nothing. It warns when the served certificate comes within 14 days of expiry, and says when
+ * it has expired, once each.
  */
 export function watchTls(
   files: TlsFiles,
@@ -83,16 +90,19 @@ export function watchTls(
   log: ServiceLog,
   { intervalMs, now = () => new Date() }: TlsWatchOptions,
 ): TlsWatch {
-  let seen: TlsTexts = served.texts;
-  let failure: string | undefined;
+  /** The last failure: the files' bytes (none when they could not be read), why, and whether it was logged. */
+  let failure: { texts: TlsTexts | undefined; message: string; logged: boolean } | undefined;
   let told: 'soon' | 'expired' | undefined;
   let checking: Promise<void> | undefined;
 
   const replaceIfChanged = async (): Promise<void> => {
+    let texts: TlsTexts | undefined;
     try {
-      const texts = await readTlsTexts(files);
-      if (sameTexts(texts, seen)) return;
-      seen = texts;
+      texts = await readTlsTexts(files);
+      if (sameTexts(texts, served.texts)) {
+        failure = undefined;
+        return;
+      }
       const checked = checkTls(files, texts, now());
       credentials.replace(checked);
       served = checked;
@@ -101,8 +111,12 @@ export function watchTls(
       log.line('info', 'TLS certificate reloaded', checked.described);
     } catch (error) {
       const message = messageOf(error);
-      if (message === failure) return;
-      failure = message;
+      if (failure === undefined || failure.message !== message || !sameOrNone(failure.texts, texts)) {
+        failure = { texts, message, logged: false };
+        return;
+      }
+      if (failure.logged) return;
+      failure.logged = true;
       log.line('error', 'TLS files not reloaded; serving the last good certificate', {
         error: message,
         validTo: served.described.validTo,
@@ -142,6 +156,9 @@ export function watchTls(
   timer.unref();
   return { check, close: () => clearInterval(timer) };
 }
+
+const sameOrNone = (a: TlsTexts | undefined, b: TlsTexts | undefined): boolean =>
+  a === undefined || b === undefined ? a === b : sameTexts(a, b);
 
 const sameTexts = (a: TlsTexts, b: TlsTexts): boolean =>
   a.cert.equals(b.cert) &&

@@ -1,5 +1,6 @@
 import { createPrivateKey, type KeyObject, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { createSecureContext, type SecureContextOptions } from 'node:tls';
 import { SluiceError } from '@sluice/core';
 
 /** PEM files for gRPC over TLS (`--tls-cert`, `--tls-key`, `--tls-client-ca`). */
@@ -39,6 +40,15 @@ async function pem(flag: string, file: string): Promise<Buffer> {
 
 const BEGIN = '-----BEGIN CERTIFICATE-----';
 const BLOCK = new RegExp(`${BEGIN}[\\s\\S]*?-----END CERTIFICATE-----`, 'g');
+
+function servable(file: string, options: SecureContextOptions, how: string): void {
+  try {
+    createSecureContext(options);
+  } catch (cause) {
+    const flag = options.ca === undefined ? '--tls-cert' : '--tls-client-ca';
+    unusable(flag, file, `cannot be served ${how}: OpenSSL refuses it (${(cause as Error).message})`, cause);
+  }
+}
 
 /** A PKCS #8 encrypted key, or a traditional one (`Proc-Type: 4,ENCRYPTED`). */
 const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *ENCRYPTED/m;
@@ -106,6 +116,10 @@ export function checkTls(files: TlsFiles, texts: TlsTexts, now: Date): CheckedTl
   const validTo = new Date(cert.validTo);
   if (now > validTo) unusable('--tls-cert', files.cert, `expired ${cert.validTo}`);
   if (texts.clientCa !== undefined) certificate('--tls-client-ca', files.clientCa as string, texts.clientCa);
+  // OpenSSL checks more only when the files are served (its security level: a key too small, a
+  // signature on a digest too weak): gRPC then refused every connection, with OpenSSL's bare words.
+  servable(files.cert, { cert: texts.cert, key: texts.key }, `with the key in ${files.key}`);
+  if (texts.clientCa !== undefined) servable(files.clientCa as string, { ca: texts.clientCa }, 'as a client CA');
   return {
     texts,
     validTo,
