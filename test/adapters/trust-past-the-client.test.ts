@@ -100,6 +100,8 @@ describe('a trust-proxy setting that reads past the client', () => {
     ['express', 'the proxy by address', 'loopback', '203.0.113.7'],
     ['koa', 'a maxIpsCount of the proxies', 1, '203.0.113.7'],
     ['koa', 'a maxIpsCount of 1.5, which Koa reads as 1', 1.5, '203.0.113.7'],
+    // From an environment variable: Koa reads '1' as 1, and it was warned as trusting every proxy.
+    ['koa', "a maxIpsCount of '1', which Koa reads as 1", '1', '203.0.113.7'],
     ['fastify', 'the proxy by address', ['127.0.0.1'], '203.0.113.7'],
     ['fastify', 'a function trusting one hop', (_address: string, hop: number) => hop < 1, '203.0.113.7'],
     [

@@ -69,6 +69,12 @@ const cases: ConfigCase[] = [
     ['`throttle.overagePercent`', "did you mean `mode: 'soft'`"],
   ],
   [
+    "another mode's option, given as undefined, is left out: the other options are still checked",
+    { ...base, throttle: { mode: 'hard', overagePercent: undefined, maxOveragePercent: 10 } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ["Unknown option `throttle.maxOveragePercent`; did you mean `mode: 'elastic'`?"],
+  ],
+  [
     "every unknown throttle option at once, each with its hint (a typo's closest name)",
     { ...base, throttle: { mode: 'elastic', maxOveragePercent: 10, overagePercent: 5, lod: () => 0 } },
     'ERR_SLUICE_UNKNOWN_OPTION',
@@ -125,6 +131,21 @@ const cases: ConfigCase[] = [
     ['`max`', 'did you mean `limit`'],
   ],
   ['a typo', { ...base, algoritm: 'gcra' }, 'ERR_SLUICE_UNKNOWN_OPTION', ['`algoritm`', 'did you mean `algorithm`']],
+  // An adapter's option given to createLimiter read as a bare "Unknown option".
+  [
+    "an adapter's option",
+    { ...base, ban: { after: 3, duration: '1m' } },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ["`ban` of the Express, Koa and Fastify adapters' `rateLimit`, which `createLimiter` does not take"],
+  ],
+  ['a cost', { ...base, cost: 2 }, 'ERR_SLUICE_UNKNOWN_OPTION', ['did you mean `consume(key, { cost })`']],
+  // The peers' `false` refuses requests when the store fails: 'allow' alone turned it round.
+  [
+    "rate-limiter-flexible's store failure setting",
+    { ...base, passOnStoreError: false },
+    'ERR_SLUICE_UNKNOWN_OPTION',
+    ["`'deny'` or `'throw'` to refuse them as their `false`"],
+  ],
 ];
 
 describe('bad limiter options throw at construction with a stable code, naming the option and the value', () => {

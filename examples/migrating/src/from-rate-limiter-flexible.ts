@@ -22,11 +22,11 @@ export function createApp(options: { clock?: () => number; store?: RateLimitStor
   });
 
   const app = express();
-  const send429 = (res: express.Response, decision: Decision) =>
-    res
-      .status(429)
-      .set('Retry-After', String(Math.ceil(decision.retryAfterMs / 1000)))
-      .json({ error: 'Too Many Requests' });
+  const send429 = (res: express.Response, decision: Decision) => {
+    // Infinity when the cost could never pass: no wait would help.
+    if (Number.isFinite(decision.retryAfterMs)) res.set('Retry-After', String(Math.ceil(decision.retryAfterMs / 1000)));
+    res.status(429).json({ error: 'Too Many Requests' });
+  };
 
   app.get('/export', async (req, res) => {
     // Was: try { await limiter.consume(req.ip, 5) } catch (rlRes) { … rlRes.msBeforeNext … }

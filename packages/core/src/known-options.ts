@@ -26,6 +26,52 @@ export const LIMITER_OPTION_NAMES: readonly string[] = [
   'logger',
 ];
 
+/** `options` without the entries given as `undefined`, which mean left out. */
+export const givenOptions = (options: object): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+
+/**
+ * The `names` `options` holds as `undefined`: options of another mode (`rules: config.rules`,
+ * unset), no mistake, to count as known beside the mode's own.
+ */
+export const unsetOptions = (options: object, names: Iterable<string>): string[] =>
+  [...names].filter((name) => Object.hasOwn(options, name) && (options as Record<string, unknown>)[name] === undefined);
+
+/** The options of the adapters' `rateLimit` that `createLimiter` does not take. */
+export const HTTP_ONLY_OPTIONS = [
+  'key',
+  'cost',
+  'skip',
+  'headers',
+  'ipv6Subnet',
+  'maxQueued',
+  'onLimited',
+  'message',
+  'statusCode',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'onExceeding',
+  'onExceeded',
+  'allowList',
+  'ban',
+] as const;
+
+/**
+ * `createLimiter`'s hints: a peer's name for one of its options, or the adapters' option given
+ * to it (`ban`, `key`), which would otherwise read as a bare "Unknown option".
+ */
+export const LIMITER_HINTS: Readonly<Record<string, string>> = {
+  ...PEER_OPTION_NAMES,
+  ...Object.fromEntries(
+    HTTP_ONLY_OPTIONS.map((name) => [
+      name,
+      `the \`${name}\` of the Express, Koa and Fastify adapters' \`rateLimit\`, which \`createLimiter\` does not take`,
+    ]),
+  ),
+  cost: '`consume(key, { cost })`',
+};
+
 /**
  * The first known option `options` reads through its prototype chain rather than holds (a
  * prototype's, a class's getter): the checks of names see own keys only, so it would be used

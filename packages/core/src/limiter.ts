@@ -2,7 +2,7 @@ import { markedByStore, oneDecision as oneDecisionImport, storeUnavailableDecisi
 import { shortHash } from './derived-namespace.js';
 import { describe, invalid, SluiceError } from './errors.js';
 import { decisionsWatched as decisionsWatchedImport, limiterEvents } from './events.js';
-import { checkKnownOptions } from './known-options.js';
+import { checkKnownOptions, LIMITER_HINTS, LIMITER_OPTION_NAMES } from './known-options.js';
 import { limiterSettings } from './limiter-settings.js';
 import { type BoundDecision, boundDecisionOf, givenKeyDecisionsOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
@@ -128,7 +128,7 @@ export function createUnpublishedLimiter(options: LimiterOptions): Limiter {
 export function createLimiter(options: LimiterOptions): Limiter {
   if (typeof options !== 'object' || options === null)
     invalid('ERR_SLUICE_INVALID_OPTION', 'options', options, 'an object');
-  checkKnownOptions(options);
+  checkKnownOptions(options, LIMITER_OPTION_NAMES, LIMITER_HINTS);
   const policies = limiterPolicies(options as unknown as Record<string, unknown>);
   const throttle = toThrottle(options.throttle);
   checkThrottleLends(throttle, policies);

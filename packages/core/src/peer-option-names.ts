@@ -32,14 +32,17 @@ export const PEER_OPTION_NAMES: Readonly<Record<string, string>> = {
   whitelist: '`allowList`',
   allowlist: '`allowList`',
   blacklist: '`ban`, or a `skip` in front of your own 403',
-  blockDuration: '`ban: { after, duration }`',
-  inMemoryBlockOnConsumed: '`ban: { after, duration }`',
+  blockDuration: "the adapters' `ban: { after, duration }` (`createLimiter` has no bans)",
+  inMemoryBlockOnConsumed: "the adapters' `ban: { after, duration }` (`createLimiter` has no bans)",
   onBanReach: '`ban` with `onExceeded`',
-  skipOnError: "`onStoreError: 'allow'`",
-  passOnStoreError: "`onStoreError: 'allow'`",
+  skipOnError:
+    "`onStoreError`: `'allow'` to pass requests as their `true` does, `'deny'` or `'throw'` to refuse them as their `false`",
+  passOnStoreError:
+    "`onStoreError`: `'allow'` to pass requests as their `true` does, `'deny'` or `'throw'` to refuse them as their `false`",
   redis: '`store: createRedisStore({ client })`',
   storeClient: '`store: createRedisStore({ client })`',
   db: '`store`',
   cache: '`store: createMemoryStore({ maxKeys })`',
-  execEvenly: '`queue: { maxDelayMs }` on a `gcra` or `leaky-bucket` policy',
+  execEvenly:
+    '`queue: { maxDelayMs }` on a `gcra` or `leaky-bucket` policy, with `burst: 1` to space every request (the adapters hold each request `delayMs`; with `createLimiter`, wait `decision.delayMs` yourself)',
 };

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { invalid } from './errors.js';
-import { checkKnownOptions, refuseInherited } from './known-options.js';
+import { checkKnownOptions, refuseInherited, unsetOptions } from './known-options.js';
 import { isThenable } from './thenable.js';
 import type { Policy, Throttle } from './types.js';
 
@@ -44,7 +44,8 @@ export function toThrottle(value: unknown): Throttle {
   const keys = typeof throttle.mode === 'string' ? allowedOptions.get(throttle.mode) : undefined;
   if (keys === undefined)
     invalid('ERR_SLUICE_INVALID_THROTTLE', 'throttle.mode', throttle.mode, "'hard', 'soft', 'elastic' or 'shadow'");
-  checkKnownOptions(throttle, keys, modeTaking, 'throttle');
+  // `undefined` means left out, as in `headers` and `ban`: `{ mode: 'hard', overagePercent: undefined }` is hard.
+  checkKnownOptions(throttle, [...keys, ...unsetOptions(throttle, throttleKeys)], modeTaking, 'throttle');
   if (throttle.mode === 'soft') percent(throttle.overagePercent, 'throttle.overagePercent');
   if (throttle.mode === 'elastic') {
     percent(throttle.maxOveragePercent, 'throttle.maxOveragePercent');

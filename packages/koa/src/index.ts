@@ -36,10 +36,13 @@ const unproxiedIp = createClientIp();
 /**
  * How many of the chain's last entries Koa reads (`ips.slice(-maxIpsCount)` when above 0):
  * a count that slices from the start (0.5, `Infinity`, `NaN`) reads every entry, the client's
- * first; 1.5 reads one.
+ * first; 1.5 reads one, and so does '1' (an environment variable's), which Koa's arithmetic
+ * reads as a number.
  */
-const proxyHops = ({ maxIpsCount }: Koa): number =>
-  maxIpsCount >= 1 && Number.isFinite(maxIpsCount) ? Math.trunc(maxIpsCount) : 0;
+const proxyHops = ({ maxIpsCount }: Koa): number => {
+  const count = Number(maxIpsCount);
+  return count >= 1 && Number.isFinite(count) ? Math.trunc(count) : 0;
+};
 
 /**
  * Koa trusts `X-Forwarded-For` from any peer once `app.proxy` is on, and with the default

@@ -51,6 +51,33 @@ describe.each(harnesses)('$name: RateLimit headers', (harness) => {
     expect(head.headers['retry-after']).toBe(got.headers['retry-after']);
   });
 
+  // draft-11 sent t=0 while draft-7, draft-6 and X-RateLimit-Reset said 999999999999999 (Infinity clamped).
+  it('states a cost no wait lets pass as draft-11 does in every draft: the quota as restored, no Retry-After', async () => {
+    const seen: Record<string, string | undefined>[] = [];
+    for (const standard of ['draft-7', 'draft-6'] as const) {
+      const started = await harness.start({
+        limits: [{ ...base, cost: () => 10, clock: clockAt(15_000), headers: { standard, legacy: true } }],
+      });
+      try {
+        const res = await request(started.url).get('/').expect(429);
+        const h = res.headers as Record<string, string | undefined>;
+        seen.push({
+          ratelimit: h.ratelimit,
+          reset: h['ratelimit-reset'],
+          legacy: h['x-ratelimit-reset'],
+          retry: h['retry-after'],
+        });
+      } finally {
+        await started.close();
+      }
+    }
+    const now = String((MINUTE_START + 15_000) / 1000);
+    expect(seen).toEqual([
+      { ratelimit: 'limit=3, remaining=3, reset=0', reset: undefined, legacy: now, retry: undefined },
+      { ratelimit: undefined, reset: '0', legacy: now, retry: undefined },
+    ]);
+  });
+
   it('rounds Retry-After up to whole seconds', async () => {
     app = await harness.start({ limits: [{ ...base, limit: 1, window: '10s', clock: clockAt(2_500) }] });
     await request(app.url).get('/').expect(200);

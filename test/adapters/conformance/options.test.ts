@@ -90,7 +90,7 @@ const cases: [string, Record<string, unknown>, string, RegExp][] = [
     "rate-limiter-flexible's names",
     { points: 5, duration: 60, keyPrefix: 'login', blockDuration: 60 },
     'ERR_SLUICE_UNKNOWN_OPTION',
-    /`points` \(did you mean `limit`\?\), `duration` .*'60s'.*`keyPrefix` \(did you mean `prefix`\?\), `blockDuration` \(did you mean `ban: \{ after, duration \}`\?\)/,
+    /`points` \(did you mean `limit`\?\), `duration` .*'60s'.*`keyPrefix` \(did you mean `prefix`\?\), `blockDuration` \(did you mean the adapters' `ban: \{ after, duration \}` \(`createLimiter` has no bans\)\?\)/,
   ],
   [
     "@fastify/rate-limit's and koa-ratelimit's names",

@@ -121,6 +121,26 @@ describe('createHttpLimiter', () => {
     );
   });
 
+  // Refused as unknown: a configuration spread (`{ rules, limit: cfg.limit, key: cfg.key }`)
+  // failed with "Unknown option `key`", where the same with policies takes `rules: undefined`.
+  it('takes the policy options left undefined beside rules, as it takes rules options beside policies', () => {
+    const rules = parseRules(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    const unset = { limit: undefined, window: undefined, key: undefined, ban: undefined, onExceeded: undefined };
+    expect(() => createHttpLimiter({ rules, ...unset } as never, binding)).not.toThrow();
+    expect(() => createHttpLimiter({ rules, typo: undefined } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_UNKNOWN_OPTION' }),
+    );
+  });
+
+  // `'rules' in options` read `rules: undefined` as rules mode, whose queues are not known yet.
+  it('refuses maxQueued without a queue when rules is given as undefined', () => {
+    expect(() =>
+      createHttpLimiter({ limit: 5, window: '1m', maxQueued: 5, rules: undefined } as never, binding),
+    ).toThrow(expect.objectContaining({ code: 'ERR_SLUICE_INVALID_QUEUE' }));
+  });
+
   // Both were reported as options the user never wrote: `policies[0].window` of the ban's own
   // limiters, and a `policies` function for a `limit` one.
   it('names the ban, or the limit function, in an error about their figures', async () => {

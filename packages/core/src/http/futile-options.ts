@@ -39,7 +39,7 @@ export function checkCostCanPass(cost: number, limiterOptions: Record<string, un
  */
 export function hasQueue(options: Record<string, unknown>): boolean | undefined {
   const { policies } = options;
-  if (typeof policies === 'function' || 'rules' in options) return undefined;
+  if (typeof policies === 'function' || options.rules !== undefined) return undefined;
   const list: unknown[] = policies === undefined ? [options] : Array.isArray(policies) ? policies : [];
   const queued = (p: unknown): boolean => typeof p === 'object' && p !== null && 'queue' in p && p.queue !== undefined;
   return list.length === 0 || list.some(queued);

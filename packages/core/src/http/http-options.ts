@@ -1,5 +1,11 @@
 import { invalid, SluiceError } from '../errors.js';
-import { checkKnownOptions, LIMITER_OPTION_NAMES, POLICY_OPTION_NAMES } from '../known-options.js';
+import {
+  checkKnownOptions,
+  HTTP_ONLY_OPTIONS,
+  LIMITER_OPTION_NAMES,
+  POLICY_OPTION_NAMES,
+  unsetOptions,
+} from '../known-options.js';
 import type { LimiterBaseOptions, PolicyOptions } from '../types.js';
 import type { AllowList } from './allow-list.js';
 import type { BanOptions } from './ban.js';
@@ -69,25 +75,6 @@ export function checkMaxQueued(value: unknown): number {
   return maxQueued;
 }
 
-const HTTP_ONLY_OPTIONS = [
-  'key',
-  'cost',
-  'skip',
-  'headers',
-  'ipv6Subnet',
-  'maxQueued',
-  'onLimited',
-  'message',
-  'statusCode',
-  'skipFailedRequests',
-  'skipSuccessfulRequests',
-  'requestWasSuccessful',
-  'onExceeding',
-  'onExceeded',
-  'allowList',
-  'ban',
-] as const;
-
 /** Every option name an adapter accepts, for the unknown-option check and its suggestions. */
 export const HTTP_OPTION_NAMES: readonly string[] = [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS];
 
@@ -153,10 +140,7 @@ export function checkHttpOptions<Req>(options: unknown, extraNames: readonly str
   }
   // Rules mode's own options left undefined (`rules: config.rules`, unset) are no mistake: they
   // are the options of the mode not chosen.
-  const unset = RULES_ONLY_OPTIONS.filter(
-    (name) => name in options && (options as Record<string, unknown>)[name] === undefined,
-  );
-  checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...unset, ...extraNames]);
+  checkKnownOptions(options, [...HTTP_OPTION_NAMES, ...unsetOptions(options, RULES_ONLY_OPTIONS), ...extraNames]);
   const all = options as Record<string, unknown>;
   checkHandlers(all, ['key', 'skip', 'onLimited']);
   const cost = checkCost(all.cost);

@@ -1,6 +1,6 @@
 import { shortHash } from '../derived-namespace.js';
 import { invalid, isSluiceError, SluiceError } from '../errors.js';
-import { POLICY_OPTION_NAMES } from '../known-options.js';
+import { givenOptions, POLICY_OPTION_NAMES } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
 import { hasQueue } from './futile-options.js';
 import type { HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
@@ -42,7 +42,7 @@ export function mergeRouteOptions(
   }
   // `undefined` means left out, as at the app's level: a route's `{ key: undefined }` (a spread
   // of optional settings) dropped the app's `key` and keyed by IP.
-  const own = Object.fromEntries(Object.entries(routeOptions).filter(([, value]) => value !== undefined));
+  const own = givenOptions(routeOptions);
   const merged: Record<string, unknown> = { ...appOptions };
   delete merged.prefix;
   if (own.rules !== undefined || 'policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {

@@ -24,7 +24,10 @@ export interface Headline {
  * lasts longest. `policies` are the limiter's, in the decision's order.
  */
 export function headlineOf(decision: Decision, policies: readonly Policy[]): Headline {
-  const waitMs = decision.retryAfterMs > 0 ? decision.retryAfterMs : decision.resetAfterMs;
+  // A cost no wait lets pass (`Infinity`) reports when the policy is restored, as draft-11's
+  // `t` does: the fields said a reset 31 million years away.
+  const { retryAfterMs } = decision;
+  const waitMs = retryAfterMs > 0 && retryAfterMs !== Number.POSITIVE_INFINITY ? retryAfterMs : decision.resetAfterMs;
   return { limit: headlineCapacity(decision, policies), remaining: decision.remaining, waitMs };
 }
 

@@ -1,7 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import { invalid, SluiceError } from '../../errors.js';
 import { publishQueued } from '../../events.js';
-import { checkKnownOptions, POLICY_OPTION_NAMES } from '../../known-options.js';
+import {
+  checkKnownOptions,
+  HTTP_ONLY_OPTIONS,
+  LIMITER_OPTION_NAMES,
+  POLICY_OPTION_NAMES,
+  unsetOptions,
+} from '../../known-options.js';
 import { limiterSettings } from '../../limiter-settings.js';
 import type { Decision, Limiter, LimiterBaseOptions, LimiterOptions, RateLimitStore } from '../../types.js';
 import {
@@ -76,7 +82,9 @@ export function createRulesHttpLimiter<Req, Res>(
       `[sluice] Option \`${notTaken}\` is not taken with \`rules\`, which count by rule: give it to a limiter of policies instead.`,
     );
   }
-  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...extraOptionNames]);
+  // The policy mode's options left `undefined` are taken as left out, as a policy limiter takes rules mode's.
+  const unset = unsetOptions(options, [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS]);
+  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...unset, ...extraOptionNames]);
   const current = currentOf(options.rules);
   const domains = current().domains;
   const domain = options.domain === undefined ? (domains.length === 1 ? domains[0] : undefined) : options.domain;
