@@ -1,9 +1,12 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type ServiceError, status } from '@grpc/grpc-js';
+import type { RateLimitStore } from '@sluice/core';
 import { createRedisStore } from '@sluice/redis';
 import { parseRules } from '@sluice/rules';
 import { createDecisionServer, type DecisionServer } from '@sluice/server';
 import { Redis } from 'ioredis';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createStoreHealth } from '../../packages/server/src/store-health.js';
 import { createEnvoyClient, createHealthClient } from '../helpers/envoy-client.js';
 import { standaloneRedis } from '../helpers/redis-env.js';
 import { type RedisProxy, startRedisProxy } from '../helpers/redis-proxy.js';
@@ -72,6 +75,21 @@ describe.skipIf(target.skip)('health follows the store, not the calls', () => {
     expect(await health.check('')).toBe('SERVING');
   });
 
+  // The look that found the store back was published as a decision of
+  // `sluice_limiter="sluice-health"`, which no rule has and no call made.
+  it("publishes no decision of its own looks at the store: the metrics count the calls' alone", async () => {
+    const seen = listen('sluice:decision');
+    try {
+      proxy.hold();
+      expect(await call('review', 'k')).toBe(status.UNAVAILABLE);
+      proxy.release();
+      await waitFor('SERVING without traffic', async () => (await httpHealth()) === 200, 5000);
+    } finally {
+      seen.stop();
+    }
+    expect(seen.limiters).toEqual([]);
+  });
+
   it('stays NOT_SERVING through calls that never reach the store (an unknown domain flipped it to SERVING)', async () => {
     proxy.silence();
     expect(await call('review', 'k')).toBe(status.UNAVAILABLE);
@@ -86,3 +104,36 @@ describe.skipIf(target.skip)('health follows the store, not the calls', () => {
     expect(await call('review', 'k')).toBe('OK');
   });
 });
+
+// Each failed look was published as a store error, one a second through an outage, against the
+// one the call that found the outage made.
+it('publishes no store error of its own looks at a store that fails', async () => {
+  let looks = 0;
+  const failing: RateLimitStore = {
+    name: 'failing',
+    consume: () => {
+      looks++;
+      return Promise.reject(new Error('down'));
+    },
+    reset: () => Promise.resolve(),
+    refund: () => Promise.resolve(),
+  };
+  const health = createStoreHealth({ store: failing, storeTimeoutMs: 100, logger: quietLog, onChange() {} });
+  const seen = listen('sluice:store-error');
+  try {
+    health.failed('a call failed');
+    await waitFor('two looks at the store', async () => looks >= 2, 5000);
+  } finally {
+    seen.stop();
+    health.close();
+  }
+  expect(seen.limiters).toEqual([]);
+});
+
+/** The limiters named by the events published on `channel` until `stop()`. */
+function listen(channel: string) {
+  const limiters: string[] = [];
+  const hear = (event: unknown) => limiters.push((event as { limiter: string }).limiter);
+  subscribe(channel, hear);
+  return { limiters, stop: () => unsubscribe(channel, hear) };
+}

@@ -116,14 +116,14 @@ export function publishRefusal(
 /**
  * The events of one limiter. `observe` wraps a decision only while someone listens to
  * `sluice:decision` (`decisionsWatched`), so a limiter nobody watches pays one check per call.
- * A limiter whose decisions are bookkeeping (a ban's counts) has them `unpublished`: its store's
- * failures are still published.
+ * A limiter whose decisions are no requests' (a ban's counts, a health look) has them
+ * `unpublished`, and publishes its store's failures only when that says `'store-errors'`.
  */
 export function limiterEvents(
   limiter: string,
   store: RateLimitStore,
   policies: readonly Policy[],
-  unpublished = false,
+  unpublished?: 'store-errors' | 'nothing',
 ) {
   const publish = (
     decision: Decision,
@@ -163,7 +163,7 @@ export function limiterEvents(
       decide: (key: string, cost: number) => T,
       holdsQueue = false,
     ): T {
-      if (unpublished) return decide(key, cost);
+      if (unpublished !== undefined) return decide(key, cost);
       const startedAt = store.consumeSync === undefined ? performance.now() : undefined;
       const decision = decide(key, cost);
       if (decision === undefined) return decision;
@@ -173,12 +173,13 @@ export function limiterEvents(
       ) as T;
     },
     storeFailed(cause: unknown, onStoreError: OnStoreError): void {
-      if (storeErrors.hasSubscribers)
+      if (storeErrors.hasSubscribers && unpublished !== 'nothing')
         storeErrors.publish({ limiter, store: store.name, errorType: errorType(cause), error: cause, onStoreError });
     },
     /** Publishes a charge the store gave back, when anyone listens. */
     refunded(cost: number): void {
-      if (refunds.hasSubscribers) refunds.publish({ limiter, store: store.name, cost } satisfies RefundEvent);
+      if (refunds.hasSubscribers && unpublished !== 'nothing')
+        refunds.publish({ limiter, store: store.name, cost } satisfies RefundEvent);
     },
     /** Keeps the error type of the failure `cause` with the decision it made, for that decision's event. */
     failedWith(decision: Decision, cause: unknown): void {

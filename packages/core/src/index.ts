@@ -33,7 +33,7 @@ export {
   LIMITER_OPTION_NAMES,
   POLICY_OPTION_NAMES,
 } from './known-options.js';
-export { createLimiter, STORE_DENY_RETRY_AFTER_MS } from './limiter.js';
+export { createLimiter, createUnpublishedLimiter, STORE_DENY_RETRY_AFTER_MS, type Unpublished } from './limiter.js';
 export { isRateLimitStore, limiterSettings } from './limiter-settings.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';

@@ -104,15 +104,23 @@ export function synchronousPathOf(limiter: Limiter): SynchronousPath | undefined
   return synchronousPaths.get(limiter);
 }
 
-/** Options of limiters that count on another's behalf (a ban's): their decisions are no requests'. */
-const unpublishedOptions = new WeakSet<LimiterOptions>();
+/** Options of limiters whose decisions are no requests', and what they publish instead. */
+const unpublishedOptions = new WeakMap<LimiterOptions, Unpublished>();
 
 /**
- * `createLimiter` for counts kept on another limiter's behalf (a ban's refusals and bans):
- * its decisions are not published on `sluice:decision`, where they would count as requests.
+ * What a limiter whose decisions are no requests' still publishes: `'store-errors'` for counts
+ * kept on another limiter's behalf (a ban's: its store failing is the limiter's), `'nothing'`
+ * for a look at the store (a decision service's health check, once a second through an outage).
  */
-export function createUnpublishedLimiter(options: LimiterOptions): Limiter {
-  unpublishedOptions.add(options);
+export type Unpublished = 'store-errors' | 'nothing';
+
+/**
+ * `createLimiter` for decisions that are no requests' (a ban's refusals and bans, a health
+ * look at the store): they are not published on `sluice:decision`, where they would count as
+ * requests, and with `'nothing'` its store's failures are not either.
+ */
+export function createUnpublishedLimiter(options: LimiterOptions, publishes: Unpublished = 'store-errors'): Limiter {
+  unpublishedOptions.set(options, publishes);
   return createLimiter(options);
 }
 
@@ -146,7 +154,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   // What a cost must exceed to never pass: elastic mode's capacity rises as the load falls.
   const ceilings = largestCapacities(throttle, policies) ?? baseCapacities;
   const singleCeiling = ceilings[0] as number;
-  const events = limiterEvents(namespace, store, policies, unpublishedOptions.has(options));
+  const events = limiterEvents(namespace, store, policies, unpublishedOptions.get(options));
   const checkReplies = store.checksReplies !== true;
   const { guarded, guardedRead, fail, succeed } = createStoreGuard(store, onStoreError, timeoutMs, logger, (cause) =>
     events.storeFailed(cause, onStoreError),

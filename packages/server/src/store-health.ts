@@ -1,4 +1,4 @@
-import { createLimiter, type Logger, OUTAGE_QUIET_MS, type RateLimitStore } from '@sluice/core';
+import { createUnpublishedLimiter, type Logger, OUTAGE_QUIET_MS, type RateLimitStore } from '@sluice/core';
 
 /** Between looks at a store that failed, until it answers. */
 const STORE_PROBE_INTERVAL_MS = 1000;
@@ -25,15 +25,20 @@ export interface StoreHealthOptions {
  */
 export function createStoreHealth(options: StoreHealthOptions) {
   const { onChange } = options;
-  const probe = createLimiter({
-    store: options.store,
-    // A limit no look reaches: each look is allowed, so each writes.
-    policies: [{ name: 'probe', limit: 1_000_000, window: 1000 }],
-    prefix: 'sluice-health',
-    onStoreError: 'throw',
-    storeTimeoutMs: options.storeTimeoutMs,
-    logger: options.logger,
-  });
+  // Publishing nothing: each look during an outage counted as a store error, and the first
+  // answered one as a decision, of a limiter no rule has (`sluice_limiter="sluice-health"`).
+  const probe = createUnpublishedLimiter(
+    {
+      store: options.store,
+      // A limit no look reaches: each look is allowed, so each writes.
+      policies: [{ name: 'probe', limit: 1_000_000, window: 1000 }],
+      prefix: 'sluice-health',
+      onStoreError: 'throw',
+      storeTimeoutMs: options.storeTimeoutMs,
+      logger: options.logger,
+    },
+    'nothing',
+  );
   let up = true;
   let closed = false;
   let lastFailureAt = 0;
