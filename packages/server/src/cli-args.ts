@@ -32,7 +32,7 @@ export const USAGE = `Usage: sluice serve --rules <file|dir> [options]
        sluice publish-rules --rules <file> --rules-key <key> --redis <url>
 
 serve: serves Envoy's rate-limit protocol: gRPC envoy.service.ratelimit.v3.RateLimitService
-and grpc.health.v1.Health; HTTP POST /json, GET /healthcheck, GET /metrics.
+and grpc.health.v1.Health; HTTP POST /json, GET /healthcheck, GET /metrics, GET /rlconfig.
 publish-rules: checks a rules document and stores it in Redis for every server that serves
 with --rules-key; they reload it at once. Prints its version.
 

@@ -8,6 +8,7 @@ import { createGrpcServer } from './grpc-server.js';
 import { createHttpServer } from './http-server.js';
 import { messageOf } from './log.js';
 import { createServiceMetrics } from './metrics.js';
+import { listRules } from './rules-listing.js';
 import { currentRules } from './rules-source.js';
 import { checkServerOptions, type DecisionServerOptions } from './server-options.js';
 import { settledOrAfter } from './settled-or-after.js';
@@ -116,7 +117,8 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
     settings.failureModeDeny,
   );
   const grpc = createGrpcServer(handleCall, settings);
-  const http: HttpServer = createHttpServer(handleCall, metrics, serving, () => closing, settings);
+  const listing = () => listRules(currentRules(settings.rules));
+  const http: HttpServer = createHttpServer(handleCall, metrics, listing, serving, () => closing, settings);
 
   let grpcListener: GrpcListener | undefined;
   const bindGrpc = async (): Promise<number> => {

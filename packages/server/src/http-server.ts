@@ -45,11 +45,13 @@ export interface MetricsText {
 
 /**
  * The HTTP front end, on envoyproxy/ratelimit's paths: `POST /json` (200 or 429 with the
- * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, and `GET /metrics`.
+ * `RateLimitResponse` in proto3 JSON), `GET /healthcheck`, `GET /metrics`, and `GET /rlconfig`
+ * (the rules served, as `rulesListing` writes them).
  */
 export function createHttpServer(
   handleCall: CallHandler,
   metrics: MetricsText,
+  rulesListing: () => string,
   serving: () => boolean,
   closing: () => boolean,
   { requestTimeoutMs, log }: Pick<ConnectionTimeouts, 'requestTimeoutMs'> & { log: ServiceLog },
@@ -85,6 +87,7 @@ export function createHttpServer(
     'POST /json': json,
     'GET /healthcheck': healthcheck,
     'GET /metrics': async (_, res) => send(res, 200, metrics.contentType, await metrics.render()),
+    'GET /rlconfig': (_, res) => send(res, 200, 'text/plain; charset=utf-8', rulesListing()),
   };
 
   // Node ends a request still arriving after `requestTimeout` with 408, checking every
