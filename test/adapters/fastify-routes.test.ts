@@ -122,6 +122,35 @@ describe('fastify: per-route config and encapsulation', () => {
     expect((await app.inject({ url: '/b', headers: { 'x-user': 'alice' } })).statusCode).toBe(200);
   });
 
+  // With undefined read as left out, nothing turned the plugin's ban off for one route:
+  // `ban: false` was refused.
+  it("turns the plugin's ban off for a route with ban: false", async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 1, window: '1m', ban: { after: 0, duration: '1h' } });
+    app.get('/banned', ok);
+    app.get('/open', { config: { rateLimit: { limit: 1, window: '1m', ban: false } } }, ok);
+    const statuses = async (url: string) => {
+      const seen = [];
+      for (let i = 0; i < 3; i++) seen.push((await app.inject({ url })).statusCode);
+      return seen;
+    };
+    expect(await statuses('/open')).toEqual([200, 429, 429]);
+    expect(await statuses('/banned')).toEqual([200, 403, 403]);
+  });
+
+  // Copied by its own entries, a route's options read through a prototype were dropped unseen
+  // and the plugin's limit applied.
+  it('refuses a route option read through the prototype, naming the route', async () => {
+    app = Fastify();
+    await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m' });
+    expect(() => app.get('/x', { config: { rateLimit: Object.create({ limit: 1, window: '1m' }) } }, ok)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_SLUICE_UNKNOWN_OPTION',
+        message: expect.stringContaining('config.rateLimit of GET /x: Option `limit` is inherited'),
+      }),
+    );
+  });
+
   it("falls back to the plugin's headers field by field: a route asking for legacy keeps the plugin's draft", async () => {
     app = Fastify();
     await app.register(rateLimitPlugin, { ...base, limit: 5, window: '1m', headers: { standard: 'draft-6' } });

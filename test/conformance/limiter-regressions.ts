@@ -181,6 +181,27 @@ export function limiterRegressions(store: () => RateLimitStore) {
     expect(await next.peek('k')).toMatchObject({ allowed: true, remaining: 3, resetAfterMs: 0 });
   });
 
+  // The memory store wrote a policy the refund found fresh (a version's new slot) as of the
+  // refund's time, where the reference keeps no state: a clock that then stepped back read
+  // it as spent, and a bucket refused what Redis and the reference admit.
+  it.each(algorithmNames)(
+    "%s: a new version's policy a refund finds fresh stays fresh to a clock that steps back",
+    async (algorithm) => {
+      const clock = manualClock(START_MS);
+      const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };
+      const a = { name: 'a', limit: 5, window: 10_000, algorithm: 'fixed-window' as const };
+      const v1 = createLimiter({ ...shared, policies: [a] });
+      const v2 = createLimiter({ ...shared, policies: [a, { name: 'b', limit: 3, window: 3000, algorithm }] });
+      await v1.consume('k', { cost: 2 });
+      clock.advance(1000);
+      await v2.refund('k', 1);
+      clock.set(START_MS + 500);
+      const decision = await v2.consume('k', { cost: 3 });
+      expect(decision.allowed).toBe(true);
+      expect(decision.policies[1]).toMatchObject({ remaining: 0 });
+    },
+  );
+
   it('a changed window or limit keeps what was spent; a slot the new version lacks is kept for the old one', async () => {
     const clock = manualClock(START_MS);
     const shared = { ...strict, store: store(), prefix: freshPrefix(), clock };

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -77,15 +77,28 @@ describe('pnpm simulate options', () => {
   // Node's recursive mkdir looped for good there, at full CPU: the run never ended.
   it('refuses a directory that can never be made, such as one under /proc', async () => {
     await expect(prepareOut('/proc/sluice-charts/deeper')).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    // One that exists, which root may "write" by `access`: its files failed once every scenario had run.
+    await expect(prepareOut('/proc')).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+  });
+
+  // Read, a FIFO waited for a writer for good: the run hung before its first scenario.
+  it('refuses a README.md that is not a file, such as a FIFO, without waiting on it', async () => {
+    const out = join(dir, 'page-is-a-fifo');
+    await mkdir(out, { recursive: true });
+    execFileSync('mkfifo', [join(out, 'README.md')]);
+    await expect(prepareOut(out)).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+      message: expect.stringContaining('README.md is not a file'),
+    });
   });
 
   // Read as absent, it failed the page's write once every scenario had run, leaving charts alone.
-  it('refuses a README.md it cannot read, such as a directory', async () => {
+  it('refuses a README.md that is a directory', async () => {
     const out = join(dir, 'page-is-a-directory');
     await mkdir(join(out, 'README.md'), { recursive: true });
     await expect(prepareOut(out)).rejects.toMatchObject({
       code: 'ERR_SLUICE_INVALID_OPTION',
-      message: expect.stringContaining('EISDIR'),
+      message: expect.stringContaining('README.md is not a file'),
     });
   });
 

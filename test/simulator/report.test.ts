@@ -231,7 +231,7 @@ describe('the simulate report', () => {
   it('keeps every label inside the chart, clear of the y axis title, however long', () => {
     const svg = lineChart({
       title: 'wide',
-      subtitle: `Requests of the busiest client (${'2001:db8:'.repeat(6)}1) admitted in the trailing 1 min, the most per 5 s; above the dashed line is excess over the limit`,
+      subtitle: `Requests of the busiest client (${'k'.repeat(200)}) admitted in the trailing 1 min, the most per 5 s; above the dashed line is excess over the limit`,
       yLabel: 'cost units per second',
       lines: [{ label: 'offered', series: { startMs: 0, bucketMs: 1000, values: [0, 1_200_000_000, 3] } }],
       reference: { value: 1_000_000_000, label: 'limit 0.0000116/s' },

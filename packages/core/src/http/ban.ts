@@ -40,9 +40,9 @@ const NAMES = ['after', 'window', 'duration', 'status'];
  * request per `duration`, spent when the ban starts and so refused until it ends.
  */
 export function createBan(value: unknown, base: Record<string, unknown>, namespace: string): Ban | undefined {
-  if (value === undefined) return undefined;
+  if (value === undefined || value === false) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    invalid('ERR_SLUICE_INVALID_OPTION', 'ban', value, "an object such as `{ after: 10, duration: '15m' }`");
+    invalid('ERR_SLUICE_INVALID_OPTION', 'ban', value, "an object such as `{ after: 10, duration: '15m' }`, or false");
   }
   const options = value as Record<string, unknown>;
   checkKnownOptions(options, NAMES, NO_PEER_NAMES, 'ban');

@@ -41,8 +41,11 @@ export interface HttpOptionsBase<Req, Res = Req>
   skip?: ((req: Req) => Awaitable<boolean>) | undefined;
   /** Clients neither counted nor limited: their keys, or a function of the request and key. */
   allowList?: AllowList<Req> | undefined;
-  /** Refuse a client outright for a while after too many refusals. */
-  ban?: BanOptions | undefined;
+  /**
+   * Refuse a client outright for a while after too many refusals. `false`: none, as leaving it
+   * out is, which a route's own limit gives to turn off the app's.
+   */
+  ban?: BanOptions | false | undefined;
   /** @default { standard: 'draft-11', legacy: false } */
   headers?: HeadersOptions | undefined;
   /** Prefix length IPv6 clients are keyed by, or `false` for the whole address. @default 56 */

@@ -1,9 +1,9 @@
 import { shortHash } from '../derived-namespace.js';
 import { invalid, isSluiceError, SluiceError } from '../errors.js';
-import { givenOptions, POLICY_OPTION_NAMES } from '../known-options.js';
+import { givenOptions, POLICY_OPTION_NAMES, refuseInherited } from '../known-options.js';
 import type { PolicyOptions } from '../types.js';
 import { hasQueue } from './futile-options.js';
-import type { HttpOptionsBase, LimitFor, PoliciesFor } from './http-options.js';
+import { HTTP_OPTION_NAMES, type HttpOptionsBase, type LimitFor, type PoliciesFor } from './http-options.js';
 
 /** Per-route options: any option, each falling back to the one set for the whole app. */
 export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
@@ -40,6 +40,8 @@ export function mergeRouteOptions(
   if (typeof routeOptions !== 'object' || routeOptions === null || Array.isArray(routeOptions)) {
     invalid('ERR_SLUICE_INVALID_OPTION', option, routeOptions, 'an object of rate-limit options, or false');
   }
+  // An option read through the prototype would be dropped by the copy below, unseen.
+  refuseInherited(routeOptions, [...HTTP_OPTION_NAMES, ...RULES_GROUP], (name) => name);
   // `undefined` means left out, as at the app's level: a route's `{ key: undefined }` (a spread
   // of optional settings) dropped the app's `key` and keyed by IP.
   const own = givenOptions(routeOptions);

@@ -367,7 +367,7 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
       const refunded = refundStates(current, policies, capacities, request.cost, now, memoryAlgorithms);
       // A client back to fresh is dropped (every entry `undefined`), not kept as of now.
       const back = refunded.every((state) => state === undefined);
-      const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number, now));
+      const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number));
       if (taken !== undefined) replace(entry, layout, taken, back ? undefined : states);
       else if (back) removeSegment(entry, at);
       else writeSegment(entry, at, layout.id, states, policies);
@@ -425,8 +425,12 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
   return store;
 }
 
-const fresh = (policy: Policy, capacity: number, now: number): MemoryState =>
-  memoryAlgorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, now).next;
+/**
+ * A state beside others that reads as fresh at any time: one as of time 0, where the reference
+ * keeps none (`undefined`). One as of now read as spent once a clock stepped back.
+ */
+const fresh = (policy: Policy, capacity: number): MemoryState =>
+  memoryAlgorithms[policy.algorithm].evaluate(undefined, policy, capacity, 0, 0).next;
 
 /** The outcome fields alone: a reply carries no algorithm's private state. */
 const outcomeOf = ({ allowed, remaining, resetAfterMs, retryAfterMs, delayMs }: PolicyOutcome): PolicyOutcome => ({

@@ -19,16 +19,26 @@ export const FONT = 'DejaVu Sans, Helvetica, Arial, sans-serif';
 /** The width `content` takes at 13 px: 7.4 px, the average advance of a DejaVu Sans character. */
 export const textWidth = (content: string): number => content.length * 7.4;
 
-/** `content` in lines of at most `width` px, broken between words (a word longer than a line keeps its own). */
+/**
+ * `content` in lines of at most `width` px, broken between words, and a word longer than a
+ * line (a client key: a trace's keys hold no spaces) broken where the line ends.
+ */
 export function wrapText(content: string, width: number): string[] {
+  const perLine = Math.max(1, Math.floor(width / textWidth('x')));
   const lines: string[] = [];
   let line = '';
   for (const word of content.split(' ')) {
     const longer = line === '' ? word : `${line} ${word}`;
-    if (line !== '' && textWidth(longer) > width) {
-      lines.push(line);
-      line = word;
-    } else line = longer;
+    if (textWidth(longer) <= width) {
+      line = longer;
+      continue;
+    }
+    if (line !== '') lines.push(line);
+    line = word;
+    while (line.length > perLine) {
+      lines.push(line.slice(0, perLine));
+      line = line.slice(perLine);
+    }
   }
   lines.push(line);
   return lines;

@@ -1,5 +1,4 @@
-import { constants } from 'node:fs';
-import { access, mkdir, readFile, stat } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { isSluiceError, SluiceError, type Throttle, toMs, toPolicy, toThrottle } from '@sluice/core';
@@ -142,13 +141,19 @@ export async function prepareOut(out: string): Promise<void> {
   try {
     await makeDirectory(out);
     if (!(await stat(out)).isDirectory()) throw new Error(`${out} is not a directory`);
-    await access(out, constants.W_OK);
-    // Anything but its absence (a directory named README.md, a file that cannot be read) would
-    // fail the page's write once every scenario had run.
-    existing = await readFile(page, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    // Written, not asked: `access` grants root anything, `/proc` included, whose files then
+    // failed once every scenario had run.
+    const probe = join(out, `.sluice-simulate-${process.pid}`);
+    await writeFile(probe, '');
+    await rm(probe);
+    // Anything but a file or its absence (a directory named README.md, a FIFO, which reading
+    // waits on for good) would fail the page's write once every scenario had run, or hang.
+    const found = await stat(page).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return undefined;
       throw error;
     });
+    if (found !== undefined && !found.isFile()) throw new Error(`${page} is not a file`);
+    existing = found === undefined ? undefined : await readFile(page, 'utf8');
   } catch (error) {
     throw new SluiceError(
       'ERR_SLUICE_INVALID_OPTION',
