@@ -8,7 +8,7 @@ export {
   refundStates,
   settleConvertedWaits,
 } from './algorithms/index.js';
-export { isOverLimitMark } from './decision.js';
+export { isOverLimitMark, reportedPolicyIndex } from './decision.js';
 export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export { isEpochMs, MAX_EPOCH_MS } from './epoch-ms.js';

@@ -6,6 +6,7 @@ import {
   passes,
   type ResolvedHeaders,
   type RuleVerdict,
+  reportedPolicyIndex,
 } from '@sluice/core';
 import type { RuleSet } from '@sluice/rules';
 import { createHeaderFields } from './header-fields.js';
@@ -60,7 +61,11 @@ export function createDecider(options: DeciderOptions) {
     // As the adapters decide: `quota_mode` rules refuse a request only when all of them refuse.
     const refused = !passes(verdicts);
     const statuses = matches.map((match) => (match?.rule.unlimited ? unlimited : noLimit));
-    for (const verdict of verdicts) statuses[verdict.index] = toStatus(verdict.decision);
+    for (const { index, decision, repeats = [] } of verdicts) {
+      // A descriptor sent again (a route's and its virtual host's `rate_limits` both name it)
+      // was charged with its first, and answers as it does.
+      for (const at of [index, ...repeats]) statuses[at] = toStatus(decision);
+    }
     // Shadow mode changes the answer only: the statuses and the charges stay the rules'. Each
     // refusing status is marked, so that the Node client tells the pass from a `quota_mode`
     // one, which also answers OK over a status OVER_LIMIT.
@@ -101,8 +106,9 @@ const onTheWire = (count: number): number => Math.min(count, UINT32_MAX);
 
 /** A decision as Envoy's `DescriptorStatus`, with sluice's own figures beside it. */
 function toStatus(decision: Decision): DescriptorAnswer {
-  const top = decision.policies.find((p) => p.limit === decision.limit && p.remaining === decision.remaining);
-  const policy = top ?? decision.policies[0];
+  // The policy whose limit, remaining and reset are the decision's: two policies alike in
+  // limit and count named the first's unit beside the other's reset (MINUTE, 337 s).
+  const policy = decision.policies[reportedPolicyIndex(decision)] ?? decision.policies[0];
   const status: DescriptorAnswer = {
     code: decision.allowed ? 'OK' : 'OVER_LIMIT',
     currentLimit: {

@@ -25,6 +25,11 @@ export interface RuleVerdict {
   /** `undefined` for a blocked rule, which no limiter counts. */
   readonly limiter: Limiter | undefined;
   readonly decision: Decision;
+  /**
+   * The positions of the later matches on the same limiter and client key, which this verdict
+   * decided with it as one charge of their summed cost (`decideRules`), and answers for.
+   */
+  readonly repeats?: readonly number[];
 }
 
 /**
@@ -151,6 +156,8 @@ export async function decideRules(
   now: () => number,
   holdsQueue = false,
 ): Promise<RuleVerdict[]> {
+  const repeats = repeatedMatches(matches, limiterOf);
+  if (repeats !== undefined) return decideRepeats(matches, repeats, limiterOf, cost, now, holdsQueue);
   const joint = decideJointly(matches, limiterOf, cost, holdsQueue);
   if (joint !== undefined) return joint;
   const decided: (RuleVerdict | Promise<RuleVerdict>)[] = [];
@@ -177,6 +184,61 @@ export async function decideRules(
   // No await before the refunds when nothing was waited for: they land in this turn.
   const verdicts = waiting ? await allOrGiveBack(decided, holdsQueue) : (decided as RuleVerdict[]);
   return passes(verdicts) ? verdicts : unheld(verdicts, holdsQueue);
+}
+
+/**
+ * The later matches on the same limiter and client key as an earlier one, by the earlier's
+ * position; `undefined` when there are none, as nearly always. Envoy sends a descriptor twice
+ * when a route's and its virtual host's `rate_limits` both name it.
+ */
+function repeatedMatches(
+  matches: readonly (RuleMatchLike | undefined)[],
+  limiterOf: (rule: RuleLike, index: number) => Limiter,
+): Map<number, number[]> | undefined {
+  let repeats: Map<number, number[]> | undefined;
+  for (let i = 1; i < matches.length; i++) {
+    const match = matches[i];
+    if (match === undefined || match.rule.unlimited || match.rule.blocked) continue;
+    for (let first = 0; first < i; first++) {
+      const earlier = matches[first];
+      if (earlier?.rule !== match.rule || earlier.key !== match.key) continue;
+      if (limiterOf(earlier.rule, first) !== limiterOf(match.rule, i)) continue;
+      repeats ??= new Map();
+      repeats.set(first, [...(repeats.get(first) ?? []), i]);
+      break;
+    }
+  }
+  return repeats;
+}
+
+/**
+ * `decideRules` with each match's repeats decided with it as one charge of their summed cost:
+ * decided one after the other, a later copy was refused over the earlier's charge, which was
+ * then given back, and reported spent the quota the client still had (and a sum no quota
+ * holds as a wait, where it can never pass).
+ */
+async function decideRepeats(
+  matches: readonly (RuleMatchLike | undefined)[],
+  repeats: ReadonlyMap<number, readonly number[]>,
+  limiterOf: (rule: RuleLike, index: number) => Limiter,
+  cost: number | readonly number[],
+  now: () => number,
+  holdsQueue: boolean,
+): Promise<RuleVerdict[]> {
+  const unitsAt = (index: number): number => (typeof cost === 'number' ? cost : (cost[index] as number));
+  const once = [...matches];
+  const costs = matches.map((_, index) => unitsAt(index));
+  for (const [first, later] of repeats) {
+    for (const index of later) {
+      once[index] = undefined;
+      costs[first] = (costs[first] as number) + unitsAt(index);
+    }
+  }
+  const verdicts = await decideRules(once, limiterOf, costs, now, holdsQueue);
+  return verdicts.map((verdict) => {
+    const later = repeats.get(verdict.index);
+    return later === undefined ? verdict : { ...verdict, repeats: later };
+  });
 }
 
 /**
