@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import {
   createLimiter,
+  createUnpublishedLimiter,
   type DecisionEvent,
   hold,
   publishRulesReload,
@@ -252,4 +253,15 @@ describe('sluice:queue and sluice:rules-reload', () => {
       { source: 'rules.yaml', ok: false, error },
     ]);
   });
+});
+
+// Marked on the caller's options object, a limiter made later from that same object published
+// nothing either.
+it('an unpublished limiter leaves a limiter made later from the same options publishing', async () => {
+  const decisions = listen<DecisionEvent>(SLUICE_CHANNELS.decision);
+  const options = { limit: 10, window: '1m' as const, prefix: 'unpublished-look', store: createMemoryStore() };
+  await createUnpublishedLimiter(options, 'nothing').consume('a');
+  await createLimiter({ ...options, prefix: 'published-copy' }).consume('a');
+  await createLimiter(Object.assign(options, { prefix: 'published-same-object' })).consume('a');
+  expect(decisions.map((event) => event.limiter)).toEqual(['published-copy', 'published-same-object']);
 });

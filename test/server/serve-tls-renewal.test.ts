@@ -184,6 +184,47 @@ it('serves a renewed certificate that was not valid yet once it is', async () =>
   }
 });
 
+// Only the same failure twice in a row was logged: files failing two ways by turns (a key
+// from one renewal, then another's; a missing file, then a wrong key) were never logged.
+it('says each way the files fail once two reads in a row have failed, however they take turns', async () => {
+  const service = await serving();
+  const errors = () => said('error').map((line) => String(line.fields?.error));
+  try {
+    copyFileSync(fixture('renewed.pem'), files().cert);
+    for (let i = 0; i < 3; i++) {
+      copyFileSync(fixture('client-key.pem'), files().key);
+      await service.watch.check();
+      rmSync(files().key);
+      await service.watch.check();
+    }
+    expect(errors()).toEqual([
+      expect.stringContaining('cannot be read (ENOENT)'),
+      expect.stringContaining('is not the key of the certificate'),
+    ]);
+    expect(await ask(service.address, trusting('ca.pem'))).toBe('OK');
+  } finally {
+    await service.close();
+  }
+});
+
+// Checked without gRPC's cipher list, which may set OpenSSL's security level, a renewal that
+// level refuses was logged as reloaded while grpc-js dropped every connection; and files the
+// list allows were refused at start-up.
+it('checks the files at the security level GRPC_SSL_CIPHER_SUITES sets, and names a list OpenSSL cannot use', async () => {
+  install('weak.pem', 'weak-key.pem');
+  vi.stubEnv('GRPC_SSL_CIPHER_SUITES', 'DEFAULT@SECLEVEL=0');
+  try {
+    await expect(serveTls(files())).resolves.toMatchObject({ described: { subject: 'CN=sluice service weak key' } });
+    vi.stubEnv('GRPC_SSL_CIPHER_SUITES', 'NOT-A-CIPHER');
+    await expect(serveTls(files())).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_SERVER_OPTION',
+      message: expect.stringContaining('GRPC_SSL_CIPHER_SUITES "NOT-A-CIPHER": OpenSSL refuses it'),
+    });
+  } finally {
+    vi.unstubAllEnvs();
+  }
+});
+
 // Node's setSecureContext takes its cipher list from the options it is given alone: from the
 // first renewal, the server offered Node's default list where GRPC_SSL_CIPHER_SUITES had narrowed it.
 it('keeps the cipher list GRPC_SSL_CIPHER_SUITES sets across a renewal', async () => {

@@ -111,17 +111,21 @@ const unpublishedOptions = new WeakMap<LimiterOptions, Unpublished>();
  * What a limiter whose decisions are no requests' still publishes: `'store-errors'` for counts
  * kept on another limiter's behalf (a ban's: its store failing is the limiter's), `'nothing'`
  * for a look at the store (a decision service's health check, once a second through an outage).
+ * @internal
  */
 export type Unpublished = 'store-errors' | 'nothing';
 
 /**
  * `createLimiter` for decisions that are no requests' (a ban's refusals and bans, a health
  * look at the store): they are not published on `sluice:decision`, where they would count as
- * requests, and with `'nothing'` its store's failures are not either.
+ * requests, and with `'nothing'` its store's failures are not either. Marked on a copy of
+ * `options`, so that a limiter made from the same object later publishes as any does. For
+ * sluice's own packages. @internal
  */
 export function createUnpublishedLimiter(options: LimiterOptions, publishes: Unpublished = 'store-errors'): Limiter {
-  unpublishedOptions.set(options, publishes);
-  return createLimiter(options);
+  const own = { ...options } as LimiterOptions;
+  unpublishedOptions.set(own, publishes);
+  return createLimiter(own);
 }
 
 /**

@@ -1,7 +1,16 @@
 import type { SecureContextOptions } from 'node:tls';
 import { ServerCredentials } from '@grpc/grpc-js';
 import { messageOf, type ServiceLog } from './log.js';
-import { type CheckedTls, checkTls, readTls, readTlsTexts, type TlsFiles, type TlsTexts } from './tls.js';
+import {
+  type CheckedTls,
+  checkTls,
+  grpcCiphers,
+  readTls,
+  readTlsTexts,
+  refusedByDate,
+  type TlsFiles,
+  type TlsTexts,
+} from './tls.js';
 
 /** gRPC over TLS from files, checked, and kept current as they are renewed. */
 export interface ServedTls {
@@ -33,7 +42,7 @@ export class ReplaceableTlsCredentials extends ServerCredentials {
   private readonly ciphers: string | undefined;
 
   constructor(served: CheckedTls) {
-    const ciphers = process.env.GRPC_SSL_CIPHER_SUITES;
+    const ciphers = grpcCiphers();
     // As `ServerCredentials.createSsl`: a client certificate asked for, and required, when a
     // client CA is given.
     super({ requestCert: served.texts.clientCa !== undefined, ciphers }, context(served, ciphers));
@@ -73,15 +82,27 @@ export interface TlsWatchOptions {
   now?: () => Date;
 }
 
+/** The most failures of one run of failed reads kept, to be told apart and each logged once. */
+const MAX_FAILURES_KEPT = 10;
+
+/** A way the files failed: what they held (nothing when they could not be read), why, and whether the log said so. */
+interface Failure {
+  texts: TlsTexts | undefined;
+  message: string;
+  /** Refused by the certificate's dates alone: the same files may pass later, and are checked again. */
+  byDate: boolean;
+  logged: boolean;
+}
+
 /**
  * Reads the TLS files every `intervalMs` and, when their bytes changed and pass the start-up
  * checks, serves them from the next handshake: a certificate renewed in place (cert-manager,
- * a mounted Secret, certbot) is served without a restart. Files that fail the checks leave
- * the last good ones served and are checked again at each read (a certificate not valid yet
- * is served once it is); the log says why once the same files have failed the same way twice
- * in a row, so that files caught while being written (a certificate before its key) say
- * nothing. It warns when the served certificate comes within 14 days of expiry, and says when
- * it has expired, once each.
+ * a mounted Secret, certbot) is served without a restart. Files that fail the checks leave the
+ * last good ones served. The log says why once two reads in a row have failed, each way they
+ * failed once, so that files caught while being written (a certificate before its key) say
+ * nothing. Files already refused are not checked again, unless by their dates (a certificate
+ * not valid yet is served once it is). It warns when the served certificate comes within 14
+ * days of expiry, and says when it has expired, once each.
  */
 export function watchTls(
   files: TlsFiles,
@@ -90,37 +111,56 @@ export function watchTls(
   log: ServiceLog,
   { intervalMs, now = () => new Date() }: TlsWatchOptions,
 ): TlsWatch {
-  /** The last failure: the files' bytes (none when they could not be read), why, and whether it was logged. */
-  let failure: { texts: TlsTexts | undefined; message: string; logged: boolean } | undefined;
+  /** The failed reads in a row, and the ways they failed. */
+  let failedReads = 0;
+  let failures: Failure[] = [];
   let told: 'soon' | 'expired' | undefined;
   let checking: Promise<void> | undefined;
+
+  const failed = (failure: Failure): void => {
+    failedReads++;
+    if (failedReads < 2 || failure.logged) return;
+    failure.logged = true;
+    log.line('error', 'TLS files not reloaded; serving the last good certificate', {
+      error: failure.message,
+      validTo: served.described.validTo,
+    });
+  };
+  const failedAgain = (texts: TlsTexts | undefined, message: string | undefined): Failure | undefined =>
+    failures.find(
+      (failure) =>
+        (message === undefined ? !failure.byDate : failure.message === message) &&
+        (failure.texts === undefined || texts === undefined
+          ? failure.texts === texts
+          : sameTexts(failure.texts, texts)),
+    );
 
   const replaceIfChanged = async (): Promise<void> => {
     let texts: TlsTexts | undefined;
     try {
       texts = await readTlsTexts(files);
       if (sameTexts(texts, served.texts)) {
-        failure = undefined;
+        failedReads = 0;
+        failures = [];
         return;
       }
+      const known = failedAgain(texts, undefined);
+      if (known !== undefined) return failed(known);
       const checked = checkTls(files, texts, now());
       credentials.replace(checked);
       served = checked;
-      failure = undefined;
+      failedReads = 0;
+      failures = [];
       told = undefined;
       log.line('info', 'TLS certificate reloaded', checked.described);
     } catch (error) {
       const message = messageOf(error);
-      if (failure === undefined || failure.message !== message || !sameOrNone(failure.texts, texts)) {
-        failure = { texts, message, logged: false };
-        return;
+      let failure = failedAgain(texts, message);
+      if (failure === undefined) {
+        failure = { texts, message, byDate: refusedByDate(error), logged: false };
+        if (failures.length < MAX_FAILURES_KEPT) failures.push(failure);
       }
-      if (failure.logged) return;
-      failure.logged = true;
-      log.line('error', 'TLS files not reloaded; serving the last good certificate', {
-        error: message,
-        validTo: served.described.validTo,
-      });
+      failed(failure);
     }
   };
   const tellExpiry = (): void => {
@@ -156,9 +196,6 @@ export function watchTls(
   timer.unref();
   return { check, close: () => clearInterval(timer) };
 }
-
-const sameOrNone = (a: TlsTexts | undefined, b: TlsTexts | undefined): boolean =>
-  a === undefined || b === undefined ? a === b : sameTexts(a, b);
 
 const sameTexts = (a: TlsTexts, b: TlsTexts): boolean =>
   a.cert.equals(b.cert) &&

@@ -39,14 +39,70 @@ async function pem(flag: string, file: string): Promise<Buffer> {
 }
 
 const BEGIN = '-----BEGIN CERTIFICATE-----';
-const BLOCK = new RegExp(`${BEGIN}[\\s\\S]*?-----END CERTIFICATE-----`, 'g');
+const END = '-----END CERTIFICATE-----';
 
+/**
+ * The PEM certificate blocks of `text`, and whether every one that begins ends, read in one
+ * pass: a pattern from each begin line to the next end line took seconds on a file of many
+ * unended blocks, once at each read of a renewal.
+ */
+function pemBlocks(text: string): { blocks: string[]; whole: boolean } {
+  const blocks: string[] = [];
+  for (let at = text.indexOf(BEGIN); at !== -1; ) {
+    const end = text.indexOf(END, at);
+    const next = text.indexOf(BEGIN, at + BEGIN.length);
+    if (end === -1 || (next !== -1 && next < end)) return { blocks, whole: false };
+    blocks.push(text.slice(at, end + END.length));
+    at = next;
+  }
+  return { blocks, whole: true };
+}
+
+/** gRPC's cipher list, as `ServerCredentials.createSsl` reads it. */
+export const grpcCiphers = (): string | undefined => process.env.GRPC_SSL_CIPHER_SUITES;
+
+/**
+ * OpenSSL checks more only when files are served (its security level: a key too small, a
+ * signature on a digest too weak, at the level gRPC's cipher list may set): gRPC then refused
+ * every connection, with OpenSSL's bare words.
+ */
 function servable(file: string, options: SecureContextOptions, how: string): void {
+  const ciphers = grpcCiphers();
   try {
-    createSecureContext(options);
+    createSecureContext({ ...options, ...(ciphers === undefined ? {} : { ciphers }) });
   } catch (cause) {
     const flag = options.ca === undefined ? '--tls-cert' : '--tls-client-ca';
     unusable(flag, file, `cannot be served ${how}: OpenSSL refuses it (${(cause as Error).message})`, cause);
+  }
+}
+
+/** A cipher list OpenSSL cannot use fails every certificate: said of the list, not of them. */
+function checkCiphers(): void {
+  const ciphers = grpcCiphers();
+  if (ciphers === undefined) return;
+  try {
+    createSecureContext({ ciphers });
+  } catch (cause) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_SERVER_OPTION',
+      `[sluice] GRPC_SSL_CIPHER_SUITES ${JSON.stringify(ciphers)}: OpenSSL refuses it (${(cause as Error).message}).`,
+      { cause },
+    );
+  }
+}
+
+/** Refusals of a certificate by date, which time may lift (one not valid yet) or bring. */
+const byDate = new WeakSet<Error>();
+
+/** Whether `error` refused the files by the certificate's dates alone: the same files may pass later. */
+export const refusedByDate = (error: unknown): boolean => error instanceof Error && byDate.has(error);
+
+function refuseByDate(file: string, why: string): never {
+  try {
+    return unusable('--tls-cert', file, why);
+  } catch (error) {
+    byDate.add(error as Error);
+    throw error;
   }
 }
 
@@ -59,13 +115,11 @@ const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *EN
  * base64 decode", naming neither flag nor file, or in a client CA file was skipped unsaid.
  */
 function certificate(flag: string, file: string, text: Buffer): X509Certificate {
-  const pemText = text.toString('latin1');
-  const blocks = pemText.match(BLOCK) ?? [];
+  const { blocks, whole } = pemBlocks(text.toString('latin1'));
   // X509Certificate reads DER too, which gRPC cannot: without PEM blocks, a DER file passed
   // here and failed start-up with OpenSSL's bare "no start line".
   if (blocks.length === 0) return unusable(flag, file, 'holds no PEM certificate');
-  if (pemText.split(BEGIN).length - 1 !== blocks.length)
-    return unusable(flag, file, `holds a certificate with no end line, after ${blocks.length} whole`);
+  if (!whole) return unusable(flag, file, `holds a certificate with no end line, after ${blocks.length} whole`);
   const read = blocks.map((block, i) => {
     try {
       return new X509Certificate(block);
@@ -99,6 +153,7 @@ export async function readTlsTexts(files: TlsFiles): Promise<TlsTexts> {
 
 /** `texts`, read from `files`, checked as `readTls` does. */
 export function checkTls(files: TlsFiles, texts: TlsTexts, now: Date): CheckedTls {
+  checkCiphers();
   const cert = certificate('--tls-cert', files.cert, texts.cert);
   let key: KeyObject;
   try {
@@ -112,14 +167,13 @@ export function checkTls(files: TlsFiles, texts: TlsTexts, now: Date): CheckedTl
   }
   if (!cert.checkPrivateKey(key))
     unusable('--tls-key', files.key, `is not the key of the certificate in ${files.cert}`);
-  if (now < new Date(cert.validFrom)) unusable('--tls-cert', files.cert, `is not valid before ${cert.validFrom}`);
   const validTo = new Date(cert.validTo);
-  if (now > validTo) unusable('--tls-cert', files.cert, `expired ${cert.validTo}`);
   if (texts.clientCa !== undefined) certificate('--tls-client-ca', files.clientCa as string, texts.clientCa);
-  // OpenSSL checks more only when the files are served (its security level: a key too small, a
-  // signature on a digest too weak): gRPC then refused every connection, with OpenSSL's bare words.
   servable(files.cert, { cert: texts.cert, key: texts.key }, `with the key in ${files.key}`);
   if (texts.clientCa !== undefined) servable(files.clientCa as string, { ca: texts.clientCa }, 'as a client CA');
+  // Last: files refused by date alone are the right ones at another time.
+  if (now < new Date(cert.validFrom)) refuseByDate(files.cert, `is not valid before ${cert.validFrom}`);
+  if (now > validTo) refuseByDate(files.cert, `expired ${cert.validTo}`);
   return {
     texts,
     validTo,
