@@ -138,6 +138,28 @@ describe('fastify: per-route config and encapsulation', () => {
     expect(await statuses('/banned')).toEqual([200, 403, 403]);
   });
 
+  // A route's own rules took the plugin's ban, which rules mode refuses, and nothing the route
+  // could give turned it off: the route could not be declared.
+  it("gives a route with its own rules none of the plugin's options rules mode does not take", async () => {
+    const rules = parseRules(
+      'domain: r\ndescriptors:\n  - key: remote_address\n    rate_limit: { unit: minute, requests_per_unit: 1 }\n',
+    );
+    app = Fastify();
+    await app.register(rateLimitPlugin, {
+      ...base,
+      limit: 5,
+      window: '1m',
+      ban: { after: 0, duration: '1h' },
+      allowList: ['10.0.0.1'],
+      skipFailedRequests: true,
+    });
+    app.get('/r', { config: { rateLimit: { rules } } }, ok);
+    expect((await app.inject({ url: '/r' })).statusCode).toBe(200);
+    expect((await app.inject({ url: '/r' })).statusCode).toBe(429);
+    // Refused by the rule, not banned.
+    expect((await app.inject({ url: '/r' })).statusCode).toBe(429);
+  });
+
   // Copied by its own entries, a route's options read through a prototype were dropped unseen
   // and the plugin's limit applied.
   it('refuses a route option read through the prototype, naming the route', async () => {

@@ -27,6 +27,7 @@ import { promiseStore } from '../helpers/stores.js';
 interface Req {
   ip: string;
   headers: Record<string, string>;
+  rawHeaders?: string[];
 }
 interface Res {
   fields: Record<string, string>;
@@ -36,6 +37,7 @@ interface Res {
 /** A framework over plain objects; a response is an emitter, so a held request can be let go. */
 const binding: AdapterBinding<Req, Res> = {
   rawRequest: (req) => req as unknown as IncomingMessage,
+  requestUrl: () => '/',
   rawResponse: (res) => res.raw,
   clientIp: (req) => req.ip,
   proxyTrust: () => 'none',
@@ -63,7 +65,9 @@ afterEach(() => {
 
 const send = (limiter: HttpLimiter<Req, Res>, headers: Record<string, string> = {}) => {
   const res = response();
-  return { res, outcome: limiter.handle({ ip: '192.0.2.1', headers }, res) };
+  // As Node gives them: `rawHeaders` as sent, which rules' `header.<name>` fields read.
+  const rawHeaders = Object.entries(headers).flat();
+  return { res, outcome: limiter.handle({ ip: '192.0.2.1', headers, rawHeaders }, res) };
 };
 
 /** Sends four requests of one client: two pass, the third is held, the fourth finds the queue full. */

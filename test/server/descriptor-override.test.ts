@@ -13,6 +13,8 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1 }
   - key: free
     rate_limit: { unlimited: true }
+  - key: copies
+    rate_limit: { unit: hour, requests_per_unit: 100 }
 `);
 let server: DecisionServer;
 let envoy: ReturnType<typeof createEnvoyClient>;
@@ -111,4 +113,26 @@ describe('a descriptor limit override, as envoyproxy/ratelimit applies it', () =
     const plain = { domain: 'd', descriptors: [{ entries: [{ key: 'shadow', value: fresh('s') }] }] };
     expect(await codes(plain, 3)).toEqual(['OK', 'OK', 'OK']);
   });
+});
+
+// The overrides a rule keeps were evicted by age of insertion: after 64 others, an override used
+// by every call could be rebuilt between two copies of one descriptor, and the copies were
+// decided apart (the second refused over the first's charge, told to retry).
+it('decides two copies of an overridden descriptor as one charge however many overrides came before', async () => {
+  const limited = (value: string, requests_per_unit: number) => ({
+    entries: [{ key: 'copies', value }],
+    limit: { requests_per_unit, unit: 'MINUTE' },
+  });
+  // The override the copies use first, then 63 others: it is the oldest of the 64 the rule keeps.
+  await envoy.shouldRateLimit({ domain: 'd', descriptors: [limited(fresh('first'), 1)] });
+  for (let i = 0; i < 63; i++)
+    await envoy.shouldRateLimit({ domain: 'd', descriptors: [limited(fresh('prefill'), 500 + i)] });
+  const copy = limited(fresh('copies'), 1);
+  const answer = await envoy.shouldRateLimit({ domain: 'd', descriptors: [copy, limited(fresh('other'), 999), copy] });
+  // Two of a limit of one never fit: both copies refused alike, nothing charged.
+  expect(answer.statuses?.map((s) => `${s.code} ${s.limit_remaining}`)).toEqual([
+    'OVER_LIMIT 1',
+    'OK 999',
+    'OVER_LIMIT 1',
+  ]);
 });

@@ -15,6 +15,7 @@ descriptors:
 `);
 let server: DecisionServer;
 let envoy: ReturnType<typeof createEnvoyClient>;
+let json = '';
 const now = Date.UTC(2026, 11, 7, 12, 0, 22);
 
 beforeAll(async () => {
@@ -27,8 +28,9 @@ beforeAll(async () => {
     clock: () => now,
     log: { line() {}, warn() {} },
   });
-  const { grpcPort } = await server.listen();
+  const { grpcPort, httpPort } = await server.listen();
   envoy = createEnvoyClient(`127.0.0.1:${grpcPort}`);
+  json = `http://127.0.0.1:${httpPort}/json`;
 });
 afterAll(async () => {
   envoy?.close();
@@ -77,4 +79,21 @@ it('refuses more copies of a descriptor than its limit holds as a request that c
   const refused = await figures(...four);
   expect(refused).toEqual({ overall: 'OVER_LIMIT', statuses: Array(4).fill('OVER_LIMIT 3 0s'), retryAfter: undefined });
   expect((await figures(descriptor('remote_address', 'b'))).statuses).toEqual(['OK 2 3578s']);
+});
+
+// Summed past the largest cost core takes, the copies failed the call INTERNAL (500), which
+// Envoy lets through by default; one copy of such a cost is refused as never passing.
+it('refuses copies whose costs sum past 2^53 - 1 as never passing, not as a failure', async () => {
+  const copy = { entries: [{ key: 'remote_address', value: 'c' }], hitsAddend: '4503599627370496' };
+  const res = await fetch(json, {
+    method: 'POST',
+    body: JSON.stringify({ domain: 'edge', descriptors: [copy, copy] }),
+  });
+  expect(res.status).toBe(429);
+  const body = (await res.json()) as {
+    statuses: { code: string }[];
+    dynamicMetadata: { sluice: { statuses: { retryAfterMs: number }[] } };
+  };
+  expect(body.statuses.map((s) => s.code)).toEqual(['OVER_LIMIT', 'OVER_LIMIT']);
+  expect(body.dynamicMetadata.sluice.statuses[0]?.retryAfterMs).toBe(-1);
 });

@@ -193,7 +193,7 @@ describe('certificates that cannot serve stop start-up', () => {
       'a damaged certificate, number 2 of 2',
       '-----BEGIN CERTIFICATE-----\nAAAAgarbage\n-----END CERTIFICATE-----\n',
     ],
-    ['--tls-cert', 'a certificate with no end line, after 1 whole', '-----BEGIN CERTIFICATE-----\nMIIB\n'],
+    ['--tls-cert', 'a certificate with no end line, number 2 in the file', '-----BEGIN CERTIFICATE-----\nMIIB\n'],
   ])('%s holding %s', async (flag, why, after) => {
     const chain = join(mkdtempSync(join(tmpdir(), 'sluice-chain-')), 'chain.pem');
     writeFileSync(chain, readFileSync(file(flag === '--tls-cert' ? 'server.pem' : 'ca.pem'), 'latin1') + after);

@@ -41,6 +41,7 @@ const limiter = createHttpLimiter<Request, Response>(
   } as HttpLimiterOptions<Request, never>,
   {
     rawRequest: (req) => req as never,
+    requestUrl: () => '/',
     rawResponse: (res) => res as never,
     clientIp: () => '10.0.0.1',
     proxyTrust: () => 'none',

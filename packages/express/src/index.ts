@@ -33,6 +33,7 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> =>
 
 const binding: AdapterBinding<Request, Response> = {
   rawRequest: (req) => req,
+  requestUrl: (req) => req.originalUrl,
   rawResponse: (res) => res,
   proxyTrust: (req) => expressProxyTrust(req.app),
   // Trusting no proxy (`false` or 0), Express's `req.ip` is the socket's address, which it

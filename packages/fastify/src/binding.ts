@@ -90,6 +90,7 @@ const lowered = (name: string): string => {
 export const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
   trustsAsProxy: trustsAsProxyFor(trustProxy),
   rawRequest: (request) => request.raw,
+  requestUrl: (request) => request.originalUrl,
   rawResponse: (reply) => reply.raw,
   clientIp: (request) => request.ip,
   proxyTrust: proxyTrustFor(trustProxy),

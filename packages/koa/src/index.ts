@@ -51,6 +51,7 @@ const proxyHops = ({ maxIpsCount }: Koa): number => {
  */
 const sharedBinding: AdapterBinding<Context, Context> = {
   rawRequest: (ctx) => ctx.req,
+  requestUrl: (ctx) => ctx.originalUrl,
   rawResponse: (ctx) => ctx.res,
   clientIp: (ctx, trust) => (trust === 'none' ? unproxiedIp(ctx) : ctx.ip),
   proxyTrust: (ctx) => (!ctx.app.proxy ? 'none' : proxyHops(ctx.app) > 0 ? 'some' : 'all'),

@@ -52,10 +52,14 @@ export function createRuleMatcher() {
     let variant = rules.get(key);
     if (variant === undefined) {
       variant = override.requestsPerUnit === 0 ? blockedFor(rule, override) : limitFor(rule, override);
-      // Map order is insertion order: the oldest override goes first.
+      // Map order is insertion order: the override used longest ago goes first.
       if (rules.size >= MAX_OVERRIDES_PER_RULE) rules.delete(rules.keys().next().value as string);
-      rules.set(key, variant);
+    } else {
+      // Moved to the end as used: evicted by age of insertion, a variant could be rebuilt between
+      // two descriptors of one call, whose copies of one descriptor were then decided apart.
+      rules.delete(key);
     }
+    rules.set(key, variant);
     return variant;
   };
 

@@ -116,10 +116,11 @@ const ENCRYPTED_KEY = /-----BEGIN ENCRYPTED PRIVATE KEY-----|^Proc-Type: *4, *EN
  */
 function certificate(flag: string, file: string, text: Buffer): X509Certificate {
   const { blocks, whole } = pemBlocks(text.toString('latin1'));
+  if (!whole)
+    return unusable(flag, file, `holds a certificate with no end line, number ${blocks.length + 1} in the file`);
   // X509Certificate reads DER too, which gRPC cannot: without PEM blocks, a DER file passed
   // here and failed start-up with OpenSSL's bare "no start line".
   if (blocks.length === 0) return unusable(flag, file, 'holds no PEM certificate');
-  if (!whole) return unusable(flag, file, `holds a certificate with no end line, after ${blocks.length} whole`);
   const read = blocks.map((block, i) => {
     try {
       return new X509Certificate(block);

@@ -11,6 +11,7 @@ export interface FakeRequest {
 export function fakeBinding<Req extends FakeRequest>(): AdapterBinding<Req, Record<string, string>> {
   return {
     rawRequest: (req) => req as unknown as IncomingMessage,
+    requestUrl: (req) => (req as { url?: string }).url,
     rawResponse: () => ({}) as ServerResponse,
     clientIp: (req) => req.ip,
     proxyTrust: () => 'none',

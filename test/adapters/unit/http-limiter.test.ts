@@ -134,6 +134,18 @@ describe('createHttpLimiter', () => {
     );
   });
 
+  // `ban: false` and an empty allowList say "none", which rules mode takes: refused as options
+  // it does not take, a Fastify rules route could not turn off a plugin's ban.
+  it('takes ban: false and an empty allowList beside rules, as none', () => {
+    const rules = parseRules(
+      'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
+    );
+    expect(() => createHttpLimiter({ rules, ban: false, allowList: [] } as never, binding)).not.toThrow();
+    expect(() => createHttpLimiter({ rules, allowList: ['10.0.0.1'] } as never, binding)).toThrow(
+      expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS' }),
+    );
+  });
+
   // `'rules' in options` read `rules: undefined` as rules mode, whose queues are not known yet.
   it('refuses maxQueued without a queue when rules is given as undefined', () => {
     expect(() =>

@@ -9,6 +9,12 @@ import type { Refusal } from './refusal.js';
 export interface AdapterBinding<Req, Res> extends HeaderTarget<Res>, ClientAddressSource<Req> {
   /** Node's request behind the framework's. */
   rawRequest(req: Req): IncomingMessage;
+  /**
+   * The request's URL as the client sent it: Express rewrites Node's `url` while a mounted
+   * router or sub-app handles the request (`/login` under `app.use('/api', …)`), which made a
+   * rule on `/api/login` match nothing there.
+   */
+  requestUrl(req: Req): string | undefined;
   /** Node's response behind the framework's. */
   rawResponse(res: Res): ServerResponse;
   /** The route pattern the framework matched (`/users/:id`), for rules' `route` descriptor. */

@@ -4,6 +4,7 @@ import { givenOptions, POLICY_OPTION_NAMES, refuseInherited } from '../known-opt
 import type { PolicyOptions } from '../types.js';
 import { hasQueue } from './futile-options.js';
 import { HTTP_OPTION_NAMES, type HttpOptionsBase, type LimitFor, type PoliciesFor } from './http-options.js';
+import { RULES_MODE_LACKS } from './rules/rules-http-limiter.js';
 
 /** Per-route options: any option, each falling back to the one set for the whole app. */
 export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &
@@ -27,7 +28,7 @@ const COUNT_BY_OUTCOME = ['skipFailedRequests', 'skipSuccessfulRequests', 'reque
  * `skipSuccessfulRequests` and `requestWasSuccessful` the app-wide three. A route's `headers` falls back field by
  * field (`standard`, `legacy`) to the app-wide one. Rules and policies replace each other: a
  * route's policy options drop the app-wide `rules`, `domain`, `descriptors` and `fields`, and its
- * `rules` the app-wide policy options, `key` and `throttle`, while a route's `domain` alone keeps
+ * `rules` the app-wide policy options, `key`, `throttle` and the options rules mode does not take, while a route's `domain` alone keeps
  * the app's rules. The app-wide `prefix` is never inherited: the route's limiter needs its own
  * namespace, so without a `prefix` of its own it gets one from `option`, which names the route,
  * the same in every process; under rules, which count per rule and descriptor, it gets none.
@@ -50,8 +51,9 @@ export function mergeRouteOptions(
   if (own.rules !== undefined || 'policies' in own || POLICY_OPTION_NAMES.some((name) => name in own)) {
     for (const name of [...POLICY_OPTION_NAMES, 'policies', ...RULES_GROUP]) delete merged[name];
   }
-  // A route's own rules take no key or throttle, which rules mode refuses.
-  if (own.rules !== undefined) for (const name of ['key', 'throttle']) delete merged[name];
+  // A route's own rules take none of the options rules mode refuses: the app's `key`,
+  // `throttle`, `ban`, `allowList`, counting by outcome and callbacks stay with its policies.
+  if (own.rules !== undefined) for (const name of ['key', 'throttle', ...RULES_MODE_LACKS]) delete merged[name];
   if ('onLimited' in own) for (const name of ['message', 'statusCode']) delete merged[name];
   if ('message' in own || 'statusCode' in own) delete merged.onLimited;
   if ('key' in own) delete merged.ipv6Subnet;

@@ -23,6 +23,8 @@ export const DEFAULT_DESCRIPTORS: readonly (readonly string[])[] = [
 /** What the HTTP layer knows of every request, whatever the framework. */
 export interface RequestFacts {
   readonly request: IncomingMessage;
+  /** The URL as the client sent it, which a framework may have rewritten on `request` (a mount). */
+  readonly url: string | undefined;
   /** The client key: IPv4, or the IPv6 /56 (`ipv6Subnet`), after the framework's proxy trust. */
   remoteAddress(): string;
   /** The framework's route pattern (`/users/:id`), when it has matched one. */
@@ -36,9 +38,11 @@ type Builtin = (facts: RequestFacts) => string | undefined;
 /**
  * The path as a rule names it: routers reach one handler by many spellings (Express and
  * `@koa/router` ignore case and a trailing slash, Fastify decodes `%6c` to `l`), and a limit on
- * `/login` must hold for every one of them. Decoded, lower case, without repeated slashes, dot
- * segments or a trailing slash. Spellings a router tells apart may share a count: stricter,
- * never looser. A segment whose escapes are malformed stays as sent.
+ * `/login` must hold for every one of them. Decoded, lower case, without repeated slashes or a
+ * trailing slash. Spellings a router tells apart may share a count: stricter, never looser. A
+ * segment whose escapes are malformed stays as sent. Dot segments stay, as routers read them
+ * (`/api/..` is `/api/:id` with the id `..`): resolved, `/api/..` read as `/` and passed a
+ * `/api/*` rule by.
  */
 export function rulePath(url: string): string {
   const segments: string[] = [];
@@ -51,10 +55,7 @@ export function rulePath(url: string): string {
     } catch {
       // Kept as sent: no router decodes it either.
     }
-    for (const part of segment.toLowerCase().split('/')) {
-      if (part === '..') segments.pop();
-      else if (part !== '' && part !== '.') segments.push(part);
-    }
+    for (const part of segment.toLowerCase().split('/')) if (part !== '') segments.push(part);
   }
   return `/${segments.join('/')}`;
 }
@@ -65,14 +66,20 @@ const builtins = new Map<string, Builtin>([
   ['method', (facts) => facts.request.method],
   // The pattern, never the raw URL: one counter per route, not per id in the path.
   ['route', (facts) => (facts.route === undefined ? undefined : `${facts.routeMethod} ${facts.route}`)],
-  ['path', (facts) => (facts.request.url === undefined ? undefined : rulePath(facts.request.url))],
+  ['path', (facts) => (facts.url === undefined ? undefined : rulePath(facts.url))],
 ]);
 
+/**
+ * A header's first value, as sent. Node joins a header sent more than once into one value
+ * (`K, junk`), which as a descriptor gave the client a counter of its choosing on each request.
+ * Read from the raw list, which HTTP/2's compatibility request has too.
+ */
 const headerField =
   (name: string): Builtin =>
-  (facts) => {
-    const value = facts.request.headers[name];
-    return Array.isArray(value) ? value[0] : value;
+  ({ request }) => {
+    const raw = request.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === name) return raw[i + 1];
+    return undefined;
   };
 
 /**
@@ -142,7 +149,16 @@ export function compileDescriptors<Req>(
     return out;
   };
   return (req, facts) => {
-    const values = readers.map((read) => read(req, facts));
+    const values: Awaitable<string | undefined>[] = [];
+    for (const read of readers) {
+      try {
+        values.push(read(req, facts));
+      } catch (error) {
+        // A field that throws after one that rejected: the rejection, left unheard, ended the process.
+        for (const value of values) if (isThenable(value)) Promise.resolve(value).catch(() => {});
+        throw error;
+      }
+    }
     return values.some(isThenable) ? Promise.all(values).then(assemble) : assemble(values as (string | undefined)[]);
   };
 }

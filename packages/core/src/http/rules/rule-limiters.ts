@@ -231,7 +231,8 @@ async function decideRepeats(
   for (const [first, later] of repeats) {
     for (const index of later) {
       once[index] = undefined;
-      costs[first] = (costs[first] as number) + unitsAt(index);
+      // At most the largest cost core takes, which no quota holds: refused as never passing.
+      costs[first] = Math.min((costs[first] as number) + unitsAt(index), Number.MAX_SAFE_INTEGER);
     }
   }
   const verdicts = await decideRules(once, limiterOf, costs, now, holdsQueue);

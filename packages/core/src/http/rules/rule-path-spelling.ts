@@ -28,7 +28,7 @@ export function checkRulePaths(rules: RuleSetLike, domain: string, warn: WarnOnc
       if (written === value) continue;
       warn(
         'WRN_SLUICE_RULE_PATH_SPELLING',
-        `a rule's \`path\` value ${JSON.stringify(value)} can never match: request paths are compared decoded, in lower case, without repeated slashes, dot segments or a trailing slash. Write ${JSON.stringify(written)}.`,
+        `a rule's \`path\` value ${JSON.stringify(value)} can never match: request paths are compared decoded, in lower case, without repeated slashes or a trailing slash. Write ${JSON.stringify(written)}.`,
         value,
       );
     }

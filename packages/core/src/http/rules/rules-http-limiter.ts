@@ -44,7 +44,7 @@ import { checkRulePaths } from './rule-path-spelling.js';
 import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 /** HTTP options a limiter of policies takes and rules mode does not: named as such, not as unknown. */
-const RULES_MODE_LACKS = [
+export const RULES_MODE_LACKS = [
   'ban',
   'allowList',
   'skipFailedRequests',
@@ -53,6 +53,12 @@ const RULES_MODE_LACKS = [
   'onExceeding',
   'onExceeded',
 ];
+
+/** An option given as none: `undefined`, `ban: false`, or an empty `allowList`. */
+const leftOut = (name: string, value: unknown): boolean =>
+  value === undefined ||
+  (name === 'ban' && value === false) ||
+  (name === 'allowList' && Array.isArray(value) && value.length === 0);
 
 /**
  * The HTTP semantics with `rules` in place of `policies`: the request's descriptors (see
@@ -75,7 +81,7 @@ export function createRulesHttpLimiter<Req, Res>(
       `[sluice] Option \`${clash}\` cannot be combined with \`rules\`: the rules give the limits, and the request's descriptors the keys.`,
     );
   }
-  const notTaken = RULES_MODE_LACKS.find((name) => options[name] !== undefined);
+  const notTaken = RULES_MODE_LACKS.find((name) => !leftOut(name, options[name]));
   if (notTaken !== undefined) {
     throw new SluiceError(
       'ERR_SLUICE_CONFLICTING_OPTIONS',
@@ -83,8 +89,10 @@ export function createRulesHttpLimiter<Req, Res>(
     );
   }
   // The policy mode's options left `undefined` are taken as left out, as a policy limiter takes rules mode's.
+  // So are `ban: false` and an empty `allowList`, which say none.
   const unset = unsetOptions(options, [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS]);
-  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...unset, ...extraOptionNames]);
+  const none = RULES_MODE_LACKS.filter((name) => Object.hasOwn(options, name) && leftOut(name, options[name]));
+  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...unset, ...none, ...extraOptionNames]);
   const current = currentOf(options.rules);
   const domains = current().domains;
   const domain = options.domain === undefined ? (domains.length === 1 ? domains[0] : undefined) : options.domain;
@@ -282,6 +290,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const route = binding.routePattern?.(req);
     const facts: RequestFacts = {
       request,
+      url: binding.requestUrl(req),
       route,
       routeMethod:
         request.method === 'HEAD' && route !== undefined && binding.headRunsGet?.(req) ? 'GET' : request.method,
