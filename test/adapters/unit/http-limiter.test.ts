@@ -136,11 +136,12 @@ describe('createHttpLimiter', () => {
 
   // `ban: false` and an empty allowList say "none", which rules mode takes: refused as options
   // it does not take, a Fastify rules route could not turn off a plugin's ban.
-  it('takes ban: false and an empty allowList beside rules, as none', () => {
+  it('takes ban: false, an empty allowList and counting by outcome off beside rules, as none', () => {
     const rules = parseRules(
       'domain: d\ndescriptors:\n  - key: k\n    rate_limit: { unit: second, requests_per_unit: 1 }\n',
     );
-    expect(() => createHttpLimiter({ rules, ban: false, allowList: [] } as never, binding)).not.toThrow();
+    const none = { ban: false, allowList: [], skipFailedRequests: false, skipSuccessfulRequests: false };
+    expect(() => createHttpLimiter({ rules, ...none } as never, binding)).not.toThrow();
     expect(() => createHttpLimiter({ rules, allowList: ['10.0.0.1'] } as never, binding)).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS' }),
     );

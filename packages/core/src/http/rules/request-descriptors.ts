@@ -41,10 +41,28 @@ type Builtin = (facts: RequestFacts) => string | undefined;
  * `/login` must hold for every one of them. Decoded, lower case, without repeated slashes or a
  * trailing slash. Spellings a router tells apart may share a count: stricter, never looser. A
  * segment whose escapes are malformed stays as sent. Dot segments stay, as routers read them
- * (`/api/..` is `/api/:id` with the id `..`): resolved, `/api/..` read as `/` and passed a
- * `/api/*` rule by.
+ * (`/api/..` is `/api/:id` with the id `..`); `resolvedRulePath` reads them as a static file
+ * server does.
  */
 export function rulePath(url: string): string {
+  return `/${pathSegments(url).join('/')}`;
+}
+
+/**
+ * `rulePath` with dot segments resolved, as static file servers read a path (`express.static`
+ * serves `/public/../private/x` from `private/x`): a request is counted under both readings,
+ * so that neither a router's nor a file server's way round a rule passes it.
+ */
+export function resolvedRulePath(url: string): string {
+  const resolved: string[] = [];
+  for (const segment of pathSegments(url)) {
+    if (segment === '..') resolved.pop();
+    else if (segment !== '.') resolved.push(segment);
+  }
+  return `/${resolved.join('/')}`;
+}
+
+function pathSegments(url: string): string[] {
   const segments: string[] = [];
   // An absolute-form target (`GET http://host/login`, as sent to a proxy) is routed by its path.
   const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?]*/i, '');
@@ -57,7 +75,7 @@ export function rulePath(url: string): string {
     }
     for (const part of segment.toLowerCase().split('/')) if (part !== '') segments.push(part);
   }
-  return `/${segments.join('/')}`;
+  return segments;
 }
 
 /** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
@@ -70,16 +88,21 @@ const builtins = new Map<string, Builtin>([
 ]);
 
 /**
- * A header's first value, as sent. Node joins a header sent more than once into one value
- * (`K, junk`), which as a descriptor gave the client a counter of its choosing on each request.
- * Read from the raw list, which HTTP/2's compatibility request has too.
+ * A header's first value. Node joins a header sent more than once into one value (`K, junk`),
+ * which as a descriptor gave the client a counter of its choosing on each request: such a value
+ * reads as the first one sent. A value the app's own middleware set on `req.headers` is read as
+ * it is.
  */
 const headerField =
   (name: string): Builtin =>
   ({ request }) => {
+    const value = request.headers[name];
+    if (typeof value !== 'string') return Array.isArray(value) ? value[0] : value;
+    const sent: string[] = [];
     const raw = request.rawHeaders;
-    for (let i = 0; i < raw.length; i += 2) if ((raw[i] as string).toLowerCase() === name) return raw[i + 1];
-    return undefined;
+    for (let i = 0; i < raw.length; i += 2)
+      if ((raw[i] as string).toLowerCase() === name) sent.push(raw[i + 1] as string);
+    return sent.length > 1 && value === sent.join(name === 'cookie' ? '; ' : ', ') ? sent[0] : value;
   };
 
 /**
@@ -131,7 +154,9 @@ export function compileDescriptors<Req>(
   });
   // Each list as positions in `keys`, found once here rather than looked up per request.
   const positions = (lists as string[][]).map((list) => list.map((key) => keys.indexOf(key)));
-  const assemble = (values: readonly (string | undefined)[]): DescriptorEntryLike[][] => {
+  // The built-in `path`, whose lists are sent again with dot segments resolved when that reads otherwise.
+  const pathAt = Object.hasOwn(own, 'path') ? -1 : keys.indexOf('path');
+  const assemble = (values: readonly (string | undefined)[], resolvedPath?: string): DescriptorEntryLike[][] => {
     values.forEach((value, i) => {
       // A field's bug must not turn into a silent key such as "42" or "[object Object]".
       if (value !== undefined && typeof value !== 'string') {
@@ -145,8 +170,17 @@ export function compileDescriptors<Req>(
     for (const list of positions) {
       if (list.some((at) => values[at] === undefined)) continue;
       out.push(list.map((at) => ({ key: keys[at] as string, value: values[at] as string })));
+      if (resolvedPath !== undefined && list.includes(pathAt))
+        out.push(
+          list.map((at) => ({ key: keys[at] as string, value: at === pathAt ? resolvedPath : (values[at] as string) })),
+        );
     }
     return out;
+  };
+  const resolvedOf = (facts: RequestFacts, path: string | undefined): string | undefined => {
+    if (path === undefined || facts.url === undefined) return undefined;
+    const resolved = resolvedRulePath(facts.url);
+    return resolved === path ? undefined : resolved;
   };
   return (req, facts) => {
     const values: Awaitable<string | undefined>[] = [];
@@ -159,6 +193,9 @@ export function compileDescriptors<Req>(
         throw error;
       }
     }
-    return values.some(isThenable) ? Promise.all(values).then(assemble) : assemble(values as (string | undefined)[]);
+    const resolved = pathAt < 0 ? undefined : resolvedOf(facts, values[pathAt] as string | undefined);
+    return values.some(isThenable)
+      ? Promise.all(values).then((settled) => assemble(settled, resolved))
+      : assemble(values as (string | undefined)[], resolved);
   };
 }

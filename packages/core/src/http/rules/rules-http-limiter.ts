@@ -54,10 +54,10 @@ export const RULES_MODE_LACKS = [
   'onExceeded',
 ];
 
-/** An option given as none: `undefined`, `ban: false`, or an empty `allowList`. */
+/** An option given as none: `undefined`, `false` (`ban`, counting by outcome), or an empty `allowList`. */
 const leftOut = (name: string, value: unknown): boolean =>
   value === undefined ||
-  (name === 'ban' && value === false) ||
+  (value === false && (name === 'ban' || name === 'skipFailedRequests' || name === 'skipSuccessfulRequests')) ||
   (name === 'allowList' && Array.isArray(value) && value.length === 0);
 
 /**

@@ -1,0 +1,99 @@
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rateLimit } from '@sluice/express';
+import { parseRules } from '@sluice/rules';
+import express from 'express';
+import request from 'supertest';
+import { expect, it } from 'vitest';
+import { clockAt, collectingLogger } from './helpers.js';
+
+const rules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /api/login
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+`);
+
+// Express rewrites `req.url` while a mount handles the request: under `app.use('/api', …)` the
+// path read `/login`, and a rule on `/api/login` matched nothing there, with no warning.
+it.each([
+  ['mounted at a path', (app: express.Express, limit: express.RequestHandler) => app.use('/api', limit)],
+  [
+    'in a router mounted at a path',
+    (app: express.Express, limit: express.RequestHandler) => app.use('/api', express.Router().use(limit)),
+  ],
+])('Express, a limiter %s: a rule on the full path holds', async (_, mount) => {
+  const app = express();
+  mount(app, rateLimit({ rules, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.post('/api/login', (_req, res) => {
+    res.send('ok');
+  });
+  await request(app).post('/api/login').expect(200);
+  await request(app).post('/api/login').expect(429);
+});
+
+// Kept as routers read them, dot segments let a client past a rule on a file `express.static`
+// serves: it resolves `/public/../private/secret.txt` to `private/secret.txt`.
+it('Express, files served by express.static: a rule on their path holds for a path that reaches them through ..', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'sluice-static-'));
+  mkdirSync(join(root, 'private'));
+  writeFileSync(join(root, 'private', 'secret.txt'), 'SECRET');
+  const privateRules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /private/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = express();
+  app.use(rateLimit({ rules: privateRules, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.use(express.static(root));
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const statusOf = (path: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        }).once('error', reject);
+      });
+    const statuses = [];
+    for (const path of ['/private/secret.txt', '/public/../private/secret.txt', '/public/%2e%2e/private/secret.txt'])
+      statuses.push(await statusOf(path));
+    expect(statuses).toEqual([200, 429, 429]);
+  } finally {
+    server.close();
+  }
+});
+
+// Read from the headers as sent, a header the app's own auth middleware set was not seen: the
+// per-user rule limited what the client claimed, or nothing.
+it("Express: header.<name> reads a value the app's middleware set on req.headers", async () => {
+  const perUser = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-user
+    rate_limit: { unit: minute, requests_per_unit: 1 }
+`);
+  const app = express();
+  app.use((req, _res, next) => {
+    if (req.headers['x-token'] === 'good') req.headers['x-user'] = 'verified-bob';
+    next();
+  });
+  app.use(
+    rateLimit({ rules: perUser, descriptors: [['header.x-user']], clock: clockAt(0), logger: collectingLogger() }),
+  );
+  app.get('/', (_req, res) => {
+    res.send('ok');
+  });
+  await request(app).get('/').set('x-token', 'good').expect(200);
+  await request(app).get('/').set('x-token', 'good').set('x-user', 'someone-else').expect(429);
+});
