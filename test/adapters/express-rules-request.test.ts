@@ -74,6 +74,49 @@ descriptors:
   }
 });
 
+// Read two ways, one rule was matched twice: a shared counter was charged twice (a limit of one
+// refused the first request for good), a per-path counter listed its policy twice, and a
+// quota_mode rule passed what one reading refused.
+it.each([
+  ['a shared counter', 'share_threshold: true', 1, [200, 429, 429]],
+  ['a counter per path', '', 1, [200, 429, 429]],
+  ['a quota_mode rule', 'quota_mode: true', 1, [200, 429, 429]],
+] as const)('Express, a path read two ways counts once on %s', async (_, option, limit, expected) => {
+  const rules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /private/*
+    ${option}
+    rate_limit: { unit: hour, requests_per_unit: ${limit} }
+`);
+  const logger = collectingLogger();
+  const app = express();
+  app.use(rateLimit({ rules, descriptors: [['path']], clock: clockAt(0), logger }));
+  app.use((_req, res) => {
+    res.send('ok');
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const statusOf = (path: string) =>
+      new Promise<{ status: number | undefined; policy: unknown }>((resolve, reject) => {
+        get({ host: '127.0.0.1', port, path }, (res) => {
+          res.resume();
+          resolve({ status: res.statusCode, policy: res.headers['ratelimit-policy'] });
+        }).once('error', reject);
+      });
+    const seen = [];
+    for (const path of ['/private/./a.txt', '/private/a.txt', '/private/x/../a.txt']) seen.push(await statusOf(path));
+    expect(seen.map((s) => s.status)).toEqual(expected);
+    expect(seen[0]?.policy).toBe(`"per-hour";q=${limit};w=3600`);
+    expect(logger.codes()).toEqual([]);
+  } finally {
+    server.close();
+  }
+});
+
 // Read from the headers as sent, a header the app's own auth middleware set was not seen: the
 // per-user rule limited what the client claimed, or nothing.
 it("Express: header.<name> reads a value the app's middleware set on req.headers", async () => {

@@ -50,8 +50,9 @@ export function rulePath(url: string): string {
 
 /**
  * `rulePath` with dot segments resolved, as static file servers read a path (`express.static`
- * serves `/public/../private/x` from `private/x`): a request is counted under both readings,
- * so that neither a router's nor a file server's way round a rule passes it.
+ * serves `/public/../private/x` from `private/x`): a request is matched under both readings,
+ * so that neither a router's nor a file server's way round a rule passes it (see
+ * `oneMatchPerRule`).
  */
 export function resolvedRulePath(url: string): string {
   const resolved: string[] = [];
@@ -78,6 +79,31 @@ function pathSegments(url: string): string[] {
   return segments;
 }
 
+/** The descriptors that read a path with dot segments resolved, each right after the one as sent. */
+const resolvedReadings = new WeakSet<readonly DescriptorEntryLike[]>();
+
+/**
+ * The matches of a request's descriptors with one match per rule for each path read two ways:
+ * where the path as sent and as resolved match one rule, the resolved reading's alone (the one
+ * counter every spelling a file server reads alike shares); where they match two rules, both.
+ * Counted twice, a rule charged a request twice on one counter, listed its policy twice in the
+ * fields, and a `quota_mode` rule passed a request one reading refused.
+ */
+export function oneMatchPerRule<M extends { readonly rule: unknown }>(
+  descriptors: readonly (readonly DescriptorEntryLike[])[],
+  matches: readonly (M | undefined)[],
+): readonly (M | undefined)[] {
+  let out: (M | undefined)[] | undefined;
+  for (let i = 1; i < descriptors.length; i++) {
+    if (!resolvedReadings.has(descriptors[i] as readonly DescriptorEntryLike[])) continue;
+    const asSent = matches[i - 1];
+    if (asSent === undefined || asSent.rule !== matches[i]?.rule) continue;
+    out ??= [...matches];
+    out[i - 1] = undefined;
+  }
+  return out ?? matches;
+}
+
 /** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
 const builtins = new Map<string, Builtin>([
   ['remote_address', (facts) => facts.remoteAddress()],
@@ -97,12 +123,13 @@ const headerField =
   (name: string): Builtin =>
   ({ request }) => {
     const value = request.headers[name];
-    if (typeof value !== 'string') return Array.isArray(value) ? value[0] : value;
+    // Cookie is one header however many lines carry it (HTTP/2 sends each crumb on its own).
+    if (typeof value !== 'string' || name === 'cookie') return Array.isArray(value) ? value[0] : value;
     const sent: string[] = [];
     const raw = request.rawHeaders;
     for (let i = 0; i < raw.length; i += 2)
       if ((raw[i] as string).toLowerCase() === name) sent.push(raw[i + 1] as string);
-    return sent.length > 1 && value === sent.join(name === 'cookie' ? '; ' : ', ') ? sent[0] : value;
+    return sent.length > 1 && value === sent.join(', ') ? sent[0] : value;
   };
 
 /**
@@ -170,10 +197,14 @@ export function compileDescriptors<Req>(
     for (const list of positions) {
       if (list.some((at) => values[at] === undefined)) continue;
       out.push(list.map((at) => ({ key: keys[at] as string, value: values[at] as string })));
-      if (resolvedPath !== undefined && list.includes(pathAt))
-        out.push(
-          list.map((at) => ({ key: keys[at] as string, value: at === pathAt ? resolvedPath : (values[at] as string) })),
-        );
+      if (resolvedPath !== undefined && list.includes(pathAt)) {
+        const resolved = list.map((at) => ({
+          key: keys[at] as string,
+          value: at === pathAt ? resolvedPath : (values[at] as string),
+        }));
+        resolvedReadings.add(resolved);
+        out.push(resolved);
+      }
     }
     return out;
   };
