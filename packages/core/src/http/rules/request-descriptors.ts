@@ -54,7 +54,7 @@ export function rulePath(url: string): string {
  * so that neither a router's nor a file server's way round a rule passes it (see
  * `oneMatchPerRule`).
  */
-export function resolvedRulePath(url: string): string {
+function resolvedRulePath(url: string): string {
   const resolved: string[] = [];
   for (const segment of pathSegments(url)) {
     if (segment === '..') resolved.pop();
