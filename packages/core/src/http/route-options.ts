@@ -4,7 +4,7 @@ import { givenOptions, POLICY_OPTION_NAMES, refuseInherited } from '../known-opt
 import type { PolicyOptions } from '../types.js';
 import { hasQueue } from './futile-options.js';
 import { HTTP_OPTION_NAMES, type HttpOptionsBase, type LimitFor, type PoliciesFor } from './http-options.js';
-import { RULES_MODE_LACKS } from './rules/rules-http-limiter.js';
+import { RULES_MODE_LACKS } from './rules/rules-options.js';
 
 /** Per-route options: any option, each falling back to the one set for the whole app. */
 export type HttpRouteOptions<Req, Res = Req> = HttpOptionsBase<Req, Res> &

@@ -45,25 +45,6 @@ type Builtin = (facts: RequestFacts) => string | undefined;
  * server does.
  */
 export function rulePath(url: string): string {
-  return `/${pathSegments(url).join('/')}`;
-}
-
-/**
- * `rulePath` with dot segments resolved, as static file servers read a path (`express.static`
- * serves `/public/../private/x` from `private/x`): a request is matched under both readings,
- * so that neither a router's nor a file server's way round a rule passes it (see
- * `oneMatchPerRule`).
- */
-function resolvedRulePath(url: string): string {
-  const resolved: string[] = [];
-  for (const segment of pathSegments(url)) {
-    if (segment === '..') resolved.pop();
-    else if (segment !== '.') resolved.push(segment);
-  }
-  return `/${resolved.join('/')}`;
-}
-
-function pathSegments(url: string): string[] {
   const segments: string[] = [];
   // An absolute-form target (`GET http://host/login`, as sent to a proxy) is routed by its path.
   const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?]*/i, '');
@@ -76,7 +57,22 @@ function pathSegments(url: string): string[] {
     }
     for (const part of segment.toLowerCase().split('/')) if (part !== '') segments.push(part);
   }
-  return segments;
+  return `/${segments.join('/')}`;
+}
+
+/**
+ * A `rulePath` with its dot segments resolved, as static file servers read a path
+ * (`express.static` serves `/public/../private/x` from `private/x`): a request is matched under
+ * both readings, so that neither a router's nor a file server's way round a rule passes it (see
+ * `oneMatchPerRule`).
+ */
+function resolvedRulePath(path: string): string {
+  const resolved: string[] = [];
+  for (const segment of path.split('/')) {
+    if (segment === '..') resolved.pop();
+    else if (segment !== '.' && segment !== '') resolved.push(segment);
+  }
+  return `/${resolved.join('/')}`;
 }
 
 /** The descriptors that read a path with dot segments resolved, each right after the one as sent. */
@@ -125,6 +121,8 @@ const headerField =
     const value = request.headers[name];
     // Cookie is one header however many lines carry it (HTTP/2 sends each crumb on its own).
     if (typeof value !== 'string' || name === 'cookie') return Array.isArray(value) ? value[0] : value;
+    // Only a value with Node's separator can be one it joined: most requests look no further.
+    if (!value.includes(', ')) return value;
     const sent: string[] = [];
     const raw = request.rawHeaders;
     for (let i = 0; i < raw.length; i += 2)
@@ -208,9 +206,10 @@ export function compileDescriptors<Req>(
     }
     return out;
   };
-  const resolvedOf = (facts: RequestFacts, path: string | undefined): string | undefined => {
-    if (path === undefined || facts.url === undefined) return undefined;
-    const resolved = resolvedRulePath(facts.url);
+  /** The path resolved, when it holds dot segments: `rulePath` has decoded and split it already. */
+  const resolvedOf = (path: string | undefined): string | undefined => {
+    if (path === undefined || !path.includes('.')) return undefined;
+    const resolved = resolvedRulePath(path);
     return resolved === path ? undefined : resolved;
   };
   return (req, facts) => {
@@ -224,7 +223,7 @@ export function compileDescriptors<Req>(
         throw error;
       }
     }
-    const resolved = pathAt < 0 ? undefined : resolvedOf(facts, values[pathAt] as string | undefined);
+    const resolved = pathAt < 0 ? undefined : resolvedOf(values[pathAt] as string | undefined);
     return values.some(isThenable)
       ? Promise.all(values).then((settled) => assemble(settled, resolved))
       : assemble(values as (string | undefined)[], resolved);

@@ -41,18 +41,7 @@ import {
   type RuleVerdict,
 } from './rule-limiters.js';
 import { checkRulePaths } from './rule-path-spelling.js';
-import { currentOf, isRuleSet, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
-
-/** HTTP options a limiter of policies takes and rules mode does not: named as such, not as unknown. */
-export const RULES_MODE_LACKS = [
-  'ban',
-  'allowList',
-  'skipFailedRequests',
-  'skipSuccessfulRequests',
-  'requestWasSuccessful',
-  'onExceeding',
-  'onExceeded',
-];
+import { currentOf, isRuleSet, RULES_MODE_LACKS, RULES_OPTION_NAMES, type RulesHttpOptions } from './rules-options.js';
 
 /** An option given as none: `undefined`, `false` (`ban`, counting by outcome), or an empty `allowList`. */
 const leftOut = (name: string, value: unknown): boolean =>
@@ -88,11 +77,10 @@ export function createRulesHttpLimiter<Req, Res>(
       `[sluice] Option \`${notTaken}\` is not taken with \`rules\`, which count by rule: give it to a limiter of policies instead.`,
     );
   }
-  // The policy mode's options left `undefined` are taken as left out, as a policy limiter takes rules mode's.
-  // So are `ban: false` and an empty `allowList`, which say none.
+  // The policy mode's options left `undefined` are taken as left out, as a policy limiter takes
+  // rules mode's; those rules mode lacks are all left out or none here (checked above).
   const unset = unsetOptions(options, [...LIMITER_OPTION_NAMES, ...HTTP_ONLY_OPTIONS]);
-  const none = RULES_MODE_LACKS.filter((name) => Object.hasOwn(options, name) && leftOut(name, options[name]));
-  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...unset, ...none, ...extraOptionNames]);
+  checkKnownOptions(options, [...RULES_OPTION_NAMES, ...RULES_MODE_LACKS, ...unset, ...extraOptionNames]);
   const current = currentOf(options.rules);
   const domains = current().domains;
   const domain = options.domain === undefined ? (domains.length === 1 ? domains[0] : undefined) : options.domain;

@@ -37,6 +37,17 @@ export interface RulesHttpOptions<Req> extends Omit<LimiterBaseOptions, 'prefix'
 export const isRulesMode = <Req>(options: object): options is RulesHttpOptions<Req> =>
   (options as { rules?: unknown }).rules !== undefined;
 
+/** HTTP options a limiter of policies takes and rules mode does not: named as such, not as unknown. */
+export const RULES_MODE_LACKS = [
+  'ban',
+  'allowList',
+  'skipFailedRequests',
+  'skipSuccessfulRequests',
+  'requestWasSuccessful',
+  'onExceeding',
+  'onExceeded',
+];
+
 /** What an adapter takes in rules mode, besides `rules` (SPEC §7). */
 export const RULES_OPTION_NAMES: readonly string[] = [
   'rules',
