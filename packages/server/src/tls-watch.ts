@@ -126,36 +126,29 @@ export function watchTls(
       validTo: served.described.validTo,
     });
   };
-  const failedAgain = (texts: TlsTexts | undefined, message: string | undefined): Failure | undefined =>
-    failures.find(
-      (failure) =>
-        (message === undefined ? !failure.byDate : failure.message === message) &&
-        (failure.texts === undefined || texts === undefined
-          ? failure.texts === texts
-          : sameTexts(failure.texts, texts)),
-    );
+  /** A read that served what it found, or found what is served: no failure runs on. */
+  const settled = (): void => {
+    failedReads = 0;
+    failures = [];
+  };
 
   const replaceIfChanged = async (): Promise<void> => {
     let texts: TlsTexts | undefined;
     try {
       texts = await readTlsTexts(files);
-      if (sameTexts(texts, served.texts)) {
-        failedReads = 0;
-        failures = [];
-        return;
-      }
-      const known = failedAgain(texts, undefined);
+      if (sameTexts(texts, served.texts)) return settled();
+      // Files refused for what they hold fail alike at each read: not checked again.
+      const known = failures.find((failure) => !failure.byDate && sameRead(failure.texts, texts));
       if (known !== undefined) return failed(known);
       const checked = checkTls(files, texts, now());
       credentials.replace(checked);
       served = checked;
-      failedReads = 0;
-      failures = [];
+      settled();
       told = undefined;
       log.line('info', 'TLS certificate reloaded', checked.described);
     } catch (error) {
       const message = messageOf(error);
-      let failure = failedAgain(texts, message);
+      let failure = failures.find((known) => known.message === message && sameRead(known.texts, texts));
       if (failure === undefined) {
         failure = { texts, message, byDate: refusedByDate(error), logged: false };
         if (failures.length < MAX_FAILURES_KEPT) failures.push(failure);
@@ -196,6 +189,10 @@ export function watchTls(
   timer.unref();
   return { check, close: () => clearInterval(timer) };
 }
+
+/** Two reads alike: the same bytes, or neither could be read. */
+const sameRead = (a: TlsTexts | undefined, b: TlsTexts | undefined): boolean =>
+  a === undefined || b === undefined ? a === b : sameTexts(a, b);
 
 const sameTexts = (a: TlsTexts, b: TlsTexts): boolean =>
   a.cert.equals(b.cert) &&

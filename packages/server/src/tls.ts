@@ -26,8 +26,11 @@ export interface CheckedTls {
   described: { subject: string; validTo: string; clientCertificates: 'required' | 'not asked' };
 }
 
+const unusableError = (flag: string, file: string, why: string, cause?: unknown): SluiceError =>
+  new SluiceError('ERR_SLUICE_INVALID_SERVER_OPTION', `[sluice] ${flag} ${file}: ${why}.`, { cause });
+
 const unusable = (flag: string, file: string, why: string, cause?: unknown): never => {
-  throw new SluiceError('ERR_SLUICE_INVALID_SERVER_OPTION', `[sluice] ${flag} ${file}: ${why}.`, { cause });
+  throw unusableError(flag, file, why, cause);
 };
 
 async function pem(flag: string, file: string): Promise<Buffer> {
@@ -98,12 +101,9 @@ const byDate = new WeakSet<Error>();
 export const refusedByDate = (error: unknown): boolean => error instanceof Error && byDate.has(error);
 
 function refuseByDate(file: string, why: string): never {
-  try {
-    return unusable('--tls-cert', file, why);
-  } catch (error) {
-    byDate.add(error as Error);
-    throw error;
-  }
+  const error = unusableError('--tls-cert', file, why);
+  byDate.add(error);
+  throw error;
 }
 
 /** A PKCS #8 encrypted key, or a traditional one (`Proc-Type: 4,ENCRYPTED`). */

@@ -1,4 +1,11 @@
-import { type Client, type ClientUnaryCall, Metadata, type MethodDefinition, status } from '@grpc/grpc-js';
+import {
+  type Client,
+  type ClientUnaryCall,
+  Metadata,
+  type MethodDefinition,
+  type ServiceError,
+  status,
+} from '@grpc/grpc-js';
 import { SluiceError } from '@sluice/core';
 import { service as health } from 'grpc-health-check';
 
@@ -25,44 +32,41 @@ export function warmUp(
   const { path, requestSerialize, responseDeserialize } = health.Check as MethodDefinition<object, object>;
   let cancelled = false;
   let call: ClientUnaryCall | undefined;
-  const warmed = new Promise<void>((resolve, reject) => {
-    call = client.makeUnaryRequest(
+  /** One health check, answered or failed in `done`. */
+  const check = (metadata: Metadata, waitMs: number, done: (error: ServiceError | null) => void) =>
+    client.makeUnaryRequest(
       path,
       requestSerialize,
       responseDeserialize,
       { service: '' },
-      // Waits for the connection rather than failing at once while it is being made.
-      new Metadata({ waitForReady: true }),
-      { deadline: Date.now() + deadlineMs },
-      (error) => {
-        if (error === null || !unanswered.has(error.code)) return resolve();
-        const fail = (what: string) =>
-          reject(
-            new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The decision service at ${address} ${what}`, {
-              cause: error,
-            }),
-          );
-        if (cancelled) return fail('had not answered when the client was closed');
-        // A call waiting for the connection ends with "Deadline exceeded … Waiting for LB pick",
-        // whatever kept it waiting: a refused connection, a certificate the client does not
-        // trust, a name that does not resolve. A call that does not wait is failed at once with
-        // the channel's last connection error.
-        call = client.makeUnaryRequest(
-          path,
-          requestSerialize,
-          responseDeserialize,
-          { service: '' },
-          new Metadata(),
-          { deadline: Date.now() + CONNECTION_ERROR_WAIT_MS },
-          (late) => {
-            if (late === null || !unanswered.has(late.code)) return resolve();
-            if (cancelled) return fail('had not answered when the client was closed');
-            const reason = late.code === status.UNAVAILABLE ? late.details : error.message;
-            fail(`did not answer within ${deadlineMs} ms: ${reason}`);
-          },
-        );
-      },
+      metadata,
+      { deadline: Date.now() + waitMs },
+      done,
     );
+  /** A call failed before any service answered it. */
+  const noAnswer = (error: ServiceError | null): error is ServiceError => error !== null && unanswered.has(error.code);
+  const warmed = new Promise<void>((resolve, reject) => {
+    // Waits for the connection rather than failing at once while it is being made.
+    call = check(new Metadata({ waitForReady: true }), deadlineMs, (error) => {
+      if (!noAnswer(error)) return resolve();
+      const fail = (what: string) =>
+        reject(
+          new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The decision service at ${address} ${what}`, {
+            cause: error,
+          }),
+        );
+      if (cancelled) return fail('had not answered when the client was closed');
+      // A call waiting for the connection ends with "Deadline exceeded … Waiting for LB pick",
+      // whatever kept it waiting: a refused connection, a certificate the client does not
+      // trust, a name that does not resolve. A call that does not wait is failed at once with
+      // the channel's last connection error.
+      call = check(new Metadata(), CONNECTION_ERROR_WAIT_MS, (late) => {
+        if (!noAnswer(late)) return resolve();
+        if (cancelled) return fail('had not answered when the client was closed');
+        const reason = late.code === status.UNAVAILABLE ? late.details : error.message;
+        fail(`did not answer within ${deadlineMs} ms: ${reason}`);
+      });
+    });
   });
   return {
     warmed,
