@@ -227,12 +227,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
       else hooks.storeDuration(OVERFLOW, store, OTHER_ERROR, ms);
       return;
     }
-    let answered = tally;
-    if (!tally.timedStores.has(store)) {
-      if (tally.timedStores.size > 0) answered = opening(tally);
-      if (answered === tally) tally.timedStores.add(store);
-    }
-    hooks.storeDuration(answered.limiter, store, undefined, ms);
+    hooks.storeDuration(apart(tally, tally.timedStores, store, 1).limiter, store, undefined, ms);
   };
 
   /** Where a limiter's count not kept yet goes: its own new series, or past the bound the overflow's. */
@@ -241,6 +236,17 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
     if (!room(1)) return overflow();
     kept.series++;
     return tally;
+  };
+
+  /**
+   * Where a series of `tally`'s for `value` goes: its own once `value` is in `seen`, which takes
+   * a count of the bound for each value past its first `free`; past the bound, the overflow's.
+   */
+  const apart = <T>(tally: LimiterTally, seen: Set<T>, value: T, free = 0): LimiterTally => {
+    if (seen.has(value)) return tally;
+    const answered = seen.size < free ? tally : opening(tally);
+    if (answered === tally) seen.add(value);
+    return answered;
   };
 
   const onStoreError = (message: unknown): void => {
@@ -273,12 +279,7 @@ export function createTally(hooks: Hooks, kept: TallyCounts): Tally {
     } else {
       // A hold begun before this tally subscribed (or while metrics were off) was never added.
       if (event.hold !== undefined && counted.delete(event.hold)) tally.held--;
-      let ending = tally;
-      if (!tally.holdEndings.has(event.completed)) {
-        ending = opening(tally);
-        if (ending === tally) tally.holdEndings.add(event.completed);
-      }
-      hooks.queueReleased(ending.limiter, event);
+      hooks.queueReleased(apart(tally, tally.holdEndings, event.completed).limiter, event);
     }
   };
 
