@@ -162,6 +162,31 @@ describe.skipIf(target.skip)('a client key damaged outside sluice, on Redis', ()
     expect(allowed.filter(Boolean)).toHaveLength(11);
   });
 
+  // A sound state's numbers each fit 2^53, yet at the largest capacity × window a throttle gives
+  // (11 × 2^49, a window of 1 ms) they can sum past it: checked by their sum alone, such a state
+  // read as damaged, and a client charged 2^52 units three times in one millisecond was admitted
+  // each time, where the memory store refused the second.
+  for (const algorithm of algorithmNames) {
+    it.each([1, 2])(
+      `${algorithm}, %i policies: a sound state summing past 2^53 is read as the memory store reads it`,
+      async (count) => {
+        const options = {
+          policies: Array.from({ length: count }, (_, i) => ({ name: `p${i}`, limit: 2 ** 49, window: 1, algorithm })),
+          throttle: { mode: 'soft', overagePercent: 1000 },
+          prefix: `largest-${algorithm}-${count}`,
+          clock: manualClock(),
+        } as const;
+        const onRedis = createLimiter({ ...options, store });
+        const inMemory = createLimiter(options);
+        const figures = ({ allowed, remaining, retryAfterMs }: Decision) => ({ allowed, remaining, retryAfterMs });
+        for (let i = 0; i < 3; i++) {
+          const decided = await onRedis.consume('k', { cost: 2 ** 52 });
+          expect(figures(decided)).toEqual(figures(await inMemory.consume('k', { cost: 2 ** 52 })));
+        }
+      },
+    );
+  }
+
   // A count below 0 admitted past the limit: -1000 in a window gave the client 1,000 more.
   for (const algorithm of ['fixed-window', 'sliding-window-counter'] as const) {
     it(`${algorithm}: a count below 0 reads as fresh, not as room past the limit`, async () => {

@@ -13,8 +13,8 @@ import {
   REPLY_NUMBERS,
   refusedWaitLua,
   STATE_BYTES,
+  soundNumbersLua,
   statesFormat,
-  wholeNumberLua,
 } from './prelude.js';
 
 /**
@@ -117,9 +117,8 @@ local function decode_states(key, text)
       for slot, version in string.gmatch(string.sub(text, 2, stop - 1), ' ([^@ ]+)@([^= ]+)=') do
         if #text < at + ${STATE_BYTES - 1} then break end
         local a, b, c, used, reset_at = struct.unpack('${statesFormat(1)}', text, at)
-        -- Their sum checked, as the straight-line paths do (see unpackStates in fast-unrolled.ts).
         local sum = a + b + c + used + reset_at
-        if not (${wholeNumberLua('sum')}) then
+        if not (${soundNumbersLua(['a', 'b', 'c', 'used', 'reset_at'])}) then
           by_slot = {}
           break
         end

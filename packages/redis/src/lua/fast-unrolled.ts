@@ -18,9 +18,9 @@ import {
   REPLY_NUMBERS,
   STATE_BYTES,
   signedWaitLua,
+  soundNumbersLua,
   statesFormat,
   stringFormat,
-  wholeNumberLua,
 } from './prelude.js';
 
 /**
@@ -93,12 +93,8 @@ const fits = (count: number): string =>
 
 /**
  * Reads the numbers of a string that `fits` into the locals `readOf` names, by one
- * `struct.unpack`; a damaged string's (`wholeNumberLua`) are dropped, so its client decides
- * as fresh and a charge writes the string whole. Their sum is checked, not each of them (for a
- * one-policy counter decision 0.6k of Redis's instructions against 1.7k): NaN, an infinity, a
- * fraction or a number past 2^53 in any of them leaves the sum so, unless another cancels it
- * exactly, which damaged bytes do not do by chance; a sound state's few times and counts
- * (within the 2^49 units a policy holds) sum far below 2^53.
+ * `struct.unpack`; a damaged string's (`soundNumbersLua`) are dropped, so its client decides
+ * as fresh and a charge writes the string whole.
  */
 const unpackStates = (shape: FastShape, count: number): string => {
   const read = readOf(shape, count);
@@ -108,7 +104,7 @@ const unpackStates = (shape: FastShape, count: number): string => {
       .flatMap((i) => unpacked(shape, i))
       .join(', ')} = struct.unpack('${statesFormat(count)}', text, #directory + 1)`,
     `local sum = ${read.join(' + ')}`,
-    `if not (${wholeNumberLua('sum')}) then ${read.join(', ')} = ${read.map(() => 'nil').join(', ')} end`,
+    `if not (${soundNumbersLua(read)}) then ${read.join(', ')} = ${read.map(() => 'nil').join(', ')} end`,
   ].join('\n');
 };
 

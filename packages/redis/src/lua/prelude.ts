@@ -50,6 +50,18 @@ export const wholeNumberLua = (x: string): string =>
   `${x} > -9007199254740992 and ${x} < 9007199254740992 and ${x} % 1 == 0`;
 
 /**
+ * Whether the numbers `names` read from a client's string are all sound (`wholeNumberLua`), with
+ * their sum in the local `sum`. The sum is checked first (for a one-policy counter decision 0.6k
+ * of Redis's instructions against 1.7k for each number): NaN, an infinity, a fraction or a
+ * number past 2^53 in any of them leaves the sum so, unless another cancels it exactly, which
+ * damaged bytes do not do by chance. Each number is checked only when the sum fails: a sound
+ * state at the largest capacity × window a throttle gives (11 × 2^49) can sum past 2^53, and
+ * read as damaged it gave its client a fresh quota.
+ */
+export const soundNumbersLua = (names: readonly string[]): string =>
+  `(${wholeNumberLua('sum')}) or (${names.map((name) => `(${wholeNumberLua(name)})`).join(' and ')})`;
+
+/**
  * The latest TAT a sound gcra write leaves: a time a limiter takes (at most `MAX_EPOCH_MS`,
  * 2^50) plus its tolerance at the largest overage a throttle gives (11 × 2^49: a capacity and
  * window of 2^49, soft or elastic at 1000 %) and its longest delay (under 2^31 ms): below
