@@ -37,22 +37,13 @@ it.each([
   await request(app).post('/api/login').expect(429);
 });
 
-// Kept as routers read them, dot segments let a client past a rule on a file `express.static`
-// serves: it resolves `/public/../private/secret.txt` to `private/secret.txt`.
-it('Express, files served by express.static: a rule on their path holds for a path that reaches them through ..', async () => {
+/** The statuses of `paths` asked in turn of an app serving `private/secret.txt` with `express.static`. */
+async function staticStatuses(rulesText: string, descriptors: string[][], paths: readonly string[]) {
   const root = mkdtempSync(join(tmpdir(), 'sluice-static-'));
   mkdirSync(join(root, 'private'));
   writeFileSync(join(root, 'private', 'secret.txt'), 'SECRET');
-  const privateRules = parseRules(`
-domain: api
-descriptors:
-  - key: path
-    value: /private/*
-    share_threshold: true
-    rate_limit: { unit: hour, requests_per_unit: 1 }
-`);
   const app = express();
-  app.use(rateLimit({ rules: privateRules, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.use(rateLimit({ rules: parseRules(rulesText), descriptors, clock: clockAt(0), logger: collectingLogger() }));
   app.use(express.static(root));
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -66,13 +57,74 @@ descriptors:
         }).once('error', reject);
       });
     const statuses = [];
-    for (const path of ['/private/secret.txt', '/public/../private/secret.txt', '/public/%2e%2e/private/secret.txt'])
-      statuses.push(await statusOf(path));
-    expect(statuses).toEqual([200, 429, 429]);
+    for (const path of paths) statuses.push(await statusOf(path));
+    return statuses;
   } finally {
     server.close();
   }
+}
+
+// Kept as routers read them, dot segments let a client past a rule on a file `express.static`
+// serves: it resolves `/public/../private/secret.txt` to `private/secret.txt`.
+it('Express, files served by express.static: a rule on their path holds for a path that reaches them through ..', async () => {
+  const privateRules = `
+domain: api
+descriptors:
+  - key: path
+    value: /private/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`;
+  const paths = [
+    '/private/secret.txt',
+    '/public/../private/secret.txt',
+    '/public/%2e%2e/private/secret.txt',
+    // `parseurl` reads the path before a `#`, each `\\` in it as `/`.
+    '/public\\..\\private/secret.txt#',
+    '/private/secret.txt#x',
+  ];
+  expect(await staticStatuses(privateRules, [['path']], paths)).toEqual([200, 429, 429, 429, 429]);
 });
+
+// Each reading of a path is a request of its own to pass: taken together, a quota_mode rule the
+// path as sent matched outvoted the one the file served is under, and a rule matched as sent
+// that replaces the per-client limit dropped it for the private file.
+it.each([
+  [
+    'a quota_mode rule matched as sent does not outvote one matched as resolved',
+    `
+  - key: path
+    value: /private/*
+    share_threshold: true
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: path
+    value: /public/*
+    share_threshold: true
+    quota_mode: true
+    rate_limit: { unit: hour, requests_per_unit: 100 }`,
+    [['path']],
+    ['/private/secret.txt', '/public/../private/secret.txt'],
+    [200, 429],
+  ],
+  [
+    'a rule matched as sent does not drop, for the file served, the rule it replaces',
+    `
+  - key: remote_address
+    rate_limit: { unit: hour, requests_per_unit: 1, name: per-client }
+  - key: path
+    value: /public/*
+    rate_limit: { unit: hour, requests_per_unit: 100, replaces: [{ name: per-client }] }`,
+    [['remote_address'], ['path']],
+    ['/private/secret.txt', '/private/secret.txt', '/public/../private/secret.txt'],
+    [200, 429, 429],
+  ],
+])(
+  'Express, express.static behind rules on a path read two ways: %s',
+  async (_, descriptorsText, descriptors, paths, expected) => {
+    expect(await staticStatuses(`domain: api\ndescriptors:${descriptorsText}\n`, descriptors, paths)).toEqual(expected);
+  },
+);
 
 // Read two ways, one rule was matched twice: a shared counter was charged twice (a limit of one
 // refused the first request for good), a per-path counter listed its policy twice, and a

@@ -13,6 +13,12 @@ describe('rulePath: the path a rule names, whatever the spelling', () => {
     ['/api/%2e%2e', '/api/..'],
     ['/api/..%2F', '/api/..'],
     ['/login?next=/admin', '/login'],
+    // Routed by the path before a `#`, and Express and Koa (`parseurl`) read `\` as `/` there.
+    ['/login#x', '/login'],
+    ['/login?next=#/admin', '/login'],
+    ['/api\\login#', '/api/login'],
+    ['/a\\..\\b\u00a0', '/a/../b\u00a0'],
+    ['/api\\login', '/api\\login'],
     ['/api%2Fusers', '/api/users'],
     ['http://example.com/Login/?x=1', '/login'],
     ['/', '/'],

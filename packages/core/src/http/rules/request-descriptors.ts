@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, invalid, SluiceError } from '../../errors.js';
 import { isThenable } from '../../thenable.js';
-import type { DescriptorEntryLike } from './rule-like.js';
+import type { DescriptorEntryLike, PathReading, RuleMatchLike, RuleSetLike } from './rule-like.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -47,8 +47,15 @@ type Builtin = (facts: RequestFacts) => string | undefined;
 export function rulePath(url: string): string {
   const segments: string[] = [];
   // An absolute-form target (`GET http://host/login`, as sent to a proxy) is routed by its path.
-  const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?]*/i, '');
-  for (const raw of target.split('?', 1)[0]?.split('/') ?? []) {
+  const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i, '');
+  // Routers read the path up to a `?` or a `#` (Fastify's find-my-way; Express and Koa through
+  // `parseurl`, which hands a target holding a `#`, a no-break space or a BOM to `url.parse`, and
+  // that reads each `\` of the path as `/`): `/api\login#x` is routed to `/api/login`, and was
+  // counted by no rule on it.
+  const end = target.search(/[?#]/);
+  let path = end < 0 ? target : target.slice(0, end);
+  if (/[#\u00a0\ufeff]/.test(target)) path = path.replaceAll('\\', '/');
+  for (const raw of path.split('/')) {
     let segment = raw;
     try {
       segment = decodeURIComponent(raw);
@@ -64,7 +71,7 @@ export function rulePath(url: string): string {
  * A `rulePath` with its dot segments resolved, as static file servers read a path
  * (`express.static` serves `/public/../private/x` from `private/x`): a request is matched under
  * both readings, so that neither a router's nor a file server's way round a rule passes it (see
- * `oneMatchPerRule`).
+ * `matchReadings`).
  */
 function resolvedRulePath(path: string): string {
   const resolved: string[] = [];
@@ -75,30 +82,55 @@ function resolvedRulePath(path: string): string {
   return `/${resolved.join('/')}`;
 }
 
+/** A `.` or `..` segment of a `rulePath`: a path with none (`/app.js`) reads one way only. */
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
 /** The descriptors that read a path with dot segments resolved, each right after the one as sent. */
 const resolvedReadings = new WeakSet<readonly DescriptorEntryLike[]>();
 
 /**
- * The matches of a request's descriptors with one match per rule for each path read two ways:
- * where the path as sent and as resolved match one rule, the resolved reading's alone (the one
- * counter every spelling a file server reads alike shares); where they match two rules, both.
- * Counted twice, a rule charged a request twice on one counter, listed its policy twice in the
- * fields, and a `quota_mode` rule passed a request one reading refused.
+ * The rules a request's descriptors match. Where a path reads two ways, each reading is matched
+ * on its own, so that one reading's `replaces` drops nothing the other matched, and each match
+ * holds the reading it belongs to (`reading`): the request passes only where each reading would
+ * pass alone (`passes`). A rule both readings match on the path counts once, by its resolved
+ * match (the one counter every spelling a file server reads alike shares): counted twice, it
+ * charged a request twice on one counter and listed its policy twice in the fields.
  */
-export function oneMatchPerRule<M extends { readonly rule: unknown }>(
+export function matchReadings(
+  rules: RuleSetLike,
+  domain: string,
   descriptors: readonly (readonly DescriptorEntryLike[])[],
-  matches: readonly (M | undefined)[],
-): readonly (M | undefined)[] {
-  let out: (M | undefined)[] | undefined;
-  for (let i = 1; i < descriptors.length; i++) {
-    if (!resolvedReadings.has(descriptors[i] as readonly DescriptorEntryLike[])) continue;
-    const asSent = matches[i - 1];
-    if (asSent === undefined || asSent.rule !== matches[i]?.rule) continue;
-    out ??= [...matches];
-    out[i - 1] = undefined;
-  }
-  return out ?? matches;
+): readonly (RuleMatchLike | undefined)[] {
+  if (!descriptors.some((d) => resolvedReadings.has(d))) return rules.match(domain, descriptors);
+  const resolvedAt = descriptors.flatMap((d, i) => (resolvedReadings.has(d) ? [i] : []));
+  const isResolved = new Set(resolvedAt);
+  const isAsSent = new Set(resolvedAt.map((i) => i - 1));
+  const readingOf = (leftOut: ReadonlySet<number>): (RuleMatchLike | undefined)[] => {
+    const positions = descriptors.flatMap((_, i) => (leftOut.has(i) ? [] : [i]));
+    const found = rules.match(
+      domain,
+      positions.map((i) => descriptors[i] as readonly DescriptorEntryLike[]),
+    );
+    const byPosition: (RuleMatchLike | undefined)[] = new Array(descriptors.length);
+    positions.forEach((at, i) => {
+      byPosition[at] = found[i];
+    });
+    return byPosition;
+  };
+  const asSent = readingOf(isResolved);
+  const resolved = readingOf(isAsSent);
+  return descriptors.map((_, i) => {
+    const sent = asSent[i];
+    const read = resolved[i];
+    if (isAsSent.has(i)) return sent?.rule === resolved[i + 1]?.rule ? undefined : inReading(sent, 'as-sent');
+    if (isResolved.has(i)) return read?.rule === asSent[i - 1]?.rule ? read : inReading(read, 'resolved');
+    // A descriptor both readings send: matched by one alone when the other's `replaces` dropped it.
+    return sent === undefined ? inReading(read, 'resolved') : read === undefined ? inReading(sent, 'as-sent') : sent;
+  });
 }
+
+const inReading = (match: RuleMatchLike | undefined, reading: PathReading): RuleMatchLike | undefined =>
+  match === undefined ? undefined : { ...match, reading };
 
 /** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
 const builtins = new Map<string, Builtin>([
@@ -140,7 +172,7 @@ export function compileDescriptors<Req>(
   descriptors: unknown,
   fields: unknown,
 ): (req: Req, facts: RequestFacts) => Awaitable<DescriptorEntryLike[][]> {
-  if (fields !== undefined && (typeof fields !== 'object' || fields === null)) {
+  if (fields !== undefined && (typeof fields !== 'object' || fields === null || Array.isArray(fields))) {
     invalid('ERR_SLUICE_INVALID_OPTION', 'fields', fields, 'an object of functions `(req) => string | undefined`');
   }
   const own = (fields ?? {}) as Record<string, unknown>;
@@ -208,7 +240,7 @@ export function compileDescriptors<Req>(
   };
   /** The path resolved, when it holds dot segments: `rulePath` has decoded and split it already. */
   const resolvedOf = (path: string | undefined): string | undefined => {
-    if (path === undefined || !path.includes('.')) return undefined;
+    if (path === undefined || !DOT_SEGMENT.test(path)) return undefined;
     const resolved = resolvedRulePath(path);
     return resolved === path ? undefined : resolved;
   };

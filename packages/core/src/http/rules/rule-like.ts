@@ -28,7 +28,15 @@ export interface RuleMatchLike {
   readonly rule: RuleLike;
   /** The client key within the rule's namespace. */
   readonly key: string;
+  /**
+   * Set when the request's path was read two ways (as sent, and with dot segments resolved) and
+   * only one reading matched this rule: the request passes where each reading passes alone.
+   */
+  readonly reading?: PathReading;
 }
+
+/** A reading of a request's path: as sent (as routers read it) or resolved (as file servers do). */
+export type PathReading = 'as-sent' | 'resolved';
 
 /** A rule's place in the document: its domain and the descriptor entries leading to it. */
 export interface RulePlaceLike {

@@ -12,7 +12,7 @@ import type {
   StoreReply,
   StoreRequest,
 } from '../../types.js';
-import type { RuleLike, RuleMatchLike } from './rule-like.js';
+import type { PathReading, RuleLike, RuleMatchLike } from './rule-like.js';
 
 /** One matched rule's part of a request's decision. */
 export interface RuleVerdict {
@@ -30,6 +30,20 @@ export interface RuleVerdict {
    * decided with it as one charge of their summed cost (`decideRules`), and answers for.
    */
   readonly repeats?: readonly number[];
+  /** The match's `reading`: the one reading of a path read two ways this verdict is part of. */
+  readonly reading?: PathReading;
+}
+
+/** A match's verdict, in the match's reading when it has one. */
+function verdictOf(
+  index: number,
+  { rule, key, reading }: RuleMatchLike,
+  cost: number,
+  limiter: Limiter | undefined,
+  decision: Decision,
+): RuleVerdict {
+  const verdict = { index, rule, key, cost, limiter, decision };
+  return reading === undefined ? verdict : { ...verdict, reading };
 }
 
 /**
@@ -101,20 +115,32 @@ function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
 
 /**
  * Whether the request passes: no rule refuses it, except that `quota_mode` rules refuse only
- * when all of them do (envoyproxy/ratelimit's quota mode).
+ * when all of them do (envoyproxy/ratelimit's quota mode). A request whose path was read two
+ * ways passes when each reading, its own verdicts and those of both, would pass alone.
  */
 export function passes(verdicts: readonly RuleVerdict[]): boolean {
+  // The quota rules of each reading, and those refusing: as sent, and resolved. A verdict of
+  // neither reading (nearly every one) is part of both.
   let quota = 0;
   let quotaRefused = 0;
-  for (const { rule, decision } of verdicts) {
-    if (rule.quotaMode === true) {
+  let resolvedQuota = 0;
+  let resolvedQuotaRefused = 0;
+  for (const { rule, decision, reading } of verdicts) {
+    if (rule.quotaMode !== true) {
+      if (!decision.allowed) return false;
+      continue;
+    }
+    const refused = decision.allowed ? 0 : 1;
+    if (reading !== 'resolved') {
       quota++;
-      if (!decision.allowed) quotaRefused++;
-    } else if (!decision.allowed) {
-      return false;
+      quotaRefused += refused;
+    }
+    if (reading !== 'as-sent') {
+      resolvedQuota++;
+      resolvedQuotaRefused += refused;
     }
   }
-  return quota === 0 || quotaRefused < quota;
+  return (quota === 0 || quotaRefused < quota) && (resolvedQuota === 0 || resolvedQuotaRefused < resolvedQuota);
 }
 
 /**
@@ -169,16 +195,16 @@ export async function decideRules(
     if (rule.blocked) {
       const decision = blockedDecision(rule, key, now());
       publishRefusal(rule.id, NO_STORE, noPolicies(rule), decision, units);
-      decided.push({ index, rule, key, cost: units, limiter: undefined, decision });
+      decided.push(verdictOf(index, match, units, undefined, decision));
       return;
     }
     const limiter = limiterOf(rule, index);
     const decision = ask(limiter, key, units, holdsQueue);
     if (decision instanceof Promise) {
       waiting = true;
-      decided.push(decision.then((d) => ({ index, rule, key, cost: units, limiter, decision: d })));
+      decided.push(decision.then((d) => verdictOf(index, match, units, limiter, d)));
     } else {
-      decided.push({ index, rule, key, cost: units, limiter, decision });
+      decided.push(verdictOf(index, match, units, limiter, decision));
     }
   });
   // No await before the refunds when nothing was waited for: they land in this turn.
@@ -323,7 +349,7 @@ function decideJointly(
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
       // errors and outage warning, as if it had asked alone.
       const decision = await part.settle(replies, i, holdsQueue);
-      return { index, rule: match.rule, key: match.key, cost: part.request.cost, limiter, decision };
+      return verdictOf(index, match, part.request.cost, limiter, decision);
     }),
   );
   return verdicts.then((decided) => {

@@ -30,7 +30,7 @@ import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
-import { compileDescriptors, oneMatchPerRule, type RequestFacts } from './request-descriptors.js';
+import { compileDescriptors, matchReadings, type RequestFacts } from './request-descriptors.js';
 import type { RuleLike, RuleSetLike } from './rule-like.js';
 import {
   combinedDecision,
@@ -290,7 +290,7 @@ export function createRulesHttpLimiter<Req, Res>(
     const units = typeof cost === 'number' ? cost : costFromUser(await (cost as (req: Req) => unknown)(req));
     // Other middleware may have answered while the user's functions ran: the store is not asked.
     checkUnsentMeanwhile(binding.rawResponse(res));
-    const matches = oneMatchPerRule(descriptors, rules.match(domain, descriptors));
+    const matches = matchReadings(rules, domain, descriptors);
     const verdicts = await decideRules(matches, limiterOf, units, clock, true);
     return finish(verdicts, req, res, request);
   };
