@@ -60,7 +60,7 @@ export function createLocalFirst(
 ): LocalFirstParts {
   const { windowKey, slotOf, exchange, settledOn } = createSyncExchange(client, prefix);
   const reachability = createReachability(outageShare, logger);
-  const { record, shareOf } = reachability;
+  const { record, isDown, shareOf } = reachability;
   let running: Promise<void> | undefined;
   /** Tells whoever waits for the next sync's end whether it went through. */
   let syncEnded: ((reached: boolean) => void) | undefined;
@@ -99,21 +99,67 @@ export function createLocalFirst(
   // timeout, and a frozen Redis would be sent one more call every turn of the event loop. Its
   // clients decide as in an outage, and the syncs, which keep trying, write and read them.
   const readFirst = createFirstReads(async (targets, stopped) => {
-    const reachable = reachability.anyDown() ? targets.filter((counts) => shareOf(counts.slot) === 1) : targets;
+    // By the slot's state, not its share: at the default `outageShare` of 1 a down slot's share
+    // is whole, and each new client there waited for a read that failed, counted in `failedCalls`.
+    const reachable = reachability.anyDown() ? targets.filter((counts) => !isDown(counts.slot)) : targets;
     // Its clients are decided on next, which puts them on the touched list, written or not.
     const outcome = await exchange(reachable, latestNow, syncTimeoutMs, stopped);
     // After `close()` the client is the app's to disconnect: a read failing then is no outage.
     if (!closed) record(outcome);
   }, syncTimeoutMs);
 
+  /**
+   * The clients a sync sends first (`probes`), and those it keeps back (`waiting`): while a slot
+   * is down, one of its clients goes to find out whether it answers again, and the others only
+   * once it has. Every client was sent, and each interval built the calls of every client Redis
+   * had not got, which the first failure then left unsent: 30,000 clients decided on during an
+   * outage kept the event loop busy from one sync to the next.
+   */
+  const probing = (taken: ClientCounts[]): { probes: ClientCounts[]; waiting: ClientCounts[] } => {
+    if (!reachability.anyDown()) return { probes: taken, waiting: [] };
+    const probed = new Set<number>();
+    const probes: ClientCounts[] = [];
+    const waiting: ClientCounts[] = [];
+    for (const counts of taken) {
+      // A client under reset is sent by no sync (see the exchange): it is no probe.
+      const sent =
+        !isDown(counts.slot) || (counts.resetting === 0 && !probed.has(counts.slot) && probed.add(counts.slot));
+      (sent ? probes : waiting).push(counts);
+    }
+    return { probes, waiting };
+  };
+
+  /**
+   * Until when the timer sends no sync: a call timeout after one that reached no Redis at all.
+   * Each sync walks every client decided on since Redis went away, and at every interval that
+   * walk cost the event loop more than the decisions (100,000 clients at 10 ms, all of it);
+   * ioredis takes as long to reconnect (50 ms a retry, growing to 2 s).
+   */
+  let restUntil = 0;
+
   /** One sync; whether it wrote anything that was to be written (nothing to write counts as done). */
   const syncOnce = async (): Promise<boolean> => {
     // A node still owing the last sync's replies is sent nothing (see the exchange).
-    const targets = table.takeTouched(latestNow);
+    const taken = table.takeTouched(latestNow);
     // While a slot is down, those that no longer hold a client are forgotten (see `keepOnly`).
     if (reachability.anyDown()) reachability.keepOnly(table.slotsInUse);
-    if (targets.length === 0) return true;
-    const result = await exchange(targets, latestNow, syncTimeoutMs);
+    const { probes, waiting } = probing(taken);
+    if (probes.length === 0) return true;
+    const result = await exchange(probes, latestNow, syncTimeoutMs);
+    // The clients kept back on a slot its probe found answering are written in this sync too.
+    const back: ClientCounts[] = [];
+    for (const counts of waiting) {
+      if (result.answered.has(counts.slot) && !result.failed.has(counts.slot)) back.push(counts);
+      else table.touch(counts);
+    }
+    if (back.length > 0) {
+      const { answered, failed, unwritten } = await exchange(back, latestNow, syncTimeoutMs);
+      for (const slot of answered) result.answered.add(slot);
+      for (const [slot, error] of failed) if (!result.failed.has(slot)) result.failed.set(slot, error);
+      for (const counts of unwritten) result.unwritten.add(counts);
+    }
+    restUntil = result.answered.size === 0 && result.failed.size > 0 ? performance.now() + syncTimeoutMs : 0;
+    const targets = back.length === 0 ? probes : [...probes, ...back];
     for (const counts of result.unwritten) table.touch(counts);
     table.written(targets);
     record(result);
@@ -181,7 +227,9 @@ export function createLocalFirst(
     await running?.catch(() => {});
     return sync();
   };
-  const timer = setInterval(() => sync().catch(() => {}), syncIntervalMs);
+  const timer = setInterval(() => {
+    if (performance.now() >= restUntil) sync().catch(() => {});
+  }, syncIntervalMs);
   timer.unref();
 
   /** The client's counts when they can decide now, for a request whose key is safe. */

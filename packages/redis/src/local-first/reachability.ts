@@ -48,6 +48,9 @@ export function createReachability(outageShare: number, logger: Logger) {
     if (failed.size > 0) throw first;
   };
 
+  /** Whether `slot`'s last call failed. */
+  const isDown = (slot: number): boolean => down[slot] === 1;
+
   /** The share of each capacity a client on `slot` may use now. */
   const shareOf = (slot: number): number => (down[slot] === 0 ? 1 : outageShare);
 
@@ -66,6 +69,7 @@ export function createReachability(outageShare: number, logger: Logger) {
 
   return {
     record,
+    isDown,
     shareOf,
     anyDown,
     keepOnly,
