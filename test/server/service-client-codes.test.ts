@@ -134,6 +134,34 @@ describe('the Node client follows overall_code, as Envoy does', () => {
     expect(decision.policies[0]).toMatchObject({ allowed: false });
   });
 
+  // Refused as a whole, a policy the service had no rule for was warned of as "not limited
+  // there" just before the 429 it was part of. A policy without a rule beside one the service
+  // refused is still warned of: it is not limited there.
+  it.each([
+    ['names no descriptor', [{ code: 'OK' }], []],
+    ['names another descriptor', [{ code: 'OK' }, status('OVER_LIMIT', 0)], ['WRN_SLUICE_NO_RULE']],
+  ] as const)(
+    'a refusal that %s warns of a policy without a rule only where it is unlimited',
+    async (_, statuses, codes) => {
+      const warnings: string[] = [];
+      const service = await serveFixedRls(() => ({ overall_code: 'OVER_LIMIT', statuses: [...statuses] }));
+      const client = createServiceClient({
+        address: service.address,
+        domain: 'api',
+        logger: { warn: (message) => warnings.push(message) },
+      });
+      ended.push(() => client.close(), service.close);
+      const limiter = createLimiter({
+        policies: [{ name: 'per-ip', limit: 5, window: '1m' } as const, second].slice(0, statuses.length),
+        store: client,
+        logger: quiet,
+        storeTimeoutMs: 10_000,
+      });
+      expect(await limiter.consume('10.0.0.1')).toMatchObject({ allowed: false });
+      expect(warnings.map((w) => w.match(/WRN_\w+/)?.[0])).toEqual(codes);
+    },
+  );
+
   it('a response without a decision (overall_code UNKNOWN) is a failure under the fail policy', async () => {
     const thrown = await limiterAnswered(
       { overall_code: 'UNKNOWN', statuses: [status('OK', 2)] },

@@ -83,6 +83,18 @@ describe("a failed call names its gRPC status (every one read error.type 'Error'
   });
 });
 
+// One descriptor a policy, and the service takes 64 a call: a limiter of 65 policies had every
+// call refused, and under the default fail policy let every request through.
+it('a limiter of more policies than the service takes descriptors fails at creation', () => {
+  const store = createServiceClient({ address: '127.0.0.1:1', domain: 'api', logger: quiet });
+  ended.push(() => store.close());
+  const many: PolicyOptions[] = Array.from({ length: 65 }, (_, i) => ({ name: `p${i}`, limit: 10, window: '1m' }));
+  expect(() => createLimiter({ store, policies: many })).toThrow(
+    expect.objectContaining({ code: 'ERR_SLUICE_CONFLICTING_OPTIONS', message: expect.stringContaining('at most 64') }),
+  );
+  expect(() => createLimiter({ store, policies: many.slice(0, 64) })).not.toThrow();
+});
+
 describe('options that give a charge back', () => {
   it.each(['skipSuccessfulRequests', 'skipFailedRequests'])(
     '%s fails at creation on the client, which cannot refund (every request counted, without a word)',

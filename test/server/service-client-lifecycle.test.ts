@@ -68,6 +68,17 @@ describe('close()', () => {
     });
   });
 
+  // A client whose warm-up had ended went on saying it was ready once closed.
+  it('is no longer ready once closed, however its warm-up went', async () => {
+    const { store } = limiterOn((await serve()).address);
+    await store.ready();
+    await store.close();
+    await expect(store.ready()).rejects.toMatchObject({
+      code: 'ERR_SLUICE_STORE_UNAVAILABLE',
+      message: expect.stringContaining('is closed'),
+    });
+  });
+
   // Closed while its warm-up still waited for a connection (the service down at start-up),
   // grpc-js's channel went on reconnecting for good after close() had resolved.
   it('stops connecting to a service that was down when it closed', async () => {

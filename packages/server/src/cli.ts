@@ -24,6 +24,9 @@ export async function main(argv: readonly string[]): Promise<number> {
   }
   const flags = flagsOrExit(parseServeArgs, args);
   if (typeof flags === 'number') return flags;
+  // A reader of the log gone (a log shipper restarting, `| head`) fails the next write with
+  // EPIPE, which unheard ended the service mid-traffic: the lines are lost, the service goes on.
+  process.stderr.on('error', () => {});
   const log = createServiceLog();
   logGrpcTo(log);
   let running: Awaited<ReturnType<typeof serve>>;

@@ -1,6 +1,7 @@
 import { type Client, connectivityState, makeGenericClientConstructor, type ServiceError, status } from '@grpc/grpc-js';
 import { type RateLimitStore, SluiceError, type StoreReply, type StoreRequest } from '@sluice/core';
 import { rateLimitService } from '../proto.js';
+import { REQUEST_LIMITS } from '../request-checks.js';
 import { UINT32_MAX } from '../wire-types.js';
 import { checkClientOptions, type ServiceClientOptions } from './client-options.js';
 import { toOutcomes, type WireResponse } from './to-outcome.js';
@@ -89,11 +90,13 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     closeChannel(client, deadlineMs, released);
   };
 
+  const closedError = (): Promise<never> =>
+    Promise.reject(
+      new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The service client for ${address} is closed.`),
+    );
+
   const consume = (request: StoreRequest): Promise<StoreReply> => {
-    if (closed !== undefined)
-      return Promise.reject(
-        new SluiceError('ERR_SLUICE_STORE_UNAVAILABLE', `[sluice] The service client for ${address} is closed.`),
-      );
+    if (closed !== undefined) return closedError();
     // Envoy's `hits_addend` is a uint32: a larger cost would wrap round to a small one on the
     // wire. No limit the service reports exceeds it either, so such a cost never passes.
     if (request.cost > UINT32_MAX) return Promise.resolve(neverPasses(request));
@@ -127,7 +130,15 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
     // The service counts by descriptor, `<policy name>: <client key>`: a limiter's prefix never reaches it.
     countsByPolicyName: true,
     refunds: false,
-    checkPolicies(_policies, throttle) {
+    checkPolicies(policies, throttle) {
+      // One descriptor a policy: past the service's bound every call is refused, and under the
+      // default fail policy every request passed, uncounted.
+      if (policies.length > REQUEST_LIMITS.descriptors) {
+        throw new SluiceError(
+          'ERR_SLUICE_CONFLICTING_OPTIONS',
+          `[sluice] The decision service takes at most ${REQUEST_LIMITS.descriptors} descriptors a call, one per policy; this limiter has ${policies.length} policies.`,
+        );
+      }
       // The service decides on its rules' capacities; a capacity raised here would never reach it.
       if (throttle.mode === 'soft' || throttle.mode === 'elastic') {
         throw new SluiceError(
@@ -137,7 +148,8 @@ export function createServiceClient(options: ServiceClientOptions): ServiceClien
       }
     },
     consume,
-    ready: () => warmed,
+    // Closed, the client serves nothing, however its warm-up went.
+    ready: () => (closed === undefined ? warmed : closedError()),
     reset: () => unsupported('reset'),
     refund: () => unsupported('refund'),
     close() {

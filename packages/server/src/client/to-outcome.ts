@@ -70,7 +70,9 @@ function refusedFor(retryAfterMs: number | undefined, resetAfterMs: number, poli
 
 /**
  * One policy's outcome from its descriptor's status. Without sluice's metadata (another
- * Envoy rate-limit service), a refused descriptor waits until its reset.
+ * Envoy rate-limit service), a refused descriptor waits until its reset. `refusedWhole`: the
+ * response refuses naming no descriptor, so that every policy is refused (`toOutcomes`), none
+ * said to be unlimited for want of a rule.
  */
 function toOutcome(
   status: WireStatus,
@@ -78,10 +80,11 @@ function toOutcome(
   policy: Policy,
   domain: string,
   warnOnce: (message: string) => void,
+  refusedWhole: boolean,
 ): PolicyOutcome {
   // The code decides, as it does for Envoy: a refusal without `current_limit` is no missing rule.
   const allowed = status.code !== 'OVER_LIMIT';
-  if (status.currentLimit === undefined && allowed) {
+  if (status.currentLimit === undefined && allowed && !refusedWhole) {
     // An `unlimited` rule's status has no `current_limit` either: envoyproxy/ratelimit and sluice
     // answer it with `limit_remaining` at the uint32's top, where no rule leaves 0.
     warnOnce(
@@ -160,9 +163,17 @@ export function toOutcomes(
       `${statuses.length} status${statuses.length === 1 ? '' : 'es'} for ${policies.length} descriptor${policies.length === 1 ? '' : 's'}; it owes one per descriptor`,
     );
   const allowed = code === 'OK';
+  const refusedWhole = !allowed && statuses.every((status) => status.code !== 'OVER_LIMIT');
   const figures = policies.map((_, i) => sluiceFigures(response, i, warnOnce));
   const outcomes = policies.map((policy, i) =>
-    toOutcome(statuses[i] as WireStatus, figures[i] as Partial<SluiceStatusMetadata>, policy, domain, warnOnce),
+    toOutcome(
+      statuses[i] as WireStatus,
+      figures[i] as Partial<SluiceStatusMetadata>,
+      policy,
+      domain,
+      warnOnce,
+      refusedWhole,
+    ),
   );
   if (allowed) {
     const marks = figures.map((f) => f.overLimit);
