@@ -28,10 +28,10 @@ afterAll(() => rm(dir, { recursive: true, force: true }));
 const range = (from: number, count: number, step: number) => Array.from({ length: count }, (_, i) => from + i * step);
 
 /** The recorded-trace scenario on `lines`, written to a file as `--trace` would name it. */
-async function replay(name: string, lines: readonly string[]): Promise<ScenarioResult> {
+async function replay(name: string, lines: readonly string[], windowMs = 10_000): Promise<ScenarioResult> {
   const path = join(dir, name);
   await writeFile(path, `${lines.join('\n')}\n`);
-  const recorded = scenarios({ path, limit: 5, windowMs: 10_000 }).find((s) => s.id === 'recorded-trace');
+  const recorded = scenarios({ path, limit: 5, windowMs }).find((s) => s.id === 'recorded-trace');
   return runScenario(recorded as NonNullable<typeof recorded>);
 }
 
@@ -87,6 +87,19 @@ describe('the simulate report', () => {
     expect(page).toMatch(/\| `fixed-window` +\| +12 \| +0 \| +0 % \| +0 \| +10 \(2×\) \|/);
     expect(page).toMatch(/\| `sliding-window-log` +\| +7 \| +5 \| +41\.67 % \| +1 \| +5 \(1×\) \|/);
     expect(page).toContain('## The sliding window counter against the exact log');
+  });
+
+  // A window or bucket of days was named in hours ("in the last 24 h", "the most per 48 h").
+  it('names a window and a bucket of whole days in days', async () => {
+    const days = await replay(
+      'days.txt',
+      range(0, 400, 86_400_000).map((t) => `${t} a`),
+      86_400_000,
+    );
+    const [admitted, window] = scenarioCharts(days);
+    expect(window?.svg).toContain('>requests in the last 1 d</text>');
+    expect(window?.svg).toMatch(/the most per \d+ d;/);
+    expect(`${admitted?.svg}${window?.svg}`).not.toMatch(/\d h\b/);
   });
 
   it('counts and labels cost units where a request costs more than 1 (a "requests" axis and column counted cost)', async () => {

@@ -3,6 +3,7 @@ import type { ChartLine } from '../chart/line-chart.js';
 import { lineChart } from '../chart/line-chart.js';
 import { formatCount, formatNumber, formatRate } from '../chart/ticks.js';
 import type { Series } from '../measure/series.js';
+import { DAY_MS } from '../traffic/arrival.js';
 import { QUEUE, type RunResult, type ScenarioResult } from './run-scenario.js';
 
 export interface Chart {
@@ -15,6 +16,7 @@ export interface Chart {
 
 const duration = (ms: number) => {
   for (const [unit, size] of [
+    ['d', DAY_MS],
     ['h', 3_600_000],
     ['min', 60_000],
     ['s', 1_000],

@@ -96,7 +96,13 @@ function parseThrottle(value: string | undefined): Throttle | undefined {
   if (value === 'elastic' || value.startsWith('elastic:')) throw elasticWithoutLoad(`--throttle ${value}`);
   if (value.startsWith('soft:')) {
     const overagePercent = wholeNumber(value.slice('soft:'.length), 'throttle soft:PERCENT');
-    return toThrottle({ mode: 'soft', overagePercent });
+    try {
+      return toThrottle({ mode: 'soft', overagePercent });
+    } catch (error) {
+      // Core's words name `throttle.overagePercent`, an option this command has not.
+      if (!isSluiceError(error)) throw error;
+      throw flagError('throttle soft:PERCENT', String(overagePercent), 'at most 1000 (a percent above the limit)');
+    }
   }
   throw flagError('throttle', value, 'hard, shadow or soft:PERCENT');
 }
