@@ -82,8 +82,12 @@ descriptors:
     // `parseurl` reads the path before a `#`, each `\\` in it as `/`.
     '/public\\..\\private/secret.txt#',
     '/private/secret.txt#x',
+    // `url.parse`, which `parseurl` hands these to, reads `\\` as `/` and `//a@b` as an authority.
+    'http://h/private\\secret.txt',
+    'http://h/public\\..\\private\\secret.txt',
+    '//a@b/private/secret.txt#',
   ];
-  expect(await staticStatuses(privateRules, [['path']], paths)).toEqual([200, 429, 429, 429, 429]);
+  expect(await staticStatuses(privateRules, [['path']], paths)).toEqual([200, 429, 429, 429, 429, 429, 429, 429]);
 });
 
 // Each reading of a path is a request of its own to pass: taken together, a quota_mode rule the

@@ -522,3 +522,32 @@ descriptors:
     });
   });
 });
+
+// With `useSemicolonDelimiter`, Fastify routes `/api/login;x` to `/api/login`: the `path` rule on
+// it read `/api/login;x` and counted nothing.
+it.each([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
+  "a rule's path ends at a `;` where the router ends it there (%j)",
+  async (options) => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /api/login
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+    const app = Fastify(options);
+    await app.register(rateLimitPlugin, {
+      rules,
+      descriptors: [['path']],
+      clock: clockAt(0),
+      logger: collectingLogger(),
+    });
+    app.get('/api/login', ok);
+    const statuses = [];
+    for (const url of ['/api/login', '/api/login;x', '/api/login;jsessionid=1?next=/']) {
+      statuses.push((await app.inject({ method: 'GET', url })).statusCode);
+    }
+    expect(statuses).toEqual([200, 429, 429]);
+    await app.close();
+  },
+);

@@ -87,10 +87,33 @@ const lowered = (name: string): string => {
   return lower;
 };
 
-export const bindingFor = (trustProxy: unknown): AdapterBinding<FastifyRequest, FastifyReply> => ({
+/**
+ * Whether the app's router ends a path at a `;` (`useSemicolonDelimiter`, at the top level or
+ * in `routerOptions`): `/api/login;x` is then routed to `/api/login`, and a rule on it must
+ * count it.
+ */
+export function semicolonEndsPath(app: FastifyInstance): boolean {
+  const config = app.initialConfig as {
+    useSemicolonDelimiter?: boolean;
+    routerOptions?: { useSemicolonDelimiter?: boolean };
+  };
+  return config.useSemicolonDelimiter === true || config.routerOptions?.useSemicolonDelimiter === true;
+}
+
+/** The URL as the router reads it: up to a `;`, where `semicolonEndsPath`. */
+const urlUpToSemicolon = (request: FastifyRequest): string => {
+  const url = request.originalUrl;
+  const end = url.indexOf(';');
+  return end < 0 ? url : url.slice(0, end);
+};
+
+export const bindingFor = (
+  trustProxy: unknown,
+  semicolonEnds: boolean,
+): AdapterBinding<FastifyRequest, FastifyReply> => ({
   trustsAsProxy: trustsAsProxyFor(trustProxy),
   rawRequest: (request) => request.raw,
-  requestUrl: (request) => request.originalUrl,
+  requestUrl: semicolonEnds ? urlUpToSemicolon : (request) => request.originalUrl,
   rawResponse: (reply) => reply.raw,
   clientIp: (request) => request.ip,
   proxyTrust: proxyTrustFor(trustProxy),

@@ -13,7 +13,7 @@ import {
 } from '@sluice/core';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
-import { bindingFor, trustProxyOf } from './binding.js';
+import { bindingFor, semicolonEndsPath, trustProxyOf } from './binding.js';
 import { createRateLimitHook, type OnLimited, type RateLimitHook, type RateLimitHookEntry } from './rate-limit-hook.js';
 
 export type RateLimitPluginOptions = (
@@ -94,7 +94,7 @@ const plugin: FastifyPluginAsync<RateLimitPluginOptions> = async (app, options) 
       throw new SluiceError('ERR_SLUICE_INVALID_OPTION', `[sluice] Option \`${name}\` must be true or false.`);
     }
   }
-  const binding = bindingFor(trustProxyOf(app));
+  const binding = bindingFor(trustProxyOf(app), semicolonEndsPath(app));
   // One store per registration, so routes that give the same `prefix` share a count.
   const store = options.store === undefined ? defaultMemoryStore() : options.store;
   const appOptions: Record<string, unknown> = { ...options, store };

@@ -13,11 +13,17 @@ describe('rulePath: the path a rule names, whatever the spelling', () => {
     ['/api/%2e%2e', '/api/..'],
     ['/api/..%2F', '/api/..'],
     ['/login?next=/admin', '/login'],
-    // Routed by the path before a `#`, and Express and Koa (`parseurl`) read `\` as `/` there.
+    // As Express and Koa read them (`parseurl`, through `url.parse` for these): the path before a
+    // `#`, each `\\` as `/`, an absolute-form target's path, `//user@host` as an authority.
     ['/login#x', '/login'],
     ['/login?next=#/admin', '/login'],
     ['/api\\login#', '/api/login'],
-    ['/a\\..\\b\u00a0', '/a/../b\u00a0'],
+    ['http://h/api\\login', '/api/login'],
+    ['https://h/API\\LOGIN\\?x', '/api/login'],
+    ['//u@h/api/login#', '/api/login'],
+    ['//u:p@h/API/LOGIN/?x#y', '/api/login'],
+    ['/a\\..\\b\u00a0', '/a/../b'],
+    // Read so by no router: `parseurl` splits such a target at its `?` alone.
     ['/api\\login', '/api\\login'],
     ['/api%2Fusers', '/api/users'],
     ['http://example.com/Login/?x=1', '/login'],

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { parse } from 'node:url';
 import { describe, invalid, SluiceError } from '../../errors.js';
 import { isThenable } from '../../thenable.js';
 import type { DescriptorEntryLike, PathReading, RuleMatchLike, RuleSetLike } from './rule-like.js';
@@ -46,15 +47,7 @@ type Builtin = (facts: RequestFacts) => string | undefined;
  */
 export function rulePath(url: string): string {
   const segments: string[] = [];
-  // An absolute-form target (`GET http://host/login`, as sent to a proxy) is routed by its path.
-  const target = url.replace(/^[a-z][a-z\d+.-]*:\/\/[^/?#]*/i, '');
-  // Routers read the path up to a `?` or a `#` (Fastify's find-my-way; Express and Koa through
-  // `parseurl`, which hands a target holding a `#`, a no-break space or a BOM to `url.parse`, and
-  // that reads each `\` of the path as `/`): `/api\login#x` is routed to `/api/login`, and was
-  // counted by no rule on it.
-  const end = target.search(/[?#]/);
-  let path = end < 0 ? target : target.slice(0, end);
-  if (/[#\u00a0\ufeff]/.test(target)) path = path.replaceAll('\\', '/');
+  const path = routedPath(url);
   for (const raw of path.split('/')) {
     let segment = raw;
     try {
@@ -65,6 +58,31 @@ export function rulePath(url: string): string {
     for (const part of segment.toLowerCase().split('/')) if (part !== '') segments.push(part);
   }
   return `/${segments.join('/')}`;
+}
+
+/** The characters that send a target through `url.parse` in `parseurl`. */
+const PARSED = /[\t\n\f\r #\u00a0\ufeff]/;
+
+/**
+ * The path a router routes, as Express and Koa read it (`parseurl`): a target starting with `/`
+ * and holding none of `PARSED` is cut at its `?`; any other goes through `url.parse`, which
+ * takes an absolute-form target's path (`GET http://host/login`, as sent to a proxy), cuts at a
+ * `#`, reads each `\` as `/` and `//user@host` as an authority. Each of these once read as
+ * another path than the one routed: `/api\login#x`, `http://h/api\login` and `//u@h/api/login#`
+ * reached `/api/login` counted by no rule on it. Fastify's find-my-way cuts at a `?` or a `#`
+ * alike, and reads `\` as itself: a rule counting it as `/` is only stricter there.
+ */
+function routedPath(url: string): string {
+  if (url.charCodeAt(0) === 0x2f && !PARSED.test(url)) {
+    const query = url.indexOf('?');
+    return query < 0 ? url : url.slice(0, query);
+  }
+  try {
+    return parse(url).pathname ?? '';
+  } catch {
+    // No router reads a target `url.parse` refuses: the path as sent, up to its query or fragment.
+    return url.split(/[?#]/, 1)[0] as string;
+  }
 }
 
 /**
@@ -239,11 +257,8 @@ export function compileDescriptors<Req>(
     return out;
   };
   /** The path resolved, when it holds dot segments: `rulePath` has decoded and split it already. */
-  const resolvedOf = (path: string | undefined): string | undefined => {
-    if (path === undefined || !DOT_SEGMENT.test(path)) return undefined;
-    const resolved = resolvedRulePath(path);
-    return resolved === path ? undefined : resolved;
-  };
+  const resolvedOf = (path: string | undefined): string | undefined =>
+    path !== undefined && DOT_SEGMENT.test(path) ? resolvedRulePath(path) : undefined;
   return (req, facts) => {
     const values: Awaitable<string | undefined>[] = [];
     for (const read of readers) {
