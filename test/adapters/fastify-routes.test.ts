@@ -1,7 +1,7 @@
 import { createMemoryStore } from '@sluice/core';
 import { rateLimitPlugin } from '@sluice/fastify';
 import { parseRules } from '@sluice/rules';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { clockAt, collectingLogger, parseItems } from './helpers.js';
 
@@ -525,7 +525,7 @@ descriptors:
 
 // With `useSemicolonDelimiter`, Fastify routes `/api/login;x` to `/api/login`: the `path` rule on
 // it read `/api/login;x` and counted nothing.
-it.each([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
+it.each<Record<string, unknown>>([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
   "a rule's path ends at a `;` where the router ends it there (%j)",
   async (options) => {
     const rules = parseRules(`
@@ -535,7 +535,8 @@ descriptors:
     value: /api/login
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `);
-    const app = Fastify(options);
+    // Fastify's types leave the option out of `routerOptions`, where Fastify reads it.
+    const app = Fastify(options as FastifyServerOptions);
     await app.register(rateLimitPlugin, {
       rules,
       descriptors: [['path']],

@@ -45,9 +45,11 @@ type Builtin = (facts: RequestFacts) => string | undefined;
  * (`/api/..` is `/api/:id` with the id `..`); `resolvedRulePath` reads them as a static file
  * server does.
  */
-export function rulePath(url: string): string {
+export const rulePath = (url: string): string => spelledPath(routedPath(url));
+
+/** A path (no query) in `rulePath`'s one spelling. */
+export function spelledPath(path: string): string {
   const segments: string[] = [];
-  const path = routedPath(url);
   for (const raw of path.split('/')) {
     let segment = raw;
     try {

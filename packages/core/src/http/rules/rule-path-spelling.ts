@@ -1,5 +1,5 @@
 import type { WarnOnce } from '../warnings.js';
-import { rulePath } from './request-descriptors.js';
+import { spelledPath } from './request-descriptors.js';
 import type { RuleSetLike } from './rule-like.js';
 
 /**
@@ -8,8 +8,10 @@ import type { RuleSetLike } from './rule-like.js';
  * the leading slash to it.
  */
 export function rulePathValue(value: string): string {
-  // A placeholder no path spelling changes stands for each wildcard while the rest is respelt.
-  const form = rulePath(value.replaceAll('*', '\0')).replaceAll('\0', '*');
+  // A placeholder no path spelling changes stands for each wildcard while the rest is respelt;
+  // a request's path never holds a `?` or a `#`.
+  const path = value.replaceAll('*', '\0').split(/[?#]/, 1)[0] as string;
+  const form = spelledPath(path).replaceAll('\0', '*');
   return value.startsWith('*') && form.startsWith('/*') ? form.slice(1) : form;
 }
 
