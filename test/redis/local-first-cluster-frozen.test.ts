@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createLimiter, type Logger } from '@sluice/core';
 import { createRedisStore, type RedisStore } from '@sluice/redis';
 import type { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { manualClock } from '../helpers/clock.js';
 import {
   clientsOnTwoMasters,
@@ -11,7 +11,7 @@ import {
   startMastersCluster,
 } from '../helpers/redis-cluster.js';
 import { redisTarget } from '../helpers/redis-env.js';
-import { hasRedisServer } from '../helpers/redis-server.js';
+import { hasRedisServer, waitFor } from '../helpers/redis-server.js';
 
 const target = redisTarget('redis-server', hasRedisServer() || undefined, 'redis-server is not installed');
 const quiet: Logger = { warn() {} };
@@ -78,5 +78,38 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen master of 
       process.kill(pid, 'SIGCONT');
     }
     for (const store of [a, b]) await store.localFirst?.close().catch(() => {});
+  });
+
+  // A sync that carried only the frozen master's clients reached no Redis, and rested the
+  // timer for a call timeout: the clients of the masters that answer, decided on next, went
+  // unsynced as long, every process deciding them at full share on stale counts.
+  it("ends the timer's rest once a client of a master that answers is decided on", async () => {
+    const cluster = await connectCluster(handle?.nodes ?? [], { redisOptions: { maxRetriesPerRequest: 0 } });
+    clusters.push(cluster);
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
+    // At 10 ms a call's timeout is 200 ms.
+    const store = createRedisStore({ client: cluster, prefix, logger: quiet, localFirst: { syncIntervalMs: 10 } });
+    const clock = manualClock(START);
+    const limiter = createLimiter({ limit: 100, window: '1m', algorithm: 'fixed-window', clock, store, prefix: 'r' });
+    const { cold, hot, coldMasterPid: pid } = await clientsOnTwoMasters(cluster, 'r');
+    const written = async () =>
+      (await cluster.hvals(`${prefix}lf:{r|${hot}}:_0@${WINDOW_MS}:${Math.floor(START / WINDOW_MS)}`))
+        .map(Number)
+        .reduce((sum, n) => sum + n, 0);
+    try {
+      for (const key of [hot, cold]) await limiter.consume(key);
+      await store.localFirst?.sync();
+      process.kill(pid, 'SIGSTOP');
+      // A sync of the frozen master's client alone: it reaches no Redis, and the timer rests.
+      await limiter.consume(cold);
+      await expect(store.localFirst?.sync()).rejects.toThrow();
+      await limiter.consume(hot);
+      await vi.advanceTimersByTimeAsync(10);
+      await waitFor("the next interval's sync of the client that answers", async () => (await written()) === 2, 2_000);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      vi.useRealTimers();
+      await store.localFirst?.close().catch(() => {});
+    }
   });
 });

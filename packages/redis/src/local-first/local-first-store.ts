@@ -130,12 +130,23 @@ export function createLocalFirst(
   };
 
   /**
-   * Until when the timer sends no sync: a call timeout after one that reached no Redis at all.
+   * Until when the timer sends no sync: a call timeout after one that reached no Redis at all,
+   * unless a client on a slot that answers is decided on meanwhile (`touchDecided`).
    * Each sync walks every client decided on since Redis went away, and at every interval that
    * walk cost the event loop more than the decisions (100,000 clients at 10 ms, all of it);
    * ioredis takes as long to reconnect (50 ms a retry, growing to 2 s).
    */
   let restUntil = 0;
+
+  /**
+   * Puts a client decided on, read or refunded on the touched list. One on a slot that answers
+   * ends a rest: a cluster's sync that carried only a dead master's clients reached no Redis, and
+   * the rest held the clients of the masters that answer, decided on next, unsynced for as long.
+   */
+  const touchDecided = (counts: ClientCounts): void => {
+    if (restUntil !== 0 && !isDown(counts.slot)) restUntil = 0;
+    table.touch(counts);
+  };
 
   /** One sync; whether it wrote anything that was to be written (nothing to write counts as done). */
   const syncOnce = async (): Promise<boolean> => {
@@ -261,7 +272,7 @@ export function createLocalFirst(
     // Read the fleet's counts before deciding on a new or idle client; without Redis, go on
     // from what this process knows.
     await readFirst(counts);
-    table.touch(counts);
+    touchDecided(counts);
     if (roomAwaited) {
       roomAwaited = false;
       syncSoon();
@@ -294,7 +305,7 @@ export function createLocalFirst(
           request.policies.length === 1
             ? decideOneLocally(counts, request, now, shareOf(counts.slot), atOnce)
             : decideLocally(counts, request, now, shareOf(counts.slot));
-        if (!counts.touched) table.touch(counts);
+        if (!counts.touched) touchDecided(counts);
         return reply;
       } catch {
         // `consume` meets the same failure under the limiter's store-error policy.
@@ -307,7 +318,7 @@ export function createLocalFirst(
       if (counts !== undefined) {
         try {
           const reply = decideLocally(counts, request, now, shareOf(counts.slot));
-          table.touch(counts);
+          touchDecided(counts);
           return Promise.resolve(reply);
         } catch (error) {
           return Promise.reject(error);
@@ -319,7 +330,7 @@ export function createLocalFirst(
       const now = request.now ?? Date.now();
       const counts = await clientOf(request, now);
       refundLocally(counts, request, now);
-      table.touch(counts);
+      touchDecided(counts);
     },
     async reset(namespace, key, policies) {
       const counts = table.find(namespace, key, policies);
