@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { describe, SluiceError } from '../errors.js';
-import type { RateLimitStore } from '../types.js';
+import type { Policy, RateLimitStore } from '../types.js';
 import type { WarnOnce } from './warnings.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -110,4 +110,24 @@ function fullySent(raw: ServerResponse, finished: boolean): boolean {
   const { stream } = raw as { stream?: { rstCode?: number } };
   if (stream === undefined) return finished || raw.writableFinished === true;
   return raw.writableFinished === true && (stream.rstCode === undefined || stream.rstCode === 0);
+}
+
+/**
+ * `refund`, for after the response, made only while each policy counting by windows is still
+ * in the window that charged the request: a refund carries no time of its charge, and one that
+ * landed in a later window came out of that window's count, so a request failing across a
+ * boundary left its client a unit more there. Not made then, the request stays counted where it
+ * was, which a sliding window counter still weighs for a while: stricter, never looser.
+ */
+export function refundInChargedWindow(
+  policies: readonly Policy[],
+  clock: () => number,
+  refund: () => Promise<void>,
+): () => Promise<void> {
+  const windowed = policies.filter((p) => p.algorithm === 'fixed-window' || p.algorithm === 'sliding-window-counter');
+  if (windowed.length === 0) return refund;
+  const chargedAt = clock();
+  const sameWindow = (now: number) =>
+    windowed.every((p) => Math.floor(now / p.windowMs) === Math.floor(chargedAt / p.windowMs));
+  return () => (sameWindow(clock()) ? refund() : Promise.resolve());
 }

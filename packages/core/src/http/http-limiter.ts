@@ -10,7 +10,7 @@ import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome,
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
 import { createClientAddressKey } from './client-address.js';
-import { checkCountByOutcome } from './count-by-outcome.js';
+import { checkCountByOutcome, refundInChargedWindow } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass } from './futile-options.js';
@@ -172,10 +172,15 @@ export function createHttpLimiter<Req, Res>(
     const charged = spentQuota(decision);
     const refund = () => entry.limiter.refund(clientKey, units);
     if (decision.delayMs === 0) {
-      if (charged && afterResponse !== undefined) afterResponse(req, res, binding.rawResponse(res), refund);
+      if (charged && afterResponse !== undefined) {
+        const later = refundInChargedWindow(entry.limiter.policies, clock, refund);
+        afterResponse(req, res, binding.rawResponse(res), later);
+      }
       return { action: 'next', decision };
     }
     held++;
+    // Dated when the request is charged, before the hold.
+    const refundLater = refundInChargedWindow(entry.limiter.policies, clock, refund);
     publishQueued(decision);
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
@@ -189,7 +194,7 @@ export function createHttpLimiter<Req, Res>(
       const raw = binding.rawResponse(res);
       if (raw.headersSent) refund().catch(ignore);
       checkUnsentMeanwhile(raw);
-      if (afterResponse !== undefined) afterResponse(req, res, raw, refund);
+      if (afterResponse !== undefined) afterResponse(req, res, raw, refundLater);
       return { action: 'next', decision };
     });
   };

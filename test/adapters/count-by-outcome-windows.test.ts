@@ -1,0 +1,64 @@
+import type { AddressInfo } from 'node:net';
+import { rateLimit } from '@sluice/express';
+import express from 'express';
+import { expect, it } from 'vitest';
+import { clockAt, collectingLogger } from './helpers.js';
+
+// A refund carries no time of its charge: one landing after the window that charged it had
+// ended came out of the new window's count, so a request failing across the boundary left its
+// client a unit more there (several such requests, several units). It is not made now; the
+// counter still weighs the unit in the window before (1 left, not 2), and gcra, which counts by
+// no window, gives it back.
+it.each([
+  ['fixed-window', 2],
+  ['sliding-window-counter', 1],
+  ['gcra', 2],
+] as const)(
+  '%s: a request that fails across a window boundary is not refunded from the next window',
+  async (algorithm, left) => {
+    const clock = clockAt(59_000);
+    let url = '';
+    let judged: () => void = () => {};
+    const judging = new Promise<void>((resolve) => {
+      judged = resolve;
+    });
+    const limiter = rateLimit({
+      limit: 4,
+      window: '1m',
+      algorithm,
+      clock,
+      logger: collectingLogger(),
+      skipFailedRequests: true,
+      // The failed request's outcome is judged once the next window has begun and two requests
+      // have been counted in it.
+      requestWasSuccessful: async (_req, res) => {
+        if (res.statusCode < 400) return true;
+        clock.advance(2_000);
+        for (let i = 0; i < 2; i++) await fetch(`${url}/`);
+        judged();
+        return false;
+      },
+    });
+    const app = express();
+    app.use(limiter);
+    app.get('/fail', (_req, res) => {
+      res.status(500).send('failed');
+    });
+    app.get('/', (_req, res) => {
+      res.send('ok');
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      expect((await fetch(`${url}/fail`)).status).toBe(500);
+      await judging;
+      // The refund, had it been made, lands in these turns of the event loop (the memory store).
+      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(left);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  },
+);
