@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { get } from 'node:http';
+import { get, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -195,4 +195,36 @@ descriptors:
   });
   await request(app).get('/').set('x-token', 'good').expect(200);
   await request(app).get('/').set('x-token', 'good').set('x-user', 'someone-else').expect(429);
+});
+
+// A router mounted at a path reads the rest of the URL through `parseurl` again, to which a
+// `//user@host` there is an authority: `/api//u@h/login#` reached the router's `/login`, and the
+// rule on `/api/login` read another path.
+it('Express, a router mounted at a path: a rule on the full path holds for a user@host spelling', async () => {
+  const app = express();
+  app.use(rateLimit({ rules, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.use(
+    '/api',
+    express.Router().post('/login', (_req, res) => {
+      res.send('ok');
+    }),
+  );
+  const server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  try {
+    const { port } = server.address() as AddressInfo;
+    const statusOf = (path: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST' }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        });
+        req.once('error', reject).end();
+      });
+    const statuses = [];
+    for (const path of ['/api/login', '/api//u@h/login#', '/api/\\u@h\\login#']) statuses.push(await statusOf(path));
+    expect(statuses).toEqual([200, 429, 429]);
+  } finally {
+    server.close();
+  }
 });

@@ -1,3 +1,5 @@
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
 import { createMemoryStore } from '@sluice/core';
 import { rateLimitPlugin } from '@sluice/fastify';
 import { parseRules } from '@sluice/rules';
@@ -552,3 +554,45 @@ descriptors:
     await app.close();
   },
 );
+
+// find-my-way routes an absolute-form target by what follows its host; read through `url.parse`,
+// `http://h;x/api/login` was the path `;x/api/login`, and the rule on `/api/login` counted nothing.
+it('a rule on a path holds for an absolute-form target, as find-my-way routes it', async () => {
+  const rules = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /api/login
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = Fastify();
+  await app.register(rateLimitPlugin, {
+    rules,
+    descriptors: [['path']],
+    clock: clockAt(0),
+    logger: collectingLogger(),
+  });
+  app.get('/api/login', ok);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const { port } = app.server.address() as AddressInfo;
+    const statusOf = (target: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.end(`GET ${target} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
+        });
+        let reply = '';
+        socket.on('data', (chunk: Buffer) => {
+          reply += chunk.toString();
+        });
+        socket.once('end', () => resolve(reply.split(' ')[1] ?? ''));
+        socket.once('error', reject);
+      });
+    const statuses = [];
+    for (const target of ['/api/login', 'http://h;x/api/login', 'http://h%41/api/login', "http://h'x/api/login"])
+      statuses.push(await statusOf(target));
+    expect(statuses).toEqual(['200', '429', '429', '429']);
+  } finally {
+    await app.close();
+  }
+});

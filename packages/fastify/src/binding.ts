@@ -100,12 +100,29 @@ export function semicolonEndsPath(app: FastifyInstance): boolean {
   return config.useSemicolonDelimiter === true || config.routerOptions?.useSemicolonDelimiter === true;
 }
 
-/** The URL as the router reads it: up to a `;`, where `semicolonEndsPath`. */
-const urlUpToSemicolon = (request: FastifyRequest): string => {
-  const url = request.originalUrl;
-  const end = url.indexOf(';');
-  return end < 0 ? url : url.slice(0, end);
-};
+/**
+ * An absolute-form target (`GET http://host/login`, as sent to a proxy) as find-my-way routes
+ * it: by what follows the host. Read by `url.parse`, as Express and Koa read such a target,
+ * `http://h;x/api/login` was the path `;x/api/login`, which Fastify routes to `/api/login`.
+ */
+function pathOfAbsoluteForm(url: string): string {
+  const scheme = url.indexOf('://');
+  if (scheme < 0) return url;
+  const path = url.indexOf('/', scheme + 3);
+  const query = url.indexOf('?', scheme + 3);
+  if (query >= 0 && (path < 0 || query < path)) return `/${url.slice(query)}`;
+  return path < 0 ? '/' : url.slice(path);
+}
+
+/** The URL as find-my-way reads it; up to a `;` too where `semicolonEnds`. */
+const routedUrl =
+  (semicolonEnds: boolean) =>
+  (request: FastifyRequest): string => {
+    const given = request.originalUrl;
+    const url = given.charCodeAt(0) === 0x2f ? given : pathOfAbsoluteForm(given);
+    const end = semicolonEnds ? url.indexOf(';') : -1;
+    return end < 0 ? url : url.slice(0, end);
+  };
 
 export const bindingFor = (
   trustProxy: unknown,
@@ -113,7 +130,7 @@ export const bindingFor = (
 ): AdapterBinding<FastifyRequest, FastifyReply> => ({
   trustsAsProxy: trustsAsProxyFor(trustProxy),
   rawRequest: (request) => request.raw,
-  requestUrl: semicolonEnds ? urlUpToSemicolon : (request) => request.originalUrl,
+  requestUrl: routedUrl(semicolonEnds),
   rawResponse: (reply) => reply.raw,
   clientIp: (request) => request.ip,
   proxyTrust: proxyTrustFor(trustProxy),

@@ -62,6 +62,9 @@ export function spelledPath(path: string): string {
   return `/${segments.join('/')}`;
 }
 
+/** `//user@host` runs of a path `url.parse` read. */
+const AUTHORITIES = /\/\/[^/]*@[^/]*/g;
+
 /** The characters that send a target through `url.parse` in `parseurl`. */
 const PARSED = /[\t\n\f\r #\u00a0\ufeff]/;
 
@@ -80,7 +83,10 @@ function routedPath(url: string): string {
     return query < 0 ? url : url.slice(0, query);
   }
   try {
-    return parse(url).pathname ?? '';
+    // A router or static server mounted at a path reads the rest of it through `parseurl`
+    // again, to which a `//user@host` there is an authority (`/api//u@h/login#` reaches the
+    // `/login` of a router mounted at `/api`): none is read as part of the path.
+    return (parse(url).pathname ?? '').replace(AUTHORITIES, '');
   } catch {
     // No router reads a target `url.parse` refuses: the path as sent, up to its query or fragment.
     return url.split(/[?#]/, 1)[0] as string;

@@ -4,15 +4,12 @@ import type { RuleSetLike } from './rule-like.js';
 
 /**
  * How a rule's `path` value must be written to match: `rulePath`'s spelling of a request's
- * path, each `*` wildcard kept where it stands. A value that starts with a wildcard may leave
- * the leading slash to it.
+ * path, a trailing `*` wildcard kept. `*` alone matches every path.
  */
 export function rulePathValue(value: string): string {
-  // A placeholder no path spelling changes stands for each wildcard while the rest is respelt;
-  // a request's path never holds a `?` or a `#`.
-  const path = value.replaceAll('*', '\0').split(/[?#]/, 1)[0] as string;
-  const form = spelledPath(path).replaceAll('\0', '*');
-  return value.startsWith('*') && form.startsWith('/*') ? form.slice(1) : form;
+  // A placeholder no path spelling changes stands for each `*` while the rest is respelt. Spelt
+  // whole: a request's path decodes `%3F` and `%23` to the `?` or `#` such a value holds.
+  return value === '*' ? value : spelledPath(value.replaceAll('*', '\0')).replaceAll('\0', '*');
 }
 
 /**
@@ -26,6 +23,16 @@ export function checkRulePaths(rules: RuleSetLike, domain: string, warn: WarnOnc
     if (rule.domain !== domain) continue;
     for (const { key, value } of rule.path) {
       if (key !== 'path' || value === undefined) continue;
+      // A `*` is a wildcard only at the end of a value: one that starts a value is the
+      // character, which no path starts with.
+      if (value.startsWith('*') && value !== '*') {
+        warn(
+          'WRN_SLUICE_RULE_PATH_SPELLING',
+          `a rule's \`path\` value ${JSON.stringify(value)} can never match: a \`*\` stands for any text only at the end of a value, and every request path starts with "/".`,
+          value,
+        );
+        continue;
+      }
       const written = rulePathValue(value);
       if (written === value) continue;
       warn(
