@@ -100,7 +100,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode: a frozen master of 
       for (const key of [hot, cold]) await limiter.consume(key);
       await store.localFirst?.sync();
       process.kill(pid, 'SIGSTOP');
-      // A sync of the frozen master's client alone: it reaches no Redis, and the timer rests.
+      // A sync of the frozen master's client alone: it reaches no Redis, and the timer rested.
       await limiter.consume(cold);
       await expect(store.localFirst?.sync()).rejects.toThrow();
       await limiter.consume(hot);

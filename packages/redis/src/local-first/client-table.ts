@@ -178,6 +178,12 @@ export function createClientTable(
     /** Whether a client was decided on since the last sync took the touched list. */
     hasTouched: (): boolean => firstTouched !== undefined,
 
+    /** Whether a client decided on since the last sync took the touched list passes `test`. */
+    someTouched(test: (counts: ClientCounts) => boolean): boolean {
+      for (let counts = firstTouched; counts !== undefined; counts = counts.next) if (test(counts)) return true;
+      return false;
+    },
+
     /** Keeps a client out of every ending while its read is on the way: it is neither forgotten nor evicted. */
     hold: unfile,
 

@@ -169,7 +169,11 @@ export function createLocalFirst(
       for (const [slot, error] of failed) if (!result.failed.has(slot)) result.failed.set(slot, error);
       for (const counts of unwritten) result.unwritten.add(counts);
     }
-    restUntil = result.answered.size === 0 && result.failed.size > 0 ? performance.now() + syncTimeoutMs : 0;
+    // No rest while a client of a slot that answers waits to be written: one decided on while
+    // this sync's calls were out waited it out.
+    const upSlot = (counts: ClientCounts) => !isDown(counts.slot) && !result.failed.has(counts.slot);
+    const reachedNone = result.answered.size === 0 && result.failed.size > 0;
+    restUntil = reachedNone && !table.someTouched(upSlot) ? performance.now() + syncTimeoutMs : 0;
     const targets = back.length === 0 ? probes : [...probes, ...back];
     for (const counts of result.unwritten) table.touch(counts);
     table.written(targets);
