@@ -62,3 +62,52 @@ it.each([
     }
   },
 );
+
+// Read when the refund was due, a clock that threw did so in the response's `close` listener,
+// an unhandled rejection that ended the process; it is the refund's failure, as before.
+it('a clock that throws when a refund is due leaves the request counted, the process alive', async () => {
+  const unhandled: unknown[] = [];
+  const listener = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', listener);
+  const clock = clockAt(0);
+  let broken = false;
+  let judged: () => void = () => {};
+  const judging = new Promise<void>((resolve) => {
+    judged = resolve;
+  });
+  const limiter = rateLimit({
+    limit: 4,
+    window: '1m',
+    algorithm: 'fixed-window',
+    clock: () => {
+      if (broken) throw new Error('time source unavailable');
+      return clock();
+    },
+    logger: collectingLogger(),
+    skipFailedRequests: true,
+    requestWasSuccessful: (_req, res) => {
+      broken = true;
+      judged();
+      return res.statusCode < 400;
+    },
+  });
+  const app = express();
+  app.use(limiter);
+  app.get('/fail', (_req, res) => {
+    res.status(500).send('failed');
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    expect((await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/fail`)).status).toBe(500);
+    await judging;
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(unhandled).toEqual([]);
+    broken = false;
+    expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(3);
+  } finally {
+    process.off('unhandledRejection', listener);
+    server.closeAllConnections();
+    server.close();
+  }
+});

@@ -129,5 +129,9 @@ export function refundInChargedWindow(
   const chargedAt = clock();
   const sameWindow = (now: number) =>
     windowed.every((p) => Math.floor(now / p.windowMs) === Math.floor(chargedAt / p.windowMs));
-  return () => (sameWindow(clock()) ? refund() : Promise.resolve());
+  // Async: a clock that throws here rejects, as the refund's own read of it did, where a throw
+  // from the response's `close` listener ended the process.
+  return async () => {
+    if (sameWindow(clock())) await refund();
+  };
 }
