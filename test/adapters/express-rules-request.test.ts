@@ -37,24 +37,19 @@ it.each([
   await request(app).post('/api/login').expect(429);
 });
 
-/** The statuses of `paths` asked in turn of an app serving `private/secret.txt` with `express.static`. */
-async function staticStatuses(rulesText: string, descriptors: string[][], paths: readonly string[]) {
-  const root = mkdtempSync(join(tmpdir(), 'sluice-static-'));
-  mkdirSync(join(root, 'private'));
-  writeFileSync(join(root, 'private', 'secret.txt'), 'SECRET');
-  const app = express();
-  app.use(rateLimit({ rules: parseRules(rulesText), descriptors, clock: clockAt(0), logger: collectingLogger() }));
-  app.use(express.static(root));
+/** The statuses of `paths`, each sent in turn as written (a client library tidies `/x/..`) to `app`. */
+async function statusesOf(app: express.Express, paths: readonly string[], method = 'GET') {
   const server = app.listen(0, '127.0.0.1');
   await once(server, 'listening');
   try {
     const { port } = server.address() as AddressInfo;
     const statusOf = (path: string) =>
       new Promise<number | undefined>((resolve, reject) => {
-        get({ host: '127.0.0.1', port, path }, (res) => {
+        const req = httpRequest({ host: '127.0.0.1', port, path, method }, (res) => {
           res.resume();
           resolve(res.statusCode);
-        }).once('error', reject);
+        });
+        req.once('error', reject).end();
       });
     const statuses = [];
     for (const path of paths) statuses.push(await statusOf(path));
@@ -62,6 +57,17 @@ async function staticStatuses(rulesText: string, descriptors: string[][], paths:
   } finally {
     server.close();
   }
+}
+
+/** The statuses of `paths` asked in turn of an app serving `private/secret.txt` with `express.static`. */
+function staticStatuses(rulesText: string, descriptors: string[][], paths: readonly string[]) {
+  const root = mkdtempSync(join(tmpdir(), 'sluice-static-'));
+  mkdirSync(join(root, 'private'));
+  writeFileSync(join(root, 'private', 'secret.txt'), 'SECRET');
+  const app = express();
+  app.use(rateLimit({ rules: parseRules(rulesText), descriptors, clock: clockAt(0), logger: collectingLogger() }));
+  app.use(express.static(root));
+  return statusesOf(app, paths);
 }
 
 // Kept as routers read them, dot segments let a client past a rule on a file `express.static`
@@ -209,22 +215,7 @@ it('Express, a router mounted at a path: a rule on the full path holds for a use
       res.send('ok');
     }),
   );
-  const server = app.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  try {
-    const { port } = server.address() as AddressInfo;
-    const statusOf = (path: string) =>
-      new Promise<number | undefined>((resolve, reject) => {
-        const req = httpRequest({ host: '127.0.0.1', port, path, method: 'POST' }, (res) => {
-          res.resume();
-          resolve(res.statusCode);
-        });
-        req.once('error', reject).end();
-      });
-    const statuses = [];
-    for (const path of ['/api/login', '/api//u@h/login#', '/api/\\u@h\\login#']) statuses.push(await statusOf(path));
-    expect(statuses).toEqual([200, 429, 429]);
-  } finally {
-    server.close();
-  }
+  expect(await statusesOf(app, ['/api/login', '/api//u@h/login#', '/api/\\u@h\\login#'], 'POST')).toEqual([
+    200, 429, 429,
+  ]);
 });

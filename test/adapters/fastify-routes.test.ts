@@ -525,22 +525,24 @@ descriptors:
   });
 });
 
-// With `useSemicolonDelimiter`, Fastify routes `/api/login;x` to `/api/login`: the `path` rule on
-// it read `/api/login;x` and counted nothing.
-it.each<Record<string, unknown>>([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
-  "a rule's path ends at a `;` where the router ends it there (%j)",
-  async (options) => {
-    const rules = parseRules(`
+/** One request an hour to `/api/login`, for the tests of how the path is read. */
+const loginRules = parseRules(`
 domain: api
 descriptors:
   - key: path
     value: /api/login
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `);
+
+// With `useSemicolonDelimiter`, Fastify routes `/api/login;x` to `/api/login`: the `path` rule on
+// it read `/api/login;x` and counted nothing.
+it.each<Record<string, unknown>>([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
+  "a rule's path ends at a `;` where the router ends it there (%j)",
+  async (options) => {
     // Fastify's types leave the option out of `routerOptions`, where Fastify reads it.
     const app = Fastify(options as FastifyServerOptions);
     await app.register(rateLimitPlugin, {
-      rules,
+      rules: loginRules,
       descriptors: [['path']],
       clock: clockAt(0),
       logger: collectingLogger(),
@@ -558,16 +560,9 @@ descriptors:
 // find-my-way routes an absolute-form target by what follows its host; read through `url.parse`,
 // `http://h;x/api/login` was the path `;x/api/login`, and the rule on `/api/login` counted nothing.
 it('a rule on a path holds for an absolute-form target, as find-my-way routes it', async () => {
-  const rules = parseRules(`
-domain: api
-descriptors:
-  - key: path
-    value: /api/login
-    rate_limit: { unit: hour, requests_per_unit: 1 }
-`);
   const app = Fastify();
   await app.register(rateLimitPlugin, {
-    rules,
+    rules: loginRules,
     descriptors: [['path']],
     clock: clockAt(0),
     logger: collectingLogger(),
