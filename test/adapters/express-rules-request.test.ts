@@ -219,3 +219,22 @@ it('Express, a router mounted at a path: a rule on the full path holds for a use
     200, 429, 429,
   ]);
 });
+
+// Read as a mounted router reads it alone, `/files//u@h#` was the path `/files`, which a
+// `/files/*` rule does not match, though a `/files/*splat` route takes the run as its own.
+it('Express, a wildcard route: a user@host run stays part of the path it reaches', async () => {
+  const files = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /files/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = express();
+  app.use(rateLimit({ rules: files, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.get('/files/*splat', (_req, res) => {
+    res.send('file');
+  });
+  expect(await statusesOf(app, ['/files/a', '/files//u@h#', 'http://h/files//u@h'])).toEqual([200, 429, 429]);
+});

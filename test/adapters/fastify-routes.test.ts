@@ -525,6 +525,31 @@ descriptors:
   });
 });
 
+/** The status of each target sent in turn, as written, over a socket of its own: nothing tidies it. */
+async function rawStatuses(app: FastifyInstance, targets: readonly string[]): Promise<string[]> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const { port } = app.server.address() as AddressInfo;
+    const statusOf = (target: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1', () => {
+          socket.end(`GET ${target} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
+        });
+        let reply = '';
+        socket.on('data', (chunk: Buffer) => {
+          reply += chunk.toString();
+        });
+        socket.once('end', () => resolve(reply.split(' ')[1] ?? ''));
+        socket.once('error', reject);
+      });
+    const statuses = [];
+    for (const target of targets) statuses.push(await statusOf(target));
+    return statuses;
+  } finally {
+    await app.close();
+  }
+}
+
 /** One request an hour to `/api/login`, for the tests of how the path is read. */
 const loginRules = parseRules(`
 domain: api
@@ -568,26 +593,28 @@ it('a rule on a path holds for an absolute-form target, as find-my-way routes it
     logger: collectingLogger(),
   });
   app.get('/api/login', ok);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  try {
-    const { port } = app.server.address() as AddressInfo;
-    const statusOf = (target: string) =>
-      new Promise<string>((resolve, reject) => {
-        const socket = connect(port, '127.0.0.1', () => {
-          socket.end(`GET ${target} HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n`);
-        });
-        let reply = '';
-        socket.on('data', (chunk: Buffer) => {
-          reply += chunk.toString();
-        });
-        socket.once('end', () => resolve(reply.split(' ')[1] ?? ''));
-        socket.once('error', reject);
-      });
-    const statuses = [];
-    for (const target of ['/api/login', 'http://h;x/api/login', 'http://h%41/api/login', "http://h'x/api/login"])
-      statuses.push(await statusOf(target));
-    expect(statuses).toEqual(['200', '429', '429', '429']);
-  } finally {
-    await app.close();
-  }
+  const targets = ['/api/login', 'http://h;x/api/login', 'http://h%41/api/login', "http://h'x/api/login"];
+  expect(await rawStatuses(app, targets)).toEqual(['200', '429', '429', '429']);
+});
+
+// A `//user@host` run is an authority to Express's mounted routers alone: Fastify with duplicate
+// slashes ignored routes `/users//a@b#` to `/users/:id`, where a rule on `/users/*` must count it.
+it('a user@host run stays part of the path a parameter route reaches', async () => {
+  const users = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /users/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = Fastify({ routerOptions: { ignoreDuplicateSlashes: true } });
+  await app.register(rateLimitPlugin, {
+    rules: users,
+    descriptors: [['path']],
+    clock: clockAt(0),
+    logger: collectingLogger(),
+  });
+  app.get('/users/:id', ok);
+  expect(await rawStatuses(app, ['/users/a', '/users//a@b#'])).toEqual(['200', '429']);
 });
