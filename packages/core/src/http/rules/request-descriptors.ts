@@ -62,23 +62,6 @@ export function spelledPath(path: string): string {
   return `/${segments.join('/')}`;
 }
 
-/** `//user@host` runs of a path `url.parse` read. */
-const AUTHORITIES = /\/\/[^/]*@[^/]*/g;
-
-/**
- * The path read by a router or static server mounted at a path, where `url.parse` reads the
- * target, spelt as `rulePath` spells: each reads the rest of the path through `parseurl` again,
- * to which a `//user@host` there is an authority (`/api//u@h/login#` reaches the `/login` of a
- * router mounted at `/api`). `undefined` where there is none: the routes that take the run as
- * part of the path (`/files/*`, `/users/:id` with duplicate slashes ignored) read it as sent.
- */
-function mountedRulePath(url: string): string | undefined {
-  if (url.charCodeAt(0) === 0x2f && !PARSED.test(url)) return undefined;
-  const path = routedPath(url);
-  const unmounted = path.replace(AUTHORITIES, '');
-  return unmounted === path ? undefined : spelledPath(unmounted);
-}
-
 /** The characters that send a target through `url.parse` in `parseurl`. */
 const PARSED = /[\t\n\f\r #\u00a0\ufeff]/;
 
@@ -122,7 +105,7 @@ function resolvedRulePath(path: string): string {
 /** A `.` or `..` segment of a `rulePath`: a path with none (`/app.js`) reads one way only. */
 const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 
-/** The descriptors that read a path the second way (`otherReadingOf`), each right after the one as sent. */
+/** The descriptors that read a path with dot segments resolved, each right after the one as sent. */
 const resolvedReadings = new WeakSet<readonly DescriptorEntryLike[]>();
 
 /**
@@ -275,17 +258,9 @@ export function compileDescriptors<Req>(
     }
     return out;
   };
-  /**
-   * The path's second reading, where it reads otherwise: as a router or static server mounted at
-   * a path reads it (`mountedRulePath`), dot segments resolved as a file server resolves them.
-   */
-  const otherReadingOf = (path: string | undefined, url: string | undefined): string | undefined => {
-    if (path === undefined) return undefined;
-    const mounted = url === undefined ? undefined : mountedRulePath(url);
-    const other = mounted ?? path;
-    const resolved = DOT_SEGMENT.test(other) ? resolvedRulePath(other) : other;
-    return resolved === path ? undefined : resolved;
-  };
+  /** The path resolved, when it holds dot segments: `rulePath` has decoded and split it already. */
+  const resolvedOf = (path: string | undefined): string | undefined =>
+    path !== undefined && DOT_SEGMENT.test(path) ? resolvedRulePath(path) : undefined;
   return (req, facts) => {
     const values: Awaitable<string | undefined>[] = [];
     for (const read of readers) {
@@ -297,7 +272,7 @@ export function compileDescriptors<Req>(
         throw error;
       }
     }
-    const resolved = pathAt < 0 ? undefined : otherReadingOf(values[pathAt] as string | undefined, facts.url);
+    const resolved = pathAt < 0 ? undefined : resolvedOf(values[pathAt] as string | undefined);
     return values.some(isThenable)
       ? Promise.all(values).then((settled) => assemble(settled, resolved))
       : assemble(values as (string | undefined)[], resolved);
