@@ -92,8 +92,10 @@ descriptors:
     'http://h/private\\secret.txt',
     'http://h/public\\..\\private\\secret.txt',
     '//a@b/private/secret.txt#',
+    // Dot segments around a `//user@host` run the static server keeps as part of the path.
+    '/a/../private//u@h/../secret.txt#',
   ];
-  expect(await staticStatuses(privateRules, [['path']], paths)).toEqual([200, 429, 429, 429, 429, 429, 429, 429]);
+  expect(await staticStatuses(privateRules, [['path']], paths)).toEqual([200, 429, 429, 429, 429, 429, 429, 429, 429]);
 });
 
 // Each reading of a path is a request of its own to pass: taken together, a quota_mode rule the
@@ -220,4 +222,36 @@ descriptors:
     res.send('file');
   });
   expect(await statusesOf(app, ['/files/a', '/files//u@h#', 'http://h/files//u@h'])).toEqual([200, 429, 429]);
+});
+
+// A router mounted at a path reads the rest of the URL through `parseurl` again, to which a
+// `//user@host` there is an authority: `/api//u@h/login#` reached the router's `/login`, and the
+// rule on `/api/login` read `/api/u@h/login`.
+it('Express, a router mounted at a path: a rule on the full path holds for a user@host spelling', async () => {
+  const mounted = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /api/login
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+  - key: path
+    value: /api/users/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = express();
+  app.use(rateLimit({ rules: mounted, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.use(
+    '/api',
+    express
+      .Router()
+      .get('/login', (_req, res) => {
+        res.send('login');
+      })
+      .get('/users/:id', (_req, res) => {
+        res.send('user');
+      }),
+  );
+  const paths = ['/api/login', '/api//u@h/login#', '/api/\\u@h\\login#', '/api/users/1', '/api//u@h/users/..#'];
+  expect(await statusesOf(app, paths)).toEqual([200, 429, 429, 200, 429]);
 });

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { parse } from 'node:url';
 import { describe, invalid, SluiceError } from '../../errors.js';
 import { isThenable } from '../../thenable.js';
-import type { DescriptorEntryLike, PathReading, RuleMatchLike, RuleSetLike } from './rule-like.js';
+import type { DescriptorEntryLike, RuleMatchLike, RuleSetLike } from './rule-like.js';
 
 type Awaitable<T> = T | Promise<T>;
 
@@ -89,9 +89,7 @@ function routedPath(url: string): string {
 
 /**
  * A `rulePath` with its dot segments resolved, as static file servers read a path
- * (`express.static` serves `/public/../private/x` from `private/x`): a request is matched under
- * both readings, so that neither a router's nor a file server's way round a rule passes it (see
- * `matchReadings`).
+ * (`express.static` serves `/public/../private/x` from `private/x`).
  */
 function resolvedRulePath(path: string): string {
   const resolved: string[] = [];
@@ -105,28 +103,68 @@ function resolvedRulePath(path: string): string {
 /** A `.` or `..` segment of a `rulePath`: a path with none (`/app.js`) reads one way only. */
 const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 
-/** The descriptors that read a path with dot segments resolved, each right after the one as sent. */
-const resolvedReadings = new WeakSet<readonly DescriptorEntryLike[]>();
+/** `//user@host` runs of a path `url.parse` read. */
+const AUTHORITIES = /\/\/[^/]*@[^/]*/g;
 
 /**
- * The rules a request's descriptors match. Where a path reads two ways, each reading is matched
- * on its own, so that one reading's `replaces` drops nothing the other matched, and each match
- * holds the reading it belongs to (`reading`): the request passes only where each reading would
- * pass alone (`passes`). A rule both readings match on the path counts once, by its resolved
- * match (the one counter every spelling a file server reads alike shares): counted twice, it
- * charged a request twice on one counter and listed its policy twice in the fields.
+ * The other ways a path `rulePath` reads as `path` may be read, each once and none as `path`:
+ * with dot segments resolved, as a static file server resolves them; and where `url.parse` read
+ * the target, with each `//user@host` run read away, as a router or static server mounted at a
+ * path reads the rest of the URL through `parseurl` again, to which such a run is an authority
+ * (`/api//u@h/login#` reaches the `/login` of a router mounted at `/api`), dot segments kept or
+ * resolved. No one reading serves every router: one mounted before the run reads it away, a
+ * wildcard route (`/files/*splat`) keeps it, and a file server resolves the dot segments around
+ * it. A request is matched under each (see `matchReadings`).
+ */
+function otherReadings(path: string, url: string | undefined): readonly string[] {
+  const parsed = url !== undefined && !(url.charCodeAt(0) === 0x2f && !PARSED.test(url));
+  // Nearly every request: a path read one way only, with nothing made for it.
+  if (!parsed && !DOT_SEGMENT.test(path)) return NO_OTHER_READINGS;
+  const others: string[] = [];
+  const add = (reading: string) => {
+    if (reading !== path && !others.includes(reading)) others.push(reading);
+  };
+  if (DOT_SEGMENT.test(path)) add(resolvedRulePath(path));
+  if (parsed && url !== undefined) {
+    const routed = routedPath(url);
+    const unmounted = routed.replace(AUTHORITIES, '');
+    if (unmounted !== routed) {
+      const spelled = spelledPath(unmounted);
+      add(spelled);
+      if (DOT_SEGMENT.test(spelled)) add(resolvedRulePath(spelled));
+    }
+  }
+  return others;
+}
+
+const NO_OTHER_READINGS: readonly string[] = [];
+
+/**
+ * The readings of a path: for each descriptor that sends the built-in `path`, 0 for the one as
+ * sent and 1 to 3 for the others (`otherReadings`), each right after it.
+ */
+const pathReadings = new WeakMap<readonly DescriptorEntryLike[], number>();
+
+/**
+ * The rules a request's descriptors match. Where a path reads more than one way, each reading is
+ * matched on its own, so that one reading's `replaces` drops nothing another matched, and each
+ * match holds the readings it belongs to (`readings`): the request passes only where each
+ * reading would pass alone (`passes`). A rule several readings match on the path counts once,
+ * by the last reading's match (the one counter every spelling a file server reads alike
+ * shares): counted again, it charged a request twice on one counter and listed its policy
+ * twice in the fields.
  */
 export function matchReadings(
   rules: RuleSetLike,
   domain: string,
   descriptors: readonly (readonly DescriptorEntryLike[])[],
 ): readonly (RuleMatchLike | undefined)[] {
-  if (!descriptors.some((d) => resolvedReadings.has(d))) return rules.match(domain, descriptors);
-  const resolvedAt = descriptors.flatMap((d, i) => (resolvedReadings.has(d) ? [i] : []));
-  const isResolved = new Set(resolvedAt);
-  const isAsSent = new Set(resolvedAt.map((i) => i - 1));
-  const readingOf = (leftOut: ReadonlySet<number>): (RuleMatchLike | undefined)[] => {
-    const positions = descriptors.flatMap((_, i) => (leftOut.has(i) ? [] : [i]));
+  if (!descriptors.some((d) => (pathReadings.get(d) ?? 0) > 0)) return rules.match(domain, descriptors);
+  const readingAt = descriptors.map((d) => pathReadings.get(d));
+  const count = Math.max(...readingAt.map((r) => r ?? 0)) + 1;
+  // Each reading's matches, by position: the descriptors every reading sends, and its own.
+  const matched = Array.from({ length: count }, (_, reading) => {
+    const positions = readingAt.flatMap((r, i) => (r === undefined || r === reading ? [i] : []));
     const found = rules.match(
       domain,
       positions.map((i) => descriptors[i] as readonly DescriptorEntryLike[]),
@@ -136,21 +174,37 @@ export function matchReadings(
       byPosition[at] = found[i];
     });
     return byPosition;
-  };
-  const asSent = readingOf(isResolved);
-  const resolved = readingOf(isAsSent);
-  return descriptors.map((_, i) => {
-    const sent = asSent[i];
-    const read = resolved[i];
-    if (isAsSent.has(i)) return sent?.rule === resolved[i + 1]?.rule ? undefined : inReading(sent, 'as-sent');
-    if (isResolved.has(i)) return read?.rule === asSent[i - 1]?.rule ? read : inReading(read, 'resolved');
-    // A descriptor both readings send: matched by one alone when the other's `replaces` dropped it.
-    return sent === undefined ? inReading(read, 'resolved') : read === undefined ? inReading(sent, 'as-sent') : sent;
   });
+  const all = (1 << count) - 1;
+  const out: (RuleMatchLike | undefined)[] = new Array(descriptors.length);
+  readingAt.forEach((reading, i) => {
+    if (reading === undefined) {
+      // Sent in every reading: matched by fewer where another reading's `replaces` dropped it.
+      let readings = 0;
+      let match: RuleMatchLike | undefined;
+      matched.forEach((byPosition, r) => {
+        const found = byPosition[i];
+        if (found === undefined) return;
+        match = found;
+        readings |= 1 << r;
+      });
+      out[i] = inReadings(match, readings, all);
+      return;
+    }
+    if (reading !== 0) return;
+    // A path's readings, at i to i + count - 1: each rule once, by the last reading matching it.
+    const group = Array.from({ length: count }, (_, r) => matched[r]?.[i + r]);
+    group.forEach((match, r) => {
+      if (match === undefined || group.slice(r + 1).some((later) => later?.rule === match.rule)) return;
+      const readings = group.reduce((bits, other, o) => (other?.rule === match.rule ? bits | (1 << o) : bits), 0);
+      out[i + r] = inReadings(match, readings, all);
+    });
+  });
+  return out;
 }
 
-const inReading = (match: RuleMatchLike | undefined, reading: PathReading): RuleMatchLike | undefined =>
-  match === undefined ? undefined : { ...match, reading };
+const inReadings = (match: RuleMatchLike | undefined, readings: number, all: number): RuleMatchLike | undefined =>
+  match === undefined || readings === all ? match : { ...match, readings };
 
 /** Built-in keys, in a Map: a key such as `constructor` names no built-in. */
 const builtins = new Map<string, Builtin>([
@@ -233,7 +287,7 @@ export function compileDescriptors<Req>(
   const positions = (lists as string[][]).map((list) => list.map((key) => keys.indexOf(key)));
   // The built-in `path`, whose lists are sent again with dot segments resolved when that reads otherwise.
   const pathAt = Object.hasOwn(own, 'path') ? -1 : keys.indexOf('path');
-  const assemble = (values: readonly (string | undefined)[], resolvedPath?: string): DescriptorEntryLike[][] => {
+  const assemble = (values: readonly (string | undefined)[], others: readonly string[]): DescriptorEntryLike[][] => {
     values.forEach((value, i) => {
       // A field's bug must not turn into a silent key such as "42" or "[object Object]".
       if (value !== undefined && typeof value !== 'string') {
@@ -246,21 +300,21 @@ export function compileDescriptors<Req>(
     const out: DescriptorEntryLike[][] = [];
     for (const list of positions) {
       if (list.some((at) => values[at] === undefined)) continue;
-      out.push(list.map((at) => ({ key: keys[at] as string, value: values[at] as string })));
-      if (resolvedPath !== undefined && list.includes(pathAt)) {
-        const resolved = list.map((at) => ({
+      const asSent = list.map((at) => ({ key: keys[at] as string, value: values[at] as string }));
+      out.push(asSent);
+      if (others.length === 0 || !list.includes(pathAt)) continue;
+      pathReadings.set(asSent, 0);
+      others.forEach((other, r) => {
+        const reading = list.map((at) => ({
           key: keys[at] as string,
-          value: at === pathAt ? resolvedPath : (values[at] as string),
+          value: at === pathAt ? other : (values[at] as string),
         }));
-        resolvedReadings.add(resolved);
-        out.push(resolved);
-      }
+        pathReadings.set(reading, r + 1);
+        out.push(reading);
+      });
     }
     return out;
   };
-  /** The path resolved, when it holds dot segments: `rulePath` has decoded and split it already. */
-  const resolvedOf = (path: string | undefined): string | undefined =>
-    path !== undefined && DOT_SEGMENT.test(path) ? resolvedRulePath(path) : undefined;
   return (req, facts) => {
     const values: Awaitable<string | undefined>[] = [];
     for (const read of readers) {
@@ -272,9 +326,10 @@ export function compileDescriptors<Req>(
         throw error;
       }
     }
-    const resolved = pathAt < 0 ? undefined : resolvedOf(values[pathAt] as string | undefined);
+    const path = pathAt < 0 ? undefined : (values[pathAt] as string | undefined);
+    const others = path === undefined ? NO_OTHER_READINGS : otherReadings(path, facts.url);
     return values.some(isThenable)
-      ? Promise.all(values).then((settled) => assemble(settled, resolved))
-      : assemble(values as (string | undefined)[], resolved);
+      ? Promise.all(values).then((settled) => assemble(settled, others))
+      : assemble(values as (string | undefined)[], others);
   };
 }

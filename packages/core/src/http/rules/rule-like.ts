@@ -29,14 +29,13 @@ export interface RuleMatchLike {
   /** The client key within the rule's namespace. */
   readonly key: string;
   /**
-   * Set when the request's path was read two ways (as sent, and with dot segments resolved) and
-   * only one reading matched this rule: the request passes where each reading passes alone.
+   * Set when the request's path was read more than one way (as the router reads it, and as a
+   * static file server or a router mounted at a path may) and not every reading matched this
+   * rule: the readings that did, one bit each (bit 0 the path as sent). The request passes where
+   * each reading passes alone.
    */
-  readonly reading?: PathReading;
+  readonly readings?: number;
 }
-
-/** A reading of a request's path: as sent (as routers read it) or resolved (as file servers do). */
-export type PathReading = 'as-sent' | 'resolved';
 
 /** A rule's place in the document: its domain and the descriptor entries leading to it. */
 export interface RulePlaceLike {

@@ -12,7 +12,7 @@ import type {
   StoreReply,
   StoreRequest,
 } from '../../types.js';
-import type { PathReading, RuleLike, RuleMatchLike } from './rule-like.js';
+import type { RuleLike, RuleMatchLike } from './rule-like.js';
 
 /** One matched rule's part of a request's decision. */
 export interface RuleVerdict {
@@ -30,20 +30,20 @@ export interface RuleVerdict {
    * decided with it as one charge of their summed cost (`decideRules`), and answers for.
    */
   readonly repeats?: readonly number[];
-  /** The match's `reading`: the one reading of a path read two ways this verdict is part of. */
-  readonly reading?: PathReading;
+  /** The match's `readings`: those of a path read more than one way this verdict is part of. */
+  readonly readings?: number;
 }
 
 /** A match's verdict, in the match's reading when it has one. */
 function verdictOf(
   index: number,
-  { rule, key, reading }: RuleMatchLike,
+  { rule, key, readings }: RuleMatchLike,
   cost: number,
   limiter: Limiter | undefined,
   decision: Decision,
 ): RuleVerdict {
   const verdict = { index, rule, key, cost, limiter, decision };
-  return reading === undefined ? verdict : { ...verdict, reading };
+  return readings === undefined ? verdict : { ...verdict, readings };
 }
 
 /**
@@ -115,33 +115,35 @@ function blockedDecision(rule: RuleLike, key: string, now: number): Decision {
 
 /**
  * Whether the request passes: no rule refuses it, except that `quota_mode` rules refuse only
- * when all of them do (envoyproxy/ratelimit's quota mode). A request whose path was read two
- * ways passes when each reading, its own verdicts and those of both, would pass alone.
+ * when all of them do (envoyproxy/ratelimit's quota mode). A request whose path was read more
+ * than one way passes when each reading, its own verdicts and those of every reading, would
+ * pass alone.
  */
 export function passes(verdicts: readonly RuleVerdict[]): boolean {
-  // The quota rules of each reading, and those refusing: as sent, and resolved. A verdict of
-  // neither reading (nearly every one) is part of both.
-  let quota = 0;
-  let quotaRefused = 0;
-  let resolvedQuota = 0;
-  let resolvedQuotaRefused = 0;
-  for (const { rule, decision, reading } of verdicts) {
-    if (rule.quotaMode !== true) {
-      if (!decision.allowed) return false;
-      continue;
-    }
-    const refused = decision.allowed ? 0 : 1;
-    if (reading !== 'resolved') {
-      quota++;
-      quotaRefused += refused;
-    }
-    if (reading !== 'as-sent') {
-      resolvedQuota++;
-      resolvedQuotaRefused += refused;
-    }
+  let quotaMatched = false;
+  for (const { rule, decision } of verdicts) {
+    if (rule.quotaMode === true) quotaMatched = true;
+    else if (!decision.allowed) return false;
   }
-  return (quota === 0 || quotaRefused < quota) && (resolvedQuota === 0 || resolvedQuotaRefused < resolvedQuota);
+  if (!quotaMatched) return true;
+  // Each reading of the path fails where every quota rule it matched refuses. A verdict of no
+  // reading in particular (nearly every one) is part of every reading.
+  for (let r = 0; r < MAX_READINGS; r++) {
+    let quota = 0;
+    let refused = 0;
+    for (const { rule, decision, readings = ALL_READINGS } of verdicts) {
+      if (rule.quotaMode !== true || (readings & (1 << r)) === 0) continue;
+      quota++;
+      if (!decision.allowed) refused++;
+    }
+    if (quota > 0 && refused === quota) return false;
+  }
+  return true;
 }
+
+/** The most readings a path is read in (`matchReadings`): as sent, and up to three others. */
+const MAX_READINGS = 4;
+const ALL_READINGS = (1 << MAX_READINGS) - 1;
 
 /**
  * True when the limiter charged this verdict: allowed with a cost, not let through by the fail
