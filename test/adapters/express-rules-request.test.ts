@@ -255,3 +255,30 @@ descriptors:
   const paths = ['/api/login', '/api//u@h/login#', '/api/\\u@h\\login#', '/api/users/1', '/api//u@h/users/..#'];
   expect(await statusesOf(app, paths)).toEqual([200, 429, 429, 200, 429]);
 });
+
+// A static server mounted at a path reads the rest through `url.parse` again, which ends a
+// `//user@host` run's host at a `%` (or `;`, `'`, …): `/files//u@h%70rivate/secret.txt#` served
+// `private/secret.txt` while the path read `/files/u@hprivate/secret.txt`.
+it('Express, express.static mounted at a path: a rule holds for what follows a user@host run', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'sluice-static-'));
+  mkdirSync(join(root, 'private'));
+  writeFileSync(join(root, 'private', 'secret.txt'), 'SECRET');
+  const files = parseRules(`
+domain: api
+descriptors:
+  - key: path
+    value: /files/private/*
+    share_threshold: true
+    rate_limit: { unit: hour, requests_per_unit: 1 }
+`);
+  const app = express();
+  app.use(rateLimit({ rules: files, descriptors: [['path']], clock: clockAt(0), logger: collectingLogger() }));
+  app.use('/files', express.static(root));
+  const paths = [
+    '/files/private/secret.txt',
+    '/files//u@h%70rivate/secret.txt#',
+    '/files//u@h%2Fprivate/secret.txt#',
+    '/files//u@h;x/../private/secret.txt#',
+  ];
+  expect(await statusesOf(app, paths)).toEqual([200, 429, 429, 429]);
+});

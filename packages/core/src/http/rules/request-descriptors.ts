@@ -107,6 +107,20 @@ const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 const AUTHORITIES = /\/\/[^/]*@[^/]*/g;
 
 /**
+ * What `url.parse` leaves of a `//user@host` run as the path: it ends the host at the first
+ * character a host may not hold (`%`, `;`, `'`, …), so `//u@h%70rivate` is the path `/%70rivate`,
+ * which a static server reads as `/private`.
+ */
+function leftOfAuthority(run: string): string {
+  try {
+    const rest = parse(run).pathname ?? '';
+    return rest === '' || rest.startsWith('/') ? rest : `/${rest}`;
+  } catch {
+    return '';
+  }
+}
+
+/**
  * The other ways a path `rulePath` reads as `path` may be read, each once and none as `path`:
  * with dot segments resolved, as a static file server resolves them; and where `url.parse` read
  * the target, with each `//user@host` run read away, as a router or static server mounted at a
@@ -127,7 +141,7 @@ function otherReadings(path: string, url: string | undefined): readonly string[]
   if (DOT_SEGMENT.test(path)) add(resolvedRulePath(path));
   if (parsed && url !== undefined) {
     const routed = routedPath(url);
-    const unmounted = routed.replace(AUTHORITIES, '');
+    const unmounted = routed.replace(AUTHORITIES, leftOfAuthority);
     if (unmounted !== routed) {
       const spelled = spelledPath(unmounted);
       add(spelled);
