@@ -180,7 +180,7 @@ export function createHttpLimiter<Req, Res>(
     }
     held++;
     // Dated when the request is charged, before the hold.
-    const refundLater = refundInChargedWindow(entry.limiter.policies, clock, refund);
+    const refundLater = afterResponse && refundInChargedWindow(entry.limiter.policies, clock, refund);
     publishQueued(decision);
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
@@ -194,7 +194,7 @@ export function createHttpLimiter<Req, Res>(
       const raw = binding.rawResponse(res);
       if (raw.headersSent) refund().catch(ignore);
       checkUnsentMeanwhile(raw);
-      if (afterResponse !== undefined) afterResponse(req, res, raw, refundLater);
+      if (afterResponse !== undefined && refundLater !== undefined) afterResponse(req, res, raw, refundLater);
       return { action: 'next', decision };
     });
   };

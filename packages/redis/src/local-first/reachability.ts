@@ -52,7 +52,7 @@ export function createReachability(outageShare: number, logger: Logger) {
   const isDown = (slot: number): boolean => down[slot] === 1;
 
   /** The share of each capacity a client on `slot` may use now. */
-  const shareOf = (slot: number): number => (down[slot] === 0 ? 1 : outageShare);
+  const shareOf = (slot: number): number => (isDown(slot) ? outageShare : 1);
 
   /** Whether any slot is down: only then does the store tell which slots still hold clients. */
   const anyDown = (): boolean => downCount > 0;

@@ -65,6 +65,9 @@ export function spelledPath(path: string): string {
 /** The characters that send a target through `url.parse` in `parseurl`. */
 const PARSED = /[\t\n\f\r #\u00a0\ufeff]/;
 
+/** Whether `parseurl` reads `url` through `url.parse`: it does not start with `/`, or holds one of `PARSED`. */
+const readByUrlParse = (url: string): boolean => url.charCodeAt(0) !== 0x2f || PARSED.test(url);
+
 /**
  * The path a router routes, as Express and Koa read it (`parseurl`): a target starting with `/`
  * and holding none of `PARSED` is cut at its `?`; any other goes through `url.parse`, which
@@ -75,7 +78,7 @@ const PARSED = /[\t\n\f\r #\u00a0\ufeff]/;
  * alike, and reads `\` as itself: a rule counting it as `/` is only stricter there.
  */
 function routedPath(url: string): string {
-  if (url.charCodeAt(0) === 0x2f && !PARSED.test(url)) {
+  if (!readByUrlParse(url)) {
     const query = url.indexOf('?');
     return query < 0 ? url : url.slice(0, query);
   }
@@ -131,14 +134,15 @@ function leftOfAuthority(run: string): string {
  * it. A request is matched under each (see `matchReadings`).
  */
 function otherReadings(path: string, url: string | undefined): readonly string[] {
-  const parsed = url !== undefined && !(url.charCodeAt(0) === 0x2f && !PARSED.test(url));
+  const parsed = url !== undefined && readByUrlParse(url);
+  const dotted = DOT_SEGMENT.test(path);
   // Nearly every request: a path read one way only, with nothing made for it.
-  if (!parsed && !DOT_SEGMENT.test(path)) return NO_OTHER_READINGS;
+  if (!parsed && !dotted) return NO_OTHER_READINGS;
   const others: string[] = [];
   const add = (reading: string) => {
     if (reading !== path && !others.includes(reading)) others.push(reading);
   };
-  if (DOT_SEGMENT.test(path)) add(resolvedRulePath(path));
+  if (dotted) add(resolvedRulePath(path));
   if (parsed && url !== undefined) {
     const routed = routedPath(url);
     const unmounted = routed.replace(AUTHORITIES, leftOfAuthority);
@@ -299,7 +303,7 @@ export function compileDescriptors<Req>(
   });
   // Each list as positions in `keys`, found once here rather than looked up per request.
   const positions = (lists as string[][]).map((list) => list.map((key) => keys.indexOf(key)));
-  // The built-in `path`, whose lists are sent again with dot segments resolved when that reads otherwise.
+  // The built-in `path`, whose lists are sent again in each of its other readings (`otherReadings`).
   const pathAt = Object.hasOwn(own, 'path') ? -1 : keys.indexOf('path');
   const assemble = (values: readonly (string | undefined)[], others: readonly string[]): DescriptorEntryLike[][] => {
     values.forEach((value, i) => {

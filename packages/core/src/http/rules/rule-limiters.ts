@@ -34,7 +34,7 @@ export interface RuleVerdict {
   readonly readings?: number;
 }
 
-/** A match's verdict, in the match's reading when it has one. */
+/** A match's verdict, in the match's readings when it has them. */
 function verdictOf(
   index: number,
   { rule, key, readings }: RuleMatchLike,
