@@ -559,20 +559,26 @@ descriptors:
     rate_limit: { unit: hour, requests_per_unit: 1 }
 `);
 
+/** An app limiting `/api/login` by `loginRules`, made with Fastify's `options`. */
+async function loginApp(options: Record<string, unknown> = {}): Promise<FastifyInstance> {
+  // Fastify's types leave `useSemicolonDelimiter` out of `routerOptions`, where Fastify reads it.
+  const app = Fastify(options as FastifyServerOptions);
+  await app.register(rateLimitPlugin, {
+    rules: loginRules,
+    descriptors: [['path']],
+    clock: clockAt(0),
+    logger: collectingLogger(),
+  });
+  app.get('/api/login', ok);
+  return app;
+}
+
 // With `useSemicolonDelimiter`, Fastify routes `/api/login;x` to `/api/login`: the `path` rule on
 // it read `/api/login;x` and counted nothing.
 it.each<Record<string, unknown>>([{ useSemicolonDelimiter: true }, { routerOptions: { useSemicolonDelimiter: true } }])(
   "a rule's path ends at a `;` where the router ends it there (%j)",
   async (options) => {
-    // Fastify's types leave the option out of `routerOptions`, where Fastify reads it.
-    const app = Fastify(options as FastifyServerOptions);
-    await app.register(rateLimitPlugin, {
-      rules: loginRules,
-      descriptors: [['path']],
-      clock: clockAt(0),
-      logger: collectingLogger(),
-    });
-    app.get('/api/login', ok);
+    const app = await loginApp(options);
     const statuses = [];
     for (const url of ['/api/login', '/api/login;x', '/api/login;jsessionid=1?next=/']) {
       statuses.push((await app.inject({ method: 'GET', url })).statusCode);
@@ -585,14 +591,7 @@ it.each<Record<string, unknown>>([{ useSemicolonDelimiter: true }, { routerOptio
 // find-my-way routes an absolute-form target by what follows its host; read through `url.parse`,
 // `http://h;x/api/login` was the path `;x/api/login`, and the rule on `/api/login` counted nothing.
 it('a rule on a path holds for an absolute-form target, as find-my-way routes it', async () => {
-  const app = Fastify();
-  await app.register(rateLimitPlugin, {
-    rules: loginRules,
-    descriptors: [['path']],
-    clock: clockAt(0),
-    logger: collectingLogger(),
-  });
-  app.get('/api/login', ok);
+  const app = await loginApp();
   const targets = ['/api/login', 'http://h;x/api/login', 'http://h%41/api/login', "http://h'x/api/login"];
   expect(await rawStatuses(app, targets)).toEqual(['200', '429', '429', '429']);
 });

@@ -1,4 +1,4 @@
-import { createLimiter, type LimiterOptions } from '@sluice/core';
+import { createLimiter, type LimiterOptions, type PolicyOptions } from '@sluice/core';
 import { createServiceClient, type ServiceClient } from '@sluice/server';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type OfficialResponse, serveFixedRls } from '../helpers/envoy-client.js';
@@ -22,6 +22,20 @@ async function limiterAnswered(response: OfficialResponse, options: Partial<Limi
     storeTimeoutMs: 10_000,
     ...options,
   } as LimiterOptions);
+}
+
+/** `limiterAnswered` with the client's warnings kept, over `policies`. */
+async function warnedLimiterAnswered(response: OfficialResponse, policies: readonly PolicyOptions[]) {
+  const warnings: string[] = [];
+  const service = await serveFixedRls(() => response);
+  const client = createServiceClient({
+    address: service.address,
+    domain: 'api',
+    logger: { warn: (message) => warnings.push(message) },
+  });
+  ended.push(() => client.close(), service.close);
+  const limiter = createLimiter({ policies, store: client, logger: quiet, storeTimeoutMs: 10_000 });
+  return { limiter, warnings };
 }
 
 const status = (code: string, remaining: number) => ({
@@ -100,24 +114,14 @@ describe('the Node client follows overall_code, as Envoy does', () => {
   });
 
   it('a mark the client does not know is left out, warned of once; the decision stands', async () => {
-    const warnings: string[] = [];
-    const service = await serveFixedRls(() => ({
-      overall_code: 'OK',
-      statuses: [status('OK', 2)],
-      dynamic_metadata: sluiceMarks({ retryAfterMs: 0, delayMs: 0, overLimit: 'lenient' }),
-    }));
-    const client = createServiceClient({
-      address: service.address,
-      domain: 'api',
-      logger: { warn: (message) => warnings.push(message) },
-    });
-    ended.push(() => client.close(), service.close);
-    const limiter = createLimiter({
-      policies: [{ name: 'per-ip', limit: 5, window: '1m' }],
-      store: client,
-      logger: quiet,
-      storeTimeoutMs: 10_000,
-    });
+    const { limiter, warnings } = await warnedLimiterAnswered(
+      {
+        overall_code: 'OK',
+        statuses: [status('OK', 2)],
+        dynamic_metadata: sluiceMarks({ retryAfterMs: 0, delayMs: 0, overLimit: 'lenient' }),
+      },
+      [{ name: 'per-ip', limit: 5, window: '1m' }],
+    );
     for (let i = 0; i < 2; i++) {
       const decision = await limiter.consume('10.0.0.1');
       expect(decision).toMatchObject({ allowed: true, remaining: 2 });
@@ -143,20 +147,10 @@ describe('the Node client follows overall_code, as Envoy does', () => {
   ] as const)(
     'a refusal that %s warns of a policy without a rule only where it is unlimited',
     async (_, statuses, codes) => {
-      const warnings: string[] = [];
-      const service = await serveFixedRls(() => ({ overall_code: 'OVER_LIMIT', statuses: [...statuses] }));
-      const client = createServiceClient({
-        address: service.address,
-        domain: 'api',
-        logger: { warn: (message) => warnings.push(message) },
-      });
-      ended.push(() => client.close(), service.close);
-      const limiter = createLimiter({
-        policies: [{ name: 'per-ip', limit: 5, window: '1m' } as const, second].slice(0, statuses.length),
-        store: client,
-        logger: quiet,
-        storeTimeoutMs: 10_000,
-      });
+      const { limiter, warnings } = await warnedLimiterAnswered(
+        { overall_code: 'OVER_LIMIT', statuses: [...statuses] },
+        [{ name: 'per-ip', limit: 5, window: '1m' } as const, second].slice(0, statuses.length),
+      );
       expect(await limiter.consume('10.0.0.1')).toMatchObject({ allowed: false });
       expect(warnings.map((w) => w.match(/WRN_\w+/)?.[0])).toEqual(codes);
     },
