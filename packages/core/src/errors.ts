@@ -83,6 +83,20 @@ export function describe(value: unknown): string {
   return String(value);
 }
 
+/**
+ * What a thrown value says, for a log line or an error's message: an error's message, else the
+ * value as text. Never throws: a value that cannot become text (`Object.create(null)`, a
+ * `toString` that throws) is described instead, where `String()` threw out of the very handler
+ * that caught it (an unhandled rejection, or a 500 under a fail-open policy).
+ */
+export function messageOf(value: unknown): string {
+  try {
+    return value instanceof Error ? String(value.message) : String(value);
+  } catch {
+    return describe(value);
+  }
+}
+
 /** Throws a configuration error naming the option, the value received and what was expected. */
 export function invalid(code: SluiceErrorCode, option: string, value: unknown, expected: string): never {
   throw new SluiceError(code, `[sluice] Option \`${option}\` must be ${expected}; received ${describe(value)}.`);

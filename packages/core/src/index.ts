@@ -13,7 +13,7 @@ export type { Duration } from './duration.js';
 export { formatMs, toMs } from './duration.js';
 export { isEpochMs, MAX_EPOCH_MS } from './epoch-ms.js';
 export type { SluiceErrorCode } from './errors.js';
-export { describe, invalid, isSluiceError, SluiceError, thrownError } from './errors.js';
+export { describe, invalid, isSluiceError, messageOf, SluiceError, thrownError } from './errors.js';
 export type {
   DecisionEvent,
   DecisionResult,

@@ -1,4 +1,4 @@
-import { isSluiceError, SluiceError } from './errors.js';
+import { isSluiceError, messageOf, SluiceError } from './errors.js';
 import { isBadReply, notAPromise } from './store-reply.js';
 import type { Logger, OnStoreError, RateLimitStore } from './types.js';
 
@@ -71,18 +71,14 @@ export function createStoreGuard(
     outage.lastFailureAt = Date.now();
     if (!outage.down) {
       outage.down = true;
-      const why = cause instanceof Error ? cause.message : String(cause);
+      const why = messageOf(cause);
       logger.warn(
         `[sluice] WRN_SLUICE_STORE_UNAVAILABLE: store "${store.name}" failed (${why}); requests are ${onStoreError === 'allow' ? 'allowed' : onStoreError === 'deny' ? 'denied' : 'failing'} until it answers again.`,
       );
     }
     if (onStoreError === 'throw') {
       const code = isTimeout(cause) ? 'ERR_SLUICE_STORE_TIMEOUT' : 'ERR_SLUICE_STORE_UNAVAILABLE';
-      throw new SluiceError(
-        code,
-        `[sluice] Store "${store.name}" could not decide: ${cause instanceof Error ? cause.message : String(cause)}`,
-        { cause },
-      );
+      throw new SluiceError(code, `[sluice] Store "${store.name}" could not decide: ${messageOf(cause)}`, { cause });
     }
     return STORE_FAILED;
   };

@@ -1,4 +1,4 @@
-import { publishRulesReload } from '@sluice/core';
+import { messageOf, publishRulesReload } from '@sluice/core';
 import { isRulesError, RulesError } from './errors.js';
 import type { RuleSet } from './types.js';
 
@@ -90,7 +90,7 @@ export function createReloader(
       options.check?.(rules);
     } catch (error) {
       if (isRulesError(error)) throw error;
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       const problem = {
         code: 'ERR_SLUICE_RULES_INVALID_POLICY' as const,
         message,

@@ -1,6 +1,6 @@
-import { isSluiceError } from '@sluice/core';
+import { isSluiceError, messageOf } from '@sluice/core';
 import type { Decided } from './decider.js';
-import { messageOf, type ServiceLog } from './log.js';
+import type { ServiceLog } from './log.js';
 import type { ServiceMetrics, Transport } from './metrics.js';
 import type { RateLimitAnswer, RateLimitCall } from './wire-types.js';
 

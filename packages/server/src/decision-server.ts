@@ -1,4 +1,5 @@
 import type { Server as HttpServer } from 'node:http';
+import { messageOf } from '@sluice/core';
 import type { CountedStore } from '@sluice/otel';
 import type { RuleSet } from '@sluice/rules';
 import { createCallHandler } from './call-handler.js';
@@ -6,7 +7,6 @@ import { createDecider } from './decider.js';
 import { type GrpcListener, listenGrpc } from './grpc-listener.js';
 import { createGrpcServer } from './grpc-server.js';
 import { createHttpServer } from './http-server.js';
-import { messageOf } from './log.js';
 import { createServiceMetrics } from './metrics.js';
 import { listRules } from './rules-listing.js';
 import { currentRules } from './rules-source.js';

@@ -1,8 +1,9 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { messageOf } from '@sluice/core';
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { type ConnectionTimeouts, MAX_REQUEST_BYTES } from './connection-bounds.js';
 import { parseJsonCall, toJsonResponse } from './json-codec.js';
-import { messageOf, type ServiceLog } from './log.js';
+import type { ServiceLog } from './log.js';
 
 const httpStatus: Record<Exclude<CallOutcome['kind'], 'answer' | 'cancelled'>, number> = {
   invalid: 400,

@@ -10,9 +10,6 @@ export interface ServiceLog extends Logger {
   line(level: Level, message: string, fields?: LogFields): void;
 }
 
-/** What the log says of a thrown value: an error's message, anything else as text. */
-export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
-
 /** Writes to `write` (stderr by default); `warn(message)` also serves as core's one-time warning logger. */
 export function createServiceLog(write: (text: string) => void = (text) => process.stderr.write(text)): ServiceLog {
   const line = (level: Level, message: string, fields: LogFields = {}): void => {

@@ -1,9 +1,9 @@
-import { createLimiter, type RateLimitStore, SluiceError } from '@sluice/core';
+import { createLimiter, messageOf, type RateLimitStore, SluiceError } from '@sluice/core';
 import { clientSlot, createRedisStore } from '@sluice/redis';
 import type { RedisRulesClient } from '@sluice/rules';
 import { Cluster, Redis } from 'ioredis';
 import { type RedisTarget, redacted } from './cli-args.js';
-import { messageOf, type ServiceLog } from './log.js';
+import type { ServiceLog } from './log.js';
 import { settledOrAfter } from './settled-or-after.js';
 
 export interface RedisConnection {

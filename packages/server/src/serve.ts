@@ -1,4 +1,5 @@
 import type { RateLimitStore } from '@sluice/core';
+import { messageOf } from '@sluice/core';
 import {
   ignoredRuleFiles,
   type ReloadOptions,
@@ -9,7 +10,7 @@ import {
 } from '@sluice/rules';
 import type { ServeFlags } from './cli-args.js';
 import { createDecisionServer } from './decision-server.js';
-import { messageOf, type ServiceLog } from './log.js';
+import type { ServiceLog } from './log.js';
 import { connectRedis, type RedisConnection } from './redis-connection.js';
 import { invalidOption } from './server-options.js';
 import { serveTls, type TlsWatch } from './tls-watch.js';

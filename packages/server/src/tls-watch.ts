@@ -1,6 +1,7 @@
 import type { SecureContextOptions } from 'node:tls';
 import { ServerCredentials } from '@grpc/grpc-js';
-import { messageOf, type ServiceLog } from './log.js';
+import { messageOf } from '@sluice/core';
+import type { ServiceLog } from './log.js';
 import {
   type CheckedTls,
   checkTls,

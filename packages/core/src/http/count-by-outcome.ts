@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { describe, SluiceError } from '../errors.js';
+import { describe, messageOf, SluiceError } from '../errors.js';
 import type { Policy, RateLimitStore } from '../types.js';
 import type { WarnOnce } from './warnings.js';
 
@@ -89,7 +89,7 @@ export function checkCountByOutcome<Req, Res>(
           (error: unknown) =>
             warn(
               'WRN_SLUICE_CALLBACK_FAILED',
-              `\`requestWasSuccessful\` threw, so the request stays counted: ${String(error)}`,
+              `\`requestWasSuccessful\` threw, so the request stays counted: ${messageOf(error)}`,
             ),
         );
     });

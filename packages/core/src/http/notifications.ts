@@ -1,4 +1,4 @@
-import { SluiceError } from '../errors.js';
+import { messageOf, SluiceError } from '../errors.js';
 import { isThenable } from '../thenable.js';
 import type { Decision } from '../types.js';
 import type { WarnOnce } from './warnings.js';
@@ -30,7 +30,7 @@ export function checkNotifications<Req>(options: Record<string, unknown>, warn: 
   const { onExceeding, onExceeded } = hooks as NotificationOptions<Req>;
   if (onExceeding === undefined && onExceeded === undefined) return undefined;
   const failed = (name: string) => (error: unknown) =>
-    warn('WRN_SLUICE_CALLBACK_FAILED', `\`${name}\` failed and was ignored: ${String(error)}`);
+    warn('WRN_SLUICE_CALLBACK_FAILED', `\`${name}\` failed and was ignored: ${messageOf(error)}`);
   const call = (name: string, hook: NotificationOptions<Req>['onExceeding'], req: Req, decision: Decision) => {
     if (hook === undefined) return;
     try {

@@ -1,5 +1,6 @@
 import {
   type Logger,
+  messageOf,
   type Policy,
   SluiceError,
   type StoreReply,
@@ -195,7 +196,7 @@ export function createLocalFirst(
           // One code for a sync Redis did not take, whichever way it failed (README, Local-first).
           throw new SluiceError(
             'ERR_SLUICE_STORE_UNAVAILABLE',
-            `[sluice] A local-first sync failed: ${String(cause)}`,
+            `[sluice] A local-first sync failed: ${messageOf(cause)}`,
             {
               cause,
             },
