@@ -175,6 +175,15 @@ describe("a package call's unknown option is named with the closest known one an
     );
   });
 
+  // The first alone was named: a user with two mistakes fixed one and met the next.
+  it('names every unknown option in one error, each with its hint', () => {
+    expect(() =>
+      checkOptionNames({ prefix: 'a', prefx: 1, logr: 2 }, ['client', 'prefix', 'logger'], 'Redis store'),
+    ).toThrow(
+      '[sluice] Unknown Redis store options `prefx` (did you mean `prefix`?), `logr` (did you mean `logger`?); the options are `client`, `prefix` and `logger`.',
+    );
+  });
+
   it("gives no alias's hint the call does not take (`max` is `limit` for a limiter, not for a store)", () => {
     expect(() => checkOptionNames({ max: 1 }, ['client', 'prefix', 'logger'], 'Redis store')).toThrow(
       '[sluice] Unknown Redis store option `max`; the options are `client`, `prefix` and `logger`.',

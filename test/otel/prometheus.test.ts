@@ -81,6 +81,9 @@ describe('createPrometheusMetrics', () => {
         ),
       }),
     );
+    expect(() => createPrometheusMetrics({ meterProvider: new MeterProvider(), foo: 1 } as never)).toThrow(
+      /option `meterProvider`.*Unknown too: `foo`\./,
+    );
     // A Map's entries are no options: it was taken for none.
     for (const options of [null, [], 'x', new Map([['memoryStores', {}]])]) {
       expect(() => createPrometheusMetrics(options as never)).toThrow(

@@ -142,6 +142,9 @@ describe('enableTracing', () => {
         message: expect.stringMatching(/Unknown enableTracing option `tracerProvider`: it takes none/),
       }),
     );
+    expect(() => enableTracing({ tracerProvider: provider, sampler: 1 } as never)).toThrow(
+      /Unknown enableTracing options `tracerProvider`, `sampler`: it takes none/,
+    );
     for (const options of [null, [], 'x', 1, new Map([['tracerProvider', provider]])]) {
       expect(() => enableTracing(options as never)).toThrow(
         expect.objectContaining({

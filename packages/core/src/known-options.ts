@@ -130,9 +130,10 @@ export function checkKnownOptions(
 }
 
 /**
- * Refuses the first option a call of a package does not take (`createRedisStore`, a traffic
- * generator), naming it with the closest known name as a hint and listing every option the call
- * takes: a misspelt one would otherwise be dropped unseen and its default used. `what` names
+ * Refuses the options a call of a package does not take (`createRedisStore`, a traffic
+ * generator), naming every one, each with the closest known name as a hint, and listing every
+ * option the call takes: a misspelt one would otherwise be dropped unseen and its default used,
+ * and one named at a time sends its user back once per mistake. `what` names
  * the call's options in the message ("Redis store", "flashCrowd"); `error` makes the error, for
  * a package whose bad input fails with a code of its own.
  */
@@ -144,17 +145,20 @@ export function checkOptionNames(
 ): void {
   const inherited = inheritedOption(options, known);
   if (inherited !== undefined) throw error(inheritedMessage(`The ${what} option`, inherited));
-  const name = Object.keys(options).find((key) => !known.includes(key));
-  if (name === undefined) return;
-  const hint = closestName(name, known);
-  // The aliases may name an option this call does not take (`windowMs` → `window`).
-  const suggestion = hint !== undefined && known.includes(hint) ? ` (did you mean \`${hint}\`?)` : '';
+  const unknown = Object.keys(options).filter((key) => !known.includes(key));
+  if (unknown.length === 0) return;
+  const named = unknown.map((name) => {
+    const hint = closestName(name, known);
+    // The aliases may name an option this call does not take (`windowMs` → `window`).
+    return `\`${name}\`${hint !== undefined && known.includes(hint) ? ` (did you mean \`${hint}\`?)` : ''}`;
+  });
   const names = known.map((option) => `\`${option}\``);
   const list =
     names.length === 1
       ? `its only option is ${names[0]}`
       : `the options are ${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
-  throw error(`Unknown ${what} option \`${name}\`${suggestion}; ${list}.`);
+  const which = named.length === 1 ? `option ${named[0]}` : `options ${named.join(', ')}`;
+  throw error(`Unknown ${what} ${which}; ${list}.`);
 }
 
 const quoted = (name: string | undefined): string | undefined => (name === undefined ? undefined : `\`${name}\``);

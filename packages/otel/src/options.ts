@@ -34,17 +34,21 @@ const isPlainObject = (value: unknown): value is object => {
 export function checkOptions(options: object, caller: Caller): void {
   if (!isPlainObject(options)) invalid(caller, 'options', options, 'a plain object');
   if (caller === 'createPrometheusMetrics' && Object.hasOwn(options, 'meterProvider')) {
+    const others = Object.keys(options).filter(
+      (name) => name !== 'meterProvider' && !OPTION_NAMES[caller].includes(name),
+    );
+    const also = others.length === 0 ? '' : ` Unknown too: ${others.map((name) => `\`${name}\``).join(', ')}.`;
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
-      '[sluice] Unknown createPrometheusMetrics option `meterProvider`: it reports on a meter provider of its own; for yours, call enableMetrics({ meterProvider }).',
+      `[sluice] Unknown createPrometheusMetrics option \`meterProvider\`: it reports on a meter provider of its own; for yours, call enableMetrics({ meterProvider }).${also}`,
     );
   }
-  const [name] = Object.keys(options);
+  const names = Object.keys(options).map((name) => `\`${name}\``);
   // A `tracerProvider` given would be dropped unseen, as the spans are whichever are active.
-  if (caller === 'enableTracing' && name !== undefined) {
+  if (caller === 'enableTracing' && names.length > 0) {
     throw new SluiceError(
       'ERR_SLUICE_UNKNOWN_OPTION',
-      `[sluice] Unknown enableTracing option \`${name}\`: it takes none, as it adds decisions to the span active around consume, whichever provider made it.`,
+      `[sluice] Unknown enableTracing ${names.length === 1 ? 'option' : 'options'} ${names.join(', ')}: it takes none, as it adds decisions to the span active around consume, whichever provider made it.`,
     );
   }
   checkOptionNames(options, OPTION_NAMES[caller], caller);
