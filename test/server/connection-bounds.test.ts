@@ -426,6 +426,36 @@ describe('a gRPC connection over TLS', () => {
 });
 
 describe('close()', () => {
+  // Node counts a connection no request has come on neither idle nor busy: one a client opened
+  // ahead of need held the close for the whole shutdown bound (10 s), the gRPC port's own closing
+  // at once. A request whose head has arrived is still answered.
+  it('closes an HTTP connection no request has come on at once, and answers one whose request has', async () => {
+    const own = ownServer();
+    const ports = await own.listen();
+    const open = (write?: string) => {
+      const socket = connect({ port: ports.httpPort, host: '127.0.0.1' }, () => write && socket.write(write));
+      socket.on('error', () => {});
+      return socket;
+    };
+    const silent = open();
+    const answered = open(
+      'POST /json HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n{',
+    );
+    let reply = '';
+    answered.on('data', (chunk) => {
+      reply += chunk;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const silentClosed = new Promise((resolve) => silent.once('close', resolve));
+    const closing = own.close();
+    await silentClosed;
+    // The request under way is not cut: its body ends, and it gets its answer.
+    const answeredClosed = new Promise((resolve) => answered.once('close', resolve));
+    answered.end(`"domain":"d","descriptors":[]}${' '.repeat(200 - 31)}`);
+    await Promise.all([closing, answeredClosed]);
+    expect(reply).toMatch(/^HTTP\/1\.1 \d{3} /);
+  });
+
   it('cuts a socket whose session had ended but whose client kept it open (close() left it, and the process, running)', async () => {
     const own = ownServer();
     const ports = await own.listen();

@@ -1,4 +1,3 @@
-import type { Server as HttpServer } from 'node:http';
 import { messageOf } from '@sluice/core';
 import type { CountedStore } from '@sluice/otel';
 import type { RuleSet } from '@sluice/rules';
@@ -118,7 +117,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
   );
   const grpc = createGrpcServer(handleCall, settings);
   const listing = () => listRules(currentRules(settings.rules));
-  const http: HttpServer = createHttpServer(handleCall, metrics, listing, serving, () => closing, settings);
+  const http = createHttpServer(handleCall, metrics, listing, serving, () => closing, settings);
 
   let grpcListener: GrpcListener | undefined;
   const bindGrpc = async (): Promise<number> => {
@@ -164,6 +163,7 @@ export function createDecisionServer(options: DecisionServerOptions): DecisionSe
         resolve();
       });
       http.closeIdleConnections();
+      http.closeUnusedConnections();
     });
 
   const bind = async (): Promise<{ grpcPort: number; httpPort: number }> => {

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { messageOf } from '@sluice/core';
 import type { CallHandler, CallOutcome } from './call-handler.js';
 import { type ConnectionTimeouts, MAX_REQUEST_BYTES } from './connection-bounds.js';
@@ -132,9 +133,22 @@ export function createHttpServer(
       else res.destroy();
     });
   });
+  // Connections no request has come on yet: Node counts them neither idle nor busy, so at
+  // shutdown one a client opened ahead of need (a proxy's preconnect, a lingering port check)
+  // held the close for the whole shutdown bound. They are closed at once, as the gRPC port
+  // closes its own; a request whose head has arrived is finished.
+  const unused = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    unused.add(socket);
+    socket.once('close', () => unused.delete(socket));
+  });
+  server.on('request', (req: IncomingMessage) => unused.delete(req.socket));
+  const closeUnusedConnections = (): void => {
+    for (const socket of unused) socket.destroy();
+  };
   // Node's HTTP server ends a connection whose client sends FIN, though that client may only
   // have half-closed it after its request (`nc -N`, `shutdown(SHUT_WR)`) and wait for the
   // answer, which envoyproxy/ratelimit's Go server sends. With this flag (Node has no
   // constructor option for it) Node writes the answer to such a client, then closes.
-  return Object.assign(server, { httpAllowHalfOpen: true });
+  return Object.assign(server, { httpAllowHalfOpen: true, closeUnusedConnections });
 }
