@@ -82,6 +82,8 @@ export interface Step {
   operation: StepOperation;
   cost: number;
   advance: Advance;
+  /** A refund's: how long before it its charge was made (`StoreRequest.chargeAgeMs`); 0 for now. */
+  chargeAge: number;
 }
 
 const advance: fc.Arbitrary<Advance> = fc.oneof(
@@ -119,6 +121,11 @@ export const step: fc.Arbitrary<Step> = fc.record({
     { weight: 1, arbitrary: fc.integer({ min: 1, max: 2_000 }) },
   ),
   advance,
+  chargeAge: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(0) },
+    { weight: 2, arbitrary: fc.integer({ min: 1, max: 20 }) },
+    { weight: 2, arbitrary: fc.integer({ min: 1, max: 100_000 }) },
+  ),
 });
 
 export const trace = fc.array(step, { minLength: 1, maxLength: 60, size: 'large' });

@@ -317,7 +317,9 @@ export function limiterRegressions(store: () => RateLimitStore) {
 
   // A refund wrote its state as of the earlier time, with the work not yet drained that far
   // back: 30 hours of a limit of 10^8 an hour passed 2^53, which Redis read as no state and
-  // gave the client a fresh quota 30 hours early, where memory refused.
+  // gave the client a fresh quota 30 hours early, where memory refused. Undated, the refund
+  // counts its charge as made now, 30 hours before the state's time: the state's charge is a
+  // later one, all refilled by then, and nothing is given back.
   it.each(['token-bucket', 'leaky-bucket'] as const)(
     '%s: a refund after the clock stepped back a day and more keeps every store refusing alike',
     async (algorithm) => {
@@ -329,7 +331,7 @@ export function limiterRegressions(store: () => RateLimitStore) {
       await limiter.refund('k', 1);
       expect((await limiter.peek('k')).allowed).toBe(false);
       clock.set(START_MS);
-      expect((await limiter.peek('k')).remaining).toBe(100_000_000);
+      expect((await limiter.peek('k')).remaining).toBe(99_999_999);
     },
   );
 
@@ -405,18 +407,148 @@ export function limiterRegressions(store: () => RateLimitStore) {
 
   // A refund lands after its charge: a response that ended past a window boundary, a later
   // rule that refused. The counter's previous window still weighs the charge in full at the
-  // boundary, and the refund gave nothing back there (it only looked at the new window).
-  it('sliding-window-counter: a refund just past a window boundary gives back a charge made just before it', async () => {
+  // boundary: dated by its charge, the refund gives back to that window's count; undated, the
+  // charge counts as made now, in the new window, whose count never held it.
+  it('sliding-window-counter: a refund just past a window boundary gives back a charge dated just before it', async () => {
     const { clock, limiter } = await chargedCounter(3, [900, 950, 999]);
     clock.set(START_MS + 1_000);
     await limiter.refund('k', 1);
+    expect((await limiter.peek('k')).remaining).toBe(0);
+    await limiter.refund('k', 1, { chargedAt: START_MS + 999 });
     const again = await limiter.consume('k');
     expect(again.allowed).toBe(true);
     expect(again.remaining).toBe(0);
     expect((await limiter.consume('k')).allowed).toBe(false);
-    // Newest first: given back from the new window's count before the previous one's.
+    // Given back from the new window's count, which holds the undated charge.
     await limiter.refund('k', 1);
     expect((await limiter.peek('k')).remaining).toBe(1);
+  });
+
+  // A refund carried no time of its charge: a bucket that had refilled since and been charged
+  // again gave a later request's units back (3 at once with a burst of 2), the log its newest
+  // entry, a later request's (4 in one window of 3).
+  it.each([
+    { algorithm: 'token-bucket' },
+    { algorithm: 'token-bucket', refillAmount: 1, refillInterval: 500 },
+    { algorithm: 'leaky-bucket' },
+    { algorithm: 'gcra' },
+  ] as const)(
+    '$algorithm $refillInterval: a dated refund gives back only what its charge still holds',
+    async (bucket) => {
+      const clock = manualClock(START_MS);
+      const limiter = createLimiter({
+        ...strict,
+        ...bucket,
+        limit: 2,
+        window: '1s',
+        store: store(),
+        prefix: freshPrefix(),
+        clock,
+      });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 1_000);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      await limiter.refund('k', 1, { chargedAt: START_MS });
+      expect((await limiter.consume('k')).allowed).toBe(false);
+      // Dated at the last charge, a refund gives it back whole.
+      await limiter.refund('k', 1, { chargedAt: START_MS + 1_000 });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    },
+  );
+
+  // A clock stepped back between the charge and its refund: a date ahead of it was taken as a
+  // charge made now, and the buckets gave back a later request's units as if nothing had been
+  // charged since; gcra, dated behind, counted only the time the stepped-back clock showed.
+  it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)(
+    "%s: a refund across a clock step back gives back no later request's units",
+    async (algorithm) => {
+      const clock = manualClock(START_MS + 1_000);
+      const options = { limit: 1, window: '1s', algorithm } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 2_000);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 900);
+      await limiter.refund('k', 1, { chargedAt: START_MS + 1_000 });
+      clock.set(START_MS + 2_000);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    },
+  );
+
+  // The clock went on to 2100 and back to 1500, where a later charge wrote the state: measured
+  // on the clock as it then read, the charge at 1000 looked half refilled, where it had drained
+  // whole by 2100, and half a unit of a later request's came back.
+  it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)(
+    '%s: a refund after the clock went on and back measures its charge to the latest reading',
+    async (algorithm) => {
+      const clock = manualClock(START_MS + 1_000);
+      const options = { limit: 1, window: '1s', burst: 3, algorithm } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 2_100);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 1_500);
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      await limiter.refund('k', 1, { chargedAt: START_MS + 1_000 });
+      clock.set(START_MS + 1_600);
+      expect((await limiter.consume('k')).allowed).toBe(false);
+    },
+  );
+
+  it('gcra: a refund dated before a clock step back counts the time its state shows passed', async () => {
+    const clock = manualClock(START_MS);
+    const options = { limit: 4, window: '1s', algorithm: 'gcra' } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+    expect((await limiter.consume('k', { cost: 4 })).allowed).toBe(true);
+    clock.set(START_MS + 2_000);
+    expect((await limiter.consume('k', { cost: 4 })).allowed).toBe(true);
+    clock.set(START_MS + 100);
+    await limiter.refund('k', 4, { chargedAt: START_MS });
+    clock.set(START_MS + 2_000);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+  });
+
+  // The charge began the refill phase of a full bucket: given back, the phase stayed, and a
+  // step came a second early for the later charge, which without it would have begun the phase.
+  it('token-bucket at intervals: a refund of the charge that began the phase moves the phase on', async () => {
+    const clock = manualClock(START_MS);
+    const options = {
+      limit: 2,
+      window: '2s',
+      algorithm: 'token-bucket',
+      refillAmount: 1,
+      refillInterval: '1s',
+    } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 999);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    await limiter.refund('k', 1, { chargedAt: START_MS });
+    clock.set(START_MS + 1_000);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.set(START_MS + 1_999);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+  });
+
+  it('sliding-window-log: a dated refund gives back the entry of its charge, not a later one', async () => {
+    const clock = manualClock(START_MS);
+    const options = { limit: 3, window: '1s', algorithm: 'sliding-window-log' } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 500);
+    expect((await limiter.consume('k', { cost: 2 })).allowed).toBe(true);
+    clock.set(START_MS + 600);
+    await limiter.refund('k', 1, { chargedAt: START_MS });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    // Three in (START, START + 1000] already: the units at START + 500 and + 600.
+    clock.set(START_MS + 1_000);
+    expect((await limiter.consume('k')).allowed).toBe(false);
+    clock.set(START_MS + 1_500);
+    expect((await limiter.peek('k')).remaining).toBe(2);
   });
 
   // Redis read a client past some state's reset and wrote the string without it: a peek or a

@@ -1,4 +1,4 @@
-import { decide, refundStates, type State, type StoreReply, type StoreRequest } from '@sluice/core';
+import { chargedAtOf, decide, refundStates, type State, type StoreReply, type StoreRequest } from '@sluice/core';
 
 /**
  * The pure reference run on its own states, which never expire: a store whose states expire
@@ -17,7 +17,8 @@ export function referenceModel() {
     refund(request: StoreRequest & { now: number }): void {
       const held = states.get(request.key);
       if (held === undefined) return;
-      states.set(request.key, refundStates(held, request.policies, request.capacities, request.cost, request.now));
+      const { policies, capacities, cost, now } = request;
+      states.set(request.key, refundStates(held, policies, capacities, cost, now, chargedAtOf(request, now)));
     },
     reset(key: string): void {
       states.delete(key);

@@ -93,6 +93,7 @@ const stepRequest = (namespace: string, set: PolicySet, step: Step, now: number 
   capacities: set.capacities,
   cost: step.operation === 'peek' ? 0 : step.cost,
   now,
+  ...(step.operation === 'refund' && step.chargeAge > 0 ? { chargeAgeMs: step.chargeAge } : {}),
 });
 
 /** Plays a trace, asking for every step before any answer comes back. */

@@ -205,6 +205,21 @@ describe('peek, reset and refund', () => {
       expect(await exhaust(limiter, 'k')).toBe(15);
     }
   });
+
+  // A time ahead of the clock, which has stepped back since the charge: taken as a charge made
+  // now, a bucket gave back a later request's units, as if nothing had been charged since.
+  it('a refund dated ahead of the clock gives nothing back; one dated at it, the whole charge', async () => {
+    const clock = manualClock(START);
+    const limiter = createLimiter({ limit: 4, window: '1m', algorithm: 'token-bucket', clock });
+    await limiter.consume('k', { cost: 3 });
+    await limiter.refund('k', 2, { chargedAt: START + 5_000 });
+    expect((await limiter.peek('k')).remaining).toBe(1);
+    await expect(limiter.refund('k', 0, { chargedAt: START + 5_000 })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_COST',
+    });
+    await limiter.refund('k', 3, { chargedAt: START });
+    expect((await limiter.peek('k')).remaining).toBe(4);
+  });
 });
 
 describe('bad input at call time', () => {
@@ -216,6 +231,17 @@ describe('bad input at call time', () => {
       code: 'ERR_SLUICE_INVALID_COST',
     });
     await expect(limiter.refund('k', cost as number)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_COST' });
+  });
+
+  it("refund's options: a chargedAt that is no time, options that are no object, or a misspelt option reject", async () => {
+    const refund = limiter.refund as (key: string, cost: number, options: unknown) => Promise<void>;
+    for (const chargedAt of [Number.NaN, Infinity, '5', null]) {
+      await expect(refund('r', 1, { chargedAt })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    }
+    for (const options of [5, null, 'now', [], [5]]) {
+      await expect(refund('r', 1, options)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    }
+    await expect(refund('r', 1, { chargeAt: 5 })).rejects.toMatchObject({ code: 'ERR_SLUICE_UNKNOWN_OPTION' });
   });
 
   it('a null cost, options that are not a plain object, or a misspelt option reject, charging nothing', async () => {

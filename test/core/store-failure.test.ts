@@ -436,6 +436,35 @@ describe('a store that answers after the timeout', () => {
     expect(remaining).toBe(4);
   });
 
+  // The refund of a late charge carried no time: once the window had turned and the client had
+  // been charged in the next one, it came off that window's count, a unit more there.
+  it("under 'deny', gives a late charge back only while its window still counts it", async () => {
+    const { store, state } = flakyStore();
+    let now = 900;
+    const limiter = createLimiter({
+      limit: 3,
+      window: '1s',
+      algorithm: 'fixed-window',
+      store,
+      onStoreError: 'deny',
+      storeTimeoutMs: 50,
+      logger: { warn() {} },
+      clock: () => now,
+    });
+    state.mode = 'late-answer';
+    const late = limiter.consume('k');
+    await vi.advanceTimersByTimeAsync(50);
+    expect(await late).toMatchObject({ allowed: false, reason: 'store-unavailable' });
+    // The late answer charges the window it was asked in; its refund is sent a timeout later,
+    // by when the window has turned and the client been charged in the next one.
+    await vi.advanceTimersByTimeAsync(460);
+    state.mode = 'up';
+    now = 1_000;
+    for (let i = 0; i < 3; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect((await limiter.peek('k')).remaining).toBe(0);
+  });
+
   it("under 'deny', gives nothing back for a late refusal: it charged nothing", async () => {
     expect((await lateAfterOne('deny', 2)).remaining).toBe(1);
   });

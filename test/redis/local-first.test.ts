@@ -218,8 +218,9 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
   });
 
   // The counter's previous window still weighs a charge made just before the boundary: a
-  // refund just past it must give that back, here and, through the next sync, to the fleet.
-  it('sliding-window-counter: a refund just past a window boundary gives back a charge made just before it', async () => {
+  // refund just past it, dated by the charge, gives that back, here and, through the next sync,
+  // to the fleet.
+  it('sliding-window-counter: a refund just past a window boundary gives back a charge dated just before it', async () => {
     const windowStart = 1_700_000_040_000 - (1_700_000_040_000 % 60_000);
     const clock = manualClock(windowStart + 59_999);
     const [a, b] = [await appProcess(), await appProcess()];
@@ -234,7 +235,7 @@ describe.skipIf(target.skip)('Redis store, local-first mode, on a standalone Red
     const onB = createLimiter({ ...options, store: b });
     expect(await admitted(onA, 'k', 3)).toBe(3);
     clock.set(windowStart + 60_000);
-    await onA.refund('k', 2);
+    await onA.refund('k', 2, { chargedAt: windowStart + 59_999 });
     expect((await onA.peek('k')).remaining).toBe(2);
     await a.localFirst?.sync();
     expect(await admitted(onB, 'k', 3)).toBe(2);

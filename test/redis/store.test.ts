@@ -530,6 +530,18 @@ describe.skipIf(target.skip)('Redis store on a standalone Redis', () => {
     expect(isSluiceError(error) && error.code).toBe('ERR_SLUICE_INVALID_CLOCK');
   });
 
+  it("refuses a refund's chargeAgeMs that is not a whole number of 0 or more, sending nothing", async () => {
+    const policies = [toPolicy({ limit: 5, window: 1000 }, 'p')];
+    const asked = { namespace: 'age', key: 'k', policies, capacities: [5], cost: 1, now: NOW };
+    await store.consume(asked);
+    for (const chargeAgeMs of [-1, 0.5, Number.NaN]) {
+      await expect(store.refund({ ...asked, chargeAgeMs })).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+      });
+    }
+    expect((await store.consume({ ...asked, cost: 0 })).outcomes[0]?.remaining).toBe(4);
+  });
+
   it('decides as the memory store does at the latest time a clock may read (2^50 ms), and refuses a later one', async () => {
     for (const algorithm of ALL_ALGORITHMS) {
       let now = MAX_EPOCH_MS - 10_000;

@@ -6,6 +6,7 @@ import { checkKnownOptions, LIMITER_HINTS, LIMITER_OPTION_NAMES } from './known-
 import { limiterSettings } from './limiter-settings.js';
 import { type BoundDecision, boundDecisionOf, givenKeyDecisionsOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
+import { chargeAgeOf, givesNothingBack } from './refund-charge.js';
 import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
@@ -20,6 +21,7 @@ import type {
   PolicyDecision,
   PolicyOutcome,
   RateLimitStore,
+  RefundOptions,
   StoreReply,
   StoreRequest,
 } from './types.js';
@@ -145,9 +147,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const throttle = toThrottle(options.throttle);
   checkThrottleLends(throttle, policies);
   const { clock, onStoreError, timeoutMs, logger, store } = limiterSettings(options);
+  // The latest reading the clock has given: a refund measures its charge's age to it, as a
+  // clock stepped back since shows less time passed than the states have seen.
+  let latestReading = Number.NEGATIVE_INFINITY;
   // Without a clock, a function that reads nothing: the optimising compiler inlines it away,
   // where `clock?.()` loads and checks an absent clock on every decision (some 5 instructions).
-  const readClock = clock ?? noClock;
+  const readClock =
+    clock === undefined
+      ? noClock
+      : (): number => {
+          const reading = clock();
+          if (reading > latestReading) latestReading = reading;
+          return reading;
+        };
   if (options.prefix !== undefined && (typeof options.prefix !== 'string' || !prefixPattern.test(options.prefix))) {
     invalid('ERR_SLUICE_INVALID_PREFIX', 'prefix', options.prefix, '1 to 64 letters, digits, `.`, `_`, `:` or `-`');
   }
@@ -215,13 +227,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return markedByStore(decision, reply);
   };
 
-  const ask = (key: string, asked: StoreRequest): Promise<Decision> =>
-    guardedRead(
+  const ask = (key: string, asked: StoreRequest): Promise<Decision> => {
+    // When the store may charge it, at the latest: a late answer's refund dates it no later.
+    const askedAt = giveBackLate === undefined ? 0 : (asked.now ?? Date.now());
+    return guardedRead(
       () => store.consume(asked),
       (reply) => replied(key, checkReplies ? checkedReply(reply, policies.length) : reply, asked),
       (cause) => unavailable(key, cause),
-      giveBackLate === undefined ? undefined : (reply) => giveBackLate(key, asked.cost, reply),
+      giveBackLate === undefined ? undefined : (reply) => giveBackLate(key, asked.cost, reply, askedAt),
     );
+  };
   /**
    * Under 'deny' a consume that timed out refused its request, so what the store's late answer
    * charged is given back: a rejected request spends no quota. Under 'allow', and in shadow
@@ -232,13 +247,19 @@ export function createLimiter(options: LimiterOptions): Limiter {
   const giveBackLate =
     onStoreError !== 'deny' || throttle.mode === 'shadow'
       ? undefined
-      : (key: string, cost: number, reply: StoreReply | undefined): void => {
+      : (key: string, cost: number, reply: StoreReply | undefined, askedAt: number): void => {
           // One timeout later: late answers come in a burst as a stalled store wakes, and a
           // refund sent while the burst's later calls still look unanswered would find the
           // connection stalled (the Redis store's stall guard). A refund that fails leaves the
           // charge. Unreferenced: a refund due as the process ends is dropped.
-          if (cost > 0 && reply?.allowed === true)
-            setTimeout(() => refundInStore(key, cost).catch(() => {}), timeoutMs).unref();
+          if (cost > 0 && reply?.allowed === true) {
+            // Async: a user's clock that throws rejects it, where the timer's throw would end the process.
+            const giveBack = async () => {
+              const age = Math.ceil(chargeTime() - askedAt);
+              if (!givesNothingBack(age)) await refundInStore(key, cost, age);
+            };
+            setTimeout(() => giveBack().catch(() => {}), timeoutMs).unref();
+          }
         };
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
@@ -354,10 +375,20 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ? atOnceFirst
           : decide;
 
-  const refundInStore = async (key: string, cost: number) => {
+  /** Gives back a charge made `chargeAgeMs` ago (now when `undefined`). */
+  const refundInStore = async (key: string, cost: number, chargeAgeMs?: number) => {
     // Checked outside the guard: a bad key or cost is the caller's error, not a store failure.
-    const refund = request(checkKey(key), checkCost(cost), baseCapacities);
+    const refund: StoreRequest = { ...request(checkKey(key), checkCost(cost), baseCapacities), chargeAgeMs };
     return guarded(() => store.refund(refund));
+  };
+  /**
+   * What a charge's age is measured to, by the limiter's clock (the host's without one): its
+   * latest reading, later than the one now when the clock has stepped back since.
+   */
+  const chargeTime = (): number => {
+    const reading = readClock() ?? Date.now();
+    if (reading > latestReading) latestReading = reading;
+    return latestReading;
   };
 
   const limiter: Limiter = {
@@ -413,8 +444,15 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const safeKey = storeKey(checkKey(key));
       await guarded(() => store.reset(namespace, safeKey, policies));
     },
-    async refund(key, cost) {
-      if ((await refundInStore(key, cost)) !== STORE_FAILED) events.refunded(cost);
+    async refund(key, cost, refundOptions?: RefundOptions) {
+      const age = refundOptions === undefined ? undefined : chargeAgeOf(refundOptions, chargeTime());
+      if (givesNothingBack(age)) {
+        // Checked all the same: a bad key or cost is an error whatever the date.
+        checkKey(key);
+        checkCost(cost);
+        return;
+      }
+      if ((await refundInStore(key, cost, age)) !== STORE_FAILED) events.refunded(cost);
     },
   };
   unpublishedRefunds.set(limiter, refundInStore);
@@ -422,6 +460,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
     const caps = capacities();
     const asked = request(checkKey(key), checkCost(cost), caps);
+    const askedAt = giveBackLate === undefined ? 0 : (asked.now ?? Date.now());
     // Read under this limiter's own guard, so a failure makes its decision at once, with its cause.
     const read = (replies: Promise<readonly StoreReply[]>, index: number): Promise<Decision> =>
       guardedRead(
@@ -436,7 +475,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ? undefined
           : (list) => {
               if (Array.isArray(list) && list.every((reply) => reply?.allowed === true))
-                giveBackLate(key, cost, list[index]);
+                giveBackLate(key, cost, list[index], askedAt);
             },
       );
     return {

@@ -89,6 +89,12 @@ export interface StoreRequest {
   readonly cost: number;
   /** Epoch ms; `undefined` lets the store use its own clock (Redis: `TIME`). */
   readonly now: number | undefined;
+  /**
+   * A refund's: how long before `now` (the store's own clock when `now` is `undefined`) the
+   * units were charged, whole ms. The store gives back only what that charge still holds
+   * (`Algorithm.refund`, with `chargedAtOf`). Absent: charged at `now`.
+   */
+  readonly chargeAgeMs?: number | undefined;
 }
 
 export interface StoreReply {
@@ -301,5 +307,16 @@ export interface Limiter {
   /** The decision as of now without charging; `allowed` says whether a cost-1 request would pass. */
   peek(key: string): Promise<Decision>;
   reset(key: string): Promise<void>;
-  refund(key: string, cost: number): Promise<void>;
+  /** Gives `cost` units back to every policy: no more than the charge `options.chargedAt` names still holds. */
+  refund(key: string, cost: number, options?: RefundOptions): Promise<void>;
+}
+
+export interface RefundOptions {
+  /**
+   * When the units were charged, epoch ms by the limiter's clock (`Date.now()` without one):
+   * read it just before `consume`. Each policy then gives back only what that charge still
+   * holds: nothing once its window has passed, a bucket's units less what has refilled since,
+   * the log's entry of that time. Without it the units count as charged now.
+   */
+  chargedAt?: number | undefined;
 }

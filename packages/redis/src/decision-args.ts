@@ -1,4 +1,4 @@
-import { isEpochMs, type Policy, SluiceError, type StoreRequest } from '@sluice/core';
+import { chargeAgeMsOf, isEpochMs, type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
 import { figureText, offsetText } from './figures.js';
 import { DIRECTORY_MARKS } from './lua/prelude.js';
@@ -21,7 +21,7 @@ interface Described {
 
 /**
  * One decision's three ARGV entries, as the scripts' header describes them: the run's header
- * without its count ('<op> <cost> <kinds>[ <now>]', see `runHeader`), the policies' heads, and
+ * without its count ('<op> <cost> <kinds>[ <now>][ <charge age>]', see `runHeader`), the policies' heads, and
  * their figures (`figures.ts`). Three entries for any number of policies: Redis makes a string
  * of each entry on every call. Every number is checked to be a whole number below 2^53: the
  * script stores state with `%d`, which would truncate a fraction, and the decision would then
@@ -29,22 +29,25 @@ interface Described {
  */
 export function decisionArgs(operation: Operation, request: StoreRequest): readonly string[] {
   const { now, cost, policies, capacities } = request;
+  if (now !== undefined && !isEpochMs(now)) {
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_CLOCK',
+      `[sluice] Redis store: the clock must return whole epoch milliseconds from 0 to 2^50; received ${String(now)}.`,
+    );
+  }
+  // How long ago a refund's charge was made: the script gives back only what it still holds.
+  const age = operation === 'refund' ? chargeAgeMsOf(request) : 0;
   // A limiter on Redis's clock sends the same arguments every time: the last list serves
   // again, and the batcher then sees a run of decisions by the list's identity alone.
   if (
     now === undefined &&
+    age === 0 &&
     operation === last.operation &&
     cost === last.cost &&
     policies === last.policies &&
     capacities === last.capacities
   ) {
     return last.args;
-  }
-  if (now !== undefined && !isEpochMs(now)) {
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_CLOCK',
-      `[sluice] Redis store: the clock must return whole epoch milliseconds from 0 to 2^50; received ${String(now)}.`,
-    );
   }
   if (!wholeNumber(cost)) {
     throw new SluiceError(
@@ -53,9 +56,13 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
     );
   }
   const { kinds, heads } = policyList(policies);
-  const header = `${operation} ${cost} ${kinds}`;
-  const args = [now === undefined ? header : `${header} ${now}`, heads, figuresOf(policies, capacities, heads)];
-  if (now === undefined) last = { operation, cost, policies, capacities, args };
+  const header = `${operation} ${cost} ${kinds}${now === undefined ? '' : ` ${now}`}`;
+  const args = [
+    age === 0 ? header : `${header}${now === undefined ? ' ' : ''} ${age}`,
+    heads,
+    figuresOf(policies, capacities, heads),
+  ];
+  if (now === undefined && age === 0) last = { operation, cost, policies, capacities, args };
   return args;
 }
 
@@ -70,7 +77,7 @@ let last: {
 
 /**
  * The header of a run of `count` decisions in a row that share the arguments `decisionArgs`
- * made ('<count> <op> <cost> <kinds>[ <now>]'): the script gets those arguments once, and the
+ * made ('<count> <op> <cost> <kinds>[ <now>][ <charge age>]'): the script gets those arguments once, and the
  * usual header ('1 consume 1 gcra') is one the script compares whole.
  */
 export function runHeader(count: number, args: readonly string[]): string {

@@ -22,6 +22,8 @@ describe("the memory store's sliding log decides as core's reference", () => {
     cost: fc.integer({ min: 1, max: 4 }),
     // Soft or elastic throttling changes the capacity from one request to the next.
     extra: fc.constantFrom(0, 0, 0, 3, 20),
+    // How long before the refund its charge was made: entries logged after it stay.
+    chargeAge: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 150 })),
   });
 
   it('for every charge, peek, refund, capacity and clock step', () => {
@@ -35,12 +37,12 @@ describe("the memory store's sliding log decides as core's reference", () => {
           let expected: State | undefined;
           let log: LogBuffer | undefined;
           let now = START;
-          for (const { advance, operation, cost, extra } of steps) {
+          for (const { advance, operation, cost, extra, chargeAge } of steps) {
             now += advance;
             const capacity = limit + extra;
             if (operation === 'refund') {
-              expected = reference.refund(expected, policy, capacity, cost, now);
-              log = memorySlidingLog.refund(log, policy, capacity, cost, now) as LogBuffer;
+              expected = reference.refund(expected, policy, capacity, cost, now, now - chargeAge);
+              log = memorySlidingLog.refund(log, policy, capacity, cost, now, now - chargeAge) as LogBuffer;
               continue;
             }
             const charge = operation === 'peek' ? 0 : cost;

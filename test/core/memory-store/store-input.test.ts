@@ -38,6 +38,19 @@ describe('the memory store refuses a cost that is not a whole number of 0 or mor
     },
   );
 
+  // A negative age would give back a later request's units, a NaN nothing, without a word.
+  it.each([-1, 0.5, Number.NaN, '5' as unknown as number])(
+    "a refund's chargeAgeMs of %s: ERR_SLUICE_INVALID_OPTION, and nothing changes",
+    async (chargeAgeMs) => {
+      const store = createMemoryStore();
+      store.consumeSync(request(2));
+      await expect(store.refund({ ...request(1), chargeAgeMs })).rejects.toMatchObject({
+        code: 'ERR_SLUICE_INVALID_OPTION',
+      });
+      expect(store.consumeSync(request(0)).outcomes.map((o) => o.remaining)).toEqual([1, 1]);
+    },
+  );
+
   it('a cost of 0 peeks and a refund of 0 gives nothing back', async () => {
     const store = createMemoryStore();
     store.consumeSync(request(2));

@@ -58,8 +58,20 @@ export interface Algorithm<S = State> {
    * algorithm's `evaluate` is made of it, so the two never differ.
    */
   evaluateAt?: EvaluateAt;
-  /** The state after giving `cost` units back, never beyond a fresh state. */
-  refund(state: S | undefined, policy: Policy, capacity: number, cost: number, now: number): S | undefined;
+  /**
+   * The state after giving back what remains of a charge of `cost` units made at `chargedAt`
+   * (at or before `now`), never beyond a fresh state: a window's count only while the state
+   * still counts the charge's window, a bucket's units less what has refilled since, a log's
+   * entries made by then. A later request's charge is never given back in its place.
+   */
+  refund(
+    state: S | undefined,
+    policy: Policy,
+    capacity: number,
+    cost: number,
+    now: number,
+    chargedAt: number,
+  ): S | undefined;
   /**
    * A state with `used` units spent at `now` and nothing else known: how a policy takes over
    * from another version of itself (another limit, window or algorithm) without a fresh quota.

@@ -39,10 +39,10 @@ export const fixedWindow: Algorithm = {
 
   seed,
 
-  // Given back to the count of the window `now` falls in; an earlier window's count no longer
-  // limits anything, so a refund that lands after the window moved on has nothing to give.
-  refund(state, policy, _capacity, cost, now) {
-    if (state === undefined || state[0] !== Math.floor(now / policy.windowMs)) return state;
+  // Given back to the count of the window the charge was made in, while the state still counts
+  // that window: a later window's count never held it.
+  refund(state, policy, _capacity, cost, _now, chargedAt) {
+    if (state === undefined || state[0] !== Math.floor(chargedAt / policy.windowMs)) return state;
     return [state[0], Math.max(0, (state[1] as number) - cost)];
   },
 };

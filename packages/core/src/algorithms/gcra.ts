@@ -52,9 +52,15 @@ export const gcra: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now) {
+  refund(state, policy, capacity, cost, now, chargedAt) {
     const { windowMs, limit } = policy;
     const held = state === undefined ? 0 : aheadOf(state[0] as number, state[1] as number, limit, now);
-    return stateAhead(Math.max(0, held - cost * windowMs), limit, now);
+    // The TAT tells no time of a later charge, so the refund gives back no more than a charge
+    // made after this one would have left of it (`stillHeld`). Nor of the last charge, but it
+    // lies no further ahead of that than the tolerance and the queue's delay: further ahead of
+    // now, the clock has stepped back at least that far since, and that much more has refilled.
+    const behind = Math.max(0, held - capacity * windowMs - policy.maxDelayMs * limit);
+    const elapsed = (now - chargedAt) * limit + behind;
+    return stateAhead(Math.max(0, held - Math.max(0, cost * windowMs - elapsed)), limit, now);
   },
 };

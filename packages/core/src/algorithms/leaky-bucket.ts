@@ -1,5 +1,5 @@
 import { type Algorithm, type EvaluateAt, evaluateOf } from './algorithm.js';
-import { drainedTo, meterInto } from './meter.js';
+import { drainedTo, meterInto, stillHeld } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -25,12 +25,12 @@ export const leakyBucket: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now) {
+  refund(state, policy, _capacity, cost, now, chargedAt) {
     if (state === undefined) return seed(0, policy, now);
     // As of the state's time when the clock stands behind it, as the token bucket's refund.
     const since = state[1] as number;
     const at = Math.max(now, since);
     const level = drainedTo(state[0] as number, since, policy.limit, at);
-    return [Math.max(0, level - cost * policy.windowMs), at];
+    return [Math.max(0, level - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt)), at];
   },
 };

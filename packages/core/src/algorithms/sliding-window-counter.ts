@@ -61,21 +61,21 @@ export const slidingWindowCounter: Algorithm = {
 
   seed,
 
-  refund: (state, policy, _capacity, cost, now) => refunded(state, Math.floor(now / policy.windowMs), cost),
+  refund: (state, policy, _capacity, cost, _now, chargedAt) =>
+    refunded(state, Math.floor(chargedAt / policy.windowMs), cost),
 };
 
 /**
- * `cost` given back newest units first: from the count of the window the state was written
- * in, then from the one before it while the estimate still weighs that. A refund that lands
- * just past a window boundary (a response that ended there, a later rule that refused) so
- * gives back a charge made just before it, which still weighs in the estimate.
+ * `cost` given back to the count of the window the charge was made in (`charged`): the state's
+ * current count, or, once the state has moved on to the next window, its previous one, which
+ * the estimate still weighs. No other count held the charge, or still counts.
  */
-function refunded(state: State | undefined, index: number, cost: number): State | undefined {
+function refunded(state: State | undefined, charged: number, cost: number): State | undefined {
   if (state === undefined) return state;
   const [written, current, previous] = state as [number, number, number];
-  if (written === index - 1) return [written, Math.max(0, current - cost), previous];
-  if (written !== index) return state;
-  return [written, Math.max(0, current - cost), Math.max(0, previous - Math.max(0, cost - current))];
+  if (written === charged) return [written, Math.max(0, current - cost), previous];
+  if (written === charged + 1) return [written, current, Math.max(0, previous - cost)];
+  return state;
 }
 
 // Apart from `evaluateAt`: a decision that passes, the usual one, then carries none of a

@@ -42,17 +42,21 @@ export const slidingWindowLog: Algorithm = {
 
   seed: (used, _policy, now) => (used > 0 ? [now, used] : []),
 
-  refund(state, policy, _capacity, cost, now) {
+  refund(state, policy, _capacity, cost, now, chargedAt) {
     const next = prune(state, now - policy.windowMs).slice();
+    // The newest entries logged by the charge's time: a later entry is a later request's.
+    let end = next.length;
+    while (end > 0 && (next[end - 2] as number) > chargedAt) end -= 2;
     let left = cost;
-    while (left > 0 && next.length > 0) {
-      const newest = next[next.length - 1] as number;
-      if (newest > left) {
-        next[next.length - 1] = newest - left;
+    while (left > 0 && end > 0) {
+      end -= 2;
+      const units = next[end + 1] as number;
+      if (units > left) {
+        next[end + 1] = units - left;
         left = 0;
       } else {
-        left -= newest;
-        next.length -= 2;
+        left -= units;
+        next.splice(end, 2);
       }
     }
     return next;

@@ -1,6 +1,6 @@
 import type { PolicyOutcome } from '../types.js';
 import { type Algorithm, type EvaluateAt, evaluateOf, type Values } from './algorithm.js';
-import { drainedTo } from './meter.js';
+import { drainedTo, stillHeld } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -52,11 +52,22 @@ export const tokenBucket: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now) {
+  refund(state, policy, _capacity, cost, now, chargedAt) {
     if (state === undefined) return seed(0, policy, now);
     if (policy.refillIntervalMs > 0) {
-      drainStepped(state[0] as number, state[1] as number, policy.refillAmount, policy.refillIntervalMs, now);
-      return [Math.max(0, (drained[0] as number) - cost), drained[1] as number];
+      const { refillAmount, refillIntervalMs } = policy;
+      drainStepped(state[0] as number, state[1] as number, refillAmount, refillIntervalMs, now);
+      // The refills since the charge, at most: the steps to the last one, `refilledAt`, from the
+      // charge; a phase restarted since (the bucket was full) had no more before it.
+      const refilledAt = drained[1] as number;
+      const sinceCharge = refilledAt - chargedAt;
+      const steps = sinceCharge > 0 ? Math.ceil(sinceCharge / refillIntervalMs) : 0;
+      const missing = Math.max(0, (drained[0] as number) - Math.max(0, cost - steps * refillAmount));
+      // A phase in step with the charge may have begun at it (the bucket was full): without the
+      // charge it would have begun at the next one, and its steps come later. Begun again now,
+      // the bucket refills no sooner than it would have.
+      const began = sinceCharge >= 0 && sinceCharge % refillIntervalMs === 0;
+      return [missing, began && missing > 0 ? now : refilledAt];
     }
     // A clock behind the state's time refunds as of that time: read further back, the state
     // holds the work not yet drained that far back (`drainedTo`), and written back as of then
@@ -64,7 +75,7 @@ export const tokenBucket: Algorithm = {
     const since = state[1] as number;
     const at = Math.max(now, since);
     const missing = drainedTo(state[0] as number, since, policy.limit, at);
-    return [Math.max(0, missing - cost * policy.windowMs), at];
+    return [Math.max(0, missing - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt)), at];
   },
 };
 

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { describe, messageOf, SluiceError } from '../errors.js';
-import type { Policy, RateLimitStore } from '../types.js';
+import type { RateLimitStore } from '../types.js';
 import type { WarnOnce } from './warnings.js';
 
 type Awaitable<T> = T | Promise<T>;
@@ -25,8 +25,8 @@ const ignore = (): void => {};
  * `requestWasSuccessful`; one the client aborted first (or that failed) stays counted. Its
  * handler may still be running: refunded then, as express-rate-limit refunds it, a client
  * that drops each connection would have run handlers past the limit uncounted. The refund is
- * the store's own atomic one, so it is exact under concurrency; one that arrives after the
- * window has moved on gives nothing back.
+ * the store's own atomic one, so it is exact under concurrency, and dated by its charge: it gives
+ * back only what the charge still holds (nothing once the charge's window has passed).
  */
 export function checkCountByOutcome<Req, Res>(
   options: Record<string, unknown>,
@@ -110,28 +110,4 @@ function fullySent(raw: ServerResponse, finished: boolean): boolean {
   const { stream } = raw as { stream?: { rstCode?: number } };
   if (stream === undefined) return finished || raw.writableFinished === true;
   return raw.writableFinished === true && (stream.rstCode === undefined || stream.rstCode === 0);
-}
-
-/**
- * `refund`, for after the response, made only while each policy counting by windows is still
- * in the window that charged the request: a refund carries no time of its charge, and one that
- * landed in a later window came out of that window's count, so a request failing across a
- * boundary left its client a unit more there. Not made then, the request stays counted where it
- * was, which a sliding window counter still weighs for a while: stricter, never looser.
- */
-export function refundInChargedWindow(
-  policies: readonly Policy[],
-  clock: () => number,
-  refund: () => Promise<void>,
-): () => Promise<void> {
-  const windowed = policies.filter((p) => p.algorithm === 'fixed-window' || p.algorithm === 'sliding-window-counter');
-  if (windowed.length === 0) return refund;
-  const chargedAt = clock();
-  const sameWindow = (now: number) =>
-    windowed.every((p) => Math.floor(now / p.windowMs) === Math.floor(chargedAt / p.windowMs));
-  // Async: a clock that throws here rejects, as the refund's own read of it did, where a throw
-  // from the response's `close` listener ended the process.
-  return async () => {
-    if (sameWindow(clock())) await refund();
-  };
 }

@@ -10,10 +10,10 @@ import { type AdapterBinding, type HttpLimiter, NO_LIMITER_HANDLE, type Outcome,
 import { checkAllowList } from './allow-list.js';
 import { createBan } from './ban.js';
 import { createClientAddressKey } from './client-address.js';
-import { checkCountByOutcome, refundInChargedWindow } from './count-by-outcome.js';
+import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit, createRequestWaits } from './first-visit.js';
-import { checkCostCanPass } from './futile-options.js';
+import { checkCostCanPass, hasQueue } from './futile-options.js';
 import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from './headers-sent.js';
@@ -89,6 +89,9 @@ export function createHttpLimiter<Req, Res>(
     isAllowed: checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined),
     ban: createBan(all.ban, base, namespace),
   }));
+  // Whether a charge may be given back later (after its response, or a queue slot left unused),
+  // so its refund is dated: the clock is read before the store is asked, no later than the charge.
+  const datesCharges = afterResponse !== undefined || hasQueue(all) !== false;
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
@@ -136,6 +139,7 @@ export function createHttpLimiter<Req, Res>(
   let held = 0;
 
   /** Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. */
+  /** `askedAt`: the clock's reading before the store was asked, when a refund may date the charge by it. */
   const finish = (
     entry: Entry,
     decision: Decision,
@@ -144,6 +148,7 @@ export function createHttpLimiter<Req, Res>(
     request: IncomingMessage,
     clientKey: string,
     units: number,
+    askedAt: number,
   ): Outcome | Promise<Outcome> => {
     // A queue with no room left: refused, not held, and its reserved slot given back. Its
     // decision's event, held back by the limiter, goes out as the refusal the client gets. The
@@ -170,17 +175,15 @@ export function createHttpLimiter<Req, Res>(
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
     const charged = spentQuota(decision);
-    const refund = () => entry.limiter.refund(clientKey, units);
+    // Dated before the store was asked, so no later than the charge: a refund gives back only
+    // what the charge still holds (nothing once its window has passed, what has not refilled
+    // since), and a later date would let it give back a later request's units.
+    const refund = () => entry.limiter.refund(clientKey, units, { chargedAt: askedAt });
     if (decision.delayMs === 0) {
-      if (charged && afterResponse !== undefined) {
-        const later = refundInChargedWindow(entry.limiter.policies, clock, refund);
-        afterResponse(req, res, binding.rawResponse(res), later);
-      }
+      if (charged) afterResponse?.(req, res, binding.rawResponse(res), refund);
       return { action: 'next', decision };
     }
     held++;
-    // Dated when the request is charged, before the hold.
-    const refundLater = afterResponse && refundInChargedWindow(entry.limiter.policies, clock, refund);
     publishQueued(decision);
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
@@ -194,7 +197,7 @@ export function createHttpLimiter<Req, Res>(
       const raw = binding.rawResponse(res);
       if (raw.headersSent) refund().catch(ignore);
       checkUnsentMeanwhile(raw);
-      if (afterResponse !== undefined && refundLater !== undefined) afterResponse(req, res, raw, refundLater);
+      if (charged) afterResponse?.(req, res, raw, refund);
       return { action: 'next', decision };
     });
   };
@@ -218,8 +221,9 @@ export function createHttpLimiter<Req, Res>(
     const units = typeof cost === 'number' ? cost : costFromUser(await cost(req));
     // Other middleware may have answered while the user's functions ran: the store is not asked.
     unsentMeanwhile(res);
+    const askedAt = datesCharges ? clock() : 0;
     const decision = await entry.consume(clientKey, units, true);
-    return finishLate(entry, decision, req, res, request, clientKey, units);
+    return finishLate(entry, decision, req, res, request, clientKey, units, askedAt);
   };
 
   /** `finish` for a decision the store answered later, unless other middleware answered meanwhile. */
@@ -231,15 +235,17 @@ export function createHttpLimiter<Req, Res>(
     request: IncomingMessage,
     clientKey: string,
     units: number,
+    askedAt: number,
   ): Outcome | Promise<Outcome> => {
     const raw = binding.rawResponse(res);
     if (raw.headersSent) {
       // A queued decision's event, held back for the queue, goes out as decided.
       publishQueued(decision);
-      if (decision.allowed && spentQuota(decision)) entry.limiter.refund(clientKey, units).catch(ignore);
+      if (decision.allowed && spentQuota(decision))
+        entry.limiter.refund(clientKey, units, datesCharges ? { chargedAt: askedAt } : undefined).catch(ignore);
     }
     checkUnsentMeanwhile(raw);
-    return finish(entry, decision, req, res, request, clientKey, units);
+    return finish(entry, decision, req, res, request, clientKey, units, askedAt);
   };
 
   // Fixed policies, the default key and a fixed cost: nothing to await but, perhaps, the store.
@@ -264,9 +270,10 @@ export function createHttpLimiter<Req, Res>(
       const entry = fixedEntry as Entry;
       const units = (fixedUnits as { cost: number }).cost;
       const clientKey = keyOf(req, request);
+      const askedAt = datesCharges ? clock() : 0;
       const decision = (consumeFixed as SynchronousPath)(clientKey, units, true);
-      if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units);
-      return decision.then((asked) => finishLate(entry, asked, req, res, request, clientKey, units));
+      if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units, askedAt);
+      return decision.then((asked) => finishLate(entry, asked, req, res, request, clientKey, units, askedAt));
     },
     limiter: fixedEntry?.limiter,
     limiterFor: tiers === undefined ? NO_LIMITER_HANDLE.limiterFor : (policies) => tiers.entryFor(policies).limiter,

@@ -113,16 +113,26 @@ export class LogBuffer {
     this.total += cost;
   }
 
-  /** Takes `cost` back from the newest entries, never beyond an empty log. */
-  giveBack(cost: number): void {
+  /**
+   * Takes `cost` back from the newest entries logged by `chargedAt`, never beyond an empty log: a
+   * later entry is a later request's. Called after `trim`, so every entry is live.
+   */
+  giveBack(cost: number, chargedAt: number): void {
+    const { values } = this;
+    let end = this.tail;
+    while (end > this.head && (values[end - 2] as number) > chargedAt) end -= 2;
     let left = cost;
-    while (left > 0 && this.tail > this.head) {
-      const newest = this.values[this.tail - 1] as number;
-      const taken = Math.min(newest, left);
-      if (newest > left) this.values[this.tail - 1] = newest - left;
-      else this.tail -= 2;
+    while (left > 0 && end > this.head) {
+      end -= 2;
+      const units = values[end + 1] as number;
+      const taken = Math.min(units, left);
+      values[end + 1] = units - taken;
       left -= taken;
       this.total -= taken;
+      if (taken === units) {
+        values.copyWithin(end, end + 2, this.tail);
+        this.tail -= 2;
+      }
     }
   }
 
@@ -204,10 +214,10 @@ export const memorySlidingLog: Algorithm<LogState> = {
     return log;
   },
 
-  refund(state, policy, _capacity, cost, now) {
+  refund(state, policy, _capacity, cost, now, chargedAt) {
     const log = (state as LogBuffer | undefined) ?? new LogBuffer();
     log.trim(now - policy.windowMs);
-    log.giveBack(cost);
+    log.giveBack(cost, chargedAt);
     return log;
   },
 };

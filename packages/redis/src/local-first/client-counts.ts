@@ -1,5 +1,6 @@
 import {
   algorithms,
+  chargedAtOf,
   decide,
   type Policy,
   type PolicyOutcome,
@@ -169,23 +170,20 @@ function seen(client: ClientCounts, now: number): void {
 }
 
 /**
- * Gives units back to this process's counts, newest first (never below zero): the current
- * window's, then for the sliding window counter the previous window's, which its estimate
- * still weighs, so a refund just past a boundary gives back a charge made just before it. The
- * view loses the same units from the same windows.
+ * Gives units back to this process's count of the window the charge was made in (never below
+ * zero), while some process still reads that window: the current one, or for the sliding window
+ * counter the one before, which its estimate still weighs. The view loses the same units.
  */
 export function refundLocally(client: ClientCounts, request: StoreRequest, now: number): void {
+  const chargedAt = chargedAtOf(request, now);
   for (let i = 0; i < client.policies.length; i++) {
     const policy = client.policies[i] as Policy;
     const counts = client.counts[i] as PolicyCounts;
-    const window = windowOf(policy, now);
-    const fromCurrent = Math.min(request.cost, ownCount(counts, window));
-    // The previous window's units still count where some process still reads that window.
-    const fromPrevious =
-      firstKeptWindow(policy, now) < window ? Math.min(request.cost - fromCurrent, ownCount(counts, window - 1)) : 0;
-    if (fromCurrent > 0) charge(counts, window, -fromCurrent);
-    if (fromPrevious > 0) charge(counts, window - 1, -fromPrevious);
-    counts.view = takenFromView(takenFromView(counts.view, window, fromCurrent), window - 1, fromPrevious);
+    const window = windowOf(policy, chargedAt);
+    if (window < firstKeptWindow(policy, now)) continue;
+    const units = Math.min(request.cost, ownCount(counts, window));
+    if (units > 0) charge(counts, window, -units);
+    counts.view = takenFromView(counts.view, window, units);
   }
 }
 

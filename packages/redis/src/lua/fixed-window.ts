@@ -24,10 +24,10 @@ fixed_window.evaluate = function(state, p, capacity, cost, at)
 end
 -- The state of a client that has spent used units, taken over from another version of the policy.
 fixed_window.seed = function(used, p, now) return { floor(now / p.window), used } end
-fixed_window.refund = function(state, p, _, cost, now)
-  local index = floor(now / p.window)
-  if state[1] ~= index then return state end
-  return { index, max(0, state[2] - cost) }
+-- Given back to the count of the charge's window while the state still counts it (core's comment).
+fixed_window.refund = function(state, p, _, cost, _, charged_at)
+  if state[1] ~= floor(charged_at / p.window) then return state end
+  return { state[1], max(0, state[2] - cost) }
 end
 ALGORITHMS['fixed-window'] = fixed_window
 `;

@@ -35,8 +35,12 @@ gcra.seed = function(used, p, now)
   local ahead = used * p.window
   return { now + floor_div(ahead, p.limit), fmod(ahead, p.limit) }
 end
-gcra.refund = function(state, p, _, cost, now)
-  local ahead = max(0, gcra_ahead(state, p.limit, now) - cost * p.window)
+-- No more than a later charge would have left of this one, nor than the clock, stepped back
+-- behind the last charge (ahead past the tolerance and the delay), has refilled since (core's comment).
+gcra.refund = function(state, p, capacity, cost, now, charged_at)
+  local ahead = gcra_ahead(state, p.limit, now)
+  local behind = max(0, ahead - capacity * p.window - p.max_delay * p.limit)
+  ahead = max(0, ahead - max(0, cost * p.window - ((now - charged_at) * p.limit + behind)))
   return { now + floor_div(ahead, p.limit), fmod(ahead, p.limit) }
 end
 ALGORITHMS['gcra'] = gcra

@@ -55,11 +55,13 @@ sliding_counter.evaluate = function(state, p, capacity, cost, at)
 end
 sliding_counter.seed = function(used, p, now) return { floor(now / p.window), used, 0 } end
 -- Newest units first: the written window's count, then the one before it while the estimate still weighs that.
-sliding_counter.refund = function(state, p, _, cost, now)
-  local index = floor(now / p.window)
-  if state[1] == index - 1 then return { state[1], max(0, state[2] - cost), state[3] } end
-  if state[1] ~= index then return state end
-  return { index, max(0, state[2] - cost), max(0, state[3] - max(0, cost - state[2])) }
+-- Given back to the count of the charge's window: the current one, or the previous once the
+-- state has moved on (core's comment).
+sliding_counter.refund = function(state, p, _, cost, _, charged_at)
+  local charged = floor(charged_at / p.window)
+  if state[1] == charged then return { state[1], max(0, state[2] - cost), state[3] } end
+  if state[1] == charged + 1 then return { state[1], state[2], max(0, state[3] - cost) } end
+  return state
 end
 ALGORITHMS['sliding-window-counter'] = sliding_counter
 `;

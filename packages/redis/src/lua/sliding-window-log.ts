@@ -202,22 +202,30 @@ sliding_log.save = function(key, next)
     redis.call('RPUSH', key, next.at, next.append)
   end
 end
--- Gives cost back from the newest entries, never beyond an empty log.
-sliding_log.refund = function(state, p, _, cost, now)
+-- Gives cost back from the newest entries logged by charged_at, never beyond an empty log: a
+-- later entry is a later request's, lifted off the tail meanwhile and put back after.
+sliding_log.refund = function(state, p, _, cost, now, charged_at)
   log_trim(state, now - p.window, false)
-  local left = cost
-  while left > 0 and state.total > 0 do
-    local _, newest = log_tail(state.key, state)
-    if newest == nil then break end
-    if newest > left then
-      redis.call('LSET', state.key, -1, newest - left)
+  local later, left = {}, cost
+  while left > 0 do
+    local at, units = log_tail(state.key, state)
+    if at == nil then break end
+    if at > charged_at then
+      redis.call('RPOP', state.key)
+      redis.call('RPOP', state.key)
+      table.insert(later, 1, units)
+      table.insert(later, 1, at)
+    elseif units > left then
+      redis.call('LSET', state.key, -1, units - left)
       state.total, left = state.total - left, 0
     else
       redis.call('RPOP', state.key)
       redis.call('RPOP', state.key)
-      state.total, left = state.total - newest, left - newest
+      state.total, left = state.total - units, left - units
     end
   end
+  -- A list found damaged meanwhile is gone, and the client fresh: nothing is put back.
+  if #later > 0 and not state.damaged then redis.call('RPUSH', state.key, unpack(later)) end
   return { key = state.key, total = state.total }
 end
 ALGORITHMS['sliding-window-log'] = sliding_log

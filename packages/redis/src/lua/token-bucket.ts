@@ -62,14 +62,21 @@ token_bucket.seed = function(used, p, now)
   if p.refill_interval > 0 then return { used, now } end
   return { used * p.window, now }
 end
-token_bucket.refund = function(state, p, _, cost, now)
+-- What a charge still holds: its units less the refills since it was made (core's comments).
+token_bucket.refund = function(state, p, _, cost, now, charged_at)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
-    return { max(0, missing - cost), refilled_at }
+    local since_charge, steps = refilled_at - charged_at, 0
+    if since_charge > 0 then steps = ceil_div(since_charge, p.refill_interval) end
+    missing = max(0, missing - max(0, cost - steps * p.refill_amount))
+    -- A phase in step with the charge may have begun at it: begun again now (core's comment).
+    if since_charge >= 0 and since_charge % p.refill_interval == 0 and missing > 0 then refilled_at = now end
+    return { missing, refilled_at }
   end
   -- As of the state's time when the clock stands behind it (core's comment says why).
-  local at = state and max(now, state[2]) or now
-  return { max(0, missing_at(state, p.limit, at) - cost * p.window), at }
+  local since = state and state[2] or now
+  local at = max(now, since)
+  return { max(0, missing_at(state, p.limit, at) - still_held(cost * p.window, p.limit, since, at, charged_at)), at }
 end
 ALGORITHMS['token-bucket'] = token_bucket
 `;

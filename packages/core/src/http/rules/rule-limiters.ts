@@ -32,6 +32,11 @@ export interface RuleVerdict {
   readonly repeats?: readonly number[];
   /** The match's `readings`: those of a path read more than one way this verdict is part of. */
   readonly readings?: number;
+  /**
+   * The limiters' clock before the store was asked, so no later than the charge: the refund of
+   * what this verdict charged is dated by it, and gives back only what the charge still holds.
+   */
+  readonly chargedAt: number;
 }
 
 /** A match's verdict, in the match's readings when it has them. */
@@ -41,8 +46,9 @@ function verdictOf(
   cost: number,
   limiter: Limiter | undefined,
   decision: Decision,
+  chargedAt: number,
 ): RuleVerdict {
-  const verdict = { index, rule, key, cost, limiter, decision };
+  const verdict = { index, rule, key, cost, limiter, decision, chargedAt };
   return readings === undefined ? verdict : { ...verdict, readings };
 }
 
@@ -186,7 +192,8 @@ export async function decideRules(
 ): Promise<RuleVerdict[]> {
   const repeats = repeatedMatches(matches, limiterOf);
   if (repeats !== undefined) return decideRepeats(matches, repeats, limiterOf, cost, now, holdsQueue);
-  const joint = decideJointly(matches, limiterOf, cost, holdsQueue);
+  const askedAt = now();
+  const joint = decideJointly(matches, limiterOf, cost, holdsQueue, askedAt);
   if (joint !== undefined) return joint;
   const decided: (RuleVerdict | Promise<RuleVerdict>)[] = [];
   let waiting = false;
@@ -195,18 +202,18 @@ export async function decideRules(
     const { rule, key } = match;
     const units = typeof cost === 'number' ? cost : (cost[index] as number);
     if (rule.blocked) {
-      const decision = blockedDecision(rule, key, now());
+      const decision = blockedDecision(rule, key, askedAt);
       publishRefusal(rule.id, NO_STORE, noPolicies(rule), decision, units);
-      decided.push(verdictOf(index, match, units, undefined, decision));
+      decided.push(verdictOf(index, match, units, undefined, decision, askedAt));
       return;
     }
     const limiter = limiterOf(rule, index);
     const decision = ask(limiter, key, units, holdsQueue);
     if (decision instanceof Promise) {
       waiting = true;
-      decided.push(decision.then((d) => verdictOf(index, match, units, limiter, d)));
+      decided.push(decision.then((d) => verdictOf(index, match, units, limiter, d, askedAt)));
     } else {
-      decided.push(verdictOf(index, match, units, limiter, decision));
+      decided.push(verdictOf(index, match, units, limiter, decision, askedAt));
     }
   });
   // No await before the refunds when nothing was waited for: they land in this turn.
@@ -309,8 +316,8 @@ export function givenBack(verdicts: readonly RuleVerdict[]): Promise<RuleVerdict
 }
 
 /** A refund that fails leaves the charge: the client loses that much quota, nothing worse. */
-const refund = ({ limiter, key, cost }: RuleVerdict): Promise<void> | undefined =>
-  limiter?.refund(key, cost).catch(() => {});
+const refund = ({ limiter, key, cost, chargedAt }: RuleVerdict): Promise<void> | undefined =>
+  limiter?.refund(key, cost, { chargedAt }).catch(() => {});
 
 /**
  * Every match decided in one `consumeAll` call, or `undefined` when that cannot be: fewer
@@ -323,6 +330,7 @@ function decideJointly(
   limiterOf: (rule: RuleLike, index: number) => Limiter,
   cost: number | readonly number[],
   holdsQueue: boolean,
+  askedAt: number,
 ): Promise<RuleVerdict[]> | undefined {
   const limited = matches.filter((m) => m !== undefined && !m.rule.unlimited);
   if (limited.length < 2 || limited.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
@@ -351,7 +359,7 @@ function decideJointly(
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
       // errors and outage warning, as if it had asked alone.
       const decision = await part.settle(replies, i, holdsQueue);
-      return verdictOf(index, match, part.request.cost, limiter, decision);
+      return verdictOf(index, match, part.request.cost, limiter, decision, askedAt);
     }),
   );
   return verdicts.then((decided) => {
