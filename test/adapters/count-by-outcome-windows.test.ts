@@ -18,51 +18,63 @@ it.each([
   '%s: a request that fails across a window boundary is not refunded from the next window',
   async (algorithm, left) => {
     const clock = clockAt(59_000);
-    let url = '';
-    let judged: () => void = () => {};
-    const judging = new Promise<void>((resolve) => {
-      judged = resolve;
+    const options = { limit: 4, window: '1m', algorithm, clock } as const;
+    // The failed request's outcome is judged once the next window has begun and two requests
+    // have been counted in it.
+    const remaining = await leftAfterFailure(options, async (url) => {
+      clock.advance(2_000);
+      for (let i = 0; i < 2; i++) await fetch(`${url}/`);
     });
-    const limiter = rateLimit({
-      limit: 4,
-      window: '1m',
-      algorithm,
-      clock,
-      logger: collectingLogger(),
-      skipFailedRequests: true,
-      // The failed request's outcome is judged once the next window has begun and two requests
-      // have been counted in it.
-      requestWasSuccessful: async (_req, res) => {
-        if (res.statusCode < 400) return true;
-        clock.advance(2_000);
-        for (let i = 0; i < 2; i++) await fetch(`${url}/`);
-        judged();
-        return false;
-      },
-    });
-    const app = express();
-    app.use(limiter);
-    app.get('/fail', (_req, res) => {
-      res.status(500).send('failed');
-    });
-    app.get('/', (_req, res) => {
-      res.send('ok');
-    });
-    const server = app.listen(0, '127.0.0.1');
-    await new Promise((resolve) => server.once('listening', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    try {
-      expect((await fetch(`${url}/fail`)).status).toBe(500);
-      await judging;
-      // The refund, had it been made, lands in these turns of the event loop (the memory store).
-      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
-      expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(left);
-    } finally {
-      server.closeAllConnections();
-      server.close();
-    }
+    expect(remaining).toBe(left);
   },
 );
+
+/**
+ * The quota left, under `skipFailedRequests`, after one request to `/fail` (a 500) whose outcome
+ * is judged once `meanwhile` has run; the refund, if made, has landed by then.
+ */
+async function leftAfterFailure(
+  options: Parameters<typeof rateLimit>[0],
+  meanwhile: (url: string) => Promise<void>,
+): Promise<number | undefined> {
+  let url = '';
+  let judged: () => void = () => {};
+  const judging = new Promise<void>((resolve) => {
+    judged = resolve;
+  });
+  const limiter = rateLimit({
+    ...options,
+    logger: collectingLogger(),
+    skipFailedRequests: true,
+    requestWasSuccessful: async (_req, res) => {
+      if (res.statusCode < 400) return true;
+      await meanwhile(url);
+      judged();
+      return false;
+    },
+  });
+  const app = express();
+  app.use(limiter);
+  app.get('/fail', (_req, res) => {
+    res.status(500).send('failed');
+  });
+  app.get('/', (_req, res) => {
+    res.send('ok');
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    expect((await fetch(`${url}/fail`)).status).toBe(500);
+    await judging;
+    // The refund, had it been made, lands in these turns of the event loop (the memory store).
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    return (await limiter.limiter?.peek('127.0.0.1'))?.remaining;
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+}
 
 // Read when the refund was due, a clock that threw did so in the response's `close` listener,
 // an unhandled rejection that ended the process; it is the refund's failure, as before.
@@ -132,44 +144,9 @@ it('a charge is dated before the store is asked: an answer that crosses a window
     reset: (...args) => inner.reset(...args),
     refund: (request) => inner.refund(request),
   };
-  let url = '';
-  let judged: () => void = () => {};
-  const judging = new Promise<void>((resolve) => {
-    judged = resolve;
+  const options = { limit: 2, window: '1m', algorithm: 'fixed-window', store, clock } as const;
+  const remaining = await leftAfterFailure(options, async (url) => {
+    for (let i = 0; i < 2; i++) expect((await fetch(`${url}/`)).status).toBe(200);
   });
-  const limiter = rateLimit({
-    limit: 2,
-    window: '1m',
-    algorithm: 'fixed-window',
-    store,
-    clock,
-    logger: collectingLogger(),
-    skipFailedRequests: true,
-    requestWasSuccessful: async (_req, res) => {
-      if (res.statusCode < 400) return true;
-      for (let i = 0; i < 2; i++) expect((await fetch(`${url}/`)).status).toBe(200);
-      judged();
-      return false;
-    },
-  });
-  const app = express();
-  app.use(limiter);
-  app.get('/fail', (_req, res) => {
-    res.status(500).send('failed');
-  });
-  app.get('/', (_req, res) => {
-    res.send('ok');
-  });
-  const server = app.listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  try {
-    expect((await fetch(`${url}/fail`)).status).toBe(500);
-    await judging;
-    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
-    expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(0);
-  } finally {
-    server.closeAllConnections();
-    server.close();
-  }
+  expect(remaining).toBe(0);
 });

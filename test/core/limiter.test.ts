@@ -238,7 +238,7 @@ describe('bad input at call time', () => {
     for (const chargedAt of [Number.NaN, Infinity, '5', null]) {
       await expect(refund('r', 1, { chargedAt })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
     }
-    for (const options of [5, null, 'now', [], [5]]) {
+    for (const options of [5, null, 'now', [], [5], new Map([['chargedAt', 5]]), new Date(5)]) {
       await expect(refund('r', 1, options)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
     }
     await expect(refund('r', 1, { chargeAt: 5 })).rejects.toMatchObject({ code: 'ERR_SLUICE_UNKNOWN_OPTION' });

@@ -1,3 +1,4 @@
+import { checkCallOptions } from './call-options.js';
 import { markedByStore, oneDecision as oneDecisionImport, storeUnavailableDecision, toDecision } from './decision.js';
 import { shortHash } from './derived-namespace.js';
 import { describe, invalid, SluiceError } from './errors.js';
@@ -568,38 +569,12 @@ const checkCost = (cost: unknown): number => {
   return cost;
 };
 
-/**
- * The cost `consume`'s options name, 1 when they leave it out; the decision checks it. Options
- * that are not a plain object (`consume(key, 5)`, `consume(key, [])`) or name anything else (`{ costs: 5 }`,
- * rate-limiter-flexible's `points`) would otherwise charge 1 without a word. The names are
- * walked with `for…in`, which allocates nothing: the HTTP middleware passes options with every
- * request its own functions decide.
- */
+/** The cost `consume`'s options name, 1 when they leave it out; the decision checks it. */
 function consumeCost(options: unknown): number {
-  if (!isPlainObject(options))
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `[sluice] The options of consume must be an object such as \`{ cost: 2 }\`; received ${describe(options)}.`,
-    );
-  for (const name in options) {
-    if (name !== 'cost')
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown option \`${name}\` of consume; its only option is \`cost\`.`,
-      );
-  }
+  checkCallOptions(options, 'consume', 'cost', '{ cost: 2 }');
   const { cost } = options as ConsumeOptions;
   return cost === undefined ? 1 : cost;
 }
-
-/**
- * An object of options: an array, a Map or a Date names no option and would charge 1. Read by
- * its tag, not its prototype, so an object from another realm (a `vm` context) or of a class
- * of the app's own passes as it should.
- */
-const isPlainObject = (value: unknown): value is object =>
-  typeof value === 'object' && value !== null && toTag.call(value) === '[object Object]';
-const toTag = Object.prototype.toString;
 
 const noClock = (): undefined => undefined;
 

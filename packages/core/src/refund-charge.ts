@@ -1,3 +1,4 @@
+import { checkCallOptions } from './call-options.js';
 import { describe, SluiceError } from './errors.js';
 import type { RefundOptions, StoreRequest } from './types.js';
 
@@ -9,18 +10,7 @@ import type { RefundOptions, StoreRequest } from './types.js';
  */
 export function chargeAgeOf(options: unknown, clockNow: number): number | undefined {
   if (options === undefined) return undefined;
-  if (typeof options !== 'object' || options === null || Array.isArray(options))
-    throw new SluiceError(
-      'ERR_SLUICE_INVALID_OPTION',
-      `[sluice] The options of refund must be an object such as \`{ chargedAt }\`; received ${describe(options)}.`,
-    );
-  for (const name in options) {
-    if (name !== 'chargedAt')
-      throw new SluiceError(
-        'ERR_SLUICE_UNKNOWN_OPTION',
-        `[sluice] Unknown option \`${name}\` of refund; its only option is \`chargedAt\`.`,
-      );
-  }
+  checkCallOptions(options, 'refund', 'chargedAt', '{ chargedAt }');
   const { chargedAt } = options as RefundOptions;
   if (chargedAt === undefined) return undefined;
   if (typeof chargedAt !== 'number' || !Number.isFinite(chargedAt))
