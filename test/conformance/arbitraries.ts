@@ -84,6 +84,8 @@ export interface Step {
   advance: Advance;
   /** A refund's: how long before it its charge was made (`StoreRequest.chargeAgeMs`); 0 for now. */
   chargeAge: number;
+  /** A refund's: how long after that it may have been made (`StoreRequest.chargeSpanMs`). */
+  chargeSpan: number;
 }
 
 const advance: fc.Arbitrary<Advance> = fc.oneof(
@@ -126,6 +128,7 @@ export const step: fc.Arbitrary<Step> = fc.record({
     { weight: 2, arbitrary: fc.integer({ min: 1, max: 20 }) },
     { weight: 2, arbitrary: fc.integer({ min: 1, max: 100_000 }) },
   ),
+  chargeSpan: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, fc.integer({ min: 1, max: 20 })),
 });
 
 export const trace = fc.array(step, { minLength: 1, maxLength: 60, size: 'large' });

@@ -533,6 +533,46 @@ export function limiterRegressions(store: () => RateLimitStore) {
     expect((await limiter.consume('k')).allowed).toBe(true);
   });
 
+  // A refund after a step since its charge kept the refill phase, which without the charge a
+  // later charge would have begun again: a step came early (6 passed where 4 could).
+  it('token-bucket at intervals: a refund after a step since its charge moves the phase on', async () => {
+    const clock = manualClock(START_MS);
+    const options = {
+      limit: 6,
+      window: '1s',
+      algorithm: 'token-bucket',
+      refillAmount: 3,
+      refillInterval: 500,
+    } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 100);
+    expect((await limiter.consume('k', { cost: 5 })).allowed).toBe(true);
+    clock.set(START_MS + 600);
+    expect((await limiter.consume('k', { cost: 2 })).allowed).toBe(true);
+    clock.set(START_MS + 640);
+    await limiter.refund('k', 5, { chargedAt: START_MS + 100 });
+    let passed = 0;
+    for (const at of [640, 1_000]) {
+      clock.set(START_MS + at);
+      while (passed < 10 && (await limiter.consume('k')).allowed) passed++;
+    }
+    expect(passed).toBeLessThanOrEqual(4);
+  });
+
+  // Dated on the host's clock before the consume, the charge's own entry, stamped by the store's
+  // clock a little later, was missed: a failed request stayed counted (Redis: 17 refunds in 100).
+  it('sliding-window-log: a refund dated from before the consume to its answer finds the charge on the store’s own clock', async () => {
+    const options = { limit: 3, window: '1m', algorithm: 'sliding-window-log' } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix() });
+    for (let i = 0; i < 20; i++) {
+      const chargedAt = Date.now();
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      await limiter.refund('k', 1, { chargedAt, answeredAt: Date.now() });
+      expect((await limiter.peek('k')).remaining).toBe(3);
+    }
+  });
+
   it('sliding-window-log: a dated refund gives back the entry of its charge, not a later one', async () => {
     const clock = manualClock(START_MS);
     const options = { limit: 3, window: '1s', algorithm: 'sliding-window-log' } as const;

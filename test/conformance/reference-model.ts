@@ -1,4 +1,4 @@
-import { chargedAtOf, decide, refundStates, type State, type StoreReply, type StoreRequest } from '@sluice/core';
+import { chargeOf, decide, refundStates, type State, type StoreReply, type StoreRequest } from '@sluice/core';
 
 /**
  * The pure reference run on its own states, which never expire: a store whose states expire
@@ -18,7 +18,7 @@ export function referenceModel() {
       const held = states.get(request.key);
       if (held === undefined) return;
       const { policies, capacities, cost, now } = request;
-      states.set(request.key, refundStates(held, policies, capacities, cost, now, chargedAtOf(request, now)));
+      states.set(request.key, refundStates(held, policies, capacities, cost, now, chargeOf(request, now)));
     },
     reset(key: string): void {
       states.delete(key);

@@ -93,7 +93,9 @@ const stepRequest = (namespace: string, set: PolicySet, step: Step, now: number 
   capacities: set.capacities,
   cost: step.operation === 'peek' ? 0 : step.cost,
   now,
-  ...(step.operation === 'refund' && step.chargeAge > 0 ? { chargeAgeMs: step.chargeAge } : {}),
+  ...(step.operation === 'refund' && step.chargeAge > 0
+    ? { chargeAgeMs: step.chargeAge, chargeSpanMs: Math.min(step.chargeSpan, step.chargeAge) }
+    : {}),
 });
 
 /** Plays a trace, asking for every step before any answer comes back. */

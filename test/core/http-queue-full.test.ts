@@ -280,3 +280,95 @@ describe('the problem document of a refusal', () => {
     expect(problemFor(decision).detail).toBe(restoredIn(waitS));
   });
 });
+
+describe("the middleware's refunds are dated by their charge", () => {
+  /** A remote store that charges at once; after `hold()`, its next answer waits until opened. */
+  const gatedStore = () => {
+    const inner = createMemoryStore();
+    let gate: Promise<void> | undefined;
+    const store: RateLimitStore = {
+      name: 'gated',
+      consume: async (request) => {
+        const held = gate;
+        gate = undefined;
+        const reply = await inner.consume(request);
+        if (held !== undefined) await held;
+        return reply;
+      },
+      reset: (...args) => inner.reset(...args),
+      refund: (request) => inner.refund(request),
+    };
+    const hold = () => {
+      let open: () => void = () => {};
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+      return open;
+    };
+    return { store, hold };
+  };
+  const turn = () => new Promise((resolve) => setImmediate(resolve));
+  const byClient = (req: Req) => req.headers['x-client'] as string;
+
+  // Undated, the refund of a charge the full queue refused gave back a later request's units:
+  // the bucket's slot, spent since by another request, came back whole.
+  it('a charge the full queue refuses gives back no later request’s units', async () => {
+    const clock = manualClock();
+    const { store, hold } = gatedStore();
+    const options = { limit: 10, window: '1s', algorithm: 'gcra', burst: 1, queue: { maxDelayMs: 2000 } } as const;
+    const limiter = createHttpLimiter<Req, Res>({ ...options, maxQueued: 1, clock, store, key: byClient }, binding);
+    const ask = (client: string) => send(limiter, { 'x-client': client }).outcome;
+    expect((await ask('y')).action).toBe('next');
+    void ask('y');
+    await turn();
+    expect((await ask('x')).action).toBe('next');
+    clock.advance(10);
+    const open = hold();
+    const late = ask('x');
+    await turn();
+    clock.advance(190);
+    open();
+    expect((await ask('x')).action).toBe('next');
+    expect((await late).action).toBe('limited');
+    expect((await ask('x')).action).toBe('limited');
+  });
+
+  // Dated at the ask, a queued slot its client left counted its hold as time it had refilled,
+  // and gcra gave back none of it: the next request waited for a slot no one used.
+  it('a queue slot its client left is given back from the time it was booked for', async () => {
+    const clock = manualClock();
+    const options = { limit: 10, window: '1s', algorithm: 'gcra', burst: 1, queue: { maxDelayMs: 2000 } } as const;
+    const limiter = createHttpLimiter<Req, Res>({ ...options, clock, store: createMemoryStore() }, binding);
+    const booked = Array.from({ length: 6 }, () => send(limiter));
+    const leaving = booked[5] as ReturnType<typeof send>;
+    clock.advance(250);
+    leaving.res.raw.emit('close');
+    expect((await leaving.outcome).action).toBe('gone');
+    await turn();
+    clock.advance(50);
+    const next = send(limiter);
+    next.res.raw.emit('close');
+    // Its slot is the one given back: 500 ms after the first request, 200 ms from now.
+    expect((await next.outcome).decision?.delayMs).toBe(200);
+  });
+
+  // Other middleware answered while the store decided: the charge was given back undated, and
+  // a window that had turned meanwhile gave up a unit of the next window's count.
+  it('a charge made while other middleware answered is given back only from its own window', async () => {
+    const clock = manualClock();
+    const { store, hold } = gatedStore();
+    const options = { limit: 2, window: '1s', algorithm: 'fixed-window', clock, store } as const;
+    const limiter = createHttpLimiter<Req, Res>(options, binding);
+    clock.advance(950);
+    const open = hold();
+    const answeredMeanwhile = send(limiter);
+    await turn();
+    clock.advance(60);
+    for (let i = 0; i < 2; i++) expect((await send(limiter).outcome).action).toBe('next');
+    Object.assign(answeredMeanwhile.res.raw, { headersSent: true });
+    open();
+    await Promise.resolve(answeredMeanwhile.outcome).catch(() => {});
+    await turn();
+    expect((await send(limiter).outcome).action).toBe('limited');
+  });
+});

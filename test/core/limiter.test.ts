@@ -242,6 +242,11 @@ describe('bad input at call time', () => {
       await expect(refund('r', 1, options)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
     }
     await expect(refund('r', 1, { chargeAt: 5 })).rejects.toMatchObject({ code: 'ERR_SLUICE_UNKNOWN_OPTION' });
+    // The span the two close: an answer time alone would date nothing.
+    await expect(refund('r', 1, { answeredAt: 5 })).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    await expect(refund('r', 1, { chargedAt: 5, answeredAt: '6' })).rejects.toMatchObject({
+      code: 'ERR_SLUICE_INVALID_OPTION',
+    });
   });
 
   it('a null cost, options that are not a plain object, or a misspelt option reject, charging nothing', async () => {

@@ -1,6 +1,6 @@
 import {
   type ConvertedState,
-  chargedAtOf,
+  chargeOf,
   convertStateWithReset,
   decide,
   type Policy,
@@ -109,9 +109,9 @@ export function createMapStore(): RateLimitStore & { readonly size: number } {
       const now = request.now ?? Date.now();
       // `undefined` entries are fresh: nothing was charged there, or the window has moved on.
       const states = read(request, now).map((r) => r.state);
-      // Only what the charge still holds: `chargeAgeMs` says how long ago it was made.
-      const chargedAt = chargedAtOf(request, now);
-      write(request, refundStates(states, request.policies, request.capacities, request.cost, now, chargedAt), now);
+      // Only what the charge still holds: `chargeAgeMs` and `chargeSpanMs` say when it was made.
+      const charge = chargeOf(request, now);
+      write(request, refundStates(states, request.policies, request.capacities, request.cost, now, charge), now);
     },
     async reset(namespace, key, policies) {
       for (const policy of policies) entries.delete(entryKey(namespace, key, policy));

@@ -39,7 +39,7 @@ export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js';
 export { quietLogger } from './quiet-logger.js';
-export { chargeAgeMsOf, chargedAtOf } from './refund-charge.js';
+export { type ChargeTime, chargeAgesMsOf, chargeOf } from './refund-charge.js';
 export { OUTAGE_QUIET_MS } from './store-guard.js';
 export { safeWhenHeld, storeKey } from './store-key.js';
 export { isThenable } from './thenable.js';

@@ -7,7 +7,7 @@ import { checkKnownOptions, LIMITER_HINTS, LIMITER_OPTION_NAMES } from './known-
 import { limiterSettings } from './limiter-settings.js';
 import { type BoundDecision, boundDecisionOf, givenKeyDecisionsOf } from './memory-store/memory-store.js';
 import { limiterPolicies } from './policy.js';
-import { chargeAgeOf, givesNothingBack } from './refund-charge.js';
+import { chargeAgesOf, givesNothingBack } from './refund-charge.js';
 import { internalized } from './shared-text.js';
 import { createStoreGuard, STORE_FAILED } from './store-guard.js';
 import { storeKey } from './store-key.js';
@@ -81,7 +81,10 @@ export function jointPart(limiter: Limiter, key: string, cost: number): JointPar
   return jointParts.get(limiter)?.(key, cost);
 }
 
-const unpublishedRefunds = new WeakMap<Limiter, (key: string, cost: number) => Promise<unknown>>();
+const unpublishedRefunds = new WeakMap<
+  Limiter,
+  (key: string, cost: number, options: RefundOptions | undefined) => Promise<unknown>
+>();
 
 /**
  * The limiter's `refund` without its `sluice:refund` event, for a charge whose decision goes
@@ -89,9 +92,14 @@ const unpublishedRefunds = new WeakMap<Limiter, (key: string, cost: number) => P
  * refund must not count as a charge given back. `limiter.refund` for a limiter `createLimiter`
  * did not make.
  */
-export function refundUnpublished(limiter: Limiter, key: string, cost: number): Promise<unknown> {
+export function refundUnpublished(
+  limiter: Limiter,
+  key: string,
+  cost: number,
+  options?: RefundOptions,
+): Promise<unknown> {
   const refund = unpublishedRefunds.get(limiter);
-  return refund === undefined ? limiter.refund(key, cost) : refund(key, cost);
+  return refund === undefined ? limiter.refund(key, cost, options) : refund(key, cost, options);
 }
 
 /**
@@ -254,12 +262,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
           // connection stalled (the Redis store's stall guard). A refund that fails leaves the
           // charge. Unreferenced: a refund due as the process ends is dropped.
           if (cost > 0 && reply?.allowed === true) {
-            // Async: a user's clock that throws rejects it, where the timer's throw would end the process.
-            const giveBack = async () => {
-              const age = Math.ceil(chargeTime() - askedAt);
-              if (!givesNothingBack(age)) await refundInStore(key, cost, age);
-            };
-            setTimeout(() => giveBack().catch(() => {}), timeoutMs).unref();
+            // Charged between the ask and now, when the answer came back. A user's clock that
+            // throws leaves the charge, as a refund that fails does.
+            let answeredAt: number;
+            try {
+              answeredAt = chargeTime();
+            } catch {
+              return;
+            }
+            const giveBack = () => refundWith(key, cost, { chargedAt: askedAt, answeredAt }, false).catch(() => {});
+            setTimeout(giveBack, timeoutMs).unref();
           }
         };
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
@@ -376,11 +388,16 @@ export function createLimiter(options: LimiterOptions): Limiter {
           ? atOnceFirst
           : decide;
 
-  /** Gives back a charge made `chargeAgeMs` ago (now when `undefined`). */
-  const refundInStore = async (key: string, cost: number, chargeAgeMs?: number) => {
+  /** `refund`, with its event or without (`refundUnpublished`). */
+  const refundWith = async (key: string, cost: number, options: RefundOptions | undefined, publish: boolean) => {
+    const ages = options === undefined ? undefined : chargeAgesOf(options, chargeTime());
+    // A store on its own clock (Redis's) reads its milliseconds apart from the host's, by up to
+    // one: the span is a millisecond wider, so a log finds the charge's entry within it.
+    if (ages !== undefined && clock === undefined) ages.chargeSpanMs += 1;
     // Checked outside the guard: a bad key or cost is the caller's error, not a store failure.
-    const refund: StoreRequest = { ...request(checkKey(key), checkCost(cost), baseCapacities), chargeAgeMs };
-    return guarded(() => store.refund(refund));
+    const refund: StoreRequest = { ...request(checkKey(key), checkCost(cost), baseCapacities), ...ages };
+    if (givesNothingBack(ages)) return;
+    if ((await guarded(() => store.refund(refund))) !== STORE_FAILED && publish) events.refunded(cost);
   };
   /**
    * What a charge's age is measured to, by the limiter's clock (the host's without one): its
@@ -445,18 +462,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
       const safeKey = storeKey(checkKey(key));
       await guarded(() => store.reset(namespace, safeKey, policies));
     },
-    async refund(key, cost, refundOptions?: RefundOptions) {
-      const age = refundOptions === undefined ? undefined : chargeAgeOf(refundOptions, chargeTime());
-      if (givesNothingBack(age)) {
-        // Checked all the same: a bad key or cost is an error whatever the date.
-        checkKey(key);
-        checkCost(cost);
-        return;
-      }
-      if ((await refundInStore(key, cost, age)) !== STORE_FAILED) events.refunded(cost);
-    },
+    refund: (key, cost, refundOptions?: RefundOptions) => refundWith(key, cost, refundOptions, true),
   };
-  unpublishedRefunds.set(limiter, refundInStore);
+  unpublishedRefunds.set(limiter, (key, cost, refundOptions) => refundWith(key, cost, refundOptions, false));
   jointParts.set(limiter, (key, cost) => {
     if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
     const caps = capacities();
@@ -569,9 +577,11 @@ const checkCost = (cost: unknown): number => {
   return cost;
 };
 
+const CONSUME_OPTIONS = ['cost'];
+
 /** The cost `consume`'s options name, 1 when they leave it out; the decision checks it. */
 function consumeCost(options: unknown): number {
-  checkCallOptions(options, 'consume', 'cost', '{ cost: 2 }');
+  checkCallOptions(options, 'consume', CONSUME_OPTIONS, '{ cost: 2 }');
   const { cost } = options as ConsumeOptions;
   return cost === undefined ? 1 : cost;
 }

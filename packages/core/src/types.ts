@@ -91,10 +91,15 @@ export interface StoreRequest {
   readonly now: number | undefined;
   /**
    * A refund's: how long before `now` (the store's own clock when `now` is `undefined`) the
-   * units were charged, whole ms. The store gives back only what that charge still holds
-   * (`Algorithm.refund`, with `chargedAtOf`). Absent: charged at `now`.
+   * units were charged at the earliest, whole ms. The store gives back only what that charge
+   * still holds (`Algorithm.refund`, with `chargeOf`). Absent: charged at `now`.
    */
   readonly chargeAgeMs?: number | undefined;
+  /**
+   * A refund's: how long after that the charge may have been made, whole ms (its decision came
+   * back by then): a log finds the charge's own entry, stamped by the store's clock, within it.
+   */
+  readonly chargeSpanMs?: number | undefined;
 }
 
 export interface StoreReply {
@@ -319,4 +324,10 @@ export interface RefundOptions {
    * the log's entry of that time. Without it the units count as charged now.
    */
   chargedAt?: number | undefined;
+  /**
+   * When the decision came back, on the same clock: the charge was made between `chargedAt` and
+   * this. The sliding window log looks for its entry there, which a store on its own clock
+   * (Redis without `clock`) stamps after `chargedAt`. @default chargedAt
+   */
+  answeredAt?: number | undefined;
 }

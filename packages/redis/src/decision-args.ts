@@ -1,4 +1,4 @@
-import { chargeAgeMsOf, isEpochMs, type Policy, SluiceError, type StoreRequest } from '@sluice/core';
+import { chargeAgesMsOf, isEpochMs, type Policy, SluiceError, type StoreRequest } from '@sluice/core';
 import { MAX_POLICIES } from './commands.js';
 import { figureText, offsetText } from './figures.js';
 import { DIRECTORY_MARKS } from './lua/prelude.js';
@@ -21,7 +21,7 @@ interface Described {
 
 /**
  * One decision's three ARGV entries, as the scripts' header describes them: the run's header
- * without its count ('<op> <cost> <kinds>[ <now>][ <charge age>]', see `runHeader`), the policies' heads, and
+ * without its count ('<op> <cost> <kinds>[ <now>][ <charge age>[ <span>]]', see `runHeader`), the policies' heads, and
  * their figures (`figures.ts`). Three entries for any number of policies: Redis makes a string
  * of each entry on every call. Every number is checked to be a whole number below 2^53: the
  * script stores state with `%d`, which would truncate a fraction, and the decision would then
@@ -35,13 +35,15 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
       `[sluice] Redis store: the clock must return whole epoch milliseconds from 0 to 2^50; received ${String(now)}.`,
     );
   }
-  // How long ago a refund's charge was made: the script gives back only what it still holds.
-  const age = operation === 'refund' ? chargeAgeMsOf(request) : 0;
+  // When a refund's charge was made (how long ago, within what span): the script gives back only
+  // what it still holds.
+  const { age, span } = operation === 'refund' ? chargeAgesMsOf(request) : CHARGED_NOW;
+  const dated = age > 0 || span > 0;
   // A limiter on Redis's clock sends the same arguments every time: the last list serves
   // again, and the batcher then sees a run of decisions by the list's identity alone.
   if (
     now === undefined &&
-    age === 0 &&
+    !dated &&
     operation === last.operation &&
     cost === last.cost &&
     policies === last.policies &&
@@ -58,13 +60,15 @@ export function decisionArgs(operation: Operation, request: StoreRequest): reado
   const { kinds, heads } = policyList(policies);
   const header = `${operation} ${cost} ${kinds}${now === undefined ? '' : ` ${now}`}`;
   const args = [
-    age === 0 ? header : `${header}${now === undefined ? ' ' : ''} ${age}`,
+    dated ? `${header}${now === undefined ? ' ' : ''} ${age}${span > 0 ? ` ${span}` : ''}` : header,
     heads,
     figuresOf(policies, capacities, heads),
   ];
-  if (now === undefined && age === 0) last = { operation, cost, policies, capacities, args };
+  if (now === undefined && !dated) last = { operation, cost, policies, capacities, args };
   return args;
 }
+
+const CHARGED_NOW = { age: 0, span: 0 };
 
 /** The arguments `decisionArgs` made last for a request on Redis's clock, and what they were made of. */
 let last: {
@@ -77,7 +81,7 @@ let last: {
 
 /**
  * The header of a run of `count` decisions in a row that share the arguments `decisionArgs`
- * made ('<count> <op> <cost> <kinds>[ <now>][ <charge age>]'): the script gets those arguments once, and the
+ * made ('<count> <op> <cost> <kinds>[ <now>][ <charge age>[ <span>]]'): the script gets those arguments once, and the
  * usual header ('1 consume 1 gcra') is one the script compares whole.
  */
 export function runHeader(count: number, args: readonly string[]): string {

@@ -44,7 +44,7 @@ describe('limiters sharing one memory store', () => {
               model.delete(id);
             } else if (kind === 'refund') {
               await limiter.refund(key, cost);
-              model.set(id, refundStates(states, policies, caps, cost, now, now));
+              model.set(id, refundStates(states, policies, caps, cost, now, { at: now, by: now }));
             } else {
               const charge = kind === 'consume' ? cost : 0;
               const decision = kind === 'consume' ? await limiter.consume(key, { cost }) : await limiter.peek(key);

@@ -24,6 +24,8 @@ describe("the memory store's sliding log decides as core's reference", () => {
     extra: fc.constantFrom(0, 0, 0, 3, 20),
     // How long before the refund its charge was made: entries logged after it stay.
     chargeAge: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 150 })),
+    // How long after that it may have been made: its entry is found within.
+    chargeSpan: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 20 })),
   });
 
   it('for every charge, peek, refund, capacity and clock step', () => {
@@ -37,12 +39,13 @@ describe("the memory store's sliding log decides as core's reference", () => {
           let expected: State | undefined;
           let log: LogBuffer | undefined;
           let now = START;
-          for (const { advance, operation, cost, extra, chargeAge } of steps) {
+          for (const { advance, operation, cost, extra, chargeAge, chargeSpan } of steps) {
             now += advance;
             const capacity = limit + extra;
             if (operation === 'refund') {
-              expected = reference.refund(expected, policy, capacity, cost, now, now - chargeAge);
-              log = memorySlidingLog.refund(log, policy, capacity, cost, now, now - chargeAge) as LogBuffer;
+              const [at, by] = [now - chargeAge, Math.min(now, now - chargeAge + chargeSpan)];
+              expected = reference.refund(expected, policy, capacity, cost, now, at, by);
+              log = memorySlidingLog.refund(log, policy, capacity, cost, now, at, by) as LogBuffer;
               continue;
             }
             const charge = operation === 'peek' ? 0 : cost;

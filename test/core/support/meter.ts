@@ -37,7 +37,7 @@ export function statedRetryAfterMs(policy: Policy, capacity: number, cost: numbe
 export interface Meter {
   state: State | undefined;
   consume(cost: number, now: number, capacity?: number): PolicyOutcome;
-  refund(cost: number, now: number, capacity?: number, chargedAt?: number): void;
+  refund(cost: number, now: number, capacity?: number, chargedAt?: number, chargedBy?: number): void;
 }
 
 export function createMeter(policy: Policy, state?: State): Meter {
@@ -49,8 +49,8 @@ export function createMeter(policy: Policy, state?: State): Meter {
       if (evaluation.allowed && cost > 0) meter.state = evaluation.next;
       return outcomeOf(evaluation);
     },
-    refund(cost, now, capacity = policy.capacity, chargedAt = now) {
-      meter.state = algorithm.refund(meter.state, policy, capacity, cost, now, chargedAt);
+    refund(cost, now, capacity = policy.capacity, chargedAt = now, chargedBy = chargedAt) {
+      meter.state = algorithm.refund(meter.state, policy, capacity, cost, now, chargedAt, chargedBy);
     },
   };
   return meter;

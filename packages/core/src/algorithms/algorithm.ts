@@ -60,9 +60,10 @@ export interface Algorithm<S = State> {
   evaluateAt?: EvaluateAt;
   /**
    * The state after giving back what remains of a charge of `cost` units made at `chargedAt`
-   * (at or before `now`), never beyond a fresh state: a window's count only while the state
-   * still counts the charge's window, a bucket's units less what has refilled since, a log's
-   * entries made by then. A later request's charge is never given back in its place.
+   * or later, by `chargedBy` (at or before `now`), never beyond a fresh state: a window's count
+   * only while the state still counts the charge's window, a bucket's units less what has
+   * refilled since, a log's newest entries logged by `chargedBy`. A later request's charge is
+   * never given back in its place, but for a log's entry logged within the span.
    */
   refund(
     state: S | undefined,
@@ -71,6 +72,7 @@ export interface Algorithm<S = State> {
     cost: number,
     now: number,
     chargedAt: number,
+    chargedBy: number,
   ): S | undefined;
   /**
    * A state with `used` units spent at `now` and nothing else known: how a policy takes over

@@ -1,3 +1,4 @@
+import type { ChargeTime } from '../refund-charge.js';
 import type { Policy, PolicyOutcome, StoreReply } from '../types.js';
 import type { Algorithms, State } from './algorithm.js';
 import { algorithms } from './table.js';
@@ -55,7 +56,7 @@ export function decide<S = State>(
 }
 
 /**
- * The states after a refund of a charge made at `chargedAt` (at or before `now`). A policy whose
+ * The states after a refund of a charge made at `charge` (`chargeOf`). A policy whose
  * state was `undefined` (fresh) stays so, and when the refund brings every policy back to fresh,
  * every entry is `undefined`: the store drops the client. A fresh state kept as of `now` would
  * read as spent if the clock then stepped back.
@@ -66,13 +67,13 @@ export function refundStates<S = State>(
   capacities: readonly number[],
   cost: number,
   now: number,
-  chargedAt: number,
+  charge: ChargeTime,
   table: Algorithms<S> = algorithms as unknown as Algorithms<S>,
 ): (S | undefined)[] {
   const refunded = policies.map((policy, i) =>
     states[i] === undefined
       ? undefined
-      : table[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now, chargedAt),
+      : table[policy.algorithm].refund(states[i], policy, capacities[i] as number, cost, now, charge.at, charge.by),
   );
   const { outcomes } = decide(refunded, policies, capacities, 0, now, table);
   return outcomes.every((outcome) => outcome.resetAfterMs === 0) ? policies.map(() => undefined) : refunded;

@@ -25,12 +25,12 @@ export const leakyBucket: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now, chargedAt) {
+  refund(state, policy, _capacity, cost, now, chargedAt, chargedBy) {
     if (state === undefined) return seed(0, policy, now);
     // As of the state's time when the clock stands behind it, as the token bucket's refund.
     const since = state[1] as number;
     const at = Math.max(now, since);
     const level = drainedTo(state[0] as number, since, policy.limit, at);
-    return [Math.max(0, level - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt)), at];
+    return [Math.max(0, level - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy)), at];
   },
 };

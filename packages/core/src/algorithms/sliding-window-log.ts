@@ -42,11 +42,11 @@ export const slidingWindowLog: Algorithm = {
 
   seed: (used, _policy, now) => (used > 0 ? [now, used] : []),
 
-  refund(state, policy, _capacity, cost, now, chargedAt) {
+  refund(state, policy, _capacity, cost, now, _chargedAt, chargedBy) {
     const next = prune(state, now - policy.windowMs).slice();
-    // The newest entries logged by the charge's time: a later entry is a later request's.
+    // The newest entries logged by the charge: a later entry is a later request's.
     let end = next.length;
-    while (end > 0 && (next[end - 2] as number) > chargedAt) end -= 2;
+    while (end > 0 && (next[end - 2] as number) > chargedBy) end -= 2;
     let left = cost;
     while (left > 0 && end > 0) {
       end -= 2;

@@ -52,7 +52,7 @@ export const tokenBucket: Algorithm = {
 
   seed,
 
-  refund(state, policy, _capacity, cost, now, chargedAt) {
+  refund(state, policy, _capacity, cost, now, chargedAt, chargedBy) {
     if (state === undefined) return seed(0, policy, now);
     if (policy.refillIntervalMs > 0) {
       const { refillAmount, refillIntervalMs } = policy;
@@ -63,11 +63,12 @@ export const tokenBucket: Algorithm = {
       const sinceCharge = refilledAt - chargedAt;
       const steps = sinceCharge > 0 ? Math.ceil(sinceCharge / refillIntervalMs) : 0;
       const missing = Math.max(0, (drained[0] as number) - Math.max(0, cost - steps * refillAmount));
-      // A phase in step with the charge may have begun at it (the bucket was full): without the
-      // charge it would have begun at the next one, and its steps come later. Begun again now,
-      // the bucket refills no sooner than it would have.
+      // A phase in step with the charge may have begun at it (the bucket was full), and a step
+      // since may have filled it but for the charge: either way, without the charge the phase
+      // would have begun at a later charge, and its steps come later. Begun again now, the
+      // bucket refills no sooner than it would have.
       const began = sinceCharge >= 0 && sinceCharge % refillIntervalMs === 0;
-      return [missing, began && missing > 0 ? now : refilledAt];
+      return [missing, (began || steps > 0) && missing > 0 ? now : refilledAt];
     }
     // A clock behind the state's time refunds as of that time: read further back, the state
     // holds the work not yet drained that far back (`drainedTo`), and written back as of then
@@ -75,7 +76,10 @@ export const tokenBucket: Algorithm = {
     const since = state[1] as number;
     const at = Math.max(now, since);
     const missing = drainedTo(state[0] as number, since, policy.limit, at);
-    return [Math.max(0, missing - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt)), at];
+    return [
+      Math.max(0, missing - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy)),
+      at,
+    ];
   },
 };
 

@@ -89,9 +89,29 @@ export function createHttpLimiter<Req, Res>(
     isAllowed: checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined),
     ban: createBan(all.ban, base, namespace),
   }));
-  // Whether a charge may be given back later (after its response, or a queue slot left unused),
-  // so its refund is dated: the clock is read before the store is asked, no later than the charge.
-  const datesCharges = afterResponse !== undefined || hasQueue(all) !== false;
+  /**
+   * Gives back a queue slot its request never used. A one-policy limiter's queued charge holds
+   * its slot from the time it was booked for (`slotAt`), so its refund is dated then, no later
+   * than now: dated at the ask, the hold counted as time it had refilled, and the slot went
+   * partly unused. A limiter of several policies dates it at the ask, which each can bear.
+   */
+  const refundUnusedSlot = async (
+    limiter: Limiter,
+    clientKey: string,
+    units: number,
+    slotAt: number,
+    refund: () => Promise<void>,
+  ): Promise<void> => {
+    if (limiter.policies.length !== 1) return refund();
+    const at = Math.min(clock(), slotAt);
+    return limiter.refund(clientKey, units, { chargedAt: at, answeredAt: at });
+  };
+
+  // Whether a charge may be given back later (after its response, a queue slot left unused, an
+  // answer that came after other middleware answered), so its refund is dated: the clock is read
+  // before the store is asked, no later than the charge, and once the decision is back.
+  const datesCharges =
+    afterResponse !== undefined || hasQueue(all) !== false || (base.store as RateLimitStore).local !== true;
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
@@ -153,8 +173,10 @@ export function createHttpLimiter<Req, Res>(
     // A queue with no room left: refused, not held, and its reserved slot given back. Its
     // decision's event, held back by the limiter, goes out as the refusal the client gets. The
     // queue is every client's, so the refusal is no strike towards this one's ban.
+    // When the charge was made: between the ask and now. Read only where a refund may follow.
+    const dated = datesCharges ? { chargedAt: askedAt, answeredAt: clock() } : undefined;
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
-      return queueFull(entry.limiter, clientKey, decision, units).then((refused) => {
+      return queueFull(entry.limiter, clientKey, decision, units, dated).then((refused) => {
         publishQueued(decision, refused);
         unsentMeanwhile(res);
         return overQuota(entry, refused, req, res, request, retryAfterMs(refused, spentWaits.of(request)));
@@ -175,27 +197,27 @@ export function createHttpLimiter<Req, Res>(
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) spentWaits.note(request, spentMs);
     const charged = spentQuota(decision);
-    // Dated before the store was asked, so no later than the charge: a refund gives back only
-    // what the charge still holds (nothing once its window has passed, what has not refilled
-    // since), and a later date would let it give back a later request's units.
-    const refund = () => entry.limiter.refund(clientKey, units, { chargedAt: askedAt });
+    // Dated by the charge: a refund gives back only what the charge still holds (nothing once
+    // its window has passed, what has not refilled since), never a later request's units.
+    const refund = () => entry.limiter.refund(clientKey, units, dated);
     if (decision.delayMs === 0) {
       if (charged) afterResponse?.(req, res, binding.rawResponse(res), refund);
       return { action: 'next', decision };
     }
     held++;
     publishQueued(decision);
+    const refundSlot = () => refundUnusedSlot(entry.limiter, clientKey, units, askedAt + decision.delayMs, refund);
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
       if (!heldToTheEnd) {
         // The reserved slot was never used: give it back to the queue.
-        refund().catch(ignore);
+        refundSlot().catch(ignore);
         return { action: 'gone', decision };
       }
       // Other middleware answered during the hold and left the response open (a stream): the
       // slot is given back, and nothing more is written.
       const raw = binding.rawResponse(res);
-      if (raw.headersSent) refund().catch(ignore);
+      if (raw.headersSent) refundSlot().catch(ignore);
       checkUnsentMeanwhile(raw);
       if (charged) afterResponse?.(req, res, raw, refund);
       return { action: 'next', decision };
@@ -241,8 +263,10 @@ export function createHttpLimiter<Req, Res>(
     if (raw.headersSent) {
       // A queued decision's event, held back for the queue, goes out as decided.
       publishQueued(decision);
-      if (decision.allowed && spentQuota(decision))
-        entry.limiter.refund(clientKey, units, datesCharges ? { chargedAt: askedAt } : undefined).catch(ignore);
+      if (decision.allowed && spentQuota(decision)) {
+        const dated = datesCharges ? { chargedAt: askedAt, answeredAt: clock() } : undefined;
+        entry.limiter.refund(clientKey, units, dated).catch(ignore);
+      }
     }
     checkUnsentMeanwhile(raw);
     return finish(entry, decision, req, res, request, clientKey, units, askedAt);

@@ -1,5 +1,5 @@
 import { refundUnpublished } from '../limiter.js';
-import type { Decision, Limiter, Policy, PolicyDecision } from '../types.js';
+import type { Decision, Limiter, Policy, PolicyDecision, RefundOptions } from '../types.js';
 
 /**
  * The decision for a request queue mode would have held when the middleware already holds
@@ -13,10 +13,17 @@ import type { Decision, Limiter, Policy, PolicyDecision } from '../types.js';
  * it; when several are (one may have spent its last unit without a delay), a look at the store
  * after the refund tells them apart: those without room for `cost` now.
  */
-export async function queueFull(limiter: Limiter, key: string, decision: Decision, cost: number): Promise<Decision> {
+export async function queueFull(
+  limiter: Limiter,
+  key: string,
+  decision: Decision,
+  cost: number,
+  charged: RefundOptions | undefined,
+): Promise<Decision> {
   // A refund that fails leaves the charge: the client loses that much quota, nothing worse.
   // Unpublished: the decision goes out as a refusal, which charged nothing in the figures.
-  await refundUnpublished(limiter, key, cost).catch(() => {});
+  // Dated by the charge (`charged`): a later request's units are never given back instead.
+  await refundUnpublished(limiter, key, cost, charged).catch(() => {});
   const { policies } = limiter;
   if (emptiedQueues(decision, policies) < 2) return queueFullDecision(decision, policies, cost);
   const now = await limiter.peek(key).catch(() => undefined);

@@ -2,7 +2,7 @@ import type { EvaluateAt } from '../algorithms/algorithm.js';
 import { decide, refundStates, settleConvertedWaits } from '../algorithms/index.js';
 import { invalid } from '../errors.js';
 import { checkOptionNames } from '../known-options.js';
-import { chargedAtOf } from '../refund-charge.js';
+import { chargeOf } from '../refund-charge.js';
 import { storeKey } from '../store-key.js';
 import type { Policy, PolicyOutcome, RateLimitStore, StoreReply, StoreRequest } from '../types.js';
 import { costOf, nowOf, settled } from './checks.js';
@@ -356,7 +356,7 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
   const refundSync = (request: StoreRequest): void => {
     const now = nowOf(request.now);
     costOf(request.cost);
-    const chargedAt = chargedAtOf(request, now);
+    const charge = chargeOf(request, now);
     const layout = layouts.of(request.namespace, request.policies);
     const { policies, capacities } = request;
     const slot = index.get(request.key);
@@ -366,7 +366,7 @@ export function memoryStoreOver(table: MemoryTable): MemoryStore {
     const taken = at < 0 ? takeOver(entry, layout, layouts, now) : undefined;
     if (at >= 0 || taken !== undefined) {
       const current = taken === undefined ? readStates(entry, at, policies) : taken.states;
-      const refunded = refundStates(current, policies, capacities, request.cost, now, chargedAt, memoryAlgorithms);
+      const refunded = refundStates(current, policies, capacities, request.cost, now, charge, memoryAlgorithms);
       // A client back to fresh is dropped (every entry `undefined`), not kept as of now.
       const back = refunded.every((state) => state === undefined);
       const states = refunded.map((s, i) => s ?? fresh(policies[i] as Policy, capacities[i] as number));

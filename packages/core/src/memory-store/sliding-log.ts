@@ -114,13 +114,13 @@ export class LogBuffer {
   }
 
   /**
-   * Takes `cost` back from the newest entries logged by `chargedAt`, never beyond an empty log: a
+   * Takes `cost` back from the newest entries logged by `chargedBy`, never beyond an empty log: a
    * later entry is a later request's. Called after `trim`, so every entry is live.
    */
-  giveBack(cost: number, chargedAt: number): void {
+  giveBack(cost: number, chargedBy: number): void {
     const { values } = this;
     let end = this.tail;
-    while (end > this.head && (values[end - 2] as number) > chargedAt) end -= 2;
+    while (end > this.head && (values[end - 2] as number) > chargedBy) end -= 2;
     let left = cost;
     while (left > 0 && end > this.head) {
       end -= 2;
@@ -214,10 +214,10 @@ export const memorySlidingLog: Algorithm<LogState> = {
     return log;
   },
 
-  refund(state, policy, _capacity, cost, now, chargedAt) {
+  refund(state, policy, _capacity, cost, now, _chargedAt, chargedBy) {
     const log = (state as LogBuffer | undefined) ?? new LogBuffer();
     log.trim(now - policy.windowMs);
-    log.giveBack(cost, chargedAt);
+    log.giveBack(cost, chargedBy);
     return log;
   },
 };

@@ -1,6 +1,6 @@
 import {
   algorithms,
-  chargedAtOf,
+  chargeOf,
   decide,
   type Policy,
   type PolicyOutcome,
@@ -175,7 +175,7 @@ function seen(client: ClientCounts, now: number): void {
  * counter the one before, which its estimate still weighs. The view loses the same units.
  */
 export function refundLocally(client: ClientCounts, request: StoreRequest, now: number): void {
-  const chargedAt = chargedAtOf(request, now);
+  const chargedAt = chargeOf(request, now).at;
   for (let i = 0; i < client.policies.length; i++) {
     const policy = client.policies[i] as Policy;
     const counts = client.counts[i] as PolicyCounts;

@@ -79,7 +79,8 @@ end
 local decision_runs, client_key_at, key_at, decisions, op = {}, {}, 1, 0, nil
 local at = 1
 while at <= #ARGV do
-  local _, _, count, run_op, cost, kinds, now, charge_age = find(ARGV[at], '^(%d+) (%a+) (%d+) ([^ ]+) ?(%d*) ?(%d*)$')
+  local _, _, count, run_op, cost, kinds, now, charge_age, charge_span =
+    find(ARGV[at], '^(%d+) (%a+) (%d+) ([^ ]+) ?(%d*) ?(%d*) ?(%d*)$')
   if count == nil or ARGV[at + 2] == nil then error('sluice: bad run header at ARGV[' .. at .. ']: ' .. ARGV[at]) end
   -- The call's operation is its first run's: a call of 'all' holds nothing else.
   op = op or run_op
@@ -91,6 +92,7 @@ while at <= #ARGV do
     now = now, min_ttl = min_ttl, refunding = run_op == 'refund', cost = tonumber(cost),
     set = set, capacities = capacities, charged_at = now - (tonumber(charge_age) or 0),
   }
+  run.charged_by = run.charged_at + (tonumber(charge_span) or 0)
   for _ = 1, tonumber(count) do
     decisions = decisions + 1
     decision_runs[decisions] = run
@@ -249,7 +251,7 @@ local function evaluate_decision(d, own_tables)
     local algorithm = p.algorithm
     if refunding then
       if current[i] ~= nil then
-        local next = algorithm.refund(current[i], p, capacities[i], cost, now, run.charged_at)
+        local next = algorithm.refund(current[i], p, capacities[i], cost, now, run.charged_at, run.charged_by)
         outcomes[i] = algorithm.evaluate(next, p, capacities[i], 0, now)
         ttl = max(ttl, store(p, by_slot, log_keys[i], next, outcomes[i], capacities[i], now, run.min_ttl))
         changed = true

@@ -28,11 +28,11 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
   }
 end
 leaky_bucket.seed = function(used, p, now) return { used * p.window, now } end
-leaky_bucket.refund = function(state, p, _, cost, now, charged_at)
+leaky_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
   local since = state and state[2] or now
   local at = max(now, since)
   local level = leaky_level(state, p.limit, at)
-  return { max(0, level - still_held(cost * p.window, p.limit, since, at, charged_at)), at }
+  return { max(0, level - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), at }
 end
 ALGORITHMS['leaky-bucket'] = leaky_bucket
 `;

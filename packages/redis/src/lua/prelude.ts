@@ -95,7 +95,7 @@ export const preludeLua = `
 --          Keys after the last decision's repeat its last key (padding) and are never read.
 -- ARGV     runs of decisions in a row that share their arguments, each run three entries (each
 --          entry is a string Redis makes on every call, so there are three for any policy count):
---   header '<count> <op> <cost> <kinds>[ <now>][ <age>]' (the usual one is '1 consume 1 gcra')
+--   header '<count> <op> <cost> <kinds>[ <now>][ <age>[ <span>]]' (the usual one is '1 consume 1 gcra')
 --     count  how many decisions in a row the run holds
 --     op     'consume': decide, and charge every policy only if all allow and cost > 0
 --            'refund': give back to every policy that has state what a charge of cost made <age>
@@ -108,8 +108,9 @@ export const preludeLua = `
 --            token bucket refilled at intervals, 'token-bucket:<refillAmount (units)>:<refillIntervalMs>'
 --            (without, continuous)
 --     now    epoch ms; absent to read the Redis clock (TIME, once per call)
---     age    a refund's: how many ms before now its charge was made (absent: 0); with no now,
---            after two spaces
+--     age    a refund's: how many ms before now its charge was made at the earliest (absent: 0);
+--            with no now, after two spaces
+--     span   how many ms after that at the latest (absent: 0): a log's entry of it is within
 --   heads  per policy ' slot@version=': its state head in the client's string (version names the
 --          algorithm and every figure its state depends on)
 --   figures per policy its windowMs and effective capacity (units), then per policy its limit
@@ -135,11 +136,11 @@ local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end
 local function floor_div(a, b) return floor(a / b) end
--- What a charge of units made at charged_at still holds in a bucket that drains or refills
--- limit units a ms, its state written at since and read at at: a refund gives back no more
--- (core's stillHeld says why).
-local function still_held(units, limit, since, at, charged_at)
-  if since <= charged_at then return units end
+-- What a charge of units made at charged_at or later, by charged_by, still holds in a bucket
+-- that drains or refills limit units a ms, its state written at since and read at at: a refund
+-- gives back no more (core's stillHeld says why).
+local function still_held(units, limit, since, at, charged_at, charged_by)
+  if since <= charged_by then return units end
   return max(0, units - (at - charged_at) * limit)
 end
 -- The latest time a limiter's clock takes (core's MAX_EPOCH_MS): a window a sound write left

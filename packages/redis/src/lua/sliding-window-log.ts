@@ -202,15 +202,15 @@ sliding_log.save = function(key, next)
     redis.call('RPUSH', key, next.at, next.append)
   end
 end
--- Gives cost back from the newest entries logged by charged_at, never beyond an empty log: a
+-- Gives cost back from the newest entries logged by charged_by, never beyond an empty log: a
 -- later entry is a later request's, lifted off the tail meanwhile and put back after.
-sliding_log.refund = function(state, p, _, cost, now, charged_at)
+sliding_log.refund = function(state, p, _, cost, now, _, charged_by)
   log_trim(state, now - p.window, false)
   local later, left = {}, cost
   while left > 0 do
     local at, units = log_tail(state.key, state)
     if at == nil then break end
-    if at > charged_at then
+    if at > charged_by then
       redis.call('RPOP', state.key)
       redis.call('RPOP', state.key)
       table.insert(later, 1, units)

@@ -63,20 +63,22 @@ token_bucket.seed = function(used, p, now)
   return { used * p.window, now }
 end
 -- What a charge still holds: its units less the refills since it was made (core's comments).
-token_bucket.refund = function(state, p, _, cost, now, charged_at)
+token_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
     local since_charge, steps = refilled_at - charged_at, 0
     if since_charge > 0 then steps = ceil_div(since_charge, p.refill_interval) end
     missing = max(0, missing - max(0, cost - steps * p.refill_amount))
-    -- A phase in step with the charge may have begun at it: begun again now (core's comment).
-    if since_charge >= 0 and since_charge % p.refill_interval == 0 and missing > 0 then refilled_at = now end
+    -- A phase that began at the charge, or a step since: begun again now (core's comment).
+    if (steps > 0 or since_charge % p.refill_interval == 0) and since_charge >= 0 and missing > 0 then
+      refilled_at = now
+    end
     return { missing, refilled_at }
   end
   -- As of the state's time when the clock stands behind it (core's comment says why).
   local since = state and state[2] or now
   local at = max(now, since)
-  return { max(0, missing_at(state, p.limit, at) - still_held(cost * p.window, p.limit, since, at, charged_at)), at }
+  return { max(0, missing_at(state, p.limit, at) - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), at }
 end
 ALGORITHMS['token-bucket'] = token_bucket
 `;

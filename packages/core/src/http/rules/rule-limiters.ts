@@ -33,10 +33,12 @@ export interface RuleVerdict {
   /** The match's `readings`: those of a path read more than one way this verdict is part of. */
   readonly readings?: number;
   /**
-   * The limiters' clock before the store was asked, so no later than the charge: the refund of
-   * what this verdict charged is dated by it, and gives back only what the charge still holds.
+   * The limiters' clock before the store was asked, so no later than the charge, and once its
+   * answer was back: the refund of what this verdict charged is dated by them, and gives back
+   * only what the charge still holds.
    */
   readonly chargedAt: number;
+  readonly answeredAt: number;
 }
 
 /** A match's verdict, in the match's readings when it has them. */
@@ -47,8 +49,9 @@ function verdictOf(
   limiter: Limiter | undefined,
   decision: Decision,
   chargedAt: number,
+  answeredAt: number,
 ): RuleVerdict {
-  const verdict = { index, rule, key, cost, limiter, decision, chargedAt };
+  const verdict = { index, rule, key, cost, limiter, decision, chargedAt, answeredAt };
   return readings === undefined ? verdict : { ...verdict, readings };
 }
 
@@ -193,7 +196,7 @@ export async function decideRules(
   const repeats = repeatedMatches(matches, limiterOf);
   if (repeats !== undefined) return decideRepeats(matches, repeats, limiterOf, cost, now, holdsQueue);
   const askedAt = now();
-  const joint = decideJointly(matches, limiterOf, cost, holdsQueue, askedAt);
+  const joint = decideJointly(matches, limiterOf, cost, holdsQueue, askedAt, now);
   if (joint !== undefined) return joint;
   const decided: (RuleVerdict | Promise<RuleVerdict>)[] = [];
   let waiting = false;
@@ -204,16 +207,16 @@ export async function decideRules(
     if (rule.blocked) {
       const decision = blockedDecision(rule, key, askedAt);
       publishRefusal(rule.id, NO_STORE, noPolicies(rule), decision, units);
-      decided.push(verdictOf(index, match, units, undefined, decision, askedAt));
+      decided.push(verdictOf(index, match, units, undefined, decision, askedAt, askedAt));
       return;
     }
     const limiter = limiterOf(rule, index);
     const decision = ask(limiter, key, units, holdsQueue);
     if (decision instanceof Promise) {
       waiting = true;
-      decided.push(decision.then((d) => verdictOf(index, match, units, limiter, d, askedAt)));
+      decided.push(decision.then((d) => verdictOf(index, match, units, limiter, d, askedAt, now())));
     } else {
-      decided.push(verdictOf(index, match, units, limiter, decision, askedAt));
+      decided.push(verdictOf(index, match, units, limiter, decision, askedAt, now()));
     }
   });
   // No await before the refunds when nothing was waited for: they land in this turn.
@@ -316,8 +319,8 @@ export function givenBack(verdicts: readonly RuleVerdict[]): Promise<RuleVerdict
 }
 
 /** A refund that fails leaves the charge: the client loses that much quota, nothing worse. */
-const refund = ({ limiter, key, cost, chargedAt }: RuleVerdict): Promise<void> | undefined =>
-  limiter?.refund(key, cost, { chargedAt }).catch(() => {});
+const refund = ({ limiter, key, cost, chargedAt, answeredAt }: RuleVerdict): Promise<void> | undefined =>
+  limiter?.refund(key, cost, { chargedAt, answeredAt }).catch(() => {});
 
 /**
  * Every match decided in one `consumeAll` call, or `undefined` when that cannot be: fewer
@@ -331,6 +334,7 @@ function decideJointly(
   cost: number | readonly number[],
   holdsQueue: boolean,
   askedAt: number,
+  now: () => number,
 ): Promise<RuleVerdict[]> | undefined {
   const limited = matches.filter((m) => m !== undefined && !m.rule.unlimited);
   if (limited.length < 2 || limited.some((m) => m?.rule.blocked || m?.rule.quotaMode === true)) return undefined;
@@ -359,7 +363,7 @@ function decideJointly(
       // Each rule's own guard: its timeout, its fail policy, and its limiter's count of store
       // errors and outage warning, as if it had asked alone.
       const decision = await part.settle(replies, i, holdsQueue);
-      return verdictOf(index, match, part.request.cost, limiter, decision, askedAt);
+      return verdictOf(index, match, part.request.cost, limiter, decision, askedAt, now());
     }),
   );
   return verdicts.then((decided) => {

@@ -204,7 +204,10 @@ export function createRulesHttpLimiter<Req, Res>(
       const delayed = (v: RuleVerdict) => v.limiter !== undefined && v.decision.delayMs > 0;
       // Each delayed rule's event, held back by its limiter, goes out as the refusal it became.
       const refuseQueued = (v: RuleVerdict) =>
-        queueFull(v.limiter as Limiter, v.key, v.decision, v.cost).then((refusal) => {
+        queueFull(v.limiter as Limiter, v.key, v.decision, v.cost, {
+          chargedAt: v.chargedAt,
+          answeredAt: v.answeredAt,
+        }).then((refusal) => {
           publishQueued(v.decision, refusal);
           return refusal;
         });
