@@ -573,6 +573,46 @@ export function limiterRegressions(store: () => RateLimitStore) {
     }
   });
 
+  // A later request's charge written within the span the charge was made in was taken for no
+  // charge since, and the whole charge came back, though it had refilled before that write.
+  it.each(['token-bucket', 'leaky-bucket', 'gcra'] as const)(
+    "%s: a later charge within the span of a refund's charge is not taken for it",
+    async (algorithm) => {
+      const clock = manualClock(START_MS);
+      const options = { limit: 10, window: '1s', algorithm } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.set(START_MS + 200);
+      expect((await limiter.consume('k', { cost: 5 })).allowed).toBe(true);
+      clock.set(START_MS + 250);
+      await limiter.refund('k', 1, { chargedAt: START_MS, answeredAt: START_MS + 250 });
+      expect((await limiter.peek('k')).remaining).toBe(5);
+    },
+  );
+
+  // A step after the charge: the phase was begun again at the refund, and the refund took a
+  // refill step away from the client (2 left, where not refunding left 4).
+  it('token-bucket at intervals: a refund after a step keeps the phase an earlier charge began', async () => {
+    const clock = manualClock(START_MS);
+    const options = {
+      limit: 4,
+      window: '10s',
+      algorithm: 'token-bucket',
+      refillAmount: 2,
+      refillInterval: '5s',
+    } as const;
+    const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+    expect((await limiter.consume('k', { cost: 4 })).allowed).toBe(true);
+    clock.set(START_MS + 6_000);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 6_500);
+    expect((await limiter.consume('k')).allowed).toBe(true);
+    clock.set(START_MS + 10_500);
+    await limiter.refund('k', 1, { chargedAt: START_MS + 6_000, answeredAt: START_MS + 6_000 });
+    clock.set(START_MS + 15_000);
+    expect((await limiter.peek('k')).remaining).toBe(4);
+  });
+
   it('sliding-window-log: a dated refund gives back the entry of its charge, not a later one', async () => {
     const clock = manualClock(START_MS);
     const options = { limit: 3, window: '1s', algorithm: 'sliding-window-log' } as const;

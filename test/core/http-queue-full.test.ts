@@ -352,6 +352,32 @@ describe("the middleware's refunds are dated by their charge", () => {
     expect((await next.outcome).decision?.delayMs).toBe(200);
   });
 
+  it('so is a rule’s queue slot its client left (rules mode)', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: q, limit: 10, window: 1s, algorithm: gcra, burst: 1, queue: { maxDelayMs: 2s } }]
+`);
+    const clock = manualClock();
+    const options = { rules, descriptors: [['header.x-client']], clock, store: createMemoryStore() };
+    const limiter = createHttpLimiter<Req, Res>(options, binding);
+    const client = { 'x-client': 'a' };
+    const booked = Array.from({ length: 6 }, () => send(limiter, client));
+    const leaving = booked[5] as ReturnType<typeof send>;
+    // Rules mode decides after a turn: every request is held before its client leaves.
+    await turn();
+    clock.advance(250);
+    leaving.res.raw.emit('close');
+    expect((await leaving.outcome).action).toBe('gone');
+    await turn();
+    clock.advance(50);
+    const next = send(limiter, client);
+    await turn();
+    next.res.raw.emit('close');
+    expect((await next.outcome).decision?.delayMs).toBe(200);
+  });
+
   // Other middleware answered while the store decided: the charge was given back undated, and
   // a window that had turned meanwhile gave up a unit of the next window's count.
   it('a charge made while other middleware answered is given back only from its own window', async () => {

@@ -206,6 +206,19 @@ describe('peek, reset and refund', () => {
     }
   });
 
+  // An answer dated ahead of the clock (in microseconds, say) stretched the span past the
+  // refund, and the log gave back a later request's entry.
+  it('a refund whose answer is dated ahead of the clock gives nothing back', async () => {
+    const clock = manualClock(START);
+    const limiter = createLimiter({ limit: 2, window: '1m', algorithm: 'sliding-window-log', clock });
+    await limiter.consume('k');
+    clock.advance(100);
+    await limiter.consume('k');
+    clock.advance(100);
+    await limiter.refund('k', 1, { chargedAt: START, answeredAt: START * 1000 });
+    expect((await limiter.peek('k')).remaining).toBe(0);
+  });
+
   // A time ahead of the clock, which has stepped back since the charge: taken as a charge made
   // now, a bucket gave back a later request's units, as if nothing had been charged since.
   it('a refund dated ahead of the clock gives nothing back; one dated at it, the whole charge', async () => {
@@ -247,6 +260,10 @@ describe('bad input at call time', () => {
     await expect(refund('r', 1, { chargedAt: 5, answeredAt: '6' })).rejects.toMatchObject({
       code: 'ERR_SLUICE_INVALID_OPTION',
     });
+    // An answer before its ask, or a time no clock reads, would date no charge.
+    for (const options of [{ chargedAt: 6, answeredAt: 5 }, { chargedAt: -1e300 }]) {
+      await expect(refund('r', 1, options)).rejects.toMatchObject({ code: 'ERR_SLUICE_INVALID_OPTION' });
+    }
   });
 
   it('a null cost, options that are not a plain object, or a misspelt option reject, charging nothing', async () => {

@@ -14,7 +14,7 @@ export interface ChargeTime {
  * long after that at the latest (`chargeSpanMs`, to `answeredAt`); `undefined` when they name no
  * `chargedAt` (charged now). Rounded outward: an older charge has refilled more, so the store
  * gives back no more than it holds. An age below 0 is a time ahead of the clock, which has
- * stepped back since (`givesNothingBack`).
+ * stepped back since, or was never the clock's (`givesNothingBack`).
  */
 export function chargeAgesOf(
   options: unknown,
@@ -32,9 +32,24 @@ export function chargeAgesOf(
     return undefined;
   }
   checkTime(chargedAt, 'chargedAt', 'the time before the charge was asked for');
-  if (answeredAt !== undefined) checkTime(answeredAt, 'answeredAt', 'the time its decision came back');
+  if (answeredAt !== undefined) {
+    checkTime(answeredAt, 'answeredAt', 'the time its decision came back');
+    if (answeredAt < chargedAt)
+      throw new SluiceError(
+        'ERR_SLUICE_INVALID_OPTION',
+        `[sluice] Option \`answeredAt\` of refund (${answeredAt}) comes before \`chargedAt\` (${chargedAt}): a decision comes back after it is asked for.`,
+      );
+  }
   const chargeAgeMs = Math.ceil(clockNow - chargedAt);
+  if (!Number.isSafeInteger(chargeAgeMs))
+    throw new SluiceError(
+      'ERR_SLUICE_INVALID_OPTION',
+      `[sluice] Option \`chargedAt\` of refund (${chargedAt}) lies too far from the clock (${clockNow}) to date a charge.`,
+    );
   const answeredAge = answeredAt === undefined ? chargeAgeMs : Math.floor(clockNow - answeredAt);
+  // An answer dated ahead of the clock, as a charge so dated, gives nothing back: the span
+  // would reach past the refund, to a later request's log entry.
+  if (answeredAge < 0) return { chargeAgeMs: answeredAge, chargeSpanMs: 0 };
   return { chargeAgeMs, chargeSpanMs: Math.max(0, chargeAgeMs - answeredAge) };
 }
 

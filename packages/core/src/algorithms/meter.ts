@@ -52,13 +52,13 @@ export function drainedTo(held: number, since: number, limit: number, now: numbe
 /**
  * What a charge of `units` made at `chargedAt` or later, by `chargedBy`, still holds in a bucket
  * that drains or refills `limit` units a ms, whose state was last written at `since` and is read
- * at `at`: a refund gives back no more. Nothing written after the charge (`since` by
- * `chargedBy`, the charge's own write the latest), the bucket holds all of it still, less what
- * has drained since, which reading the state took from the whole already. Else a later
- * request's charge may have found the bucket drained (or full) but for this one, and what this
- * one added was repaid then: the most it can still hold is its units less what has drained (or
- * refilled) since, counted to `at`, the later of the state's time and the clock: a clock
- * stepped back behind the state has seen that time already.
+ * at `at`: a refund gives back no more. Nothing written after the charge began (`since` at or
+ * before `chargedAt`), the bucket holds all of it still, less what has drained since, which
+ * reading the state took from the whole already. A later write may be a later request's
+ * charge, which found the bucket drained (or full) but for this one, and what this one added
+ * was repaid then: the most it can still hold is its units less what may have drained (or
+ * refilled) before that write, and, for a write after the charge's span, to `at`, the later of
+ * the state's time and the clock (a clock stepped back behind the state has seen that time).
  */
 export const stillHeld = (
   units: number,
@@ -67,4 +67,7 @@ export const stillHeld = (
   at: number,
   chargedAt: number,
   chargedBy: number,
-): number => (since <= chargedBy ? units : Math.max(0, units - (at - chargedAt) * limit));
+): number => {
+  if (since <= chargedAt) return units;
+  return Math.max(0, units - ((since <= chargedBy ? since : at) - chargedAt) * limit);
+};

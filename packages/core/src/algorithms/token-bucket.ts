@@ -57,18 +57,17 @@ export const tokenBucket: Algorithm = {
     if (policy.refillIntervalMs > 0) {
       const { refillAmount, refillIntervalMs } = policy;
       drainStepped(state[0] as number, state[1] as number, refillAmount, refillIntervalMs, now);
-      // The refills since the charge, at most: the steps to the last one, `refilledAt`, from the
-      // charge; a phase restarted since (the bucket was full) had no more before it.
+      // The phase's last step (or its beginning, `refilledAt`) after the span the charge was
+      // made in: a step since may have filled the bucket but for the charge, whose phase would
+      // then have begun again at a later charge, and what the charge still holds cannot be
+      // told: nothing is given back. Else all of the charge is still missing.
       const refilledAt = drained[1] as number;
-      const sinceCharge = refilledAt - chargedAt;
-      const steps = sinceCharge > 0 ? Math.ceil(sinceCharge / refillIntervalMs) : 0;
-      const missing = Math.max(0, (drained[0] as number) - Math.max(0, cost - steps * refillAmount));
-      // A phase in step with the charge may have begun at it (the bucket was full), and a step
-      // since may have filled it but for the charge: either way, without the charge the phase
-      // would have begun at a later charge, and its steps come later. Begun again now, the
-      // bucket refills no sooner than it would have.
-      const began = sinceCharge >= 0 && sinceCharge % refillIntervalMs === 0;
-      return [missing, (began || steps > 0) && missing > 0 ? now : refilledAt];
+      if (refilledAt > chargedBy) return [drained[0] as number, refilledAt];
+      const missing = Math.max(0, (drained[0] as number) - cost);
+      // A phase begun within the span may have begun at the charge (the bucket was full):
+      // without it the phase would have begun at a later charge. Begun again now, the bucket
+      // refills no sooner than it would have.
+      return [missing, refilledAt >= chargedAt && missing > 0 ? now : refilledAt];
     }
     // A clock behind the state's time refunds as of that time: read further back, the state
     // holds the work not yet drained that far back (`drainedTo`), and written back as of then

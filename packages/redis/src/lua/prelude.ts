@@ -140,7 +140,8 @@ local function floor_div(a, b) return floor(a / b) end
 -- that drains or refills limit units a ms, its state written at since and read at at: a refund
 -- gives back no more (core's stillHeld says why).
 local function still_held(units, limit, since, at, charged_at, charged_by)
-  if since <= charged_by then return units end
+  if since <= charged_at then return units end
+  if since <= charged_by then at = since end
   return max(0, units - (at - charged_at) * limit)
 end
 -- The latest time a limiter's clock takes (core's MAX_EPOCH_MS): a window a sound write left

@@ -62,17 +62,15 @@ token_bucket.seed = function(used, p, now)
   if p.refill_interval > 0 then return { used, now } end
   return { used * p.window, now }
 end
--- What a charge still holds: its units less the refills since it was made (core's comments).
+-- What a charge still holds (core's comments).
 token_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
-    local since_charge, steps = refilled_at - charged_at, 0
-    if since_charge > 0 then steps = ceil_div(since_charge, p.refill_interval) end
-    missing = max(0, missing - max(0, cost - steps * p.refill_amount))
-    -- A phase that began at the charge, or a step since: begun again now (core's comment).
-    if (steps > 0 or since_charge % p.refill_interval == 0) and since_charge >= 0 and missing > 0 then
-      refilled_at = now
-    end
+    -- A step after the charge's span: nothing is given back; a phase begun within it may
+    -- have begun at the charge, and begins again now (core's comments).
+    if refilled_at > charged_by then return { missing, refilled_at } end
+    missing = max(0, missing - cost)
+    if refilled_at >= charged_at and missing > 0 then refilled_at = now end
     return { missing, refilled_at }
   end
   -- As of the state's time when the clock stands behind it (core's comment says why).

@@ -261,11 +261,26 @@ export function createRulesHttpLimiter<Req, Res>(
       held--;
       // Gone, or answered by other middleware during the hold and left open (a stream): the
       // reserved slots were never used, and are given back.
-      if (!heldToTheEnd || raw.headersSent) void giveBack(verdicts);
+      if (!heldToTheEnd || raw.headersSent) giveBackSlots(verdicts).catch(() => {});
       if (!heldToTheEnd) return { action: 'gone', decision };
       checkUnsentMeanwhile(raw);
       return { action: 'next', decision };
     });
+  };
+
+  /**
+   * Gives back the slots of a request held to no use. A one-policy rule's queued charge holds
+   * its slot from the time it was booked for, so its refund is dated then, no later than now:
+   * dated at the ask, the hold counted as time it had refilled (as the adapters' own slots).
+   */
+  const giveBackSlots = async (verdicts: readonly RuleVerdict[]): Promise<void> => {
+    const now = clock();
+    const slotted = (v: RuleVerdict): RuleVerdict => {
+      if (v.limiter?.policies.length !== 1 || v.decision.delayMs === 0) return v;
+      const at = Math.min(now, v.chargedAt + v.decision.delayMs);
+      return { ...v, chargedAt: at, answeredAt: at };
+    };
+    await giveBack(verdicts.map(slotted));
   };
 
   // A limiter reached twice by one request (mounted on the app and on a router) counts it once.
