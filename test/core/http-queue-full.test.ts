@@ -333,35 +333,11 @@ describe("the middleware's refunds are dated by their charge", () => {
     expect((await ask('x')).action).toBe('limited');
   });
 
-  // Dated at the ask, a queued slot its client left counted its hold as time it had refilled,
-  // and gcra gave back none of it: the next request waited for a slot no one used.
-  it('a queue slot its client left is given back from the time it was booked for', async () => {
-    const clock = manualClock();
-    const options = { limit: 10, window: '1s', algorithm: 'gcra', burst: 1, queue: { maxDelayMs: 2000 } } as const;
-    const limiter = createHttpLimiter<Req, Res>({ ...options, clock, store: createMemoryStore() }, binding);
-    const booked = Array.from({ length: 6 }, () => send(limiter));
-    const leaving = booked[5] as ReturnType<typeof send>;
-    clock.advance(250);
-    leaving.res.raw.emit('close');
-    expect((await leaving.outcome).action).toBe('gone');
-    await turn();
-    clock.advance(50);
-    const next = send(limiter);
-    next.res.raw.emit('close');
-    // Its slot is the one given back: 500 ms after the first request, 200 ms from now.
-    expect((await next.outcome).decision?.delayMs).toBe(200);
-  });
-
-  it('so is a rule’s queue slot its client left (rules mode)', async () => {
-    const rules = parseRules(`
-domain: api
-descriptors:
-  - key: header.x-client
-    policies: [{ name: q, limit: 10, window: 1s, algorithm: gcra, burst: 1, queue: { maxDelayMs: 2s } }]
-`);
-    const clock = manualClock();
-    const options = { rules, descriptors: [['header.x-client']], clock, store: createMemoryStore() };
-    const limiter = createHttpLimiter<Req, Res>(options, binding);
+  /**
+   * Six requests of one client booked from 0 ms, 100 ms apart (gcra, 10 per second, a burst of
+   * 1); the sixth's client leaves at 250 ms; the delay a request at 300 ms is given.
+   */
+  const delayAfterALeaver = async (limiter: HttpLimiter<Req, Res>, clock: ReturnType<typeof manualClock>) => {
     const client = { 'x-client': 'a' };
     const booked = Array.from({ length: 6 }, () => send(limiter, client));
     const leaving = booked[5] as ReturnType<typeof send>;
@@ -375,7 +351,29 @@ descriptors:
     const next = send(limiter, client);
     await turn();
     next.res.raw.emit('close');
-    expect((await next.outcome).decision?.delayMs).toBe(200);
+    return (await next.outcome).decision?.delayMs;
+  };
+
+  // Dated at the ask, a queued slot its client left counted its hold as time it had refilled,
+  // and gcra gave back none of it: the next request waited for a slot no one used. Its slot is
+  // the one given back: 500 ms after the first request, 200 ms from then.
+  it('a queue slot its client left is given back from the time it was booked for', async () => {
+    const clock = manualClock();
+    const options = { limit: 10, window: '1s', algorithm: 'gcra', burst: 1, queue: { maxDelayMs: 2000 } } as const;
+    const limiter = createHttpLimiter<Req, Res>({ ...options, clock, store: createMemoryStore() }, binding);
+    expect(await delayAfterALeaver(limiter, clock)).toBe(200);
+  });
+
+  it('so is a rule’s queue slot its client left (rules mode)', async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: header.x-client
+    policies: [{ name: q, limit: 10, window: 1s, algorithm: gcra, burst: 1, queue: { maxDelayMs: 2s } }]
+`);
+    const clock = manualClock();
+    const options = { rules, descriptors: [['header.x-client']], clock, store: createMemoryStore() };
+    expect(await delayAfterALeaver(createHttpLimiter<Req, Res>(options, binding), clock)).toBe(200);
   });
 
   // Other middleware answered while the store decided: the charge was given back undated, and
