@@ -105,7 +105,11 @@ describe('refund', () => {
     );
   });
 
-  it.each(VARIANTS)('%s: refunding what was just charged restores the state before the charge', (variant) => {
+  // Not an interval refill's charge made where a step falls, or in a bucket charged since:
+  // whether the charge began the phase cannot be told there, and nothing is given back (a
+  // conformance test holds it to no step early).
+  const restoring = VARIANTS.filter((v) => v !== 'token-bucket interval refill');
+  it.each(restoring)('%s: refunding what was just charged restores the state before the charge', (variant) => {
     fc.assert(
       fc.property(
         policyTraceArb(variant).chain(([policy, trace]) =>

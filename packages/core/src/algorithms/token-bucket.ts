@@ -60,14 +60,13 @@ export const tokenBucket: Algorithm = {
       // The phase's last step (or its beginning, `refilledAt`) after the span the charge was
       // made in: a step since may have filled the bucket but for the charge, whose phase would
       // then have begun again at a later charge, and what the charge still holds cannot be
-      // told: nothing is given back. Else all of the charge is still missing.
+      // told: nothing is given back. Within the span it may be such a step, or the phase the
+      // charge began (the bucket was full), which without it a later charge would have begun:
+      // given back, the bucket would keep a phase it would not have had, unless full again.
       const refilledAt = drained[1] as number;
-      if (refilledAt > chargedBy) return [drained[0] as number, refilledAt];
-      const missing = Math.max(0, (drained[0] as number) - cost);
-      // A phase begun within the span may have begun at the charge (the bucket was full):
-      // without it the phase would have begun at a later charge. Begun again now, the bucket
-      // refills no sooner than it would have.
-      return [missing, refilledAt >= chargedAt && missing > 0 ? now : refilledAt];
+      const held = drained[0] as number;
+      if (refilledAt > chargedBy || (refilledAt >= chargedAt && held > cost)) return [held, refilledAt];
+      return [Math.max(0, held - cost), refilledAt];
     }
     // A clock behind the state's time refunds as of that time: read further back, the state
     // holds the work not yet drained that far back (`drainedTo`), and written back as of then

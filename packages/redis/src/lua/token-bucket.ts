@@ -66,12 +66,12 @@ end
 token_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
   if p.refill_interval > 0 then
     local missing, refilled_at = stepped_missing_at(state, p.refill_amount, p.refill_interval, now)
-    -- A step after the charge's span: nothing is given back; a phase begun within it may
-    -- have begun at the charge, and begins again now (core's comments).
-    if refilled_at > charged_by then return { missing, refilled_at } end
-    missing = max(0, missing - cost)
-    if refilled_at >= charged_at and missing > 0 then refilled_at = now end
-    return { missing, refilled_at }
+    -- A step after the charge's span, or within it one or the phase the charge began, unless
+    -- the refund leaves the bucket full: nothing is given back (core's comments).
+    if refilled_at > charged_by or (refilled_at >= charged_at and missing > cost) then
+      return { missing, refilled_at }
+    end
+    return { max(0, missing - cost), refilled_at }
   end
   -- As of the state's time when the clock stands behind it (core's comment says why).
   local since = state and state[2] or now
