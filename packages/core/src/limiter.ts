@@ -198,13 +198,18 @@ export function createLimiter(options: LimiterOptions): Limiter {
     return decision;
   };
 
-  const request = (key: string, cost: number, caps: readonly number[]): StoreRequest => ({
+  const request = (
+    key: string,
+    cost: number,
+    caps: readonly number[],
+    now: number | undefined = readClock(),
+  ): StoreRequest => ({
     namespace,
     key: storeKey(key),
     policies,
     capacities: caps,
     cost,
-    now: readClock(),
+    now,
   });
 
   /** The request `consume(key, { cost })` sends, checked. */
@@ -237,8 +242,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
   };
 
   const ask = (key: string, asked: StoreRequest): Promise<Decision> => {
-    // When the store may charge it, at the latest: a late answer's refund dates it no later.
-    const askedAt = giveBackLate === undefined ? 0 : (asked.now ?? Date.now());
+    const askedAt = askedAtOf(asked);
     return guardedRead(
       () => store.consume(asked),
       (reply) => replied(key, checkReplies ? checkedReply(reply, policies.length) : reply, asked),
@@ -274,6 +278,8 @@ export function createLimiter(options: LimiterOptions): Limiter {
             setTimeout(giveBack, timeoutMs).unref();
           }
         };
+  /** When a consume was asked, which a late answer's refund is dated from (0 where none follows). */
+  const askedAtOf = (asked: StoreRequest): number => (giveBackLate === undefined ? 0 : (asked.now ?? Date.now()));
   /** What the store decides in-process at once (a deny cache's refusal, a local-first count); else `undefined`. */
   const atOnce = (key: string, asked: StoreRequest): Decision | undefined => {
     const reply = (store.decideAtOnce as NonNullable<RateLimitStore['decideAtOnce']>)(asked);
@@ -390,12 +396,14 @@ export function createLimiter(options: LimiterOptions): Limiter {
 
   /** `refund`, with its event or without (`refundUnpublished`). */
   const refundWith = async (key: string, cost: number, options: RefundOptions | undefined, publish: boolean) => {
-    const ages = options === undefined ? undefined : chargeAgesOf(options, chargeTime());
+    // One reading for the store's `now` and the charge's age, which the store counts back from it.
+    const reading = readClock();
+    const ages = options === undefined ? undefined : chargeAgesOf(options, latestOf(reading ?? Date.now()));
     // A store on its own clock (Redis's) reads its milliseconds apart from the host's, by up to
     // one: the span is a millisecond wider, so a log finds the charge's entry within it.
     if (ages !== undefined && clock === undefined) ages.chargeSpanMs += 1;
     // Checked outside the guard: a bad key or cost is the caller's error, not a store failure.
-    const refund: StoreRequest = { ...request(checkKey(key), checkCost(cost), baseCapacities), ...ages };
+    const refund: StoreRequest = { ...request(checkKey(key), checkCost(cost), baseCapacities, reading), ...ages };
     if (givesNothingBack(ages)) return;
     if ((await guarded(() => store.refund(refund))) !== STORE_FAILED && publish) events.refunded(cost);
   };
@@ -403,8 +411,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
    * What a charge's age is measured to, by the limiter's clock (the host's without one): its
    * latest reading, later than the one now when the clock has stepped back since.
    */
-  const chargeTime = (): number => {
-    const reading = readClock() ?? Date.now();
+  const chargeTime = (): number => latestOf(readClock() ?? Date.now());
+  /** The clock's latest reading, `reading` among them. */
+  const latestOf = (reading: number): number => {
     if (reading > latestReading) latestReading = reading;
     return latestReading;
   };
@@ -469,7 +478,7 @@ export function createLimiter(options: LimiterOptions): Limiter {
     if (store.consumeAll === undefined || throttle.mode === 'shadow') return undefined;
     const caps = capacities();
     const asked = request(checkKey(key), checkCost(cost), caps);
-    const askedAt = giveBackLate === undefined ? 0 : (asked.now ?? Date.now());
+    const askedAt = askedAtOf(asked);
     // Read under this limiter's own guard, so a failure makes its decision at once, with its cause.
     const read = (replies: Promise<readonly StoreReply[]>, index: number): Promise<Decision> =>
       guardedRead(

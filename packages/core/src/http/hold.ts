@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { QueueHeldEvent } from '../event-types.js';
 import { publishQueueEvent } from '../events.js';
+import type { Limiter } from '../types.js';
 
 /**
  * Holds a queued request for `delayMs`. Resolves `true` when the time is up and `false` as
@@ -55,3 +56,27 @@ const whenClosed = (socket: Socket): Set<() => void> => {
   }
   return set;
 };
+
+/** When a charge was made: between `chargedAt` (the ask) and `answeredAt` (its answer). */
+export interface ChargeDates {
+  readonly chargedAt: number;
+  readonly answeredAt: number;
+}
+
+/**
+ * The dates a queue slot its request never used is given back by, `now` being the clock. A
+ * one-policy limiter's queued charge holds its slot from the time it was booked for (the ask
+ * and `delayMs`), no later than now: dated at the ask, the hold counted as time it had
+ * refilled, and the slot went partly unused. A limiter of several policies keeps the charge's
+ * dates, which each of them can bear.
+ */
+export function unusedSlotDates(
+  limiter: Limiter | undefined,
+  charged: ChargeDates,
+  delayMs: number,
+  now: number,
+): ChargeDates {
+  if (limiter?.policies.length !== 1 || delayMs === 0) return charged;
+  const at = Math.min(now, charged.chargedAt + delayMs);
+  return { chargedAt: at, answeredAt: at };
+}

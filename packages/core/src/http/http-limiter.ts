@@ -17,7 +17,7 @@ import { checkCostCanPass, hasQueue } from './futile-options.js';
 import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from './headers-sent.js';
-import { hold } from './hold.js';
+import { type ChargeDates, hold, unusedSlotDates } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
 import { queueFull } from './queue-full.js';
@@ -89,29 +89,14 @@ export function createHttpLimiter<Req, Res>(
     isAllowed: checkAllowList<Req>(all.allowList, key === undefined ? ipv6Subnet : undefined),
     ban: createBan(all.ban, base, namespace),
   }));
-  /**
-   * Gives back a queue slot its request never used. A one-policy limiter's queued charge holds
-   * its slot from the time it was booked for (`slotAt`), so its refund is dated then, no later
-   * than now: dated at the ask, the hold counted as time it had refilled, and the slot went
-   * partly unused. A limiter of several policies dates it at the ask, which each can bear.
-   */
-  const refundUnusedSlot = async (
-    limiter: Limiter,
-    clientKey: string,
-    units: number,
-    slotAt: number,
-    refund: () => Promise<void>,
-  ): Promise<void> => {
-    if (limiter.policies.length !== 1) return refund();
-    const at = Math.min(clock(), slotAt);
-    return limiter.refund(clientKey, units, { chargedAt: at, answeredAt: at });
-  };
-
   // Whether a charge may be given back later (after its response, a queue slot left unused, an
   // answer that came after other middleware answered), so its refund is dated: the clock is read
   // before the store is asked, no later than the charge, and once the decision is back.
   const datesCharges =
     afterResponse !== undefined || hasQueue(all) !== false || (base.store as RateLimitStore).local !== true;
+  /** When `decision`'s charge was made, if it made one a refund may follow: between the ask and now. */
+  const chargeDates = (decision: Decision, askedAt: number): ChargeDates | undefined =>
+    datesCharges && spentQuota(decision) ? { chargedAt: askedAt, answeredAt: clock() } : undefined;
   const { cost } = checked;
   const fixedUnits = typeof cost === 'number' ? { cost } : undefined;
 
@@ -158,8 +143,10 @@ export function createHttpLimiter<Req, Res>(
   /** Requests held in queue mode right now, bounded by `maxQueued`. */
   let held = 0;
 
-  /** Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold. */
-  /** `askedAt`: the clock's reading before the store was asked, when a refund may date the charge by it. */
+  /**
+   * Headers, hooks, then the outcome: at once, or after a ban's strike or the queue hold.
+   * `dates`: when the charge was made (`chargeDates`), which a refund of it is dated by.
+   */
   const finish = (
     entry: Entry,
     decision: Decision,
@@ -168,15 +155,13 @@ export function createHttpLimiter<Req, Res>(
     request: IncomingMessage,
     clientKey: string,
     units: number,
-    askedAt: number,
+    dates: ChargeDates | undefined,
   ): Outcome | Promise<Outcome> => {
     // A queue with no room left: refused, not held, and its reserved slot given back. Its
     // decision's event, held back by the limiter, goes out as the refusal the client gets. The
     // queue is every client's, so the refusal is no strike towards this one's ban.
-    // When the charge was made: between the ask and now. Read only where a refund may follow.
-    const dated = datesCharges ? { chargedAt: askedAt, answeredAt: clock() } : undefined;
     if (decision.delayMs > 0 && held >= checked.maxQueued) {
-      return queueFull(entry.limiter, clientKey, decision, units, dated).then((refused) => {
+      return queueFull(entry.limiter, clientKey, decision, units, dates).then((refused) => {
         publishQueued(decision, refused);
         unsentMeanwhile(res);
         return overQuota(entry, refused, req, res, request, retryAfterMs(refused, spentWaits.of(request)));
@@ -199,14 +184,16 @@ export function createHttpLimiter<Req, Res>(
     const charged = spentQuota(decision);
     // Dated by the charge: a refund gives back only what the charge still holds (nothing once
     // its window has passed, what has not refilled since), never a later request's units.
-    const refund = () => entry.limiter.refund(clientKey, units, dated);
+    const refund = () => entry.limiter.refund(clientKey, units, dates);
     if (decision.delayMs === 0) {
       if (charged) afterResponse?.(req, res, binding.rawResponse(res), refund);
       return { action: 'next', decision };
     }
     held++;
     publishQueued(decision);
-    const refundSlot = () => refundUnusedSlot(entry.limiter, clientKey, units, askedAt + decision.delayMs, refund);
+    // Async: a clock that throws rejects the refund, as a refund that fails, no more.
+    const refundSlot = async () =>
+      entry.limiter.refund(clientKey, units, dates && unusedSlotDates(entry.limiter, dates, decision.delayMs, clock()));
     return hold(binding.rawResponse(res), decision.delayMs, entry.limiter.namespace).then((heldToTheEnd): Outcome => {
       held--;
       if (!heldToTheEnd) {
@@ -260,16 +247,14 @@ export function createHttpLimiter<Req, Res>(
     askedAt: number,
   ): Outcome | Promise<Outcome> => {
     const raw = binding.rawResponse(res);
+    const dates = chargeDates(decision, askedAt);
     if (raw.headersSent) {
       // A queued decision's event, held back for the queue, goes out as decided.
       publishQueued(decision);
-      if (decision.allowed && spentQuota(decision)) {
-        const dated = datesCharges ? { chargedAt: askedAt, answeredAt: clock() } : undefined;
-        entry.limiter.refund(clientKey, units, dated).catch(ignore);
-      }
+      if (decision.allowed && spentQuota(decision)) entry.limiter.refund(clientKey, units, dates).catch(ignore);
     }
     checkUnsentMeanwhile(raw);
-    return finish(entry, decision, req, res, request, clientKey, units, askedAt);
+    return finish(entry, decision, req, res, request, clientKey, units, dates);
   };
 
   // Fixed policies, the default key and a fixed cost: nothing to await but, perhaps, the store.
@@ -296,7 +281,8 @@ export function createHttpLimiter<Req, Res>(
       const clientKey = keyOf(req, request);
       const askedAt = datesCharges ? clock() : 0;
       const decision = (consumeFixed as SynchronousPath)(clientKey, units, true);
-      if (!(decision instanceof Promise)) return finish(entry, decision, req, res, request, clientKey, units, askedAt);
+      if (!(decision instanceof Promise))
+        return finish(entry, decision, req, res, request, clientKey, units, chargeDates(decision, askedAt));
       return decision.then((asked) => finishLate(entry, asked, req, res, request, clientKey, units, askedAt));
     },
     limiter: fixedEntry?.limiter,

@@ -23,7 +23,7 @@ import { createFirstVisit, createRequestWaits } from '../first-visit.js';
 import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from '../headers-sent.js';
-import { hold } from '../hold.js';
+import { hold, unusedSlotDates } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
 import { createRefuse } from '../refusal.js';
@@ -268,18 +268,13 @@ export function createRulesHttpLimiter<Req, Res>(
     });
   };
 
-  /**
-   * Gives back the slots of a request held to no use. A one-policy rule's queued charge holds
-   * its slot from the time it was booked for, so its refund is dated then, no later than now:
-   * dated at the ask, the hold counted as time it had refilled (as the adapters' own slots).
-   */
+  /** Gives back the slots of a request held to no use, each dated as `unusedSlotDates` says. */
   const giveBackSlots = async (verdicts: readonly RuleVerdict[]): Promise<void> => {
     const now = clock();
-    const slotted = (v: RuleVerdict): RuleVerdict => {
-      if (v.limiter?.policies.length !== 1 || v.decision.delayMs === 0) return v;
-      const at = Math.min(now, v.chargedAt + v.decision.delayMs);
-      return { ...v, chargedAt: at, answeredAt: at };
-    };
+    const slotted = (v: RuleVerdict): RuleVerdict => ({
+      ...v,
+      ...unusedSlotDates(v.limiter, v, v.decision.delayMs, now),
+    });
     await giveBack(verdicts.map(slotted));
   };
 
