@@ -54,6 +54,22 @@ describe('express: req.rateLimit', () => {
     expect((await request(app).get('/after').expect(200)).body).toEqual({ remaining: 3, own: false });
   });
 
+  it('is cleared by assigning undefined; delete leaves it, as the README says', async () => {
+    const app = express();
+    app.use(limit(4, 'decision-cleared'));
+    app.get('/', (req, res) => {
+      delete req.rateLimit;
+      const afterDelete = (req.rateLimit as { remaining: number } | undefined)?.remaining;
+      req.rateLimit = undefined;
+      res.json({ afterDelete, afterClear: req.rateLimit ?? null, inherited: 'rateLimit' in req });
+    });
+    expect((await request(app).get('/').expect(200)).body).toEqual({
+      afterDelete: 3,
+      afterClear: null,
+      inherited: true,
+    });
+  });
+
   it('an own rateLimit property another middleware defined is replaced, not hidden behind', async () => {
     const app = express();
     app.use((req, _res, next) => {
@@ -63,6 +79,37 @@ describe('express: req.rateLimit', () => {
     app.use(limit(4, 'decision-defined'));
     app.get('/', report);
     expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 3, own: true });
+  });
+
+  it('a getter another middleware defined, on the request or on its app’s request, is replaced; the 429 still comes', async () => {
+    const app = express();
+    Object.defineProperty(app.request, 'rateLimit', { get: () => 'app’s', configurable: true });
+    app.use((req, _res, next) => {
+      if (req.path === '/own') Object.defineProperty(req, 'rateLimit', { get: () => 'theirs', configurable: true });
+      next();
+    });
+    const limiter = limit(3, 'decision-getter');
+    app.use(limiter);
+    app.get(['/own', '/inherited'], report);
+    expect((await request(app).get('/own').expect(200)).body).toEqual({ remaining: 2, own: true });
+    expect((await request(app).get('/inherited').expect(200)).body).toEqual({ remaining: 1, own: true });
+    expect((await request(app).get('/own').expect(200)).body).toEqual({ remaining: 0, own: true });
+    await request(app).get('/own').expect(429);
+    expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(0);
+  });
+
+  it('a rateLimit defined read-only and not configurable is left as it is, with a warning, and the request is still limited', async () => {
+    const logger = collectingLogger();
+    const app = express();
+    app.use((req, _res, next) => {
+      Object.defineProperty(req, 'rateLimit', { value: 'fixed', enumerable: true });
+      next();
+    });
+    app.use(rateLimit({ limit: 1, window: '1m', prefix: 'decision-fixed', logger }));
+    app.get('/', (req, res) => res.json({ rateLimit: req.rateLimit }));
+    expect((await request(app).get('/').expect(200)).body).toEqual({ rateLimit: 'fixed' });
+    await request(app).get('/').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
   });
 
   it('three limiters each reached twice count once each, after the application assigned a decision first', async () => {

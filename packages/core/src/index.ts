@@ -34,7 +34,7 @@ export {
   POLICY_OPTION_NAMES,
 } from './known-options.js';
 export { createLimiter, createUnpublishedLimiter, STORE_DENY_RETRY_AFTER_MS, type Unpublished } from './limiter.js';
-export { isRateLimitStore, limiterSettings } from './limiter-settings.js';
+export { checkedLogger, isRateLimitStore, limiterSettings } from './limiter-settings.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store/index.js';
 export { createMemoryStore, DEFAULT_MAX_KEYS, defaultMemoryStore } from './memory-store/index.js';
 export { DEFAULT_ALGORITHM, MAX_UNITS, toPolicies, toPolicy } from './policy.js';

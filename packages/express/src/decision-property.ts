@@ -12,8 +12,9 @@ import type { Request } from 'express';
  * every app's request inherits from (Express's own way of extending requests: `express.request`).
  *
  * Where that cannot be done (no such base in the chain, or `rateLimit` already defined there
- * by someone else) or where the request has an own `rateLimit` already (set by
- * `Object.defineProperty`), the decision is assigned to the request as before.
+ * or on a prototype between by someone else) or where the request has an own `rateLimit`
+ * already (set by `Object.defineProperty`), the decision is defined on the request itself,
+ * replacing theirs: a getter of their own, which an assignment would throw on, included.
  */
 /** Prototypes looked at already: the ones given the accessor, and those that could not take it. */
 const bases = new WeakMap<object, boolean>();
@@ -33,24 +34,55 @@ const accessor: PropertyDescriptor = {
 let lastPrototype: object | null = null;
 let lastUsable = false;
 
-/** Makes `decision` the request's `req.rateLimit`. */
-export function setRateLimit(req: Request, decision: Decision): void {
+/**
+ * Makes `decision` the request's `req.rateLimit`; false where the request holds a `rateLimit`
+ * that can be neither replaced nor assigned (defined not configurable and read-only, or on a
+ * frozen request), which is left as it is.
+ */
+export function setRateLimit(req: Request, decision: Decision): boolean {
   const prototype = Object.getPrototypeOf(req) as object | null;
   if (prototype !== lastPrototype) {
     lastUsable = prototype !== null && (bases.get(prototype) ?? withAccessor(prototype));
     lastPrototype = prototype;
   }
-  if (lastUsable && !Object.hasOwn(req, 'rateLimit')) keepDecision(req, decision);
-  else req.rateLimit = decision;
+  if (lastUsable && !Object.hasOwn(req, 'rateLimit')) {
+    keepDecision(req, decision);
+    return true;
+  }
+  return defineOwn(req, decision);
+}
+
+/** `decision` as the request's own `rateLimit`, whatever defined one before, where the request lets it. */
+function defineOwn(req: Request, decision: Decision): boolean {
+  const own = Object.getOwnPropertyDescriptor(req, 'rateLimit');
+  if (own !== undefined && own.configurable !== true) {
+    if (own.writable !== true) return false;
+    req.rateLimit = decision;
+    return true;
+  }
+  if (own === undefined && !Object.isExtensible(req)) return false;
+  Object.defineProperty(req, 'rateLimit', { value: decision, writable: true, enumerable: true, configurable: true });
+  return true;
 }
 
 /** Whether `req.rateLimit` reads the decisions kept here for requests of this prototype; defines the accessor if it can. */
 function withAccessor(prototype: object): boolean {
   const base = expressBase(prototype);
   if (base !== undefined && !Object.hasOwn(base, 'rateLimit')) Object.defineProperty(base, 'rateLimit', accessor);
-  const usable = base !== undefined && Object.getOwnPropertyDescriptor(base, 'rateLimit')?.get === accessor.get;
+  const usable =
+    base !== undefined &&
+    Object.getOwnPropertyDescriptor(base, 'rateLimit')?.get === accessor.get &&
+    !shadowedBefore(prototype, base);
   bases.set(prototype, usable);
   return usable;
+}
+
+/** Whether a prototype from `prototype` up to `base` (not included) defines a `rateLimit` of its own, which requests would read instead. */
+function shadowedBefore(prototype: object, base: object): boolean {
+  for (let at: object | null = prototype; at !== null && at !== base; at = Object.getPrototypeOf(at) as object | null) {
+    if (Object.hasOwn(at, 'rateLimit')) return true;
+  }
+  return false;
 }
 
 /** The object in the request's prototype chain that inherits from Node's IncomingMessage directly: Express's base request. */

@@ -1,6 +1,8 @@
 import {
   type AdapterBinding,
+  checkedLogger,
   createHttpLimiter,
+  createWarnOnce,
   type Decision,
   type HttpLimiterOptions,
   lookupName,
@@ -8,6 +10,7 @@ import {
   type RateLimitHandle,
   type RulesHttpOptions,
   thrownError,
+  type WarnOnce,
 } from '@sluice/core';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { setRateLimit } from './decision-property.js';
@@ -18,7 +21,7 @@ declare global {
   namespace Express {
     interface Request {
       /** The decision of the last sluice limiter that counted this request. */
-      rateLimit?: Decision;
+      rateLimit?: Decision | undefined;
     }
   }
 }
@@ -76,9 +79,10 @@ const binding: AdapterBinding<Request, Response> = {
 export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimitHandle {
   const limiter = createHttpLimiter(options, binding);
   const { onLimited } = options;
+  const warn = createWarnOnce(checkedLogger(options.logger));
 
   const apply = (outcome: Outcome, req: Request, res: Response, next: NextFunction): void => {
-    if (outcome.decision !== undefined) setRateLimit(req, outcome.decision);
+    if (outcome.decision !== undefined && !setRateLimit(req, outcome.decision)) notStored(warn);
     if (outcome.action === 'next') next();
     else if (outcome.action === 'limited') {
       if (outcome.refusal === undefined) limitedBy(onLimited, outcome, req, res, next);
@@ -116,6 +120,13 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
   };
   return Object.assign(sluiceRateLimit, { limiter: limiter.limiter, limiterFor: limiter.limiterFor });
 }
+
+/** The request holds a `rateLimit` of its own that no decision can replace. */
+const notStored = (warn: WarnOnce): void =>
+  warn(
+    'WRN_SLUICE_DECISION_NOT_STORED',
+    'a request holds a `rateLimit` defined read-only and not configurable (or the request is frozen), so the decision could not be put on `req.rateLimit`; the request is limited all the same. Define your own `rateLimit` configurable, or not at all.',
+  );
 
 /**
  * A refusal answered by `onLimited`. As in Koa and Fastify, the response has the refusal's

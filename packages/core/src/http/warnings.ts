@@ -16,6 +16,7 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_UNKNOWN_DOMAIN'
   | 'WRN_SLUICE_MIXED_HEADER_DRAFTS'
   | 'WRN_SLUICE_DUPLICATE_POLICY_NAME'
+  | 'WRN_SLUICE_DECISION_NOT_STORED'
   | 'WRN_SLUICE_RULE_PATH_SPELLING';
 
 /** Logs `message` once per code or, given `about`, once per code and `about` (one per rule value, say). */
