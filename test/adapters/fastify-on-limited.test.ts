@@ -9,10 +9,20 @@ describe('fastify: a refusal answered by onLimited', () => {
   let app: FastifyInstance;
   afterEach(() => app.close());
 
-  /** An app whose one route counts the requests its handler served; its second request is refused. */
-  async function refusedBy(onLimited: OnLimited, logLines: string[] = []) {
+  /**
+   * An app whose one route counts the requests its handler served; its second request is
+   * refused. With `slowOnSend`, an async `onSend` hook (a compressor's, say) that finishes on a
+   * later turn counts the replies it sees.
+   */
+  async function refusedBy(onLimited: OnLimited, logLines: string[] = [], slowOnSend?: { calls: number }) {
     let served = 0;
-    app = Fastify({ logger: { level: 'error', stream: { write: (line: string) => logLines.push(line) } } });
+    app = Fastify({ logger: { level: 'warn', stream: { write: (line: string) => logLines.push(line) } } });
+    if (slowOnSend !== undefined)
+      app.addHook('onSend', async (_request, _reply, payload) => {
+        slowOnSend.calls++;
+        await new Promise((resolve) => setImmediate(resolve));
+        return payload;
+      });
     await app.register(rateLimitPlugin, { ...base, clock: clockAt(0), onLimited });
     app.post('/login', async () => {
       served++;
@@ -81,4 +91,50 @@ describe('fastify: a refusal answered by onLimited', () => {
       expect(logged).toMatchObject([{ level: 50, err: { message: 'failed after sending' } }]);
     },
   );
+
+  it.each([
+    [
+      'sync',
+      ((_request, reply) => {
+        reply.send({ error: 'slow down' });
+      }) as OnLimited,
+    ],
+    [
+      'async, returning the reply',
+      (async (_request, reply) => {
+        reply.send({ error: 'slow down' });
+        return reply;
+      }) as OnLimited,
+    ],
+  ])('sends a reply onLimited sent (%s) once, while an async onSend hook runs', async (_, onLimited) => {
+    const logLines: string[] = [];
+    const onSend = { calls: 0 };
+    const { res, served } = await refusedBy(onLimited, logLines, onSend);
+    expect(served).toBe(1);
+    expect([res.statusCode, res.headers['content-type'], res.json()]).toEqual([
+      429,
+      'application/json; charset=utf-8',
+      { error: 'slow down' },
+    ]);
+    // One for the first request's answer, one for the refusal.
+    expect(onSend.calls).toBe(2);
+    expect(logLines).toEqual([]);
+  });
+
+  it('logs what onLimited throws after sending while an async onSend hook runs, and keeps its reply', async () => {
+    const logLines: string[] = [];
+    const onSend = { calls: 0 };
+    const { res } = await refusedBy(
+      (_request, reply) => {
+        reply.code(418).send('teapot');
+        throw new Error('failed after sending');
+      },
+      logLines,
+      onSend,
+    );
+    expect([res.statusCode, res.body, onSend.calls]).toEqual([418, 'teapot', 2]);
+    expect(logLines.map((line) => JSON.parse(line))).toMatchObject([
+      { level: 50, err: { message: 'failed after sending' } },
+    ]);
+  });
 });

@@ -47,10 +47,59 @@ function sendProblem(reply: FastifyReply, decision: Decision): void {
  * while the limit awaited) Fastify would drop the error unseen, so it is logged as Fastify
  * logs a handler's.
  */
-function fail(reason: unknown, reply: FastifyReply, done: HookDone): void {
+function fail(reason: unknown, reply: FastifyReply, done: HookDone, sent = reply.sent): void {
   const error = thrownError(reason) as Error;
-  if (reply.sent) reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
+  if (sent) reply.log.error({ err: error }, 'Promise errored, but reply.sent = true was set');
   else done(error);
+}
+
+/**
+ * A refusal answered by `onLimited`. A refused request never reaches the handler, whatever
+ * `onLimited` does (going on when it sent nothing let every refusal through). As from a Fastify
+ * handler, a value it returns is the body; the checks on the reply are Fastify's own
+ * (`wrap-thenable.js`). The reply has the refusal's status (429, 503, or a ban's) before it
+ * runs, as in Koa, so a body it sends without one is not a 200 OK; what it throws, at once or
+ * later, is answered under the status the reply had. Once it sent a reply Fastify would drop the
+ * error unseen (a hook's error after a reply is not handled), so it is logged as Fastify logs a
+ * handler's.
+ *
+ * Fastify marks a reply sent only once its `onSend` hooks have run: while an async one runs, a
+ * reply `onLimited` sent looks unsent, and a second would follow it, each hook run twice and the
+ * first reply's Content-Type overwritten. So its calls of `reply.send` are watched, through a
+ * `send` of the reply's own for as long as it runs.
+ */
+function answerByOnLimited(
+  onLimited: OnLimited | undefined,
+  { decision, status }: Extract<Outcome, { refusal: undefined }>,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  done: HookDone,
+): void {
+  const { statusCode } = reply;
+  let sendCalled = false;
+  const { send } = reply;
+  reply.send = function watchedSend(this: FastifyReply, payload?: unknown) {
+    sendCalled = true;
+    return send.call(this, payload);
+  };
+  const unwatched = (): void => {
+    delete (reply as { send?: unknown }).send;
+  };
+  const answered = (): boolean => sendCalled || reply.sent || reply.raw.headersSent;
+  reply.code(status);
+  new Promise((resolve) => resolve(onLimited?.(request, reply, decision)))
+    .then((body) => {
+      unwatched();
+      if (answered()) return;
+      if (body === undefined) sendProblem(reply, decision);
+      else reply.send(body);
+    })
+    .then(undefined, (reason: unknown) => {
+      unwatched();
+      const sent = answered();
+      if (!sent) reply.code(statusCode);
+      fail(reason, reply, done, sent);
+    });
 }
 
 /**
@@ -77,29 +126,8 @@ export function createRateLimitHook(
     if (outcome.decision !== undefined) request.rateLimit = outcome.decision;
     if (outcome.action === 'next') done();
     else if (outcome.action === 'gone') reply.hijack();
-    else if (outcome.refusal === undefined) {
-      // A refused request never reaches the handler, whatever `onLimited` does (going on when it
-      // sent nothing let every refusal through). As from a Fastify handler, a value it returns
-      // is the body; the checks on the reply are Fastify's own (`wrap-thenable.js`). The reply
-      // has the refusal's status (429, 503, or a ban's) before it runs, as in Koa, so a body it
-      // sends without one is not a 200 OK; what it throws, at once or later, is answered under
-      // the status the reply had. Once it sent a reply Fastify would drop the error unseen (a
-      // hook's error after a reply is not handled), so it is logged as Fastify logs a handler's.
-      const { decision } = outcome;
-      const { statusCode } = reply;
-      const failed = (reason: unknown): void => {
-        if (!reply.sent) reply.code(statusCode);
-        fail(reason, reply, done);
-      };
-      reply.code(outcome.status);
-      new Promise((resolve) => resolve(onLimited?.(request, reply, decision)))
-        .then((body) => {
-          if (reply.sent || reply.raw.headersSent) return;
-          if (body === undefined) sendProblem(reply, decision);
-          else reply.send(body);
-        })
-        .then(undefined, failed);
-    } else {
+    else if (outcome.refusal === undefined) answerByOnLimited(onLimited, outcome, request, reply, done);
+    else {
       const { status, contentType, body } = outcome.refusal;
       reply
         .code(status)
