@@ -104,6 +104,9 @@ describe('a trust-proxy setting that reads past the client', () => {
     ['koa', "a maxIpsCount of '1', which Koa reads as 1", '1', '203.0.113.7'],
     ['fastify', 'the proxy by address', ['127.0.0.1'], '203.0.113.7'],
     ['fastify', 'a function trusting one hop', (_address: string, hop: number) => hop < 1, '203.0.113.7'],
+    // The client forged an address of the proxies' subnet before its own, which ends the walk.
+    ['express', 'the proxies by subnet, the client forging one', 'loopback, 10.0.0.0/8', '10.0.0.1, 203.0.113.7'],
+    ['fastify', 'the proxies by subnet, the client forging one', ['127.0.0.1', '10.0.0.0/8'], '10.0.0.1, 203.0.113.7'],
     [
       'express',
       'a function that throws on an address it does not expect',
