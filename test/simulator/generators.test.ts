@@ -211,7 +211,10 @@ describe('traffic generators', () => {
     expect(crowd.length).toBeGreaterThan(200);
     expect(crowd.every((a) => a.at < 60_000)).toBe(true);
     expect(() => diurnal({ ...day, peakAt: -1 })).toThrow(
-      expect.objectContaining({ code: 'ERR_SLUICE_INVALID_DURATION' }),
+      expect.objectContaining({
+        code: 'ERR_SLUICE_INVALID_DURATION',
+        message: expect.stringContaining('0 for the start'),
+      }),
     );
   });
 
@@ -231,6 +234,9 @@ describe('traffic generators', () => {
     expect(() => diurnal({ clients: 1, meanRatePerSecond: 1, swing: 2 })).toThrow(
       expect.objectContaining({ code: 'ERR_SLUICE_INVALID_TRAFFIC', message: expect.stringContaining('swing') }),
     );
+    // Text that reads as a number was shown as that number, hiding why it was refused.
+    expect(() => boundaryAttack({ limit: '100' as never, window: '1m' })).toThrow(/received "100"\./);
+    expect(() => heavyTailed({ clients: 5, ratePerSecond: [7] as never, duration: '1m' })).toThrow(/received an array/);
   });
 
   it('refuses an option it does not know, and a key that is not text (they were dropped or coerced)', () => {

@@ -161,6 +161,20 @@ describe('the simulate report', () => {
     expect(log).toMatch(/\| +9\.\d+ s; 1 never passes \| +– \|$/);
   });
 
+  it('shows a wait under 5 ms to the ms, where it read 0 s', async () => {
+    // Ten at one instant against 5 per 5 ms: gcra frees a unit each millisecond.
+    const burst = await replay(
+      'burst.txt',
+      range(1_000, 10, 0).map((t) => `${t} k`),
+      5,
+    );
+    const page = renderPage([burst], worstWindowChart([burst]), new Map([[burst, scenarioCharts(burst)]]));
+    const gcra = burst.runs.find((run) => run.name === 'gcra');
+    expect(gcra?.totals.maxRetryAfterMs).toBe(1);
+    const row = page.split('\n').find((line) => line.startsWith('| `gcra` '));
+    expect(row).toMatch(/\| +0\.001 s \| +– \|$/);
+  });
+
   it.each([
     ['ten years', 'years', ['0 a', `${10 * 365 * 86_400_000} a`]],
     ['millennia', 'years', ['0 a', '999999999999999 a']],

@@ -139,6 +139,10 @@ describe('parseTrace', () => {
     expect(parseTrace('2017-01-01T00:59:60.250+01:00 a')).toEqual([{ at: midnight + 250, key: 'a', cost: 1 }]);
     expect(parseTrace(log('31/Dec/2016:23:59:60 +0000'))).toEqual([{ at: midnight, key: '192.0.2.7', cost: 1 }]);
     expect(parseTrace(log('31/Dec/2016:18:59:60 -0500'))).toEqual([{ at: midnight, key: '192.0.2.7', cost: 1 }]);
+    // The epoch's own first second, refused as the second before it.
+    expect(parseTrace('1969-12-31T23:59:60Z a')).toEqual([{ at: 0, key: 'a', cost: 1 }]);
+    expect(parseTrace(log('31/Dec/1969:23:59:60 +0000'))).toEqual([{ at: 0, key: '192.0.2.7', cost: 1 }]);
+    expect(() => parseTrace('1969-12-31T23:59:59Z a')).toThrow(/before 1970-01-01/);
     const notAtDayEnd = expect.objectContaining({
       code: 'ERR_SLUICE_INVALID_TRACE',
       message: expect.stringContaining('leap second'),

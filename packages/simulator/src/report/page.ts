@@ -14,7 +14,8 @@ const CLOUDFLARE_ERROR_PERCENT = 0.003;
 
 const percent = (part: number, whole: number, digits = 2) =>
   whole === 0 ? '–' : `${formatNumber((100 * part) / whole, digits)} %`;
-const seconds = (ms: number) => `${formatNumber(ms / 1000, 2)} s`;
+/** Whole ms as seconds, to the ms: rounded to hundredths, a wait of 1 ms read 0 s. */
+const seconds = (ms: number) => `${formatNumber(ms / 1000, 3)} s`;
 const ratio = (run: RunResult) => `${formatNumber(run.worst.ratio, 2)}×`;
 const window = (ms: number) =>
   ms % 60_000 === 0 ? `${ms / 60_000} min` : ms % 1000 === 0 ? `${ms / 1000} s` : `${ms} ms`;

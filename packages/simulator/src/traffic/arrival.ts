@@ -2,6 +2,7 @@ import {
   checkOptionNames,
   type Duration,
   describe,
+  invalid,
   isEpochMs,
   isOverLimitMark,
   MAX_EPOCH_MS,
@@ -121,14 +122,24 @@ export const orDefault = <T>(value: T | undefined, fallback: T): T => (value ===
  */
 export function offsetMs(value: unknown, option: string): number {
   if (value === 0 || (typeof value === 'string' && /^0+(?:\.0+)?(?:ms|s|m|h|d)$/.test(value))) return 0;
-  return toMs(value, option);
+  try {
+    return toMs(value, option);
+  } catch {
+    // `toMs` asks for a positive duration, which would not say that 0 is taken too.
+    invalid(
+      'ERR_SLUICE_INVALID_DURATION',
+      option,
+      value,
+      "0 for the start, or a positive whole number of milliseconds or a string such as '500ms', '1s', '1m', '1h' or '1d'",
+    );
+  }
 }
 
 /** A finite number > 0 (or ≥ 0), else a coded error naming the option. */
 export function positiveNumber(value: unknown, option: string, allowZero = false): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || (value === 0 && !allowZero)) {
     throw trafficError(
-      `Traffic option \`${option}\` must be a ${allowZero ? 'non-negative' : 'positive'} number; received ${String(value)}.`,
+      `Traffic option \`${option}\` must be a ${allowZero ? 'non-negative' : 'positive'} number; received ${describe(value)}.`,
     );
   }
   return value;
@@ -136,7 +147,7 @@ export function positiveNumber(value: unknown, option: string, allowZero = false
 
 export function positiveInteger(value: unknown, option: string): number {
   if (!Number.isSafeInteger(value) || (value as number) <= 0) {
-    throw trafficError(`Traffic option \`${option}\` must be a positive whole number; received ${String(value)}.`);
+    throw trafficError(`Traffic option \`${option}\` must be a positive whole number; received ${describe(value)}.`);
   }
   return value as number;
 }

@@ -136,9 +136,8 @@ function accessLogArrival(line: string): Arrival | string {
   // Date rolls 31 Feb over into March; a log never means that.
   if (new Date(utc).getUTCDate() !== day || hour > 23 || minute > 59 || second > 60)
     return 'the time is not a valid date';
-  const at = zoned(utc, time[7] as string, zoneH, zoneM);
-  const read = leap ? afterLeapSecond(at) : at;
-  return typeof read === 'string' ? read : { at: read, key: match[1] as string, cost: 1 };
+  const at = epochMs(zoned(utc, time[7] as string, zoneH, zoneM), leap);
+  return typeof at === 'string' ? at : { at, key: match[1] as string, cost: 1 };
 }
 
 /** Epoch ms of an ISO 8601 match, or what is wrong with it. */
@@ -162,9 +161,21 @@ function isoMs(iso: RegExpExecArray): number | string {
     date.getUTCSeconds(),
   ];
   if (readBack.some((value, i) => value !== fields[i])) return 'the time is not a valid date';
-  const at =
-    iso[8] === undefined ? checkEpoch(date.getTime()) : zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10]));
-  return leap ? afterLeapSecond(at) : at;
+  return epochMs(
+    iso[8] === undefined ? date.getTime() : zoned(date.getTime(), iso[8], Number(iso[9]), Number(iso[10])),
+    leap,
+  );
+}
+
+/**
+ * A line's time in UTC, moved past its leap second, as epoch ms, or what is wrong with it.
+ * Simulated time is epoch ms ≥ 0, as `simulate` requires: refused here, where the line is
+ * known, and only once moved, as `1969-12-31T23:59:60Z` is the epoch itself.
+ */
+function epochMs(utc: number | string, leap: boolean): number | string {
+  const at = leap ? afterLeapSecond(utc) : utc;
+  if (typeof at === 'string') return at;
+  return at < 0 ? 'the time is before 1970-01-01T00:00:00Z' : at;
 }
 
 /** Epoch ms of a UTC time, years 0–99 as written: `Date.UTC` reads them as 1900–1999. */
@@ -193,11 +204,8 @@ function afterLeapSecond(at: number | string): number | string {
 function zoned(localMs: number, sign: string, hours: number, minutes: number): number | string {
   if (hours > 23 || minutes > 59) return 'the time zone offset is not a valid offset';
   const offsetMs = (hours * 60 + minutes) * 60_000;
-  return checkEpoch(sign === '-' ? localMs + offsetMs : localMs - offsetMs);
+  return sign === '-' ? localMs + offsetMs : localMs - offsetMs;
 }
-
-/** Simulated time is epoch ms ≥ 0, as `simulate` requires: refused here, where the line is known. */
-const checkEpoch = (at: number): number | string => (at < 0 ? 'the time is before 1970-01-01T00:00:00Z' : at);
 
 function traceError(source: string, line: number, raw: string, problem: string): TraceError {
   const shown = raw.length > 120 ? `${raw.slice(0, 117)}…` : raw;
