@@ -17,7 +17,8 @@ export type SluiceWarningCode =
   | 'WRN_SLUICE_MIXED_HEADER_DRAFTS'
   | 'WRN_SLUICE_DUPLICATE_POLICY_NAME'
   | 'WRN_SLUICE_DECISION_NOT_STORED'
-  | 'WRN_SLUICE_RULE_PATH_SPELLING';
+  | 'WRN_SLUICE_RULE_PATH_SPELLING'
+  | 'WRN_SLUICE_RULE_ADDRESS_SPELLING';
 
 /** Logs `message` once per code or, given `about`, once per code and `about` (one per rule value, say). */
 export type WarnOnce = (code: SluiceWarningCode, message: string, about?: string) => void;

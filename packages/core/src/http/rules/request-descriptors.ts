@@ -1,3 +1,4 @@
+import { Buffer, isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import { parse } from 'node:url';
 import { describe, invalid, SluiceError } from '../../errors.js';
@@ -244,15 +245,31 @@ const headerField =
   ({ request }) => {
     const value = request.headers[name];
     // Cookie is one header however many lines carry it (HTTP/2 sends each crumb on its own).
-    if (typeof value !== 'string' || name === 'cookie') return Array.isArray(value) ? value[0] : value;
+    if (typeof value !== 'string' || name === 'cookie') return asUtf8(Array.isArray(value) ? value[0] : value);
     // Only a value with Node's separator can be one it joined: most requests look no further.
-    if (!value.includes(', ')) return value;
+    if (!value.includes(', ')) return asUtf8(value);
     const sent: string[] = [];
     const raw = request.rawHeaders;
     for (let i = 0; i < raw.length; i += 2)
       if ((raw[i] as string).toLowerCase() === name) sent.push(raw[i + 1] as string);
-    return sent.length > 1 && value === sent.join(', ') ? sent[0] : value;
+    return asUtf8(sent.length > 1 && value === sent.join(', ') ? sent[0] : value);
   };
+
+/** Characters outside ASCII, and those outside the bytes Latin-1 reads. */
+const NON_ASCII = /[\u0080-\uffff]/;
+const BEYOND_LATIN1 = /[\u0100-\uffff]/;
+
+/**
+ * A header value as its bytes read in UTF-8, where they are UTF-8. Node reads a header's bytes
+ * as Latin-1, one character a byte, while rule files are UTF-8 and Envoy compares bytes: a
+ * client sending `x-user: josé` sent `josÃ©`, which no rule for `josé` matched. A value that is
+ * not UTF-8, or one the app set with characters no byte reads as, is kept as it is.
+ */
+function asUtf8(value: string | undefined): string | undefined {
+  if (value === undefined || !NON_ASCII.test(value) || BEYOND_LATIN1.test(value)) return value;
+  const bytes = Buffer.from(value, 'latin1');
+  return isUtf8(bytes) ? bytes.toString('utf8') : value;
+}
 
 /**
  * Compiles the `descriptors` and `fields` options into a function giving a request's

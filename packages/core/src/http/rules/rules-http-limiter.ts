@@ -30,7 +30,8 @@ import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
-import { compileDescriptors, matchReadings, type RequestFacts } from './request-descriptors.js';
+import { compileDescriptors, DEFAULT_DESCRIPTORS, matchReadings, type RequestFacts } from './request-descriptors.js';
+import { checkRuleAddresses } from './rule-address-spelling.js';
 import type { RuleLike, RuleSetLike } from './rule-like.js';
 import {
   combinedDecision,
@@ -125,10 +126,15 @@ export function createRulesHttpLimiter<Req, Res>(
   }
   const clock = (base.clock as (() => number) | undefined) ?? Date.now;
   const warn = createWarnOnce((base.logger as LimiterOptions['logger']) ?? console);
-  // Only the built-in `path` is respelt: a `fields.path` gives values as its function makes them.
-  const sendsRulePath =
-    !Object.hasOwn((options.fields ?? {}) as object, 'path') &&
-    (options.descriptors as readonly (readonly string[])[] | undefined)?.some((list) => list.includes('path')) === true;
+  // Only the built-in `path` and `remote_address` are respelt: a field of the same name gives
+  // values as its function makes them.
+  const sendsBuiltIn = (key: string): boolean =>
+    !Object.hasOwn((options.fields ?? {}) as object, key) &&
+    ((options.descriptors as readonly (readonly string[])[] | undefined) ?? DEFAULT_DESCRIPTORS).some((list) =>
+      list.includes(key),
+    );
+  const sendsRulePath = sendsBuiltIn('path');
+  const sendsRemoteAddress = sendsBuiltIn('remote_address');
   // Each set a watcher brings is checked as it comes into force, as the first one was: a reload
   // that renames or drops the domain would otherwise turn every limit off without a word.
   let checkedSet: RuleSetLike | undefined;
@@ -145,6 +151,7 @@ export function createRulesHttpLimiter<Req, Res>(
       );
     }
     if (sendsRulePath) checkRulePaths(rules, domain, warn);
+    if (sendsRemoteAddress) checkRuleAddresses(rules, domain, ipv6Subnet, warn);
   };
   checkSet(current());
   const addressKey = createClientAddressKey(binding, ipv6Subnet, warn);
