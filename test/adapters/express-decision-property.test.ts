@@ -112,6 +112,18 @@ describe('express: req.rateLimit', () => {
     expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
   });
 
+  it('a rateLimit defined not configurable but with a setter is assigned through it', async () => {
+    const app = express();
+    app.use((req, _res, next) => {
+      let stored: unknown;
+      Object.defineProperty(req, 'rateLimit', { get: () => stored, set: (value) => (stored = value) });
+      next();
+    });
+    app.use(limit(3, 'decision-setter'));
+    app.get('/', report);
+    expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 2, own: true });
+  });
+
   it('three limiters each reached twice count once each, after the application assigned a decision first', async () => {
     const app = express();
     app.use((req, _res, next) => {

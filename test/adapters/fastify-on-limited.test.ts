@@ -137,4 +137,46 @@ describe('fastify: a refusal answered by onLimited', () => {
       { level: 50, err: { message: 'failed after sending' } },
     ]);
   });
+
+  // A payload Fastify refuses makes `reply.send` throw, having sent nothing: counted as a reply
+  // sent, the request was left unanswered.
+  it('answers the error when onLimited’s reply.send throws, and the default refusal when it caught that', async () => {
+    const thrown = await refusedBy((_request, reply) => {
+      reply.type('text/plain').send(12345);
+    });
+    expect(thrown.res.statusCode).toBe(500);
+    expect(thrown.res.json()).toMatchObject({ code: 'FST_ERR_REP_INVALID_PAYLOAD_TYPE' });
+    await app.close();
+    const caught = await refusedBy((_request, reply) => {
+      try {
+        reply.type('text/plain').send(12345);
+      } catch {
+        // Left to the default refusal.
+      }
+    });
+    expect(caught.res.statusCode).toBe(429);
+    expect(caught.res.json()).toMatchObject({ status: 429 });
+  });
+
+  it('keeps a send another plugin put on the reply, and goes through it', async () => {
+    const seen: string[] = [];
+    app = Fastify();
+    app.addHook('onRequest', async (_request, reply) => {
+      const { send } = reply;
+      reply.send = function wrapped(this: typeof reply, payload?: unknown) {
+        seen.push('wrapper');
+        return send.call(this, payload);
+      };
+    });
+    app.addHook('onResponse', async (_request, reply) => {
+      seen.push(Object.hasOwn(reply, 'send') ? 'own send kept' : 'own send lost');
+    });
+    await app.register(rateLimitPlugin, { ...base, clock: clockAt(0), onLimited: () => ({ custom: 1 }) });
+    app.get('/', async () => 'ok');
+    await app.inject('/');
+    seen.length = 0;
+    const res = await app.inject('/');
+    expect([res.statusCode, res.json()]).toEqual([429, { custom: 1 }]);
+    expect(seen).toEqual(['wrapper', 'own send kept']);
+  });
 });

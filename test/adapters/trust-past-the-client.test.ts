@@ -66,6 +66,21 @@ describe('a trust-proxy setting that reads past the client', () => {
     return { logger, keyFor };
   };
 
+  // An empty entry is one the frameworks skip: trusted by subnet, it hid the warning.
+  it.each([
+    ['express', 'loopback, 10.0.0.0/8', '10.0.0.1,'],
+    ['express', 'loopback, 10.0.0.0/8', '10.0.0.1,,10.0.0.2'],
+    ['fastify', ['127.0.0.1', '10.0.0.0/8'], '10.0.0.1,'],
+  ] as const)(
+    '%s, a subnet that holds the client, its X-Forwarded-For %j with an empty entry: warns',
+    async (framework, trust, forwardedFor) => {
+      const { logger, keyFor } = await start(framework, trust);
+      expect(await keyFor(forwardedFor)).toBe('10.0.0.1');
+      expect(logger.codes()).toEqual(['WRN_SLUICE_PERMISSIVE_TRUST_PROXY']);
+      expect(logger.messages[0]).toContain('(10.0.0.1)');
+    },
+  );
+
   it.each([
     ['express', 'a hop count above the proxies', 2],
     ['express', 'a subnet that holds the clients', 'loopback, 192.168.0.0/16'],

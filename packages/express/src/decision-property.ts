@@ -36,8 +36,8 @@ let lastUsable = false;
 
 /**
  * Makes `decision` the request's `req.rateLimit`; false where the request holds a `rateLimit`
- * that can be neither replaced nor assigned (defined not configurable and read-only, or on a
- * frozen request), which is left as it is.
+ * that can be neither replaced nor assigned (defined not configurable, with neither a value to
+ * write nor a setter, or on a frozen request), which is left as it is.
  */
 export function setRateLimit(req: Request, decision: Decision): boolean {
   const prototype = Object.getPrototypeOf(req) as object | null;
@@ -56,7 +56,8 @@ export function setRateLimit(req: Request, decision: Decision): boolean {
 function defineOwn(req: Request, decision: Decision): boolean {
   const own = Object.getOwnPropertyDescriptor(req, 'rateLimit');
   if (own !== undefined && own.configurable !== true) {
-    if (own.writable !== true) return false;
+    // Theirs for good: assigned where it takes an assignment (writable, or with a setter).
+    if (own.writable !== true && own.set === undefined) return false;
     req.rateLimit = decision;
     return true;
   }

@@ -78,12 +78,17 @@ function answerByOnLimited(
   const { statusCode } = reply;
   let sendCalled = false;
   const { send } = reply;
+  // A `send` another plugin put on the reply itself is watched through, and put back after.
+  const own = Object.getOwnPropertyDescriptor(reply, 'send');
   reply.send = function watchedSend(this: FastifyReply, payload?: unknown) {
+    const sending = send.call(this, payload);
+    // Marked once it returned: one that throws (a payload Fastify refuses) sent nothing.
     sendCalled = true;
-    return send.call(this, payload);
+    return sending;
   };
   const unwatched = (): void => {
-    delete (reply as { send?: unknown }).send;
+    if (own === undefined) delete (reply as { send?: unknown }).send;
+    else Object.defineProperty(reply, 'send', own);
   };
   const answered = (): boolean => sendCalled || reply.sent || reply.raw.headersSent;
   reply.code(status);
