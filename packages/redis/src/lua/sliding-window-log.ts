@@ -51,14 +51,22 @@ local function log_recount(state, boundary)
   if drop > 0 then redis.call('LTRIM', state.key, drop, -1) end
   state.total, state.trimmed = total, true
 end
+-- Whether key holds anything: a list with an entry, or a value of another type.
+local function log_left(key)
+  local head = redis.pcall('LRANGE', key, 0, 0)
+  return head.err ~= nil or #head > 0
+end
 -- A version's own state: the list as it is, with the total the string kept.
 sliding_log.load = function(key, total) return { key = key, total = total } end
 -- Another version's state taken over: a list of one entry, used units spent now. The old
 -- list (the same key for the same slot) is rewritten at once: it is a summary that counts
 -- no less, so the other version, still reading it, never admits more. It expires with the
--- state it summarises (ttl), whether or not this decision goes on to charge.
+-- state it summarises (ttl), whether or not this decision goes on to charge. A client with
+-- nothing spent writes only where a list is left to clear: Redis checks a script's memory
+-- limit at its first write alone, so a DEL of nothing let a full Redis's new clients be
+-- charged past it, and made a peek write.
 sliding_log.take_over = function(key, used, now, ttl)
-  redis.call('DEL', key)
+  if used > 0 or log_left(key) then redis.call('DEL', key) end
   if used > 0 then
     redis.call('RPUSH', key, now, used)
     redis.call('PEXPIRE', key, string.format('%d', ttl))
