@@ -213,7 +213,12 @@ export async function connectCluster(
   options: ConstructorParameters<typeof Cluster>[1] = {},
 ): Promise<Cluster> {
   // As the store's README sets a Cluster client up: no call re-sent after its time (WRN_SLUICE_CLUSTER_RESENDS).
-  const cluster = new Cluster(nodes, { retryDelayOnFailover: 0, retryDelayOnTryAgain: 0, ...options });
+  const cluster = new Cluster(nodes, {
+    retryDelayOnFailover: 0,
+    retryDelayOnTryAgain: 0,
+    retryDelayOnClusterDown: 0,
+    ...options,
+  });
   cluster.on('error', () => {});
   await waitReady(cluster, isCi ? 30_000 : 15_000);
   return cluster;

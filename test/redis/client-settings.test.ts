@@ -16,6 +16,7 @@ const clusterWith = (options: { enableAutoPipelining?: boolean; enableOfflineQue
     lazyConnect: true,
     retryDelayOnFailover: 0,
     retryDelayOnTryAgain: 0,
+    retryDelayOnClusterDown: 0,
     ...options,
   });
 
@@ -39,11 +40,30 @@ describe('the store warns about a client that would re-send decisions after a re
   // store's timeout: a request the fail policy had answered was charged all the same.
   it('warns about a Cluster that re-sends a call refused with TRYAGAIN after a delay', () => {
     const warnings = warningsFor(
-      new Cluster([{ host: '127.0.0.1', port: 7100 }], { lazyConnect: true, retryDelayOnFailover: 0 }),
+      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        retryDelayOnClusterDown: 0,
+      }),
     );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_RESENDS');
     expect(warnings[0]).toContain('retryDelayOnTryAgain: 0');
+  });
+
+  // While a master is marked failed and no replica has taken over, every master answers
+  // CLUSTERDOWN; ioredis held such a call 100 ms and sent it again, past the store's timeout.
+  it('warns about a Cluster that re-sends a call refused with CLUSTERDOWN after a delay', () => {
+    const warnings = warningsFor(
+      new Cluster([{ host: '127.0.0.1', port: 7100 }], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        retryDelayOnTryAgain: 0,
+      }),
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('WRN_SLUICE_CLUSTER_RESENDS');
+    expect(warnings[0]).toContain('retryDelayOnClusterDown: 0');
   });
 
   it('a Cluster client on defaults (no retryDelayOnFailover: 0) used to get no warning: now it does, once', () => {

@@ -25,6 +25,7 @@ describe.skipIf(target.skip)('a Redis Cluster with one master silent', () => {
     client = new Cluster(handle.nodes, {
       retryDelayOnFailover: 0,
       retryDelayOnTryAgain: 0,
+      retryDelayOnClusterDown: 0,
       natMap: { [`${master.host}:${master.port}`]: { host: '127.0.0.1', port: proxy.port } },
     });
     client.on('error', () => {});

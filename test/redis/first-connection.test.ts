@@ -74,7 +74,11 @@ describe.skipIf(cluster.skip)("a new Cluster client's first requests", () => {
   });
 
   it('wait for the cluster connection instead of failing open', async () => {
-    client = new Cluster((handle as RedisClusterHandle).nodes, { retryDelayOnFailover: 0, retryDelayOnTryAgain: 0 });
+    client = new Cluster((handle as RedisClusterHandle).nodes, {
+      retryDelayOnFailover: 0,
+      retryDelayOnTryAgain: 0,
+      retryDelayOnClusterDown: 0,
+    });
     client.on('error', () => {});
     expect(await burstOnFreshClient(client, prefix)).toEqual({ allowed: 100, unavailable: 0 });
   });

@@ -140,13 +140,22 @@ export function resendsInFlight(client: RedisClient): boolean {
  * A Cluster client re-sends a call whose node connection closed after `retryDelayOnFailover`
  * (100 ms by default), so a decision the node had run can run again on the next one. It also
  * re-sends a call refused with TRYAGAIN (its clients' keys split by a slot migrating) after
- * `retryDelayOnTryAgain` (100 ms by default): past the store's timeout, so a request the fail
- * policy answered is charged all the same. Only 0 turns either off (at 0 ioredis tries again at
- * once, up to `maxRedirections` times, then fails the call).
+ * `retryDelayOnTryAgain` (100 ms by default), and one refused with CLUSTERDOWN (while the
+ * cluster has marked a master failed and no replica has taken over yet, every master refuses
+ * calls) after `retryDelayOnClusterDown` (100 ms by default): past the store's timeout, so a
+ * request the fail policy answered is charged all the same. Only 0 turns each off (at 0 ioredis
+ * tries a TRYAGAIN again at once, up to `maxRedirections` times, and fails a CLUSTERDOWN call).
  */
 export function clusterResendsLate(client: RedisClient): boolean {
-  const options = client.options as { retryDelayOnFailover?: number; retryDelayOnTryAgain?: number } | undefined;
-  return 'nodes' in client && (options?.retryDelayOnFailover !== 0 || options?.retryDelayOnTryAgain !== 0);
+  const options = client.options as
+    | { retryDelayOnFailover?: number; retryDelayOnTryAgain?: number; retryDelayOnClusterDown?: number }
+    | undefined;
+  return (
+    'nodes' in client &&
+    (options?.retryDelayOnFailover !== 0 ||
+      options?.retryDelayOnTryAgain !== 0 ||
+      options?.retryDelayOnClusterDown !== 0)
+  );
 }
 
 /**

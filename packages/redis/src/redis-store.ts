@@ -106,7 +106,7 @@ export function createRedisStore(options: RedisStoreOptions): RedisStore {
   }
   if (clusterResendsLate(client)) {
     logger.warn(
-      '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, or one a migrating slot refused (TRYAGAIN), after a delay, so a decision can be counted twice or charged after the fail policy answered it. Create it with `retryDelayOnFailover: 0` and `retryDelayOnTryAgain: 0`.',
+      '[sluice] WRN_SLUICE_CLUSTER_RESENDS: this ioredis Cluster re-sends a call whose node connection closed, one a migrating slot refused (TRYAGAIN) or one refused while the cluster is down (CLUSTERDOWN), after a delay, so a decision can be counted twice or charged after the fail policy answered it. Create it with `retryDelayOnFailover: 0`, `retryDelayOnTryAgain: 0` and `retryDelayOnClusterDown: 0`.',
     );
   }
   if (clusterPipelinesAutomatically(client)) {

@@ -65,6 +65,9 @@ export async function openRedis(target: RedisTarget): Promise<Redis | Cluster> {
           // A call a migrating slot refused (TRYAGAIN) is tried again at once or fails: sent
           // again 100 ms later, past the call's time, it charged a request already answered.
           retryDelayOnTryAgain: 0,
+          // A call refused while the cluster is down (a master marked failed, its replica not
+          // yet promoted) fails at once, with Redis's reason, rather than 100 ms later.
+          retryDelayOnClusterDown: 0,
           // That re-send was also when ioredis re-read the slot map: without it, only a timer
           // finds the replica that took over a failed master's slots.
           slotsRefreshInterval: SLOTS_REFRESH_MS,
