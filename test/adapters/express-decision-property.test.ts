@@ -124,6 +124,25 @@ describe('express: req.rateLimit', () => {
     expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 2, own: true });
   });
 
+  it('a rateLimit whose setter refuses the decision by throwing is left, with a warning; the request is still limited', async () => {
+    const logger = collectingLogger();
+    const app = express();
+    app.use((req, _res, next) => {
+      Object.defineProperty(req, 'rateLimit', {
+        get: () => 'mine',
+        set: () => {
+          throw new TypeError('rateLimit is read-only');
+        },
+      });
+      next();
+    });
+    app.use(rateLimit({ limit: 1, window: '1m', prefix: 'decision-refused', logger }));
+    app.get('/', (req, res) => res.json({ rateLimit: req.rateLimit }));
+    expect((await request(app).get('/').expect(200)).body).toEqual({ rateLimit: 'mine' });
+    await request(app).get('/').expect(429);
+    expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
+  });
+
   it('three limiters each reached twice count once each, after the application assigned a decision first', async () => {
     const app = express();
     app.use((req, _res, next) => {

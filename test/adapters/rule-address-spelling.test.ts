@@ -31,14 +31,43 @@ describe.each(harnesses)('$name: a rule whose remote_address value no request ca
     ]);
     const [loopback, spelledOut, mapped] = logger.messages;
     expect(loopback).toContain('"::1" can never match');
-    expect(loopback).toContain('Write "::/56" to limit its /56 network');
+    expect(loopback).toContain('"::/56" for this one. Write that to limit its /56 network');
     expect(loopback).toContain('`ipv6Subnet: false`');
     expect(spelledOut).toContain('"0:0:0:0:0:0:0:1" can never match');
     expect(mapped).toContain('"::ffff:127.0.0.1" can never match');
-    expect(mapped).toContain('Write "127.0.0.1".');
+    expect(mapped).toContain('"127.0.0.1" for this one. Write that.');
     // The test client connects over IPv4 loopback: the mapped spelling of its address bans nothing.
     await request(app.url).get('/').expect(200);
     expect(logger.messages).toHaveLength(3);
+  });
+
+  // A network is written as the middleware sends it, and a wildcard matches keys in lower case
+  // without `::ffff:`: written otherwise, they too matched nothing and said nothing.
+  it('warns of networks and wildcards no request can send, naming what to write', async () => {
+    const logger = collectingLogger();
+    const rules = banning(
+      '2001:DB8::/56',
+      '2001:db8::/64',
+      '2001:db8:0:ff::/56',
+      '127.0.0.0/8',
+      '::ffff:127.0.0.*',
+      '2001:DB8:*',
+      '2001:db8:*',
+      '2001:db8:ab00::/56',
+    );
+    app = await harness.start({ limits: [{ rules, clock: clockAt(0), logger }] });
+    const said = [
+      ['"2001:DB8::/56"', 'Write that', '"2001:db8::/56"'],
+      ['"2001:db8::/64"', 'its /56 network', '"2001:db8::/56"'],
+      ['"2001:db8:0:ff::/56"', 'Write that', '"2001:db8::/56"'],
+      ['"127.0.0.0/8"', 'as a trailing `*` wildcard', '"127.*"'],
+      ['"::ffff:127.0.0.*"', 'write the wildcard without `::ffff:`'],
+      ['"2001:DB8:*"', 'in lower case', '"2001:db8:*"'],
+    ];
+    expect(logger.messages).toHaveLength(said.length);
+    said.forEach((parts, i) => {
+      for (const part of parts) expect(logger.messages[i]).toContain(part);
+    });
   });
 
   it('matches the value written as the warning says', async () => {
@@ -54,7 +83,7 @@ describe.each(harnesses)('$name: a rule whose remote_address value no request ca
     app = await harness.start({ limits: [{ rules, ipv6Subnet: false, clock: clockAt(0), logger }] });
     expect(logger.codes()).toEqual(['WRN_SLUICE_RULE_ADDRESS_SPELLING']);
     expect(logger.messages[0]).toContain('"0:0:0:0:0:0:0:1" can never match');
-    expect(logger.messages[0]).toContain('Write "::1".');
+    expect(logger.messages[0]).toContain('"::1" for this one. Write that.');
   });
 
   it("checks a watcher's rule set again after each reload, and says nothing of an app's own field", async () => {

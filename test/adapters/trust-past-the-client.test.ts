@@ -66,13 +66,17 @@ describe('a trust-proxy setting that reads past the client', () => {
     return { logger, keyFor };
   };
 
-  // An empty entry is one the frameworks skip: trusted by subnet, it hid the warning.
+  // An empty entry is one the frameworks skip: trusted by subnet, it hid the warning; counted
+  // as a hop, it hid it under a hop count.
   it.each([
     ['express', 'loopback, 10.0.0.0/8', '10.0.0.1,'],
     ['express', 'loopback, 10.0.0.0/8', '10.0.0.1,,10.0.0.2'],
     ['fastify', ['127.0.0.1', '10.0.0.0/8'], '10.0.0.1,'],
+    // Hops are numbered without the empty entries, as the frameworks number them.
+    ['express', 3, '10.0.0.1,,10.0.0.2'],
+    ['express', 3, '10.0.0.1, ,10.0.0.2,'],
   ] as const)(
-    '%s, a subnet that holds the client, its X-Forwarded-For %j with an empty entry: warns',
+    '%s trusting %j, an X-Forwarded-For of %j with an empty entry: warns',
     async (framework, trust, forwardedFor) => {
       const { logger, keyFor } = await start(framework, trust);
       expect(await keyFor(forwardedFor)).toBe('10.0.0.1');

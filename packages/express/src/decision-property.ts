@@ -37,7 +37,7 @@ let lastUsable = false;
 /**
  * Makes `decision` the request's `req.rateLimit`; false where the request holds a `rateLimit`
  * that can be neither replaced nor assigned (defined not configurable, with neither a value to
- * write nor a setter, or on a frozen request), which is left as it is.
+ * write nor a setter that takes it, or on a frozen request), which is left as it is.
  */
 export function setRateLimit(req: Request, decision: Decision): boolean {
   const prototype = Object.getPrototypeOf(req) as object | null;
@@ -56,10 +56,15 @@ export function setRateLimit(req: Request, decision: Decision): boolean {
 function defineOwn(req: Request, decision: Decision): boolean {
   const own = Object.getOwnPropertyDescriptor(req, 'rateLimit');
   if (own !== undefined && own.configurable !== true) {
-    // Theirs for good: assigned where it takes an assignment (writable, or with a setter).
+    // Theirs for good: assigned where it takes an assignment (writable, or with a setter,
+    // which may refuse it by throwing).
     if (own.writable !== true && own.set === undefined) return false;
-    req.rateLimit = decision;
-    return true;
+    try {
+      req.rateLimit = decision;
+      return true;
+    } catch {
+      return false;
+    }
   }
   if (own === undefined && !Object.isExtensible(req)) return false;
   Object.defineProperty(req, 'rateLimit', { value: decision, writable: true, enumerable: true, configurable: true });

@@ -125,7 +125,7 @@ export function rateLimit(options: RateLimitOptions): RequestHandler & RateLimit
 const notStored = (warn: WarnOnce): void =>
   warn(
     'WRN_SLUICE_DECISION_NOT_STORED',
-    'a request holds a `rateLimit` defined read-only and not configurable (or the request is frozen), so the decision could not be put on `req.rateLimit`; the request is limited all the same. Define your own `rateLimit` configurable, or not at all.',
+    'a request holds a `rateLimit` defined read-only and not configurable, or with a setter that refused it (or the request is frozen), so the decision could not be put on `req.rateLimit`; the request is limited all the same. Define your own `rateLimit` configurable, or not at all.',
   );
 
 /**

@@ -181,13 +181,14 @@ function warnIfProxyUnread(
     // Only X-Forwarded-For grows at each hop, after whatever the client sent: a proxy sets
     // another header (X-Real-IP) whole, so its entries say nothing of the hops trusted.
     // The framework reads past the first entry only where it trusts every hop from it to the
-    // app: trusted by address, a nearer entry it does not trust ends the walk there. An empty
-    // entry (`a,,b`, `a,`) is one Express and Fastify skip, ending nothing.
-    const entries = String(chain).split(',');
-    const first = entries.map((entry) => entry.trim()).find((entry) => entry !== '') as string;
-    const trusted = (entry: string, i: number): boolean =>
-      entry.trim() === '' || trustsAsProxy(entry.trim(), entries.length - i);
-    if (!entries.every(trusted)) return;
+    // app: trusted by address, a nearer entry it does not trust ends the walk there. Empty
+    // entries (`a,,b`, `a,`) Express and Fastify drop before numbering the hops.
+    const entries = String(chain)
+      .split(',')
+      .map((entry) => entry.trim())
+      .filter((entry) => entry !== '');
+    const first = entries[0] as string;
+    if (!entries.every((entry, i) => trustsAsProxy(entry, entries.length - i))) return;
     warn(
       'WRN_SLUICE_PERMISSIVE_TRUST_PROXY',
       `a request's ${header} holds ${entries.length} address(es), and the app's trust-proxy setting reads past all of them, taking the first (${first}) for a proxy too, so a client can pick its own rate-limit key by sending a ${header} of its own. Trust exactly the proxies in front of the app: ${trustAdvice}`,

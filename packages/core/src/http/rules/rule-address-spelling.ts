@@ -6,10 +6,10 @@ import type { RuleSetLike } from './rule-like.js';
  * Warns, once per value, of `remote_address` values in the domain's rules that no request's
  * `remote_address` can equal. The middleware sends a client's address as its key: IPv6 as its
  * `ipv6Subnet` network (`2001:db8::/56`) in canonical form, an IPv4 address IPv6 carries
- * (`::ffff:192.0.2.7`) as that IPv4 address. Envoy sends the whole address as written, so a
- * rule for one IPv6 client (a ban, say) carried over from its files never matches here and
- * leaves that client unlimited. Asked of each rule set as it comes into force, as
- * `checkRulePaths` is. A wildcard value, or one that is no IP address, is left alone.
+ * (`::ffff:192.0.2.7`) as that IPv4 address, IPv4 whole. Envoy sends the whole address as
+ * written, so a rule for one IPv6 client (a ban, say) carried over from its files never
+ * matches here and leaves that client unlimited. Asked of each rule set as it comes into force,
+ * as `checkRulePaths` is. A value that is no IP address or network is left alone.
  */
 export function checkRuleAddresses(
   rules: RuleSetLike,
@@ -20,19 +20,56 @@ export function checkRuleAddresses(
   for (const rule of rules.rules ?? []) {
     if (rule.domain !== domain) continue;
     for (const { key, value } of rule.path) {
-      if (key !== 'remote_address' || value === undefined || value.endsWith('*')) continue;
-      const sent = ipKey(value, ipv6Subnet);
-      if (sent === undefined || sent === value) continue;
-      const whole = ipv6Subnet === false ? undefined : ipKey(value, false);
-      const instead =
-        whole !== undefined && whole !== sent
-          ? ` Write ${JSON.stringify(sent)} to limit its /${ipv6Subnet} network, as the middleware keys IPv6 clients, or give the middleware \`ipv6Subnet: false\` to send whole addresses (written ${JSON.stringify(whole)}).`
-          : ` Write ${JSON.stringify(sent)}.`;
+      if (key !== 'remote_address' || value === undefined) continue;
+      const problem = value.endsWith('*') ? wildcardProblem(value) : spellingProblem(value, ipv6Subnet);
+      if (problem === undefined) continue;
       warn(
         'WRN_SLUICE_RULE_ADDRESS_SPELLING',
-        `a rule's \`remote_address\` value ${JSON.stringify(value)} can never match: requests send the client's address as its key, ${JSON.stringify(sent)} for this one.${instead}`,
+        `a rule's \`remote_address\` value ${JSON.stringify(value)} can never match: requests send the client's address as its key${problem}`,
         value,
       );
     }
   }
+}
+
+/** What is wrong with an address or network value, after "requests send … as its key"; `undefined` if nothing is. */
+function spellingProblem(value: string, ipv6Subnet: number | false): string | undefined {
+  const slash = value.lastIndexOf('/');
+  if (slash < 0) {
+    const sent = ipKey(value, ipv6Subnet);
+    if (sent === undefined || sent === value) return undefined;
+    const whole = ipv6Subnet === false ? undefined : ipKey(value, false);
+    if (whole === undefined || whole === sent) return `, ${JSON.stringify(sent)} for this one. Write that.`;
+    return `, ${JSON.stringify(sent)} for this one. Write that to limit its /${ipv6Subnet} network, as the middleware keys IPv6 clients, or give the middleware \`ipv6Subnet: false\` to send whole addresses (written ${JSON.stringify(whole)}).`;
+  }
+  const address = value.slice(0, slash);
+  const sent = ipKey(address, ipv6Subnet);
+  if (sent === undefined || sent === value) return undefined;
+  if (!sent.includes(':')) return `, an IPv4 client's whole address. ${ipv4Range(sent, value.slice(slash + 1))}`;
+  if (!sent.includes('/'))
+    return ", an IPv6 client's whole address (`ipv6Subnet` false or 128). Write one address, or a range as a trailing `*` wildcard.";
+  return `, its /${ipv6Subnet} network for an IPv6 client, ${JSON.stringify(sent)} for this one. Write that.`;
+}
+
+/** How to write an IPv4 network: as its address, or as the wildcard its whole octets make. */
+function ipv4Range(address: string, length: string): string {
+  if (length === '32') return `Write ${JSON.stringify(address)}.`;
+  const octets = Number(length) / 8;
+  if (!Number.isInteger(octets) || octets < 0 || octets > 3)
+    return 'Write one address, or a range as a trailing `*` wildcard.';
+  return `Write the range as a trailing \`*\` wildcard: ${JSON.stringify([...address.split('.').slice(0, octets), '*'].join('.'))}.`;
+}
+
+/**
+ * What is wrong with a wildcard value: the keys it is compared with are in lower case, and an
+ * IPv4 address IPv6 carries is sent as IPv4, so an upper-case hex digit or a `::ffff:` start
+ * matches nothing.
+ */
+function wildcardProblem(value: string): string | undefined {
+  const prefix = value.slice(0, -1);
+  if (/^::ffff:/i.test(prefix))
+    return ', and an IPv4 address IPv6 carries as that IPv4 address: write the wildcard without `::ffff:`.';
+  if (/[A-F]/.test(prefix) && /^[\dA-Fa-f:.]*$/.test(prefix))
+    return `, its IPv6 hex digits in lower case: write ${JSON.stringify(value.toLowerCase())}.`;
+  return undefined;
 }
