@@ -99,6 +99,27 @@ describe.each(harnesses)('$name: RateLimit headers', (harness) => {
     expect(state.daily?.r).toBe(99);
   });
 
+  // Regression: the single-valued fields reported the policy with the least share left, 19 of
+  // 100 an hour, where 9 of 10 a second were left, and the client was refused after 9 more.
+  // Draft-6 and draft-7: the fields of "the time window with the lower RateLimit-Remaining".
+  it.each(['draft-6', 'draft-7'] as const)('%s: reports the policy with the fewest requests left', async (standard) => {
+    const policies = [
+      { name: 'burst', limit: 10, window: '1s', algorithm: 'fixed-window' },
+      { name: 'long', limit: 100, window: '1h', algorithm: 'fixed-window' },
+    ];
+    const clock = clockAt(0);
+    app = await harness.start({
+      limits: [{ policies, clock, headers: { standard, legacy: true }, logger: collectingLogger() }],
+    });
+    for (let second = 0; second < 8; second++) {
+      for (let i = 0; i < 10; i++) await request(app.url).get('/').expect(200);
+      clock.advance(1_000);
+    }
+    const res = await request(app.url).get('/').expect(200);
+    expect(parseRateLimit(res.headers as Record<string, string>)).toMatchObject({ limit: 10, remaining: 9 });
+    expect([res.headers['x-ratelimit-limit'], res.headers['x-ratelimit-remaining']]).toEqual(['10', '9']);
+  });
+
   it('speaks draft-7 on request: a Dictionary that ratelimit-header-parser reads', async () => {
     app = await harness.start({ limits: [{ ...base, clock: clockAt(15_000), headers: { standard: 'draft-7' } }] });
     const res = await request(app.url).get('/').expect(200);

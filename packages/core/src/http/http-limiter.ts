@@ -107,10 +107,16 @@ export function createHttpLimiter<Req, Res>(
    * does too, where that is longer: a client that came back when the ban ended would find its
    * quota still spent, and its refusal would count towards the next ban.
    */
-  const banned = (req: Req, res: Res, decision: Decision, quotaWaitMs = 0): Outcome | Promise<Outcome> => {
+  const banned = (
+    req: Req,
+    res: Res,
+    request: IncomingMessage,
+    decision: Decision,
+    quotaWaitMs = 0,
+  ): Outcome | Promise<Outcome> => {
     unsentMeanwhile(res);
     const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
-    binding.setHeader(res, 'Retry-After', sfSeconds(waited.retryAfterMs));
+    refusedFor(res, request, waited.retryAfterMs);
     notify?.(req, waited);
     return refusalUnlessSent(binding, res, refuse(req, waited, ban?.status));
   };
@@ -126,6 +132,16 @@ export function createHttpLimiter<Req, Res>(
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
+  /**
+   * A refusal's `Retry-After`, noted for the limiters after this one on the request: an
+   * `onLimited` that goes on (`next()`) lets a later limiter refuse it too, whose shorter wait
+   * replaced this one, under a `RateLimit` item still saying this policy is spent longer.
+   */
+  const refusedFor = (res: Res, request: IncomingMessage, waitMs: number): void => {
+    binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+    spentWaits.note(request, waitMs);
+  };
+
   /** A refusal over the quota, with its fields and `Retry-After` (none for a cost that can never pass). */
   const overQuota = (
     entry: Entry,
@@ -136,7 +152,7 @@ export function createHttpLimiter<Req, Res>(
     waitMs: number | undefined,
   ): Outcome | Promise<Outcome> => {
     entry.headers.write(decision, res, binding, request);
-    if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+    if (waitMs !== undefined) refusedFor(res, request, waitMs);
     return quotaRefusal(req, res, decision);
   };
 
@@ -174,7 +190,9 @@ export function createHttpLimiter<Req, Res>(
       // Struck before any field is written: a refusal that starts a ban sends no quota fields.
       return ban.strike(clientKey).then((started) => {
         unsentMeanwhile(res);
-        return started ? banned(req, res, started, waitMs) : overQuota(entry, decision, req, res, request, waitMs);
+        return started
+          ? banned(req, res, request, started, waitMs)
+          : overQuota(entry, decision, req, res, request, waitMs);
       });
     }
     entry.headers.write(decision, res, binding, request);
@@ -218,7 +236,7 @@ export function createHttpLimiter<Req, Res>(
     if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn))
       return skippedUnlessSent(binding.rawResponse(res));
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
-    if (bannedNow !== undefined) return banned(req, res, bannedNow);
+    if (bannedNow !== undefined) return banned(req, res, request, bannedNow);
     const entry =
       tiers === undefined
         ? (fixedEntry as Entry)

@@ -20,15 +20,33 @@ export interface Headline {
 }
 
 /**
- * The policy core put on top of the decision: the closest to exhaustion, or the refusal that
- * lasts longest. `policies` are the limiter's, in the decision's order.
+ * The policy the single-valued fields report. On a refusal, the one core put on top of the
+ * decision, the refusal that lasts longest, so that the reset agrees with `Retry-After`. A pass
+ * reports the policy with the fewest requests left, as draft-6 and draft-7 require ("the time
+ * window with the lower RateLimit-Remaining"), on a tie the longer wait: core's top, the policy
+ * with the least share left, said 19 of 100 an hour left where 9 of 10 a second were, and the
+ * client was refused after 9. `policies` are the limiter's, in the decision's order.
  */
 export function headlineOf(decision: Decision, policies: readonly Policy[]): Headline {
   // A cost no wait lets pass (`Infinity`) reports when the policy is restored, as draft-11's
   // `t` does: the fields said a reset 31 million years away.
   const { retryAfterMs } = decision;
-  const waitMs = retryAfterMs > 0 && retryAfterMs !== Number.POSITIVE_INFINITY ? retryAfterMs : decision.resetAfterMs;
-  return { limit: headlineCapacity(decision, policies), remaining: decision.remaining, waitMs };
+  if (retryAfterMs > 0 || decision.policies.length === 1) {
+    const waitMs = retryAfterMs > 0 && retryAfterMs !== Number.POSITIVE_INFINITY ? retryAfterMs : decision.resetAfterMs;
+    return { limit: headlineCapacity(decision, policies), remaining: decision.remaining, waitMs };
+  }
+  let fewest = 0;
+  for (let i = 1; i < decision.policies.length; i++) {
+    const candidate = decision.policies[i] as PolicyDecision;
+    const current = decision.policies[fewest] as PolicyDecision;
+    if (
+      candidate.remaining < current.remaining ||
+      (candidate.remaining === current.remaining && candidate.resetAfterMs > current.resetAfterMs)
+    )
+      fewest = i;
+  }
+  const entry = decision.policies[fewest] as PolicyDecision;
+  return { limit: capacityOf(entry, policies[fewest]), remaining: entry.remaining, waitMs: entry.resetAfterMs };
 }
 
 /**
@@ -38,19 +56,24 @@ export function headlineOf(decision: Decision, policies: readonly Policy[]): Hea
  */
 function headlineCapacity(decision: Decision, policies: readonly Policy[]): number {
   const i = reportedPolicyIndex(decision);
-  const policy = policies[i];
-  return policy !== undefined && policy.name === decision.policies[i]?.name ? policy.capacity : decision.limit;
+  const entry = decision.policies[i];
+  return entry === undefined ? decision.limit : capacityOf(entry, policies[i]);
 }
+
+/** An entry's capacity, from its policy where `policy` is the one it reports. */
+const capacityOf = (entry: PolicyDecision, policy: Policy | undefined): number =>
+  policy !== undefined && policy.name === entry.name ? policy.capacity : entry.limit;
 
 /**
  * When several limiters answer one request, the single-valued fields keep the most
- * restrictive figures instead of the last limiter's: the lowest share of quota left, and on a
- * tie the longer wait.
+ * restrictive figures instead of the last limiter's: the fewest requests left, as within one
+ * limiter (`headlineOf`), and on a tie the longer wait.
  */
 export function isMoreRestrictive(candidate: Headline, current: Headline): boolean {
-  const a = candidate.remaining * current.limit;
-  const b = current.remaining * candidate.limit;
-  return a < b || (a === b && candidate.waitMs > current.waitMs);
+  return (
+    candidate.remaining < current.remaining ||
+    (candidate.remaining === current.remaining && candidate.waitMs > current.waitMs)
+  );
 }
 
 /**

@@ -255,7 +255,11 @@ export function createRulesHttpLimiter<Req, Res>(
     if (decision.delayMs > 0) for (const verdict of verdicts) publishQueued(verdict.decision);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
-      if (waitMs !== undefined) binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+      if (waitMs !== undefined) {
+        binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
+        // For a later limiter, should `onLimited` go on: its shorter wait replaced this one.
+        spentWaits.note(request, waitMs);
+      }
       return refusalUnlessSent(binding, res, refuse(req, decision));
     }
     const spentMs = spentWaitMs(decision);
