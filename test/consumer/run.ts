@@ -36,7 +36,8 @@ const THIRD_PARTY = [
   'typescript@^5',
   // What @sluice/otel/prometheus runs on, at the newest SDK line (its API 1.10): its peers.
   '@opentelemetry/sdk-metrics@^3',
-  '@opentelemetry/exporter-prometheus@<0.400.0',
+  // A range without a floor took npm's `latest` tag, the SDK 2 line's exporter.
+  '@opentelemetry/exporter-prometheus@>=0.300.0 <0.400.0',
   // The oldest TypeScript 5, beside it, for the declarations alone.
   'ts50@npm:typescript@~5.0.4',
 ];

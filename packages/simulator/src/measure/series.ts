@@ -14,9 +14,9 @@ export interface Series {
 export interface Buckets {
   bucketMs: number;
   /** @default the first decision's time (release, for `releasedSeries`), rounded down to a bucket */
-  startMs?: number;
+  startMs?: number | undefined;
   /** Not before `startMs`. @default just after the last decision's time (release, for `releasedSeries`) */
-  endMs?: number;
+  endMs?: number | undefined;
 }
 
 /** A bad `Buckets`, a misspelt name in it included: one code for all. */

@@ -40,9 +40,12 @@ export interface RunResult {
  */
 export type Unit = 'requests' | 'cost units';
 
+/** `Buckets` with every field given, as a scenario's charts frame them. */
+export type FramedBuckets = { [K in keyof Buckets]-?: Exclude<Buckets[K], undefined> };
+
 export interface ScenarioResult {
   scenario: Scenario;
-  buckets: Required<Buckets>;
+  buckets: FramedBuckets;
   requests: number;
   /** `requests` when every request costs 1. */
   unit: Unit;
@@ -146,7 +149,7 @@ async function measure(
   options: PolicyOptions,
   throttle: Throttle | undefined,
   scenario: Scenario,
-  buckets: Required<Buckets>,
+  buckets: FramedBuckets,
   busiestKey: string,
 ): Promise<RunResult> {
   const { decisions } = await simulate(traffic, throttle === undefined ? options : { ...options, throttle });

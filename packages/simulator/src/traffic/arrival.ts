@@ -26,12 +26,12 @@ export interface GeneratorOptions {
   /** How long the traffic lasts. */
   duration: Duration;
   /** Time of the first possible request, epoch ms. @default 0 */
-  startMs?: number;
+  startMs?: number | undefined;
   /**
    * Seed of the pseudo-random source, a whole number from 0 to `Number.MAX_SAFE_INTEGER`: the
    * same seed gives the same traffic, another seed other traffic. @default 1
    */
-  seed?: number;
+  seed?: number | undefined;
 }
 
 export function trafficError(message: string): SluiceError {

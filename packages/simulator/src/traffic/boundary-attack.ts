@@ -17,13 +17,13 @@ export interface BoundaryAttackOptions {
   /** The window under attack. */
   window: Duration;
   /** How many window boundaries to attack. @default 3 */
-  attacks?: number;
+  attacks?: number | undefined;
   /** How long before and after the boundary each half of the attack lasts, at most `window`. @default window / 20 */
-  spread?: Duration;
+  spread?: Duration | undefined;
   /** No request comes before it: the first attack is at the first boundary it leaves room for. @default 0 */
-  startMs?: number;
+  startMs?: number | undefined;
   /** @default 'attacker' */
-  key?: string;
+  key?: string | undefined;
 }
 
 /**

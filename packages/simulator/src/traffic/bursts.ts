@@ -24,9 +24,9 @@ export interface BurstsOptions extends GeneratorOptions {
   /** Time from the start of one burst to the next. */
   burstEvery: Duration;
   /** How long one burst lasts. @default '1s' */
-  burstLength?: Duration;
+  burstLength?: Duration | undefined;
   /** @default 'client' */
-  key?: string;
+  key?: string | undefined;
 }
 
 /** One client: steady traffic with a burst of `burstSize` requests every `burstEvery`. */

@@ -31,18 +31,18 @@ export interface FlashCrowd {
 
 export interface DiurnalOptions extends Omit<GeneratorOptions, 'duration'> {
   /** @default '1d' */
-  duration?: Duration;
+  duration?: Duration | undefined;
   /** Regular clients, with Zipf-distributed shares, at most `MAX_CLIENTS` (5,000,000). */
   clients: number;
   /** Average requests per second over the day, all clients together. */
   meanRatePerSecond: number;
   /** How far the rate swings around the mean: peak = mean × (1 + swing), trough = mean × (1 − swing). @default 0.8 */
-  swing?: number;
+  swing?: number | undefined;
   /** When the daily peak comes, from the start. @default '15h' */
-  peakAt?: Duration;
+  peakAt?: Duration | undefined;
   /** Zipf exponent of the regular clients' shares. @default 1.1 */
-  exponent?: number;
-  flashCrowd?: FlashCrowd;
+  exponent?: number | undefined;
+  flashCrowd?: FlashCrowd | undefined;
 }
 
 /**

@@ -19,9 +19,9 @@ export interface HeavyTailedOptions extends GeneratorOptions {
   /** Requests per second from all clients together. */
   ratePerSecond: number;
   /** Zipf exponent s: client of rank r sends ∝ 1/r^s. Around 1 for web traffic. @default 1.1 */
-  exponent?: number;
+  exponent?: number | undefined;
   /** Key prefix; keys are `${prefix}${rank}`, rank 1 the busiest. @default 'client-' */
-  keyPrefix?: string;
+  keyPrefix?: string | undefined;
 }
 
 /**

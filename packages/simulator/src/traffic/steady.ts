@@ -13,7 +13,7 @@ import { seededRandom } from './random.js';
 export interface SteadyOptions extends GeneratorOptions {
   ratePerSecond: number;
   /** @default 'client' */
-  key?: string;
+  key?: string | undefined;
 }
 
 /**

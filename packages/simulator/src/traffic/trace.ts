@@ -6,9 +6,9 @@ export type TraceFormat = 'plain' | 'access-log';
 
 export interface TraceOptions {
   /** @default detected from the first line that is not blank or a comment */
-  format?: TraceFormat;
+  format?: TraceFormat | undefined;
   /** Names the trace in error messages. @default 'trace' */
-  source?: string;
+  source?: string | undefined;
 }
 
 /** A trace line that cannot be read: its 1-based `line` number is also in the message. */
