@@ -132,6 +132,10 @@ export function createHttpLimiter<Req, Res>(
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
+  // Only an `onLimited` can let a refused request go on (Express's `next()`); the default
+  // refusal ends it, and noting the wait would add a property to every refused request.
+  const refusalGoesOn = all.onLimited !== undefined;
+
   /**
    * A refusal's `Retry-After`, noted for the limiters after this one on the request: an
    * `onLimited` that goes on (`next()`) lets a later limiter refuse it too, whose shorter wait
@@ -139,7 +143,7 @@ export function createHttpLimiter<Req, Res>(
    */
   const refusedFor = (res: Res, request: IncomingMessage, waitMs: number): void => {
     binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-    spentWaits.note(request, waitMs);
+    if (refusalGoesOn) spentWaits.note(request, waitMs);
   };
 
   /** A refusal over the quota, with its fields and `Retry-After` (none for a cost that can never pass). */

@@ -258,7 +258,7 @@ export function createRulesHttpLimiter<Req, Res>(
       if (waitMs !== undefined) {
         binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
         // For a later limiter, should `onLimited` go on: its shorter wait replaced this one.
-        spentWaits.note(request, waitMs);
+        if (options.onLimited !== undefined) spentWaits.note(request, waitMs);
       }
       return refusalUnlessSent(binding, res, refuse(req, decision));
     }
