@@ -98,19 +98,33 @@ describe('express: req.rateLimit', () => {
     expect((await limiter.limiter?.peek('127.0.0.1'))?.remaining).toBe(0);
   });
 
-  it('a rateLimit defined read-only and not configurable is left as it is, with a warning, and the request is still limited', async () => {
-    const logger = collectingLogger();
-    const app = express();
-    app.use((req, _res, next) => {
-      Object.defineProperty(req, 'rateLimit', { value: 'fixed', enumerable: true });
-      next();
-    });
-    app.use(rateLimit({ limit: 1, window: '1m', prefix: 'decision-fixed', logger }));
-    app.get('/', (req, res) => res.json({ rateLimit: req.rateLimit }));
-    expect((await request(app).get('/').expect(200)).body).toEqual({ rateLimit: 'fixed' });
-    await request(app).get('/').expect(429);
-    expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
-  });
+  it.each([
+    ['defined read-only and not configurable', { value: 'theirs', enumerable: true }],
+    [
+      'whose setter refuses the decision by throwing',
+      {
+        get: () => 'theirs',
+        set: () => {
+          throw new TypeError('rateLimit is read-only');
+        },
+      },
+    ],
+  ] as const)(
+    'a rateLimit %s is left as it is, with a warning, and the request is still limited',
+    async (_, property) => {
+      const logger = collectingLogger();
+      const app = express();
+      app.use((req, _res, next) => {
+        Object.defineProperty(req, 'rateLimit', property);
+        next();
+      });
+      app.use(rateLimit({ limit: 1, window: '1m', prefix: 'decision-left', logger }));
+      app.get('/', (req, res) => res.json({ rateLimit: req.rateLimit }));
+      expect((await request(app).get('/').expect(200)).body).toEqual({ rateLimit: 'theirs' });
+      await request(app).get('/').expect(429);
+      expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
+    },
+  );
 
   it('a rateLimit defined not configurable but with a setter is assigned through it', async () => {
     const app = express();
@@ -122,25 +136,6 @@ describe('express: req.rateLimit', () => {
     app.use(limit(3, 'decision-setter'));
     app.get('/', report);
     expect((await request(app).get('/').expect(200)).body).toEqual({ remaining: 2, own: true });
-  });
-
-  it('a rateLimit whose setter refuses the decision by throwing is left, with a warning; the request is still limited', async () => {
-    const logger = collectingLogger();
-    const app = express();
-    app.use((req, _res, next) => {
-      Object.defineProperty(req, 'rateLimit', {
-        get: () => 'mine',
-        set: () => {
-          throw new TypeError('rateLimit is read-only');
-        },
-      });
-      next();
-    });
-    app.use(rateLimit({ limit: 1, window: '1m', prefix: 'decision-refused', logger }));
-    app.get('/', (req, res) => res.json({ rateLimit: req.rateLimit }));
-    expect((await request(app).get('/').expect(200)).body).toEqual({ rateLimit: 'mine' });
-    await request(app).get('/').expect(429);
-    expect(logger.codes()).toEqual(['WRN_SLUICE_DECISION_NOT_STORED']);
   });
 
   it('three limiters each reached twice count once each, after the application assigned a decision first', async () => {
