@@ -21,6 +21,7 @@ import { type ChargeDates, hold, unusedSlotDates } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
 import { queueFull } from './queue-full.js';
+import { raiseRetryAfter } from './raised-retry-after.js';
 import { createRefuse } from './refusal.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
@@ -202,7 +203,10 @@ export function createHttpLimiter<Req, Res>(
     entry.headers.write(decision, res, binding, request);
     notify?.(req, decision);
     const spentMs = spentWaitMs(decision);
-    if (spentMs > 0) spentWaits.note(request, spentMs);
+    if (spentMs > 0) {
+      spentWaits.note(request, spentMs);
+      raiseRetryAfter(binding, res, spentMs);
+    }
     const charged = spentQuota(decision);
     // Dated by the charge: a refund gives back only what the charge still holds (nothing once
     // its window has passed, what has not refilled since), never a later request's units.
@@ -240,7 +244,7 @@ export function createHttpLimiter<Req, Res>(
     if (isAllowed !== undefined && skipsFromUser(await isAllowed(req, clientKey), 'allowList', warn))
       return skippedUnlessSent(binding.rawResponse(res));
     const bannedNow = ban === undefined ? undefined : await ban.check(clientKey);
-    if (bannedNow !== undefined) return banned(req, res, request, bannedNow);
+    if (bannedNow !== undefined) return banned(req, res, request, bannedNow, spentWaits.of(request));
     const entry =
       tiers === undefined
         ? (fixedEntry as Entry)

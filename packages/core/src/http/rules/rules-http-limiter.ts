@@ -26,6 +26,7 @@ import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnl
 import { hold, unusedSlotDates } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
+import { raiseRetryAfter } from '../raised-retry-after.js';
 import { createRefuse } from '../refusal.js';
 import { sfSeconds } from '../structured-fields.js';
 import { costFromUser, skipsFromUser } from '../user-functions.js';
@@ -263,7 +264,10 @@ export function createRulesHttpLimiter<Req, Res>(
       return refusalUnlessSent(binding, res, refuse(req, decision));
     }
     const spentMs = spentWaitMs(decision);
-    if (spentMs > 0) spentWaits.note(request, spentMs);
+    if (spentMs > 0) {
+      spentWaits.note(request, spentMs);
+      raiseRetryAfter(binding, res, spentMs);
+    }
     if (decision.delayMs === 0) return { action: 'next', decision };
     held++;
     // Published under the limiter of the rule that asked for the longest delay, the one held to.
