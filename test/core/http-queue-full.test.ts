@@ -53,8 +53,11 @@ const binding: AdapterBinding<Req, Res> = {
 
 const responses: Res[] = [];
 const response = (): Res => {
-  const raw = Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false });
-  const res = { fields: {}, raw: raw as unknown as ServerResponse };
+  const fields: Record<string, string> = {};
+  // The fields the binding sets read back as Node's response reads its own.
+  const getHeader = (name: string) => fields[name.toLowerCase()];
+  const raw = Object.assign(new EventEmitter(), { destroyed: false, writableEnded: false, getHeader });
+  const res = { fields, raw: raw as unknown as ServerResponse };
   responses.push(res);
   return res;
 };

@@ -12,7 +12,11 @@ export function fakeBinding<Req extends FakeRequest>(): AdapterBinding<Req, Reco
   return {
     rawRequest: (req) => req as unknown as IncomingMessage,
     requestUrl: (req) => (req as { url?: string }).url,
-    rawResponse: () => ({}) as ServerResponse,
+    // Reads back the fields set, as Node's response reads its own (by any case of the name).
+    rawResponse: (res) =>
+      ({
+        getHeader: (name: string) => Object.entries(res).find(([set]) => set.toLowerCase() === name.toLowerCase())?.[1],
+      }) as unknown as ServerResponse,
     clientIp: (req) => req.ip,
     proxyTrust: () => 'none',
     trustAdvice: 'trust your proxy.',
