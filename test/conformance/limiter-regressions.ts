@@ -478,6 +478,22 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // Each refund wrote the bucket's time, which the next refund of the same batch took for a
+  // charge after its own: ten refunds of 1, 10 ms after ten charges made together, gave back 2
+  // of 10 (gcra, counting the refill once for each, 1), where one refund of 10 gave back 10.
+  it.each(['token-bucket', 'leaky-bucket'] as const)(
+    '%s: refunds of charges made together each give back whole, as one refund of them all',
+    async (algorithm) => {
+      const clock = manualClock(START_MS + 1_000);
+      const options = { limit: 100, window: '1s', burst: 10, algorithm } as const;
+      const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+      for (let i = 0; i < 10; i++) expect((await limiter.consume('k')).allowed).toBe(true);
+      clock.advance(10);
+      for (let i = 0; i < 10; i++) await limiter.refund('k', 1, { chargedAt: START_MS + 1_000 });
+      expect((await limiter.peek('k')).remaining).toBe(10);
+    },
+  );
+
   // The clock went on to 2100 and back to 1500, where a later charge wrote the state: measured
   // on the clock as it then read, the charge at 1000 looked half refilled, where it had drained
   // whole by 2100, and half a unit of a later request's came back.

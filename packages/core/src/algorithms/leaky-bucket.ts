@@ -27,10 +27,15 @@ export const leakyBucket: Algorithm = {
 
   refund(state, policy, _capacity, cost, now, chargedAt, chargedBy) {
     if (state === undefined) return seed(0, policy, now);
-    // As of the state's time when the clock stands behind it, as the token bucket's refund.
+    // Taken off the state as of its own time, which it leaves as it was, as the token bucket's refund.
     const since = state[1] as number;
     const at = Math.max(now, since);
-    const level = drainedTo(state[0] as number, since, policy.limit, at);
-    return [Math.max(0, level - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy)), at];
+    return [
+      Math.max(
+        0,
+        (state[0] as number) - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy),
+      ),
+      since,
+    ];
   },
 };

@@ -68,15 +68,19 @@ export const tokenBucket: Algorithm = {
       if (refilledAt > chargedBy || (refilledAt >= chargedAt && held > cost)) return [held, refilledAt];
       return [Math.max(0, held - cost), refilledAt];
     }
-    // A clock behind the state's time refunds as of that time: read further back, the state
-    // holds the work not yet drained that far back (`drainedTo`), and written back as of then
-    // that deficit would stay, a refund leaving the bucket emptier than before it.
+    // Taken off the state as of its own time, which the refund leaves as it was: refilling goes
+    // on from there the same, and a refund is no write a later one takes for a charge after
+    // its own (refunds of several charges made together each gave back less than the one
+    // before). The state is read at `at`, the later of it and the clock (a clock stepped back
+    // behind the state has seen that time).
     const since = state[1] as number;
     const at = Math.max(now, since);
-    const missing = drainedTo(state[0] as number, since, policy.limit, at);
     return [
-      Math.max(0, missing - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy)),
-      at,
+      Math.max(
+        0,
+        (state[0] as number) - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy),
+      ),
+      since,
     ];
   },
 };

@@ -29,10 +29,10 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
 end
 leaky_bucket.seed = function(used, p, now) return { used * p.window, now } end
 leaky_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
+  -- Off the state as of its own time, which it leaves as it was (core's comment says why).
   local since = state and state[2] or now
   local at = max(now, since)
-  local level = leaky_level(state, p.limit, at)
-  return { max(0, level - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), at }
+  return { max(0, (state and state[1] or 0) - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), since }
 end
 ALGORITHMS['leaky-bucket'] = leaky_bucket
 `;
