@@ -289,6 +289,14 @@ describe('a store whose reply is no decision', () => {
     ['a fraction of a wait', { allowed: true, now: 0, outcomes: [{ ...outcome, resetAfterMs: 1.5 }] }],
     ['an endless delay', { allowed: true, now: 0, outcomes: [{ ...outcome, delayMs: Number.POSITIVE_INFINITY }] }],
     ['an unknown mark', { allowed: true, now: 0, outcomes: [outcome], overLimit: 'hard' }],
+    // A reply that contradicts itself: one policy's limiter read the outcome, several's `allowed`.
+    ['`allowed` false over an outcome that allowed', { allowed: false, now: 0, outcomes: [outcome] }],
+    [
+      '`allowed` true over an outcome that refused',
+      { allowed: true, now: 0, outcomes: [{ ...outcome, allowed: false, retryAfterMs: 50 }] },
+    ],
+    ['a refusal with no wait', { allowed: false, now: 0, outcomes: [{ ...outcome, allowed: false }] }],
+    ['an allowed outcome with a wait', { allowed: true, now: 0, outcomes: [{ ...outcome, retryAfterMs: 50 }] }],
   ];
 
   it.each(garbled)('%s fails under the fail policy, coded, for consume and peek', async (_label, reply) => {

@@ -10,7 +10,9 @@ import type { PolicyOutcome, StoreReply, StoreRequest } from './types.js';
  * negative wait, a fraction) or a mark that is none of `overLimit`'s would otherwise escape as a
  * TypeError or pass into the headers, the queue's hold and the decision. It throws
  * `ERR_SLUICE_BAD_STORE_REPLY`, which the store guard settles under the fail policy, as any
- * store failure. (`retryAfterMs` may be Infinity: a cost no state could grant.) Replies a
+ * store failure, as is one that contradicts itself: `allowed` other than all its outcomes say,
+ * an allowed outcome with a wait or a refused one without. (`retryAfterMs` may be Infinity: a
+ * cost no state could grant.) Replies a
  * store decides at once or in-process (`decideAtOnce`, `consumeSync`) are not checked here.
  */
 export function checkedReply(reply: unknown, policyCount: number): StoreReply {
@@ -31,7 +33,17 @@ export function checkedReply(reply: unknown, policyCount: number): StoreReply {
     checkFigure(outcome.resetAfterMs, 'resetAfterMs', i, false);
     checkFigure(outcome.retryAfterMs, 'retryAfterMs', i, true);
     checkFigure(outcome.delayMs, 'delayMs', i, false);
+    // A reply that contradicts itself was decided one way by a one-policy limiter (which reads
+    // the outcome) and the other by a limiter of several (which reads `allowed`), and a refusal
+    // told no wait.
+    if (outcome.allowed ? outcome.retryAfterMs !== 0 : outcome.retryAfterMs === 0)
+      badReply(
+        `outcome ${i} ${outcome.allowed ? 'allowed with' : 'refused with no'} \`retryAfterMs\` (${outcome.retryAfterMs})`,
+      );
+    if (!outcome.allowed && allowed) badReply(`\`allowed\` true over outcome ${i}, which refused`);
   }
+  if (!allowed && outcomes.every((outcome: PolicyOutcome) => outcome.allowed))
+    badReply('`allowed` false over outcomes that all allowed');
   return reply as StoreReply;
 }
 
