@@ -478,6 +478,30 @@ export function limiterRegressions(store: () => RateLimitStore) {
     },
   );
 
+  // A charge made while the clock stood behind wrote the state as of that earlier time, before
+  // the charges that wrote it: a refund of one of those then found no write since its charge and
+  // gave it back whole, though it had refilled before a later request was counted (two servers'
+  // clocks apart, say). The client had a unit more than if that request had never come.
+  it.each(['token-bucket', 'leaky-bucket'] as const)(
+    '%s: a refund after a charge made behind the clock gives back no refilled charge',
+    async (algorithm) => {
+      const run = async (withA: boolean) => {
+        const clock = manualClock(START_MS + 100);
+        const options = { limit: 10, window: '1s', algorithm } as const;
+        const limiter = createLimiter({ ...strict, ...options, store: store(), prefix: freshPrefix(), clock });
+        if (withA) await limiter.consume('k');
+        clock.set(START_MS + 300);
+        await limiter.consume('k');
+        clock.set(START_MS + 50);
+        await limiter.consume('k');
+        clock.set(START_MS + 300);
+        if (withA) await limiter.refund('k', 1, { chargedAt: START_MS + 100 });
+        return (await limiter.peek('k')).remaining;
+      };
+      expect(await run(true)).toBe(await run(false));
+    },
+  );
+
   // Each refund wrote the bucket's time, which the next refund of the same batch took for a
   // charge after its own: ten refunds of 1, 10 ms after ten charges made together, gave back 2
   // of 10 (gcra, counting the refill once for each, 1), where one refund of 10 gave back 10.

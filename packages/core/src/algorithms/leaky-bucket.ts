@@ -1,13 +1,11 @@
 import { type Algorithm, type EvaluateAt, evaluateOf } from './algorithm.js';
-import { drainedTo, meterInto, stillHeld } from './meter.js';
+import { drainedTo, meterInto, stillHeld, writeCharge } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
   const level = fresh ? 0 : drainedTo(values[at] as number, values[at + 1] as number, policy.limit, now);
   const after = meterInto(into, level, policy, capacity, cost);
-  if (after < 0) return;
-  values[at] = after;
-  values[at + 1] = now;
+  if (after >= 0) writeCharge(values, at, fresh, after, cost * policy.windowMs, now);
 };
 
 const seed: Algorithm['seed'] = (used, policy, now) => [used * policy.windowMs, now];

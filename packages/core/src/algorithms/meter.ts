@@ -1,4 +1,5 @@
 import type { Policy, PolicyOutcome } from '../types.js';
+import type { Values } from './algorithm.js';
 
 /**
  * The outcome of a meter that holds `held` units of work when asked for `cost` (a unit is
@@ -47,6 +48,31 @@ export function drainedTo(held: number, since: number, limit: number, now: numbe
   const elapsed = now - since;
   if (elapsed <= 0) return held - elapsed * limit;
   return elapsed >= Math.ceil(held / limit) ? 0 : held - elapsed * limit;
+}
+
+/**
+ * Writes a bucket's state after a charge of `added` units: `after`, the work held as of `now`
+ * (read by `drainedTo`) with the charge, as of `now`; or, where the clock stands behind the
+ * state's time, the state's own work with the charge, as of that time. Written as of `now`,
+ * the state's time went back before the charges that wrote it, which a refund dated by one of
+ * them then took for no write since (`stillHeld`) and gave back whole though it had refilled.
+ * The two read alike at every time: behind its time, a state holds what has not drained that
+ * far back.
+ */
+export function writeCharge(
+  values: Values,
+  at: number,
+  fresh: boolean,
+  after: number,
+  added: number,
+  now: number,
+): void {
+  if (!fresh && (values[at + 1] as number) > now) {
+    values[at] = (values[at] as number) + added;
+    return;
+  }
+  values[at] = after;
+  values[at + 1] = now;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { PolicyOutcome } from '../types.js';
 import { type Algorithm, type EvaluateAt, evaluateOf, type Values } from './algorithm.js';
-import { drainedTo, stillHeld } from './meter.js';
+import { drainedTo, stillHeld, writeCharge } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -19,8 +19,7 @@ const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, 
     into.remaining = Math.floor((tokens - need) / windowMs);
     into.resetAfterMs = Math.ceil((missing + need) / limit);
     into.retryAfterMs = 0;
-    values[at] = missing + need;
-    values[at + 1] = now;
+    writeCharge(values, at, fresh, missing + need, need, now);
     return;
   }
   into.allowed = false;

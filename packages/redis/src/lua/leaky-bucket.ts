@@ -19,7 +19,8 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
   if overflow <= p.max_delay * limit then
     return {
       allowed = true, remaining = max(0, floor_div(-overflow, window)), reset = ceil_div(after, limit),
-      retry = 0, delay = overflow > 0 and ceil_div(overflow, limit) or 0, next = { after, now },
+      retry = 0, delay = overflow > 0 and ceil_div(overflow, limit) or 0,
+      next = charged_state(state, after, cost * window, now),
     }
   end
   return {

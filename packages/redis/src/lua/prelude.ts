@@ -136,6 +136,13 @@ local ALGORITHMS = {}
 local max, floor, ceil, fmod = math.max, math.floor, math.ceil, math.fmod
 local function ceil_div(a, b) return ceil(a / b) end
 local function floor_div(a, b) return floor(a / b) end
+-- A bucket's state after a charge of added units: after, held as of now, as of now; or, where
+-- the clock stands behind the state's time, its own work with the charge, as of that time, so
+-- its time never goes back before the charges that wrote it (core's writeCharge says why).
+local function charged_state(state, after, added, now)
+  if state and state[2] > now then return { state[1] + added, state[2] } end
+  return { after, now }
+end
 -- What a charge of units made at charged_at or later, by charged_by, still holds in a bucket
 -- that drains or refills limit units a ms, its state written at since and read at at: a refund
 -- gives back no more (core's stillHeld says why).

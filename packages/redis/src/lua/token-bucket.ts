@@ -50,7 +50,7 @@ token_bucket.evaluate = function(state, p, capacity, cost, now)
   if tokens >= need then
     return {
       allowed = true, remaining = floor_div(tokens - need, window), reset = ceil_div(missing + need, limit),
-      retry = 0, delay = 0, next = { missing + need, now },
+      retry = 0, delay = 0, next = charged_state(state, missing + need, need, now),
     }
   end
   return {
