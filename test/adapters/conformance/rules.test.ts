@@ -194,6 +194,23 @@ descriptors:
     expect(draft11(refused).state).toMatchObject({ b: { r: 3 }, q: { r: 0, t: 2 } });
   });
 
+  // As in policies mode: written before the hold, the fields overstated each wait by it.
+  it("writes a held request's RateLimit fields as of the end of its hold", async () => {
+    const rules = parseRules(`
+domain: api
+descriptors:
+  - key: method
+    value: GET
+    policies: [{ name: q, limit: 50, window: 1s, algorithm: gcra, queue: { maxDelayMs: 50 } }]
+`);
+    app = await harness.start({ limits: [{ rules, descriptors: [['method']], clock: clockAt(0), logger }] });
+    const url = (app as RunningApp).url;
+    for (let i = 0; i < 50; i++) await request(url).get('/').expect(200);
+    const held = await request(url).get('/').expect(200);
+    expect(decisionOf(held).delayMs).toBe(20);
+    expect(draft11(held).state.q).toEqual({ r: 0, t: 1 });
+  });
+
   it('a request no rule matches passes with no headers and no decision', async () => {
     app = await harness.start({
       limits: [{ rules: layered, descriptors: [['header.x-user']], clock: clockAt(0), logger }],

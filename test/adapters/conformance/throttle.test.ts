@@ -29,6 +29,19 @@ describe.each(harnesses)('$name: queueing and throttling modes', (harness) => {
     expect(app.hits()).toBe(3);
   });
 
+  // Regression: the fields were written before the hold and sent after it, every wait overstated
+  // by the time held (draft-11: generated at response time).
+  it("writes a held request's RateLimit fields as of the end of its hold", async () => {
+    // 50 a second with a burst of 50: at a standing clock the 51st waits 20 ms behind the
+    // bucket's 1000 ms, its quota whole 1020 ms after it was decided and 1000 ms after its hold.
+    const queued = { algorithm: 'gcra', limit: 50, window: '1s', queue: { maxDelayMs: 50 } };
+    app = await harness.start({ limits: [{ ...queued, logger, clock: clockAt(0) }] });
+    for (let i = 0; i < 50; i++) await request(app.url).get('/').expect(200);
+    const res = await request(app.url).get('/').expect(200);
+    expect(decisionOf(res).delayMs).toBe(20);
+    expect(draft11(res).state['50-per-1s']).toEqual({ r: 0, t: 1 });
+  });
+
   it('drops a held request whose client leaves, and gives its slot back', async () => {
     const store = createMemoryStore();
     const clock = clockAt(0);

@@ -14,7 +14,7 @@ import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass, hasQueue } from './futile-options.js';
-import { retryAfterMs, spentWaitMs } from './headers/effective-window.js';
+import { heldFor, retryAfterMs, spentWaitMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from './headers-sent.js';
 import { type ChargeDates, hold, unusedSlotDates } from './hold.js';
@@ -200,7 +200,8 @@ export function createHttpLimiter<Req, Res>(
           : overQuota(entry, decision, req, res, request, waitMs);
       });
     }
-    entry.headers.write(decision, res, binding, request);
+    // A held request's fields are written once its hold ends, as of then.
+    if (decision.delayMs === 0) entry.headers.write(decision, res, binding, request);
     notify?.(req, decision);
     const spentMs = spentWaitMs(decision);
     if (spentMs > 0) {
@@ -232,6 +233,7 @@ export function createHttpLimiter<Req, Res>(
       const raw = binding.rawResponse(res);
       if (raw.headersSent) refundSlot().catch(ignore);
       checkUnsentMeanwhile(raw);
+      entry.headers.write(heldFor(decision, decision.delayMs), res, binding, request);
       if (charged) afterResponse?.(req, res, raw, refund);
       return { action: 'next', decision };
     });

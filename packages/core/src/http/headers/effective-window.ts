@@ -11,6 +11,20 @@ export function effectiveWindowMs(policy: PolicyDecision): number {
   return policy.allowed || policy.retryAfterMs === Number.POSITIVE_INFINITY ? policy.resetAfterMs : policy.retryAfterMs;
 }
 
+/**
+ * A held request's decision as it reads once its hold of `heldMs` has ended, for the fields
+ * written then: draft-11's figures are generated at response time, and written before the hold
+ * they overstated every wait by it.
+ */
+export function heldFor(decision: Decision, heldMs: number): Decision {
+  const aged = (ms: number) => Math.max(0, ms - heldMs);
+  return {
+    ...decision,
+    resetAfterMs: aged(decision.resetAfterMs),
+    policies: decision.policies.map((policy) => ({ ...policy, resetAfterMs: aged(policy.resetAfterMs) })),
+  };
+}
+
 /** The figures the single-valued fields (draft-6, draft-7, legacy) report. */
 export interface Headline {
   /** The headline policy's capacity: what `remaining` counts down from. */

@@ -20,7 +20,7 @@ import {
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit, createRequestWaits } from '../first-visit.js';
-import { retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
+import { heldFor, retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from '../headers-sent.js';
 import { hold, unusedSlotDates } from '../hold.js';
@@ -251,7 +251,8 @@ export function createRulesHttpLimiter<Req, Res>(
       if (decision.allowed) void giveBack(verdicts);
     }
     checkUnsentMeanwhile(raw);
-    writeAll(verdicts, res, request);
+    // A held request's fields are written once its hold ends, as of then.
+    if (!decision.allowed || decision.delayMs === 0) writeAll(verdicts, res, request);
     // Held or refused by another rule, the queued rules' events, held back, go out as decided.
     if (decision.delayMs > 0) for (const verdict of verdicts) publishQueued(verdict.decision);
     if (!decision.allowed) {
@@ -279,6 +280,12 @@ export function createRulesHttpLimiter<Req, Res>(
       if (!heldToTheEnd || raw.headersSent) giveBackSlots(verdicts).catch(() => {});
       if (!heldToTheEnd) return { action: 'gone', decision };
       checkUnsentMeanwhile(raw);
+      const heldMs = decision.delayMs;
+      writeAll(
+        verdicts.map((verdict) => ({ ...verdict, decision: heldFor(verdict.decision, heldMs) })),
+        res,
+        request,
+      );
       return { action: 'next', decision };
     });
   };
