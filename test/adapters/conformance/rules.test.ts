@@ -202,13 +202,19 @@ descriptors:
   - key: method
     value: GET
     policies: [{ name: q, limit: 50, window: 1s, algorithm: gcra, queue: { maxDelayMs: 50 } }]
+  - key: header.x-s
+    shadow_mode: true
+    policies: [{ name: s, limit: 1, window: 1020ms, algorithm: gcra }]
 `);
-    app = await harness.start({ limits: [{ rules, descriptors: [['method']], clock: clockAt(0), logger }] });
+    const descriptors = [['method'], ['header.x-s']];
+    app = await harness.start({ limits: [{ rules, descriptors, clock: clockAt(0), logger }] });
     const url = (app as RunningApp).url;
-    for (let i = 0; i < 50; i++) await request(url).get('/').expect(200);
-    const held = await request(url).get('/').expect(200);
+    for (let i = 0; i < 49; i++) await request(url).get('/').expect(200);
+    await request(url).get('/').set('x-s', 'k').expect(200);
+    // Held 20 ms, and over the shadow rule's limit, whose wait (1020 ms) is stated too.
+    const held = await request(url).get('/').set('x-s', 'k').expect(200);
     expect(decisionOf(held).delayMs).toBe(20);
-    expect(draft11(held).state.q).toEqual({ r: 0, t: 1 });
+    expect(draft11(held).state).toMatchObject({ q: { r: 0, t: 1 }, s: { r: 0, t: 1 } });
   });
 
   it('a request no rule matches passes with no headers and no decision', async () => {

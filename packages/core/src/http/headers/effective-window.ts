@@ -14,14 +14,20 @@ export function effectiveWindowMs(policy: PolicyDecision): number {
 /**
  * A held request's decision as it reads once its hold of `heldMs` has ended, for the fields
  * written then: draft-11's figures are generated at response time, and written before the hold
- * they overstated every wait by it.
+ * they overstated every wait by it. (A limiter that wrote its fields on the request before this
+ * one held it keeps its own, as of its decision.)
  */
 export function heldFor(decision: Decision, heldMs: number): Decision {
   const aged = (ms: number) => Math.max(0, ms - heldMs);
   return {
     ...decision,
     resetAfterMs: aged(decision.resetAfterMs),
-    policies: decision.policies.map((policy) => ({ ...policy, resetAfterMs: aged(policy.resetAfterMs) })),
+    // A policy's wait too: a shadow rule over its limit states its `retryAfterMs`.
+    policies: decision.policies.map((policy) => ({
+      ...policy,
+      resetAfterMs: aged(policy.resetAfterMs),
+      retryAfterMs: aged(policy.retryAfterMs),
+    })),
   };
 }
 
