@@ -1,5 +1,5 @@
 import { type Algorithm, type EvaluateAt, evaluateOf } from './algorithm.js';
-import { drainedTo, meterInto, stillHeld, writeCharge } from './meter.js';
+import { drainedTo, meterInto, meterRefunded, writeCharge } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -25,15 +25,6 @@ export const leakyBucket: Algorithm = {
 
   refund(state, policy, _capacity, cost, now, chargedAt, chargedBy) {
     if (state === undefined) return seed(0, policy, now);
-    // Taken off the state as of its own time, which it leaves as it was, as the token bucket's refund.
-    const since = state[1] as number;
-    const at = Math.max(now, since);
-    return [
-      Math.max(
-        0,
-        (state[0] as number) - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy),
-      ),
-      since,
-    ];
+    return meterRefunded(state, policy, cost, now, chargedAt, chargedBy);
   },
 };

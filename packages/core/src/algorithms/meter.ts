@@ -86,7 +86,7 @@ export function writeCharge(
  * refilled) before that write, and, for a write after the charge's span, to `at`, the later of
  * the state's time and the clock (a clock stepped back behind the state has seen that time).
  */
-export const stillHeld = (
+const stillHeld = (
   units: number,
   limit: number,
   since: number,
@@ -97,3 +97,26 @@ export const stillHeld = (
   if (since <= chargedAt) return units;
   return Math.max(0, units - ((since <= chargedBy ? since : at) - chargedAt) * limit);
 };
+
+/**
+ * A continuous bucket's state `[held, since]` after a refund of `cost` units charged at
+ * `chargedAt` or later, by `chargedBy`: what the charge still holds (`stillHeld`) taken off the
+ * state as of its own time, which the refund leaves as it was. Refilling goes on from there the
+ * same, and a refund is no write a later one takes for a charge after its own (refunds of
+ * several charges made together each gave back less than the one before). The state is read at
+ * the later of its time and the clock (a clock stepped back behind the state has seen that time).
+ * The token bucket's missing tokens and the leaky bucket's water alike.
+ */
+export function meterRefunded(
+  state: readonly number[],
+  policy: Policy,
+  cost: number,
+  now: number,
+  chargedAt: number,
+  chargedBy: number,
+): number[] {
+  const since = state[1] as number;
+  const at = Math.max(now, since);
+  const held = stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy);
+  return [Math.max(0, (state[0] as number) - held), since];
+}

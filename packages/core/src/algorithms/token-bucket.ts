@@ -1,6 +1,6 @@
 import type { PolicyOutcome } from '../types.js';
 import { type Algorithm, type EvaluateAt, evaluateOf, type Values } from './algorithm.js';
-import { drainedTo, stillHeld, writeCharge } from './meter.js';
+import { drainedTo, meterRefunded, writeCharge } from './meter.js';
 
 /** The decision on the state at `values[at…]`, in place (`Algorithm.evaluateAt`); the algorithm is below. */
 const evaluateAt: EvaluateAt = (values, at, fresh, policy, capacity, cost, now, into) => {
@@ -67,20 +67,7 @@ export const tokenBucket: Algorithm = {
       if (refilledAt > chargedBy || (refilledAt >= chargedAt && held > cost)) return [held, refilledAt];
       return [Math.max(0, held - cost), refilledAt];
     }
-    // Taken off the state as of its own time, which the refund leaves as it was: refilling goes
-    // on from there the same, and a refund is no write a later one takes for a charge after
-    // its own (refunds of several charges made together each gave back less than the one
-    // before). The state is read at `at`, the later of it and the clock (a clock stepped back
-    // behind the state has seen that time).
-    const since = state[1] as number;
-    const at = Math.max(now, since);
-    return [
-      Math.max(
-        0,
-        (state[0] as number) - stillHeld(cost * policy.windowMs, policy.limit, since, at, chargedAt, chargedBy),
-      ),
-      since,
-    ];
+    return meterRefunded(state, policy, cost, now, chargedAt, chargedBy);
   },
 };
 

@@ -30,10 +30,7 @@ leaky_bucket.evaluate = function(state, p, capacity, cost, now)
 end
 leaky_bucket.seed = function(used, p, now) return { used * p.window, now } end
 leaky_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
-  -- Off the state as of its own time, which it leaves as it was (core's comment says why).
-  local since = state and state[2] or now
-  local at = max(now, since)
-  return { max(0, (state and state[1] or 0) - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), since }
+  return meter_refunded(state, p, cost, now, charged_at, charged_by)
 end
 ALGORITHMS['leaky-bucket'] = leaky_bucket
 `;

@@ -151,6 +151,13 @@ local function still_held(units, limit, since, at, charged_at, charged_by)
   if since <= charged_by then at = since end
   return max(0, units - (at - charged_at) * limit)
 end
+-- A continuous bucket's state after a refund: what the charge still holds taken off the state
+-- as of its own time, which it leaves as it was (core's meterRefunded says why).
+local function meter_refunded(state, p, cost, now, charged_at, charged_by)
+  local since = state and state[2] or now
+  local at = max(now, since)
+  return { max(0, (state and state[1] or 0) - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), since }
+end
 -- The latest time a limiter's clock takes (core's MAX_EPOCH_MS): a window a sound write left
 -- starts no later, so none lies further ahead of now.
 local MAX_EPOCH_MS = ${MAX_EPOCH_MS}

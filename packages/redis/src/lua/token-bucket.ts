@@ -73,10 +73,7 @@ token_bucket.refund = function(state, p, _, cost, now, charged_at, charged_by)
     end
     return { max(0, missing - cost), refilled_at }
   end
-  -- Off the state as of its own time, which it leaves as it was (core's comment says why).
-  local since = state and state[2] or now
-  local at = max(now, since)
-  return { max(0, (state and state[1] or 0) - still_held(cost * p.window, p.limit, since, at, charged_at, charged_by)), since }
+  return meter_refunded(state, p, cost, now, charged_at, charged_by)
 end
 ALGORITHMS['token-bucket'] = token_bucket
 `;
