@@ -14,18 +14,17 @@ import { checkCountByOutcome } from './count-by-outcome.js';
 import { warnIfCreatedInRequest } from './created-in-request.js';
 import { createFirstVisit, createRequestWaits } from './first-visit.js';
 import { checkCostCanPass, hasQueue } from './futile-options.js';
-import { heldFor, retryAfterMs, spentWaitMs } from './headers/effective-window.js';
+import { heldFor, retryAfterMs } from './headers/effective-window.js';
 import { createHeaderWriter, type HeaderWriter } from './headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from './headers-sent.js';
 import { type ChargeDates, hold, unusedSlotDates } from './hold.js';
 import { checkHttpOptions, type HttpLimiterOptions, type PoliciesFor } from './http-options.js';
 import { checkNotifications } from './notifications.js';
 import { queueFull } from './queue-full.js';
-import { raiseRetryAfter } from './raised-retry-after.js';
 import { createRefuse } from './refusal.js';
+import { noteSpentWait, writeRefusalWait } from './request-retry-after.js';
 import { createRulesHttpLimiter } from './rules/rules-http-limiter.js';
 import { isRulesMode, type RulesHttpOptions } from './rules/rules-options.js';
-import { sfSeconds } from './structured-fields.js';
 import { createTierLimiters } from './tier-limiters.js';
 import { costFromUser, keyFromUser, skipsFromUser, tierFromUser } from './user-functions.js';
 import { createWarnOnce } from './warnings.js';
@@ -117,7 +116,7 @@ export function createHttpLimiter<Req, Res>(
   ): Outcome | Promise<Outcome> => {
     unsentMeanwhile(res);
     const waited = quotaWaitMs > decision.retryAfterMs ? { ...decision, retryAfterMs: quotaWaitMs } : decision;
-    refusedFor(res, request, waited.retryAfterMs);
+    writeRefusalWait(binding, res, request, waited.retryAfterMs, refusalWaits);
     notify?.(req, waited);
     return refusalUnlessSent(binding, res, refuse(req, waited, ban?.status));
   };
@@ -133,19 +132,8 @@ export function createHttpLimiter<Req, Res>(
 
   const spentWaits = createRequestWaits(binding.swapsRequestPrototype);
 
-  // Only an `onLimited` can let a refused request go on (Express's `next()`); the default
-  // refusal ends it, and noting the wait would add a property to every refused request.
-  const refusalGoesOn = all.onLimited !== undefined;
-
-  /**
-   * A refusal's `Retry-After`, noted for the limiters after this one on the request: an
-   * `onLimited` that goes on (`next()`) lets a later limiter refuse it too, whose shorter wait
-   * replaced this one, under a `RateLimit` item still saying this policy is spent longer.
-   */
-  const refusedFor = (res: Res, request: IncomingMessage, waitMs: number): void => {
-    binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-    if (refusalGoesOn) spentWaits.note(request, waitMs);
-  };
+  /** Where a refused request may go on (an `onLimited`'s `next()`), the waits its refusals note. */
+  const refusalWaits = all.onLimited === undefined ? undefined : spentWaits;
 
   /** A refusal over the quota, with its fields and `Retry-After` (none for a cost that can never pass). */
   const overQuota = (
@@ -157,7 +145,7 @@ export function createHttpLimiter<Req, Res>(
     waitMs: number | undefined,
   ): Outcome | Promise<Outcome> => {
     entry.headers.write(decision, res, binding, request);
-    if (waitMs !== undefined) refusedFor(res, request, waitMs);
+    if (waitMs !== undefined) writeRefusalWait(binding, res, request, waitMs, refusalWaits);
     return quotaRefusal(req, res, decision);
   };
 
@@ -203,11 +191,7 @@ export function createHttpLimiter<Req, Res>(
     // A held request's fields are written once its hold ends, as of then.
     if (decision.delayMs === 0) entry.headers.write(decision, res, binding, request);
     notify?.(req, decision);
-    const spentMs = spentWaitMs(decision);
-    if (spentMs > 0) {
-      spentWaits.note(request, spentMs);
-      raiseRetryAfter(binding, res, spentMs);
-    }
+    noteSpentWait(binding, res, request, decision, spentWaits);
     const charged = spentQuota(decision);
     // Dated by the charge: a refund gives back only what the charge still holds (nothing once
     // its window has passed, what has not refilled since), never a later request's units.

@@ -20,15 +20,14 @@ import {
 import { createClientAddressKey } from '../client-address.js';
 import { checkIpv6Subnet } from '../client-key.js';
 import { createFirstVisit, createRequestWaits } from '../first-visit.js';
-import { heldFor, retryAfterMs, spentWaitMs } from '../headers/effective-window.js';
+import { heldFor, retryAfterMs } from '../headers/effective-window.js';
 import { checkHeaders, createHeaderWriter, type HeaderWriter } from '../headers/index.js';
 import { checkHeadersUnsent, checkUnsentMeanwhile, refusalUnlessSent, skippedUnlessSent } from '../headers-sent.js';
 import { hold, unusedSlotDates } from '../hold.js';
 import { checkCost, checkHandlers, checkMaxQueued } from '../http-options.js';
 import { queueFull } from '../queue-full.js';
-import { raiseRetryAfter } from '../raised-retry-after.js';
 import { createRefuse } from '../refusal.js';
-import { sfSeconds } from '../structured-fields.js';
+import { noteSpentWait, writeRefusalWait } from '../request-retry-after.js';
 import { costFromUser, skipsFromUser } from '../user-functions.js';
 import { createWarnOnce } from '../warnings.js';
 import { compileDescriptors, DEFAULT_DESCRIPTORS, matchReadings, type RequestFacts } from './request-descriptors.js';
@@ -257,18 +256,11 @@ export function createRulesHttpLimiter<Req, Res>(
     if (decision.delayMs > 0) for (const verdict of verdicts) publishQueued(verdict.decision);
     if (!decision.allowed) {
       const waitMs = retryAfterMs(decision, spentWaits.of(request));
-      if (waitMs !== undefined) {
-        binding.setHeader(res, 'Retry-After', sfSeconds(waitMs));
-        // For a later limiter, should `onLimited` go on: its shorter wait replaced this one.
-        if (options.onLimited !== undefined) spentWaits.note(request, waitMs);
-      }
+      if (waitMs !== undefined)
+        writeRefusalWait(binding, res, request, waitMs, options.onLimited === undefined ? undefined : spentWaits);
       return refusalUnlessSent(binding, res, refuse(req, decision));
     }
-    const spentMs = spentWaitMs(decision);
-    if (spentMs > 0) {
-      spentWaits.note(request, spentMs);
-      raiseRetryAfter(binding, res, spentMs);
-    }
+    noteSpentWait(binding, res, request, decision, spentWaits);
     if (decision.delayMs === 0) return { action: 'next', decision };
     held++;
     // Published under the limiter of the rule that asked for the longest delay, the one held to.
